@@ -1,0 +1,58 @@
+# Common tasks. `make demo` and `make test` set everything up themselves (Debian packages,
+# configure, build) on a fresh Debian 12 machine.
+
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= $(shell nproc)
+# CI sets CI=true: warnings become errors there.
+WERROR     := $(if $(CI),ON,OFF)
+CMAKE_FLAGS ?=
+
+.PHONY: all build deps configure test test-release test-asan demo bench format clean install
+
+all: build
+
+deps:
+	sh scripts/deps.sh
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DKILN_WERROR=$(WERROR) $(CMAKE_FLAGS)
+
+$(ASAN_BUILD)/CMakeCache.txt:
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DKILN_SANITIZE=ON \
+	      -DKILN_WERROR=$(WERROR) $(CMAKE_FLAGS)
+
+configure: $(BUILD)/CMakeCache.txt
+
+build: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+# The whole suite twice: optimized, then under AddressSanitizer + UndefinedBehaviorSanitizer.
+test: deps
+	$(MAKE) test-release
+	$(MAKE) test-asan
+
+test-release: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+test-asan: $(ASAN_BUILD)/CMakeCache.txt
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS)
+
+demo: deps
+	$(MAKE) build
+	./$(BUILD)/examples/kiln-demo
+
+bench: deps
+	$(MAKE) build
+	./$(BUILD)/bench/kiln-bench
+
+install: build
+	cmake --install $(BUILD)
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,0 +1,131 @@
+/* kiln/ctx.h: the context: error state, logging, allocator, scopes.
+ *
+ * A kiln_ctx is the handle every call takes first. It holds
+ *  - the sticky error: the first failure since the last kiln_ctx_clear_error, with its
+ *    status and message. Builders that return objects return NULL on error and leave the
+ *    error here, so math code chains and checks once at the end;
+ *  - the allocator every host allocation goes through (kiln/alloc.h);
+ *  - the log callback and level (KILN_LOG=error|warn|info|debug in the environment);
+ *  - the scope stack that owns the tensors created by kiln calls.
+ *
+ * A ctx is not thread-safe: use one ctx per thread, or serialise calls on it.
+ *
+ *     kiln_ctx *cx;
+ *     if (kiln_ctx_create(NULL, &cx) != KILN_OK) return 1;
+ *     kiln_scope_begin(cx);
+ *     kiln_tensor *x = kiln_zeros(cx, KILN_F32, KILN_SHAPE(2, 3));
+ *     ...
+ *     if (kiln_ctx_status(cx) != KILN_OK) fprintf(stderr, "%s\n", kiln_ctx_error_message(cx));
+ *     kiln_scope_end(cx);          // releases x and every other tensor made in the scope
+ *     kiln_ctx_release(cx);
+ */
+#ifndef KILN_CTX_H
+#define KILN_CTX_H
+
+#include <stddef.h>
+
+#include "kiln/alloc.h"
+#include "kiln/device.h"
+#include "kiln/export.h"
+#include "kiln/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kiln_ctx kiln_ctx;
+
+typedef enum kiln_log_level {
+    KILN_LOG_UNSET = -1, /* in options: take KILN_LOG from the environment */
+    KILN_LOG_OFF = 0,
+    KILN_LOG_ERROR = 1,
+    KILN_LOG_WARN = 2,
+    KILN_LOG_INFO = 3,
+    KILN_LOG_DEBUG = 4,
+} kiln_log_level;
+
+/* Receives one log line (no trailing newline). `message` lives for the call only. Called
+ * on the thread that logs. */
+typedef void (*kiln_log_fn)(void *user, kiln_log_level level, const char *message);
+
+typedef struct kiln_ctx_options {
+    size_t struct_size; /* sizeof(kiln_ctx_options); set by kiln_ctx_options_default */
+    /* Host allocator, copied at creation. NULL: the C library's. */
+    const kiln_allocator *allocator;
+    /* Log sink. NULL: lines go to stderr, and only when logging was asked for. */
+    kiln_log_fn log_fn;
+    void *log_user;
+    /* KILN_LOG_UNSET: the level named by the KILN_LOG environment variable
+     * (error|warn|info|debug|off); without it, WARN when log_fn is set and OFF otherwise,
+     * so kiln never prints unless asked to. */
+    kiln_log_level log_level;
+    /* The device new tensors are created on. */
+    kiln_device device;
+} kiln_ctx_options;
+
+/* Options with every field at its default. */
+KILN_API kiln_ctx_options kiln_ctx_options_default(void);
+
+/* Creates a ctx. `options` may be NULL (all defaults); a struct from an older kiln with a
+ * smaller struct_size is accepted, the missing fields taking their defaults.
+ * On success stores the new ctx in *out_ctx (owned by the caller: kiln_ctx_release) and
+ * returns KILN_OK. Errors: INVALID_ARGUMENT (out_ctx NULL, struct_size 0 or too small,
+ * an allocator without alloc or free, a bad log level or an unsupported device),
+ * RESOURCE_EXHAUSTED. On error *out_ctx is set to NULL (when out_ctx is not NULL); there is
+ * no ctx to hold a message. Thread-safe. */
+KILN_API KILN_NODISCARD kiln_status kiln_ctx_create(const kiln_ctx_options *options,
+                                                    kiln_ctx **out_ctx);
+
+/* Ends every open scope (releasing what they own) and frees the ctx. Tensors the user
+ * retained stay valid as long as the allocator does. NULL is a no-op. */
+KILN_API void kiln_ctx_release(kiln_ctx *cx);
+
+/* The first error since creation or the last kiln_ctx_clear_error, or KILN_OK. */
+KILN_API kiln_status kiln_ctx_status(const kiln_ctx *cx);
+
+/* The message of that error ("" when there is none). Borrowed: valid until the error is
+ * cleared or the ctx released. */
+KILN_API const char *kiln_ctx_error_message(const kiln_ctx *cx);
+
+/* Forgets the sticky error, so that the ctx can be used again after a failure. */
+KILN_API void kiln_ctx_clear_error(kiln_ctx *cx);
+
+/* Records an error on behalf of user code (e.g. a callback that failed), with a printf
+ * format. Like every error it is sticky: it is ignored when one is already recorded.
+ * Returns `status`. */
+KILN_API kiln_status kiln_ctx_set_error(kiln_ctx *cx, kiln_status status, const char *fmt, ...)
+    KILN_PRINTF_LIKE(3, 4);
+
+/* The ctx's allocator (borrowed, lives as long as the ctx) and default device. */
+KILN_API const kiln_allocator *kiln_ctx_allocator(const kiln_ctx *cx);
+KILN_API kiln_device kiln_ctx_device(const kiln_ctx *cx);
+
+/* The effective log level, and a way to change it. */
+KILN_API kiln_log_level kiln_ctx_log_level(const kiln_ctx *cx);
+KILN_API void kiln_ctx_set_log_level(kiln_ctx *cx, kiln_log_level level);
+
+/* Logs a line through the ctx's sink if `level` is enabled. */
+KILN_API void kiln_ctx_log(kiln_ctx *cx, kiln_log_level level, const char *fmt, ...)
+    KILN_PRINTF_LIKE(3, 4);
+
+/* Parses "error", "warn", "info", "debug" or "off" (any case). Returns false and leaves
+ * *out_level alone for anything else. */
+KILN_API _Bool kiln_log_level_parse(const char *text, kiln_log_level *out_level);
+
+/* Scopes own the tensors made while they are the innermost open scope. kiln_scope_end
+ * releases the scope's reference to each of them: a tensor survives only if someone
+ * retained it (kiln_tensor_retain) or it was moved out (kiln_scope_escape). Scopes nest;
+ * the ctx has an outermost scope of its own that kiln_ctx_release ends.
+ * kiln_scope_begin fails only with RESOURCE_EXHAUSTED; kiln_scope_end without a matching
+ * begin is FAILED_PRECONDITION. Both return the status and record errors in the ctx. */
+KILN_API kiln_status kiln_scope_begin(kiln_ctx *cx);
+KILN_API kiln_status kiln_scope_end(kiln_ctx *cx);
+
+/* The number of open scopes, not counting the ctx's own: 0 right after creation. */
+KILN_API int kiln_scope_depth(const kiln_ctx *cx);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,26 @@
+/* kiln/kiln.h: everything public in one include.
+ *
+ * kiln is a tracing JIT compiler for array programs. This header pulls in the whole public
+ * API; each header it includes documents its part:
+ *   kiln/status.h  status codes          kiln/ctx.h     ctx, errors, logging, scopes
+ *   kiln/alloc.h   injectable allocator  kiln/device.h  devices (DLPack codes)
+ *   kiln/dtype.h   element types         kiln/shape.h   shapes
+ *   kiln/tensor.h  tensors               kiln/random.h  Philox random tensors
+ *   kiln/npy.h     .npy files
+ */
+#ifndef KILN_KILN_H
+#define KILN_KILN_H
+
+#include "kiln/alloc.h"
+#include "kiln/ctx.h"
+#include "kiln/device.h"
+#include "kiln/dtype.h"
+#include "kiln/export.h"
+#include "kiln/npy.h"
+#include "kiln/random.h"
+#include "kiln/shape.h"
+#include "kiln/status.h"
+#include "kiln/tensor.h"
+#include "kiln/version.h"
+
+#endif

@@ -1,0 +1,162 @@
+/* kiln/tensor.h: tensors: creation, reading back, printing, lifetime.
+ *
+ * A kiln_tensor is an n-dimensional array of one dtype on one device, backed by
+ * refcounted storage. Every function that makes a tensor returns it owned by the ctx's
+ * innermost scope (kiln/ctx.h), or NULL with the error recorded in the ctx; a NULL
+ * tensor argument makes them return NULL without touching the first error, so calls chain:
+ *
+ *     kiln_scope_begin(cx);
+ *     kiln_tensor *x = kiln_iota(cx, KILN_F32, KILN_SHAPE(2, 3), 1);
+ *     kiln_tensor *y = kiln_tensor_from_host(cx, KILN_F32, KILN_SHAPE(2), (float[]){1, 2},
+ *                                            2 * sizeof(float));
+ *     kiln_tensor_print(cx, x, stdout);        // f32[2,3] [[0, 1, 2], [0, 1, 2]]
+ *     float back[6];
+ *     kiln_tensor_to_host(cx, x, back, sizeof back);
+ *     if (kiln_ctx_status(cx) != KILN_OK) fprintf(stderr, "%s\n", kiln_ctx_error_message(cx));
+ *     kiln_tensor *kept = kiln_tensor_retain(x);   // survives the scope
+ *     kiln_scope_end(cx);                          // releases y (and the scope's ref to x)
+ *     kiln_tensor_release(kept);
+ *
+ * Tensors are immutable once made. Reference counts are atomic, so a retained tensor may
+ * be read and released on any thread; a tensor still owned by a scope must be released
+ * on its ctx's thread. Unless stated otherwise, functions taking a ctx have the ctx's
+ * (lack of) thread-safety.
+ */
+#ifndef KILN_TENSOR_H
+#define KILN_TENSOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "kiln/ctx.h"
+#include "kiln/device.h"
+#include "kiln/dtype.h"
+#include "kiln/export.h"
+#include "kiln/shape.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kiln_tensor kiln_tensor;
+
+/* ---- creation ---------------------------------------------------------------------- */
+/* Errors common to all of these: INVALID_ARGUMENT for a NULL ctx-less argument, an invalid
+ * dtype or shape, or a byte size that overflows; RESOURCE_EXHAUSTED when memory runs out.
+ * Messages name the function and the argument. */
+
+/* A tensor holding a copy of `nbytes` bytes at `data`, row-major; nbytes must equal the
+ * shape's byte size (data may be NULL only when it is 0). */
+KILN_API kiln_tensor *kiln_tensor_from_host(kiln_ctx *cx, kiln_dtype dtype, kiln_shape shape,
+                                            const void *data, size_t nbytes);
+
+/* Called once when the last tensor using wrapped memory goes away. */
+typedef void (*kiln_deleter_fn)(void *data, void *user);
+
+/* A tensor over the caller's memory without copying. `data` must hold `nbytes` bytes,
+ * equal to the shape's byte size, aligned to the dtype's size, and must not change while
+ * the tensor lives. When the last reference goes, `deleter(data, user)` is called (if not
+ * NULL). On failure NULL is returned and the deleter is NOT called: the memory stays the
+ * caller's. */
+KILN_API kiln_tensor *kiln_tensor_wrap_host(kiln_ctx *cx, kiln_dtype dtype, kiln_shape shape,
+                                            void *data, size_t nbytes, kiln_deleter_fn deleter,
+                                            void *user);
+
+/* Tensors filled with 0, 1, or `value`. Integer dtypes truncate a fractional value toward
+ * zero (as numpy does); a value outside the dtype's range, or NaN for an integer or bool,
+ * is INVALID_ARGUMENT. For bool, any non-zero value is true. */
+KILN_API kiln_tensor *kiln_zeros(kiln_ctx *cx, kiln_dtype dtype, kiln_shape shape);
+KILN_API kiln_tensor *kiln_ones(kiln_ctx *cx, kiln_dtype dtype, kiln_shape shape);
+KILN_API kiln_tensor *kiln_full(kiln_ctx *cx, kiln_dtype dtype, kiln_shape shape, double value);
+/* kiln_full for integers beyond double's 53-bit precision (any dtype). */
+KILN_API kiln_tensor *kiln_full_int(kiln_ctx *cx, kiln_dtype dtype, kiln_shape shape,
+                                    int64_t value);
+/* A rank-0 tensor: kiln_full(cx, dtype, KILN_SHAPE_SCALAR, value). */
+KILN_API kiln_tensor *kiln_scalar(kiln_ctx *cx, double value, kiln_dtype dtype);
+
+/* StableHLO iota: element [i0, i1, ...] holds i_dim, the index along `dim`. dim must be in
+ * 0..rank-1 (so rank >= 1). Values past the dtype's range wrap for integers (as the spec's
+ * convert does not define; kiln wraps modulo 2^bits) and round for floats. */
+KILN_API kiln_tensor *kiln_iota(kiln_ctx *cx, kiln_dtype dtype, kiln_shape shape, int32_t dim);
+
+/* numpy.arange: a rank-1 tensor of ceil((stop - start) / step) elements start + i*step
+ * (0 elements when that is negative). step 0, a non-finite argument, or more than 2^53
+ * elements is INVALID_ARGUMENT. */
+KILN_API kiln_tensor *kiln_arange(kiln_ctx *cx, kiln_dtype dtype, double start, double stop,
+                                  double step);
+
+/* numpy.linspace with endpoint=True: `num` evenly spaced values from start to stop, both
+ * included (the last is exactly stop). num < 0 or a non-finite bound is INVALID_ARGUMENT. */
+KILN_API kiln_tensor *kiln_linspace(kiln_ctx *cx, kiln_dtype dtype, double start, double stop,
+                                    int64_t num);
+
+/* ---- reading ----------------------------------------------------------------------- */
+
+/* Properties. On a NULL tensor they return an invalid dtype / rank -1 / 0 / NULL. */
+KILN_API kiln_dtype kiln_tensor_dtype(const kiln_tensor *t);
+KILN_API int32_t kiln_tensor_rank(const kiln_tensor *t);
+/* Dimension `axis`; negative axes count from the end. -1 when out of range. */
+KILN_API int64_t kiln_tensor_dim(const kiln_tensor *t, int32_t axis);
+/* The shape, borrowed: lives as long as the tensor. */
+KILN_API const kiln_shape *kiln_tensor_shape(const kiln_tensor *t);
+KILN_API int64_t kiln_tensor_numel(const kiln_tensor *t);
+KILN_API size_t kiln_tensor_nbytes(const kiln_tensor *t);
+KILN_API kiln_device kiln_tensor_device(const kiln_tensor *t);
+/* The row-major elements of a tensor on a host-visible device, borrowed: valid as long
+ * as the tensor. NULL for an empty tensor, a NULL tensor or device memory. Read only. */
+KILN_API const void *kiln_tensor_data(const kiln_tensor *t);
+
+/* Copies the tensor's bytes into dst. nbytes must equal kiln_tensor_nbytes(t), else
+ * INVALID_ARGUMENT naming both sizes (nothing is written). */
+KILN_API kiln_status kiln_tensor_to_host(kiln_ctx *cx, const kiln_tensor *t, void *dst,
+                                         size_t nbytes);
+
+/* Element `index` (row-major flat index) converted to double, as a convenience for tests
+ * and printing (i64/u64 beyond 2^53 are rounded). Out of range is OUT_OF_RANGE, returning
+ * NaN. */
+KILN_API double kiln_tensor_item(kiln_ctx *cx, const kiln_tensor *t, int64_t index);
+
+/* ---- printing ---------------------------------------------------------------------- */
+
+typedef struct kiln_print_options {
+    size_t struct_size; /* sizeof(kiln_print_options) */
+    int precision;      /* significant digits for floats (default 8, at most 17) */
+    int64_t threshold;  /* tensors with more elements are elided (default 1000) */
+    int64_t edge_items; /* items kept at each end of an elided axis (default 3) */
+    int line_width;     /* wrap rows longer than this (default 75) */
+} kiln_print_options;
+
+KILN_API kiln_print_options kiln_print_options_default(void);
+
+/* Formats like numpy: a header line "f32[2,3]" then the values, nested brackets per axis,
+ * columns right-aligned, large tensors elided with "...". `options` may be NULL.
+ * kiln_tensor_to_string returns a NUL-terminated string allocated with the ctx's
+ * allocator, to be freed with kiln_string_free; NULL on error. */
+KILN_API char *kiln_tensor_to_string(kiln_ctx *cx, const kiln_tensor *t,
+                                     const kiln_print_options *options);
+KILN_API void kiln_string_free(kiln_ctx *cx, char *text);
+/* Writes kiln_tensor_to_string(...) and a newline to `stream`. */
+KILN_API kiln_status kiln_tensor_print(kiln_ctx *cx, const kiln_tensor *t, FILE *stream);
+
+/* ---- lifetime ---------------------------------------------------------------------- */
+
+/* Adds a reference the caller owns; returns t (NULL for NULL). Thread-safe. */
+KILN_API kiln_tensor *kiln_tensor_retain(kiln_tensor *t);
+
+/* Drops one reference; the tensor is freed when none remain. Releasing a tensor that only
+ * its scope owns frees it early (the scope forgets it). NULL is a no-op. */
+KILN_API void kiln_tensor_release(kiln_tensor *t);
+
+/* Moves the scope's reference to t from the innermost scope to the one around it, so t
+ * outlives kiln_scope_end (the usual way to return a result from a scoped helper). A
+ * tensor not owned by the innermost scope is FAILED_PRECONDITION; at the outermost scope
+ * the reference passes to the caller. Returns t, or NULL on error. */
+KILN_API kiln_tensor *kiln_scope_escape(kiln_ctx *cx, kiln_tensor *t);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,33 @@
+#!/bin/sh
+# Installs the Debian packages kiln needs that are missing. As root it runs apt-get;
+# otherwise it prints the exact command to run and fails.
+set -eu
+
+# Build: compiler, CMake, pkg-config. Libraries: OpenBLAS (contractions), zlib and cJSON
+# (data formats). Tests: Criterion; numpy for the interoperability checks. Tools:
+# clang-format for `make format`.
+PACKAGES="build-essential cmake pkg-config libopenblas-dev zlib1g-dev libcjson-dev
+libcriterion-dev python3 python3-numpy clang-format"
+
+missing=""
+for p in $PACKAGES; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing="$missing $p"
+    fi
+done
+
+if [ -z "$missing" ]; then
+    echo "deps: all Debian packages present"
+    exit 0
+fi
+
+cmd="apt-get install -y --no-install-recommends$missing"
+if [ "$(id -u)" -ne 0 ]; then
+    echo "deps: missing Debian packages:$missing" >&2
+    echo "deps: run as root:  apt-get update && $cmd" >&2
+    exit 1
+fi
+echo "deps: installing$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+$cmd

@@ -1,0 +1,24 @@
+/* Internal allocation helpers: every host allocation goes through a kiln_allocator. */
+#ifndef KILN_BASE_ALLOC_H
+#define KILN_BASE_ALLOC_H
+
+#include <stddef.h>
+
+#include "kiln/alloc.h"
+#include "kiln/ctx.h"
+
+/* The alignment of tensor data: a cache line, and enough for any vector unit. */
+#define KILN_DATA_ALIGNMENT 64
+
+/* Allocates through `a`; NULL when out of memory or size is 0. Records nothing. */
+void *kiln__raw_alloc(const kiln_allocator *a, size_t size, size_t alignment);
+void kiln__raw_free(const kiln_allocator *a, void *ptr, size_t size);
+
+/* Allocates through the ctx's allocator; on failure records RESOURCE_EXHAUSTED in the
+ * ctx naming `what` and returns NULL. `size` 0 is an INTERNAL error. */
+void *kiln__alloc(kiln_ctx *cx, size_t size, size_t alignment, const char *what);
+/* Like kiln__alloc, zero-filled. */
+void *kiln__calloc(kiln_ctx *cx, size_t size, size_t alignment, const char *what);
+void kiln__free(kiln_ctx *cx, void *ptr, size_t size);
+
+#endif

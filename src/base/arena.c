@@ -1,0 +1,98 @@
+#include "base/arena.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#include "base/alloc.h"
+
+struct kiln__arena_block {
+    kiln__arena_block *next;
+    size_t size; /* bytes in data[] */
+    size_t used;
+    _Alignas(64) unsigned char data[];
+};
+
+void kiln__arena_init(kiln__arena *arena, kiln_ctx *cx, size_t block_size) {
+    arena->cx = cx;
+    arena->blocks = NULL;
+    arena->block_size = block_size ? block_size : 16384;
+    arena->used_total = 0;
+}
+
+static size_t align_up(size_t x, size_t a) { return (x + a - 1) & ~(a - 1); }
+
+void *kiln__arena_alloc(kiln__arena *arena, size_t size, size_t alignment) {
+    if (alignment == 0 || (alignment & (alignment - 1)) || alignment > 4096) {
+        kiln_ctx_set_error(arena->cx, KILN_INTERNAL, "internal: arena alignment %zu", alignment);
+        return NULL;
+    }
+    if (size == 0) size = 1;
+    kiln__arena_block *b = arena->blocks;
+    if (b) {
+        size_t offset = align_up(b->used, alignment);
+        if (offset <= b->size && size <= b->size - offset) {
+            b->used = offset + size;
+            arena->used_total += size;
+            return b->data + offset;
+        }
+    }
+    /* A new block big enough for this request even at the worst alignment. */
+    size_t need = size + alignment;
+    if (need < size || need > SIZE_MAX - sizeof(kiln__arena_block)) {
+        kiln_ctx_set_error(arena->cx, KILN_RESOURCE_EXHAUSTED,
+                           "arena: request of %zu bytes is too large", size);
+        return NULL;
+    }
+    size_t data_size = need > arena->block_size ? need : arena->block_size;
+    kiln__arena_block *nb = kiln__alloc(arena->cx, sizeof *nb + data_size, 64, "arena block");
+    if (!nb) return NULL;
+    nb->size = data_size;
+    nb->used = 0;
+    nb->next = arena->blocks;
+    arena->blocks = nb;
+    size_t offset = align_up(0, alignment);
+    nb->used = offset + size;
+    arena->used_total += size;
+    return nb->data + offset;
+}
+
+char *kiln__arena_strndup(kiln__arena *arena, const char *text, size_t length) {
+    if (length == SIZE_MAX) return NULL;
+    char *s = kiln__arena_alloc(arena, length + 1, 1);
+    if (!s) return NULL;
+    memcpy(s, text, length);
+    s[length] = '\0';
+    return s;
+}
+
+static void free_chain(kiln__arena *arena, kiln__arena_block *b) {
+    while (b) {
+        kiln__arena_block *next = b->next;
+        kiln__free(arena->cx, b, sizeof *b + b->size);
+        b = next;
+    }
+}
+
+void kiln__arena_reset(kiln__arena *arena) {
+    kiln__arena_block *b = arena->blocks;
+    if (!b) return;
+    /* Keep the oldest block (the list is newest first). */
+    kiln__arena_block *keep = b, *prev = NULL;
+    while (keep->next) {
+        prev = keep;
+        keep = keep->next;
+    }
+    if (prev) {
+        prev->next = NULL;
+        free_chain(arena, b);
+    }
+    keep->used = 0;
+    arena->blocks = keep;
+    arena->used_total = 0;
+}
+
+void kiln__arena_destroy(kiln__arena *arena) {
+    free_chain(arena, arena->blocks);
+    arena->blocks = NULL;
+    arena->used_total = 0;
+}

@@ -1,0 +1,161 @@
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "base/alloc.h"
+#include "base/ctx_internal.h"
+#include "base/scope.h"
+
+kiln_ctx_options kiln_ctx_options_default(void) {
+    return (kiln_ctx_options){
+        .struct_size = sizeof(kiln_ctx_options),
+        .allocator = NULL,
+        .log_fn = NULL,
+        .log_user = NULL,
+        .log_level = KILN_LOG_UNSET,
+        .device = KILN_DEVICE_CPU,
+    };
+}
+
+bool kiln_log_level_parse(const char *text, kiln_log_level *out_level) {
+    static const struct {
+        const char *name;
+        kiln_log_level level;
+    } names[] = {{"off", KILN_LOG_OFF},    {"none", KILN_LOG_OFF},     {"error", KILN_LOG_ERROR},
+                 {"warn", KILN_LOG_WARN},  {"warning", KILN_LOG_WARN}, {"info", KILN_LOG_INFO},
+                 {"debug", KILN_LOG_DEBUG}};
+    if (!text || !out_level) return false;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (strcasecmp(text, names[i].name) == 0) {
+            *out_level = names[i].level;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Copies the fields an options struct of `struct_size` bytes actually has. */
+#define HAS_FIELD(opts, field) \
+    ((opts)->struct_size >= offsetof(kiln_ctx_options, field) + sizeof((opts)->field))
+
+kiln_status kiln_ctx_create(const kiln_ctx_options *options, kiln_ctx **out_ctx) {
+    if (!out_ctx) return KILN_INVALID_ARGUMENT;
+    *out_ctx = NULL;
+    kiln_ctx_options o = kiln_ctx_options_default();
+    if (options) {
+        if (!HAS_FIELD(options, allocator)) return KILN_INVALID_ARGUMENT;
+        o.allocator = options->allocator;
+        if (HAS_FIELD(options, log_fn)) o.log_fn = options->log_fn;
+        if (HAS_FIELD(options, log_user)) o.log_user = options->log_user;
+        if (HAS_FIELD(options, log_level)) o.log_level = options->log_level;
+        if (HAS_FIELD(options, device)) o.device = options->device;
+    }
+    if (o.allocator && (!o.allocator->alloc || !o.allocator->free)) return KILN_INVALID_ARGUMENT;
+    if (o.log_level < KILN_LOG_UNSET || o.log_level > KILN_LOG_DEBUG) return KILN_INVALID_ARGUMENT;
+    if (o.device.type != KILN_DEVICE_TYPE_CPU || o.device.id != 0) return KILN_INVALID_ARGUMENT;
+
+    const kiln_allocator *a = o.allocator ? o.allocator : kiln_allocator_default();
+    kiln_ctx *cx = kiln__raw_alloc(a, sizeof *cx, _Alignof(kiln_ctx));
+    if (!cx) return KILN_RESOURCE_EXHAUSTED;
+    memset(cx, 0, sizeof *cx);
+    cx->allocator = *a;
+    cx->log_fn = o.log_fn;
+    cx->log_user = o.log_user;
+    cx->device = o.device;
+    cx->status = KILN_OK;
+    kiln__scope_init(&cx->root_scope, NULL);
+    cx->scope = &cx->root_scope;
+
+    kiln_log_level level = o.log_level;
+    if (level == KILN_LOG_UNSET) {
+        const char *env = getenv("KILN_LOG");
+        if (!env || !kiln_log_level_parse(env, &level))
+            level = o.log_fn ? KILN_LOG_WARN : KILN_LOG_OFF;
+    }
+    cx->log_level = level;
+    *out_ctx = cx;
+    return KILN_OK;
+}
+
+void kiln_ctx_release(kiln_ctx *cx) {
+    if (!cx) return;
+    while (cx->scope_depth > 0)
+        kiln_scope_end(cx);
+    kiln__scope_drain(&cx->root_scope);
+    kiln_allocator a = cx->allocator;
+    kiln__raw_free(&a, cx, sizeof *cx);
+}
+
+kiln_status kiln_ctx_status(const kiln_ctx *cx) { return cx ? cx->status : KILN_INVALID_ARGUMENT; }
+
+const char *kiln_ctx_error_message(const kiln_ctx *cx) {
+    if (!cx) return "kiln: the ctx is NULL";
+    return cx->message;
+}
+
+void kiln_ctx_clear_error(kiln_ctx *cx) {
+    if (!cx) return;
+    cx->status = KILN_OK;
+    cx->message[0] = '\0';
+}
+
+static void log_line(kiln_ctx *cx, kiln_log_level level, const char *line) {
+    if (cx->log_fn) {
+        cx->log_fn(cx->log_user, level, line);
+        return;
+    }
+    static const char *const tags[] = {"", "error", "warn", "info", "debug"};
+    fprintf(stderr, "kiln %s: %s\n", tags[level], line);
+}
+
+static kiln_status set_error_v(kiln_ctx *cx, kiln_status status, const char *fmt, va_list ap) {
+    if (!cx) return status;
+    if (status == KILN_OK) return KILN_OK;
+    if (cx->status != KILN_OK) return status; /* sticky: keep the first */
+    cx->status = status;
+    vsnprintf(cx->message, sizeof cx->message, fmt, ap);
+    if (cx->log_level >= KILN_LOG_DEBUG) log_line(cx, KILN_LOG_DEBUG, cx->message);
+    return status;
+}
+
+kiln_status kiln_ctx_set_error(kiln_ctx *cx, kiln_status status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    kiln_status s = set_error_v(cx, status, fmt ? fmt : "(no message)", ap);
+    va_end(ap);
+    return s;
+}
+
+kiln_status kiln__null_argument(kiln_ctx *cx, const char *fn, const char *arg) {
+    if (cx && cx->status == KILN_OK)
+        kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT, "%s: %s is NULL", fn, arg);
+    return KILN_INVALID_ARGUMENT;
+}
+
+const kiln_allocator *kiln_ctx_allocator(const kiln_ctx *cx) {
+    return cx ? &cx->allocator : kiln_allocator_default();
+}
+
+kiln_device kiln_ctx_device(const kiln_ctx *cx) { return cx ? cx->device : KILN_DEVICE_CPU; }
+
+kiln_log_level kiln_ctx_log_level(const kiln_ctx *cx) { return cx ? cx->log_level : KILN_LOG_OFF; }
+
+void kiln_ctx_set_log_level(kiln_ctx *cx, kiln_log_level level) {
+    if (!cx || level < KILN_LOG_OFF || level > KILN_LOG_DEBUG) return;
+    cx->log_level = level;
+}
+
+void kiln_ctx_log(kiln_ctx *cx, kiln_log_level level, const char *fmt, ...) {
+    if (!cx || !fmt || level <= KILN_LOG_OFF || level > KILN_LOG_DEBUG) return;
+    if (level > cx->log_level) return;
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    log_line(cx, level, line);
+}

@@ -1,0 +1,34 @@
+/* Reading and writing single elements of any dtype as double or int64_t. Used where
+ * speed does not matter (fills, printing, file conversion); kernels have their own. */
+#ifndef KILN_CORE_ELEMENT_H
+#define KILN_CORE_ELEMENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kiln/dtype.h"
+
+/* Correctly rounded double -> 16-bit float conversions (nearest even). */
+uint16_t kiln__f64_to_f16(double value);
+uint16_t kiln__f64_to_bf16(double value);
+
+/* Element i of `data` as double. */
+double kiln__element_load(const void *data, kiln_dtype dtype, int64_t i);
+
+/* Stores `value` into element i: floats round to nearest even; integers and bool take
+ * the value converted as kiln__element_fits accepts it (trunc toward zero, non-zero is
+ * true). Callers check kiln__element_fits first: out-of-range integers saturate. */
+void kiln__element_store(void *data, kiln_dtype dtype, int64_t i, double value);
+
+/* Stores an integer exactly for integer dtypes (wrapping modulo 2^bits), bool as != 0,
+ * and rounded for floats. */
+void kiln__element_store_int(void *data, kiln_dtype dtype, int64_t i, int64_t value);
+
+/* True when `value` can be stored in the dtype: any value for floats; for integers, not
+ * NaN and trunc(value) within range; for bool, not NaN. */
+bool kiln__element_fits(kiln_dtype dtype, double value);
+
+/* True when the integer is within the dtype's range (always true for floats and bool). */
+bool kiln__element_fits_int(kiln_dtype dtype, int64_t value);
+
+#endif

@@ -1,0 +1,264 @@
+/* Tensor objects: creation from host memory, properties, reading back, lifetime. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/ctx_internal.h"
+#include "core/element.h"
+#include "core/tensor_internal.h"
+
+bool kiln__check_dtype_shape(kiln_ctx *cx, const char *fn, kiln_dtype dtype,
+                             const kiln_shape *shape, int64_t *out_numel, size_t *out_nbytes) {
+    if (!kiln_dtype_is_valid(dtype)) {
+        kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT, "%s: dtype %d is not a valid kiln_dtype", fn,
+                           (int)dtype);
+        return false;
+    }
+    if (shape->rank < 0 || shape->rank > KILN_MAX_RANK) {
+        kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                           "%s: shape has rank %d; expected 0 to %d (KILN_MAX_RANK)", fn,
+                           (int)shape->rank, KILN_MAX_RANK);
+        return false;
+    }
+    char text[KILN_MAX_RANK * 21 + 3];
+    for (int32_t i = 0; i < shape->rank; i++) {
+        if (shape->dims[i] < 0) {
+            kiln_shape_format(shape, text, sizeof text);
+            kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                               "%s: shape %s has a negative dimension at axis %d", fn, text,
+                               (int)i);
+            return false;
+        }
+    }
+    if (!kiln_shape_numel(shape, out_numel) || !kiln_shape_nbytes(shape, dtype, out_nbytes)) {
+        kiln_shape_format(shape, text, sizeof text);
+        kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                           "%s: shape %s of %s is too large: its byte size overflows", fn, text,
+                           kiln_dtype_name(dtype));
+        return false;
+    }
+    return true;
+}
+
+static void drop_scope_reference(kiln__owned *node) {
+    kiln_tensor *t = (kiln_tensor *)((char *)node - offsetof(kiln_tensor, owned));
+    kiln_tensor_release(t);
+}
+
+static void storage_release(kiln__storage *s) {
+    if (atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1) return;
+    if (s->wrapped) {
+        if (s->deleter) s->deleter(s->data, s->deleter_user);
+    } else {
+        kiln__raw_free(&s->allocator, s->data, s->nbytes);
+    }
+    kiln_allocator a = s->allocator;
+    kiln__raw_free(&a, s, sizeof *s);
+}
+
+/* Makes the tensor object around `storage` (which it takes over) and hands it to the
+ * innermost scope. On failure releases nothing but what it allocated itself. */
+static kiln_tensor *tensor_around(kiln_ctx *cx, const char *fn, kiln_dtype dtype,
+                                  const kiln_shape *shape, int64_t numel, size_t nbytes,
+                                  kiln__storage *storage) {
+    kiln_tensor *t = kiln__alloc(cx, sizeof *t, _Alignof(kiln_tensor), fn);
+    if (!t) return NULL;
+    memset(t, 0, sizeof *t);
+    atomic_init(&t->refs, 1);
+    t->dtype = dtype;
+    t->shape.rank = shape->rank;
+    memcpy(t->shape.dims, shape->dims, (size_t)shape->rank * sizeof shape->dims[0]);
+    t->numel = numel;
+    t->nbytes = nbytes;
+    t->storage = storage;
+    t->byte_offset = 0;
+    t->allocator = cx->allocator;
+    t->owned.drop = drop_scope_reference;
+    kiln__scope_adopt(cx, &t->owned);
+    return t;
+}
+
+static kiln__storage *storage_new(kiln_ctx *cx, const char *fn, size_t nbytes) {
+    kiln__storage *s = kiln__alloc(cx, sizeof *s, _Alignof(kiln__storage), fn);
+    if (!s) return NULL;
+    memset(s, 0, sizeof *s);
+    atomic_init(&s->refs, 1);
+    s->device = cx->device;
+    s->nbytes = nbytes;
+    s->allocator = cx->allocator;
+    if (nbytes > 0) {
+        s->data = kiln__alloc(cx, nbytes, KILN_DATA_ALIGNMENT, fn);
+        if (!s->data) {
+            kiln__free(cx, s, sizeof *s);
+            return NULL;
+        }
+    }
+    return s;
+}
+
+kiln_tensor *kiln__tensor_new(kiln_ctx *cx, const char *fn, kiln_dtype dtype, kiln_shape shape) {
+    int64_t numel;
+    size_t nbytes;
+    if (!kiln__check_dtype_shape(cx, fn, dtype, &shape, &numel, &nbytes)) return NULL;
+    kiln__storage *s = storage_new(cx, fn, nbytes);
+    if (!s) return NULL;
+    kiln_tensor *t = tensor_around(cx, fn, dtype, &shape, numel, nbytes, s);
+    if (!t) storage_release(s);
+    return t;
+}
+
+void *kiln__tensor_mutable_data(kiln_tensor *t) {
+    return t->storage->data ? (char *)t->storage->data + t->byte_offset : NULL;
+}
+
+kiln_tensor *kiln_tensor_from_host(kiln_ctx *cx, kiln_dtype dtype, kiln_shape shape,
+                                   const void *data, size_t nbytes) {
+    static const char fn[] = "kiln_tensor_from_host";
+    if (!cx) return NULL;
+    int64_t numel;
+    size_t need;
+    if (!kiln__check_dtype_shape(cx, fn, dtype, &shape, &numel, &need)) return NULL;
+    if (nbytes != need) {
+        char text[KILN_MAX_RANK * 21 + 3];
+        kiln_shape_format(&shape, text, sizeof text);
+        kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT, "%s: nbytes is %zu; a %s%s tensor needs %zu",
+                           fn, nbytes, kiln_dtype_name(dtype), text, need);
+        return NULL;
+    }
+    if (!data && need > 0) {
+        kiln__null_argument(cx, fn, "data");
+        return NULL;
+    }
+    kiln_tensor *t = kiln__tensor_new(cx, fn, dtype, shape);
+    if (t && need > 0) memcpy(kiln__tensor_mutable_data(t), data, need);
+    return t;
+}
+
+kiln_tensor *kiln_tensor_wrap_host(kiln_ctx *cx, kiln_dtype dtype, kiln_shape shape, void *data,
+                                   size_t nbytes, kiln_deleter_fn deleter, void *user) {
+    static const char fn[] = "kiln_tensor_wrap_host";
+    if (!cx) return NULL;
+    int64_t numel;
+    size_t need;
+    if (!kiln__check_dtype_shape(cx, fn, dtype, &shape, &numel, &need)) return NULL;
+    if (nbytes != need) {
+        char text[KILN_MAX_RANK * 21 + 3];
+        kiln_shape_format(&shape, text, sizeof text);
+        kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT, "%s: nbytes is %zu; a %s%s tensor needs %zu",
+                           fn, nbytes, kiln_dtype_name(dtype), text, need);
+        return NULL;
+    }
+    if (!data && need > 0) {
+        kiln__null_argument(cx, fn, "data");
+        return NULL;
+    }
+    if ((uintptr_t)data % kiln_dtype_size(dtype) != 0) {
+        kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                           "%s: data %p is not aligned to %zu bytes, the size of %s", fn, data,
+                           kiln_dtype_size(dtype), kiln_dtype_name(dtype));
+        return NULL;
+    }
+    kiln__storage *s = kiln__alloc(cx, sizeof *s, _Alignof(kiln__storage), fn);
+    if (!s) return NULL;
+    memset(s, 0, sizeof *s);
+    atomic_init(&s->refs, 1);
+    s->device = cx->device;
+    s->data = data;
+    s->nbytes = nbytes;
+    s->allocator = cx->allocator;
+    s->wrapped = true;
+    kiln_tensor *t = tensor_around(cx, fn, dtype, &shape, numel, need, s);
+    if (!t) {
+        /* The memory stays the caller's: free our record without calling the deleter. */
+        kiln__free(cx, s, sizeof *s);
+        return NULL;
+    }
+    s->deleter = deleter;
+    s->deleter_user = user;
+    return t;
+}
+
+kiln_dtype kiln_tensor_dtype(const kiln_tensor *t) { return t ? t->dtype : KILN_DTYPE_COUNT; }
+
+int32_t kiln_tensor_rank(const kiln_tensor *t) { return t ? t->shape.rank : -1; }
+
+int64_t kiln_tensor_dim(const kiln_tensor *t, int32_t axis) {
+    if (!t) return -1;
+    if (axis < 0) axis += t->shape.rank;
+    if (axis < 0 || axis >= t->shape.rank) return -1;
+    return t->shape.dims[axis];
+}
+
+const kiln_shape *kiln_tensor_shape(const kiln_tensor *t) { return t ? &t->shape : NULL; }
+
+int64_t kiln_tensor_numel(const kiln_tensor *t) { return t ? t->numel : 0; }
+
+size_t kiln_tensor_nbytes(const kiln_tensor *t) { return t ? t->nbytes : 0; }
+
+kiln_device kiln_tensor_device(const kiln_tensor *t) {
+    return t ? t->storage->device : KILN_DEVICE_CPU;
+}
+
+const void *kiln_tensor_data(const kiln_tensor *t) {
+    if (!t || t->nbytes == 0 || t->storage->device.type != KILN_DEVICE_TYPE_CPU) return NULL;
+    return (const char *)t->storage->data + t->byte_offset;
+}
+
+kiln_status kiln_tensor_to_host(kiln_ctx *cx, const kiln_tensor *t, void *dst, size_t nbytes) {
+    static const char fn[] = "kiln_tensor_to_host";
+    if (!cx) return KILN_INVALID_ARGUMENT;
+    if (!t) return kiln__null_argument(cx, fn, "tensor");
+    if (nbytes != t->nbytes)
+        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                  "%s: nbytes is %zu; the %s tensor has %zu bytes", fn, nbytes,
+                                  kiln_dtype_name(t->dtype), t->nbytes);
+    if (nbytes == 0) return KILN_OK;
+    if (!dst) return kiln__null_argument(cx, fn, "dst");
+    memcpy(dst, kiln_tensor_data(t), nbytes);
+    return KILN_OK;
+}
+
+double kiln_tensor_item(kiln_ctx *cx, const kiln_tensor *t, int64_t index) {
+    if (!cx) return NAN;
+    if (!t) {
+        kiln__null_argument(cx, "kiln_tensor_item", "tensor");
+        return NAN;
+    }
+    if (index < 0 || index >= t->numel) {
+        kiln_ctx_set_error(cx, KILN_OUT_OF_RANGE,
+                           "kiln_tensor_item: index %lld is out of range for %lld elements",
+                           (long long)index, (long long)t->numel);
+        return NAN;
+    }
+    return kiln__element_load(kiln_tensor_data(t), t->dtype, index);
+}
+
+kiln_tensor *kiln_tensor_retain(kiln_tensor *t) {
+    if (t) atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
+    return t;
+}
+
+void kiln_tensor_release(kiln_tensor *t) {
+    if (!t) return;
+    if (atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) != 1) return;
+    kiln__owned_unlink(&t->owned); /* an early release of a scope-owned tensor */
+    storage_release(t->storage);
+    kiln_allocator a = t->allocator;
+    kiln__raw_free(&a, t, sizeof *t);
+}
+
+kiln_tensor *kiln_scope_escape(kiln_ctx *cx, kiln_tensor *t) {
+    if (!cx) return NULL;
+    if (!t) {
+        kiln__null_argument(cx, "kiln_scope_escape", "tensor");
+        return NULL;
+    }
+    if (!kiln__scope_owns_innermost(cx, &t->owned)) {
+        kiln_ctx_set_error(cx, KILN_FAILED_PRECONDITION,
+                           "kiln_scope_escape: the tensor is not owned by the innermost scope");
+        return NULL;
+    }
+    kiln__scope_move_outer(cx, &t->owned);
+    return t;
+}

@@ -1,0 +1,522 @@
+/* The .npy format: a magic string, a version, a Python-dict header describing dtype,
+ * order and shape, then the raw C-order data. Every length read from a file is checked
+ * before it is used; nothing here trusts the header. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "kiln/npy.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+#include "base/ctx_internal.h"
+#include "core/tensor_internal.h"
+
+#define NPY_MAGIC "\x93NUMPY"
+#define NPY_MAGIC_LEN 6
+/* numpy itself refuses headers over 10000 bytes unless told otherwise; a generous cap
+ * keeps a hostile length from turning into a huge allocation. */
+#define NPY_MAX_HEADER (1u << 20)
+
+typedef struct npy_info {
+    kiln_dtype dtype;
+    bool big_endian;
+    kiln_shape shape;
+} npy_info;
+
+/* ---- header parsing ----------------------------------------------------------------- */
+
+typedef struct cursor {
+    const char *start, *p, *end;
+    kiln_ctx *cx;
+    const char *source; /* the file name, for messages */
+} cursor;
+
+static kiln_status bad(cursor *c, const char *what) {
+    return kiln_ctx_set_error(c->cx, KILN_INVALID_ARGUMENT,
+                              "%s: malformed .npy header: %s at byte %td of the header", c->source,
+                              what, c->p - c->start);
+}
+
+static void skip_space(cursor *c) {
+    while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' || *c->p == '\r'))
+        c->p++;
+}
+
+static bool accept(cursor *c, char ch) {
+    skip_space(c);
+    if (c->p < c->end && *c->p == ch) {
+        c->p++;
+        return true;
+    }
+    return false;
+}
+
+/* A quoted Python string without escapes; sets *s and *len to its contents. */
+static bool parse_string(cursor *c, const char **s, size_t *len) {
+    skip_space(c);
+    if (c->p >= c->end || (*c->p != '\'' && *c->p != '"')) return false;
+    char q = *c->p++;
+    const char *start = c->p;
+    while (c->p < c->end && *c->p != q) {
+        if (*c->p == '\\') return false;
+        c->p++;
+    }
+    if (c->p >= c->end) return false;
+    *s = start;
+    *len = (size_t)(c->p - start);
+    c->p++;
+    return true;
+}
+
+static bool word(cursor *c, const char *w) {
+    skip_space(c);
+    size_t n = strlen(w);
+    if ((size_t)(c->end - c->p) >= n && memcmp(c->p, w, n) == 0) {
+        c->p += n;
+        return true;
+    }
+    return false;
+}
+
+static bool streq(const char *s, size_t len, const char *lit) {
+    return strlen(lit) == len && memcmp(s, lit, len) == 0;
+}
+
+/* A numpy type string like '<f4'. */
+static kiln_status parse_typestr(cursor *c, const char *s, size_t len, npy_info *info) {
+    if (len < 2) goto unsupported;
+    char order = s[0];
+    const char *code = s + 1;
+    size_t clen = len - 1;
+    if (order != '<' && order != '>' && order != '|' && order != '=') goto unsupported;
+    static const struct {
+        const char *code;
+        kiln_dtype dtype;
+    } types[] = {{"b1", KILN_BOOL}, {"i1", KILN_I8},  {"i2", KILN_I16}, {"i4", KILN_I32},
+                 {"i8", KILN_I64},  {"u1", KILN_U8},  {"u2", KILN_U16}, {"u4", KILN_U32},
+                 {"u8", KILN_U64},  {"f2", KILN_F16}, {"f4", KILN_F32}, {"f8", KILN_F64}};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        if (streq(code, clen, types[i].code)) {
+            info->dtype = types[i].dtype;
+            info->big_endian = order == '>';
+            if (order == '|' && kiln_dtype_size(info->dtype) != 1) goto unsupported;
+            return KILN_OK;
+        }
+    }
+unsupported:
+    return kiln_ctx_set_error(c->cx, KILN_UNIMPLEMENTED,
+                              "%s: .npy dtype '%.*s' is not supported (kiln reads bool, i1-i8, "
+                              "u1-u8, f2, f4, f8 and the bf16 convention of kiln/npy.h)",
+                              c->source, (int)(len > 32 ? 32 : len), s);
+}
+
+static kiln_status parse_descr(cursor *c, npy_info *info) {
+    const char *s;
+    size_t len;
+    skip_space(c);
+    if (c->p < c->end && *c->p == '[') {
+        /* The one structured dtype kiln knows: [('bf16', '<u2')] */
+        const char *start = c->p;
+        c->p++;
+        const char *name, *type;
+        size_t name_len, type_len;
+        if (accept(c, '(') && parse_string(c, &name, &name_len) && accept(c, ',') &&
+            parse_string(c, &type, &type_len) && accept(c, ')') &&
+            (accept(c, ','), accept(c, ']')) && streq(name, name_len, "bf16") &&
+            (streq(type, type_len, "<u2") || streq(type, type_len, ">u2"))) {
+            info->dtype = KILN_BF16;
+            info->big_endian = type[0] == '>';
+            return KILN_OK;
+        }
+        c->p = start;
+        return kiln_ctx_set_error(c->cx, KILN_UNIMPLEMENTED,
+                                  "%s: .npy structured dtype is not supported (only "
+                                  "[('bf16', '<u2')], kiln's bf16 convention)",
+                                  c->source);
+    }
+    if (!parse_string(c, &s, &len)) return bad(c, "'descr' is not a string");
+    return parse_typestr(c, s, len, info);
+}
+
+static kiln_status parse_shape(cursor *c, npy_info *info) {
+    if (!accept(c, '(')) return bad(c, "'shape' is not a tuple");
+    kiln_shape shape = {.rank = 0};
+    for (;;) {
+        if (accept(c, ')')) break;
+        skip_space(c);
+        if (c->p >= c->end || *c->p < '0' || *c->p > '9')
+            return bad(c, "a dimension of 'shape' is not a non-negative integer");
+        int64_t d = 0;
+        while (c->p < c->end && *c->p >= '0' && *c->p <= '9') {
+            if (__builtin_mul_overflow(d, 10, &d) || __builtin_add_overflow(d, *c->p - '0', &d))
+                return kiln_ctx_set_error(c->cx, KILN_INVALID_ARGUMENT,
+                                          "%s: a dimension of 'shape' overflows int64", c->source);
+            c->p++;
+        }
+        if (c->p < c->end && *c->p == 'L') c->p++; /* Python 2 long */
+        if (shape.rank == KILN_MAX_RANK)
+            return kiln_ctx_set_error(c->cx, KILN_INVALID_ARGUMENT,
+                                      "%s: 'shape' has more than %d dimensions (KILN_MAX_RANK)",
+                                      c->source, KILN_MAX_RANK);
+        shape.dims[shape.rank++] = d;
+        if (accept(c, ')')) break;
+        if (!accept(c, ',')) return bad(c, "expected ',' or ')' in 'shape'");
+    }
+    info->shape = shape;
+    return KILN_OK;
+}
+
+static kiln_status parse_dict(cursor *c, npy_info *info) {
+    bool have_descr = false, have_order = false, have_shape = false;
+    if (!accept(c, '{')) return bad(c, "it does not start with '{'");
+    for (;;) {
+        if (accept(c, '}')) break;
+        const char *key;
+        size_t key_len;
+        if (!parse_string(c, &key, &key_len)) return bad(c, "expected a quoted key");
+        if (!accept(c, ':')) return bad(c, "expected ':' after a key");
+        kiln_status s = KILN_OK;
+        if (streq(key, key_len, "descr") && !have_descr) {
+            have_descr = true;
+            s = parse_descr(c, info);
+        } else if (streq(key, key_len, "fortran_order") && !have_order) {
+            have_order = true;
+            if (word(c, "True"))
+                return kiln_ctx_set_error(c->cx, KILN_UNIMPLEMENTED,
+                                          "%s: Fortran-order .npy files are not supported "
+                                          "(save with numpy.ascontiguousarray)",
+                                          c->source);
+            if (!word(c, "False")) return bad(c, "'fortran_order' is not True or False");
+        } else if (streq(key, key_len, "shape") && !have_shape) {
+            have_shape = true;
+            s = parse_shape(c, info);
+        } else {
+            return kiln_ctx_set_error(c->cx, KILN_INVALID_ARGUMENT,
+                                      "%s: malformed .npy header: unexpected or repeated key "
+                                      "'%.*s'",
+                                      c->source, (int)(key_len > 32 ? 32 : key_len), key);
+        }
+        if (s != KILN_OK) return s;
+        if (accept(c, '}')) break;
+        if (!accept(c, ',')) return bad(c, "expected ',' or '}' after a value");
+    }
+    if (!have_descr || !have_order || !have_shape)
+        return kiln_ctx_set_error(c->cx, KILN_INVALID_ARGUMENT,
+                                  "%s: malformed .npy header: missing key '%s'", c->source,
+                                  !have_descr   ? "descr"
+                                  : !have_order ? "fortran_order"
+                                                : "shape");
+    skip_space(c);
+    if (c->p != c->end) return bad(c, "unexpected text after the dictionary");
+    return KILN_OK;
+}
+
+/* Reads the preamble: magic, version and header length. `avail` bytes are at `bytes`.
+ * On success *out_header_len is the header's length and *out_prefix the bytes before it. */
+static kiln_status parse_preamble(kiln_ctx *cx, const char *source, const unsigned char *bytes,
+                                  size_t avail, size_t *out_prefix, size_t *out_header_len) {
+    if (avail < NPY_MAGIC_LEN + 2 || memcmp(bytes, NPY_MAGIC, NPY_MAGIC_LEN) != 0)
+        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                  "%s: not a .npy file (it does not start with \\x93NUMPY)",
+                                  source);
+    unsigned major = bytes[6], minor = bytes[7];
+    size_t prefix, len;
+    if (major == 1) {
+        prefix = 10;
+        if (avail < prefix) goto truncated;
+        len = (size_t)bytes[8] | (size_t)bytes[9] << 8;
+    } else if (major == 2 || major == 3) {
+        prefix = 12;
+        if (avail < prefix) goto truncated;
+        len = (size_t)bytes[8] | (size_t)bytes[9] << 8 | (size_t)bytes[10] << 16 |
+              (size_t)bytes[11] << 24;
+    } else {
+        return kiln_ctx_set_error(cx, KILN_UNIMPLEMENTED,
+                                  "%s: .npy version %u.%u is not supported (1.0, 2.0, 3.0 are)",
+                                  source, major, minor);
+    }
+    if (len > NPY_MAX_HEADER)
+        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                  "%s: .npy header length %zu exceeds the limit of %u bytes",
+                                  source, len, NPY_MAX_HEADER);
+    *out_prefix = prefix;
+    *out_header_len = len;
+    return KILN_OK;
+truncated:
+    return kiln_ctx_set_error(cx, KILN_DATA_LOSS, "%s: truncated .npy file (%zu bytes)", source,
+                              avail);
+}
+
+static kiln_status parse_header(kiln_ctx *cx, const char *source, const char *text, size_t len,
+                                npy_info *info) {
+    cursor c = {.start = text, .p = text, .end = text + len, .cx = cx, .source = source};
+    return parse_dict(&c, info);
+}
+
+static kiln_status check_data_size(kiln_ctx *cx, const char *source, const npy_info *info,
+                                   size_t available, size_t *out_nbytes) {
+    int64_t numel;
+    size_t nbytes;
+    char shape[KILN_MAX_RANK * 21 + 3];
+    kiln_shape_format(&info->shape, shape, sizeof shape);
+    if (!kiln_shape_numel(&info->shape, &numel) ||
+        !kiln_shape_nbytes(&info->shape, info->dtype, &nbytes))
+        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                  "%s: .npy shape %s of %s is too large: its byte size overflows",
+                                  source, shape, kiln_dtype_name(info->dtype));
+    if (available < nbytes)
+        return kiln_ctx_set_error(cx, KILN_DATA_LOSS,
+                                  "%s: truncated .npy data: %s%s needs %zu bytes, the file has %zu",
+                                  source, kiln_dtype_name(info->dtype), shape, nbytes, available);
+    if (available > nbytes)
+        return kiln_ctx_set_error(
+            cx, KILN_DATA_LOSS, "%s: .npy data has %zu bytes after the %zu that %s%s needs", source,
+            available - nbytes, nbytes, kiln_dtype_name(info->dtype), shape);
+    *out_nbytes = nbytes;
+    return KILN_OK;
+}
+
+static void swap_bytes(void *data, size_t nbytes, size_t size) {
+    unsigned char *p = data;
+    for (size_t i = 0; i + size <= nbytes; i += size)
+        for (size_t a = 0, b = size - 1; a < b; a++, b--) {
+            unsigned char t = p[i + a];
+            p[i + a] = p[i + b];
+            p[i + b] = t;
+        }
+}
+
+/* ---- loading ---------------------------------------------------------------------- */
+
+kiln_status kiln_npy_load_buffer(kiln_ctx *cx, const void *data, size_t size,
+                                 kiln_tensor **out_tensor) {
+    static const char fn[] = "kiln_npy_load_buffer";
+    if (!cx) return KILN_INVALID_ARGUMENT;
+    if (!out_tensor) return kiln__null_argument(cx, fn, "out_tensor");
+    *out_tensor = NULL;
+    if (!data && size > 0) return kiln__null_argument(cx, fn, "data");
+    const char *source = "<buffer>";
+    const unsigned char *bytes = data;
+    size_t prefix = 0, header_len = 0;
+    kiln_status s = parse_preamble(cx, source, bytes, size, &prefix, &header_len);
+    if (s != KILN_OK) return s;
+    if (size - prefix < header_len)
+        return kiln_ctx_set_error(cx, KILN_DATA_LOSS,
+                                  "%s: truncated .npy header: %zu bytes announced, %zu present",
+                                  source, header_len, size - prefix);
+    npy_info info;
+    s = parse_header(cx, source, (const char *)bytes + prefix, header_len, &info);
+    if (s != KILN_OK) return s;
+    size_t nbytes;
+    s = check_data_size(cx, source, &info, size - prefix - header_len, &nbytes);
+    if (s != KILN_OK) return s;
+    kiln_tensor *t = kiln__tensor_new(cx, fn, info.dtype, info.shape);
+    if (!t) return kiln_ctx_status(cx);
+    if (nbytes) {
+        void *dst = kiln__tensor_mutable_data(t);
+        memcpy(dst, bytes + prefix + header_len, nbytes);
+        if (info.big_endian) swap_bytes(dst, nbytes, kiln_dtype_size(info.dtype));
+    }
+    *out_tensor = t;
+    return KILN_OK;
+}
+
+static kiln_status io_error(kiln_ctx *cx, const char *path, const char *what, int err) {
+    kiln_status s = err == ENOENT                                     ? KILN_NOT_FOUND
+                    : (err == EACCES || err == EPERM || err == EROFS) ? KILN_PERMISSION_DENIED
+                                                                      : KILN_UNAVAILABLE;
+    return kiln_ctx_set_error(cx, s, "%s: cannot %s: %s", path, what, strerror(err));
+}
+
+static kiln_status read_exact(kiln_ctx *cx, const char *path, FILE *f, void *dst, size_t n,
+                              const char *what) {
+    if (n == 0) return KILN_OK;
+    size_t got = fread(dst, 1, n, f);
+    if (got == n) return KILN_OK;
+    if (ferror(f)) return io_error(cx, path, "read", errno ? errno : EIO);
+    return kiln_ctx_set_error(cx, KILN_DATA_LOSS, "%s: truncated .npy %s: %zu of %zu bytes", path,
+                              what, got, n);
+}
+
+static kiln_status load_file(kiln_ctx *cx, const char *path, FILE *f, kiln_tensor **out) {
+    static const char fn[] = "kiln_npy_load";
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0) return io_error(cx, path, "stat", errno);
+    if (!S_ISREG(st.st_mode))
+        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT, "%s: not a regular file", path);
+    size_t file_size = (size_t)st.st_size;
+    unsigned char pre[12];
+    size_t pre_len = file_size < sizeof pre ? file_size : sizeof pre;
+    kiln_status s = read_exact(cx, path, f, pre, pre_len, "preamble");
+    if (s != KILN_OK) return s;
+    size_t prefix = 0, header_len = 0;
+    s = parse_preamble(cx, path, pre, pre_len, &prefix, &header_len);
+    if (s != KILN_OK) return s;
+    if (file_size - prefix < header_len)
+        return kiln_ctx_set_error(cx, KILN_DATA_LOSS,
+                                  "%s: truncated .npy header: %zu bytes announced, %zu present",
+                                  path, header_len, file_size - prefix);
+    if (fseek(f, (long)prefix, SEEK_SET) != 0) return io_error(cx, path, "seek", errno);
+    char *header = header_len ? kiln__alloc(cx, header_len, 1, "kiln_npy_load: header") : NULL;
+    if (header_len && !header) return KILN_RESOURCE_EXHAUSTED;
+    s = read_exact(cx, path, f, header, header_len, "header");
+    npy_info info;
+    if (s == KILN_OK) s = parse_header(cx, path, header, header_len, &info);
+    if (header) kiln__free(cx, header, header_len);
+    if (s != KILN_OK) return s;
+    size_t nbytes;
+    s = check_data_size(cx, path, &info, file_size - prefix - header_len, &nbytes);
+    if (s != KILN_OK) return s;
+    kiln_tensor *t = kiln__tensor_new(cx, fn, info.dtype, info.shape);
+    if (!t) return kiln_ctx_status(cx);
+    void *dst = kiln__tensor_mutable_data(t);
+    s = read_exact(cx, path, f, dst, nbytes, "data");
+    if (s != KILN_OK) {
+        kiln_tensor_release(t);
+        return s;
+    }
+    if (info.big_endian) swap_bytes(dst, nbytes, kiln_dtype_size(info.dtype));
+    *out = t;
+    return KILN_OK;
+}
+
+kiln_status kiln_npy_load(kiln_ctx *cx, const char *path, kiln_tensor **out_tensor) {
+    if (!cx) return KILN_INVALID_ARGUMENT;
+    if (!out_tensor) return kiln__null_argument(cx, "kiln_npy_load", "out_tensor");
+    *out_tensor = NULL;
+    if (!path) return kiln__null_argument(cx, "kiln_npy_load", "path");
+    FILE *f = fopen(path, "rb");
+    if (!f) return io_error(cx, path, "open for reading", errno);
+    kiln_status s = load_file(cx, path, f, out_tensor);
+    fclose(f);
+    return s;
+}
+
+/* ---- saving ----------------------------------------------------------------------- */
+
+static const char *descr_of(kiln_dtype dtype) {
+    static const char *const names[KILN_DTYPE_COUNT] = {[KILN_BOOL] = "'|b1'",
+                                                        [KILN_I8] = "'|i1'",
+                                                        [KILN_I16] = "'<i2'",
+                                                        [KILN_I32] = "'<i4'",
+                                                        [KILN_I64] = "'<i8'",
+                                                        [KILN_U8] = "'|u1'",
+                                                        [KILN_U16] = "'<u2'",
+                                                        [KILN_U32] = "'<u4'",
+                                                        [KILN_U64] = "'<u8'",
+                                                        [KILN_F16] = "'<f2'",
+                                                        [KILN_BF16] = "[('bf16', '<u2')]",
+                                                        [KILN_F32] = "'<f4'",
+                                                        [KILN_F64] = "'<f8'"};
+    return names[dtype];
+}
+
+/* Writes the preamble and header into buf (at least 256 + 21 * rank bytes) and returns
+ * their total length, a multiple of 64 as numpy writes it. */
+static size_t format_header(const kiln_tensor *t, char *buf, size_t cap) {
+    char dict[512 + KILN_MAX_RANK * 22];
+    int n = snprintf(dict, sizeof dict, "{'descr': %s, 'fortran_order': False, 'shape': (",
+                     descr_of(t->dtype));
+    for (int32_t i = 0; i < t->shape.rank; i++)
+        n += snprintf(dict + n, sizeof dict - (size_t)n, "%lld%s", (long long)t->shape.dims[i],
+                      t->shape.rank == 1 || i + 1 < t->shape.rank ? ", " : "");
+    if (t->shape.rank == 1) n -= 1; /* "(5,)" */
+    n += snprintf(dict + n, sizeof dict - (size_t)n, "), }");
+    /* The header is short (under 1 KiB), so version 1.0 with a 2-byte length always fits. */
+    size_t prefix = 10;
+    size_t total = prefix + (size_t)n + 1;
+    total = (total + 63) / 64 * 64;
+    size_t header_len = total - prefix;
+    if (total > cap) return 0;
+    memcpy(buf, NPY_MAGIC, NPY_MAGIC_LEN);
+    buf[6] = 1;
+    buf[7] = 0;
+    buf[8] = (char)(header_len & 0xff);
+    buf[9] = (char)(header_len >> 8);
+    memcpy(buf + prefix, dict, (size_t)n);
+    memset(buf + prefix + n, ' ', header_len - (size_t)n - 1);
+    buf[total - 1] = '\n';
+    return total;
+}
+
+#define HEADER_CAP 1024
+
+kiln_status kiln_npy_save_buffer(kiln_ctx *cx, const kiln_tensor *t, void **out_data,
+                                 size_t *out_size) {
+    static const char fn[] = "kiln_npy_save_buffer";
+    if (!cx) return KILN_INVALID_ARGUMENT;
+    if (!out_data) return kiln__null_argument(cx, fn, "out_data");
+    *out_data = NULL;
+    if (!out_size) return kiln__null_argument(cx, fn, "out_size");
+    *out_size = 0;
+    if (!t) return kiln__null_argument(cx, fn, "tensor");
+    char header[HEADER_CAP];
+    size_t hlen = format_header(t, header, sizeof header);
+    if (hlen == 0) return kiln_ctx_set_error(cx, KILN_INTERNAL, "%s: header too long", fn);
+    if (t->nbytes > SIZE_MAX - hlen)
+        return kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "%s: tensor too large", fn);
+    size_t total = hlen + t->nbytes;
+    unsigned char *out = kiln__alloc(cx, total, 64, fn);
+    if (!out) return KILN_RESOURCE_EXHAUSTED;
+    memcpy(out, header, hlen);
+    if (t->nbytes) memcpy(out + hlen, kiln_tensor_data(t), t->nbytes);
+    *out_data = out;
+    *out_size = total;
+    return KILN_OK;
+}
+
+void kiln_buffer_free(kiln_ctx *cx, void *data, size_t size) {
+    if (cx && data) kiln__free(cx, data, size);
+}
+
+kiln_status kiln_npy_save(kiln_ctx *cx, const char *path, const kiln_tensor *t) {
+    static const char fn[] = "kiln_npy_save";
+    if (!cx) return KILN_INVALID_ARGUMENT;
+    if (!path) return kiln__null_argument(cx, fn, "path");
+    if (!t) return kiln__null_argument(cx, fn, "tensor");
+    char header[HEADER_CAP];
+    size_t hlen = format_header(t, header, sizeof header);
+    if (hlen == 0) return kiln_ctx_set_error(cx, KILN_INTERNAL, "%s: header too long", fn);
+
+    /* Write beside the target under a unique name, then rename over it. */
+    static atomic_uint counter;
+    size_t plen = strlen(path);
+    size_t tmp_size = plen + 48;
+    char *tmp = kiln__alloc(cx, tmp_size, 1, "kiln_npy_save: temporary name");
+    if (!tmp) return KILN_RESOURCE_EXHAUSTED;
+    kiln_status s = KILN_OK;
+    int fd = -1;
+    for (int attempt = 0; attempt < 16 && fd < 0; attempt++) {
+        snprintf(tmp, tmp_size, "%s.tmp%ld.%u", path, (long)getpid(),
+                 atomic_fetch_add(&counter, 1u));
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd < 0 && errno != EEXIST) break;
+    }
+    if (fd < 0) {
+        s = io_error(cx, path, "create a file beside", errno);
+        kiln__free(cx, tmp, tmp_size);
+        return s;
+    }
+    FILE *f = fdopen(fd, "wb");
+    if (!f) {
+        s = io_error(cx, path, "open for writing", errno);
+        close(fd);
+    } else {
+        if (fwrite(header, 1, hlen, f) != hlen ||
+            (t->nbytes && fwrite(kiln_tensor_data(t), 1, t->nbytes, f) != t->nbytes))
+            s = io_error(cx, path, "write", errno ? errno : EIO);
+        if (fclose(f) != 0 && s == KILN_OK) s = io_error(cx, path, "write", errno);
+    }
+    if (s == KILN_OK && rename(tmp, path) != 0) s = io_error(cx, path, "replace", errno);
+    if (s != KILN_OK) unlink(tmp);
+    kiln__free(cx, tmp, tmp_size);
+    return s;
+}

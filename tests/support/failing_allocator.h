@@ -1,0 +1,21 @@
+/* An allocator for tests: counts allocations and bytes, checks frees against sizes, and
+ * fails every allocation after the first `fail_after` (negative: never fails). */
+#ifndef KILN_TEST_FAILING_ALLOCATOR_H
+#define KILN_TEST_FAILING_ALLOCATOR_H
+
+#include <kiln/kiln.h>
+#include <stdint.h>
+
+typedef struct failing_allocator {
+    int64_t fail_after; /* allocations allowed before failures start; -1 = unlimited */
+    int64_t allocations;
+    int64_t frees;
+    int64_t live_blocks;
+    int64_t live_bytes;
+    int64_t failures;
+    kiln_allocator allocator;
+} failing_allocator;
+
+void failing_allocator_init(failing_allocator *fa, int64_t fail_after);
+
+#endif

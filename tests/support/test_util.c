@@ -1,0 +1,22 @@
+#define _POSIX_C_SOURCE 200809L
+#include "test_util.h"
+
+#include <stdio.h>
+#include <unistd.h>
+
+kiln_ctx *test_ctx(void) {
+    kiln_ctx *cx = NULL;
+    cr_assert_eq(kiln_ctx_create(NULL, &cx), KILN_OK);
+    cr_assert_not_null(cx);
+    return cx;
+}
+
+const char *test_tmp_path(const char *name) {
+    static char buf[4096];
+#ifdef KILN_TEST_TMP_DIR
+    snprintf(buf, sizeof buf, "%s/%ld_%s", KILN_TEST_TMP_DIR, (long)getpid(), name);
+#else
+    snprintf(buf, sizeof buf, "/tmp/kiln_test_%ld_%s", (long)getpid(), name);
+#endif
+    return buf;
+}

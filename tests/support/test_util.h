@@ -1,0 +1,31 @@
+/* Helpers shared by the test suites. */
+#ifndef KILN_TEST_UTIL_H
+#define KILN_TEST_UTIL_H
+
+#include <criterion/criterion.h>
+#include <criterion/redirect.h>
+#include <kiln/kiln.h>
+#include <string.h>
+
+/* A ctx with default options, failing the test if it cannot be made. */
+kiln_ctx *test_ctx(void);
+
+/* Asserts the ctx holds `status` and a message containing `fragment`, then clears it. */
+#define expect_error(cx, status, fragment)                                                 \
+    do {                                                                                   \
+        cr_assert_eq(kiln_ctx_status(cx), (status), "status %s, expected %s; message: %s", \
+                     kiln_status_name(kiln_ctx_status(cx)), kiln_status_name(status),      \
+                     kiln_ctx_error_message(cx));                                          \
+        cr_assert(strstr(kiln_ctx_error_message(cx), (fragment)) != NULL,                  \
+                  "message \"%s\" lacks \"%s\"", kiln_ctx_error_message(cx), (fragment));  \
+        kiln_ctx_clear_error(cx);                                                          \
+    } while (0)
+
+#define expect_ok(cx)                                                     \
+    cr_assert_eq(kiln_ctx_status(cx), KILN_OK, "unexpected error %s: %s", \
+                 kiln_status_name(kiln_ctx_status(cx)), kiln_ctx_error_message(cx))
+
+/* A path under the build's test scratch folder, unique to the process. */
+const char *test_tmp_path(const char *name);
+
+#endif

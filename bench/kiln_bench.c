@@ -42,11 +42,13 @@ static void report(const char *name, stats s, const char *unit, double scale, co
 static double triad_bandwidth(void) {
     size_t n = 16u << 20; /* 3 x 64 MiB */
     float *a = malloc(n * 4), *b = malloc(n * 4), *c = malloc(n * 4);
-    for (size_t i = 0; i < n; i++) a[i] = 0, b[i] = 1, c[i] = 2;
+    for (size_t i = 0; i < n; i++)
+        a[i] = 0, b[i] = 1, c[i] = 2;
     double t[5];
     for (int r = 0; r < 5; r++) {
         double t0 = now();
-        for (size_t i = 0; i < n; i++) a[i] = b[i] + 3.0f * c[i];
+        for (size_t i = 0; i < n; i++)
+            a[i] = b[i] + 3.0f * c[i];
         t[r] = now() - t0;
     }
     volatile float sink = a[n / 2];
@@ -57,7 +59,8 @@ static double triad_bandwidth(void) {
 
 int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--filter") == 0 && i + 1 < argc) filter = argv[++i];
+        if (strcmp(argv[i], "--filter") == 0 && i + 1 < argc)
+            filter = argv[++i];
         else {
             fprintf(stderr, "usage: %s [--filter SUBSTRING]\n", argv[0]);
             return 2;
@@ -93,7 +96,8 @@ int main(int argc, char **argv) {
     if (wanted("random_normal")) {
         for (int r = 0; r < REPS; r++) {
             double t0 = now();
-            kiln_tensor_release(kiln_random_normal(cx, kiln_key_from_seed(1), KILN_F32, KILN_SHAPE(n)));
+            kiln_tensor_release(
+                kiln_random_normal(cx, kiln_key_from_seed(1), KILN_F32, KILN_SHAPE(n)));
             t[r] = now() - t0;
         }
         stats s = summarize(t, REPS);
@@ -101,7 +105,8 @@ int main(int argc, char **argv) {
         report("random_normal f32[4M]", s, "ms", 1e3, rate);
     }
     if (wanted("npy")) {
-        kiln_tensor *x = kiln_random_uniform(cx, kiln_key_from_seed(2), KILN_F32, KILN_SHAPE(n), 0, 1);
+        kiln_tensor *x =
+            kiln_random_uniform(cx, kiln_key_from_seed(2), KILN_F32, KILN_SHAPE(n), 0, 1);
         double bytes = (double)n * 4;
         void *buf = NULL;
         size_t size = 0;

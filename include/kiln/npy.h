@@ -1,9 +1,10 @@
 /* kiln/npy.h: numpy .npy files.
  *
- * Reads and writes the .npy format (versions 1.0, 2.0 and 3.0 on read; 1.0 on write, or
- * 2.0 when the header needs it) for bool, the signed and unsigned integers of 8 to 64 bits,
- * f16, f32 and f64, little- or big-endian on read (always little-endian on write).
- * C order only: a Fortran-order file is UNIMPLEMENTED.
+ * Reads and writes the .npy format (versions 1.0, 2.0 and 3.0 on read; 1.0 on write, as
+ * kiln's headers always fit it) for bool, the signed and unsigned integers of 8 to 64 bits,
+ * f16, f32 and f64, little- or big-endian on read (always little-endian on write). Bool
+ * bytes load as 0 or 1. C order only: a Fortran-order file is UNIMPLEMENTED, unless at most
+ * one dimension exceeds 1 (then both orders are the same bytes).
  *
  * bf16, which numpy lacks, is stored as a structured dtype with one field:
  *     'descr': [('bf16', '<u2')]

@@ -112,6 +112,9 @@ static void log_line(kiln_ctx *cx, kiln_log_level level, const char *line) {
     fprintf(stderr, "kiln %s: %s\n", tags[level], line);
 }
 
+static kiln_status set_error_v(kiln_ctx *cx, kiln_status status, const char *fmt, va_list ap)
+    KILN_PRINTF_LIKE(3, 0);
+
 static kiln_status set_error_v(kiln_ctx *cx, kiln_status status, const char *fmt, va_list ap) {
     if (!cx) return status;
     if (status == KILN_OK) return KILN_OK;

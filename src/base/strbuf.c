@@ -38,7 +38,7 @@ static bool reserve(kiln__strbuf *sb, size_t extra) {
     b->capacity = cap;
     if (sb->data) {
         memcpy(b->text, sb->data, sb->length);
-        string_block *old = (string_block *)(sb->data - offsetof(string_block, text));
+        string_block *old = (string_block *)(void *)(sb->data - offsetof(string_block, text));
         kiln__free(sb->cx, old, sizeof(string_block) + old->capacity);
     }
     b->text[sb->length] = '\0';
@@ -97,7 +97,7 @@ char *kiln__strbuf_take(kiln__strbuf *sb) {
 
 void kiln__strbuf_free_string(kiln_ctx *cx, char *text) {
     if (!text) return;
-    string_block *b = (string_block *)(text - offsetof(string_block, text));
+    string_block *b = (string_block *)(void *)(text - offsetof(string_block, text));
     kiln__free(cx, b, sizeof(string_block) + b->capacity);
 }
 

@@ -42,7 +42,7 @@ bool kiln__check_dtype_shape(kiln_ctx *cx, const char *fn, kiln_dtype dtype,
 }
 
 static void drop_scope_reference(kiln__owned *node) {
-    kiln_tensor *t = (kiln_tensor *)((char *)node - offsetof(kiln_tensor, owned));
+    kiln_tensor *t = (kiln_tensor *)(void *)((char *)node - offsetof(kiln_tensor, owned));
     kiln_tensor_release(t);
 }
 

@@ -28,6 +28,7 @@
 typedef struct npy_info {
     kiln_dtype dtype;
     bool big_endian;
+    bool fortran_order;
     kiln_shape shape;
 } npy_info;
 
@@ -149,6 +150,7 @@ static kiln_status parse_descr(cursor *c, npy_info *info) {
 static kiln_status parse_shape(cursor *c, npy_info *info) {
     if (!accept(c, '(')) return bad(c, "'shape' is not a tuple");
     kiln_shape shape = {.rank = 0};
+    bool comma = false;
     for (;;) {
         if (accept(c, ')')) break;
         skip_space(c);
@@ -169,7 +171,11 @@ static kiln_status parse_shape(cursor *c, npy_info *info) {
         shape.dims[shape.rank++] = d;
         if (accept(c, ')')) break;
         if (!accept(c, ',')) return bad(c, "expected ',' or ')' in 'shape'");
+        comma = true;
     }
+    /* In Python "(3)" is the integer 3, not a tuple: numpy writes "(3,)". */
+    if (shape.rank == 1 && !comma)
+        return bad(c, "a one-dimensional 'shape' needs a comma, as in (3,)");
     info->shape = shape;
     return KILN_OK;
 }
@@ -190,11 +196,11 @@ static kiln_status parse_dict(cursor *c, npy_info *info) {
         } else if (streq(key, key_len, "fortran_order") && !have_order) {
             have_order = true;
             if (word(c, "True"))
-                return kiln_ctx_set_error(c->cx, KILN_UNIMPLEMENTED,
-                                          "%s: Fortran-order .npy files are not supported "
-                                          "(save with numpy.ascontiguousarray)",
-                                          c->source);
-            if (!word(c, "False")) return bad(c, "'fortran_order' is not True or False");
+                info->fortran_order = true;
+            else if (word(c, "False"))
+                info->fortran_order = false;
+            else
+                return bad(c, "'fortran_order' is not True or False");
         } else if (streq(key, key_len, "shape") && !have_shape) {
             have_shape = true;
             s = parse_shape(c, info);
@@ -216,6 +222,17 @@ static kiln_status parse_dict(cursor *c, npy_info *info) {
                                                 : "shape");
     skip_space(c);
     if (c->p != c->end) return bad(c, "unexpected text after the dictionary");
+    if (info->fortran_order) {
+        /* Fortran and C order are the same bytes when at most one dimension exceeds 1. */
+        int long_dims = 0;
+        for (int32_t i = 0; i < info->shape.rank; i++)
+            long_dims += info->shape.dims[i] > 1;
+        if (long_dims > 1)
+            return kiln_ctx_set_error(c->cx, KILN_UNIMPLEMENTED,
+                                      "%s: Fortran-order .npy files are not supported "
+                                      "(save with numpy.ascontiguousarray)",
+                                      c->source);
+    }
     return KILN_OK;
 }
 
@@ -223,6 +240,10 @@ static kiln_status parse_dict(cursor *c, npy_info *info) {
  * On success *out_header_len is the header's length and *out_prefix the bytes before it. */
 static kiln_status parse_preamble(kiln_ctx *cx, const char *source, const unsigned char *bytes,
                                   size_t avail, size_t *out_prefix, size_t *out_header_len) {
+    size_t magic_seen = avail < NPY_MAGIC_LEN ? avail : NPY_MAGIC_LEN;
+    if (avail > 0 && avail < NPY_MAGIC_LEN + 2 && memcmp(bytes, NPY_MAGIC, magic_seen) == 0)
+        return kiln_ctx_set_error(cx, KILN_DATA_LOSS, "%s: truncated .npy file (%zu bytes)", source,
+                                  avail);
     if (avail < NPY_MAGIC_LEN + 2 || memcmp(bytes, NPY_MAGIC, NPY_MAGIC_LEN) != 0)
         return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
                                   "%s: not a .npy file (it does not start with \\x93NUMPY)",
@@ -258,6 +279,7 @@ truncated:
 static kiln_status parse_header(kiln_ctx *cx, const char *source, const char *text, size_t len,
                                 npy_info *info) {
     cursor c = {.start = text, .p = text, .end = text + len, .cx = cx, .source = source};
+    info->fortran_order = false;
     return parse_dict(&c, info);
 }
 
@@ -294,6 +316,16 @@ static void swap_bytes(void *data, size_t nbytes, size_t size) {
         }
 }
 
+/* Brings loaded bytes to kiln's form: native byte order, and bools as 0 or 1. */
+static void fix_up_data(const npy_info *info, void *data, size_t nbytes) {
+    if (info->big_endian) swap_bytes(data, nbytes, kiln_dtype_size(info->dtype));
+    if (info->dtype == KILN_BOOL) {
+        unsigned char *b = data;
+        for (size_t i = 0; i < nbytes; i++)
+            b[i] = b[i] != 0;
+    }
+}
+
 /* ---- loading ---------------------------------------------------------------------- */
 
 kiln_status kiln_npy_load_buffer(kiln_ctx *cx, const void *data, size_t size,
@@ -319,11 +351,11 @@ kiln_status kiln_npy_load_buffer(kiln_ctx *cx, const void *data, size_t size,
     s = check_data_size(cx, source, &info, size - prefix - header_len, &nbytes);
     if (s != KILN_OK) return s;
     kiln_tensor *t = kiln__tensor_new(cx, fn, info.dtype, info.shape);
-    if (!t) return kiln_ctx_status(cx);
+    if (!t) return KILN_RESOURCE_EXHAUSTED; /* dtype and shape were checked above */
     if (nbytes) {
         void *dst = kiln__tensor_mutable_data(t);
         memcpy(dst, bytes + prefix + header_len, nbytes);
-        if (info.big_endian) swap_bytes(dst, nbytes, kiln_dtype_size(info.dtype));
+        fix_up_data(&info, dst, nbytes);
     }
     *out_tensor = t;
     return KILN_OK;
@@ -376,14 +408,14 @@ static kiln_status load_file(kiln_ctx *cx, const char *path, FILE *f, kiln_tenso
     s = check_data_size(cx, path, &info, file_size - prefix - header_len, &nbytes);
     if (s != KILN_OK) return s;
     kiln_tensor *t = kiln__tensor_new(cx, fn, info.dtype, info.shape);
-    if (!t) return kiln_ctx_status(cx);
+    if (!t) return KILN_RESOURCE_EXHAUSTED; /* dtype and shape were checked above */
     void *dst = kiln__tensor_mutable_data(t);
     s = read_exact(cx, path, f, dst, nbytes, "data");
     if (s != KILN_OK) {
         kiln_tensor_release(t);
         return s;
     }
-    if (info.big_endian) swap_bytes(dst, nbytes, kiln_dtype_size(info.dtype));
+    fix_up_data(&info, dst, nbytes);
     *out = t;
     return KILN_OK;
 }
@@ -393,8 +425,16 @@ kiln_status kiln_npy_load(kiln_ctx *cx, const char *path, kiln_tensor **out_tens
     if (!out_tensor) return kiln__null_argument(cx, "kiln_npy_load", "out_tensor");
     *out_tensor = NULL;
     if (!path) return kiln__null_argument(cx, "kiln_npy_load", "path");
-    FILE *f = fopen(path, "rb");
-    if (!f) return io_error(cx, path, "open for reading", errno);
+    /* O_NONBLOCK so that opening a FIFO does not wait for a writer; load_file then
+     * refuses anything but a regular file, for which the flag changes nothing. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return io_error(cx, path, "open for reading", errno);
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        kiln_status e = io_error(cx, path, "open for reading", errno);
+        close(fd);
+        return e;
+    }
     kiln_status s = load_file(cx, path, f, out_tensor);
     fclose(f);
     return s;

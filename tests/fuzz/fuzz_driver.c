@@ -44,8 +44,8 @@ int main(int argc, char **argv) {
         }
         LLVMFuzzerTestOneInput(seed[i], seed_size[i]);
     }
-    static const unsigned char interesting[] = {0, 1, 0x7f, 0x80, 0xff, '(', ')', ',', '\'',
-                                                '}', '{', ' ', '9', '-', '<', '>', 'L', '['};
+    static const unsigned char interesting[] = {0,   1,   0x7f, 0x80, 0xff, '(', ')', ',', '\'',
+                                                '}', '{', ' ',  '9',  '-',  '<', '>', 'L', '['};
     size_t cap = (1 << 20) + 64;
     unsigned char *buf = malloc(cap);
     for (long it = 0; it < iterations; it++) {
@@ -79,6 +79,7 @@ int main(int argc, char **argv) {
     }
     printf("fuzz: %d seeds, %ld mutated inputs, no crash\n", seeds, iterations);
     free(buf);
-    for (int i = 0; i < seeds; i++) free(seed[i]);
+    for (int i = 0; i < seeds; i++)
+        free(seed[i]);
     return 0;
 }

@@ -17,7 +17,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         kiln_string_free(cx, s);
         void *out = NULL;
         size_t out_size = 0;
-        if (kiln_npy_save_buffer(cx, t, &out, &out_size) == KILN_OK) kiln_buffer_free(cx, out, out_size);
+        if (kiln_npy_save_buffer(cx, t, &out, &out_size) == KILN_OK)
+            kiln_buffer_free(cx, out, out_size);
     }
     kiln_ctx_release(cx);
     return 0;

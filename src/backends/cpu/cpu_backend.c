@@ -1,0 +1,32 @@
+#include "backends/cpu/eval.h"
+#include "core/tensor_internal.h"
+
+static const kiln__eval_fn table[] = {
+#define KILN_OP(name, text, nin, nout, flags) kiln__eval_##name,
+#include "ops/ops.def"
+#undef KILN_OP
+};
+_Static_assert(sizeof table / sizeof table[0] == KILN_OP_COUNT, "one kernel per op");
+
+static bool supports_op(kiln_op op) { return (int)op >= 0 && op < KILN_OP_COUNT; }
+
+static kiln_status eval_op(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs,
+                           kiln_tensor *const *operands, int n_operands, kiln_tensor **results,
+                           int n_results) {
+    if (!supports_op(op))
+        return kiln_ctx_set_error(cx, KILN_UNIMPLEMENTED, "cpu: op %d is not supported", (int)op);
+    return table[op](cx, attrs, operands, n_operands, results, n_results);
+}
+
+static const kiln__backend cpu = {
+    .version = KILN_BACKEND_VERSION,
+    .name = "cpu",
+    .device = KILN_DEVICE_TYPE_CPU,
+    .supports_op = supports_op,
+    .eval_op = eval_op,
+};
+
+const kiln__backend *kiln__cpu_backend(void) { return &cpu; }
+
+const void *kiln__in(const kiln_tensor *t) { return kiln_tensor_data(t); }
+void *kiln__out(kiln_tensor *t) { return kiln__tensor_mutable_data(t); }

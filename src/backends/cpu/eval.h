@@ -1,0 +1,24 @@
+/* The CPU evaluator: one reference kernel per op (kiln__eval_<name>), used by eager mode
+ * and as the oracle for compiled executors. Kernels are correct first, and written so the
+ * compiler vectorizes their inner loops; dot_general goes to BLAS. */
+#ifndef KILN_BACKENDS_CPU_EVAL_H
+#define KILN_BACKENDS_CPU_EVAL_H
+
+#include "backend/backend.h"
+#include "backend/region.h"
+
+#define KILN_OP(name, text, nin, nout, flags)                                   \
+    kiln_status kiln__eval_##name(kiln_ctx *cx, const kiln__attrs *attrs,       \
+                                  kiln_tensor *const *operands, int n_operands, \
+                                  kiln_tensor **results, int n_results);
+#include "ops/ops.def"
+#undef KILN_OP
+
+/* The CPU backend's vtable. */
+const kiln__backend *kiln__cpu_backend(void);
+
+/* Element pointers of a tensor: const for operands, writable for preallocated results. */
+const void *kiln__in(const kiln_tensor *t);
+void *kiln__out(kiln_tensor *t);
+
+#endif

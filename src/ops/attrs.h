@@ -1,0 +1,75 @@
+/* Op attributes: everything about an op call that is not an operand. Held by value (the
+ * IR copies them), so builders fill one on the stack. */
+#ifndef KILN_OPS_ATTRS_H
+#define KILN_OPS_ATTRS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kiln/ops.h"
+#include "ops/op.h"
+
+typedef struct kiln__attrs {
+    union {
+        struct {
+            kiln_compare_direction direction;
+            kiln_compare_type type; /* never DEFAULT once built: resolved from the dtype */
+        } compare;
+        kiln_dtype convert_to; /* convert, bitcast_convert */
+        struct {
+            kiln_dtype dtype;
+            kiln_shape shape;
+            int64_t dimension;
+        } iota;
+        struct {
+            kiln_rng_algorithm algorithm;
+            kiln_dtype dtype;
+            kiln_shape shape;
+        } rng;
+        struct {
+            kiln_shape shape;
+            kiln_dims dims;
+        } broadcast;
+        kiln_shape reshape; /* fully known: no -1 */
+        kiln_dims permutation;
+        kiln_dims reverse_dims;
+        struct {
+            kiln_dims start, limit, strides; /* strides filled in: all > 0 */
+        } slice;
+        kiln_dims slice_sizes; /* dynamic_slice */
+        struct {
+            kiln_dims low, high, interior; /* count == rank */
+        } pad;
+        int64_t dimension; /* concatenate */
+        kiln_gather_params gather;
+        kiln_scatter_params scatter;
+        struct {
+            int64_t dimension;
+            bool stable;
+        } sort;
+        kiln_dims reduce_dims;
+        kiln_window_params window; /* reduce_window, select_and_scatter; defaults filled in */
+        kiln_dot_params dot;
+        kiln_conv_params conv; /* defaults filled in */
+        struct {
+            int64_t lower, upper; /* informational for fori-style loops; unused otherwise */
+        } loop;
+    } u;
+    kiln_dtype result_dtype; /* dot_general, convolution: the requested result type */
+    /* Regions, in the op's order: scatter/reduce/reduce_window: [update]; sort:
+     * [comparator]; select_and_scatter: [select, scatter]; while: [cond, body];
+     * if: [true, false]; case: the branches. */
+    const kiln_region *regions;   /* an array of n_regions, when the op's regions are a list */
+    const kiln_region *region[2]; /* or up to two separately */
+    int32_t n_regions;
+    int32_t n_results; /* for ops with a variable result count */
+    const char *fn;    /* the public builder, for messages */
+} kiln__attrs;
+
+/* The i-th region of an op call (from `region` or `regions`), or NULL. */
+static inline const kiln_region *kiln__attrs_region(const kiln__attrs *a, int32_t i) {
+    if (i < 0 || i >= a->n_regions) return NULL;
+    return a->regions ? &a->regions[i] : a->region[i];
+}
+
+#endif

@@ -1,0 +1,59 @@
+#include "ops/infer.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+static const kiln__infer_fn table[] = {
+#define KILN_OP(name, text, nin, nout, flags) kiln__infer_##name,
+#include "ops/ops.def"
+#undef KILN_OP
+};
+_Static_assert(sizeof table / sizeof table[0] == KILN_OP_COUNT, "one inference per op");
+
+kiln_status kiln__infer(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs,
+                        const kiln__type *operands, int n_operands, kiln__type *results,
+                        int n_results) {
+    if ((int)op < 0 || op >= KILN_OP_COUNT)
+        return kiln_ctx_set_error(cx, KILN_INTERNAL, "internal: op %d is not in the table",
+                                  (int)op);
+    return table[op](cx, attrs, operands, n_operands, results, n_results);
+}
+
+const char *kiln__shape_text(const kiln_shape *shape, char *buf) {
+    kiln_shape_format(shape, buf, KILN__SHAPE_TEXT);
+    return buf;
+}
+
+const char *kiln__type_text(const kiln__type *type, char *buf) {
+    char shape[KILN__SHAPE_TEXT];
+    snprintf(buf, KILN__TYPE_TEXT, "%s%s", kiln_dtype_name(type->dtype),
+             kiln__shape_text(&type->shape, shape));
+    return buf;
+}
+
+kiln_status kiln__infer_error(kiln_ctx *cx, const kiln__attrs *attrs, const char *fmt, ...) {
+    char message[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof message, fmt, ap);
+    va_end(ap);
+    return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT, "%s: %s",
+                              attrs && attrs->fn ? attrs->fn : "kiln", message);
+}
+
+kiln_status kiln__check_dims(kiln_ctx *cx, const kiln__attrs *attrs, const char *what,
+                             const kiln_dims *dims, int32_t rank) {
+    if (dims->count < 0 || dims->count > KILN_MAX_RANK)
+        return kiln__infer_error(cx, attrs, "%s has %d entries; expected at most %d", what,
+                                 (int)dims->count, KILN_MAX_RANK);
+    for (int32_t i = 0; i < dims->count; i++) {
+        if (dims->v[i] < 0 || dims->v[i] >= rank)
+            return kiln__infer_error(cx, attrs, "%s[%d] is %lld; expected 0 to %d", what, (int)i,
+                                     (long long)dims->v[i], (int)rank - 1);
+        for (int32_t j = 0; j < i; j++)
+            if (dims->v[j] == dims->v[i])
+                return kiln__infer_error(cx, attrs, "%s repeats dimension %lld", what,
+                                         (long long)dims->v[i]);
+    }
+    return KILN_OK;
+}

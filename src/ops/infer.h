@@ -1,0 +1,54 @@
+/* Shape and dtype inference: the verifier rules of each op, shared by eager builders,
+ * tracing and the parser. One function per op (kiln__infer_<name>), found through the
+ * table generated from ops.def. */
+#ifndef KILN_OPS_INFER_H
+#define KILN_OPS_INFER_H
+
+#include "kiln/ctx.h"
+#include "kiln/dtype.h"
+#include "kiln/shape.h"
+#include "ops/attrs.h"
+#include "ops/op.h"
+
+/* The type of a value: dtype and shape. */
+typedef struct kiln__type {
+    kiln_dtype dtype;
+    kiln_shape shape;
+} kiln__type;
+
+/* Checks the operand types and attributes of an op call against the spec's constraints
+ * and computes the result types. On error records INVALID_ARGUMENT in cx, naming
+ * attrs->fn and the operand or attribute ("kiln_add: operand 2 has shape [3,5]; expected
+ * [3,4]"), and returns it. n_results is the number of slots in `results` (set from the op
+ * table or attrs->n_results by the caller). */
+typedef kiln_status (*kiln__infer_fn)(kiln_ctx *cx, const kiln__attrs *attrs,
+                                      const kiln__type *operands, int n_operands,
+                                      kiln__type *results, int n_results);
+
+#define KILN_OP(name, text, nin, nout, flags)                                  \
+    kiln_status kiln__infer_##name(kiln_ctx *cx, const kiln__attrs *attrs,     \
+                                   const kiln__type *operands, int n_operands, \
+                                   kiln__type *results, int n_results);
+#include "ops/ops.def"
+#undef KILN_OP
+
+/* Runs the op's inference function. */
+kiln_status kiln__infer(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs,
+                        const kiln__type *operands, int n_operands, kiln__type *results,
+                        int n_results);
+
+/* Helpers for inference functions and messages. */
+/* "[3,4]" into buf (at least KILN__SHAPE_TEXT bytes). */
+#define KILN__SHAPE_TEXT (KILN_MAX_RANK * 21 + 3)
+const char *kiln__shape_text(const kiln_shape *shape, char *buf);
+/* "f32[3,4]" into buf (at least KILN__TYPE_TEXT bytes). */
+#define KILN__TYPE_TEXT (KILN__SHAPE_TEXT + 8)
+const char *kiln__type_text(const kiln__type *type, char *buf);
+/* Records "<fn>: <message>" as INVALID_ARGUMENT and returns it. */
+kiln_status kiln__infer_error(kiln_ctx *cx, const kiln__attrs *attrs, const char *fmt, ...)
+    KILN_PRINTF_LIKE(3, 4);
+/* Checks that dims are distinct and in [0, rank); `what` names the attribute. */
+kiln_status kiln__check_dims(kiln_ctx *cx, const kiln__attrs *attrs, const char *what,
+                             const kiln_dims *dims, int32_t rank);
+
+#endif

@@ -1,0 +1,162 @@
+/* Builders for the elementwise ops: numpy broadcasting of the operands (through
+ * broadcast_in_dim, so the recorded ops stay pure StableHLO), then the op. */
+#include <stdio.h>
+
+#include "base/ctx_internal.h"
+#include "runtime/op_run.h"
+
+kiln_status kiln__broadcast_operands(kiln_ctx *cx, const char *fn, kiln_tensor **operands, int n) {
+    for (int i = 0; i < n; i++) {
+        if (!operands[i]) {
+            char what[32];
+            snprintf(what, sizeof what, "operand %d", i + 1);
+            return kiln__null_argument(cx, fn, what);
+        }
+    }
+    kiln_shape target = {.rank = 0};
+    for (int i = 0; i < n; i++) {
+        const kiln_shape *s = kiln_tensor_shape(operands[i]);
+        if (s->rank > target.rank) {
+            /* Shift the dimensions seen so far to the right. */
+            int32_t shift = s->rank - target.rank;
+            for (int32_t d = target.rank - 1; d >= 0; d--)
+                target.dims[d + shift] = target.dims[d];
+            for (int32_t d = 0; d < shift; d++)
+                target.dims[d] = 1;
+            target.rank = s->rank;
+        }
+        for (int32_t d = 0; d < s->rank; d++) {
+            int64_t *t = &target.dims[target.rank - s->rank + d];
+            int64_t v = s->dims[d];
+            if (*t == v || v == 1) continue;
+            if (*t == 1) {
+                *t = v;
+                continue;
+            }
+            char have[KILN__SHAPE_TEXT], want[KILN__SHAPE_TEXT];
+            kiln_shape expected = target;
+            return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                      "%s: operand %d has shape %s; expected %s or a shape that "
+                                      "broadcasts with it",
+                                      fn, i + 1, kiln__shape_text(s, have),
+                                      kiln__shape_text(&expected, want));
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        const kiln_shape *s = kiln_tensor_shape(operands[i]);
+        if (kiln_shape_equal(s, &target)) continue;
+        kiln__attrs a = {.fn = fn};
+        a.u.broadcast.shape = target;
+        a.u.broadcast.dims.count = s->rank;
+        for (int32_t d = 0; d < s->rank; d++)
+            a.u.broadcast.dims.v[d] = target.rank - s->rank + d;
+        kiln_tensor *b = kiln__op_run1(cx, KILN_OP_BROADCAST_IN_DIM, &a, &operands[i], 1);
+        if (!b) return kiln_ctx_status(cx) != KILN_OK ? kiln_ctx_status(cx) : KILN_INTERNAL;
+        operands[i] = b;
+    }
+    return KILN_OK;
+}
+
+static kiln_tensor *unary(kiln_ctx *cx, kiln_op op, const char *fn, kiln_tensor *x) {
+    kiln__attrs a = {.fn = fn};
+    return kiln__op_run1(cx, op, &a, &x, 1);
+}
+
+static kiln_tensor *binary(kiln_ctx *cx, kiln_op op, kiln__attrs *a, kiln_tensor *x,
+                           kiln_tensor *y) {
+    if (!cx) return NULL;
+    kiln_tensor *operands[2] = {x, y};
+    if (kiln__broadcast_operands(cx, a->fn, operands, 2) != KILN_OK) return NULL;
+    return kiln__op_run1(cx, op, a, operands, 2);
+}
+
+#define UNARY(name, OP)                                      \
+    kiln_tensor *kiln_##name(kiln_ctx *cx, kiln_tensor *x) { \
+        return unary(cx, KILN_OP_##OP, "kiln_" #name, x);    \
+    }
+#define BINARY(name, OP)                                                     \
+    kiln_tensor *kiln_##name(kiln_ctx *cx, kiln_tensor *a, kiln_tensor *b) { \
+        kiln__attrs attrs = {.fn = "kiln_" #name};                           \
+        return binary(cx, KILN_OP_##OP, &attrs, a, b);                       \
+    }
+
+UNARY(abs, ABS)
+UNARY(negate, NEGATE)
+UNARY(sign, SIGN)
+UNARY(not, NOT)
+UNARY(floor, FLOOR)
+UNARY(ceil, CEIL)
+UNARY(round_nearest_afz, ROUND_NEAREST_AFZ)
+UNARY(round_nearest_even, ROUND_NEAREST_EVEN)
+UNARY(sqrt, SQRT)
+UNARY(rsqrt, RSQRT)
+UNARY(cbrt, CBRT)
+UNARY(exponential, EXPONENTIAL)
+UNARY(exponential_minus_one, EXPONENTIAL_MINUS_ONE)
+UNARY(log, LOG)
+UNARY(log_plus_one, LOG_PLUS_ONE)
+UNARY(logistic, LOGISTIC)
+UNARY(sine, SINE)
+UNARY(cosine, COSINE)
+UNARY(tan, TAN)
+UNARY(tanh, TANH)
+UNARY(is_finite, IS_FINITE)
+UNARY(popcnt, POPCNT)
+UNARY(count_leading_zeros, COUNT_LEADING_ZEROS)
+
+BINARY(add, ADD)
+BINARY(subtract, SUBTRACT)
+BINARY(multiply, MULTIPLY)
+BINARY(divide, DIVIDE)
+BINARY(remainder, REMAINDER)
+BINARY(power, POWER)
+BINARY(maximum, MAXIMUM)
+BINARY(minimum, MINIMUM)
+BINARY(atan2, ATAN2)
+BINARY(and, AND)
+BINARY(or, OR)
+BINARY(xor, XOR)
+BINARY(shift_left, SHIFT_LEFT)
+BINARY(shift_right_arithmetic, SHIFT_RIGHT_ARITHMETIC)
+BINARY(shift_right_logical, SHIFT_RIGHT_LOGICAL)
+
+kiln_tensor *kiln_compare(kiln_ctx *cx, kiln_tensor *a, kiln_tensor *b,
+                          kiln_compare_direction direction, kiln_compare_type type) {
+    kiln__attrs attrs = {.fn = "kiln_compare"};
+    attrs.u.compare.direction = direction;
+    attrs.u.compare.type = type; /* kiln__infer_COMPARE resolves DEFAULT and checks it */
+    return binary(cx, KILN_OP_COMPARE, &attrs, a, b);
+}
+
+kiln_tensor *kiln_select(kiln_ctx *cx, kiln_tensor *pred, kiln_tensor *on_true,
+                         kiln_tensor *on_false) {
+    static const char fn[] = "kiln_select";
+    if (!cx) return NULL;
+    kiln_tensor *values[2] = {on_true, on_false};
+    if (kiln__broadcast_operands(cx, fn, values, 2) != KILN_OK) return NULL;
+    if (!pred) {
+        kiln__null_argument(cx, fn, "pred");
+        return NULL;
+    }
+    kiln__attrs attrs = {.fn = fn};
+    kiln_tensor *operands[3] = {pred, values[0], values[1]};
+    return kiln__op_run1(cx, KILN_OP_SELECT, &attrs, operands, 3);
+}
+
+kiln_tensor *kiln_clamp(kiln_ctx *cx, kiln_tensor *lo, kiln_tensor *x, kiln_tensor *hi) {
+    kiln__attrs attrs = {.fn = "kiln_clamp"};
+    kiln_tensor *operands[3] = {lo, x, hi};
+    return kiln__op_run1(cx, KILN_OP_CLAMP, &attrs, operands, 3);
+}
+
+kiln_tensor *kiln_convert(kiln_ctx *cx, kiln_tensor *x, kiln_dtype dtype) {
+    kiln__attrs attrs = {.fn = "kiln_convert"};
+    attrs.u.convert_to = dtype;
+    return kiln__op_run1(cx, KILN_OP_CONVERT, &attrs, &x, 1);
+}
+
+kiln_tensor *kiln_bitcast_convert(kiln_ctx *cx, kiln_tensor *x, kiln_dtype dtype) {
+    kiln__attrs attrs = {.fn = "kiln_bitcast_convert"};
+    attrs.u.convert_to = dtype;
+    return kiln__op_run1(cx, KILN_OP_BITCAST_CONVERT, &attrs, &x, 1);
+}

@@ -1,0 +1,70 @@
+#include "runtime/op_run.h"
+
+#include <stdio.h>
+
+#include "backends/cpu/eval.h"
+#include "base/alloc.h"
+#include "base/ctx_internal.h"
+#include "core/tensor_internal.h"
+
+#define MAX_FIXED 8
+
+kiln__type kiln__type_of(const kiln_tensor *t) {
+    return (kiln__type){.dtype = t->dtype, .shape = t->shape};
+}
+
+kiln_status kiln__op_run(kiln_ctx *cx, kiln_op op, kiln__attrs *attrs, kiln_tensor *const *operands,
+                         int n_operands, kiln_tensor **results, int n_results) {
+    const char *fn = attrs->fn ? attrs->fn : kiln__op_get_info(op)->name;
+    for (int i = 0; i < n_results; i++)
+        results[i] = NULL;
+    if (!cx) return KILN_INVALID_ARGUMENT;
+    for (int i = 0; i < n_operands; i++) {
+        if (!operands[i]) {
+            char what[32];
+            snprintf(what, sizeof what, "operand %d", i + 1);
+            return kiln__null_argument(cx, fn, what);
+        }
+    }
+    kiln__type fixed_in[MAX_FIXED], fixed_out[MAX_FIXED];
+    kiln__type *in = fixed_in, *out = fixed_out;
+    size_t in_bytes = (size_t)n_operands * sizeof *in, out_bytes = (size_t)n_results * sizeof *out;
+    if (n_operands > MAX_FIXED && !(in = kiln__alloc(cx, in_bytes, _Alignof(kiln__type), fn)))
+        return KILN_RESOURCE_EXHAUSTED;
+    if (n_results > MAX_FIXED && !(out = kiln__alloc(cx, out_bytes, _Alignof(kiln__type), fn))) {
+        if (in != fixed_in) kiln__free(cx, in, in_bytes);
+        return KILN_RESOURCE_EXHAUSTED;
+    }
+    for (int i = 0; i < n_operands; i++)
+        in[i] = kiln__type_of(operands[i]);
+    for (int i = 0; i < n_results; i++)
+        out[i] = (kiln__type){0};
+
+    kiln_status s = kiln__infer(cx, op, attrs, in, n_operands, out, n_results);
+    const kiln__backend *backend = kiln__cpu_backend();
+    if (s == KILN_OK && !kiln__op_has(op, KILN_OPF_CONTROL)) {
+        for (int i = 0; i < n_results && s == KILN_OK; i++) {
+            results[i] = kiln__tensor_new(cx, fn, out[i].dtype, out[i].shape);
+            if (!results[i]) s = KILN_RESOURCE_EXHAUSTED;
+        }
+    }
+    if (s == KILN_OK) s = backend->eval_op(cx, op, attrs, operands, n_operands, results, n_results);
+    if (s != KILN_OK) {
+        for (int i = 0; i < n_results; i++) {
+            kiln_tensor_release(results[i]);
+            results[i] = NULL;
+        }
+        if (kiln_ctx_status(cx) == KILN_OK) /* a kernel must say why it failed */
+            kiln_ctx_set_error(cx, s, "%s failed (%s)", fn, kiln_status_name(s));
+    }
+    if (in != fixed_in) kiln__free(cx, in, in_bytes);
+    if (out != fixed_out) kiln__free(cx, out, out_bytes);
+    return s;
+}
+
+kiln_tensor *kiln__op_run1(kiln_ctx *cx, kiln_op op, kiln__attrs *attrs,
+                           kiln_tensor *const *operands, int n_operands) {
+    kiln_tensor *r = NULL;
+    kiln__op_run(cx, op, attrs, operands, n_operands, &r, 1);
+    return r;
+}

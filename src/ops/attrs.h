@@ -16,6 +16,7 @@ typedef struct kiln__attrs {
             kiln_compare_type type; /* never DEFAULT once built: resolved from the dtype */
         } compare;
         kiln_dtype convert_to; /* convert, bitcast_convert */
+        const kiln_tensor *constant; /* constant: the value (a concrete tensor) */
         struct {
             kiln_dtype dtype;
             kiln_shape shape;

@@ -7,6 +7,9 @@
  *   kiln/dtype.h   element types         kiln/shape.h   shapes
  *   kiln/tensor.h  tensors               kiln/random.h  Philox random tensors
  *   kiln/npy.h     .npy files
+ *   kiln/ops.h     the op builders (StableHLO ops and numpy-style conveniences), with
+ *                  kiln/ops_elementwise.h, ops_movement.h, ops_indexing.h, ops_reduce.h,
+ *                  ops_linalg.h and ops_control.h
  */
 #ifndef KILN_KILN_H
 #define KILN_KILN_H
@@ -17,6 +20,7 @@
 #include "kiln/dtype.h"
 #include "kiln/export.h"
 #include "kiln/npy.h"
+#include "kiln/ops.h"
 #include "kiln/random.h"
 #include "kiln/shape.h"
 #include "kiln/status.h"

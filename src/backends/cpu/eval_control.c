@@ -1,0 +1,426 @@
+/* CPU kernels for control flow (while, if, case, call, optimization_barrier) and sources
+ * (constant, iota, rng_bit_generator).
+ *
+ * Control ops run their regions eagerly through kiln__region_call, which returns new
+ * references. Results are handed to the innermost scope: a tensor only the region made and
+ * returned is adopted as is; one also held elsewhere (a region returned its argument, a
+ * tensor from outside, or one tensor for two results) is copied, so every result is a
+ * tensor of its own that the caller may release early. */
+#include <stdio.h>
+#include <string.h>
+
+#include "backends/cpu/eval.h"
+#include "base/alloc.h"
+#include "core/element.h"
+#include "core/tensor_internal.h"
+#include "kiln/random.h"
+#include "ops/infer.h"
+
+#define MAX_FIXED 8
+
+/* An array of n tensor pointers: `fixed` when it fits, else allocated. */
+static kiln_tensor **tensor_array(kiln_ctx *cx, const char *fn, kiln_tensor **fixed, int n) {
+    if (n <= MAX_FIXED) return fixed;
+    return kiln__alloc(cx, (size_t)n * sizeof(kiln_tensor *), _Alignof(kiln_tensor *), fn);
+}
+
+static void tensor_array_free(kiln_ctx *cx, kiln_tensor **array, kiln_tensor **fixed, int n) {
+    if (array && array != fixed) kiln__free(cx, array, (size_t)n * sizeof(kiln_tensor *));
+}
+
+static void release_all(kiln_tensor **ts, int n) {
+    for (int i = 0; i < n; i++) {
+        kiln_tensor_release(ts[i]);
+        ts[i] = NULL;
+    }
+}
+
+/* Hands the reference the caller holds on `t` to the innermost scope and returns the
+ * result tensor (NULL, with t released, when a copy cannot be made). Only a tensor nobody
+ * else holds is adopted as is: a result must be a tensor of its own, whose early release
+ * (kiln_tensor_release of a scope-owned tensor) cannot take a reference someone else
+ * holds. */
+static kiln_tensor *to_scope(kiln_ctx *cx, const char *fn, kiln_tensor *t) {
+    if (!t->owned.scope && atomic_load_explicit(&t->refs, memory_order_acquire) == 1) {
+        kiln__scope_adopt(cx, &t->owned);
+        return t;
+    }
+    kiln_tensor *copy = kiln__tensor_new(cx, fn, t->dtype, t->shape);
+    if (copy && t->nbytes > 0) memcpy(kiln__out(copy), kiln__in(t), t->nbytes);
+    kiln_tensor_release(t);
+    return copy;
+}
+
+/* Moves refs[0..n-1] (references the caller holds) into results, owned by the innermost
+ * scope. On failure releases everything and leaves results NULL. */
+static kiln_status hand_results(kiln_ctx *cx, const char *fn, kiln_tensor **refs,
+                                kiln_tensor **results, int n) {
+    for (int i = 0; i < n; i++) {
+        results[i] = to_scope(cx, fn, refs[i]);
+        refs[i] = NULL;
+        if (!results[i]) {
+            release_all(refs + i + 1, n - i - 1);
+            release_all(results, i);
+            return KILN_RESOURCE_EXHAUSTED;
+        }
+    }
+    return KILN_OK;
+}
+
+static const char *fn_of(const kiln__attrs *attrs, const char *fallback) {
+    return attrs && attrs->fn ? attrs->fn : fallback;
+}
+
+/* Runs `region` on args and hands its n_results results to the innermost scope. */
+static kiln_status run_region(kiln_ctx *cx, const char *fn, const kiln_region *region,
+                              const char *what, kiln_tensor *const *args, int n_args,
+                              kiln_tensor **results, int n_results) {
+    kiln_tensor *fixed[MAX_FIXED];
+    kiln_tensor **refs = tensor_array(cx, fn, fixed, n_results);
+    if (!refs) return KILN_RESOURCE_EXHAUSTED;
+    char label[160];
+    snprintf(label, sizeof label, "%s: %s", fn, what);
+    kiln_status s = kiln__region_call(cx, region, label, args, n_args, refs, n_results);
+    if (s == KILN_OK) s = hand_results(cx, fn, refs, results, n_results);
+    tensor_array_free(cx, refs, fixed, n_results);
+    return s;
+}
+
+/* ---- while ---------------------------------------------------------------------------- */
+
+/* Checks that body results have the types of the inits (spec C2). */
+static kiln_status check_body_results(kiln_ctx *cx, const char *fn, kiln_tensor *const *inits,
+                                      kiln_tensor *const *next, int n) {
+    for (int i = 0; i < n; i++) {
+        if (next[i]->dtype == inits[i]->dtype &&
+            kiln_shape_equal(&next[i]->shape, &inits[i]->shape))
+            continue;
+        char have[KILN__TYPE_TEXT], want[KILN__TYPE_TEXT];
+        kiln__type h = {next[i]->dtype, next[i]->shape}, w = {inits[i]->dtype, inits[i]->shape};
+        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                  "%s: body result %d has type %s; expected %s (the type of "
+                                  "init %d)",
+                                  fn, i + 1, kiln__type_text(&h, have), kiln__type_text(&w, want),
+                                  i + 1);
+    }
+    return KILN_OK;
+}
+
+kiln_status kiln__eval_WHILE(kiln_ctx *cx, const kiln__attrs *attrs, kiln_tensor *const *operands,
+                             int n_operands, kiln_tensor **results, int n_results) {
+    const char *fn = fn_of(attrs, "while");
+    const int n = n_operands;
+    if (n_results != n)
+        return kiln_ctx_set_error(cx, KILN_INTERNAL, "%s: internal: %d result slots for %d inits",
+                                  fn, n_results, n);
+    const kiln_region *cond = kiln__attrs_region(attrs, 0), *body = kiln__attrs_region(attrs, 1);
+    char cond_what[160], body_what[160];
+    snprintf(cond_what, sizeof cond_what, "%s: cond", fn);
+    snprintf(body_what, sizeof body_what, "%s: body", fn);
+
+    kiln_tensor *fixed_state[MAX_FIXED], *fixed_next[MAX_FIXED];
+    kiln_tensor **state = tensor_array(cx, fn, fixed_state, n);
+    kiln_tensor **next = state ? tensor_array(cx, fn, fixed_next, n) : NULL;
+    if (!state || !next) {
+        tensor_array_free(cx, state, fixed_state, n);
+        return KILN_RESOURCE_EXHAUSTED;
+    }
+    for (int i = 0; i < n; i++)
+        state[i] = kiln_tensor_retain(operands[i]);
+
+    kiln_status s;
+    for (;;) {
+        kiln_tensor *c;
+        s = kiln__region_call(cx, cond, cond_what, state, n, &c, 1);
+        if (s != KILN_OK) break;
+        if (c->dtype != KILN_BOOL || c->shape.rank != 0) {
+            char have[KILN__TYPE_TEXT];
+            kiln__type t = {c->dtype, c->shape};
+            s = kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                   "%s: cond returned %s; expected a rank-0 i1 (bool) tensor", fn,
+                                   kiln__type_text(&t, have));
+            kiln_tensor_release(c);
+            break;
+        }
+        bool go = *(const uint8_t *)kiln__in(c) != 0;
+        kiln_tensor_release(c);
+        if (!go) break;
+        s = kiln__region_call(cx, body, body_what, state, n, next, n);
+        if (s != KILN_OK) break;
+        s = check_body_results(cx, fn, operands, next, n);
+        if (s != KILN_OK) {
+            release_all(next, n);
+            break;
+        }
+        for (int i = 0; i < n; i++) {
+            kiln_tensor_release(state[i]);
+            state[i] = next[i];
+            next[i] = NULL;
+        }
+    }
+    if (s == KILN_OK)
+        s = hand_results(cx, fn, state, results, n);
+    else
+        release_all(state, n);
+    tensor_array_free(cx, next, fixed_next, n);
+    tensor_array_free(cx, state, fixed_state, n);
+    return s;
+}
+
+/* ---- if, case, call ------------------------------------------------------------------- */
+
+kiln_status kiln__eval_IF(kiln_ctx *cx, const kiln__attrs *attrs, kiln_tensor *const *operands,
+                          int n_operands, kiln_tensor **results, int n_results) {
+    (void)n_operands;
+    const char *fn = fn_of(attrs, "if");
+    bool pred = *(const uint8_t *)kiln__in(operands[0]) != 0;
+    return run_region(cx, fn, kiln__attrs_region(attrs, pred ? 0 : 1),
+                      pred ? "true branch" : "false branch", NULL, 0, results, n_results);
+}
+
+kiln_status kiln__eval_CASE(kiln_ctx *cx, const kiln__attrs *attrs, kiln_tensor *const *operands,
+                            int n_operands, kiln_tensor **results, int n_results) {
+    (void)n_operands;
+    const char *fn = fn_of(attrs, "case");
+    int32_t index;
+    memcpy(&index, kiln__in(operands[0]), sizeof index);
+    int32_t n = attrs->n_regions;
+    if (index < 0 || index >= n) index = n - 1; /* out of range: the last branch */
+    char what[32];
+    snprintf(what, sizeof what, "branch %d", (int)index);
+    return run_region(cx, fn, kiln__attrs_region(attrs, index), what, NULL, 0, results, n_results);
+}
+
+kiln_status kiln__eval_CALL(kiln_ctx *cx, const kiln__attrs *attrs, kiln_tensor *const *operands,
+                            int n_operands, kiln_tensor **results, int n_results) {
+    return run_region(cx, fn_of(attrs, "call"), kiln__attrs_region(attrs, 0), "callee", operands,
+                      n_operands, results, n_results);
+}
+
+/* ---- optimization_barrier, constant ---------------------------------------------------- */
+
+kiln_status kiln__eval_OPTIMIZATION_BARRIER(kiln_ctx *cx, const kiln__attrs *attrs,
+                                            kiln_tensor *const *operands, int n_operands,
+                                            kiln_tensor **results, int n_results) {
+    (void)cx, (void)attrs, (void)n_results;
+    for (int i = 0; i < n_operands; i++)
+        if (operands[i]->nbytes > 0)
+            memcpy(kiln__out(results[i]), kiln__in(operands[i]), operands[i]->nbytes);
+    return KILN_OK;
+}
+
+kiln_status kiln__eval_CONSTANT(kiln_ctx *cx, const kiln__attrs *attrs,
+                                kiln_tensor *const *operands, int n_operands, kiln_tensor **results,
+                                int n_results) {
+    (void)cx, (void)operands, (void)n_operands, (void)n_results;
+    const kiln_tensor *value = attrs->u.constant;
+    if (value->nbytes > 0) memcpy(kiln__out(results[0]), kiln__in(value), value->nbytes);
+    return KILN_OK;
+}
+
+/* ---- iota ----------------------------------------------------------------------------- */
+
+/* Fills the first block (extent x inner elements): value j repeated inner times. Integers
+ * wrap (through the unsigned type of their width), floats round once. */
+#define IOTA_BLOCK(T, CONV)                     \
+    do {                                        \
+        T *d = dst;                             \
+        for (int64_t j = 0; j < extent; j++) {  \
+            const T v = CONV;                   \
+            T *row = d + j * inner;             \
+            for (int64_t i = 0; i < inner; i++) \
+                row[i] = v;                     \
+        }                                       \
+    } while (0)
+
+kiln_status kiln__eval_IOTA(kiln_ctx *cx, const kiln__attrs *attrs, kiln_tensor *const *operands,
+                            int n_operands, kiln_tensor **results, int n_results) {
+    (void)cx, (void)operands, (void)n_operands, (void)n_results;
+    kiln_tensor *out = results[0];
+    if (out->numel == 0) return KILN_OK;
+    const kiln_shape *shape = &out->shape;
+    int32_t dim = (int32_t)attrs->u.iota.dimension;
+    int64_t outer = 1, inner = 1, extent = shape->dims[dim];
+    for (int32_t a = 0; a < dim; a++)
+        outer *= shape->dims[a];
+    for (int32_t a = dim + 1; a < shape->rank; a++)
+        inner *= shape->dims[a];
+    void *dst = kiln__out(out);
+    switch (out->dtype) {
+    case KILN_BOOL: IOTA_BLOCK(uint8_t, (uint8_t)(j != 0)); break;
+    case KILN_I8:
+    case KILN_U8: IOTA_BLOCK(uint8_t, (uint8_t)(uint64_t)j); break;
+    case KILN_I16:
+    case KILN_U16: IOTA_BLOCK(uint16_t, (uint16_t)(uint64_t)j); break;
+    case KILN_I32:
+    case KILN_U32: IOTA_BLOCK(uint32_t, (uint32_t)(uint64_t)j); break;
+    case KILN_I64:
+    case KILN_U64: IOTA_BLOCK(uint64_t, (uint64_t)j); break;
+    case KILN_F16: IOTA_BLOCK(uint16_t, kiln__f64_to_f16((double)j)); break;
+    case KILN_BF16: IOTA_BLOCK(uint16_t, kiln__f64_to_bf16((double)j)); break;
+    case KILN_F32: IOTA_BLOCK(float, (float)j); break;
+    case KILN_F64: IOTA_BLOCK(double, (double)j); break;
+    default:
+        return kiln_ctx_set_error(cx, KILN_INTERNAL, "%s: internal: iota of dtype %d",
+                                  fn_of(attrs, "iota"), (int)out->dtype);
+    }
+    /* The other outer blocks repeat the first. */
+    size_t block = (size_t)(extent * inner) * kiln_dtype_size(out->dtype);
+    unsigned char *bytes = dst;
+    for (int64_t o = 1; o < outer; o++)
+        memcpy(bytes + (size_t)o * block, bytes, block);
+    return KILN_OK;
+}
+
+/* ---- rng_bit_generator ------------------------------------------------------------------
+ *
+ * Bit for bit the scheme of XLA's RngBitGeneratorExpander (xla/hlo/builder/lib/prng.cc), so
+ * that a state gives the same bits here as under XLA (and the spec's THREE_FRY example
+ * holds). The key is state[0] split into two 32-bit words (low first).
+ *
+ * THREE_FRY (Threefry-2x32, 20 rounds), state {key, counter}:
+ *  - 64-bit outputs: element k (row-major) is threefry(counter + k) as low | high << 32;
+ *    the counter advances by the element count;
+ *  - 8/16/32-bit outputs: the shape is halved along its first even dimension (or else its
+ *    largest, rounding up); each counter of the half shape gives two words that land at
+ *    positions 2h and 2h + 1 of that dimension (truncated to the width); the counter
+ *    advances by the half shape's element count. A rank-0 output uses word 0 of one call.
+ * PHILOX (Philox-4x32-10; DEFAULT is PHILOX): a 128-bit counter, {state[1], state[2]} for
+ * ui64[3], {state[1], state[0]} for ui64[2] (low, high); block b is philox(counter + b):
+ *  - 8/16/32-bit outputs: element k is word k % 4 of block k / 4 (truncated); the counter
+ *    advances by ceil(n / 4);
+ *  - 64-bit outputs: element k is words {0,1} (k even) or {2,3} (k odd) of block k / 2; the
+ *    counter advances by ceil(n / 2).
+ * The new state has the same key and the advanced counter (for ui64[2] PHILOX, its low 64
+ * bits). Output bits are raw: floats get whatever pattern the words make. */
+
+static inline uint32_t rotl32(uint32_t v, int r) { return (v << r) | (v >> (32 - r)); }
+
+static inline void threefry2x32_20(const uint32_t key[2], uint64_t counter, uint32_t out[2]) {
+    static const int rot[8] = {13, 15, 26, 6, 17, 29, 16, 24};
+    const uint32_t ks[3] = {key[0], key[1], 0x1BD11BDAu ^ key[0] ^ key[1]};
+    uint32_t x0 = (uint32_t)counter + ks[0], x1 = (uint32_t)(counter >> 32) + ks[1];
+    for (int b = 0; b < 5; b++) {
+        const int *r = rot + (b % 2) * 4;
+        for (int j = 0; j < 4; j++) {
+            x0 += x1;
+            x1 = rotl32(x1, r[j]);
+            x1 ^= x0;
+        }
+        x0 += ks[(b + 1) % 3];
+        x1 += ks[(b + 2) % 3] + (uint32_t)(b + 1);
+    }
+    out[0] = x0;
+    out[1] = x1;
+}
+
+/* Stores the low `width` bytes of word w as element k. */
+static inline void store_word(unsigned char *dst, size_t width, int64_t k, uint64_t w) {
+    switch (width) {
+    case 1: dst[k] = (uint8_t)w; break;
+    case 2: {
+        uint16_t v = (uint16_t)w;
+        memcpy(dst + (size_t)k * 2, &v, 2);
+        break;
+    }
+    case 4: {
+        uint32_t v = (uint32_t)w;
+        memcpy(dst + (size_t)k * 4, &v, 4);
+        break;
+    }
+    default: memcpy(dst + (size_t)k * 8, &w, 8); break;
+    }
+}
+
+/* Fills dst (n elements of `width` bytes, shape `shape`) and returns the counter advance. */
+static uint64_t three_fry(const uint32_t key[2], uint64_t counter, const kiln_shape *shape,
+                          int64_t n, size_t width, unsigned char *dst) {
+    uint32_t w[2];
+    if (width == 8) {
+        for (int64_t k = 0; k < n; k++) {
+            threefry2x32_20(key, counter + (uint64_t)k, w);
+            uint64_t v = (uint64_t)w[0] | (uint64_t)w[1] << 32;
+            memcpy(dst + (size_t)k * 8, &v, 8);
+        }
+        return (uint64_t)n;
+    }
+    if (shape->rank == 0) {
+        threefry2x32_20(key, counter, w);
+        store_word(dst, width, 0, w[0]);
+        return 1;
+    }
+    int32_t split = -1;
+    for (int32_t a = 0; a < shape->rank && split < 0; a++)
+        if (shape->dims[a] % 2 == 0) split = a;
+    if (split < 0) {
+        split = 0;
+        for (int32_t a = 1; a < shape->rank; a++)
+            if (shape->dims[a] > shape->dims[split]) split = a;
+    }
+    int64_t outer = 1, inner = 1, d = shape->dims[split], hd = (d + 1) / 2;
+    for (int32_t a = 0; a < split; a++)
+        outer *= shape->dims[a];
+    for (int32_t a = split + 1; a < shape->rank; a++)
+        inner *= shape->dims[a];
+    for (int64_t o = 0; o < outer; o++) {
+        for (int64_t h = 0; h < hd; h++) {
+            uint64_t base = counter + (uint64_t)((o * hd + h) * inner);
+            int64_t k0 = (o * d + 2 * h) * inner;
+            bool second = 2 * h + 1 < d;
+            for (int64_t i = 0; i < inner; i++) {
+                threefry2x32_20(key, base + (uint64_t)i, w);
+                store_word(dst, width, k0 + i, w[0]);
+                if (second) store_word(dst, width, k0 + inner + i, w[1]);
+            }
+        }
+    }
+    return (uint64_t)(outer * hd * inner);
+}
+
+/* Fills dst and returns the number of 128-bit blocks used. */
+static uint64_t philox(const uint32_t key[2], uint64_t lo, uint64_t hi, int64_t n, size_t width,
+                       unsigned char *dst) {
+    const int per_block = width == 8 ? 2 : 4;
+    const uint64_t blocks = (uint64_t)(n + per_block - 1) / (uint64_t)per_block;
+    for (uint64_t b = 0; b < blocks; b++) {
+        uint64_t c_lo = lo + b, c_hi = hi + (c_lo < lo);
+        const uint32_t ctr[4] = {(uint32_t)c_lo, (uint32_t)(c_lo >> 32), (uint32_t)c_hi,
+                                 (uint32_t)(c_hi >> 32)};
+        uint32_t w[4];
+        kiln_philox4x32_10(ctr, key, w);
+        int64_t k = (int64_t)b * per_block;
+        if (width == 8) {
+            store_word(dst, 8, k, (uint64_t)w[0] | (uint64_t)w[1] << 32);
+            if (k + 1 < n) store_word(dst, 8, k + 1, (uint64_t)w[2] | (uint64_t)w[3] << 32);
+        } else {
+            for (int j = 0; j < 4 && k + j < n; j++)
+                store_word(dst, width, k + j, w[j]);
+        }
+    }
+    return blocks;
+}
+
+kiln_status kiln__eval_RNG_BIT_GENERATOR(kiln_ctx *cx, const kiln__attrs *attrs,
+                                         kiln_tensor *const *operands, int n_operands,
+                                         kiln_tensor **results, int n_results) {
+    (void)cx, (void)n_operands, (void)n_results;
+    const kiln_tensor *state_t = operands[0];
+    const int64_t m = state_t->numel;
+    uint64_t state[3] = {0, 0, 0};
+    memcpy(state, kiln__in(state_t), (size_t)m * sizeof state[0]);
+    kiln_tensor *out = results[1];
+    const size_t width = kiln_dtype_size(out->dtype);
+    unsigned char *dst = kiln__out(out);
+    const uint32_t key[2] = {(uint32_t)state[0], (uint32_t)(state[0] >> 32)};
+    uint64_t next[3] = {state[0], state[1], state[2]};
+    if (attrs->u.rng.algorithm == KILN_RNG_THREE_FRY) {
+        next[1] = state[1] + three_fry(key, state[1], &out->shape, out->numel, width, dst);
+    } else {
+        uint64_t lo = state[1], hi = m == 3 ? state[2] : state[0];
+        uint64_t used = philox(key, lo, hi, out->numel, width, dst);
+        next[1] = lo + used;
+        if (m == 3) next[2] = hi + (next[1] < lo);
+    }
+    memcpy(kiln__out(results[0]), next, (size_t)m * sizeof next[0]);
+    return KILN_OK;
+}

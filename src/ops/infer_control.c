@@ -1,0 +1,213 @@
+/* Inference for control flow (while, if, case, call, optimization_barrier) and sources
+ * (constant, iota, rng_bit_generator): the spec's constraints that can be checked before
+ * anything runs. The result types of if, case and call are known only once a region has
+ * run, so for those the kernel checks what the regions return. */
+#include <stdio.h>
+
+#include "ops/infer.h"
+
+/* Checks a result type given as attributes (iota, rng_bit_generator): a valid dtype, a
+ * rank within KILN_MAX_RANK and no negative dimension. */
+static kiln_status check_type_attr(kiln_ctx *cx, const kiln__attrs *attrs, kiln_dtype dtype,
+                                   const kiln_shape *shape) {
+    if (!kiln_dtype_is_valid(dtype))
+        return kiln__infer_error(cx, attrs, "dtype %d is not a valid kiln_dtype", (int)dtype);
+    if (shape->rank < 0 || shape->rank > KILN_MAX_RANK)
+        return kiln__infer_error(cx, attrs, "shape has rank %d; expected 0 to %d (KILN_MAX_RANK)",
+                                 (int)shape->rank, KILN_MAX_RANK);
+    for (int32_t d = 0; d < shape->rank; d++) {
+        if (shape->dims[d] < 0) {
+            char text[KILN__SHAPE_TEXT];
+            return kiln__infer_error(cx, attrs, "shape %s has a negative dimension at axis %d",
+                                     kiln__shape_text(shape, text), (int)d);
+        }
+    }
+    return KILN_OK;
+}
+
+/* Checks that region i exists and has a function; `what` names it in messages. */
+static kiln_status check_region(kiln_ctx *cx, const kiln__attrs *attrs, int32_t i,
+                                const char *what) {
+    const kiln_region *r = kiln__attrs_region(attrs, i);
+    if (!r) return kiln__infer_error(cx, attrs, "%s is NULL", what);
+    if (!r->fn) return kiln__infer_error(cx, attrs, "%s has no function (fn is NULL)", what);
+    return KILN_OK;
+}
+
+static kiln_status check_result_slots(kiln_ctx *cx, const kiln__attrs *attrs, int n_results,
+                                      int expected) {
+    if (n_results != expected)
+        return kiln_ctx_set_error(cx, KILN_INTERNAL,
+                                  "%s: internal: %d result slots; the op has %d results",
+                                  attrs && attrs->fn ? attrs->fn : "kiln", n_results, expected);
+    return KILN_OK;
+}
+
+static kiln_status check_no_operands(kiln_ctx *cx, const kiln__attrs *attrs, int n_operands) {
+    if (n_operands != 0)
+        return kiln__infer_error(cx, attrs, "takes no operands; got %d", n_operands);
+    return KILN_OK;
+}
+
+/* Checks that `t` is a rank-0 tensor of `dtype`; `what` names it. */
+static kiln_status check_scalar(kiln_ctx *cx, const kiln__attrs *attrs, const char *what,
+                                const kiln__type *t, kiln_dtype dtype) {
+    if (t->dtype == dtype && t->shape.rank == 0) return KILN_OK;
+    char have[KILN__TYPE_TEXT];
+    return kiln__infer_error(cx, attrs, "%s has type %s; expected a rank-0 %s tensor", what,
+                             kiln__type_text(t, have), kiln_dtype_name(dtype));
+}
+
+kiln_status kiln__infer_WHILE(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__type *operands,
+                              int n_operands, kiln__type *results, int n_results) {
+    kiln_status s = check_result_slots(cx, attrs, n_results, n_operands);
+    if (s != KILN_OK) return s;
+    if (attrs->n_regions != 2)
+        return kiln__infer_error(cx, attrs, "has %d regions; expected 2 (cond, body)",
+                                 (int)attrs->n_regions);
+    if ((s = check_region(cx, attrs, 0, "cond region")) != KILN_OK) return s;
+    if ((s = check_region(cx, attrs, 1, "body region")) != KILN_OK) return s;
+    /* (C3): the results have the types of the operands. */
+    for (int i = 0; i < n_operands; i++)
+        results[i] = operands[i];
+    return KILN_OK;
+}
+
+kiln_status kiln__infer_IF(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__type *operands,
+                           int n_operands, kiln__type *results, int n_results) {
+    (void)results;
+    if (n_operands != 1)
+        return kiln__infer_error(cx, attrs, "takes 1 operand (pred); got %d", n_operands);
+    kiln_status s = check_scalar(cx, attrs, "pred", &operands[0], KILN_BOOL);
+    if (s != KILN_OK) return s;
+    if (n_results < 0)
+        return kiln__infer_error(cx, attrs, "n_results is %d; expected >= 0", n_results);
+    if (attrs->n_regions != 2)
+        return kiln__infer_error(cx, attrs, "has %d regions; expected 2 (true, false)",
+                                 (int)attrs->n_regions);
+    if ((s = check_region(cx, attrs, 0, "true branch")) != KILN_OK) return s;
+    return check_region(cx, attrs, 1, "false branch");
+}
+
+kiln_status kiln__infer_CASE(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__type *operands,
+                             int n_operands, kiln__type *results, int n_results) {
+    (void)results;
+    if (n_operands != 1)
+        return kiln__infer_error(cx, attrs, "takes 1 operand (index); got %d", n_operands);
+    kiln_status s = check_scalar(cx, attrs, "index", &operands[0], KILN_I32);
+    if (s != KILN_OK) return s;
+    if (n_results < 0)
+        return kiln__infer_error(cx, attrs, "n_results is %d; expected >= 0", n_results);
+    /* (C1) */
+    if (attrs->n_regions < 1)
+        return kiln__infer_error(cx, attrs, "has %d branches; expected at least 1",
+                                 (int)attrs->n_regions);
+    for (int32_t i = 0; i < attrs->n_regions; i++) {
+        char what[32];
+        snprintf(what, sizeof what, "branch %d", (int)i);
+        if ((s = check_region(cx, attrs, i, what)) != KILN_OK) return s;
+    }
+    return KILN_OK;
+}
+
+kiln_status kiln__infer_CALL(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__type *operands,
+                             int n_operands, kiln__type *results, int n_results) {
+    (void)operands, (void)n_operands, (void)results;
+    if (n_results < 0)
+        return kiln__infer_error(cx, attrs, "n_results is %d; expected >= 0", n_results);
+    if (attrs->n_regions != 1)
+        return kiln__infer_error(cx, attrs, "has %d regions; expected 1 (the callee)",
+                                 (int)attrs->n_regions);
+    return check_region(cx, attrs, 0, "callee");
+}
+
+kiln_status kiln__infer_OPTIMIZATION_BARRIER(kiln_ctx *cx, const kiln__attrs *attrs,
+                                             const kiln__type *operands, int n_operands,
+                                             kiln__type *results, int n_results) {
+    kiln_status s = check_result_slots(cx, attrs, n_results, n_operands);
+    if (s != KILN_OK) return s;
+    for (int i = 0; i < n_operands; i++) /* (C1) */
+        results[i] = operands[i];
+    return KILN_OK;
+}
+
+kiln_status kiln__infer_CONSTANT(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__type *operands,
+                                 int n_operands, kiln__type *results, int n_results) {
+    (void)operands;
+    kiln_status s = check_no_operands(cx, attrs, n_operands);
+    if (s != KILN_OK || (s = check_result_slots(cx, attrs, n_results, 1)) != KILN_OK) return s;
+    const kiln_tensor *value = attrs->u.constant;
+    if (!value) return kiln__infer_error(cx, attrs, "the constant's value is NULL");
+    results[0].dtype = kiln_tensor_dtype(value); /* (C1) */
+    results[0].shape = *kiln_tensor_shape(value);
+    return KILN_OK;
+}
+
+kiln_status kiln__infer_IOTA(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__type *operands,
+                             int n_operands, kiln__type *results, int n_results) {
+    (void)operands;
+    kiln_status s = check_no_operands(cx, attrs, n_operands);
+    if (s != KILN_OK || (s = check_result_slots(cx, attrs, n_results, 1)) != KILN_OK) return s;
+    const kiln_shape *shape = &attrs->u.iota.shape;
+    if ((s = check_type_attr(cx, attrs, attrs->u.iota.dtype, shape)) != KILN_OK) return s;
+    int64_t dim = attrs->u.iota.dimension;
+    if (dim < 0 || dim >= shape->rank) { /* (C1) */
+        if (shape->rank == 0)
+            return kiln__infer_error(cx, attrs,
+                                     "iota dimension is %lld, but a rank-0 shape has no "
+                                     "dimension; expected a shape of rank >= 1",
+                                     (long long)dim);
+        return kiln__infer_error(cx, attrs,
+                                 "iota dimension is %lld; expected 0 to %d for a rank-%d shape",
+                                 (long long)dim, (int)shape->rank - 1, (int)shape->rank);
+    }
+    results[0].dtype = attrs->u.iota.dtype;
+    results[0].shape = *shape;
+    return KILN_OK;
+}
+
+kiln_status kiln__infer_RNG_BIT_GENERATOR(kiln_ctx *cx, const kiln__attrs *attrs,
+                                          const kiln__type *operands, int n_operands,
+                                          kiln__type *results, int n_results) {
+    kiln_status s = check_result_slots(cx, attrs, n_results, 2);
+    if (s != KILN_OK) return s;
+    if (n_operands != 1)
+        return kiln__infer_error(cx, attrs, "takes 1 operand (the state); got %d", n_operands);
+    kiln_rng_algorithm alg = attrs->u.rng.algorithm;
+    const char *alg_name;
+    int64_t lo = 2, hi = 3;
+    switch (alg) {
+    case KILN_RNG_DEFAULT: alg_name = "DEFAULT (PHILOX)"; break;
+    case KILN_RNG_PHILOX: alg_name = "PHILOX"; break;
+    case KILN_RNG_THREE_FRY:
+        alg_name = "THREE_FRY";
+        hi = 2;
+        break;
+    default:
+        return kiln__infer_error(cx, attrs,
+                                 "algorithm %d is not a kiln_rng_algorithm (DEFAULT, THREE_FRY "
+                                 "or PHILOX)",
+                                 (int)alg);
+    }
+    /* (I2), (C2): a ui64 vector of 2 (THREE_FRY) or 2 or 3 (PHILOX, DEFAULT) words. */
+    const kiln__type *state = &operands[0];
+    if (state->dtype != KILN_U64 || state->shape.rank != 1 || state->shape.dims[0] < lo ||
+        state->shape.dims[0] > hi) {
+        char have[KILN__TYPE_TEXT];
+        if (lo == hi)
+            return kiln__infer_error(cx, attrs, "state has type %s; expected ui64[%lld] for %s",
+                                     kiln__type_text(state, have), (long long)lo, alg_name);
+        return kiln__infer_error(
+            cx, attrs, "state has type %s; expected ui64[%lld] or ui64[%lld] for %s",
+            kiln__type_text(state, have), (long long)lo, (long long)hi, alg_name);
+    }
+    kiln_dtype dtype = attrs->u.rng.dtype;
+    if ((s = check_type_attr(cx, attrs, dtype, &attrs->u.rng.shape)) != KILN_OK) return s;
+    if (dtype == KILN_BOOL)
+        return kiln__infer_error(cx, attrs,
+                                 "output dtype is i1; expected an integer or floating-point type");
+    results[0] = *state; /* (C1) */
+    results[1].dtype = dtype;
+    results[1].shape = attrs->u.rng.shape;
+    return KILN_OK;
+}

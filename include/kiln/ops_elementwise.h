@@ -15,9 +15,11 @@ extern "C" {
 #endif
 
 /* ---- unary: x -> same shape ------------------------------------------------------------
- * dtypes: abs, negate, sign: signed ints and floats (negate also unsigned: wraps);
- * not, popcnt, count_leading_zeros: bool (not only) and integers; is_finite: floats -> i1;
- * the rest: floats. */
+ * dtypes: abs, sign: signed ints and floats (abs(INT_MIN) = INT_MIN; sign keeps NaN and
+ * the sign of zeros); negate: ints and floats (unsigned wraps); not: i1 and ints;
+ * popcnt, count_leading_zeros: ints (count_leading_zeros(0) is the bit width); is_finite:
+ * floats -> i1; the rest: floats. round_nearest_afz rounds ties away from zero (C round),
+ * round_nearest_even to even; logistic is 1 / (1 + exp(-x)). No flush to zero. */
 KILN_API kiln_tensor *kiln_abs(kiln_ctx *cx, kiln_tensor *x);
 KILN_API kiln_tensor *kiln_negate(kiln_ctx *cx, kiln_tensor *x);
 KILN_API kiln_tensor *kiln_sign(kiln_ctx *cx, kiln_tensor *x);
@@ -43,9 +45,16 @@ KILN_API kiln_tensor *kiln_popcnt(kiln_ctx *cx, kiln_tensor *x);
 KILN_API kiln_tensor *kiln_count_leading_zeros(kiln_ctx *cx, kiln_tensor *x);
 
 /* ---- binary (broadcasting) --------------------------------------------------------------
- * add, subtract, multiply, maximum, minimum: every dtype (on i1 add is or, multiply is
- * and); divide, remainder, power: ints and floats; atan2: floats; and, or, xor: bool and
- * ints; shifts: ints. */
+ * add, multiply, maximum, minimum: every dtype (on i1 add and maximum are or, multiply and
+ * minimum are and); subtract, divide, remainder, power: ints and floats; atan2: floats;
+ * and, or, xor: i1 and ints; shifts: ints.
+ * Integers wrap. Integer divide truncates; x / 0 = -1 (all ones unsigned) and
+ * INT_MIN / -1 = INT_MIN; x % 0 = x and INT_MIN % -1 = 0; remainder has the sign of the
+ * dividend (fmod for floats). Integer power with a negative exponent is 0 unless the base
+ * is 1 (-> 1) or -1 (-> -1 or 1). maximum/minimum propagate NaN and order -0 < +0. Shift
+ * amounts are read as unsigned; shifting by the bit width or more gives 0, or for
+ * shift_right_arithmetic copies of the top bit (which is the sign, for unsigned dtypes
+ * too). */
 KILN_API kiln_tensor *kiln_add(kiln_ctx *cx, kiln_tensor *a, kiln_tensor *b);
 KILN_API kiln_tensor *kiln_subtract(kiln_ctx *cx, kiln_tensor *a, kiln_tensor *b);
 KILN_API kiln_tensor *kiln_multiply(kiln_ctx *cx, kiln_tensor *a, kiln_tensor *b);
@@ -75,8 +84,9 @@ typedef enum kiln_compare_direction {
 
 typedef enum kiln_compare_type {
     KILN_CMP_DEFAULT,    /* FLOAT for floats, SIGNED for signed ints, UNSIGNED otherwise */
-    KILN_CMP_FLOAT,      /* IEEE: NaN compares unequal to everything */
-    KILN_CMP_TOTALORDER, /* -NaN < -inf < ... < -0 < +0 < ... < inf < NaN */
+    KILN_CMP_FLOAT,      /* IEEE: NaN compares unequal to everything (NE is true) */
+    KILN_CMP_TOTALORDER, /* -NaN < -inf < ... < -0 < +0 < ... < inf < NaN, by bit pattern:
+                            equal patterns are equal (NaN too), -0 != +0 */
     KILN_CMP_SIGNED,
     KILN_CMP_UNSIGNED,
 } kiln_compare_type;
@@ -86,24 +96,28 @@ typedef enum kiln_compare_type {
 KILN_API kiln_tensor *kiln_compare(kiln_ctx *cx, kiln_tensor *a, kiln_tensor *b,
                                    kiln_compare_direction direction, kiln_compare_type type);
 
-/* pred ? on_true : on_false, elementwise. pred is i1, of the result's shape or rank 0;
- * on_true and on_false have one dtype and broadcast together. */
+/* pred ? on_true : on_false, elementwise, as numpy's where: pred is i1; on_true and
+ * on_false have one dtype; all three broadcast together (a rank-0 pred picks a whole
+ * operand). */
 KILN_API kiln_tensor *kiln_select(kiln_ctx *cx, kiln_tensor *pred, kiln_tensor *on_true,
                                   kiln_tensor *on_false);
 
-/* min(max(x, lo), hi) elementwise with maximum/minimum's NaN rules; lo and hi have x's
- * shape or rank 0. */
+/* min(max(x, lo), hi) elementwise with maximum/minimum's NaN and signed-zero rules; lo and
+ * hi have x's dtype and x's shape or rank 0 (not broadcast). Every dtype. */
 KILN_API kiln_tensor *kiln_clamp(kiln_ctx *cx, kiln_tensor *lo, kiln_tensor *x, kiln_tensor *hi);
 
 /* ---- conversions ----------------------------------------------------------------------- */
 
-/* Value conversion to `dtype`: float->int truncates toward zero and saturates, NaN -> 0;
- * int->int wraps; to i1: x != 0; floats round to nearest even. */
+/* Value conversion to `dtype`, any dtype to any: float->int truncates toward zero and
+ * saturates, NaN -> 0; int->int wraps; to i1: x != 0 (NaN is true); i1 -> 0 or 1; to
+ * floats: rounded once to nearest even (infinity past the largest finite value), NaN,
+ * infinities and signed zeros kept. */
 KILN_API kiln_tensor *kiln_convert(kiln_ctx *cx, kiln_tensor *x, kiln_dtype dtype);
 
 /* Reinterprets the bits. Same element size: same shape. Smaller target: a new minor
  * dimension of size (source bits / target bits); larger target: the minor dimension of x
- * must be (target bits / source bits) and is removed. */
+ * must be (target bits / source bits) and is removed. Pieces are in little-endian order
+ * (the first is the least significant); i1 counts as one bit, so 64 i1 make one i64. */
 KILN_API kiln_tensor *kiln_bitcast_convert(kiln_ctx *cx, kiln_tensor *x, kiln_dtype dtype);
 
 #ifdef __cplusplus

@@ -5,11 +5,13 @@
 #include "base/ctx_internal.h"
 #include "runtime/op_run.h"
 
-kiln_status kiln__broadcast_operands(kiln_ctx *cx, const char *fn, kiln_tensor **operands, int n) {
+/* kiln__broadcast_operands for operands numbered from `first` in messages. */
+static kiln_status broadcast_from(kiln_ctx *cx, const char *fn, kiln_tensor **operands, int n,
+                                  int first) {
     for (int i = 0; i < n; i++) {
         if (!operands[i]) {
             char what[32];
-            snprintf(what, sizeof what, "operand %d", i + 1);
+            snprintf(what, sizeof what, "operand %d", i + first);
             return kiln__null_argument(cx, fn, what);
         }
     }
@@ -38,7 +40,7 @@ kiln_status kiln__broadcast_operands(kiln_ctx *cx, const char *fn, kiln_tensor *
             return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
                                       "%s: operand %d has shape %s; expected %s or a shape that "
                                       "broadcasts with it",
-                                      fn, i + 1, kiln__shape_text(s, have),
+                                      fn, i + first, kiln__shape_text(s, have),
                                       kiln__shape_text(&expected, want));
         }
     }
@@ -55,6 +57,10 @@ kiln_status kiln__broadcast_operands(kiln_ctx *cx, const char *fn, kiln_tensor *
         operands[i] = b;
     }
     return KILN_OK;
+}
+
+kiln_status kiln__broadcast_operands(kiln_ctx *cx, const char *fn, kiln_tensor **operands, int n) {
+    return broadcast_from(cx, fn, operands, n, 1);
 }
 
 static kiln_tensor *unary(kiln_ctx *cx, kiln_op op, const char *fn, kiln_tensor *x) {
@@ -124,7 +130,15 @@ kiln_tensor *kiln_compare(kiln_ctx *cx, kiln_tensor *a, kiln_tensor *b,
                           kiln_compare_direction direction, kiln_compare_type type) {
     kiln__attrs attrs = {.fn = "kiln_compare"};
     attrs.u.compare.direction = direction;
-    attrs.u.compare.type = type; /* kiln__infer_COMPARE resolves DEFAULT and checks it */
+    /* DEFAULT is resolved here from the dtype, so recorded ops always name their type;
+     * kiln__infer_COMPARE checks that an explicit type suits the dtype. */
+    if (type == KILN_CMP_DEFAULT && a) {
+        kiln_dtype d = kiln_tensor_dtype(a);
+        type = kiln_dtype_is_float(d)    ? KILN_CMP_FLOAT
+               : kiln_dtype_is_signed(d) ? KILN_CMP_SIGNED
+                                         : KILN_CMP_UNSIGNED;
+    }
+    attrs.u.compare.type = type;
     return binary(cx, KILN_OP_COMPARE, &attrs, a, b);
 }
 
@@ -132,14 +146,14 @@ kiln_tensor *kiln_select(kiln_ctx *cx, kiln_tensor *pred, kiln_tensor *on_true,
                          kiln_tensor *on_false) {
     static const char fn[] = "kiln_select";
     if (!cx) return NULL;
-    kiln_tensor *values[2] = {on_true, on_false};
-    if (kiln__broadcast_operands(cx, fn, values, 2) != KILN_OK) return NULL;
-    if (!pred) {
-        kiln__null_argument(cx, fn, "pred");
-        return NULL;
-    }
+    kiln_tensor *operands[3] = {pred, on_true, on_false};
+    /* All three broadcast together (numpy's where), except a rank-0 pred, which the op
+     * takes as it is and which selects a whole operand. */
+    bool scalar_pred = pred && kiln_tensor_rank(pred) == 0;
+    kiln_status s = scalar_pred ? broadcast_from(cx, fn, operands + 1, 2, 2)
+                                : broadcast_from(cx, fn, operands, 3, 1);
+    if (s != KILN_OK) return NULL;
     kiln__attrs attrs = {.fn = fn};
-    kiln_tensor *operands[3] = {pred, values[0], values[1]};
     return kiln__op_run1(cx, KILN_OP_SELECT, &attrs, operands, 3);
 }
 

@@ -1,0 +1,73 @@
+/* Shared pieces of the elementwise evaluator kernels (eval_elementwise_unary.c, _binary.c,
+ * _compare.c, _convert.c): the integer dtype table, the f16/bf16 staging through
+ * f32 chunks, and the NaN-propagating maximum/minimum. Internal to backends/cpu. */
+#ifndef KILN_BACKENDS_CPU_EVAL_ELEMENTWISE_H
+#define KILN_BACKENDS_CPU_EVAL_ELEMENTWISE_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "backends/cpu/eval.h"
+
+/* The integer dtypes: BODY(T, U, S, W, BITS, SIGNED) with T the element type, U and S the
+ * unsigned and signed types of its width, W the unsigned type arithmetic wraps in (at least
+ * unsigned int, so that no promotion to int can overflow), BITS the width. */
+#define KILN__EW_INT_CASES(BODY)                                              \
+    case KILN_I8: BODY(int8_t, uint8_t, int8_t, uint32_t, 8, 1); break;       \
+    case KILN_I16: BODY(int16_t, uint16_t, int16_t, uint32_t, 16, 1); break;  \
+    case KILN_I32: BODY(int32_t, uint32_t, int32_t, uint32_t, 32, 1); break;  \
+    case KILN_I64: BODY(int64_t, uint64_t, int64_t, uint64_t, 64, 1); break;  \
+    case KILN_U8: BODY(uint8_t, uint8_t, int8_t, uint32_t, 8, 0); break;      \
+    case KILN_U16: BODY(uint16_t, uint16_t, int16_t, uint32_t, 16, 0); break; \
+    case KILN_U32: BODY(uint32_t, uint32_t, int32_t, uint32_t, 32, 0); break; \
+    case KILN_U64: BODY(uint64_t, uint64_t, int64_t, uint64_t, 64, 0); break;
+
+/* Elements staged at a time when f16/bf16 are computed in f32. */
+#define KILN__EW_CHUNK 256
+
+/* Array kernels over contiguous f32 / f64 data. */
+typedef void (*kiln__ew_unary_f32)(const float *x, float *r, int64_t n);
+typedef void (*kiln__ew_unary_f64)(const double *x, double *r, int64_t n);
+typedef void (*kiln__ew_binary_f32)(const float *a, const float *b, float *r, int64_t n);
+typedef void (*kiln__ew_binary_f64)(const double *a, const double *b, double *r, int64_t n);
+
+/* Converts n 16-bit floats (f16 or bf16) to f32, and back rounding to nearest even. */
+void kiln__ew_load_half(kiln_dtype dtype, const uint16_t *src, float *dst, int64_t n);
+void kiln__ew_store_half(kiln_dtype dtype, const float *src, uint16_t *dst, int64_t n);
+
+/* Runs an f32/f64 array kernel on floating-point data of any float dtype: f16 and bf16
+ * go through f32 in chunks and are rounded once. Returns false for a non-float dtype. */
+bool kiln__ew_float_unary(kiln_dtype dtype, const void *x, void *r, int64_t n,
+                          kiln__ew_unary_f32 f32, kiln__ew_unary_f64 f64);
+bool kiln__ew_float_binary(kiln_dtype dtype, const void *a, const void *b, void *r, int64_t n,
+                           kiln__ew_binary_f32 f32, kiln__ew_binary_f64 f64);
+
+/* IEEE-754 maximum/minimum: NaN propagates (quieted), -0 < +0. Done on the bits, where
+ * for non-NaN values the order is the sign-magnitude one (negative values have their
+ * magnitude bits flipped to compare as signed integers), so loops vectorize. */
+#define KILN__EW_MINMAX(NAME, FT, IT, UT, MAXMAG, QUIET, OP)                               \
+    static inline FT NAME(FT a, FT b) {                                                    \
+        IT ia, ib;                                                                         \
+        memcpy(&ia, &a, sizeof ia);                                                        \
+        memcpy(&ib, &b, sizeof ib);                                                        \
+        IT ka = ia < 0 ? ia ^ (IT)(MAXMAG) : ia, kb = ib < 0 ? ib ^ (IT)(MAXMAG) : ib;     \
+        IT r = ka OP kb ? ia : ib;                                                         \
+        UT ma = (UT)ia & (UT)(MAXMAG), mb = (UT)ib & (UT)(MAXMAG);                         \
+        r = mb > (UT)(QUIET) ? ib : r;                                                     \
+        r = ma > (UT)(QUIET) ? ia : r;                                                     \
+        r = (ma > (UT)(QUIET) || mb > (UT)(QUIET)) ? (IT)((UT)r | ((UT)(QUIET) >> 1)) : r; \
+        FT out;                                                                            \
+        memcpy(&out, &r, sizeof out);                                                      \
+        return out;                                                                        \
+    }
+KILN__EW_MINMAX(kiln__ew_maxf, float, int32_t, uint32_t, 0x7fffffff, 0x7f800000, >)
+KILN__EW_MINMAX(kiln__ew_minf, float, int32_t, uint32_t, 0x7fffffff, 0x7f800000, <)
+KILN__EW_MINMAX(kiln__ew_max, double, int64_t, uint64_t, 0x7fffffffffffffff, 0x7ff0000000000000, >)
+KILN__EW_MINMAX(kiln__ew_min, double, int64_t, uint64_t, 0x7fffffffffffffff, 0x7ff0000000000000, <)
+
+/* Records "cpu: <op> does not support dtype <d>" (an internal error: inference rejects
+ * these first) and returns it. */
+kiln_status kiln__ew_bad_dtype(kiln_ctx *cx, const char *op, kiln_dtype dtype);
+
+#endif

@@ -1,0 +1,206 @@
+/* Evaluator kernels for convert and bitcast_convert.
+ *
+ * convert: one typed loop per (source, target) dtype pair. Values go through an
+ * intermediate of the source's kind (int64_t, uint64_t, float for f16/bf16/f32, double)
+ * and are rounded once: int->int wraps, anything->i1 is x != 0, float->int truncates toward
+ * zero and saturates with NaN -> 0, and conversions to floats round to nearest even. */
+#include <string.h>
+
+#include "backends/cpu/eval_elementwise.h"
+#include "core/element.h"
+
+#define KERNEL(NAME)                                                            \
+    kiln_status kiln__eval_##NAME(kiln_ctx *cx, const kiln__attrs *attrs,       \
+                                  kiln_tensor *const *operands, int n_operands, \
+                                  kiln_tensor **results, int n_results)
+
+/* ---- value conversions -------------------------------------------------------------------- */
+
+/* m rounded to 24 significant bits with round-to-odd: exact in f32, and rounding that to
+ * bf16 (8 bits) then gives the correctly rounded result. */
+static inline float u64_to_f32_odd(uint64_t m) {
+    if (m < (1u << 24)) return (float)m;
+    int shift = 64 - __builtin_clzll(m) - 24;
+    uint64_t t = m >> shift;
+    if (m & ((UINT64_C(1) << shift) - 1)) t |= 1u;
+    return ldexpf((float)t, shift);
+}
+static inline uint16_t u64_to_bf16(uint64_t v) { return kiln_f32_to_bf16(u64_to_f32_odd(v)); }
+static inline uint16_t i64_to_bf16(int64_t v) {
+    float f = u64_to_f32_odd(v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
+    return kiln_f32_to_bf16(v < 0 ? -f : f);
+}
+
+/* To an integer dtype: from integers by wrapping, from floats by truncation with
+ * saturation (LO and HI: the smallest value and the power of two just past the largest,
+ * both exact in every float format). */
+#define INT_TARGET(name, T, LO, HI, TMIN, TMAX, SIGNED)                              \
+    static inline T cvt_s_##name(int64_t v) { return (T)v; }                         \
+    static inline T cvt_u_##name(uint64_t v) { return (T)v; }                        \
+    static inline T cvt_f_##name(float v) {                                          \
+        if (SIGNED ? v != v : !(v > 0.0f)) return 0;                                 \
+        return v <= (float)(LO) ? (T)(TMIN) : v >= (float)(HI) ? (T)(TMAX) : (T)v;   \
+    }                                                                                \
+    static inline T cvt_d_##name(double v) {                                         \
+        if (SIGNED ? v != v : !(v > 0.0)) return 0;                                  \
+        return v <= (double)(LO) ? (T)(TMIN) : v >= (double)(HI) ? (T)(TMAX) : (T)v; \
+    }
+
+INT_TARGET(i8, int8_t, -128.0, 128.0, INT8_MIN, INT8_MAX, 1)
+INT_TARGET(i16, int16_t, -32768.0, 32768.0, INT16_MIN, INT16_MAX, 1)
+INT_TARGET(i32, int32_t, -2147483648.0, 2147483648.0, INT32_MIN, INT32_MAX, 1)
+INT_TARGET(i64, int64_t, -9223372036854775808.0, 9223372036854775808.0, INT64_MIN, INT64_MAX, 1)
+INT_TARGET(u8, uint8_t, 0.0, 256.0, 0, UINT8_MAX, 0)
+INT_TARGET(u16, uint16_t, 0.0, 65536.0, 0, UINT16_MAX, 0)
+INT_TARGET(u32, uint32_t, 0.0, 4294967296.0, 0, UINT32_MAX, 0)
+INT_TARGET(u64, uint64_t, 0.0, 18446744073709551616.0, 0, UINT64_MAX, 0)
+
+static inline uint8_t cvt_s_bool(int64_t v) { return v != 0; }
+static inline uint8_t cvt_u_bool(uint64_t v) { return v != 0; }
+static inline uint8_t cvt_f_bool(float v) { return v != 0.0f; }
+static inline uint8_t cvt_d_bool(double v) { return v != 0.0; }
+
+static inline float cvt_s_f32(int64_t v) { return (float)v; }
+static inline float cvt_u_f32(uint64_t v) { return (float)v; }
+static inline float cvt_f_f32(float v) { return v; }
+static inline float cvt_d_f32(double v) { return (float)v; }
+
+static inline double cvt_s_f64(int64_t v) { return (double)v; }
+static inline double cvt_u_f64(uint64_t v) { return (double)v; }
+static inline double cvt_f_f64(float v) { return (double)v; }
+static inline double cvt_d_f64(double v) { return v; }
+
+/* Integers to f16 through f32: exact below 2^24, and anything larger is inf in f16 either
+ * way. */
+static inline uint16_t cvt_s_f16(int64_t v) { return kiln_f32_to_f16((float)v); }
+static inline uint16_t cvt_u_f16(uint64_t v) { return kiln_f32_to_f16((float)v); }
+static inline uint16_t cvt_f_f16(float v) { return kiln_f32_to_f16(v); }
+static inline uint16_t cvt_d_f16(double v) { return kiln__f64_to_f16(v); }
+
+static inline uint16_t cvt_s_bf16(int64_t v) { return i64_to_bf16(v); }
+static inline uint16_t cvt_u_bf16(uint64_t v) { return u64_to_bf16(v); }
+static inline uint16_t cvt_f_bf16(float v) { return kiln_f32_to_bf16(v); }
+static inline uint16_t cvt_d_bf16(double v) { return kiln__f64_to_bf16(v); }
+
+/* ---- the (source, target) loops ----------------------------------------------------------- */
+
+#define LOAD_PLAIN(v) (v)
+#define LOAD_F16(v) kiln_f16_to_f32(v)
+#define LOAD_BF16(v) kiln_bf16_to_f32(v)
+
+#define CONVERT_LOOP(ST, DT, CVT, LOAD)    \
+    do {                                   \
+        const ST *restrict px_ = x_;       \
+        DT *restrict pr_ = r_;             \
+        for (int64_t i_ = 0; i_ < n; i_++) \
+            pr_[i_] = CVT(LOAD(px_[i_]));  \
+    } while (0)
+
+/* From source elements of type ST, of kind K (s, u, f, d), read with LOAD. */
+#define CONVERT_FROM(ST, K, LOAD)                                                \
+    do {                                                                         \
+        switch (to) {                                                            \
+        case KILN_BOOL: CONVERT_LOOP(ST, uint8_t, cvt_##K##_bool, LOAD); break;  \
+        case KILN_I8: CONVERT_LOOP(ST, int8_t, cvt_##K##_i8, LOAD); break;       \
+        case KILN_I16: CONVERT_LOOP(ST, int16_t, cvt_##K##_i16, LOAD); break;    \
+        case KILN_I32: CONVERT_LOOP(ST, int32_t, cvt_##K##_i32, LOAD); break;    \
+        case KILN_I64: CONVERT_LOOP(ST, int64_t, cvt_##K##_i64, LOAD); break;    \
+        case KILN_U8: CONVERT_LOOP(ST, uint8_t, cvt_##K##_u8, LOAD); break;      \
+        case KILN_U16: CONVERT_LOOP(ST, uint16_t, cvt_##K##_u16, LOAD); break;   \
+        case KILN_U32: CONVERT_LOOP(ST, uint32_t, cvt_##K##_u32, LOAD); break;   \
+        case KILN_U64: CONVERT_LOOP(ST, uint64_t, cvt_##K##_u64, LOAD); break;   \
+        case KILN_F16: CONVERT_LOOP(ST, uint16_t, cvt_##K##_f16, LOAD); break;   \
+        case KILN_BF16: CONVERT_LOOP(ST, uint16_t, cvt_##K##_bf16, LOAD); break; \
+        case KILN_F32: CONVERT_LOOP(ST, float, cvt_##K##_f32, LOAD); break;      \
+        case KILN_F64: CONVERT_LOOP(ST, double, cvt_##K##_f64, LOAD); break;     \
+        default: return kiln__ew_bad_dtype(cx, "convert", to);                   \
+        }                                                                        \
+    } while (0)
+
+KERNEL(CONVERT) {
+    (void)n_operands, (void)n_results;
+    kiln_dtype from = kiln_tensor_dtype(operands[0]), to = attrs->u.convert_to;
+    int64_t n = kiln_tensor_numel(results[0]);
+    if (n == 0) return KILN_OK;
+    const void *x_ = kiln__in(operands[0]);
+    void *r_ = kiln__out(results[0]);
+    if (from == to) {
+        memcpy(r_, x_, kiln_tensor_nbytes(results[0]));
+        return KILN_OK;
+    }
+    switch (from) {
+    case KILN_BOOL: CONVERT_FROM(uint8_t, u, LOAD_PLAIN); break;
+    case KILN_I8: CONVERT_FROM(int8_t, s, LOAD_PLAIN); break;
+    case KILN_I16: CONVERT_FROM(int16_t, s, LOAD_PLAIN); break;
+    case KILN_I32: CONVERT_FROM(int32_t, s, LOAD_PLAIN); break;
+    case KILN_I64: CONVERT_FROM(int64_t, s, LOAD_PLAIN); break;
+    case KILN_U8: CONVERT_FROM(uint8_t, u, LOAD_PLAIN); break;
+    case KILN_U16: CONVERT_FROM(uint16_t, u, LOAD_PLAIN); break;
+    case KILN_U32: CONVERT_FROM(uint32_t, u, LOAD_PLAIN); break;
+    case KILN_U64: CONVERT_FROM(uint64_t, u, LOAD_PLAIN); break;
+    case KILN_F16: CONVERT_FROM(uint16_t, f, LOAD_F16); break;
+    case KILN_BF16: CONVERT_FROM(uint16_t, f, LOAD_BF16); break;
+    case KILN_F32: CONVERT_FROM(float, f, LOAD_PLAIN); break;
+    case KILN_F64: CONVERT_FROM(double, d, LOAD_PLAIN); break;
+    default: return kiln__ew_bad_dtype(cx, "convert", from);
+    }
+    return KILN_OK;
+}
+
+/* ---- bitcast_convert ---------------------------------------------------------------------- */
+
+/* Bits of an element for bitcast_convert: i1 counts as one bit (as in StableHLO, where
+ * 64 i1 values make one i64, the first the least significant bit). */
+static int bit_width(kiln_dtype d) { return d == KILN_BOOL ? 1 : (int)kiln_dtype_size(d) * 8; }
+
+static uint64_t load_bits(const void *p, int bits, int64_t i) {
+    switch (bits) {
+    case 1: return ((const uint8_t *)p)[i] != 0;
+    case 8: return ((const uint8_t *)p)[i];
+    case 16: return ((const uint16_t *)p)[i];
+    case 32: return ((const uint32_t *)p)[i];
+    default: return ((const uint64_t *)p)[i];
+    }
+}
+
+static void store_bits(void *p, int bits, int64_t i, uint64_t v) {
+    switch (bits) {
+    case 1: ((uint8_t *)p)[i] = (uint8_t)(v & 1u); break;
+    case 8: ((uint8_t *)p)[i] = (uint8_t)v; break;
+    case 16: ((uint16_t *)p)[i] = (uint16_t)v; break;
+    case 32: ((uint32_t *)p)[i] = (uint32_t)v; break;
+    default: ((uint64_t *)p)[i] = v; break;
+    }
+}
+
+KERNEL(BITCAST_CONVERT) {
+    (void)cx, (void)n_operands, (void)n_results;
+    kiln_dtype from = kiln_tensor_dtype(operands[0]), to = attrs->u.convert_to;
+    int from_bits = bit_width(from), to_bits = bit_width(to);
+    int64_t n_in = kiln_tensor_numel(operands[0]), n_out = kiln_tensor_numel(results[0]);
+    if (n_in == 0 || n_out == 0) return KILN_OK;
+    const void *x = kiln__in(operands[0]);
+    void *r = kiln__out(results[0]);
+    if (from_bits == to_bits) {
+        memcpy(r, x, kiln_tensor_nbytes(results[0]));
+    } else if (to_bits < from_bits) {
+        /* Each element splits into k pieces, least significant first. */
+        int k = from_bits / to_bits;
+        uint64_t mask = to_bits == 64 ? ~UINT64_C(0) : (UINT64_C(1) << to_bits) - 1;
+        for (int64_t i = 0; i < n_in; i++) {
+            uint64_t v = load_bits(x, from_bits, i);
+            for (int j = 0; j < k; j++)
+                store_bits(r, to_bits, i * k + j, (v >> (j * to_bits)) & mask);
+        }
+    } else {
+        /* k elements, least significant first, join into one. */
+        int k = to_bits / from_bits;
+        for (int64_t i = 0; i < n_out; i++) {
+            uint64_t v = 0;
+            for (int j = 0; j < k; j++)
+                v |= load_bits(x, from_bits, i * k + j) << (j * from_bits);
+            store_bits(r, to_bits, i, v);
+        }
+    }
+    return KILN_OK;
+}

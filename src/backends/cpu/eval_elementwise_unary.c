@@ -1,0 +1,190 @@
+/* Evaluator kernels for the unary elementwise ops. Floating-point ops are typed loops over
+ * f32/f64 arrays (f16/bf16 computed in f32, rounded once); integer ops wrap instead of
+ * overflowing (abs(INT_MIN) = INT_MIN, negate of unsigned wraps). */
+#include "backends/cpu/eval_elementwise.h"
+
+#define KERNEL(NAME)                                                            \
+    kiln_status kiln__eval_##NAME(kiln_ctx *cx, const kiln__attrs *attrs,       \
+                                  kiln_tensor *const *operands, int n_operands, \
+                                  kiln_tensor **results, int n_results)
+
+/* One loop over n elements: x (of type T) from x_, the result (of type R) to r_. */
+#define UN_LOOP(T, R, EXPR)                  \
+    do {                                     \
+        const T *restrict px_ = x_;          \
+        R *restrict pr_ = r_;                \
+        for (int64_t i_ = 0; i_ < n; i_++) { \
+            T x = px_[i_];                   \
+            pr_[i_] = (R)(EXPR);             \
+        }                                    \
+    } while (0)
+
+/* ---- floating-point array kernels --------------------------------------------------------- */
+
+#define FLOAT_UNARY(name, E32, E64)                                                     \
+    static void name##_f32(const float *restrict px, float *restrict pr, int64_t n) {   \
+        for (int64_t i = 0; i < n; i++) {                                               \
+            float x = px[i];                                                            \
+            pr[i] = (E32);                                                              \
+        }                                                                               \
+    }                                                                                   \
+    static void name##_f64(const double *restrict px, double *restrict pr, int64_t n) { \
+        for (int64_t i = 0; i < n; i++) {                                               \
+            double x = px[i];                                                           \
+            pr[i] = (E64);                                                              \
+        }                                                                               \
+    }
+
+FLOAT_UNARY(abs, fabsf(x), fabs(x))
+FLOAT_UNARY(negate, -x, -x)
+FLOAT_UNARY(sign, x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x, x > 0.0 ? 1.0 : x < 0.0 ? -1.0 : x)
+FLOAT_UNARY(floor, floorf(x), floor(x))
+FLOAT_UNARY(ceil, ceilf(x), ceil(x))
+FLOAT_UNARY(round_afz, roundf(x), round(x))
+FLOAT_UNARY(round_even, nearbyintf(x), nearbyint(x))
+FLOAT_UNARY(sqrt, sqrtf(x), sqrt(x))
+FLOAT_UNARY(rsqrt, 1.0f / sqrtf(x), 1.0 / sqrt(x))
+FLOAT_UNARY(cbrt, cbrtf(x), cbrt(x))
+FLOAT_UNARY(exp, expf(x), exp(x))
+FLOAT_UNARY(expm1, expm1f(x), expm1(x))
+FLOAT_UNARY(log, logf(x), log(x))
+FLOAT_UNARY(log1p, log1pf(x), log1p(x))
+FLOAT_UNARY(logistic, 1.0f / (1.0f + expf(-x)), 1.0 / (1.0 + exp(-x)))
+FLOAT_UNARY(sin, sinf(x), sin(x))
+FLOAT_UNARY(cos, cosf(x), cos(x))
+FLOAT_UNARY(tan, tanf(x), tan(x))
+FLOAT_UNARY(tanh, tanhf(x), tanh(x))
+
+static kiln_status run_float(kiln_ctx *cx, const char *op, const kiln_tensor *x, kiln_tensor *r,
+                             kiln__ew_unary_f32 f32, kiln__ew_unary_f64 f64) {
+    int64_t n = kiln_tensor_numel(r);
+    kiln_dtype dt = kiln_tensor_dtype(x);
+    if (n == 0) return KILN_OK;
+    if (!kiln__ew_float_unary(dt, kiln__in(x), kiln__out(r), n, f32, f64))
+        return kiln__ew_bad_dtype(cx, op, dt);
+    return KILN_OK;
+}
+
+#define FLOAT_KERNEL(NAME, name)                                                      \
+    KERNEL(NAME) {                                                                    \
+        (void)attrs, (void)n_operands, (void)n_results;                               \
+        return run_float(cx, #name, operands[0], results[0], name##_f32, name##_f64); \
+    }
+
+FLOAT_KERNEL(FLOOR, floor)
+FLOAT_KERNEL(CEIL, ceil)
+FLOAT_KERNEL(ROUND_NEAREST_AFZ, round_afz)
+FLOAT_KERNEL(ROUND_NEAREST_EVEN, round_even)
+FLOAT_KERNEL(SQRT, sqrt)
+FLOAT_KERNEL(RSQRT, rsqrt)
+FLOAT_KERNEL(CBRT, cbrt)
+FLOAT_KERNEL(EXPONENTIAL, exp)
+FLOAT_KERNEL(EXPONENTIAL_MINUS_ONE, expm1)
+FLOAT_KERNEL(LOG, log)
+FLOAT_KERNEL(LOG_PLUS_ONE, log1p)
+FLOAT_KERNEL(LOGISTIC, logistic)
+FLOAT_KERNEL(SINE, sin)
+FLOAT_KERNEL(COSINE, cos)
+FLOAT_KERNEL(TAN, tan)
+FLOAT_KERNEL(TANH, tanh)
+
+/* ---- ops on integers and floats ----------------------------------------------------------- */
+
+/* The operands of a unary kernel, unpacked. */
+#define UNPACK                                      \
+    (void)attrs, (void)n_operands, (void)n_results; \
+    kiln_dtype dt = kiln_tensor_dtype(operands[0]); \
+    int64_t n = kiln_tensor_numel(results[0]);      \
+    if (n == 0) return KILN_OK;                     \
+    const void *x_ = kiln__in(operands[0]);         \
+    void *r_ = kiln__out(results[0])
+
+KERNEL(ABS) {
+    UNPACK;
+    switch (dt) {
+#define BODY(T, U, S, W, BITS, SG) UN_LOOP(T, T, SG && (S)x < 0 ? (T)(0 - (W)x) : x)
+        KILN__EW_INT_CASES(BODY)
+#undef BODY
+    case KILN_F16:
+    case KILN_BF16: UN_LOOP(uint16_t, uint16_t, x & 0x7fffu); break;
+    case KILN_F32: abs_f32(x_, r_, n); break;
+    case KILN_F64: abs_f64(x_, r_, n); break;
+    default: return kiln__ew_bad_dtype(cx, "abs", dt);
+    }
+    return KILN_OK;
+}
+
+KERNEL(NEGATE) {
+    UNPACK;
+    switch (dt) {
+#define BODY(T, U, S, W, BITS, SG) UN_LOOP(T, T, 0 - (W)x)
+        KILN__EW_INT_CASES(BODY)
+#undef BODY
+    case KILN_F16:
+    case KILN_BF16: UN_LOOP(uint16_t, uint16_t, x ^ 0x8000u); break;
+    case KILN_F32: negate_f32(x_, r_, n); break;
+    case KILN_F64: negate_f64(x_, r_, n); break;
+    default: return kiln__ew_bad_dtype(cx, "negate", dt);
+    }
+    return KILN_OK;
+}
+
+KERNEL(SIGN) {
+    UNPACK;
+    switch (dt) {
+#define BODY(T, U, S, W, BITS, SG) UN_LOOP(T, T, (x > 0) - (SG && (S)x < 0))
+        KILN__EW_INT_CASES(BODY)
+#undef BODY
+    default:
+        if (!kiln__ew_float_unary(dt, x_, r_, n, sign_f32, sign_f64))
+            return kiln__ew_bad_dtype(cx, "sign", dt);
+    }
+    return KILN_OK;
+}
+
+KERNEL(NOT) {
+    UNPACK;
+    switch (dt) {
+    case KILN_BOOL: UN_LOOP(uint8_t, uint8_t, x == 0); break;
+#define BODY(T, U, S, W, BITS, SG) UN_LOOP(T, T, ~(W)x)
+        KILN__EW_INT_CASES(BODY)
+#undef BODY
+    default: return kiln__ew_bad_dtype(cx, "not", dt);
+    }
+    return KILN_OK;
+}
+
+KERNEL(POPCNT) {
+    UNPACK;
+    switch (dt) {
+#define BODY(T, U, S, W, BITS, SG) UN_LOOP(T, T, __builtin_popcountll((uint64_t)(U)x))
+        KILN__EW_INT_CASES(BODY)
+#undef BODY
+    default: return kiln__ew_bad_dtype(cx, "popcnt", dt);
+    }
+    return KILN_OK;
+}
+
+KERNEL(COUNT_LEADING_ZEROS) {
+    UNPACK;
+    switch (dt) {
+#define BODY(T, U, S, W, BITS, SG) \
+    UN_LOOP(T, T, x == 0 ? (BITS) : __builtin_clzll((uint64_t)(U)x) - (64 - (BITS)))
+        KILN__EW_INT_CASES(BODY)
+#undef BODY
+    default: return kiln__ew_bad_dtype(cx, "count_leading_zeros", dt);
+    }
+    return KILN_OK;
+}
+
+KERNEL(IS_FINITE) {
+    UNPACK;
+    switch (dt) {
+    case KILN_F16: UN_LOOP(uint16_t, uint8_t, (x & 0x7c00u) != 0x7c00u); break;
+    case KILN_BF16: UN_LOOP(uint16_t, uint8_t, (x & 0x7f80u) != 0x7f80u); break;
+    case KILN_F32: UN_LOOP(float, uint8_t, isfinite(x)); break;
+    case KILN_F64: UN_LOOP(double, uint8_t, isfinite(x)); break;
+    default: return kiln__ew_bad_dtype(cx, "is_finite", dt);
+    }
+    return KILN_OK;
+}

@@ -1,0 +1,279 @@
+/* Shape and dtype inference for the elementwise family: unary and binary elementwise ops,
+ * compare, select, clamp, convert and bitcast_convert. The rules are StableHLO's
+ * (docs/spec.md): operands of one type (the builders broadcast before calling), and the
+ * dtypes each op accepts. */
+#include <stdio.h>
+
+#include "ops/infer.h"
+
+/* Sets of dtypes, as bit masks over kiln_dtype. */
+#define BIT(d) (1u << (d))
+#define SET_BOOL BIT(KILN_BOOL)
+#define SET_SINT (BIT(KILN_I8) | BIT(KILN_I16) | BIT(KILN_I32) | BIT(KILN_I64))
+#define SET_UINT (BIT(KILN_U8) | BIT(KILN_U16) | BIT(KILN_U32) | BIT(KILN_U64))
+#define SET_INT (SET_SINT | SET_UINT)
+#define SET_FLOAT (BIT(KILN_F16) | BIT(KILN_BF16) | BIT(KILN_F32) | BIT(KILN_F64))
+#define SET_ALL (SET_BOOL | SET_INT | SET_FLOAT)
+
+/* What a set of dtypes is called in messages. */
+static const char *set_text(unsigned set) {
+    switch (set) {
+    case SET_FLOAT: return "a floating-point dtype (f16, bf16, f32, f64)";
+    case SET_INT: return "an integer dtype (i8..i64, ui8..ui64)";
+    case SET_INT | SET_BOOL: return "i1 or an integer dtype";
+    case SET_SINT | SET_FLOAT: return "a signed integer or floating-point dtype";
+    case SET_INT | SET_FLOAT: return "an integer or floating-point dtype";
+    default: return "a supported dtype";
+    }
+}
+
+static bool in_set(kiln_dtype dtype, unsigned set) {
+    return kiln_dtype_is_valid(dtype) && (set & BIT(dtype)) != 0;
+}
+
+static kiln_status check_counts(kiln_ctx *cx, const kiln__attrs *attrs, int n_operands,
+                                int want_operands, int n_results) {
+    if (n_operands != want_operands)
+        return kiln__infer_error(cx, attrs, "got %d operands; expected %d", n_operands,
+                                 want_operands);
+    if (n_results != 1)
+        return kiln__infer_error(cx, attrs, "got %d results; expected 1", n_results);
+    return KILN_OK;
+}
+
+static kiln_status check_dtype(kiln_ctx *cx, const kiln__attrs *attrs, int index, kiln_dtype dtype,
+                               unsigned set) {
+    if (in_set(dtype, set)) return KILN_OK;
+    if (!kiln_dtype_is_valid(dtype))
+        return kiln__infer_error(cx, attrs, "operand %d has invalid dtype %d", index + 1,
+                                 (int)dtype);
+    return kiln__infer_error(cx, attrs, "operand %d has dtype %s; expected %s", index + 1,
+                             kiln_dtype_name(dtype), set_text(set));
+}
+
+/* Operand `index` must have exactly the type `want` (the type of operand `ref`). */
+static kiln_status check_same_type(kiln_ctx *cx, const kiln__attrs *attrs,
+                                   const kiln__type *operands, int index, int ref) {
+    const kiln__type *t = &operands[index], *want = &operands[ref];
+    if (t->dtype == want->dtype && kiln_shape_equal(&t->shape, &want->shape)) return KILN_OK;
+    char have[KILN__TYPE_TEXT], expected[KILN__TYPE_TEXT];
+    return kiln__infer_error(
+        cx, attrs, "operand %d has type %s; expected %s (the type of operand %d)", index + 1,
+        kiln__type_text(t, have), kiln__type_text(want, expected), ref + 1);
+}
+
+/* x -> same type, x's dtype in `set`. */
+static kiln_status unary(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__type *operands,
+                         int n_operands, kiln__type *results, int n_results, unsigned set) {
+    kiln_status s = check_counts(cx, attrs, n_operands, 1, n_results);
+    if (s == KILN_OK) s = check_dtype(cx, attrs, 0, operands[0].dtype, set);
+    if (s != KILN_OK) return s;
+    results[0] = operands[0];
+    return KILN_OK;
+}
+
+/* (a, b) -> a's type, both of one type with dtype in `set`. */
+static kiln_status binary(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__type *operands,
+                          int n_operands, kiln__type *results, int n_results, unsigned set) {
+    kiln_status s = check_counts(cx, attrs, n_operands, 2, n_results);
+    if (s == KILN_OK) s = check_dtype(cx, attrs, 0, operands[0].dtype, set);
+    if (s == KILN_OK) s = check_same_type(cx, attrs, operands, 1, 0);
+    if (s != KILN_OK) return s;
+    results[0] = operands[0];
+    return KILN_OK;
+}
+
+#define UNARY(NAME, SET)                                                        \
+    kiln_status kiln__infer_##NAME(kiln_ctx *cx, const kiln__attrs *attrs,      \
+                                   const kiln__type *operands, int n_operands,  \
+                                   kiln__type *results, int n_results) {        \
+        return unary(cx, attrs, operands, n_operands, results, n_results, SET); \
+    }
+#define BINARY(NAME, SET)                                                        \
+    kiln_status kiln__infer_##NAME(kiln_ctx *cx, const kiln__attrs *attrs,       \
+                                   const kiln__type *operands, int n_operands,   \
+                                   kiln__type *results, int n_results) {         \
+        return binary(cx, attrs, operands, n_operands, results, n_results, SET); \
+    }
+
+UNARY(ABS, SET_SINT | SET_FLOAT)
+UNARY(NEGATE, SET_INT | SET_FLOAT)
+UNARY(SIGN, SET_SINT | SET_FLOAT)
+UNARY(NOT, SET_INT | SET_BOOL)
+UNARY(FLOOR, SET_FLOAT)
+UNARY(CEIL, SET_FLOAT)
+UNARY(ROUND_NEAREST_AFZ, SET_FLOAT)
+UNARY(ROUND_NEAREST_EVEN, SET_FLOAT)
+UNARY(SQRT, SET_FLOAT)
+UNARY(RSQRT, SET_FLOAT)
+UNARY(CBRT, SET_FLOAT)
+UNARY(EXPONENTIAL, SET_FLOAT)
+UNARY(EXPONENTIAL_MINUS_ONE, SET_FLOAT)
+UNARY(LOG, SET_FLOAT)
+UNARY(LOG_PLUS_ONE, SET_FLOAT)
+UNARY(LOGISTIC, SET_FLOAT)
+UNARY(SINE, SET_FLOAT)
+UNARY(COSINE, SET_FLOAT)
+UNARY(TAN, SET_FLOAT)
+UNARY(TANH, SET_FLOAT)
+UNARY(POPCNT, SET_INT)
+UNARY(COUNT_LEADING_ZEROS, SET_INT)
+
+BINARY(ADD, SET_ALL)
+BINARY(SUBTRACT, SET_INT | SET_FLOAT)
+BINARY(MULTIPLY, SET_ALL)
+BINARY(DIVIDE, SET_INT | SET_FLOAT)
+BINARY(REMAINDER, SET_INT | SET_FLOAT)
+BINARY(POWER, SET_INT | SET_FLOAT)
+BINARY(MAXIMUM, SET_ALL)
+BINARY(MINIMUM, SET_ALL)
+BINARY(ATAN2, SET_FLOAT)
+BINARY(AND, SET_INT | SET_BOOL)
+BINARY(OR, SET_INT | SET_BOOL)
+BINARY(XOR, SET_INT | SET_BOOL)
+BINARY(SHIFT_LEFT, SET_INT)
+BINARY(SHIFT_RIGHT_ARITHMETIC, SET_INT)
+BINARY(SHIFT_RIGHT_LOGICAL, SET_INT)
+
+kiln_status kiln__infer_IS_FINITE(kiln_ctx *cx, const kiln__attrs *attrs,
+                                  const kiln__type *operands, int n_operands, kiln__type *results,
+                                  int n_results) {
+    kiln_status s = unary(cx, attrs, operands, n_operands, results, n_results, SET_FLOAT);
+    if (s == KILN_OK) results[0].dtype = KILN_BOOL;
+    return s;
+}
+
+static const char *compare_type_name(kiln_compare_type t) {
+    static const char *const names[] = {"DEFAULT", "FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED"};
+    return (int)t >= 0 && (int)t < 5 ? names[t] : "?";
+}
+
+kiln_status kiln__infer_COMPARE(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__type *operands,
+                                int n_operands, kiln__type *results, int n_results) {
+    kiln_status s = binary(cx, attrs, operands, n_operands, results, n_results, SET_ALL);
+    if (s != KILN_OK) return s;
+    kiln_compare_direction dir = attrs->u.compare.direction;
+    kiln_compare_type type = attrs->u.compare.type;
+    if ((int)dir < (int)KILN_CMP_EQ || (int)dir > (int)KILN_CMP_LT)
+        return kiln__infer_error(cx, attrs,
+                                 "comparison direction %d is not one of EQ, NE, GE, "
+                                 "GT, LE, LT",
+                                 (int)dir);
+    if ((int)type < (int)KILN_CMP_DEFAULT || (int)type > (int)KILN_CMP_UNSIGNED)
+        return kiln__infer_error(cx, attrs,
+                                 "compare type %d is not one of DEFAULT, FLOAT, "
+                                 "TOTALORDER, SIGNED, UNSIGNED",
+                                 (int)type);
+    kiln_dtype d = operands[0].dtype;
+    const char *expected = NULL;
+    if (kiln_dtype_is_float(d)) {
+        if (type != KILN_CMP_DEFAULT && type != KILN_CMP_FLOAT && type != KILN_CMP_TOTALORDER)
+            expected = "FLOAT or TOTALORDER";
+    } else if (in_set(d, SET_SINT)) {
+        if (type != KILN_CMP_DEFAULT && type != KILN_CMP_SIGNED) expected = "SIGNED";
+    } else if (type != KILN_CMP_DEFAULT && type != KILN_CMP_UNSIGNED) {
+        expected = "UNSIGNED";
+    }
+    if (expected)
+        return kiln__infer_error(cx, attrs, "compare type %s does not suit dtype %s; expected %s",
+                                 compare_type_name(type), kiln_dtype_name(d), expected);
+    results[0].dtype = KILN_BOOL;
+    return KILN_OK;
+}
+
+/* Operand `index` must be rank 0 or have operand `ref`'s shape. */
+static kiln_status check_scalar_or_shape(kiln_ctx *cx, const kiln__attrs *attrs,
+                                         const kiln__type *operands, int index, int ref,
+                                         const char *name) {
+    const kiln_shape *s = &operands[index].shape, *want = &operands[ref].shape;
+    if (s->rank == 0 || kiln_shape_equal(s, want)) return KILN_OK;
+    char have[KILN__SHAPE_TEXT], expected[KILN__SHAPE_TEXT];
+    return kiln__infer_error(cx, attrs, "operand %d (%s) has shape %s; expected rank 0 or %s",
+                             index + 1, name, kiln__shape_text(s, have),
+                             kiln__shape_text(want, expected));
+}
+
+kiln_status kiln__infer_SELECT(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__type *operands,
+                               int n_operands, kiln__type *results, int n_results) {
+    kiln_status s = check_counts(cx, attrs, n_operands, 3, n_results);
+    if (s != KILN_OK) return s;
+    if (operands[0].dtype != KILN_BOOL)
+        return kiln__infer_error(cx, attrs, "operand 1 (pred) has dtype %s; expected i1",
+                                 kiln_dtype_name(operands[0].dtype));
+    s = check_dtype(cx, attrs, 1, operands[1].dtype, SET_ALL);
+    if (s == KILN_OK) s = check_same_type(cx, attrs, operands, 2, 1);
+    if (s == KILN_OK) s = check_scalar_or_shape(cx, attrs, operands, 0, 1, "pred");
+    if (s != KILN_OK) return s;
+    results[0] = operands[1];
+    return KILN_OK;
+}
+
+kiln_status kiln__infer_CLAMP(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__type *operands,
+                              int n_operands, kiln__type *results, int n_results) {
+    kiln_status s = check_counts(cx, attrs, n_operands, 3, n_results);
+    if (s == KILN_OK) s = check_dtype(cx, attrs, 1, operands[1].dtype, SET_ALL);
+    if (s != KILN_OK) return s;
+    static const char *const names[3] = {"min", "operand", "max"};
+    for (int i = 0; i < 3; i += 2) {
+        if (operands[i].dtype != operands[1].dtype)
+            return kiln__infer_error(cx, attrs,
+                                     "operand %d (%s) has dtype %s; expected %s (the "
+                                     "dtype of operand 2)",
+                                     i + 1, names[i], kiln_dtype_name(operands[i].dtype),
+                                     kiln_dtype_name(operands[1].dtype));
+        s = check_scalar_or_shape(cx, attrs, operands, i, 1, names[i]);
+        if (s != KILN_OK) return s;
+    }
+    results[0] = operands[1];
+    return KILN_OK;
+}
+
+kiln_status kiln__infer_CONVERT(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__type *operands,
+                                int n_operands, kiln__type *results, int n_results) {
+    kiln_status s = unary(cx, attrs, operands, n_operands, results, n_results, SET_ALL);
+    if (s != KILN_OK) return s;
+    if (!kiln_dtype_is_valid(attrs->u.convert_to))
+        return kiln__infer_error(cx, attrs, "target dtype %d is not a dtype",
+                                 (int)attrs->u.convert_to);
+    results[0].dtype = attrs->u.convert_to;
+    return KILN_OK;
+}
+
+/* Bits of an element for bitcast_convert: i1 counts as one bit. */
+static int64_t bitcast_bits(kiln_dtype d) {
+    return d == KILN_BOOL ? 1 : (int64_t)kiln_dtype_size(d) * 8;
+}
+
+kiln_status kiln__infer_BITCAST_CONVERT(kiln_ctx *cx, const kiln__attrs *attrs,
+                                        const kiln__type *operands, int n_operands,
+                                        kiln__type *results, int n_results) {
+    kiln_status s = unary(cx, attrs, operands, n_operands, results, n_results, SET_ALL);
+    if (s != KILN_OK) return s;
+    kiln_dtype to = attrs->u.convert_to;
+    if (!kiln_dtype_is_valid(to))
+        return kiln__infer_error(cx, attrs, "target dtype %d is not a dtype", (int)to);
+    const kiln__type *x = &operands[0];
+    int64_t from_bits = bitcast_bits(x->dtype), to_bits = bitcast_bits(to);
+    kiln_shape shape = x->shape;
+    char have[KILN__TYPE_TEXT];
+    if (to_bits < from_bits) {
+        if (shape.rank >= KILN_MAX_RANK)
+            return kiln__infer_error(cx, attrs,
+                                     "operand 1 has type %s; converting to %s adds a dimension "
+                                     "and the rank would exceed %d",
+                                     kiln__type_text(x, have), kiln_dtype_name(to), KILN_MAX_RANK);
+        shape.dims[shape.rank++] = from_bits / to_bits;
+    } else if (to_bits > from_bits) {
+        int64_t want = to_bits / from_bits;
+        if (shape.rank == 0 || shape.dims[shape.rank - 1] != want)
+            return kiln__infer_error(cx, attrs,
+                                     "operand 1 has type %s; converting to %s needs a last "
+                                     "dimension of %lld",
+                                     kiln__type_text(x, have), kiln_dtype_name(to),
+                                     (long long)want);
+        shape.dims[--shape.rank] = 0;
+    }
+    results[0].dtype = to;
+    results[0].shape = shape;
+    return KILN_OK;
+}

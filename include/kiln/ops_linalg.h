@@ -1,7 +1,25 @@
 /* kiln/ops_linalg.h: dot_general, convolution and numpy's matmul.
  * Part of kiln/ops.h (read its overview first); include that header, not this one.
  * Inputs are converted to the result dtype before multiplying (StableHLO's rule), and
- * the products are accumulated in that dtype (f32 for f16/bf16 results, then rounded).
+ * the products are accumulated in that dtype (f32 for f16/bf16 results, then rounded):
+ * integers wrap, i1 multiplies with AND and adds with OR. Every dtype is allowed.
+ *
+ *     // y[b, i, j] = sum_k x[b, i, k] * w[b, k, j]
+ *     kiln_dot_params dp = {.lhs_batching_dims = KILN_DIMS(0), .rhs_batching_dims = KILN_DIMS(0),
+ *                           .lhs_contracting_dims = KILN_DIMS(2),
+ *                           .rhs_contracting_dims = KILN_DIMS(1)};
+ *     kiln_tensor *y = kiln_dot_general(cx, x, w, &dp, KILN_DTYPE_COUNT);
+ *     kiln_tensor *z = kiln_matmul(cx, a, b);                     // numpy's a @ b
+ *     // A 3x3 convolution of NCHW images with OIHW filters, stride 2, padding 1:
+ *     kiln_conv_params cp = kiln_conv_params_nchw(2);
+ *     cp.window_strides = KILN_DIMS(2, 2);
+ *     cp.padding_low = cp.padding_high = KILN_DIMS(1, 1);
+ *     kiln_tensor *c = kiln_convolution(cx, images, filters, &cp, KILN_DTYPE_COUNT);
+ *
+ * Errors (INVALID_ARGUMENT, naming the builder): dimension numbers out of range or
+ * repeated, batching or contracting sizes that differ, feature and group counts that do
+ * not divide, a spatial size below 0 after padding, operands of different dtypes without a
+ * result dtype; RESOURCE_EXHAUSTED when memory runs out. Thread-safety: the ctx's.
  */
 #ifndef KILN_OPS_LINALG_H
 #define KILN_OPS_LINALG_H
@@ -19,18 +37,25 @@ typedef struct kiln_dot_params {
     kiln_dims rhs_contracting_dims;
 } kiln_dot_params;
 
-/* StableHLO dot_general. Result: batch dims, then lhs free dims, then rhs free dims.
- * `result_dtype` KILN_DTYPE_COUNT means the operands' dtype (they must then match). */
+/* StableHLO dot_general. Result: batch dims, then lhs free dims (in order), then rhs free
+ * dims. `result_dtype` KILN_DTYPE_COUNT means the operands' dtype (they must then match);
+ * another dtype converts both operands to it first (i8 x i8 -> i32, f32 x f32 -> f64).
+ * A contraction over zero elements gives zeros. */
 KILN_API kiln_tensor *kiln_dot_general(kiln_ctx *cx, kiln_tensor *lhs, kiln_tensor *rhs,
                                        const kiln_dot_params *params, kiln_dtype result_dtype);
 
 /* numpy.matmul: 1-D operands are promoted (and the added dimension removed), leading
- * dimensions broadcast. Operands of one dtype. */
+ * dimensions broadcast. Operands of one dtype, which is the result's; rank >= 1. */
 KILN_API kiln_tensor *kiln_matmul(kiln_ctx *cx, kiln_tensor *a, kiln_tensor *b);
 
 /* StableHLO convolution. Dimension numbers name, for each operand, which dimension is the
  * batch/feature and which are spatial; lists of count 0 take the defaults (strides and
- * dilations 1, padding 0). */
+ * dilations 1, padding 0); padding may be negative (it crops). lhs_dilation > 1 is a
+ * transposed convolution, rhs_dilation > 1 an atrous one. feature_group_count splits the
+ * input features (and the kernel's output features) into groups; batch_group_count splits
+ * the input batch instead (the output features again). At most one of them is > 1. Spatial
+ * output size: floor((pad_lo + (in - 1) * lhs_dilation + 1 + pad_hi - ((k - 1) *
+ * rhs_dilation + 1)) / stride) + 1, or 0 when the window does not fit. */
 typedef struct kiln_conv_params {
     int64_t input_batch_dimension;
     int64_t input_feature_dimension;
@@ -51,9 +76,12 @@ typedef struct kiln_conv_params {
 } kiln_conv_params;
 
 /* Parameters for the usual NCHW input, OIHW kernel, NCHW output layout with `spatial`
- * spatial dimensions, stride/dilation 1 and no padding: fill in the rest. */
+ * spatial dimensions (0 to KILN_MAX_RANK - 2; others give parameters kiln_convolution
+ * rejects), stride/dilation lists of `spatial` ones, padding lists of zeros and group
+ * counts 1: change what differs. */
 KILN_API kiln_conv_params kiln_conv_params_nchw(int32_t spatial);
 
+/* `lhs` is the input, `rhs` the kernel; result_dtype as for kiln_dot_general. */
 KILN_API kiln_tensor *kiln_convolution(kiln_ctx *cx, kiln_tensor *lhs, kiln_tensor *rhs,
                                        const kiln_conv_params *params, kiln_dtype result_dtype);
 

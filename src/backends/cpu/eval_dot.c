@@ -1,0 +1,480 @@
+/* dot_general on the CPU, and the helpers it shares with convolution (eval_linalg.h):
+ * conversion into the result's compute representation, transposing copies, GEMM. */
+#include <cblas.h>
+#include <limits.h>
+#include <math.h>
+#include <string.h>
+
+#include "backends/cpu/eval.h"
+#include "backends/cpu/eval_linalg.h"
+#include "base/alloc.h"
+#include "core/element.h"
+
+_Static_assert(sizeof(unsigned) == 4, "32-bit unsigned int");
+
+/* ---- compute representation ---------------------------------------------------------- */
+
+kiln__lk kiln__lk_of(kiln_dtype result) {
+    switch (result) {
+    case KILN_BOOL: return KILN__LK_BOOL;
+    case KILN_I8:
+    case KILN_U8: return KILN__LK_U8;
+    case KILN_I16:
+    case KILN_U16: return KILN__LK_U16;
+    case KILN_I32:
+    case KILN_U32: return KILN__LK_U32;
+    case KILN_I64:
+    case KILN_U64: return KILN__LK_U64;
+    case KILN_F64: return KILN__LK_F64;
+    default: return KILN__LK_F32; /* f16, bf16, f32 */
+    }
+}
+
+size_t kiln__lk_size(kiln__lk k) {
+    switch (k) {
+    case KILN__LK_BOOL:
+    case KILN__LK_U8: return 1;
+    case KILN__LK_U16: return 2;
+    case KILN__LK_U32:
+    case KILN__LK_F32: return 4;
+    default: return 8;
+    }
+}
+
+bool kiln__lk_same_repr(kiln_dtype src, kiln_dtype result) {
+    if (result == KILN_F16 || result == KILN_BF16) return false;
+    if (src == result) return true;
+    /* Same-width integers convert by keeping the bits. */
+    return kiln_dtype_is_integer(src) && kiln_dtype_is_integer(result) &&
+           kiln_dtype_size(src) == kiln_dtype_size(result);
+}
+
+/* The bits of a float converted to integer dtype r: truncated, saturated, NaN -> 0. */
+static uint64_t saturate_bits(double x, kiln_dtype r) {
+    if (isnan(x)) return 0;
+    switch (r) {
+    case KILN_U64:
+        if (x <= 0) return 0;
+        if (x >= 18446744073709551616.0) return UINT64_MAX;
+        return (uint64_t)x;
+    case KILN_I64:
+        if (x <= -9223372036854775808.0) return (uint64_t)INT64_MIN;
+        if (x >= 9223372036854775808.0) return (uint64_t)INT64_MAX;
+        return (uint64_t)(int64_t)x;
+    default: break;
+    }
+    double lo, hi;
+    switch (r) {
+    case KILN_I8: lo = INT8_MIN, hi = INT8_MAX; break;
+    case KILN_I16: lo = INT16_MIN, hi = INT16_MAX; break;
+    case KILN_I32: lo = INT32_MIN, hi = INT32_MAX; break;
+    case KILN_U8: lo = 0, hi = UINT8_MAX; break;
+    case KILN_U16: lo = 0, hi = UINT16_MAX; break;
+    default: lo = 0, hi = UINT32_MAX; break;
+    }
+    if (x <= lo) x = lo;
+    if (x >= hi) x = hi;
+    return (uint64_t)(int64_t)x;
+}
+
+#define ID(x) (x)
+#define CONV_LOOP(DT, ST, VT, LOAD, EXPR)    \
+    do {                                     \
+        DT *d_ = (DT *)dst;                  \
+        const ST *s_ = (const ST *)src;      \
+        for (int64_t i_ = 0; i_ < n; i_++) { \
+            VT v = LOAD(s_[i_]);             \
+            d_[i_] = (EXPR);                 \
+        }                                    \
+    } while (0)
+
+#define INT_CASES(DT, EXPR)                                            \
+    case KILN_BOOL: CONV_LOOP(DT, uint8_t, uint8_t, ID, EXPR); break;  \
+    case KILN_I8: CONV_LOOP(DT, int8_t, int8_t, ID, EXPR); break;      \
+    case KILN_I16: CONV_LOOP(DT, int16_t, int16_t, ID, EXPR); break;   \
+    case KILN_I32: CONV_LOOP(DT, int32_t, int32_t, ID, EXPR); break;   \
+    case KILN_I64: CONV_LOOP(DT, int64_t, int64_t, ID, EXPR); break;   \
+    case KILN_U8: CONV_LOOP(DT, uint8_t, uint8_t, ID, EXPR); break;    \
+    case KILN_U16: CONV_LOOP(DT, uint16_t, uint16_t, ID, EXPR); break; \
+    case KILN_U32: CONV_LOOP(DT, uint32_t, uint32_t, ID, EXPR); break; \
+    case KILN_U64:                                                     \
+        CONV_LOOP(DT, uint64_t, uint64_t, ID, EXPR);                   \
+        break;
+
+#define FLOAT_CASES(DT, EXPR)                                                      \
+    case KILN_F16: CONV_LOOP(DT, uint16_t, float, kiln_f16_to_f32, EXPR); break;   \
+    case KILN_BF16: CONV_LOOP(DT, uint16_t, float, kiln_bf16_to_f32, EXPR); break; \
+    case KILN_F32: CONV_LOOP(DT, float, float, ID, EXPR); break;                   \
+    case KILN_F64:                                                                 \
+        CONV_LOOP(DT, double, double, ID, EXPR);                                   \
+        break;
+
+#define ALL_CASES(DT, EXPR) INT_CASES(DT, EXPR) FLOAT_CASES(DT, EXPR)
+
+void kiln__lk_convert(void *dst, kiln_dtype result, const void *src, kiln_dtype src_dtype,
+                      int64_t n) {
+    if (src_dtype == result && result == KILN_F16) {
+        CONV_LOOP(float, uint16_t, float, kiln_f16_to_f32, v);
+        return;
+    }
+    if (src_dtype == result && result == KILN_BF16) {
+        CONV_LOOP(float, uint16_t, float, kiln_bf16_to_f32, v);
+        return;
+    }
+    switch (result) {
+    case KILN_F32:
+        switch (src_dtype) {
+            ALL_CASES(float, (float)v)
+        default: break;
+        }
+        break;
+    case KILN_F64:
+        switch (src_dtype) {
+            ALL_CASES(double, (double)v)
+        default: break;
+        }
+        break;
+    case KILN_F16: /* double holds every value exactly (but i64 beyond 2^53, which is inf) */
+        switch (src_dtype) {
+            ALL_CASES(float, kiln_f16_to_f32(kiln__f64_to_f16((double)v)))
+        default: break;
+        }
+        break;
+    case KILN_BF16:
+        switch (src_dtype) {
+            ALL_CASES(float, kiln_bf16_to_f32(kiln__f64_to_bf16((double)v)))
+        default: break;
+        }
+        break;
+    case KILN_BOOL:
+        switch (src_dtype) {
+            ALL_CASES(uint8_t, (uint8_t)(v != 0))
+        default: break;
+        }
+        break;
+    case KILN_I8:
+    case KILN_U8:
+        switch (src_dtype) {
+            INT_CASES(uint8_t, (uint8_t)v)
+            FLOAT_CASES(uint8_t, (uint8_t)saturate_bits((double)v, result))
+        default: break;
+        }
+        break;
+    case KILN_I16:
+    case KILN_U16:
+        switch (src_dtype) {
+            INT_CASES(uint16_t, (uint16_t)v)
+            FLOAT_CASES(uint16_t, (uint16_t)saturate_bits((double)v, result))
+        default: break;
+        }
+        break;
+    case KILN_I32:
+    case KILN_U32:
+        switch (src_dtype) {
+            INT_CASES(uint32_t, (uint32_t)v)
+            FLOAT_CASES(uint32_t, (uint32_t)saturate_bits((double)v, result))
+        default: break;
+        }
+        break;
+    case KILN_I64:
+    case KILN_U64:
+        switch (src_dtype) {
+            INT_CASES(uint64_t, (uint64_t)v)
+            FLOAT_CASES(uint64_t, saturate_bits((double)v, result))
+        default: break;
+        }
+        break;
+    default: break;
+    }
+}
+
+void kiln__lk_store(void *dst, kiln_dtype result, const void *src, int64_t n) {
+    if (result == KILN_F16 || result == KILN_BF16) {
+        const float *s = src;
+        uint16_t *d = dst;
+        if (result == KILN_F16)
+            for (int64_t i = 0; i < n; i++)
+                d[i] = kiln_f32_to_f16(s[i]);
+        else
+            for (int64_t i = 0; i < n; i++)
+                d[i] = kiln_f32_to_bf16(s[i]);
+        return;
+    }
+    if (dst != src && n > 0) memmove(dst, src, (size_t)n * kiln__lk_size(kiln__lk_of(result)));
+}
+
+/* ---- transposing copies ------------------------------------------------------------- */
+
+bool kiln__lk_perm_is_trivial(int32_t rank, const int64_t *shape, const int32_t *perm) {
+    int32_t last = -1;
+    for (int32_t i = 0; i < rank; i++) {
+        if (shape[perm[i]] == 1) continue;
+        if (perm[i] < last) return false;
+        last = perm[i];
+    }
+    return true;
+}
+
+#define COPY_RUN(T)                         \
+    do {                                    \
+        T *d_ = (T *)d;                     \
+        const T *s_ = (const T *)s + off;   \
+        for (int64_t j = 0; j < inner; j++) \
+            d_[j] = s_[j * istride];        \
+    } while (0)
+
+void kiln__lk_transpose(void *dst, const void *src, size_t elem, int32_t rank, const int64_t *shape,
+                        const int32_t *perm) {
+    int64_t sstride[KILN_MAX_RANK], dshape[KILN_MAX_RANK], dstride[KILN_MAX_RANK];
+    int64_t total = 1, acc = 1;
+    for (int32_t i = rank - 1; i >= 0; i--) {
+        sstride[i] = acc;
+        acc *= shape[i];
+    }
+    /* Drop dimensions of size 1; they do not move anything. */
+    int32_t r = 0;
+    for (int32_t i = 0; i < rank; i++) {
+        int64_t size = shape[perm[i]];
+        total *= size;
+        if (size == 1) continue;
+        dshape[r] = size;
+        dstride[r] = sstride[perm[i]];
+        r++;
+    }
+    if (total == 0) return;
+    if (r == 0) {
+        memcpy(dst, src, elem);
+        return;
+    }
+    int64_t inner = dshape[r - 1], istride = dstride[r - 1], outer = total / inner;
+    int64_t idx[KILN_MAX_RANK] = {0};
+    int64_t off = 0;
+    unsigned char *d = dst;
+    const unsigned char *s = src;
+    for (int64_t o = 0; o < outer; o++) {
+        if (istride == 1) {
+            memcpy(d, s + (size_t)off * elem, (size_t)inner * elem);
+        } else {
+            switch (elem) {
+            case 1: COPY_RUN(uint8_t); break;
+            case 2: COPY_RUN(uint16_t); break;
+            case 4: COPY_RUN(uint32_t); break;
+            default: COPY_RUN(uint64_t); break;
+            }
+        }
+        d += (size_t)inner * elem;
+        for (int32_t i = r - 2; i >= 0; i--) {
+            off += dstride[i];
+            if (++idx[i] < dshape[i]) break;
+            off -= dstride[i] * dshape[i];
+            idx[i] = 0;
+        }
+    }
+}
+
+/* ---- GEMM ------------------------------------------------------------------------- */
+
+#define MULADD_U8(c, a, b) ((uint8_t)((c) + (unsigned)(a) * (unsigned)(b)))
+#define MULADD_U16(c, a, b) ((uint16_t)((c) + (unsigned)(a) * (unsigned)(b)))
+#define MULADD_U32(c, a, b) ((uint32_t)((c) + (unsigned)(a) * (unsigned)(b)))
+#define MULADD_U64(c, a, b) ((c) + (a) * (b))
+#define MULADD_BOOL(c, a, b) ((uint8_t)((c) | ((a) & (b))))
+#define MULADD_F(c, a, b) ((c) + (a) * (b))
+
+enum { GEMM_JB = 512, GEMM_KB = 128 };
+
+/* Blocked i-k-j loops: the innermost loop runs along a row of B and of C, so the compiler
+ * vectorizes it. SKIP0 skips zero multipliers (integers and bool only: 0 * NaN is NaN). */
+#define GEMM_LOOP(T, MULADD, SKIP0)                                       \
+    do {                                                                  \
+        const T *A = a;                                                   \
+        const T *Bm = b;                                                  \
+        T *C = c;                                                         \
+        for (int64_t i = 0; i < m; i++)                                   \
+            memset(C + i * ldc, 0, (size_t)n * sizeof(T));                \
+        for (int64_t j0 = 0; j0 < n; j0 += GEMM_JB) {                     \
+            int64_t jn = n - j0 < GEMM_JB ? n - j0 : GEMM_JB;             \
+            for (int64_t k0 = 0; k0 < kk; k0 += GEMM_KB) {                \
+                int64_t k1 = kk - k0 < GEMM_KB ? kk : k0 + GEMM_KB;       \
+                for (int64_t i = 0; i < m; i++) {                         \
+                    T *cr = C + i * ldc + j0;                             \
+                    for (int64_t p = k0; p < k1; p++) {                   \
+                        T av = trans_a ? A[p * lda + i] : A[i * lda + p]; \
+                        if (SKIP0 && av == 0) continue;                   \
+                        if (!trans_b) {                                   \
+                            const T *br = Bm + p * ldb + j0;              \
+                            for (int64_t j = 0; j < jn; j++)              \
+                                cr[j] = MULADD(cr[j], av, br[j]);         \
+                        } else {                                          \
+                            const T *bc = Bm + j0 * ldb + p;              \
+                            for (int64_t j = 0; j < jn; j++)              \
+                                cr[j] = MULADD(cr[j], av, bc[j * ldb]);   \
+                        }                                                 \
+                    }                                                     \
+                }                                                         \
+            }                                                             \
+        }                                                                 \
+    } while (0)
+
+static bool fits_blas(int64_t v) { return v >= 0 && v <= INT_MAX; }
+
+void kiln__lk_gemm(kiln__lk k, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t kk,
+                   const void *a, int64_t lda, const void *b, int64_t ldb, void *c, int64_t ldc) {
+    if (m <= 0 || n <= 0) return;
+    size_t es = kiln__lk_size(k);
+    if (kk <= 0) {
+        for (int64_t i = 0; i < m; i++)
+            memset((unsigned char *)c + (size_t)(i * ldc) * es, 0, (size_t)n * es);
+        return;
+    }
+    /* Tiny products (many small batches) skip BLAS's call overhead. */
+    bool blas = fits_blas(m) && fits_blas(n) && fits_blas(kk) && fits_blas(lda) && fits_blas(ldb) &&
+                fits_blas(ldc) && (double)m * (double)n * (double)kk > 4096;
+    enum CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
+    enum CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
+    switch (k) {
+    case KILN__LK_F32:
+        if (blas)
+            cblas_sgemm(CblasRowMajor, ta, tb, (blasint)m, (blasint)n, (blasint)kk, 1.0f, a,
+                        (blasint)lda, b, (blasint)ldb, 0.0f, c, (blasint)ldc);
+        else
+            GEMM_LOOP(float, MULADD_F, 0);
+        break;
+    case KILN__LK_F64:
+        if (blas)
+            cblas_dgemm(CblasRowMajor, ta, tb, (blasint)m, (blasint)n, (blasint)kk, 1.0, a,
+                        (blasint)lda, b, (blasint)ldb, 0.0, c, (blasint)ldc);
+        else
+            GEMM_LOOP(double, MULADD_F, 0);
+        break;
+    case KILN__LK_BOOL: GEMM_LOOP(uint8_t, MULADD_BOOL, 1); break;
+    case KILN__LK_U8: GEMM_LOOP(uint8_t, MULADD_U8, 1); break;
+    case KILN__LK_U16: GEMM_LOOP(uint16_t, MULADD_U16, 1); break;
+    case KILN__LK_U32: GEMM_LOOP(uint32_t, MULADD_U32, 1); break;
+    case KILN__LK_U64: GEMM_LOOP(uint64_t, MULADD_U64, 1); break;
+    }
+}
+
+/* ---- dot_general ------------------------------------------------------------------ */
+
+/* An operand in the compute representation, laid out as [batch, rows, K] (or, with
+ * trans, [batch, K, rows]). */
+typedef struct operand {
+    const void *data;
+    bool trans;
+    void *buf[2];
+    size_t bytes[2];
+} operand;
+
+static void operand_free(kiln_ctx *cx, operand *o) {
+    for (int i = 0; i < 2; i++)
+        if (o->buf[i]) kiln__free(cx, o->buf[i], o->bytes[i]);
+}
+
+/* Converts t to the compute representation of `result` if needed, then lays it out by
+ * `perm` (or by `alt` with trans, when alt is not NULL and costs no copy). */
+static kiln_status operand_prepare(kiln_ctx *cx, const kiln_tensor *t, kiln_dtype result,
+                                   const int32_t *perm, const int32_t *alt, operand *o) {
+    const kiln_shape *s = kiln_tensor_shape(t);
+    int64_t n = kiln_tensor_numel(t);
+    size_t es = kiln__lk_size(kiln__lk_of(result));
+    size_t bytes = (size_t)n * es;
+    const void *data = kiln__in(t);
+    if (!kiln__lk_same_repr(kiln_tensor_dtype(t), result)) {
+        if (!(o->buf[0] = kiln__alloc(cx, bytes, KILN_DATA_ALIGNMENT, "dot_general")))
+            return KILN_RESOURCE_EXHAUSTED;
+        o->bytes[0] = bytes;
+        kiln__lk_convert(o->buf[0], result, data, kiln_tensor_dtype(t), n);
+        data = o->buf[0];
+    }
+    o->trans = false;
+    if (kiln__lk_perm_is_trivial(s->rank, s->dims, perm)) {
+        o->data = data;
+    } else if (alt && kiln__lk_perm_is_trivial(s->rank, s->dims, alt)) {
+        o->data = data;
+        o->trans = true;
+    } else {
+        if (!(o->buf[1] = kiln__alloc(cx, bytes, KILN_DATA_ALIGNMENT, "dot_general")))
+            return KILN_RESOURCE_EXHAUSTED;
+        o->bytes[1] = bytes;
+        kiln__lk_transpose(o->buf[1], data, es, s->rank, s->dims, perm);
+        o->data = o->buf[1];
+    }
+    return KILN_OK;
+}
+
+/* perm_bfc = batch + free + contracting, perm_bcf = batch + contracting + free; the
+ * product of the free sizes in *free_size. */
+static void dot_layout(const kiln_shape *s, const kiln_dims *batch, const kiln_dims *contract,
+                       int32_t *perm_bfc, int32_t *perm_bcf, int64_t *free_size) {
+    bool used[KILN_MAX_RANK] = {false};
+    int32_t nb = batch->count, nc = contract->count, nf = s->rank - nb - nc;
+    for (int32_t i = 0; i < nb; i++) {
+        perm_bfc[i] = perm_bcf[i] = (int32_t)batch->v[i];
+        used[batch->v[i]] = true;
+    }
+    for (int32_t i = 0; i < nc; i++) {
+        perm_bfc[nb + nf + i] = perm_bcf[nb + i] = (int32_t)contract->v[i];
+        used[contract->v[i]] = true;
+    }
+    int64_t f = 1;
+    int32_t j = 0;
+    for (int32_t d = 0; d < s->rank; d++) {
+        if (used[d]) continue;
+        perm_bfc[nb + j] = perm_bcf[nb + nc + j] = d;
+        f *= s->dims[d];
+        j++;
+    }
+    *free_size = f;
+}
+
+kiln_status kiln__eval_DOT_GENERAL(kiln_ctx *cx, const kiln__attrs *attrs,
+                                   kiln_tensor *const *operands, int n_operands,
+                                   kiln_tensor **results, int n_results) {
+    (void)n_operands, (void)n_results;
+    const kiln_dot_params *p = &attrs->u.dot;
+    const kiln_tensor *lhs = operands[0], *rhs = operands[1];
+    kiln_tensor *res = results[0];
+    kiln_dtype rd = kiln_tensor_dtype(res);
+    const kiln_shape *ls = kiln_tensor_shape(lhs), *rs = kiln_tensor_shape(rhs);
+
+    int32_t l_bfc[KILN_MAX_RANK], l_bcf[KILN_MAX_RANK], r_bfc[KILN_MAX_RANK], r_bcf[KILN_MAX_RANK];
+    int64_t M, N, B = 1, K = 1;
+    dot_layout(ls, &p->lhs_batching_dims, &p->lhs_contracting_dims, l_bfc, l_bcf, &M);
+    dot_layout(rs, &p->rhs_batching_dims, &p->rhs_contracting_dims, r_bfc, r_bcf, &N);
+    for (int32_t i = 0; i < p->lhs_batching_dims.count; i++)
+        B *= ls->dims[p->lhs_batching_dims.v[i]];
+    for (int32_t i = 0; i < p->lhs_contracting_dims.count; i++)
+        K *= ls->dims[p->lhs_contracting_dims.v[i]];
+
+    if (kiln_tensor_numel(res) == 0) return KILN_OK;
+    void *out = kiln__out(res);
+    if (K == 0) {
+        memset(out, 0, kiln_tensor_nbytes(res));
+        return KILN_OK;
+    }
+    kiln__lk k = kiln__lk_of(rd);
+    size_t es = kiln__lk_size(k);
+    bool blas = k == KILN__LK_F32 || k == KILN__LK_F64;
+    operand lo = {0}, ro = {0};
+    void *cbuf = NULL;
+    size_t cbytes = (size_t)(B * M * N) * es;
+    kiln_status s = operand_prepare(cx, lhs, rd, l_bfc, blas ? l_bcf : NULL, &lo);
+    if (s == KILN_OK) s = operand_prepare(cx, rhs, rd, r_bcf, blas ? r_bfc : NULL, &ro);
+    if (s == KILN_OK && !kiln__lk_same_repr(rd, rd) &&
+        !(cbuf = kiln__alloc(cx, cbytes, KILN_DATA_ALIGNMENT, "dot_general")))
+        s = KILN_RESOURCE_EXHAUSTED;
+    if (s == KILN_OK) {
+        unsigned char *c = cbuf ? cbuf : out;
+        const unsigned char *a = lo.data, *b = ro.data;
+        for (int64_t i = 0; i < B; i++)
+            kiln__lk_gemm(k, lo.trans, ro.trans, M, N, K, a + (size_t)(i * M * K) * es,
+                          lo.trans ? M : K, b + (size_t)(i * K * N) * es, ro.trans ? K : N,
+                          c + (size_t)(i * M * N) * es, N);
+        if (cbuf) kiln__lk_store(out, rd, cbuf, B * M * N);
+    }
+    if (cbuf) kiln__free(cx, cbuf, cbytes);
+    operand_free(cx, &lo);
+    operand_free(cx, &ro);
+    return s;
+}

@@ -1,0 +1,305 @@
+/* Inference for the contractions: dot_general and convolution (StableHLO spec, sections
+ * "dot_general" and "convolution"). The result dtype is attrs->result_dtype; operands are
+ * converted to it before multiplying, so it may differ from theirs (i8 x i8 -> i32,
+ * f32 x f32 -> f64). KILN_DTYPE_COUNT means the operands' dtype, which must then match. */
+#include <stdio.h>
+
+#include "ops/infer.h"
+
+static kiln_status result_dtype(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__type *lhs,
+                                const kiln__type *rhs, kiln_dtype *out) {
+    kiln_dtype r = attrs->result_dtype;
+    if (r == KILN_DTYPE_COUNT) {
+        if (lhs->dtype != rhs->dtype)
+            return kiln__infer_error(cx, attrs,
+                                     "operands have dtypes %s and %s; expected one dtype, or "
+                                     "pass the result dtype to convert both to",
+                                     kiln_dtype_name(lhs->dtype), kiln_dtype_name(rhs->dtype));
+        r = lhs->dtype;
+    }
+    if (!kiln_dtype_is_valid(r))
+        return kiln__infer_error(cx, attrs, "result dtype %d is not a valid dtype", (int)r);
+    *out = r;
+    return KILN_OK;
+}
+
+static kiln_status check_count(kiln_ctx *cx, const kiln__attrs *attrs, int n_operands,
+                               int n_results) {
+    if (n_operands != 2 || n_results != 1)
+        return kiln__infer_error(cx, attrs, "takes 2 operands and gives 1 result (got %d, %d)",
+                                 n_operands, n_results);
+    return KILN_OK;
+}
+
+/* ---- dot_general ------------------------------------------------------------------- */
+
+static kiln_status check_dot_dims(kiln_ctx *cx, const kiln__attrs *attrs, const char *side,
+                                  const kiln_dims *batch, const kiln_dims *contract, int32_t rank) {
+    char what[64];
+    snprintf(what, sizeof what, "%s_batching_dims", side);
+    kiln_status s = kiln__check_dims(cx, attrs, what, batch, rank);
+    if (s != KILN_OK) return s;
+    snprintf(what, sizeof what, "%s_contracting_dims", side);
+    if ((s = kiln__check_dims(cx, attrs, what, contract, rank)) != KILN_OK) return s;
+    for (int32_t i = 0; i < contract->count; i++)
+        for (int32_t j = 0; j < batch->count; j++)
+            if (contract->v[i] == batch->v[j])
+                return kiln__infer_error(cx, attrs,
+                                         "dimension %lld of %s is both a batching and a "
+                                         "contracting dimension",
+                                         (long long)contract->v[i], side);
+    return KILN_OK;
+}
+
+kiln_status kiln__infer_DOT_GENERAL(kiln_ctx *cx, const kiln__attrs *attrs,
+                                    const kiln__type *operands, int n_operands, kiln__type *results,
+                                    int n_results) {
+    kiln_status s = check_count(cx, attrs, n_operands, n_results);
+    if (s != KILN_OK) return s;
+    const kiln__type *lhs = &operands[0], *rhs = &operands[1];
+    const kiln_dot_params *p = &attrs->u.dot;
+    kiln_dtype rd = KILN_DTYPE_COUNT;
+    if ((s = result_dtype(cx, attrs, lhs, rhs, &rd)) != KILN_OK) return s;
+    if (p->lhs_batching_dims.count != p->rhs_batching_dims.count)
+        return kiln__infer_error(cx, attrs,
+                                 "lhs has %d batching dimensions and rhs has %d; expected "
+                                 "as many",
+                                 (int)p->lhs_batching_dims.count, (int)p->rhs_batching_dims.count);
+    if (p->lhs_contracting_dims.count != p->rhs_contracting_dims.count)
+        return kiln__infer_error(cx, attrs,
+                                 "lhs has %d contracting dimensions and rhs has %d; expected "
+                                 "as many",
+                                 (int)p->lhs_contracting_dims.count,
+                                 (int)p->rhs_contracting_dims.count);
+    if ((s = check_dot_dims(cx, attrs, "lhs", &p->lhs_batching_dims, &p->lhs_contracting_dims,
+                            lhs->shape.rank)) != KILN_OK ||
+        (s = check_dot_dims(cx, attrs, "rhs", &p->rhs_batching_dims, &p->rhs_contracting_dims,
+                            rhs->shape.rank)) != KILN_OK)
+        return s;
+    for (int32_t i = 0; i < p->lhs_batching_dims.count; i++) {
+        int64_t a = lhs->shape.dims[p->lhs_batching_dims.v[i]];
+        int64_t b = rhs->shape.dims[p->rhs_batching_dims.v[i]];
+        if (a != b)
+            return kiln__infer_error(cx, attrs,
+                                     "batching dimension %lld of lhs has size %lld but batching "
+                                     "dimension %lld of rhs has size %lld",
+                                     (long long)p->lhs_batching_dims.v[i], (long long)a,
+                                     (long long)p->rhs_batching_dims.v[i], (long long)b);
+    }
+    for (int32_t i = 0; i < p->lhs_contracting_dims.count; i++) {
+        int64_t a = lhs->shape.dims[p->lhs_contracting_dims.v[i]];
+        int64_t b = rhs->shape.dims[p->rhs_contracting_dims.v[i]];
+        if (a != b)
+            return kiln__infer_error(cx, attrs,
+                                     "contracting dimension %lld of lhs has size %lld but "
+                                     "contracting dimension %lld of rhs has size %lld",
+                                     (long long)p->lhs_contracting_dims.v[i], (long long)a,
+                                     (long long)p->rhs_contracting_dims.v[i], (long long)b);
+    }
+    int32_t nb = p->lhs_batching_dims.count, nc = p->lhs_contracting_dims.count;
+    int32_t rank = lhs->shape.rank + rhs->shape.rank - nb - 2 * nc;
+    if (rank > KILN_MAX_RANK)
+        return kiln__infer_error(cx, attrs, "the result would have rank %d; at most %d is allowed",
+                                 (int)rank, KILN_MAX_RANK);
+    kiln_shape out = {.rank = rank};
+    int32_t r = 0;
+    for (int32_t i = 0; i < nb; i++)
+        out.dims[r++] = lhs->shape.dims[p->lhs_batching_dims.v[i]];
+    for (int side = 0; side < 2; side++) {
+        const kiln_shape *sh = side ? &rhs->shape : &lhs->shape;
+        const kiln_dims *batch = side ? &p->rhs_batching_dims : &p->lhs_batching_dims;
+        const kiln_dims *contract = side ? &p->rhs_contracting_dims : &p->lhs_contracting_dims;
+        bool used[KILN_MAX_RANK] = {false};
+        for (int32_t i = 0; i < batch->count; i++)
+            used[batch->v[i]] = true;
+        for (int32_t i = 0; i < contract->count; i++)
+            used[contract->v[i]] = true;
+        for (int32_t d = 0; d < sh->rank; d++)
+            if (!used[d]) out.dims[r++] = sh->dims[d];
+    }
+    results[0] = (kiln__type){.dtype = rd, .shape = out};
+    return KILN_OK;
+}
+
+/* ---- convolution ------------------------------------------------------------------- */
+
+/* Checks that a list of attribute values has n entries. */
+static kiln_status check_len(kiln_ctx *cx, const kiln__attrs *attrs, const char *what,
+                             const kiln_dims *d, int32_t n) {
+    if (d->count != n)
+        return kiln__infer_error(cx, attrs,
+                                 "%s has %d entries; expected %d (the operands have "
+                                 "%d spatial dimensions)",
+                                 what, (int)d->count, (int)n, (int)n);
+    return KILN_OK;
+}
+
+/* Checks [batch] + spatial + [feature] (or the kernel's spatial + [in] + [out]): each in
+ * range and none repeated. names[0], names[1] name the two single dimensions. */
+static kiln_status check_dim_numbers(kiln_ctx *cx, const kiln__attrs *attrs, const char *operand,
+                                     int64_t first, const char *first_name, int64_t second,
+                                     const char *second_name, const kiln_dims *spatial,
+                                     const char *spatial_name, int32_t rank) {
+    int64_t all[KILN_MAX_RANK + 2];
+    const char *names[KILN_MAX_RANK + 2];
+    int32_t n = 0;
+    all[n] = first, names[n++] = first_name;
+    all[n] = second, names[n++] = second_name;
+    for (int32_t i = 0; i < spatial->count; i++)
+        all[n] = spatial->v[i], names[n++] = spatial_name;
+    for (int32_t i = 0; i < n; i++) {
+        if (all[i] < 0 || all[i] >= rank)
+            return kiln__infer_error(cx, attrs, "%s %lld is not a dimension of the %s (rank %d)",
+                                     names[i], (long long)all[i], operand, (int)rank);
+        for (int32_t j = 0; j < i; j++)
+            if (all[j] == all[i])
+                return kiln__infer_error(cx, attrs,
+                                         "%s dimension numbers repeat dimension %lld (%s and %s)",
+                                         operand, (long long)all[i], names[j], names[i]);
+    }
+    return KILN_OK;
+}
+
+static kiln_status check_positive(kiln_ctx *cx, const kiln__attrs *attrs, const char *what,
+                                  const kiln_dims *d) {
+    for (int32_t i = 0; i < d->count; i++)
+        if (d->v[i] <= 0)
+            return kiln__infer_error(cx, attrs, "%s[%d] is %lld; expected a positive value", what,
+                                     (int)i, (long long)d->v[i]);
+    return KILN_OK;
+}
+
+static bool dilated(int64_t size, int64_t dilation, int64_t *out) {
+    if (size == 0) {
+        *out = 0;
+        return true;
+    }
+    return !__builtin_mul_overflow(size - 1, dilation, out) &&
+           !__builtin_add_overflow(*out, 1, out);
+}
+
+kiln_status kiln__infer_CONVOLUTION(kiln_ctx *cx, const kiln__attrs *attrs,
+                                    const kiln__type *operands, int n_operands, kiln__type *results,
+                                    int n_results) {
+    kiln_status s = check_count(cx, attrs, n_operands, n_results);
+    if (s != KILN_OK) return s;
+    const kiln__type *lhs = &operands[0], *rhs = &operands[1];
+    const kiln_conv_params *p = &attrs->u.conv;
+    kiln_dtype rd = KILN_DTYPE_COUNT;
+    if ((s = result_dtype(cx, attrs, lhs, rhs, &rd)) != KILN_OK) return s;
+    int32_t N = lhs->shape.rank;
+    char a[KILN__TYPE_TEXT], b[KILN__TYPE_TEXT];
+    if (N < 2)
+        return kiln__infer_error(cx, attrs,
+                                 "operand 1 is %s; expected rank 2 or more (batch, feature "
+                                 "and spatial dimensions)",
+                                 kiln__type_text(lhs, a));
+    if (rhs->shape.rank != N)
+        return kiln__infer_error(cx, attrs,
+                                 "operand 2 is %s but operand 1 is %s; expected the "
+                                 "same rank",
+                                 kiln__type_text(rhs, a), kiln__type_text(lhs, b));
+    int32_t S = N - 2;
+    if ((s = check_len(cx, attrs, "input_spatial_dimensions", &p->input_spatial_dimensions, S)) ||
+        (s = check_len(cx, attrs, "kernel_spatial_dimensions", &p->kernel_spatial_dimensions, S)) ||
+        (s = check_len(cx, attrs, "output_spatial_dimensions", &p->output_spatial_dimensions, S)) ||
+        (s = check_len(cx, attrs, "window_strides", &p->window_strides, S)) ||
+        (s = check_len(cx, attrs, "padding_low", &p->padding_low, S)) ||
+        (s = check_len(cx, attrs, "padding_high", &p->padding_high, S)) ||
+        (s = check_len(cx, attrs, "lhs_dilation", &p->lhs_dilation, S)) ||
+        (s = check_len(cx, attrs, "rhs_dilation", &p->rhs_dilation, S)))
+        return s;
+    if ((s = check_dim_numbers(cx, attrs, "input", p->input_batch_dimension,
+                               "input_batch_dimension", p->input_feature_dimension,
+                               "input_feature_dimension", &p->input_spatial_dimensions,
+                               "input_spatial_dimensions", N)) ||
+        (s = check_dim_numbers(cx, attrs, "kernel", p->kernel_input_feature_dimension,
+                               "kernel_input_feature_dimension", p->kernel_output_feature_dimension,
+                               "kernel_output_feature_dimension", &p->kernel_spatial_dimensions,
+                               "kernel_spatial_dimensions", N)) ||
+        (s = check_dim_numbers(cx, attrs, "output", p->output_batch_dimension,
+                               "output_batch_dimension", p->output_feature_dimension,
+                               "output_feature_dimension", &p->output_spatial_dimensions,
+                               "output_spatial_dimensions", N)))
+        return s;
+    if ((s = check_positive(cx, attrs, "window_strides", &p->window_strides)) ||
+        (s = check_positive(cx, attrs, "lhs_dilation", &p->lhs_dilation)) ||
+        (s = check_positive(cx, attrs, "rhs_dilation", &p->rhs_dilation)))
+        return s;
+    int64_t fgc = p->feature_group_count, bgc = p->batch_group_count;
+    if (fgc <= 0)
+        return kiln__infer_error(cx, attrs,
+                                 "feature_group_count is %lld; expected a positive "
+                                 "value",
+                                 (long long)fgc);
+    if (bgc <= 0)
+        return kiln__infer_error(cx, attrs, "batch_group_count is %lld; expected a positive value",
+                                 (long long)bgc);
+    if (fgc != 1 && bgc != 1)
+        return kiln__infer_error(cx, attrs,
+                                 "feature_group_count is %lld and batch_group_count is %lld; "
+                                 "expected one of them to be 1",
+                                 (long long)fgc, (long long)bgc);
+    int64_t batch = lhs->shape.dims[p->input_batch_dimension];
+    int64_t features = lhs->shape.dims[p->input_feature_dimension];
+    int64_t k_in = rhs->shape.dims[p->kernel_input_feature_dimension];
+    int64_t k_out = rhs->shape.dims[p->kernel_output_feature_dimension];
+    if (batch % bgc)
+        return kiln__infer_error(cx, attrs,
+                                 "the input batch size %lld (dimension %lld of operand 1) is not "
+                                 "a multiple of batch_group_count %lld",
+                                 (long long)batch, (long long)p->input_batch_dimension,
+                                 (long long)bgc);
+    if (features % fgc)
+        return kiln__infer_error(cx, attrs,
+                                 "the input feature size %lld (dimension %lld of operand 1) is "
+                                 "not a multiple of feature_group_count %lld",
+                                 (long long)features, (long long)p->input_feature_dimension,
+                                 (long long)fgc);
+    if (k_in != features / fgc)
+        return kiln__infer_error(cx, attrs,
+                                 "the kernel input feature size %lld (dimension %lld of operand "
+                                 "2) should be the input feature size %lld / "
+                                 "feature_group_count %lld = %lld",
+                                 (long long)k_in, (long long)p->kernel_input_feature_dimension,
+                                 (long long)features, (long long)fgc, (long long)(features / fgc));
+    if (k_out % bgc)
+        return kiln__infer_error(cx, attrs,
+                                 "the kernel output feature size %lld (dimension %lld of operand "
+                                 "2) is not a multiple of batch_group_count %lld",
+                                 (long long)k_out, (long long)p->kernel_output_feature_dimension,
+                                 (long long)bgc);
+    if (k_out % fgc)
+        return kiln__infer_error(cx, attrs,
+                                 "the kernel output feature size %lld (dimension %lld of operand "
+                                 "2) is not a multiple of feature_group_count %lld",
+                                 (long long)k_out, (long long)p->kernel_output_feature_dimension,
+                                 (long long)fgc);
+    kiln_shape out = {.rank = N};
+    out.dims[p->output_batch_dimension] = batch / bgc;
+    out.dims[p->output_feature_dimension] = k_out;
+    for (int32_t d = 0; d < S; d++) {
+        int64_t in = lhs->shape.dims[p->input_spatial_dimensions.v[d]];
+        int64_t win = rhs->shape.dims[p->kernel_spatial_dimensions.v[d]];
+        int64_t din, dwin, padded;
+        if (!dilated(in, p->lhs_dilation.v[d], &din) ||
+            !dilated(win, p->rhs_dilation.v[d], &dwin) ||
+            __builtin_add_overflow(din, p->padding_low.v[d], &padded) ||
+            __builtin_add_overflow(padded, p->padding_high.v[d], &padded))
+            return kiln__infer_error(cx, attrs,
+                                     "spatial dimension %d overflows after dilation "
+                                     "and padding",
+                                     (int)d);
+        if (padded < 0)
+            return kiln__infer_error(cx, attrs,
+                                     "spatial dimension %d has size %lld after lhs_dilation %lld "
+                                     "and padding (%lld, %lld); expected a size >= 0",
+                                     (int)d, (long long)padded, (long long)p->lhs_dilation.v[d],
+                                     (long long)p->padding_low.v[d],
+                                     (long long)p->padding_high.v[d]);
+        out.dims[p->output_spatial_dimensions.v[d]] =
+            padded == 0 || dwin > padded ? 0 : (padded - dwin) / p->window_strides.v[d] + 1;
+    }
+    results[0] = (kiln__type){.dtype = rd, .shape = out};
+    return KILN_OK;
+}

@@ -1,15 +1,6 @@
 #include "op_cases.h"
 #include "test_util.h"
 
-/* TRANSITIONAL weak empty tables, replaced by each family's real table. */
-#define EMPTY(name) __attribute__((weak)) const kiln_op_coverage name[] = {{KILN_OP_COUNT, NULL}};
-EMPTY(kiln_cover_elementwise)
-EMPTY(kiln_cover_movement)
-EMPTY(kiln_cover_indexing)
-EMPTY(kiln_cover_reduce)
-EMPTY(kiln_cover_linalg)
-EMPTY(kiln_cover_control)
-
 Test(coverage, every_op_in_the_table_has_a_test_case) {
     const kiln_op_coverage *tables[] = {kiln_cover_elementwise, kiln_cover_movement,
                                         kiln_cover_indexing,    kiln_cover_reduce,

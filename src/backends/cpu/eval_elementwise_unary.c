@@ -49,7 +49,9 @@ FLOAT_UNARY(exp, expf(x), exp(x))
 FLOAT_UNARY(expm1, expm1f(x), expm1(x))
 FLOAT_UNARY(log, logf(x), log(x))
 FLOAT_UNARY(log1p, log1pf(x), log1p(x))
-FLOAT_UNARY(logistic, 1.0f / (1.0f + expf(-x)), 1.0 / (1.0 + exp(-x)))
+/* For x < 0, exp(-x) overflows long before the result underflows: use e^x / (1 + e^x). */
+FLOAT_UNARY(logistic, x < 0.0f ? expf(x) / (1.0f + expf(x)) : 1.0f / (1.0f + expf(-x)),
+            x < 0.0 ? exp(x) / (1.0 + exp(x)) : 1.0 / (1.0 + exp(-x)))
 FLOAT_UNARY(sin, sinf(x), sin(x))
 FLOAT_UNARY(cos, cosf(x), cos(x))
 FLOAT_UNARY(tan, tanf(x), tan(x))

@@ -1,0 +1,944 @@
+/* The reduce kernel, and the helpers the reduction kernels share (eval_reduce.h).
+ *
+ * Builtin regions (add, multiply, maximum, minimum, and, or) on one input take a typed
+ * path: the reduced dimensions are grouped into runs of adjacent axes and reduced one run
+ * at a time, innermost first, each as [outer, reduced, inner]: a horizontal reduction
+ * when inner is 1 (contiguous), else accumulating whole rows (vectorizable). Float sums
+ * are pairwise (numpy's scheme: 8 accumulators over blocks of 128, halves above that;
+ * rows: blocks of 16 rows combined by a binary counter, in column tiles), so the error
+ * grows with log n. Float maximum/minimum compare integer keys (vectorizable). f16 and
+ * bf16 are converted to f32, reduced in f32 and rounded once. The init value is combined
+ * once, at the end (the spec leaves the schedule to the implementation).
+ *
+ * Other regions, and variadic reduces, call the region per element on rank-0 tensors,
+ * folding each result element's inputs in row-major order: acc = body(acc, x). */
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "backends/cpu/eval_reduce.h"
+#include "base/alloc.h"
+#include "core/tensor_internal.h"
+
+const int kiln__argmax_tag = 1;
+const int kiln__argmin_tag = 2;
+
+/* ---- scalar regions -------------------------------------------------------------------- */
+
+kiln_status kiln__scalar_region_init(kiln__scalar_region *s, kiln_ctx *cx,
+                                     const kiln_region *region, const char *fn, const char *role,
+                                     const kiln_dtype *arg_dtypes, int n_args,
+                                     const kiln_dtype *result_dtypes, int n_results) {
+    memset(s, 0, sizeof *s);
+    s->cx = cx;
+    s->region = region;
+    snprintf(s->what, sizeof s->what, "%s: %s", fn, role);
+    size_t bytes = (size_t)(n_args + n_results) * sizeof(kiln_tensor *) +
+                   (size_t)n_results * (sizeof(size_t) + 8 + sizeof(kiln_dtype));
+    s->block = kiln__calloc(cx, bytes, _Alignof(max_align_t), fn);
+    if (!s->block) return KILN_RESOURCE_EXHAUSTED;
+    s->block_bytes = bytes;
+    char *p = s->block;
+    s->args = (kiln_tensor **)(void *)p;
+    p += (size_t)n_args * sizeof(kiln_tensor *);
+    s->results = (kiln_tensor **)(void *)p;
+    p += (size_t)n_results * sizeof(kiln_tensor *);
+    s->result_sizes = (size_t *)(void *)p;
+    p += (size_t)n_results * sizeof(size_t);
+    s->values = (unsigned char *)p;
+    p += (size_t)n_results * 8;
+    s->result_dtypes = (kiln_dtype *)(void *)p;
+    s->n_results = n_results;
+    for (int i = 0; i < n_results; i++) {
+        s->result_dtypes[i] = result_dtypes[i];
+        s->result_sizes[i] = kiln_dtype_size(result_dtypes[i]);
+    }
+    for (int i = 0; i < n_args; i++) {
+        s->args[i] = kiln__tensor_new(cx, fn, arg_dtypes[i], KILN_SHAPE_SCALAR);
+        if (!s->args[i])
+            return kiln_ctx_status(cx) != KILN_OK ? kiln_ctx_status(cx) : KILN_RESOURCE_EXHAUSTED;
+        s->n_args = i + 1;
+        memset(kiln__tensor_mutable_data(s->args[i]), 0, kiln_dtype_size(arg_dtypes[i]));
+    }
+    return KILN_OK;
+}
+
+void *kiln__scalar_region_arg(kiln__scalar_region *s, int i) {
+    return kiln__tensor_mutable_data(s->args[i]);
+}
+
+static void release_results(kiln__scalar_region *s) {
+    for (int i = 0; i < s->n_results; i++) {
+        kiln_tensor_release(s->results[i]);
+        s->results[i] = NULL;
+    }
+}
+
+kiln_status kiln__scalar_region_call(kiln__scalar_region *s, void *const *dst) {
+    kiln_status st =
+        kiln__region_call(s->cx, s->region, s->what, s->args, s->n_args, s->results, s->n_results);
+    if (st != KILN_OK) return st;
+    for (int i = 0; i < s->n_results; i++) {
+        const kiln_tensor *r = s->results[i];
+        if (r->dtype != s->result_dtypes[i] || r->shape.rank != 0) {
+            char shape[KILN_MAX_RANK * 21 + 3];
+            kiln_shape_format(&r->shape, shape, sizeof shape);
+            st = kiln_ctx_set_error(
+                s->cx, KILN_INVALID_ARGUMENT, "%s result %d has type %s%s; expected %s[]", s->what,
+                i + 1, kiln_dtype_name(r->dtype), shape, kiln_dtype_name(s->result_dtypes[i]));
+            release_results(s);
+            return st;
+        }
+    }
+    for (int i = 0; i < s->n_results; i++)
+        memcpy(s->values + 8 * i, kiln_tensor_data(s->results[i]), s->result_sizes[i]);
+    release_results(s);
+    /* An argument the region kept a reference to must not change under it: leave it to
+     * the scope and use a fresh one. */
+    for (int i = 0; i < s->n_args; i++) {
+        kiln_tensor *a = s->args[i];
+        if (atomic_load(&a->refs) == 1) continue;
+        kiln_tensor *fresh = kiln__tensor_new(s->cx, s->what, a->dtype, KILN_SHAPE_SCALAR);
+        if (!fresh) {
+            s->args[i] = NULL;
+            s->n_args = i; /* fini releases the ones before; the rest stay with the scope */
+            return kiln_ctx_status(s->cx) != KILN_OK ? kiln_ctx_status(s->cx)
+                                                     : KILN_RESOURCE_EXHAUSTED;
+        }
+        memcpy(kiln__tensor_mutable_data(fresh), kiln_tensor_data(a), kiln_dtype_size(a->dtype));
+        s->args[i] = fresh;
+    }
+    for (int i = 0; i < s->n_results; i++)
+        memcpy(dst ? dst[i] : kiln__tensor_mutable_data(s->args[i]), s->values + 8 * i,
+               s->result_sizes[i]);
+    return KILN_OK;
+}
+
+void kiln__scalar_region_fini(kiln__scalar_region *s) {
+    if (!s->block) return;
+    for (int i = 0; i < s->n_args; i++) {
+        kiln_tensor *a = s->args[i];
+        if (a && atomic_load(&a->refs) == 1) kiln_tensor_release(a);
+    }
+    kiln__free(s->cx, s->block, s->block_bytes);
+    s->block = NULL;
+}
+
+/* ---- typed combiners ------------------------------------------------------------------- */
+
+#define ADD_OP(a, b) ((a) + (b))
+#define MUL_U(a, b) ((a)*1u * (b)) /* unsigned: no promotion to signed int */
+#define MUL_F(a, b) ((a) * (b))
+#define AND_OP(a, b) ((a) & (b))
+#define OR_OP(a, b) ((a) | (b))
+#define MAX_I(a, b) ((a) > (b) ? (a) : (b))
+#define MIN_I(a, b) ((a) < (b) ? (a) : (b))
+
+/* Float maximum/minimum as StableHLO defines them (NaN propagates, -0 < +0), through keys:
+ * the bits of a float as a signed integer, negatives' magnitude bits flipped, order like
+ * the floats with -0 < +0; NaN gets the key that wins (the largest for maximum, the
+ * smallest for minimum). Integer compares and selects vectorize. */
+#define DEF_FLOAT_KEYS(SUFFIX, T, K, U, SIGN_SHIFT, MAG, INF)                       \
+    static inline K key_##SUFFIX(T x, K nan_key) {                                  \
+        U u;                                                                        \
+        memcpy(&u, &x, sizeof u);                                                   \
+        const K mag = (K)(u & (MAG));                                               \
+        const K k = (K)(u ^ (((U)0 - (u >> SIGN_SHIFT)) & (MAG)));                  \
+        return mag > (K)(INF) ? nan_key : k;                                        \
+    }                                                                               \
+    static inline T unkey_##SUFFIX(K k) {                                           \
+        U u = (U)k;                                                                 \
+        u ^= ((U)0 - (u >> SIGN_SHIFT)) & (MAG);                                    \
+        T x;                                                                        \
+        memcpy(&x, &u, sizeof x);                                                   \
+        return x;                                                                   \
+    }                                                                               \
+    static inline T fmax_##SUFFIX(T a, T b) {                                       \
+        K ka = key_##SUFFIX(a, (K)(MAG)), kb = key_##SUFFIX(b, (K)(MAG));           \
+        return unkey_##SUFFIX(ka > kb ? ka : kb);                                   \
+    }                                                                               \
+    static inline T fmin_##SUFFIX(T a, T b) {                                       \
+        K ka = key_##SUFFIX(a, (K) ~(K)(MAG)), kb = key_##SUFFIX(b, (K) ~(K)(MAG)); \
+        return unkey_##SUFFIX(ka < kb ? ka : kb);                                   \
+    }
+DEF_FLOAT_KEYS(f32, float, int32_t, uint32_t, 31, 0x7fffffffu, 0x7f800000u)
+DEF_FLOAT_KEYS(f64, double, int64_t, uint64_t, 63, 0x7fffffffffffffffu, 0x7ff0000000000000u)
+#define MAX_F32(a, b) fmax_f32(a, b)
+#define MIN_F32(a, b) fmin_f32(a, b)
+#define MAX_F64(a, b) fmax_f64(a, b)
+#define MIN_F64(a, b) fmin_f64(a, b)
+
+/* The kind and dtype a fast path really computes with: f32 for f16/bf16; bool's add and
+ * maximum are or, multiply and minimum are and (on u8); signed add, multiply, and, or
+ * wrap as their unsigned counterparts. */
+static void impl_of(kiln__region_kind *kind, kiln_dtype *dtype) {
+    kiln_dtype d = kiln__acc_dtype(*dtype);
+    if (d == KILN_BOOL) {
+        if (*kind == KILN_REGION_ADD || *kind == KILN_REGION_MAXIMUM) *kind = KILN_REGION_OR;
+        if (*kind == KILN_REGION_MULTIPLY || *kind == KILN_REGION_MINIMUM) *kind = KILN_REGION_AND;
+        d = KILN_U8;
+    }
+    if (*kind != KILN_REGION_MAXIMUM && *kind != KILN_REGION_MINIMUM) {
+        switch (d) {
+        case KILN_I8: d = KILN_U8; break;
+        case KILN_I16: d = KILN_U16; break;
+        case KILN_I32: d = KILN_U32; break;
+        case KILN_I64: d = KILN_U64; break;
+        default: break;
+        }
+    }
+    *dtype = d;
+}
+
+bool kiln__fast_kind(kiln__region_kind kind, kiln_dtype dtype) {
+    switch (kind) {
+    case KILN_REGION_ADD:
+    case KILN_REGION_MULTIPLY:
+    case KILN_REGION_MAXIMUM:
+    case KILN_REGION_MINIMUM: return true;
+    case KILN_REGION_AND:
+    case KILN_REGION_OR: return !kiln_dtype_is_float(dtype);
+    default: return false;
+    }
+}
+
+kiln_status kiln__check_builtin_arity(kiln_ctx *cx, const char *fn, const kiln_region *region,
+                                      int n) {
+    static const char *const names[KILN_REGION_KIND_COUNT] = {
+        "custom", "add",     "multiply", "maximum", "minimum",       "and",
+        "or",     "replace", "less",     "greater", "greater_equal", "less_equal"};
+    kiln__region_kind kind = kiln__region_kind_of(region);
+    if (kind == KILN_REGION_CUSTOM || n == 1) return KILN_OK;
+    return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                              "%s: the builtin region '%s' combines 2 values into 1; reducing %d "
+                              "inputs needs a region of %d arguments and %d results",
+                              fn, names[kind], n, 2 * n, n);
+}
+
+/* STRIDED_OP combines a strided source (it may differ from OP where OP vectorizes only
+ * over contiguous data). */
+#define DEF_COMBINE2(NAME, T, OP, STRIDED_OP)                           \
+    static void NAME(void *dv, const void *sv, int64_t n, int64_t ss) { \
+        T *d = dv;                                                      \
+        const T *s = sv;                                                \
+        if (ss == 1) {                                                  \
+            for (int64_t i = 0; i < n; i++)                             \
+                d[i] = (T)OP(d[i], s[i]);                               \
+        } else if (ss == 0) {                                           \
+            const T v = s[0];                                           \
+            for (int64_t i = 0; i < n; i++)                             \
+                d[i] = (T)OP(d[i], v);                                  \
+        } else {                                                        \
+            for (int64_t i = 0; i < n; i++)                             \
+                d[i] = (T)STRIDED_OP(d[i], s[i * ss]);                  \
+        }                                                               \
+    }
+#define DEF_COMBINE(NAME, T, OP) DEF_COMBINE2(NAME, T, OP, OP)
+
+/* Scalar float maximum/minimum: ordered, distinct operands (the usual case) take a
+ * predictable branch; ties (±0) and NaN go through the keys. */
+#define MAX_F32_SCALAR(a, b) ((a) > (b) ? (a) : (b) > (a) ? (b) : fmax_f32(a, b))
+#define MIN_F32_SCALAR(a, b) ((a) < (b) ? (a) : (b) < (a) ? (b) : fmin_f32(a, b))
+#define MAX_F64_SCALAR(a, b) ((a) > (b) ? (a) : (b) > (a) ? (b) : fmax_f64(a, b))
+#define MIN_F64_SCALAR(a, b) ((a) < (b) ? (a) : (b) < (a) ? (b) : fmin_f64(a, b))
+
+#define DEF_COMBINE_UNSIGNED(KIND, OP)              \
+    DEF_COMBINE(combine_##KIND##_u8, uint8_t, OP)   \
+    DEF_COMBINE(combine_##KIND##_u16, uint16_t, OP) \
+    DEF_COMBINE(combine_##KIND##_u32, uint32_t, OP) \
+    DEF_COMBINE(combine_##KIND##_u64, uint64_t, OP)
+#define DEF_COMBINE_SIGNED(KIND, OP)               \
+    DEF_COMBINE(combine_##KIND##_i8, int8_t, OP)   \
+    DEF_COMBINE(combine_##KIND##_i16, int16_t, OP) \
+    DEF_COMBINE(combine_##KIND##_i32, int32_t, OP) \
+    DEF_COMBINE(combine_##KIND##_i64, int64_t, OP)
+
+DEF_COMBINE_UNSIGNED(add, ADD_OP)
+DEF_COMBINE(combine_add_f32, float, ADD_OP)
+DEF_COMBINE(combine_add_f64, double, ADD_OP)
+DEF_COMBINE_UNSIGNED(mul, MUL_U)
+DEF_COMBINE(combine_mul_f32, float, MUL_F)
+DEF_COMBINE(combine_mul_f64, double, MUL_F)
+DEF_COMBINE_UNSIGNED(and, AND_OP)
+DEF_COMBINE_UNSIGNED(or, OR_OP)
+DEF_COMBINE_UNSIGNED(max, MAX_I)
+DEF_COMBINE_SIGNED(max, MAX_I)
+DEF_COMBINE2(combine_max_f32, float, MAX_F32, MAX_F32_SCALAR)
+DEF_COMBINE2(combine_max_f64, double, MAX_F64, MAX_F64_SCALAR)
+DEF_COMBINE_UNSIGNED(min, MIN_I)
+DEF_COMBINE_SIGNED(min, MIN_I)
+DEF_COMBINE2(combine_min_f32, float, MIN_F32, MIN_F32_SCALAR)
+DEF_COMBINE2(combine_min_f64, double, MIN_F64, MIN_F64_SCALAR)
+
+typedef void (*combine_fn)(void *d, const void *s, int64_t n, int64_t ss);
+
+/* Index of a dtype among u8 u16 u32 u64 i8 i16 i32 i64 f32 f64, or -1. */
+static int type_slot(kiln_dtype d) {
+    switch (d) {
+    case KILN_U8: return 0;
+    case KILN_U16: return 1;
+    case KILN_U32: return 2;
+    case KILN_U64: return 3;
+    case KILN_I8: return 4;
+    case KILN_I16: return 5;
+    case KILN_I32: return 6;
+    case KILN_I64: return 7;
+    case KILN_F32: return 8;
+    case KILN_F64: return 9;
+    default: return -1;
+    }
+}
+
+#define UNSIGNED_ROW(KIND) \
+    combine_##KIND##_u8, combine_##KIND##_u16, combine_##KIND##_u32, combine_##KIND##_u64
+#define SIGNED_ROW(KIND) \
+    combine_##KIND##_i8, combine_##KIND##_i16, combine_##KIND##_i32, combine_##KIND##_i64
+
+static const combine_fn combine_table[6][10] = {
+    {UNSIGNED_ROW(add), NULL, NULL, NULL, NULL, combine_add_f32, combine_add_f64},
+    {UNSIGNED_ROW(mul), NULL, NULL, NULL, NULL, combine_mul_f32, combine_mul_f64},
+    {UNSIGNED_ROW(max), SIGNED_ROW(max), combine_max_f32, combine_max_f64},
+    {UNSIGNED_ROW(min), SIGNED_ROW(min), combine_min_f32, combine_min_f64},
+    {UNSIGNED_ROW(and), NULL, NULL, NULL, NULL, NULL, NULL},
+    {UNSIGNED_ROW(or), NULL, NULL, NULL, NULL, NULL, NULL},
+};
+
+static int kind_slot(kiln__region_kind kind) {
+    switch (kind) {
+    case KILN_REGION_ADD: return 0;
+    case KILN_REGION_MULTIPLY: return 1;
+    case KILN_REGION_MAXIMUM: return 2;
+    case KILN_REGION_MINIMUM: return 3;
+    case KILN_REGION_AND: return 4;
+    case KILN_REGION_OR: return 5;
+    default: return -1;
+    }
+}
+
+void kiln__combine(kiln__region_kind kind, kiln_dtype dtype, void *dst, const void *src, int64_t n,
+                   int64_t src_stride) {
+    impl_of(&kind, &dtype);
+    int k = kind_slot(kind), t = type_slot(dtype);
+    if (k < 0 || t < 0 || !combine_table[k][t] || n <= 0) return;
+    combine_table[k][t](dst, src, n, src_stride);
+}
+
+void kiln__to_acc(kiln_dtype dtype, const void *src, void *dst, int64_t n) {
+    if (dtype == KILN_F16) {
+        const uint16_t *s = src;
+        float *d = dst;
+        for (int64_t i = 0; i < n; i++)
+            d[i] = kiln__f16_to_f32_inline(s[i]);
+    } else if (dtype == KILN_BF16) {
+        const uint16_t *s = src;
+        float *d = dst;
+        for (int64_t i = 0; i < n; i++)
+            d[i] = kiln__bf16_to_f32_inline(s[i]);
+    } else if (n > 0) {
+        memcpy(dst, src, (size_t)n * kiln_dtype_size(dtype));
+    }
+}
+
+void kiln__from_acc(kiln_dtype dtype, const void *src, void *dst, int64_t n) {
+    if (dtype == KILN_F16) {
+        const float *s = src;
+        uint16_t *d = dst;
+        for (int64_t i = 0; i < n; i++)
+            d[i] = kiln_f32_to_f16(s[i]);
+    } else if (dtype == KILN_BF16) {
+        const float *s = src;
+        uint16_t *d = dst;
+        for (int64_t i = 0; i < n; i++)
+            d[i] = kiln_f32_to_bf16(s[i]);
+    } else if (n > 0) {
+        memmove(dst, src, (size_t)n * kiln_dtype_size(dtype));
+    }
+}
+
+void kiln__fill_elements(void *dst, const void *value, size_t size, int64_t n) {
+#define FILL(T)                         \
+    do {                                \
+        T v, *d = dst;                  \
+        memcpy(&v, value, sizeof v);    \
+        for (int64_t i = 0; i < n; i++) \
+            d[i] = v;                   \
+    } while (0)
+    switch (size) {
+    case 1: memset(dst, *(const uint8_t *)value, (size_t)n); return;
+    case 2: FILL(uint16_t); return;
+    case 4: FILL(uint32_t); return;
+    case 8: FILL(uint64_t); return;
+    default:
+        for (int64_t i = 0; i < n; i++)
+            memcpy((char *)dst + (size_t)i * size, value, size);
+    }
+#undef FILL
+}
+
+/* ---- reduction passes: [O, R, I] -> [O, I] --------------------------------------------- */
+
+/* scratch: what sum_scratch_elems asks for (float sums over rows), else unused. */
+typedef void (*pass_fn)(const void *x, int64_t O, int64_t R, int64_t I, void *out, void *scratch);
+
+#define TILE 16384   /* columns per tile when combining rows (64 or 128 KiB) */
+#define SUM_BLOCK 16 /* rows summed in order before the pairwise tree */
+
+static int bit_length(uint64_t v) {
+    int n = 0;
+    for (; v; v >>= 1)
+        n++;
+    return n;
+}
+
+/* Elements of scratch a float pass of R rows of I needs (0: none): the pairwise tree of a
+ * sum, the keys of a maximum or minimum. */
+static int64_t scratch_elems(kiln__region_kind kind, int64_t R, int64_t I) {
+    if (I == 1) return 0;
+    const int64_t w = I < TILE ? I : TILE;
+    if (kind == KILN_REGION_MAXIMUM || kind == KILN_REGION_MINIMUM) return w;
+    if (kind != KILN_REGION_ADD || R <= SUM_BLOCK) return 0;
+    int levels = bit_length((uint64_t)((R + SUM_BLOCK - 1) / SUM_BLOCK));
+    return (int64_t)(levels + 1) * w;
+}
+
+/* Any associative op: 8 lanes along a contiguous run; rows combined tile by tile. */
+#define DEF_PASS(NAME, T, IDENT, OP)                                                               \
+    static T NAME##_run(const T *x, int64_t n) {                                                   \
+        T lane[8];                                                                                 \
+        for (int l = 0; l < 8; l++)                                                                \
+            lane[l] = (IDENT);                                                                     \
+        int64_t i = 0;                                                                             \
+        for (; i + 8 <= n; i += 8)                                                                 \
+            for (int l = 0; l < 8; l++)                                                            \
+                lane[l] = (T)OP(lane[l], x[i + l]);                                                \
+        T s = (IDENT);                                                                             \
+        for (int l = 0; l < 8; l++)                                                                \
+            s = (T)OP(s, lane[l]);                                                                 \
+        for (; i < n; i++)                                                                         \
+            s = (T)OP(s, x[i]);                                                                    \
+        return s;                                                                                  \
+    }                                                                                              \
+    static void NAME(const void *xv, int64_t O, int64_t R, int64_t I, void *outv, void *scratch) { \
+        (void)scratch;                                                                             \
+        const T *x = xv;                                                                           \
+        T *out = outv;                                                                             \
+        if (I == 1) {                                                                              \
+            for (int64_t o = 0; o < O; o++)                                                        \
+                out[o] = NAME##_run(x + o * R, R);                                                 \
+            return;                                                                                \
+        }                                                                                          \
+        for (int64_t o = 0; o < O; o++) {                                                          \
+            for (int64_t c = 0; c < I; c += TILE) {                                                \
+                const int64_t w = I - c < TILE ? I - c : TILE;                                     \
+                T *acc = out + o * I + c;                                                          \
+                const T *xo = x + o * R * I + c;                                                   \
+                for (int64_t i = 0; i < w; i++)                                                    \
+                    acc[i] = (IDENT);                                                              \
+                for (int64_t r = 0; r < R; r++) {                                                  \
+                    const T *row = xo + r * I;                                                     \
+                    for (int64_t i = 0; i < w; i++)                                                \
+                        acc[i] = (T)OP(acc[i], row[i]);                                            \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
+/* Float sums, pairwise. Runs: numpy's blocks of 128 with 8 accumulators, halves above
+ * that. Rows: blocks of SUM_BLOCK rows summed in order, the blocks' sums combined as a
+ * binary counter does (a pairwise tree, built while streaming), tile by tile. -0 is the
+ * identity, so that a sum of -0s stays -0. */
+#define DEF_SUM(NAME, T)                                                                           \
+    static T NAME##_run(const T *x, int64_t n) {                                                   \
+        if (n < 8) {                                                                               \
+            T s = (T)-0.0;                                                                         \
+            for (int64_t i = 0; i < n; i++)                                                        \
+                s += x[i];                                                                         \
+            return s;                                                                              \
+        }                                                                                          \
+        if (n <= 128) {                                                                            \
+            T r[8];                                                                                \
+            for (int l = 0; l < 8; l++)                                                            \
+                r[l] = x[l];                                                                       \
+            int64_t i = 8;                                                                         \
+            for (; i + 8 <= n; i += 8)                                                             \
+                for (int l = 0; l < 8; l++)                                                        \
+                    r[l] += x[i + l];                                                              \
+            T s = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));               \
+            for (; i < n; i++)                                                                     \
+                s += x[i];                                                                         \
+            return s;                                                                              \
+        }                                                                                          \
+        int64_t h = n / 2;                                                                         \
+        h -= h % 8;                                                                                \
+        return NAME##_run(x, h) + NAME##_run(x + h, n - h);                                        \
+    }                                                                                              \
+    static void NAME##_block(const T *x, int64_t rows, int64_t I, int64_t w, T *t) {               \
+        for (int64_t i = 0; i < w; i++)                                                            \
+            t[i] = x[i];                                                                           \
+        for (int64_t r = 1; r < rows; r++) {                                                       \
+            const T *row = x + r * I;                                                              \
+            for (int64_t i = 0; i < w; i++)                                                        \
+                t[i] += row[i];                                                                    \
+        }                                                                                          \
+    }                                                                                              \
+    static void NAME##_rows(const T *x, int64_t R, int64_t I, int64_t w, T *out, T *scratch) {     \
+        if (R <= SUM_BLOCK) {                                                                      \
+            NAME##_block(x, R, I, w, out);                                                         \
+            return;                                                                                \
+        }                                                                                          \
+        T *level[64], *pool[65];                                                                   \
+        int n_pool = 0;                                                                            \
+        const int levels = bit_length((uint64_t)((R + SUM_BLOCK - 1) / SUM_BLOCK));                \
+        for (int k = 0; k <= levels; k++)                                                          \
+            pool[n_pool++] = scratch + (int64_t)k * w;                                             \
+        uint64_t count = 0;                                                                        \
+        for (int64_t b = 0; b < R; b += SUM_BLOCK, count++) {                                      \
+            T *t = pool[--n_pool];                                                                 \
+            NAME##_block(x + b * I, R - b < SUM_BLOCK ? R - b : SUM_BLOCK, I, w, t);               \
+            int k = 0;                                                                             \
+            for (; (count >> k) & 1; k++) {                                                        \
+                T *left = level[k];                                                                \
+                for (int64_t i = 0; i < w; i++)                                                    \
+                    left[i] += t[i];                                                               \
+                pool[n_pool++] = t;                                                                \
+                t = left;                                                                          \
+            }                                                                                      \
+            level[k] = t;                                                                          \
+        }                                                                                          \
+        bool first = true;                                                                         \
+        for (int k = levels; k >= 0; k--) {                                                        \
+            if (!((count >> k) & 1)) continue;                                                     \
+            const T *l = level[k];                                                                 \
+            if (first) {                                                                           \
+                for (int64_t i = 0; i < w; i++)                                                    \
+                    out[i] = l[i];                                                                 \
+                first = false;                                                                     \
+            } else {                                                                               \
+                for (int64_t i = 0; i < w; i++)                                                    \
+                    out[i] += l[i];                                                                \
+            }                                                                                      \
+        }                                                                                          \
+    }                                                                                              \
+    static void NAME(const void *xv, int64_t O, int64_t R, int64_t I, void *outv, void *scratch) { \
+        const T *x = xv;                                                                           \
+        T *out = outv;                                                                             \
+        if (I == 1) {                                                                              \
+            for (int64_t o = 0; o < O; o++)                                                        \
+                out[o] = NAME##_run(x + o * R, R);                                                 \
+            return;                                                                                \
+        }                                                                                          \
+        for (int64_t o = 0; o < O; o++) {                                                          \
+            for (int64_t c = 0; c < I; c += TILE) {                                                \
+                const int64_t w = I - c < TILE ? I - c : TILE;                                     \
+                if (R == 0) {                                                                      \
+                    for (int64_t i = 0; i < w; i++)                                                \
+                        out[o * I + c + i] = (T)-0.0;                                              \
+                    continue;                                                                      \
+                }                                                                                  \
+                NAME##_rows(x + o * R * I + c, R, I, w, out + o * I + c, scratch);                 \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
+/* Float maximum/minimum over keys (see DEF_FLOAT_KEYS): the lanes and row tiles hold keys,
+ * converted back once. */
+#define DEF_FEXTREME(NAME, SUFFIX, T, K, U, SIGN_SHIFT, MAG, INF, IDENT, NAN_KEY, BETTER)          \
+    static T NAME##_run(const T *x, int64_t n) {                                                   \
+        K m = key_##SUFFIX(IDENT, NAN_KEY), nan = 0;                                               \
+        for (int64_t i = 0; i < n; i++) {                                                          \
+            U u;                                                                                   \
+            memcpy(&u, &x[i], sizeof u);                                                           \
+            const K k = (K)(u ^ (((U)0 - (u >> SIGN_SHIFT)) & (MAG)));                             \
+            nan |= (K)((K)(u & (MAG)) > (K)(INF));                                                 \
+            m = BETTER(k, m) ? k : m;                                                              \
+        }                                                                                          \
+        return unkey_##SUFFIX(nan ? (K)(NAN_KEY) : m);                                             \
+    }                                                                                              \
+    static void NAME(const void *xv, int64_t O, int64_t R, int64_t I, void *outv, void *scratch) { \
+        (void)scratch;                                                                             \
+        const T *x = xv;                                                                           \
+        T *out = outv;                                                                             \
+        if (I == 1) {                                                                              \
+            for (int64_t o = 0; o < O; o++)                                                        \
+                out[o] = NAME##_run(x + o * R, R);                                                 \
+            return;                                                                                \
+        }                                                                                          \
+        const K id = key_##SUFFIX(IDENT, NAN_KEY);                                                 \
+        K acc[TILE];                                                                               \
+        for (int64_t o = 0; o < O; o++) {                                                          \
+            for (int64_t c = 0; c < I; c += TILE) {                                                \
+                const int64_t w = I - c < TILE ? I - c : TILE;                                     \
+                const T *xo = x + o * R * I + c;                                                   \
+                for (int64_t i = 0; i < w; i++)                                                    \
+                    acc[i] = id;                                                                   \
+                for (int64_t r = 0; r < R; r++) {                                                  \
+                    const T *row = xo + r * I;                                                     \
+                    for (int64_t i = 0; i < w; i++) {                                              \
+                        U u;                                                                       \
+                        memcpy(&u, &row[i], sizeof u);                                             \
+                        K k = (K)(u ^ (((U)0 - (u >> SIGN_SHIFT)) & (MAG)));                       \
+                        k = (K)(u & (MAG)) > (K)(INF) ? (K)(NAN_KEY) : k;                          \
+                        acc[i] = BETTER(k, acc[i]) ? k : acc[i];                                   \
+                    }                                                                              \
+                }                                                                                  \
+                for (int64_t i = 0; i < w; i++)                                                    \
+                    out[o * I + c + i] = unkey_##SUFFIX(acc[i]);                                   \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
+#define GREATER(a, b) ((a) > (b))
+#define LESS(a, b) ((a) < (b))
+
+#define DEF_PASS_UNSIGNED(KIND, IDENT, OP)                       \
+    DEF_PASS(pass_##KIND##_u8, uint8_t, (uint8_t)(IDENT), OP)    \
+    DEF_PASS(pass_##KIND##_u16, uint16_t, (uint16_t)(IDENT), OP) \
+    DEF_PASS(pass_##KIND##_u32, uint32_t, (uint32_t)(IDENT), OP) \
+    DEF_PASS(pass_##KIND##_u64, uint64_t, (uint64_t)(IDENT), OP)
+
+DEF_PASS_UNSIGNED(add, 0, ADD_OP)
+DEF_SUM(pass_add_f32, float)
+DEF_SUM(pass_add_f64, double)
+DEF_PASS_UNSIGNED(mul, 1, MUL_U)
+DEF_PASS(pass_mul_f32, float, 1.0f, MUL_F)
+DEF_PASS(pass_mul_f64, double, 1.0, MUL_F)
+DEF_PASS_UNSIGNED(and, -1, AND_OP)
+DEF_PASS_UNSIGNED(or, 0, OR_OP)
+DEF_PASS(pass_max_u8, uint8_t, 0, MAX_I)
+DEF_PASS(pass_max_u16, uint16_t, 0, MAX_I)
+DEF_PASS(pass_max_u32, uint32_t, 0, MAX_I)
+DEF_PASS(pass_max_u64, uint64_t, 0, MAX_I)
+DEF_PASS(pass_max_i8, int8_t, INT8_MIN, MAX_I)
+DEF_PASS(pass_max_i16, int16_t, INT16_MIN, MAX_I)
+DEF_PASS(pass_max_i32, int32_t, INT32_MIN, MAX_I)
+DEF_PASS(pass_max_i64, int64_t, INT64_MIN, MAX_I)
+DEF_FEXTREME(pass_max_f32, f32, float, int32_t, uint32_t, 31, 0x7fffffffu, 0x7f800000u, -INFINITY,
+             INT32_MAX, GREATER)
+DEF_FEXTREME(pass_max_f64, f64, double, int64_t, uint64_t, 63, 0x7fffffffffffffffu,
+             0x7ff0000000000000u, -INFINITY, INT64_MAX, GREATER)
+DEF_PASS(pass_min_u8, uint8_t, UINT8_MAX, MIN_I)
+DEF_PASS(pass_min_u16, uint16_t, UINT16_MAX, MIN_I)
+DEF_PASS(pass_min_u32, uint32_t, UINT32_MAX, MIN_I)
+DEF_PASS(pass_min_u64, uint64_t, UINT64_MAX, MIN_I)
+DEF_PASS(pass_min_i8, int8_t, INT8_MAX, MIN_I)
+DEF_PASS(pass_min_i16, int16_t, INT16_MAX, MIN_I)
+DEF_PASS(pass_min_i32, int32_t, INT32_MAX, MIN_I)
+DEF_PASS(pass_min_i64, int64_t, INT64_MAX, MIN_I)
+DEF_FEXTREME(pass_min_f32, f32, float, int32_t, uint32_t, 31, 0x7fffffffu, 0x7f800000u, INFINITY,
+             INT32_MIN, LESS)
+DEF_FEXTREME(pass_min_f64, f64, double, int64_t, uint64_t, 63, 0x7fffffffffffffffu,
+             0x7ff0000000000000u, INFINITY, INT64_MIN, LESS)
+
+#define UNSIGNED_PASSES(KIND) \
+    pass_##KIND##_u8, pass_##KIND##_u16, pass_##KIND##_u32, pass_##KIND##_u64
+#define SIGNED_PASSES(KIND) \
+    pass_##KIND##_i8, pass_##KIND##_i16, pass_##KIND##_i32, pass_##KIND##_i64
+
+static const pass_fn pass_table[6][10] = {
+    {UNSIGNED_PASSES(add), NULL, NULL, NULL, NULL, pass_add_f32, pass_add_f64},
+    {UNSIGNED_PASSES(mul), NULL, NULL, NULL, NULL, pass_mul_f32, pass_mul_f64},
+    {UNSIGNED_PASSES(max), SIGNED_PASSES(max), pass_max_f32, pass_max_f64},
+    {UNSIGNED_PASSES(min), SIGNED_PASSES(min), pass_min_f32, pass_min_f64},
+    {UNSIGNED_PASSES(and), NULL, NULL, NULL, NULL, NULL, NULL},
+    {UNSIGNED_PASSES(or), NULL, NULL, NULL, NULL, NULL, NULL},
+};
+
+/* ---- reduce: the builtin fast path ----------------------------------------------------- */
+
+typedef struct group {
+    int64_t size;
+    bool reduced;
+} group;
+
+static kiln_status reduce_fast(kiln_ctx *cx, const kiln__attrs *attrs, kiln__region_kind kind,
+                               const kiln_tensor *x, const kiln_tensor *init, kiln_tensor *out) {
+    const char *fn = attrs->fn ? attrs->fn : "reduce";
+    kiln_dtype dtype = x->dtype, adt = kiln__acc_dtype(dtype);
+    kiln__region_kind ik = kind;
+    kiln_dtype it = dtype;
+    impl_of(&ik, &it);
+    pass_fn pass = pass_table[kind_slot(ik)][type_slot(it)];
+    size_t asz = kiln_dtype_size(adt);
+    const bool half = adt != dtype;
+    int64_t n_out = out->numel;
+    if (n_out == 0) return KILN_OK;
+    if (x->numel == 0) {
+        kiln__fill_elements(kiln__out(out), kiln__in(init), kiln_dtype_size(dtype), n_out);
+        return KILN_OK;
+    }
+    _Alignas(8) unsigned char init_acc[8];
+    kiln__to_acc(dtype, kiln__in(init), init_acc, 1);
+
+    bool reduced[KILN_MAX_RANK] = {false};
+    for (int32_t i = 0; i < attrs->u.reduce_dims.count; i++)
+        reduced[attrs->u.reduce_dims.v[i]] = true;
+    group g[KILN_MAX_RANK];
+    int ng = 0;
+    for (int32_t d = 0; d < x->shape.rank; d++) {
+        int64_t size = x->shape.dims[d];
+        if (size == 1) continue;
+        if (ng > 0 && g[ng - 1].reduced == reduced[d])
+            g[ng - 1].size *= size;
+        else
+            g[ng++] = (group){size, reduced[d]};
+    }
+
+    void *out_data = kiln__out(out);
+    const void *cur = kiln__in(x);
+    void *acc = NULL;   /* the latest result, writable: out_data or a buffer of ours */
+    void *owned = NULL; /* the buffer of ours that cur points to, if any */
+    size_t owned_bytes = 0;
+    if (half) {
+        owned_bytes = (size_t)x->numel * asz;
+        if (!(owned = kiln__alloc(cx, owned_bytes, KILN_DATA_ALIGNMENT, fn)))
+            return KILN_RESOURCE_EXHAUSTED;
+        kiln__to_acc(dtype, cur, owned, x->numel);
+        cur = acc = owned;
+    }
+    for (;;) {
+        int gi = -1, remaining = 0;
+        for (int i = 0; i < ng; i++) {
+            if (g[i].reduced) {
+                gi = i;
+                remaining++;
+            }
+        }
+        if (gi < 0) break;
+        int64_t O = 1, I = 1;
+        for (int i = 0; i < gi; i++)
+            O *= g[i].size;
+        for (int i = gi + 1; i < ng; i++)
+            I *= g[i].size;
+        void *dst = out_data;
+        size_t dst_bytes = 0;
+        if (remaining > 1 || half) {
+            dst_bytes = (size_t)(O * I) * asz;
+            if (!(dst = kiln__alloc(cx, dst_bytes, KILN_DATA_ALIGNMENT, fn))) {
+                if (owned) kiln__free(cx, owned, owned_bytes);
+                return KILN_RESOURCE_EXHAUSTED;
+            }
+        }
+        void *scratch = NULL;
+        size_t scratch_bytes = 0;
+        if (kiln_dtype_is_float(it)) {
+            scratch_bytes = (size_t)scratch_elems(ik, g[gi].size, I) * asz;
+            if (scratch_bytes &&
+                !(scratch = kiln__alloc(cx, scratch_bytes, KILN_DATA_ALIGNMENT, fn))) {
+                if (dst != out_data) kiln__free(cx, dst, dst_bytes);
+                if (owned) kiln__free(cx, owned, owned_bytes);
+                return KILN_RESOURCE_EXHAUSTED;
+            }
+        }
+        pass(cur, O, g[gi].size, I, dst, scratch);
+        if (scratch) kiln__free(cx, scratch, scratch_bytes);
+        if (owned) kiln__free(cx, owned, owned_bytes);
+        owned = dst == out_data ? NULL : dst;
+        owned_bytes = dst_bytes;
+        cur = acc = dst;
+        for (int i = gi; i + 1 < ng; i++)
+            g[i] = g[i + 1];
+        ng--;
+    }
+    if (!acc) { /* nothing to reduce: only size-1 (or no) reduced dimensions */
+        memcpy(out_data, cur, out->nbytes);
+        acc = out_data;
+    }
+    kiln__combine(kind, dtype, acc, init_acc, n_out, 0);
+    if (half) kiln__from_acc(dtype, acc, out_data, n_out);
+    if (owned) kiln__free(cx, owned, owned_bytes);
+    return KILN_OK;
+}
+
+/* ---- reduce: argmax / argmin ----------------------------------------------------------- */
+
+#define NAN_F(a) ((a) != (a))
+#define NAN_I(a) 0
+#define LOAD_ID(v) (v)
+#define LOAD_F16(v) kiln__f16_to_f32_inline(v)
+#define LOAD_BF16(v) kiln__bf16_to_f32_inline(v)
+
+/* Keeps (v[i], k[i]) = the first extreme of x[o, :, i] and the init, by the region's rule:
+ * x wins when better (NaN beats numbers), or tied with a smaller index. */
+#define DEF_ARG(NAME, T, A, LOAD, ISNAN, BETTER)                                          \
+    static void NAME(const T *x, int64_t O, int64_t R, int64_t I, T iv, int64_t ik, T *v, \
+                     int64_t *k) {                                                        \
+        for (int64_t o = 0; o < O; o++) {                                                 \
+            T *vo = v + o * I;                                                            \
+            int64_t *ko = k + o * I;                                                      \
+            for (int64_t i = 0; i < I; i++) {                                             \
+                vo[i] = iv;                                                               \
+                ko[i] = ik;                                                               \
+            }                                                                             \
+            for (int64_t r = 0; r < R; r++) {                                             \
+                const T *row = x + (o * R + r) * I;                                       \
+                for (int64_t i = 0; i < I; i++) {                                         \
+                    const A c = LOAD(row[i]), b = LOAD(vo[i]);                            \
+                    const bool better = BETTER(c, b) || (ISNAN(c) && !ISNAN(b));          \
+                    const bool tie = c == b || (ISNAN(c) && ISNAN(b));                    \
+                    if (better || (tie && r < ko[i])) {                                   \
+                        vo[i] = row[i];                                                   \
+                        ko[i] = r;                                                        \
+                    }                                                                     \
+                }                                                                         \
+            }                                                                             \
+        }                                                                                 \
+    }
+
+#define GT(a, b) ((a) > (b))
+#define LT(a, b) ((a) < (b))
+#define DEF_ARGS(SUFFIX, T, A, LOAD, ISNAN)         \
+    DEF_ARG(argmax_##SUFFIX, T, A, LOAD, ISNAN, GT) \
+    DEF_ARG(argmin_##SUFFIX, T, A, LOAD, ISNAN, LT)
+
+DEF_ARGS(u8, uint8_t, uint8_t, LOAD_ID, NAN_I)
+DEF_ARGS(u16, uint16_t, uint16_t, LOAD_ID, NAN_I)
+DEF_ARGS(u32, uint32_t, uint32_t, LOAD_ID, NAN_I)
+DEF_ARGS(u64, uint64_t, uint64_t, LOAD_ID, NAN_I)
+DEF_ARGS(i8, int8_t, int8_t, LOAD_ID, NAN_I)
+DEF_ARGS(i16, int16_t, int16_t, LOAD_ID, NAN_I)
+DEF_ARGS(i32, int32_t, int32_t, LOAD_ID, NAN_I)
+DEF_ARGS(i64, int64_t, int64_t, LOAD_ID, NAN_I)
+DEF_ARGS(f16, uint16_t, float, LOAD_F16, NAN_F)
+DEF_ARGS(bf16, uint16_t, float, LOAD_BF16, NAN_F)
+DEF_ARGS(f32, float, float, LOAD_ID, NAN_F)
+DEF_ARGS(f64, double, double, LOAD_ID, NAN_F)
+
+static void reduce_arg(bool is_max, const kiln_tensor *x, int64_t axis, const kiln_tensor *init_v,
+                       const kiln_tensor *init_k, kiln_tensor *v, kiln_tensor *k) {
+    int64_t O = 1, I = 1, R = x->shape.dims[axis];
+    for (int32_t d = 0; d < axis; d++)
+        O *= x->shape.dims[d];
+    for (int32_t d = (int32_t)axis + 1; d < x->shape.rank; d++)
+        I *= x->shape.dims[d];
+    if (v->numel == 0) return;
+    int64_t ik = *(const int64_t *)kiln__in(init_k);
+    int64_t *kd = kiln__out(k);
+    const void *xd = kiln__in(x), *ivp = kiln__in(init_v);
+    void *vd = kiln__out(v);
+#define ARG_CASE(DT, SUFFIX, T)                                                                 \
+    case DT:                                                                                    \
+        (is_max ? argmax_##SUFFIX : argmin_##SUFFIX)(xd, O, R, I, *(const T *)ivp, ik, vd, kd); \
+        return;
+    switch (x->dtype) {
+        ARG_CASE(KILN_BOOL, u8, uint8_t)
+        ARG_CASE(KILN_U8, u8, uint8_t)
+        ARG_CASE(KILN_U16, u16, uint16_t)
+        ARG_CASE(KILN_U32, u32, uint32_t)
+        ARG_CASE(KILN_U64, u64, uint64_t)
+        ARG_CASE(KILN_I8, i8, int8_t)
+        ARG_CASE(KILN_I16, i16, int16_t)
+        ARG_CASE(KILN_I32, i32, int32_t)
+        ARG_CASE(KILN_I64, i64, int64_t)
+        ARG_CASE(KILN_F16, f16, uint16_t)
+        ARG_CASE(KILN_BF16, bf16, uint16_t)
+        ARG_CASE(KILN_F32, f32, float)
+        ARG_CASE(KILN_F64, f64, double)
+    default: return;
+    }
+#undef ARG_CASE
+}
+
+/* ---- reduce: any region, per element --------------------------------------------------- */
+
+static kiln_status reduce_generic(kiln_ctx *cx, const kiln__attrs *attrs,
+                                  kiln_tensor *const *operands, int n, kiln_tensor **results) {
+    const char *fn = attrs->fn ? attrs->fn : "reduce";
+    const kiln_tensor *x0 = operands[0];
+    const int32_t rank = x0->shape.rank;
+    const int64_t n_out = results[0]->numel;
+    if (n_out == 0) return KILN_OK;
+
+    bool reduced[KILN_MAX_RANK] = {false};
+    for (int32_t i = 0; i < attrs->u.reduce_dims.count; i++)
+        reduced[attrs->u.reduce_dims.v[i]] = true;
+    int64_t stride[KILN_MAX_RANK], kdim[KILN_MAX_RANK], kstride[KILN_MAX_RANK];
+    int64_t rdim[KILN_MAX_RANK], rstride[KILN_MAX_RANK];
+    int nk = 0, nr = 0;
+    int64_t n_red = 1, s = 1;
+    for (int32_t d = rank - 1; d >= 0; d--) {
+        stride[d] = s;
+        s *= x0->shape.dims[d];
+    }
+    for (int32_t d = 0; d < rank; d++) {
+        if (reduced[d]) {
+            rdim[nr] = x0->shape.dims[d];
+            rstride[nr++] = stride[d];
+            n_red *= x0->shape.dims[d];
+        } else {
+            kdim[nk] = x0->shape.dims[d];
+            kstride[nk++] = stride[d];
+        }
+    }
+
+    kiln_dtype fixed[16];
+    kiln_dtype *types = fixed;
+    size_t types_bytes = (size_t)(2 * n) * sizeof *types;
+    if (2 * n > 16 && !(types = kiln__alloc(cx, types_bytes, _Alignof(kiln_dtype), fn)))
+        return KILN_RESOURCE_EXHAUSTED;
+    for (int j = 0; j < n; j++)
+        types[j] = types[n + j] = operands[j]->dtype;
+    kiln__scalar_region sr;
+    kiln_status st = kiln__scalar_region_init(&sr, cx, kiln__attrs_region(attrs, 0), fn, "region",
+                                              types, 2 * n, types, n);
+    int64_t kidx[KILN_MAX_RANK] = {0}, ridx[KILN_MAX_RANK];
+    int64_t base = 0;
+    for (int64_t o = 0; o < n_out && st == KILN_OK; o++) {
+        for (int j = 0; j < n; j++)
+            memcpy(kiln__scalar_region_arg(&sr, j), kiln__in(operands[n + j]),
+                   kiln_dtype_size(types[j]));
+        int64_t off = 0;
+        for (int k = 0; k < nr; k++)
+            ridx[k] = 0;
+        for (int64_t r = 0; r < n_red && st == KILN_OK; r++) {
+            for (int j = 0; j < n; j++) {
+                size_t es = kiln_dtype_size(types[j]);
+                memcpy(kiln__scalar_region_arg(&sr, n + j),
+                       (const char *)kiln__in(operands[j]) + (size_t)(base + off) * es, es);
+            }
+            st = kiln__scalar_region_call(&sr, NULL);
+            for (int k = nr - 1; k >= 0; k--) {
+                off += rstride[k];
+                if (++ridx[k] < rdim[k]) break;
+                off -= ridx[k] * rstride[k];
+                ridx[k] = 0;
+            }
+        }
+        if (st != KILN_OK) break;
+        for (int j = 0; j < n; j++) {
+            size_t es = kiln_dtype_size(types[j]);
+            memcpy((char *)kiln__out(results[j]) + (size_t)o * es, kiln__scalar_region_arg(&sr, j),
+                   es);
+        }
+        for (int k = nk - 1; k >= 0; k--) {
+            base += kstride[k];
+            if (++kidx[k] < kdim[k]) break;
+            base -= kidx[k] * kstride[k];
+            kidx[k] = 0;
+        }
+    }
+    kiln__scalar_region_fini(&sr);
+    if (types != fixed) kiln__free(cx, types, types_bytes);
+    return st;
+}
+
+kiln_status kiln__eval_REDUCE(kiln_ctx *cx, const kiln__attrs *attrs, kiln_tensor *const *operands,
+                              int n_operands, kiln_tensor **results, int n_results) {
+    (void)n_results;
+    const int n = n_operands / 2;
+    const kiln_region *region = kiln__attrs_region(attrs, 0);
+    const kiln_dims *dims = &attrs->u.reduce_dims;
+    if (n == 2 && region &&
+        (region->user == &kiln__argmax_tag || region->user == &kiln__argmin_tag) &&
+        dims->count == 1 && operands[1]->dtype == KILN_I64) {
+        reduce_arg(region->user == &kiln__argmax_tag, operands[0], dims->v[0], operands[2],
+                   operands[3], results[0], results[1]);
+        return KILN_OK;
+    }
+    kiln_status st = kiln__check_builtin_arity(cx, attrs->fn ? attrs->fn : "reduce", region, n);
+    if (st != KILN_OK) return st;
+    kiln__region_kind kind = kiln__region_kind_of(region);
+    if (n == 1 && kiln__fast_kind(kind, operands[0]->dtype))
+        return reduce_fast(cx, attrs, kind, operands[0], operands[1], results[0]);
+    return reduce_generic(cx, attrs, operands, n, results);
+}

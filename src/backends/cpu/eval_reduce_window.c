@@ -1,0 +1,384 @@
+/* The reduce_window and select_and_scatter kernels.
+ *
+ * reduce_window follows the spec: the inputs are padded (low, high, and base_dilations - 1
+ * between elements) with the init values, and each window of the padded inputs is
+ * reduced, starting from the init value, in row-major order of the window. With a builtin
+ * region on one input, the window offsets are the outer loop and whole output rows are
+ * combined with (strided) input rows, which vectorizes; f16/bf16 accumulate in f32 and
+ * round once.
+ *
+ * select_and_scatter follows the reference interpreter: for each source element, in
+ * row-major order, the window's in-bounds operand elements are visited in row-major order
+ * (padding holds no candidates); the selected one starts as the first, and is replaced by
+ * the current candidate whenever select(selected, current) is false. Then
+ * result[selected] = scatter(result[selected], source element); the result starts as the
+ * init value everywhere. A window without candidates scatters nothing. */
+#include <string.h>
+
+#include "backends/cpu/eval_reduce.h"
+#include "base/alloc.h"
+#include "core/tensor_internal.h"
+
+/* The window geometry, with rank 0 seen as rank 1 of size 1. */
+typedef struct geometry {
+    int32_t rank;
+    int64_t in[KILN_MAX_RANK], istride[KILN_MAX_RANK], out[KILN_MAX_RANK];
+    int64_t win[KILN_MAX_RANK], stride[KILN_MAX_RANK], bdil[KILN_MAX_RANK], wdil[KILN_MAX_RANK],
+        low[KILN_MAX_RANK];
+} geometry;
+
+static void geometry_init(geometry *g, const kiln_window_params *w, const kiln_shape *in,
+                          const kiln_shape *out) {
+    g->rank = in->rank > 0 ? in->rank : 1;
+    for (int32_t d = 0; d < g->rank; d++) {
+        bool real = in->rank > 0;
+        g->in[d] = real ? in->dims[d] : 1;
+        g->out[d] = real ? out->dims[d] : 1;
+        g->win[d] = real ? w->window_dimensions.v[d] : 1;
+        g->stride[d] = real ? w->window_strides.v[d] : 1;
+        g->bdil[d] = real ? w->base_dilations.v[d] : 1;
+        g->wdil[d] = real ? w->window_dilations.v[d] : 1;
+        g->low[d] = real ? w->padding_low.v[d] : 0;
+    }
+    int64_t s = 1;
+    for (int32_t d = g->rank - 1; d >= 0; d--) {
+        g->istride[d] = s;
+        s *= g->in[d];
+    }
+}
+
+/* The input index along d of output index j and window index w, or -1 for padding. */
+static inline int64_t input_index(const geometry *g, int32_t d, int64_t j, int64_t w) {
+    int64_t p = j * g->stride[d] + w * g->wdil[d] - g->low[d];
+    if (p < 0) return -1;
+    if (g->bdil[d] != 1) {
+        if (p % g->bdil[d] != 0) return -1;
+        p /= g->bdil[d];
+    }
+    return p < g->in[d] ? p : -1;
+}
+
+/* Advances a row-major multi-index over dims[0..rank); false after the last. */
+static inline bool next_index(int64_t *idx, const int64_t *dims, int32_t rank) {
+    for (int32_t d = rank - 1; d >= 0; d--) {
+        if (++idx[d] < dims[d]) return true;
+        idx[d] = 0;
+    }
+    return false;
+}
+
+/* ceil(a / b) for b > 0, and 0 for a <= 0. */
+static int64_t ceil_div(int64_t a, int64_t b) { return a <= 0 ? 0 : a / b + (a % b != 0); }
+
+/* ---- reduce_window --------------------------------------------------------------------- */
+
+static kiln_status window_fast(kiln_ctx *cx, const kiln__attrs *attrs, kiln__region_kind kind,
+                               const kiln_tensor *x, const kiln_tensor *init, kiln_tensor *out) {
+    const char *fn = attrs->fn ? attrs->fn : "reduce_window";
+    const kiln_dtype dtype = x->dtype, adt = kiln__acc_dtype(dtype);
+    const size_t asz = kiln_dtype_size(adt);
+    const bool half = adt != dtype;
+    const int64_t n_out = out->numel;
+    if (n_out == 0) return KILN_OK;
+    geometry g;
+    geometry_init(&g, &attrs->u.window, &x->shape, &out->shape);
+
+    _Alignas(8) unsigned char init_acc[8];
+    kiln__to_acc(dtype, kiln__in(init), init_acc, 1);
+    char *acc = kiln__out(out);
+    const char *src = kiln__in(x);
+    void *acc_buf = NULL, *src_buf = NULL;
+    size_t acc_bytes = (size_t)n_out * asz, src_bytes = (size_t)x->numel * asz;
+    if (half) {
+        if (!(acc_buf = kiln__alloc(cx, acc_bytes, KILN_DATA_ALIGNMENT, fn)))
+            return KILN_RESOURCE_EXHAUSTED;
+        if (x->numel > 0 && !(src_buf = kiln__alloc(cx, src_bytes, KILN_DATA_ALIGNMENT, fn))) {
+            kiln__free(cx, acc_buf, acc_bytes);
+            return KILN_RESOURCE_EXHAUSTED;
+        }
+        if (src_buf) kiln__to_acc(dtype, src, src_buf, x->numel);
+        acc = acc_buf;
+        src = src_buf;
+    }
+    kiln__fill_elements(acc, init_acc, asz, n_out);
+
+    const int32_t last = g.rank - 1;
+    const int64_t row_len = g.out[last], n_rows = n_out / row_len;
+    /* Output rows outside, window offsets inside: the input rows a window covers stay in
+     * cache while they are used, and each result element still folds its window in
+     * row-major order. */
+    int64_t j[KILN_MAX_RANK] = {0};
+    for (int64_t row = 0; row < n_rows; row++, next_index(j, g.out, last)) {
+        char *acc_row = acc + (size_t)(row * row_len) * asz;
+        int64_t w[KILN_MAX_RANK] = {0};
+        do {
+            int64_t off = 0;
+            bool pad = false;
+            for (int32_t d = 0; d < last && !pad; d++) {
+                int64_t i = input_index(&g, d, j[d], w[d]);
+                if (i < 0)
+                    pad = true;
+                else
+                    off += i * g.istride[d];
+            }
+            if (pad) {
+                kiln__combine(kind, dtype, acc_row, init_acc, row_len, 0);
+            } else if (g.bdil[last] == 1) {
+                /* Input position p = j * stride - a along the last dimension. */
+                const int64_t a = g.low[last] - w[last] * g.wdil[last], s = g.stride[last];
+                int64_t j0 = ceil_div(a, s), j1 = ceil_div(g.in[last] + a, s);
+                j0 = j0 < row_len ? j0 : row_len;
+                j1 = j1 < row_len ? j1 : row_len;
+                j1 = j1 > j0 ? j1 : j0;
+                kiln__combine(kind, dtype, acc_row, init_acc, j0, 0);
+                if (j1 > j0)
+                    kiln__combine(kind, dtype, acc_row + (size_t)j0 * asz,
+                                  src + (size_t)(off + j0 * s - a) * asz, j1 - j0, s);
+                kiln__combine(kind, dtype, acc_row + (size_t)j1 * asz, init_acc, row_len - j1, 0);
+            } else {
+                for (int64_t jj = 0; jj < row_len; jj++) {
+                    int64_t i = input_index(&g, last, jj, w[last]);
+                    kiln__combine(kind, dtype, acc_row + (size_t)jj * asz,
+                                  i < 0 ? (const void *)init_acc : src + (size_t)(off + i) * asz, 1,
+                                  0);
+                }
+            }
+        } while (next_index(w, g.win, g.rank));
+    }
+
+    if (half) {
+        kiln__from_acc(dtype, acc, kiln__out(out), n_out);
+        kiln__free(cx, acc_buf, acc_bytes);
+        if (src_buf) kiln__free(cx, src_buf, src_bytes);
+    }
+    return KILN_OK;
+}
+
+static kiln_status window_generic(kiln_ctx *cx, const kiln__attrs *attrs,
+                                  kiln_tensor *const *operands, int n, kiln_tensor **results) {
+    const char *fn = attrs->fn ? attrs->fn : "reduce_window";
+    const int64_t n_out = results[0]->numel;
+    if (n_out == 0) return KILN_OK;
+    geometry g;
+    geometry_init(&g, &attrs->u.window, &operands[0]->shape, &results[0]->shape);
+
+    kiln_dtype fixed[16];
+    kiln_dtype *types = fixed;
+    size_t types_bytes = (size_t)(2 * n) * sizeof *types;
+    if (2 * n > 16 && !(types = kiln__alloc(cx, types_bytes, _Alignof(kiln_dtype), fn)))
+        return KILN_RESOURCE_EXHAUSTED;
+    for (int k = 0; k < n; k++)
+        types[k] = types[n + k] = operands[k]->dtype;
+    kiln__scalar_region sr;
+    kiln_status st = kiln__scalar_region_init(&sr, cx, kiln__attrs_region(attrs, 0), fn, "region",
+                                              types, 2 * n, types, n);
+    int64_t j[KILN_MAX_RANK] = {0};
+    for (int64_t o = 0; o < n_out && st == KILN_OK; o++) {
+        for (int k = 0; k < n; k++)
+            memcpy(kiln__scalar_region_arg(&sr, k), kiln__in(operands[n + k]),
+                   kiln_dtype_size(types[k]));
+        int64_t w[KILN_MAX_RANK] = {0};
+        do {
+            int64_t off = 0;
+            for (int32_t d = 0; d < g.rank && off >= 0; d++) {
+                int64_t i = input_index(&g, d, j[d], w[d]);
+                off = i < 0 ? -1 : off + i * g.istride[d];
+            }
+            for (int k = 0; k < n; k++) {
+                size_t es = kiln_dtype_size(types[k]);
+                const void *v = off < 0 ? kiln__in(operands[n + k])
+                                        : (const char *)kiln__in(operands[k]) + (size_t)off * es;
+                memcpy(kiln__scalar_region_arg(&sr, n + k), v, es);
+            }
+            st = kiln__scalar_region_call(&sr, NULL);
+        } while (st == KILN_OK && next_index(w, g.win, g.rank));
+        if (st != KILN_OK) break;
+        for (int k = 0; k < n; k++) {
+            size_t es = kiln_dtype_size(types[k]);
+            memcpy((char *)kiln__out(results[k]) + (size_t)o * es, kiln__scalar_region_arg(&sr, k),
+                   es);
+        }
+        next_index(j, g.out, g.rank);
+    }
+    kiln__scalar_region_fini(&sr);
+    if (types != fixed) kiln__free(cx, types, types_bytes);
+    return st;
+}
+
+kiln_status kiln__eval_REDUCE_WINDOW(kiln_ctx *cx, const kiln__attrs *attrs,
+                                     kiln_tensor *const *operands, int n_operands,
+                                     kiln_tensor **results, int n_results) {
+    (void)n_results;
+    const int n = n_operands / 2;
+    const kiln_region *region = kiln__attrs_region(attrs, 0);
+    kiln_status st =
+        kiln__check_builtin_arity(cx, attrs->fn ? attrs->fn : "reduce_window", region, n);
+    if (st != KILN_OK) return st;
+    kiln__region_kind kind = kiln__region_kind_of(region);
+    if (n == 1 && kiln__fast_kind(kind, operands[0]->dtype))
+        return window_fast(cx, attrs, kind, operands[0], operands[1], results[0]);
+    return window_generic(cx, attrs, operands, n, results);
+}
+
+/* ---- select_and_scatter ---------------------------------------------------------------- */
+
+/* select(a, b) for the builtin comparisons, on elements of one dtype. */
+typedef bool (*select_fn)(kiln__region_kind kind, const void *a, const void *b);
+
+#define DEF_SELECT(NAME, T, LOAD)                                              \
+    static bool NAME(kiln__region_kind kind, const void *av, const void *bv) { \
+        T ra, rb;                                                              \
+        memcpy(&ra, av, sizeof ra);                                            \
+        memcpy(&rb, bv, sizeof rb);                                            \
+        switch (kind) {                                                        \
+        case KILN_REGION_GREATER_EQUAL: return LOAD(ra) >= LOAD(rb);           \
+        case KILN_REGION_GREATER: return LOAD(ra) > LOAD(rb);                  \
+        case KILN_REGION_LESS_EQUAL: return LOAD(ra) <= LOAD(rb);              \
+        default: return LOAD(ra) < LOAD(rb);                                   \
+        }                                                                      \
+    }
+#define SEL_ID(v) (v)
+DEF_SELECT(select_u8, uint8_t, SEL_ID)
+DEF_SELECT(select_u16, uint16_t, SEL_ID)
+DEF_SELECT(select_u32, uint32_t, SEL_ID)
+DEF_SELECT(select_u64, uint64_t, SEL_ID)
+DEF_SELECT(select_i8, int8_t, SEL_ID)
+DEF_SELECT(select_i16, int16_t, SEL_ID)
+DEF_SELECT(select_i32, int32_t, SEL_ID)
+DEF_SELECT(select_i64, int64_t, SEL_ID)
+DEF_SELECT(select_f16, uint16_t, kiln__f16_to_f32_inline)
+DEF_SELECT(select_bf16, uint16_t, kiln__bf16_to_f32_inline)
+DEF_SELECT(select_f32, float, SEL_ID)
+DEF_SELECT(select_f64, double, SEL_ID)
+
+static select_fn select_for(kiln_dtype dtype) {
+    switch (dtype) {
+    case KILN_BOOL:
+    case KILN_U8: return select_u8;
+    case KILN_U16: return select_u16;
+    case KILN_U32: return select_u32;
+    case KILN_U64: return select_u64;
+    case KILN_I8: return select_i8;
+    case KILN_I16: return select_i16;
+    case KILN_I32: return select_i32;
+    case KILN_I64: return select_i64;
+    case KILN_F16: return select_f16;
+    case KILN_BF16: return select_bf16;
+    case KILN_F32: return select_f32;
+    case KILN_F64: return select_f64;
+    default: return NULL;
+    }
+}
+
+/* One element of dtype as adt (dtype itself, or f32 for f16/bf16). */
+static void load_as(kiln_dtype dtype, kiln_dtype adt, const void *src, void *dst) {
+    if (adt == dtype)
+        memcpy(dst, src, kiln_dtype_size(dtype));
+    else
+        kiln__to_acc(dtype, src, dst, 1);
+}
+
+kiln_status kiln__eval_SELECT_AND_SCATTER(kiln_ctx *cx, const kiln__attrs *attrs,
+                                          kiln_tensor *const *operands, int n_operands,
+                                          kiln_tensor **results, int n_results) {
+    (void)n_operands, (void)n_results;
+    const char *fn = attrs->fn ? attrs->fn : "select_and_scatter";
+    const kiln_tensor *operand = operands[0], *source = operands[1], *init = operands[2];
+    kiln_tensor *result = results[0];
+    const int64_t n_res = result->numel;
+    if (n_res == 0) return KILN_OK;
+    const kiln_dtype dtype = operand->dtype;
+    const size_t es = kiln_dtype_size(dtype);
+    const kiln_region *select = kiln__attrs_region(attrs, 0);
+    const kiln_region *scatter = kiln__attrs_region(attrs, 1);
+    const kiln__region_kind sel_kind = kiln__region_kind_of(select);
+    const kiln__region_kind sc_kind = kiln__region_kind_of(scatter);
+    const select_fn sel_fast =
+        sel_kind == KILN_REGION_GREATER_EQUAL || sel_kind == KILN_REGION_GREATER ||
+                sel_kind == KILN_REGION_LESS_EQUAL || sel_kind == KILN_REGION_LESS
+            ? select_for(dtype)
+            : NULL;
+    const bool sc_fast = kiln__fast_kind(sc_kind, dtype) || sc_kind == KILN_REGION_REPLACE;
+
+    /* The result accumulates in the fast path's dtype (f32 for f16/bf16) when scatter is a
+     * builtin, in place otherwise. */
+    const kiln_dtype adt = sc_fast ? kiln__acc_dtype(dtype) : dtype;
+    const size_t asz = kiln_dtype_size(adt);
+    char *acc = kiln__out(result);
+    void *acc_buf = NULL;
+    const size_t acc_bytes = (size_t)n_res * asz;
+    if (adt != dtype) {
+        if (!(acc_buf = kiln__alloc(cx, acc_bytes, KILN_DATA_ALIGNMENT, fn)))
+            return KILN_RESOURCE_EXHAUSTED;
+        acc = acc_buf;
+    }
+    _Alignas(8) unsigned char init_acc[8];
+    load_as(dtype, adt, kiln__in(init), init_acc);
+    kiln__fill_elements(acc, init_acc, asz, n_res);
+
+    kiln_status st = KILN_OK;
+    kiln__scalar_region sel_sr = {0}, sc_sr = {0};
+    const kiln_dtype pair[2] = {dtype, dtype}, pred = KILN_BOOL;
+    if (!sel_fast)
+        st = kiln__scalar_region_init(&sel_sr, cx, select, fn, "select region", pair, 2, &pred, 1);
+    if (st == KILN_OK && !sc_fast)
+        st = kiln__scalar_region_init(&sc_sr, cx, scatter, fn, "scatter region", pair, 2, pair, 1);
+
+    geometry g;
+    geometry_init(&g, &attrs->u.window, &operand->shape, &source->shape);
+    const char *op = kiln__in(operand), *src = kiln__in(source);
+    const int64_t n_src = source->numel;
+    int64_t s_idx[KILN_MAX_RANK] = {0};
+    for (int64_t s = 0; s < n_src && st == KILN_OK; s++, next_index(s_idx, g.out, g.rank)) {
+        int64_t selected = -1;
+        int64_t w[KILN_MAX_RANK] = {0};
+        do {
+            int64_t off = 0;
+            for (int32_t d = 0; d < g.rank && off >= 0; d++) {
+                int64_t i = input_index(&g, d, s_idx[d], w[d]);
+                off = i < 0 ? -1 : off + i * g.istride[d];
+            }
+            if (off < 0) continue;
+            if (selected < 0) {
+                selected = off;
+                continue;
+            }
+            const void *a = op + (size_t)selected * es, *b = op + (size_t)off * es;
+            bool keep;
+            if (sel_fast) {
+                keep = sel_fast(sel_kind, a, b);
+            } else {
+                uint8_t flag = 0;
+                void *dst[1] = {&flag};
+                memcpy(kiln__scalar_region_arg(&sel_sr, 0), a, es);
+                memcpy(kiln__scalar_region_arg(&sel_sr, 1), b, es);
+                if ((st = kiln__scalar_region_call(&sel_sr, dst)) != KILN_OK) break;
+                keep = flag != 0;
+            }
+            if (!keep) selected = off;
+        } while (next_index(w, g.win, g.rank));
+        if (st != KILN_OK || selected < 0) continue;
+        char *target = acc + (size_t)selected * asz;
+        const char *value = src + (size_t)s * es;
+        if (sc_fast) {
+            _Alignas(8) unsigned char v[8];
+            load_as(dtype, adt, value, v);
+            if (sc_kind == KILN_REGION_REPLACE)
+                memcpy(target, v, asz);
+            else
+                kiln__combine(sc_kind, dtype, target, v, 1, 0);
+        } else {
+            void *dst[1] = {target};
+            memcpy(kiln__scalar_region_arg(&sc_sr, 0), target, es);
+            memcpy(kiln__scalar_region_arg(&sc_sr, 1), value, es);
+            st = kiln__scalar_region_call(&sc_sr, dst);
+        }
+    }
+    kiln__scalar_region_fini(&sel_sr);
+    kiln__scalar_region_fini(&sc_sr);
+    if (acc_buf) {
+        if (st == KILN_OK) kiln__from_acc(dtype, acc, kiln__out(result), n_res);
+        kiln__free(cx, acc_buf, acc_bytes);
+    }
+    return st;
+}

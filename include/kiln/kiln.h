@@ -10,6 +10,7 @@
  *   kiln/ops.h     the op builders (StableHLO ops and numpy-style conveniences), with
  *                  kiln/ops_elementwise.h, ops_movement.h, ops_indexing.h, ops_reduce.h,
  *                  ops_linalg.h and ops_control.h
+ *   kiln/jit.h     tracing, lower -> compile -> call, the jit cache
  */
 #ifndef KILN_KILN_H
 #define KILN_KILN_H
@@ -19,6 +20,7 @@
 #include "kiln/device.h"
 #include "kiln/dtype.h"
 #include "kiln/export.h"
+#include "kiln/jit.h"
 #include "kiln/npy.h"
 #include "kiln/ops.h"
 #include "kiln/random.h"

@@ -108,6 +108,10 @@ KILN_API kiln_device kiln_tensor_device(const kiln_tensor *t);
  * as the tensor. NULL for an empty tensor, a NULL tensor or device memory. Read only. */
 KILN_API const void *kiln_tensor_data(const kiln_tensor *t);
 
+/* True for a traced tensor: a placeholder for a value inside kiln_lower (kiln/jit.h),
+ * which has a dtype and shape but no data (reading it is FAILED_PRECONDITION). */
+KILN_API bool kiln_tensor_is_traced(const kiln_tensor *t);
+
 /* Copies the tensor's bytes into dst. nbytes must equal kiln_tensor_nbytes(t), else
  * INVALID_ARGUMENT naming both sizes (nothing is written). */
 KILN_API kiln_status kiln_tensor_to_host(kiln_ctx *cx, const kiln_tensor *t, void *dst,

@@ -18,6 +18,10 @@ struct kiln_ctx {
     kiln_status status;
     char message[KILN_ERROR_MESSAGE_MAX];
 
+    /* The active trace (runtime's kiln__trace) while kiln_lower runs a function; NULL when
+     * ops run eagerly. */
+    void *trace;
+
     kiln__scope root_scope; /* owns what is made outside any user scope */
     kiln__scope *scope;     /* innermost */
     int scope_depth;

@@ -251,7 +251,9 @@ char *kiln_tensor_to_string(kiln_ctx *cx, const kiln_tensor *t, const kiln_print
     char shape[KILN_MAX_RANK * 21 + 3];
     kiln_shape_format(&t->shape, shape, sizeof shape);
     kiln__strbuf_printf(&sb, "%s%s\n", kiln_dtype_name(t->dtype), shape);
-    if (t->numel == 0) {
+    if (t->trace) {
+        kiln__strbuf_puts(&sb, "<traced>");
+    } else if (t->numel == 0) {
         kiln__strbuf_puts(&sb, "[]"); /* as numpy; the header line gives the shape */
     } else {
         choose_format(&p);

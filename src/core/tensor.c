@@ -47,6 +47,7 @@ static void drop_scope_reference(kiln__owned *node) {
 }
 
 static void storage_release(kiln__storage *s) {
+    if (!s) return; /* a traced tensor */
     if (atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1) return;
     if (s->wrapped) {
         if (s->deleter) s->deleter(s->data, s->deleter_user);
@@ -108,7 +109,27 @@ kiln_tensor *kiln__tensor_new(kiln_ctx *cx, const char *fn, kiln_dtype dtype, ki
     return t;
 }
 
+kiln_tensor *kiln__tensor_new_traced(kiln_ctx *cx, const char *fn, kiln_dtype dtype,
+                                     kiln_shape shape, void *trace) {
+    int64_t numel;
+    size_t nbytes;
+    if (!kiln__check_dtype_shape(cx, fn, dtype, &shape, &numel, &nbytes)) return NULL;
+    kiln_tensor *t = tensor_around(cx, fn, dtype, &shape, numel, nbytes, NULL);
+    if (t) t->trace = trace;
+    return t;
+}
+
+kiln_status kiln__traced_error(kiln_ctx *cx, const char *fn) {
+    return kiln_ctx_set_error(cx, KILN_FAILED_PRECONDITION,
+                              "%s: the tensor is traced (a placeholder inside kiln_lower): it "
+                              "has no values to read until the compiled function runs",
+                              fn);
+}
+
+bool kiln_tensor_is_traced(const kiln_tensor *t) { return t && t->trace; }
+
 void *kiln__tensor_mutable_data(kiln_tensor *t) {
+    if (!t->storage) return NULL;
     return t->storage->data ? (char *)t->storage->data + t->byte_offset : NULL;
 }
 
@@ -197,11 +218,12 @@ int64_t kiln_tensor_numel(const kiln_tensor *t) { return t ? t->numel : 0; }
 size_t kiln_tensor_nbytes(const kiln_tensor *t) { return t ? t->nbytes : 0; }
 
 kiln_device kiln_tensor_device(const kiln_tensor *t) {
-    return t ? t->storage->device : KILN_DEVICE_CPU;
+    return t && t->storage ? t->storage->device : KILN_DEVICE_CPU;
 }
 
 const void *kiln_tensor_data(const kiln_tensor *t) {
-    if (!t || t->nbytes == 0 || t->storage->device.type != KILN_DEVICE_TYPE_CPU) return NULL;
+    if (!t || t->nbytes == 0 || !t->storage || t->storage->device.type != KILN_DEVICE_TYPE_CPU)
+        return NULL;
     return (const char *)t->storage->data + t->byte_offset;
 }
 
@@ -209,6 +231,7 @@ kiln_status kiln_tensor_to_host(kiln_ctx *cx, const kiln_tensor *t, void *dst, s
     static const char fn[] = "kiln_tensor_to_host";
     if (!cx) return KILN_INVALID_ARGUMENT;
     if (!t) return kiln__null_argument(cx, fn, "tensor");
+    if (t->trace) return kiln__traced_error(cx, fn);
     if (nbytes != t->nbytes)
         return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
                                   "%s: nbytes is %zu; the %s tensor has %zu bytes", fn, nbytes,
@@ -223,6 +246,10 @@ double kiln_tensor_item(kiln_ctx *cx, const kiln_tensor *t, int64_t index) {
     if (!cx) return NAN;
     if (!t) {
         kiln__null_argument(cx, "kiln_tensor_item", "tensor");
+        return NAN;
+    }
+    if (t->trace) {
+        kiln__traced_error(cx, "kiln_tensor_item");
         return NAN;
     }
     if (index < 0 || index >= t->numel) {

@@ -27,9 +27,12 @@ struct kiln_tensor {
     kiln_shape shape;
     int64_t numel;
     size_t nbytes;
-    kiln__storage *storage;
+    kiln__storage *storage; /* NULL for a traced tensor */
     size_t byte_offset;
     kiln_allocator allocator; /* frees this struct */
+    /* A traced tensor stands for an IR value while kiln_lower traces a function: `trace`
+     * is that value (opaque here), and the tensor has no storage. */
+    void *trace;
 };
 
 /* Checks dtype and shape for `fn`, recording INVALID_ARGUMENT with a message naming the
@@ -39,6 +42,17 @@ bool kiln__check_dtype_shape(kiln_ctx *cx, const char *fn, kiln_dtype dtype,
 
 /* A new tensor with fresh, uninitialised storage, adopted by the innermost scope. */
 kiln_tensor *kiln__tensor_new(kiln_ctx *cx, const char *fn, kiln_dtype dtype, kiln_shape shape);
+
+/* A traced tensor (no storage) standing for the IR value `trace`, adopted by the
+ * innermost scope. */
+kiln_tensor *kiln__tensor_new_traced(kiln_ctx *cx, const char *fn, kiln_dtype dtype,
+                                     kiln_shape shape, void *trace);
+
+/* The IR value of a traced tensor, or NULL for a concrete one. */
+static inline void *kiln__tensor_trace(const kiln_tensor *t) { return t ? t->trace : NULL; }
+
+/* Records FAILED_PRECONDITION "<fn>: the tensor is traced ..." and returns it. */
+kiln_status kiln__traced_error(kiln_ctx *cx, const char *fn);
 
 /* Writable data of a tensor the caller just made (NULL when empty). */
 void *kiln__tensor_mutable_data(kiln_tensor *t);

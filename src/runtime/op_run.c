@@ -6,6 +6,7 @@
 #include "base/alloc.h"
 #include "base/ctx_internal.h"
 #include "core/tensor_internal.h"
+#include "runtime/trace.h"
 
 #define MAX_FIXED 8
 
@@ -25,6 +26,17 @@ kiln_status kiln__op_run(kiln_ctx *cx, kiln_op op, kiln__attrs *attrs, kiln_tens
             snprintf(what, sizeof what, "operand %d", i + 1);
             return kiln__null_argument(cx, fn, what);
         }
+    }
+    if (kiln__trace_wants(cx, op, operands, n_operands)) {
+        attrs->fn = fn;
+        kiln_status t = kiln__trace_op(cx, op, attrs, operands, n_operands, results, n_results);
+        if (t != KILN_OK) {
+            for (int i = 0; i < n_results; i++)
+                results[i] = NULL;
+            if (kiln_ctx_status(cx) == KILN_OK)
+                kiln_ctx_set_error(cx, t, "%s failed while tracing (%s)", fn, kiln_status_name(t));
+        }
+        return t;
     }
     kiln__type fixed_in[MAX_FIXED], fixed_out[MAX_FIXED];
     kiln__type *in = fixed_in, *out = fixed_out;

@@ -1,0 +1,250 @@
+/* Building and owning IR. */
+#include "ir/ir.h"
+
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/ctx_internal.h"
+
+kiln_module *kiln__module_new(kiln_ctx *cx, const char *name) {
+    kiln_module *m = kiln__calloc(cx, sizeof *m, _Alignof(kiln_module), "module");
+    if (!m) return NULL;
+    atomic_init(&m->refs, 1);
+    m->cx = cx;
+    kiln__arena_init(&m->arena, cx, 16384);
+    const char *n = name ? name : "kiln";
+    m->name = kiln__arena_strndup(&m->arena, n, strlen(n));
+    if (!m->name) {
+        kiln__arena_destroy(&m->arena);
+        kiln__free(cx, m, sizeof *m);
+        return NULL;
+    }
+    return m;
+}
+
+kiln_module *kiln_module_retain(kiln_module *m) {
+    if (m) atomic_fetch_add(&m->refs, 1);
+    return m;
+}
+
+void kiln_module_release(kiln_module *m) {
+    if (!m || atomic_fetch_sub(&m->refs, 1) != 1) return;
+    kiln_ctx *cx = m->cx;
+    for (int32_t i = 0; i < m->n_constants; i++)
+        kiln_tensor_release(m->constants[i]);
+    kiln__free(cx, m->constants, (size_t)m->cap_constants * sizeof *m->constants);
+    kiln__free(cx, m->funcs, (size_t)m->cap_funcs * sizeof *m->funcs);
+    kiln__arena_destroy(&m->arena);
+    kiln__free(cx, m, sizeof *m);
+}
+
+/* Grows an array allocated with the ctx's allocator to hold at least need items. */
+static bool grow(kiln_ctx *cx, void **items, int32_t *cap, int32_t need, size_t item,
+                 const char *what) {
+    if (need <= *cap) return true;
+    int32_t new_cap = *cap ? *cap * 2 : 8;
+    while (new_cap < need)
+        new_cap *= 2;
+    void *p = kiln__alloc(cx, (size_t)new_cap * item, 16, what);
+    if (!p) return false;
+    if (*items) {
+        memcpy(p, *items, (size_t)*cap * item);
+        kiln__free(cx, *items, (size_t)*cap * item);
+    }
+    *items = p;
+    *cap = new_cap;
+    return true;
+}
+
+kiln__func *kiln__module_add_func(kiln_module *m, const char *name, bool is_public) {
+    if (!grow(m->cx, (void **)&m->funcs, &m->cap_funcs, m->n_funcs + 1, sizeof *m->funcs,
+              "module functions"))
+        return NULL;
+    kiln__func *f = kiln__arena_alloc(&m->arena, sizeof *f, _Alignof(kiln__func));
+    if (!f) return NULL;
+    memset(f, 0, sizeof *f);
+    f->name = kiln__arena_strndup(&m->arena, name, strlen(name));
+    f->is_public = is_public;
+    f->body = kiln__block_new(m, NULL);
+    if (!f->name || !f->body) return NULL;
+    m->funcs[m->n_funcs++] = f;
+    return f;
+}
+
+kiln__block *kiln__block_new(kiln_module *m, kiln__ir_op *parent) {
+    kiln__block *b = kiln__arena_alloc(&m->arena, sizeof *b, _Alignof(kiln__block));
+    if (!b) return NULL;
+    memset(b, 0, sizeof *b);
+    b->parent = parent;
+    return b;
+}
+
+/* Block arguments are few: grow by reallocating in the arena. */
+kiln__value *kiln__block_add_arg(kiln_module *m, kiln__block *block, kiln__type type) {
+    kiln__value *v = kiln__arena_alloc(&m->arena, sizeof *v, _Alignof(kiln__value));
+    kiln__value **args =
+        kiln__arena_alloc(&m->arena, (size_t)(block->n_args + 1) * sizeof *args, _Alignof(void *));
+    if (!v || !args) return NULL;
+    memset(v, 0, sizeof *v);
+    v->type = type;
+    v->block = block;
+    v->index = block->n_args;
+    if (block->n_args) memcpy(args, block->args, (size_t)block->n_args * sizeof *args);
+    args[block->n_args++] = v;
+    block->args = args;
+    return v;
+}
+
+kiln__ir_op *kiln__block_append(kiln_module *m, kiln__block *block, kiln_op kind,
+                                const kiln__attrs *attrs, kiln__value *const *operands,
+                                int32_t n_operands, const kiln__type *result_types,
+                                int32_t n_results, int32_t n_regions) {
+    kiln__arena *a = &m->arena;
+    kiln__ir_op *op = kiln__arena_alloc(a, sizeof *op, _Alignof(kiln__ir_op));
+    if (!op) return NULL;
+    memset(op, 0, sizeof *op);
+    op->kind = kind;
+    if (attrs) op->attrs = *attrs;
+    op->attrs.regions = NULL; /* never keep a caller's array */
+    op->block = block;
+    op->n_operands = n_operands;
+    op->n_results = n_results;
+    op->n_regions = n_regions;
+    op->operands = kiln__arena_alloc(a, (size_t)(n_operands ? n_operands : 1) * sizeof(void *),
+                                     _Alignof(void *));
+    op->results = kiln__arena_alloc(a, (size_t)(n_results ? n_results : 1) * sizeof(void *),
+                                    _Alignof(void *));
+    op->regions = kiln__arena_alloc(a, (size_t)(n_regions ? n_regions : 1) * sizeof(void *),
+                                    _Alignof(void *));
+    if (!op->operands || !op->results || !op->regions) return NULL;
+    memset(op->regions, 0, (size_t)(n_regions ? n_regions : 1) * sizeof(void *));
+    for (int32_t i = 0; i < n_operands; i++) {
+        op->operands[i] = operands[i];
+        operands[i]->uses++;
+    }
+    for (int32_t i = 0; i < n_results; i++) {
+        kiln__value *v = kiln__arena_alloc(a, sizeof *v, _Alignof(kiln__value));
+        if (!v) return NULL;
+        memset(v, 0, sizeof *v);
+        v->type = result_types[i];
+        v->def = op;
+        v->index = i;
+        op->results[i] = v;
+    }
+    op->prev = block->last;
+    if (block->last)
+        block->last->next = op;
+    else
+        block->first = op;
+    block->last = op;
+    return op;
+}
+
+kiln_status kiln__block_set_results(kiln_module *m, kiln__block *block, kiln__value *const *values,
+                                    int32_t n) {
+    kiln__value **r =
+        kiln__arena_alloc(&m->arena, (size_t)(n ? n : 1) * sizeof *r, _Alignof(void *));
+    if (!r) return KILN_RESOURCE_EXHAUSTED;
+    for (int32_t i = 0; i < n; i++) {
+        r[i] = values[i];
+        values[i]->uses++;
+    }
+    block->results = r;
+    block->n_results = n;
+    return KILN_OK;
+}
+
+kiln_status kiln__module_keep_constant(kiln_module *m, kiln_tensor *t) {
+    if (!grow(m->cx, (void **)&m->constants, &m->cap_constants, m->n_constants + 1,
+              sizeof *m->constants, "module constants"))
+        return KILN_RESOURCE_EXHAUSTED;
+    m->constants[m->n_constants++] = kiln_tensor_retain(t);
+    return KILN_OK;
+}
+
+/* ---- dead-code elimination ------------------------------------------------------------- */
+
+static void unuse_block(kiln__block *b);
+
+static void unuse_op(kiln__ir_op *op) {
+    for (int32_t i = 0; i < op->n_operands; i++)
+        op->operands[i]->uses--;
+    for (int32_t r = 0; r < op->n_regions; r++)
+        if (op->regions[r]) unuse_block(op->regions[r]);
+}
+
+static void unuse_block(kiln__block *b) {
+    for (kiln__ir_op *op = b->first; op; op = op->next)
+        unuse_op(op);
+    for (int32_t i = 0; i < b->n_results; i++)
+        b->results[i]->uses--;
+}
+
+static int32_t dce_block(kiln__block *b) {
+    int32_t removed = 0;
+    bool changed = true;
+    while (changed) {
+        changed = false;
+        for (kiln__ir_op *op = b->last; op;) {
+            kiln__ir_op *prev = op->prev;
+            bool used = false;
+            for (int32_t i = 0; i < op->n_results; i++)
+                used |= op->results[i]->uses > 0;
+            /* Every kiln op is free of side effects; a while loop that never ends is not
+             * an effect kiln keeps. */
+            if (!used) {
+                unuse_op(op);
+                if (op->prev)
+                    op->prev->next = op->next;
+                else
+                    b->first = op->next;
+                if (op->next)
+                    op->next->prev = op->prev;
+                else
+                    b->last = op->prev;
+                removed++;
+                changed = true;
+            } else {
+                for (int32_t r = 0; r < op->n_regions; r++)
+                    if (op->regions[r]) removed += dce_block(op->regions[r]);
+            }
+            op = prev;
+        }
+    }
+    return removed;
+}
+
+int32_t kiln__module_dce(kiln_module *m) {
+    int32_t removed = 0;
+    for (int32_t f = 0; f < m->n_funcs; f++)
+        removed += dce_block(m->funcs[f]->body);
+    return removed;
+}
+
+kiln_status kiln_module_info_get(kiln_ctx *cx, const kiln_module *m, kiln_module_info *out) {
+    if (!cx) return KILN_INVALID_ARGUMENT;
+    if (!m) return kiln__null_argument(cx, "kiln_module_info_get", "module");
+    if (!out) return kiln__null_argument(cx, "kiln_module_info_get", "out_info");
+    const kiln__block *body = m->funcs[0]->body;
+    int32_t n_ops = 0;
+    for (const kiln__ir_op *op = body->first; op; op = op->next)
+        n_ops++;
+    *out = (kiln_module_info){.n_args = body->n_args,
+                              .n_results = body->n_results,
+                              .donated = m->donated,
+                              .preserved = m->preserved,
+                              .aliases = m->aliases,
+                              .n_ops = n_ops};
+    return KILN_OK;
+}
+
+void kiln__ir_bind_regions(const kiln__ir_op *op, kiln__attrs *attrs, kiln_region *storage,
+                           kiln_region_fn fn) {
+    *attrs = op->attrs;
+    for (int32_t i = 0; i < op->n_regions; i++) {
+        const kiln_region *builtin = i < 2 ? op->attrs.region[i] : NULL;
+        storage[i] = builtin ? *builtin : (kiln_region){fn, op->regions[i]};
+    }
+    attrs->regions = op->n_regions ? storage : NULL;
+    attrs->n_regions = op->n_regions;
+}

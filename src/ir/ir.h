@@ -1,0 +1,116 @@
+/* The IR: a module of functions; a function is a block; a block has arguments, a list of
+ * ops and the values it returns; an op has operands, results, attributes and regions
+ * (blocks of its own). Values are SSA: defined once, by an op result or a block argument.
+ * Everything lives in the module's arena and goes away with the module. Op semantics and
+ * verifier rules are the op table's (src/ops). */
+#ifndef KILN_IR_IR_H
+#define KILN_IR_IR_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/arena.h"
+#include "kiln/jit.h"
+#include "ops/attrs.h"
+#include "ops/infer.h"
+#include "ops/op.h"
+
+typedef struct kiln__value kiln__value;
+typedef struct kiln__block kiln__block;
+typedef struct kiln__ir_op kiln__ir_op;
+typedef struct kiln__func kiln__func;
+
+struct kiln__value {
+    kiln__type type;
+    kiln__ir_op *def;   /* the op whose result this is; NULL for a block argument */
+    kiln__block *block; /* the block whose argument this is; NULL for an op result */
+    int32_t index;      /* result or argument index */
+    int32_t uses;       /* operand and return uses, kept by the builder and by dce */
+    int32_t id;         /* scratch number for printers and executors */
+};
+
+struct kiln__block {
+    kiln__value **args;
+    int32_t n_args;
+    kiln__ir_op *first, *last;
+    kiln__value **results; /* what the block returns (its terminator's operands) */
+    int32_t n_results;
+    kiln__ir_op *parent; /* the op this block is a region of; NULL for a function body */
+};
+
+struct kiln__ir_op {
+    kiln_op kind;
+    /* By value. Region pointers are kept only for builtin regions (static, recognised by
+     * backends for fast paths); every region is also traced into `regions`. attrs.fn is a
+     * static string. attrs.u.constant is retained by the module. */
+    kiln__attrs attrs;
+    kiln__value **operands;
+    int32_t n_operands;
+    kiln__value **results;
+    int32_t n_results;
+    kiln__block **regions;
+    int32_t n_regions;
+    kiln__ir_op *prev, *next;
+    kiln__block *block;
+};
+
+struct kiln__func {
+    const char *name;
+    bool is_public;
+    kiln__block *body;
+    const char **arg_names; /* leaf paths ("params.w1"), or NULL entries */
+};
+
+/* The calling convention kiln_lower records (readable through kiln_module_info). */
+struct kiln_module {
+    atomic_int refs;
+    kiln_ctx *cx;
+    kiln__arena arena;
+    const char *name;
+    kiln__func **funcs; /* funcs[0] is the entry */
+    int32_t n_funcs, cap_funcs;
+    kiln_tensor **constants; /* retained concrete tensors of constant ops */
+    int32_t n_constants, cap_constants;
+    int32_t *preserved; /* per result: the argument it returns unchanged, or -1 */
+    bool *donated;      /* per argument */
+    int32_t *aliases;   /* per result: the donated argument whose buffer it may reuse, or -1 */
+};
+
+kiln_module *kiln__module_new(kiln_ctx *cx, const char *name);
+kiln__func *kiln__module_add_func(kiln_module *m, const char *name, bool is_public);
+kiln__block *kiln__block_new(kiln_module *m, kiln__ir_op *parent);
+kiln__value *kiln__block_add_arg(kiln_module *m, kiln__block *block, kiln__type type);
+/* Appends an op; result values get `result_types`. NULL on allocation failure. */
+kiln__ir_op *kiln__block_append(kiln_module *m, kiln__block *block, kiln_op kind,
+                                const kiln__attrs *attrs, kiln__value *const *operands,
+                                int32_t n_operands, const kiln__type *result_types,
+                                int32_t n_results, int32_t n_regions);
+kiln_status kiln__block_set_results(kiln_module *m, kiln__block *block, kiln__value *const *values,
+                                    int32_t n);
+/* Keeps a reference to a constant's tensor for the module's life. */
+kiln_status kiln__module_keep_constant(kiln_module *m, kiln_tensor *t);
+
+/* Makes `attrs` a copy of op->attrs whose regions are callable: builtin regions stay (for
+ * fast paths), every other region i becomes {fn, op->regions[i]} in storage[i] (room for
+ * op->n_regions entries). */
+void kiln__ir_bind_regions(const kiln__ir_op *op, kiln__attrs *attrs, kiln_region *storage,
+                           kiln_region_fn fn);
+
+/* Removes ops whose results are unused and have no effects, in every block (regions
+ * included). Returns the number removed. */
+int32_t kiln__module_dce(kiln_module *m);
+
+/* Checks every op against the op table: operand counts, inference on the operand types
+ * giving the recorded result types, region argument and result counts. Records an error
+ * naming the function, the op and its position. */
+kiln_status kiln__module_verify(kiln_module *m);
+
+/* The argument types a region of `op` receives, and the number of results it returns
+ * (shared by tracing, the verifier and the parser). `operands` are the op's operand types.
+ * Writes at most `cap` types. Returns the argument count, or -1 with an error recorded. */
+int32_t kiln__region_signature(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs,
+                               const kiln__type *operands, int32_t n_operands, int32_t region,
+                               kiln__type *out_args, int32_t cap, int32_t *out_n_results);
+
+#endif

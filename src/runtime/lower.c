@@ -1,0 +1,178 @@
+/* kiln_lower: trace a function into a module and record its calling convention. */
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/ctx_internal.h"
+#include "core/tensor_internal.h"
+#include "runtime/trace.h"
+
+kiln_lower_options kiln_lower_options_default(void) {
+    return (kiln_lower_options){.struct_size = sizeof(kiln_lower_options), .name = "kiln"};
+}
+
+static kiln_status check_specs(kiln_ctx *cx, const kiln_arg_spec *args, int32_t n_args) {
+    for (int32_t i = 0; i < n_args; i++) {
+        int64_t numel;
+        size_t nbytes;
+        char fn[64];
+        snprintf(fn, sizeof fn, "kiln_lower: args[%d]", (int)i);
+        if (!kiln__check_dtype_shape(cx, fn, args[i].dtype, &args[i].shape, &numel, &nbytes))
+            return KILN_INVALID_ARGUMENT;
+    }
+    return KILN_OK;
+}
+
+/* Preserved results, donation and aliases (DESIGN.md section 1: checked right after
+ * lowering). A result may alias a donated argument of the same dtype and byte size that
+ * no other result aliases and that is not returned unchanged. */
+static kiln_status calling_convention(kiln_module *m, const kiln_arg_spec *args, bool donate_all) {
+    kiln__block *body = m->funcs[0]->body;
+    int32_t n_args = body->n_args, n_results = body->n_results;
+    m->donated = kiln__arena_alloc(&m->arena, (size_t)(n_args ? n_args : 1) * sizeof(bool), 1);
+    m->preserved =
+        kiln__arena_alloc(&m->arena, (size_t)(n_results ? n_results : 1) * sizeof(int32_t), 4);
+    m->aliases =
+        kiln__arena_alloc(&m->arena, (size_t)(n_results ? n_results : 1) * sizeof(int32_t), 4);
+    if (!m->donated || !m->preserved || !m->aliases) return KILN_RESOURCE_EXHAUSTED;
+    bool *taken = kiln__arena_alloc(&m->arena, (size_t)(n_args ? n_args : 1) * sizeof(bool), 1);
+    if (!taken) return KILN_RESOURCE_EXHAUSTED;
+    memset(taken, 0, (size_t)(n_args ? n_args : 1));
+    for (int32_t r = 0; r < n_results; r++) {
+        const kiln__value *v = body->results[r];
+        m->preserved[r] = v->block == body ? v->index : -1;
+        m->aliases[r] = -1;
+    }
+    for (int32_t a = 0; a < n_args; a++) {
+        bool preserved = false;
+        for (int32_t r = 0; r < n_results; r++)
+            preserved |= m->preserved[r] == a;
+        m->donated[a] = args[a].donate || (donate_all && !preserved);
+    }
+    for (int32_t r = 0; r < n_results; r++) {
+        if (m->preserved[r] >= 0) continue;
+        const kiln__type *t = &body->results[r]->type;
+        size_t bytes;
+        kiln_shape_nbytes(&t->shape, t->dtype, &bytes);
+        for (int32_t a = 0; a < n_args; a++) {
+            const kiln__type *at = &body->args[a]->type;
+            size_t abytes;
+            kiln_shape_nbytes(&at->shape, at->dtype, &abytes);
+            bool preserved = false;
+            for (int32_t q = 0; q < n_results; q++)
+                preserved |= m->preserved[q] == a;
+            if (m->donated[a] && !taken[a] && !preserved && at->dtype == t->dtype &&
+                abytes == bytes) {
+                m->aliases[r] = a;
+                taken[a] = true;
+                break;
+            }
+        }
+    }
+    return KILN_OK;
+}
+
+kiln_status kiln_lower(kiln_ctx *cx, const kiln_region *fn, const kiln_arg_spec *args,
+                       int32_t n_args, int32_t n_results, const kiln_lower_options *options,
+                       kiln_module **out_module) {
+    static const char name[] = "kiln_lower";
+    if (!cx) return KILN_INVALID_ARGUMENT;
+    if (!out_module) return kiln__null_argument(cx, name, "out_module");
+    *out_module = NULL;
+    if (!fn || !fn->fn) return kiln__null_argument(cx, name, "fn");
+    if (n_args < 0 || n_results < 0 || n_args > 4096 || n_results > 4096)
+        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                  "%s: n_args %d and n_results %d must be within 0..4096", name,
+                                  (int)n_args, (int)n_results);
+    if (n_args > 0 && !args) return kiln__null_argument(cx, name, "args");
+    kiln_lower_options o = kiln_lower_options_default();
+    if (options) {
+        if (options->struct_size < sizeof(kiln_lower_options))
+            return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                      "%s: options->struct_size is %zu; expected %zu (use "
+                                      "kiln_lower_options_default)",
+                                      name, options->struct_size, sizeof(kiln_lower_options));
+        o = *options;
+    }
+    if (cx->trace)
+        return kiln_ctx_set_error(cx, KILN_FAILED_PRECONDITION,
+                                  "%s: called while tracing (lower the outer function instead, "
+                                  "or call the inner one directly)",
+                                  name);
+    kiln_status s = check_specs(cx, args, n_args);
+    if (s != KILN_OK) return s;
+
+    kiln_module *m = kiln__module_new(cx, o.name ? o.name : "kiln");
+    if (!m) return KILN_RESOURCE_EXHAUSTED;
+    kiln__func *main_fn = kiln__module_add_func(m, "main", true);
+    if (!main_fn) {
+        kiln_module_release(m);
+        return kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "%s: out of memory", name);
+    }
+    main_fn->arg_names = kiln__arena_alloc(
+        &m->arena, (size_t)(n_args ? n_args : 1) * sizeof(char *), _Alignof(char *));
+    kiln__type *types = kiln__arena_alloc(&m->arena, (size_t)(n_args ? n_args : 1) * sizeof *types,
+                                          _Alignof(kiln__type));
+    if (!main_fn->arg_names || !types) {
+        kiln_module_release(m);
+        return kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "%s: out of memory", name);
+    }
+    for (int32_t i = 0; i < n_args; i++) {
+        types[i] = (kiln__type){args[i].dtype, args[i].shape};
+        main_fn->arg_names[i] =
+            args[i].name ? kiln__arena_strndup(&m->arena, args[i].name, strlen(args[i].name))
+                         : NULL;
+    }
+
+    /* Trace the function body as a region of no op. */
+    kiln__trace top = {.module = m, .block = main_fn->body, .outer = NULL};
+    kiln__block *body = main_fn->body;
+    s = kiln_scope_begin(cx);
+    if (s == KILN_OK) {
+        kiln_tensor **in = kiln__calloc(cx, (size_t)(n_args + n_results + 1) * sizeof *in,
+                                        _Alignof(kiln_tensor *), name);
+        if (!in) s = KILN_RESOURCE_EXHAUSTED;
+        kiln_tensor **outs = in ? in + n_args : NULL;
+        for (int32_t i = 0; i < n_args && s == KILN_OK; i++) {
+            kiln__value *v = kiln__block_add_arg(m, body, types[i]);
+            in[i] = v ? kiln__tensor_new_traced(cx, name, types[i].dtype, types[i].shape, v) : NULL;
+            if (!in[i]) s = KILN_RESOURCE_EXHAUSTED;
+        }
+        if (s == KILN_OK) {
+            cx->trace = &top;
+            s = fn->fn(cx, in, outs, fn->user);
+            if (s == KILN_OK && kiln_ctx_status(cx) != KILN_OK) s = kiln_ctx_status(cx);
+            if (s != KILN_OK && kiln_ctx_status(cx) == KILN_OK)
+                kiln_ctx_set_error(cx, s, "%s: the function failed with %s", name,
+                                   kiln_status_name(s));
+            kiln__value **values = NULL;
+            if (s == KILN_OK) {
+                values = kiln__arena_alloc(&m->arena,
+                                           (size_t)(n_results ? n_results : 1) * sizeof *values,
+                                           _Alignof(void *));
+                if (!values) s = KILN_RESOURCE_EXHAUSTED;
+            }
+            for (int32_t r = 0; r < n_results && s == KILN_OK; r++) {
+                if (!outs[r]) {
+                    s = kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                           "%s: the function stored no tensor for result %d", name,
+                                           (int)r + 1);
+                    break;
+                }
+                values[r] = kiln__trace_value_of(cx, name, outs[r]);
+                if (!values[r]) s = kiln_ctx_status(cx);
+            }
+            if (s == KILN_OK) s = kiln__block_set_results(m, body, values, n_results);
+            cx->trace = NULL;
+        }
+        if (in) kiln__free(cx, in, (size_t)(n_args + n_results + 1) * sizeof *in);
+        kiln_scope_end(cx);
+    }
+    if (s == KILN_OK) s = calling_convention(m, args, o.donate_all);
+    if (s != KILN_OK) {
+        if (kiln_ctx_status(cx) == KILN_OK) kiln_ctx_set_error(cx, s, "%s: out of memory", name);
+        kiln_module_release(m);
+        return s;
+    }
+    *out_module = m;
+    return KILN_OK;
+}

@@ -1,0 +1,34 @@
+/* Tracing: while kiln_lower runs a function, builders with traced operands record ops. */
+#ifndef KILN_RUNTIME_TRACE_H
+#define KILN_RUNTIME_TRACE_H
+
+#include "ir/ir.h"
+
+typedef struct kiln__trace {
+    kiln_module *module;
+    kiln__block *block; /* where ops are recorded now */
+    struct kiln__trace *outer;
+} kiln__trace;
+
+/* True when cx is tracing and op should be recorded rather than run: some operand is
+ * traced, or the op has regions. */
+bool kiln__trace_wants(kiln_ctx *cx, kiln_op op, kiln_tensor *const *operands, int n_operands);
+
+/* Records op into the current trace; results become traced tensors owned by the
+ * innermost scope. Same contract as kiln__op_run. */
+kiln_status kiln__trace_op(kiln_ctx *cx, kiln_op op, kiln__attrs *attrs,
+                           kiln_tensor *const *operands, int n_operands, kiln_tensor **results,
+                           int n_results);
+
+/* The IR value for a tensor inside the current trace: its own value if traced by this
+ * trace, else a constant op recorded in the current block. NULL with an error recorded
+ * when the tensor belongs to another (finished) trace. */
+kiln__value *kiln__trace_value_of(kiln_ctx *cx, const char *fn, kiln_tensor *t);
+
+/* Traces `region` into a new block of `parent` (whose op is `op`, region index i) with
+ * arguments of the given types; stores the block. */
+kiln_status kiln__trace_region(kiln_ctx *cx, const char *what, const kiln_region *region,
+                               kiln__ir_op *parent, int32_t index, const kiln__type *arg_types,
+                               int32_t n_args, int32_t n_results);
+
+#endif

@@ -17,7 +17,8 @@
  *     }
  *
  *     kiln_region fn = {step, NULL};
- *     kiln_arg_spec args[2] = {{KILN_F32, KILN_SHAPE(10, 10)}, {KILN_F32, KILN_SHAPE(10, 10)}};
+ *     kiln_arg_spec args[2] = {{.dtype = KILN_F32, .shape = KILN_SHAPE(10, 10)},
+ *                              {.dtype = KILN_F32, .shape = KILN_SHAPE(10, 10)}};
  *     kiln_module *m;
  *     kiln_lower(cx, &fn, args, 2, 1, NULL, &m);
  *     kiln_module_print(cx, m, stdout);                    // StableHLO text

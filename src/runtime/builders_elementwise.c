@@ -4,6 +4,7 @@
 
 #include "base/ctx_internal.h"
 #include "runtime/op_run.h"
+#include "runtime/trace.h"
 
 /* kiln__broadcast_operands for operands numbered from `first` in messages. */
 static kiln_status broadcast_from(kiln_ctx *cx, const char *fn, kiln_tensor **operands, int n,
@@ -44,9 +45,20 @@ static kiln_status broadcast_from(kiln_ctx *cx, const char *fn, kiln_tensor **op
                                       kiln__shape_text(&expected, want));
         }
     }
+    /* While tracing, a concrete operand broadcast against a traced one is captured as a
+     * constant first, so the trace records a small constant and a broadcast_in_dim rather
+     * than folding a full-size constant. */
+    bool any_traced = false;
+    for (int i = 0; i < n; i++)
+        any_traced |= kiln_tensor_is_traced(operands[i]);
     for (int i = 0; i < n; i++) {
         const kiln_shape *s = kiln_tensor_shape(operands[i]);
         if (kiln_shape_equal(s, &target)) continue;
+        if (any_traced && !kiln_tensor_is_traced(operands[i]) && kiln__tracing(cx)) {
+            kiln_tensor *c = kiln__trace_capture(cx, fn, operands[i]);
+            if (!c) return kiln_ctx_status(cx);
+            operands[i] = c;
+        }
         kiln__attrs a = {.fn = fn};
         a.u.broadcast.shape = target;
         a.u.broadcast.dims.count = s->rank;

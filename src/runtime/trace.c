@@ -10,6 +10,8 @@
 
 static kiln__trace *current(kiln_ctx *cx) { return cx->trace; }
 
+bool kiln__tracing(const kiln_ctx *cx) { return cx->trace != NULL; }
+
 bool kiln__trace_wants(kiln_ctx *cx, kiln_op op, kiln_tensor *const *operands, int n_operands) {
     if (!cx->trace) return false;
     if (kiln__op_has(op, KILN_OPF_REGIONS) || kiln__op_has(op, KILN_OPF_CONTROL)) return true;
@@ -52,6 +54,13 @@ kiln__value *kiln__trace_value_of(kiln_ctx *cx, const char *fn, kiln_tensor *t) 
         return NULL;
     }
     return op->results[0];
+}
+
+kiln_tensor *kiln__trace_capture(kiln_ctx *cx, const char *fn, kiln_tensor *t) {
+    if (kiln__tensor_trace(t)) return t;
+    kiln__value *v = kiln__trace_value_of(cx, fn, t);
+    if (!v) return NULL;
+    return kiln__tensor_new_traced(cx, fn, v->type.dtype, v->type.shape, v);
 }
 
 kiln_status kiln__trace_region(kiln_ctx *cx, const char *what, const kiln_region *region,

@@ -10,6 +10,9 @@ typedef struct kiln__trace {
     struct kiln__trace *outer;
 } kiln__trace;
 
+/* True while kiln_lower traces a function on cx. */
+bool kiln__tracing(const kiln_ctx *cx);
+
 /* True when cx is tracing and op should be recorded rather than run: some operand is
  * traced, or the op has regions. */
 bool kiln__trace_wants(kiln_ctx *cx, kiln_op op, kiln_tensor *const *operands, int n_operands);
@@ -24,6 +27,10 @@ kiln_status kiln__trace_op(kiln_ctx *cx, kiln_op op, kiln__attrs *attrs,
  * trace, else a constant op recorded in the current block. NULL with an error recorded
  * when the tensor belongs to another (finished) trace. */
 kiln__value *kiln__trace_value_of(kiln_ctx *cx, const char *fn, kiln_tensor *t);
+
+/* A traced tensor for t in the current trace: t itself if traced, else a new traced
+ * tensor standing for a constant op holding t (so ops on it are recorded, not folded). */
+kiln_tensor *kiln__trace_capture(kiln_ctx *cx, const char *fn, kiln_tensor *t);
 
 /* Traces `region` into a new block of `parent` (whose op is `op`, region index i) with
  * arguments of the given types; stores the block. */

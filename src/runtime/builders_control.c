@@ -47,20 +47,13 @@ static kiln_tensor *i64_scalar(kiln_ctx *cx, int64_t v) {
     return t;
 }
 
-static int64_t i64_value(const kiln_tensor *t) {
-    int64_t v;
-    memcpy(&v, kiln_tensor_data(t), sizeof v);
-    return v;
-}
-
+/* The counter's test and increment are ops, so the loop traces as well as it runs. */
 static kiln_status fori_cond(kiln_ctx *cx, kiln_tensor *const *args, kiln_tensor **results,
                              void *user) {
     const fori_loop *loop = user;
-    kiln_tensor *t = kiln__tensor_new(cx, "kiln_fori_loop", KILN_BOOL, KILN_SHAPE_SCALAR);
-    if (!t) return KILN_RESOURCE_EXHAUSTED;
-    *(uint8_t *)kiln__tensor_mutable_data(t) = i64_value(args[0]) < loop->upper;
-    results[0] = t;
-    return KILN_OK;
+    kiln_tensor *upper = kiln_full_int(cx, KILN_I64, KILN_SHAPE_SCALAR, loop->upper);
+    results[0] = kiln_compare(cx, args[0], upper, KILN_CMP_LT, KILN_CMP_SIGNED);
+    return results[0] ? KILN_OK : kiln_ctx_status(cx);
 }
 
 /* Gives a reference the caller holds to the innermost scope, as a borrowed pointer: a
@@ -95,8 +88,8 @@ static kiln_status fori_body(kiln_ctx *cx, kiln_tensor *const *args, kiln_tensor
                                   (int)i + 1, kiln__type_text(&h, have), kiln__type_text(&w, want),
                                   (int)i + 1);
     }
-    results[0] = i64_scalar(cx, i64_value(args[0]) + 1);
-    return results[0] ? KILN_OK : KILN_RESOURCE_EXHAUSTED;
+    results[0] = kiln_add(cx, args[0], kiln_full_int(cx, KILN_I64, KILN_SHAPE_SCALAR, 1));
+    return results[0] ? KILN_OK : kiln_ctx_status(cx);
 }
 
 kiln_status kiln_fori_loop(kiln_ctx *cx, int64_t lower, int64_t upper, kiln_tensor *const *inits,

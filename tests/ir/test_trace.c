@@ -114,3 +114,30 @@ Test(trace, lower_rejects_bad_arguments) {
     kiln_ctx_clear_error(cx);
     kiln_ctx_release(cx);
 }
+
+static kiln_status double_it(kiln_ctx *cx, kiln_tensor *const *a, kiln_tensor **r, void *u) {
+    (void)u; /* a[0] is the counter, a[1] the state */
+    r[0] = kiln_add(cx, a[1], a[1]);
+    return kiln_ctx_status(cx);
+}
+
+static kiln_status with_fori(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *user) {
+    (void)user;
+    kiln_region body = {double_it, NULL};
+    return kiln_fori_loop(cx, 0, 5, in, 1, &body, out);
+}
+
+Test(trace, fori_loop_traces_into_a_while) {
+    kiln_ctx *cx = test_ctx();
+    kiln_region fn = {with_fori, NULL};
+    kiln_arg_spec a = {.dtype = KILN_F32, .shape = KILN_SHAPE(4)};
+    kiln_module *m = NULL;
+    cr_assert_eq(kiln_lower(cx, &fn, &a, 1, 1, NULL, &m), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    bool found = false;
+    for (kiln__ir_op *op = m->funcs[0]->body->first; op; op = op->next)
+        found |= op->kind == KILN_OP_WHILE;
+    cr_assert(found);
+    cr_assert_eq(kiln__module_verify(m), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    kiln_module_release(m);
+    kiln_ctx_release(cx);
+}

@@ -1340,7 +1340,7 @@ static kiln_status workload(kiln_ctx *cx) {
 
 Test(control, allocation_failures_leak_nothing) {
     bool succeeded = false;
-    for (int64_t k = 0; k < 400 && !succeeded; k++) {
+    for (int64_t k = 0; k < 4000 && !succeeded; k++) {
         failing_allocator fa;
         kiln_ctx *cx = failing_ctx(&fa, k);
         if (!cx) continue;

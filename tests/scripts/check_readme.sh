@@ -9,5 +9,5 @@ flags=""
 case "$sanitize" in ON|on|1|TRUE|true) flags="-fsanitize=address,undefined" ;; esac
 "$cc" -std=c17 -Wall -Wextra -Werror $flags -I"$include" "$work/example.c" "$lib" $(pkg-config --libs openblas) -lm -o "$work/example"
 cd "$work" && ./example
-test -f "$work/w.npy"
+test -f "$work/y.npy"
 echo "readme: example ok ($(wc -l < "$work/example.c") lines)"

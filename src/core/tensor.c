@@ -128,6 +128,49 @@ kiln_status kiln__traced_error(kiln_ctx *cx, const char *fn) {
 
 bool kiln_tensor_is_traced(const kiln_tensor *t) { return t && t->trace; }
 
+kiln_status kiln__dead_error(kiln_ctx *cx, const char *fn, const kiln_tensor *t) {
+    return kiln_ctx_set_error(cx, KILN_FAILED_PRECONDITION, "%s: %s", fn, t->dead);
+}
+
+char *kiln__dead_message_new(kiln_ctx *cx, const kiln_tensor *t, const char *text) {
+    size_t n = strlen(text) + 1;
+    char *m = kiln__raw_alloc(&t->allocator, n, 1);
+    if (!m) {
+        kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "out of memory marking a tensor donated");
+        return NULL;
+    }
+    memcpy(m, text, n);
+    return m;
+}
+
+void kiln__dead_message_free(const kiln_tensor *t, char *message) {
+    if (message) kiln__raw_free(&t->allocator, message, strlen(message) + 1);
+}
+
+void kiln__tensor_kill(kiln_tensor *t, char *message) {
+    t->dead = message;
+    storage_release(t->storage);
+    t->storage = NULL;
+    t->byte_offset = 0;
+}
+
+kiln_tensor *kiln__tensor_view(kiln_ctx *cx, const char *fn, kiln_tensor *t, kiln_dtype dtype,
+                               kiln_shape shape) {
+    int64_t numel;
+    size_t nbytes;
+    if (!kiln__check_dtype_shape(cx, fn, dtype, &shape, &numel, &nbytes)) return NULL;
+    if (!t->storage || nbytes > t->nbytes) {
+        kiln_ctx_set_error(cx, KILN_INTERNAL, "%s: internal: a view of %zu bytes over %zu", fn,
+                           nbytes, t->nbytes);
+        return NULL;
+    }
+    kiln_tensor *v = tensor_around(cx, fn, dtype, &shape, numel, nbytes, t->storage);
+    if (!v) return NULL;
+    atomic_fetch_add_explicit(&t->storage->refs, 1, memory_order_relaxed);
+    v->byte_offset = t->byte_offset;
+    return v;
+}
+
 void *kiln__tensor_mutable_data(kiln_tensor *t) {
     if (!t->storage) return NULL;
     return t->storage->data ? (char *)t->storage->data + t->byte_offset : NULL;
@@ -222,7 +265,7 @@ kiln_device kiln_tensor_device(const kiln_tensor *t) {
 }
 
 const void *kiln_tensor_data(const kiln_tensor *t) {
-    if (!t || t->nbytes == 0 || !t->storage || t->storage->device.type != KILN_DEVICE_TYPE_CPU)
+    if (!t || t->dead || t->nbytes == 0 || !t->storage || t->storage->device.type != KILN_DEVICE_TYPE_CPU)
         return NULL;
     return (const char *)t->storage->data + t->byte_offset;
 }
@@ -232,6 +275,7 @@ kiln_status kiln_tensor_to_host(kiln_ctx *cx, const kiln_tensor *t, void *dst, s
     if (!cx) return KILN_INVALID_ARGUMENT;
     if (!t) return kiln__null_argument(cx, fn, "tensor");
     if (t->trace) return kiln__traced_error(cx, fn);
+    if (t->dead) return kiln__dead_error(cx, fn, t);
     if (nbytes != t->nbytes)
         return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
                                   "%s: nbytes is %zu; the %s tensor has %zu bytes", fn, nbytes,
@@ -250,6 +294,10 @@ double kiln_tensor_item(kiln_ctx *cx, const kiln_tensor *t, int64_t index) {
     }
     if (t->trace) {
         kiln__traced_error(cx, "kiln_tensor_item");
+        return NAN;
+    }
+    if (t->dead) {
+        kiln__dead_error(cx, "kiln_tensor_item", t);
         return NAN;
     }
     if (index < 0 || index >= t->numel) {
@@ -272,6 +320,7 @@ void kiln_tensor_release(kiln_tensor *t) {
     kiln__owned_unlink(&t->owned); /* an early release of a scope-owned tensor */
     storage_release(t->storage);
     kiln_allocator a = t->allocator;
+    if (t->dead) kiln__raw_free(&a, t->dead, strlen(t->dead) + 1);
     kiln__raw_free(&a, t, sizeof *t);
 }
 
@@ -288,4 +337,10 @@ kiln_tensor *kiln_scope_escape(kiln_ctx *cx, kiln_tensor *t) {
     }
     kiln__scope_move_outer(cx, &t->owned);
     return t;
+}
+
+void kiln__tensor_discard(kiln_tensor *t) {
+    if (!t) return;
+    kiln__owned_unlink(&t->owned); /* the reference being dropped is the scope's */
+    kiln_tensor_release(t);
 }

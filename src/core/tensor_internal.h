@@ -33,6 +33,10 @@ struct kiln_tensor {
     /* A traced tensor stands for an IR value while kiln_lower traces a function: `trace`
      * is that value (opaque here), and the tensor has no storage. */
     void *trace;
+    /* A dead tensor was donated to an executable (kiln_exe_call): its storage is gone and
+     * every use reports FAILED_PRECONDITION with this message ("tensor was donated to
+     * 'step' as 'x'"), allocated with `allocator`. NULL while the tensor is alive. */
+    char *dead;
 };
 
 /* Checks dtype and shape for `fn`, recording INVALID_ARGUMENT with a message naming the
@@ -54,7 +58,33 @@ static inline void *kiln__tensor_trace(const kiln_tensor *t) { return t ? t->tra
 /* Records FAILED_PRECONDITION "<fn>: the tensor is traced ..." and returns it. */
 kiln_status kiln__traced_error(kiln_ctx *cx, const char *fn);
 
+/* The message of a dead (donated) tensor, or NULL for a live one. */
+static inline const char *kiln__tensor_dead(const kiln_tensor *t) { return t ? t->dead : NULL; }
+
+/* Records FAILED_PRECONDITION "<fn>: <t's death message>" and returns it. */
+kiln_status kiln__dead_error(kiln_ctx *cx, const char *fn, const kiln_tensor *t);
+
+/* A copy of `text` allocated with t's allocator, to kill t with later; NULL with
+ * RESOURCE_EXHAUSTED recorded in cx. Free an unused one with kiln__dead_message_free. */
+char *kiln__dead_message_new(kiln_ctx *cx, const kiln_tensor *t, const char *text);
+void kiln__dead_message_free(const kiln_tensor *t, char *message);
+
+/* Marks a live concrete tensor dead with `message` (from kiln__dead_message_new, taken
+ * over) and drops its reference to its storage. Its dtype and shape stay readable. */
+void kiln__tensor_kill(kiln_tensor *t, char *message);
+
+/* A new tensor of `dtype` and `shape` over t's storage at t's offset (no copy: the
+ * storage is shared), adopted by the innermost scope. Its byte size must not exceed t's;
+ * t must be concrete and alive. */
+kiln_tensor *kiln__tensor_view(kiln_ctx *cx, const char *fn, kiln_tensor *t, kiln_dtype dtype,
+                               kiln_shape shape);
+
 /* Writable data of a tensor the caller just made (NULL when empty). */
 void *kiln__tensor_mutable_data(kiln_tensor *t);
+
+/* Drops the scope's reference to a temporary that library code made (and so the scope
+ * owns), unlinking it first: unlike kiln_tensor_release, this is right even when someone
+ * else (a module holding it as a constant) also holds a reference. */
+void kiln__tensor_discard(kiln_tensor *t);
 
 #endif

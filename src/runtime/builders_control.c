@@ -135,10 +135,10 @@ kiln_status kiln_fori_loop(kiln_ctx *cx, int64_t lower, int64_t upper, kiln_tens
         kiln__attrs a = {
             .fn = fn, .region = {&cond_region, &body_region}, .n_regions = 2, .n_results = n + 1};
         s = kiln__op_run(cx, KILN_OP_WHILE, &a, state, n + 1, results, n + 1);
-        kiln_tensor_release(state[0]);
+        kiln__tensor_discard(state[0]);
     }
     if (s == KILN_OK) {
-        kiln_tensor_release(results[0]); /* the final i */
+        kiln__tensor_discard(results[0]); /* the final i */
         for (int32_t i = 0; i < n; i++)
             out[i] = results[1 + i];
     }
@@ -234,7 +234,7 @@ kiln_tensor *kiln_constant(kiln_ctx *cx, kiln_dtype dtype, kiln_shape shape, con
     kiln__attrs a = {.fn = fn};
     a.u.constant = value;
     kiln_tensor *r = kiln__op_run1(cx, KILN_OP_CONSTANT, &a, NULL, 0);
-    kiln_tensor_release(value);
+    kiln__tensor_discard(value);
     return r;
 }
 

@@ -5,6 +5,7 @@
 
 #include "base/alloc.h"
 #include "base/ctx_internal.h"
+#include "core/tensor_internal.h"
 #include "runtime/op_run.h"
 
 kiln_tensor *kiln_broadcast_in_dim(kiln_ctx *cx, kiln_tensor *x, kiln_shape shape, kiln_dims dims) {
@@ -320,7 +321,7 @@ kiln_tensor *kiln_stack(kiln_ctx *cx, kiln_tensor *const *xs, int32_t n, int64_t
         if (!(parts[made] = reshape_as(cx, fn, xs[made], shape))) break;
     if (made == n) r = concatenate_as(cx, fn, parts, n, axis);
     for (int32_t i = 0; i < made; i++)
-        kiln_tensor_release(parts[i]);
+        kiln__tensor_discard(parts[i]);
     if (parts != fixed) kiln__free(cx, parts, bytes);
     return r;
 }

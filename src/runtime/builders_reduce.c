@@ -8,6 +8,7 @@
 #include "backends/cpu/eval_reduce.h"
 #include "base/alloc.h"
 #include "base/ctx_internal.h"
+#include "core/tensor_internal.h"
 #include "runtime/op_run.h"
 
 #define MAX_VARIADIC (1 << 20)
@@ -214,7 +215,7 @@ static kiln_tensor *reduce_builtin(kiln_ctx *cx, const char *fn, kiln_tensor *x,
     attrs.region[0] = region;
     kiln_tensor *operands[2] = {x, init}, *r = NULL;
     kiln__op_run(cx, KILN_OP_REDUCE, &attrs, operands, 2, &r, 1);
-    kiln_tensor_release(init);
+    kiln__tensor_discard(init);
     return r;
 }
 

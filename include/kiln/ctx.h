@@ -22,6 +22,7 @@
 #ifndef KILN_CTX_H
 #define KILN_CTX_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "kiln/alloc.h"
@@ -110,7 +111,7 @@ KILN_API void kiln_ctx_log(kiln_ctx *cx, kiln_log_level level, const char *fmt, 
 
 /* Parses "error", "warn", "info", "debug" or "off" (any case). Returns false and leaves
  * *out_level alone for anything else. */
-KILN_API _Bool kiln_log_level_parse(const char *text, kiln_log_level *out_level);
+KILN_API bool kiln_log_level_parse(const char *text, kiln_log_level *out_level);
 
 /* Scopes own the tensors made while they are the innermost open scope. kiln_scope_end
  * releases the scope's reference to each of them: a tensor survives only if someone

@@ -39,6 +39,7 @@
 #include <stdio.h>
 
 #include "kiln/ops.h"
+#include "kiln/tree.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -87,9 +88,38 @@ typedef struct kiln_module_info {
 KILN_API kiln_status kiln_module_info_get(kiln_ctx *cx, const kiln_module *m,
                                           kiln_module_info *out_info);
 
-/* StableHLO text, in the form JAX prints (module @name { func.func public @main(...) }),
- * with the calling convention as comments. kiln_module_to_string returns a string to free
- * with kiln_string_free. */
+/* StableHLO text, in the form JAX's lower(...).as_text() prints and stablehlo-opt reads:
+ *
+ *     module @kiln {
+ *       // calling convention of @main: 2 arguments, 2 results
+ *       //   donated arguments: %arg0
+ *       //   preserved results (returned unchanged): result 1 = %arg1
+ *       //   aliased results (may reuse a donated buffer): result 0 -> %arg0
+ *       func.func public @main(%arg0: tensor<10x10xf32> {kiln.path = "x",
+ *           tf.aliasing_output = 0 : i32}, %arg1: tensor<10x10xf32>) -> (...) {
+ *         %cst = stablehlo.constant dense<1.000000e+00> : tensor<f32>
+ *         %0 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<10x10xf32>
+ *         ...
+ *         return %8, %arg1 : tensor<10x10xf32>, tensor<10x10xf32>
+ *       }
+ *     }
+ *
+ * (the signature is one line). Ops print in their pretty form where StableHLO has one and
+ * in the generic form ("stablehlo.gather"(...) <{...}> : ...) otherwise; values are named
+ * as MLIR names them (%argN, %N, %N:2 and %N#1, %cst and %c_N for constants). Arguments
+ * carry their path (kiln.path) and donation as JAX marks it: tf.aliasing_output = r when
+ * result r may reuse the buffer, jax.buffer_donor = true when none does. Constants print
+ * exactly (floats read back to the same bits, NaN and infinities as hex bit patterns,
+ * more than 100 elements as a hex blob). The region of a call becomes a private function
+ * @callee_N after @main, called with func.call; values it uses from outside are passed as
+ * extra arguments.
+ *
+ * kiln_module_to_string returns a NUL-terminated string, allocated through the ctx, to
+ * free with kiln_string_free; NULL on error. kiln_module_print writes the same text to
+ * `stream`. Errors: INVALID_ARGUMENT for a NULL module or stream (a NULL ctx returns
+ * NULL / INVALID_ARGUMENT without recording), RESOURCE_EXHAUSTED (nothing is written),
+ * UNAVAILABLE when writing fails. The module is only read: printing one module from
+ * several threads, each with its own ctx, is safe. */
 KILN_API char *kiln_module_to_string(kiln_ctx *cx, const kiln_module *m);
 KILN_API kiln_status kiln_module_print(kiln_ctx *cx, const kiln_module *m, FILE *stream);
 
@@ -98,42 +128,242 @@ KILN_API kiln_status kiln_module_print(kiln_ctx *cx, const kiln_module *m, FILE 
 typedef struct kiln_exe kiln_exe;
 
 typedef struct kiln_compile_options {
-    size_t struct_size;        /* sizeof(kiln_compile_options) */
-    kiln_device device;        /* default: the ctx's device */
-    bool assert_nonallocating; /* fail unless every result reuses a donated or preserved buffer */
+    size_t struct_size; /* sizeof(kiln_compile_options) */
+    /* The device to compile for; type 0 (the default) means the compiling ctx's device.
+     * Only the CPU exists today (another device is UNIMPLEMENTED). */
+    kiln_device device;
+    /* Fail the compile (FAILED_PRECONDITION naming the result) unless every result reuses
+     * a donated or preserved buffer, so that calls allocate no result memory. */
+    bool assert_nonallocating;
 } kiln_compile_options;
 
+/* Options with every field at its default. */
 KILN_API kiln_compile_options kiln_compile_options_default(void);
 
-/* Verifies the module, runs the passes (dead-code elimination for now), plans buffers
- * and builds an executable (kiln_exe_release). `options` may be NULL. The module may be
- * released afterwards: the executable keeps what it needs. */
+/* Verifies the module, runs the passes (dead-code elimination, in place on the module;
+ * small ops whose operands are all constants are evaluated at compile time), plans buffers
+ * and builds an executable. `options` may be NULL. On success *out_exe is a new executable
+ * (kiln_exe_release) whose memory comes from cx's allocator; the module may be released
+ * at once: the executable keeps copies of what it needs (it shares the storage of the
+ * module's constants). Errors: INVALID_ARGUMENT (NULL arguments, options->struct_size),
+ * UNIMPLEMENTED (the device), INTERNAL (a module the verifier rejects),
+ * FAILED_PRECONDITION (assert_nonallocating; a constant that was donated),
+ * RESOURCE_EXHAUSTED. */
 KILN_API kiln_status kiln_compile(kiln_ctx *cx, kiln_module *m, const kiln_compile_options *options,
                                   kiln_exe **out_exe);
 
+/* Reference counting (atomic: thread-safe). The last release frees the executable; any
+ * ctx may be gone by then, but the allocator of the ctx that compiled it must still work.
+ * NULL is a no-op. */
 KILN_API kiln_exe *kiln_exe_retain(kiln_exe *exe);
 KILN_API void kiln_exe_release(kiln_exe *exe);
 
-/* Runs the executable on args[0..n_args-1] (concrete tensors matching the lowered types),
- * storing n_results new tensors, owned by cx's innermost scope, in out_results. Donated
- * arguments are dead afterwards: any later use reports FAILED_PRECONDITION naming the
- * function and the argument. Thread-safe for one exe across threads, each with its own
- * ctx. Errors: INVALID_ARGUMENT naming the argument position (count, dtype, shape, a traced
- * or dead tensor, a tensor donated twice), RESOURCE_EXHAUSTED. */
+/* Runs the executable on args[0..n_args-1] (concrete tensors of the lowered dtypes and
+ * shapes, on its device), storing n_results new tensors, owned by cx's innermost scope, in
+ * out_results (all NULL on error). A result that returns an argument unchanged is a new
+ * tensor sharing the argument's buffer (no copy).
+ *
+ * Donation: a donated argument's buffer receives the result aliased to it (no allocation)
+ * when no other tensor shares that buffer; either way the argument is dead once the run
+ * has begun (also when it then fails): any later use reports FAILED_PRECONDITION with
+ * "tensor was donated to '<module name>' as '<argument name>'" (or "as args[i]").
+ *
+ * Thread-safe for one exe across threads, each with its own ctx. Intermediates live in a
+ * per-call arena planned at compile time and pooled in the executable: once it has served
+ * as many concurrent calls before, a call allocates nothing but its results (and what
+ * control flow and regions that are not builtins make as they run).
+ * Errors: INVALID_ARGUMENT naming the argument position (args[i]: NULL, dtype, shape,
+ * device; a tensor donated twice, or donated and also passed as another argument),
+ * FAILED_PRECONDITION (args[i] is traced or dead), what a region or kernel reports,
+ * RESOURCE_EXHAUSTED. */
 KILN_API kiln_status kiln_exe_call(kiln_ctx *cx, kiln_exe *exe, kiln_tensor *const *args,
                                    kiln_tensor **out_results);
+
+/* kiln_exe_call with the caller's counts checked against the executable's: a mismatch is
+ * INVALID_ARGUMENT naming both counts. */
+KILN_API kiln_status kiln_exe_call_n(kiln_ctx *cx, kiln_exe *exe, kiln_tensor *const *args,
+                                     int32_t n_args, kiln_tensor **out_results, int32_t n_results);
 
 /* What the compiler decided. Arrays are borrowed from the executable. */
 typedef struct kiln_exe_info {
     int32_t n_args, n_results;
     const int32_t *aliases;   /* per result: the donated argument whose buffer it reuses, or -1 */
     const int32_t *preserved; /* per result: the argument returned unchanged, or -1 */
-    int32_t n_ops;            /* ops executed per call (after the passes) */
+    int32_t n_ops;            /* ops executed per call (after the passes; constants excluded) */
     size_t arena_bytes;       /* peak size of the buffer plan for intermediates */
-    int32_t n_buffers;        /* intermediate buffers in the plan */
+    int32_t n_buffers;        /* intermediate values placed in the arena */
 } kiln_exe_info;
 
+/* Errors: INVALID_ARGUMENT for a NULL argument. Thread-safe. */
 KILN_API kiln_status kiln_exe_info_get(kiln_ctx *cx, const kiln_exe *exe, kiln_exe_info *out_info);
+
+/* ---- jit cache ------------------------------------------------------------------------
+ *
+ * A kiln_jit wraps a function with a cache of executables keyed by the signature of its
+ * arguments: every leaf's dtype and shape, the static scalars (kiln/tree.h), the tree
+ * structure, and the device compiled for. A call whose signature is cached runs the cached
+ * executable; any other call traces the function again (kiln_lower), compiles it
+ * (kiln_compile), caches the result and runs it. With KILN_LOG=info (or a log callback at
+ * that level) every compile is logged with the reason the cache missed:
+ *
+ *     train_step: arg 1 'y': shape [10,10] -> [20,10]; compiled specialization 2 in 0.31 ms
+ *
+ * The function takes either a list of tensors (a kiln_region, as for kiln_lower) or C
+ * structs described by tree descriptors:
+ *
+ *     typedef struct { kiln_tensor *w, *b; } dense;
+ *     typedef struct { dense params; kiln_tensor *x; int n_steps; } step_in;
+ *     typedef struct { dense params; kiln_tensor *loss; } step_out;
+ *     KILN_TREE_DEF(dense, KILN_FIELD(dense, w), KILN_FIELD(dense, b));
+ *     KILN_TREE_DEF(step_in, KILN_SUBTREE(step_in, params, dense), KILN_FIELD(step_in, x),
+ *                   KILN_STATIC(step_in, n_steps));
+ *     KILN_TREE_DEF(step_out, KILN_SUBTREE(step_out, params, dense),
+ *                   KILN_FIELD(step_out, loss));
+ *
+ *     static kiln_status train_step(kiln_ctx *cx, const void *in_, void *out_, void *user) {
+ *         const step_in *in = in_;    // traced tensors; n_steps is the caller's value
+ *         step_out *out = out_;
+ *         ...
+ *         return kiln_ctx_status(cx);
+ *     }
+ *
+ *     kiln_jit_options o = kiln_jit_options_default();
+ *     o.name = "train_step";
+ *     o.donate_paths = (const char *[]){"params"};    // reuse the parameters' buffers
+ *     o.n_donate_paths = 1;
+ *     kiln_jit *f;
+ *     kiln_jit_create_tree(cx, train_step, NULL, &kiln_tree_def_step_in,
+ *                          &kiln_tree_def_step_out, &o, &f);
+ *     step_in in = {.params = p, .x = x, .n_steps = 3};
+ *     step_out out;
+ *     kiln_jit_call(cx, f, &in, &out);            // traces and compiles
+ *     in.params = out.params;
+ *     kiln_jit_call(cx, f, &in, &out);            // cached
+ *     kiln_jit_release(f);
+ *
+ * With a list of tensors: kiln_jit_create(cx, &(kiln_region){step, NULL}, 2, 1, NULL, &f)
+ * then kiln_jit_call_list(cx, f, (kiln_tensor *[]){x, y}, &r).
+ *
+ * The cache is bounded: least recently used entries are evicted beyond max_entries
+ * executables or max_bytes bytes. An entry's size is an estimate: the executable's
+ * intermediate arena (kiln_exe_info.arena_bytes) plus the bytes of the module's constants.
+ * The entry a call just made or used is never evicted by that call, so a single entry
+ * larger than max_bytes stays until the next one replaces it.
+ *
+ * Thread-safety: one kiln_jit may be called from several threads at once, each with its
+ * own ctx (a mutex guards the cache; tracing and compiling run outside it, so two threads
+ * missing on the same signature may both compile it, and one result is kept). The jit's
+ * own memory comes from the allocator of the ctx that created it, and each executable's
+ * from the allocator of the ctx whose call compiled it: those allocators must keep working
+ * until the jit is released (the ctxs themselves may go), and be thread-safe when the jit
+ * is shared.
+ */
+
+typedef struct kiln_jit kiln_jit;
+
+/* A function over structs: `in` points to a struct of the input type whose tensor
+ * members are traced tensors and whose static members hold the caller's values (other
+ * members are copied from the caller's struct as they are, but are not part of the cache
+ * key); the function stores tensors into every tensor member of the zero-filled struct
+ * `out` (and may set its static members: the values stored while tracing are returned by
+ * every call that uses that trace). Returns KILN_OK or an error, as a kiln_region. */
+typedef kiln_status (*kiln_jit_fn)(kiln_ctx *cx, const void *in, void *out, void *user);
+
+typedef struct kiln_jit_options {
+    size_t struct_size; /* sizeof(kiln_jit_options); set by kiln_jit_options_default */
+    /* The function's name in logs, errors and the module (module @name). Copied.
+     * Default "jit". */
+    const char *name;
+    /* List mode: n_in argument names (NULL, or NULL entries, for none), used like tree
+     * paths in logs, errors, donate_paths and the printed module. Copied. */
+    const char *const *arg_names;
+    /* Cache bounds; 0 means no bound. Defaults: 64 entries, no byte bound. */
+    int32_t max_entries;
+    size_t max_bytes;
+    /* The most compiles over the jit's life (recompiles after eviction count too); one
+     * more is FAILED_PRECONDITION naming the function, the limit and the miss reason.
+     * 0 (the default): no limit. */
+    int32_t max_specializations;
+    /* Donation (kiln_arg_spec.donate): a donated argument's buffer may be reused for a
+     * result, and the caller's tensor is dead after the call. `donate`: one flag per
+     * argument of the lowered function (n_in in list mode, the leaf count of the input
+     * descriptor in tree mode), or NULL; copied. `donate_paths`: leaf path prefixes
+     * ("params" donates "params.w" and "params.b"; in list mode the arg_names), each of
+     * which must match some argument; copied. `donate_all`: Reactant's :auto, donate every
+     * argument that the function does not return unchanged. */
+    const bool *donate;
+    const char *const *donate_paths;
+    int32_t n_donate_paths;
+    bool donate_all;
+    /* Passed to kiln_compile (copied); NULL for its defaults. The device compiled for
+     * (this one's, or the calling ctx's when it has none) is part of the cache key. */
+    const kiln_compile_options *compile;
+} kiln_jit_options;
+
+KILN_API kiln_jit_options kiln_jit_options_default(void);
+
+/* Creates a jit over a list-of-tensors function taking n_in arguments and returning n_out
+ * results (0..4096 each). `fn` is copied; `options` may be NULL. *out_jit is a new jit
+ * (kiln_jit_release). Errors: INVALID_ARGUMENT (NULL fn or out_jit, counts, options:
+ * struct_size, negative bounds, a donate path matching no argument), RESOURCE_EXHAUSTED. */
+KILN_API kiln_status kiln_jit_create(kiln_ctx *cx, const kiln_region *fn, int32_t n_in,
+                                     int32_t n_out, const kiln_jit_options *options,
+                                     kiln_jit **out_jit);
+
+/* Creates a jit over a function of structs described by in_def and out_def (checked, and
+ * borrowed: they must outlive the jit; KILN_TREE_DEF's are static). Errors as for
+ * kiln_jit_create, and INVALID_ARGUMENT for a NULL or invalid descriptor. */
+KILN_API kiln_status kiln_jit_create_tree(kiln_ctx *cx, kiln_jit_fn fn, void *user,
+                                          const kiln_tree_def *in_def, const kiln_tree_def *out_def,
+                                          const kiln_jit_options *options, kiln_jit **out_jit);
+
+/* Reference counting (atomic: thread-safe). kiln_jit_retain returns f. The last release
+ * frees the cache and its executables. NULL is a no-op for both. */
+KILN_API kiln_jit *kiln_jit_retain(kiln_jit *f);
+KILN_API void kiln_jit_release(kiln_jit *f);
+
+/* Calls the function: `in` points to the input struct (tree mode) or to an array of n_in
+ * tensors (list mode), of concrete tensors; `out` to the output struct or an array of
+ * n_out tensor pointers, whose tensor members receive new tensors owned by cx's innermost
+ * scope (NULL on error). `out` may be `in` (a step whose input and output types agree:
+ * the leaves are read first). Donated arguments are dead afterwards. Errors name the leaf:
+ * INVALID_ARGUMENT (`train_step: arg 1 'params.b' is NULL`, what kiln_exe_call reports),
+ * FAILED_PRECONDITION (a traced or dead leaf, a call while tracing, the specialization
+ * limit), what the function or kiln_lower / kiln_compile report, RESOURCE_EXHAUSTED.
+ * Thread-safe for one jit across threads, each with its own ctx. */
+KILN_API kiln_status kiln_jit_call(kiln_ctx *cx, kiln_jit *f, const void *in, void *out);
+
+/* kiln_jit_call for a jit made by kiln_jit_create, with the list typed. */
+KILN_API kiln_status kiln_jit_call_list(kiln_ctx *cx, kiln_jit *f, kiln_tensor *const *args,
+                                        kiln_tensor **out_results);
+
+/* Traces the function for the signature of `in` (as for kiln_jit_call; the tensors'
+ * values are not read) into a new module, with the jit's names, argument paths and
+ * donation, without compiling or touching the cache: to print it or read its calling
+ * convention. Errors as for kiln_jit_call. */
+KILN_API kiln_status kiln_jit_lower(kiln_ctx *cx, kiln_jit *f, const void *in,
+                                    kiln_module **out_module);
+
+/* The executable the most recent call (on any thread) found in the cache or compiled, as
+ * a new reference (kiln_exe_release), or NULL before the first one: to read its
+ * kiln_exe_info (which results reuse donated buffers). Thread-safe. */
+KILN_API kiln_exe *kiln_jit_last_exe(kiln_jit *f);
+
+typedef struct kiln_jit_stats {
+    int64_t hits;       /* calls that found their signature cached */
+    int64_t misses;     /* calls that did not (a failed trace or compile counts) */
+    int64_t compiles;   /* executables made and cached */
+    int64_t evictions;  /* entries evicted by the bounds (not by kiln_jit_clear) */
+    int64_t compile_ns; /* time spent tracing and compiling, summed */
+    int32_t entries;    /* cached executables now */
+    size_t bytes;       /* their estimated size now */
+} kiln_jit_stats;
+
+/* The jit's counters. Errors: INVALID_ARGUMENT for a NULL argument. Thread-safe. */
+KILN_API kiln_status kiln_jit_stats_get(kiln_ctx *cx, kiln_jit *f, kiln_jit_stats *out_stats);
+
+/* Empties the cache (the counters stay). NULL is a no-op. Thread-safe. */
+KILN_API void kiln_jit_clear(kiln_jit *f);
 
 #ifdef __cplusplus
 }

@@ -10,6 +10,7 @@
  *   kiln/ops.h     the op builders (StableHLO ops and numpy-style conveniences), with
  *                  kiln/ops_elementwise.h, ops_movement.h, ops_indexing.h, ops_reduce.h,
  *                  ops_linalg.h and ops_control.h
+ *   kiln/tree.h    tree descriptors: C structs of tensors, flatten and unflatten
  *   kiln/jit.h     tracing, lower -> compile -> call, the jit cache
  */
 #ifndef KILN_KILN_H
@@ -27,6 +28,7 @@
 #include "kiln/shape.h"
 #include "kiln/status.h"
 #include "kiln/tensor.h"
+#include "kiln/tree.h"
 #include "kiln/version.h"
 
 #endif

@@ -242,6 +242,10 @@ char *kiln_tensor_to_string(kiln_ctx *cx, const kiln_tensor *t, const kiln_print
         kiln__null_argument(cx, "kiln_tensor_to_string", "tensor");
         return NULL;
     }
+    if (t->dead) {
+        kiln__dead_error(cx, "kiln_tensor_to_string", t);
+        return NULL;
+    }
     printer p = {.t = t, .data = kiln_tensor_data(t)};
     if (!options_from(cx, options, &p.o)) return NULL;
     p.elide = t->numel > p.o.threshold;

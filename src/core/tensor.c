@@ -265,7 +265,8 @@ kiln_device kiln_tensor_device(const kiln_tensor *t) {
 }
 
 const void *kiln_tensor_data(const kiln_tensor *t) {
-    if (!t || t->dead || t->nbytes == 0 || !t->storage || t->storage->device.type != KILN_DEVICE_TYPE_CPU)
+    if (!t || t->dead || t->nbytes == 0 || !t->storage ||
+        t->storage->device.type != KILN_DEVICE_TYPE_CPU)
         return NULL;
     return (const char *)t->storage->data + t->byte_offset;
 }

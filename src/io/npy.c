@@ -499,6 +499,7 @@ kiln_status kiln_npy_save_buffer(kiln_ctx *cx, const kiln_tensor *t, void **out_
     *out_size = 0;
     if (!t) return kiln__null_argument(cx, fn, "tensor");
     if (kiln__tensor_trace(t)) return kiln__traced_error(cx, fn);
+    if (kiln__tensor_dead(t)) return kiln__dead_error(cx, fn, t);
     char header[HEADER_CAP];
     size_t hlen = format_header(t, header, sizeof header);
     if (hlen == 0) return kiln_ctx_set_error(cx, KILN_INTERNAL, "%s: header too long", fn);
@@ -524,6 +525,7 @@ kiln_status kiln_npy_save(kiln_ctx *cx, const char *path, const kiln_tensor *t) 
     if (!path) return kiln__null_argument(cx, fn, "path");
     if (!t) return kiln__null_argument(cx, fn, "tensor");
     if (kiln__tensor_trace(t)) return kiln__traced_error(cx, fn);
+    if (kiln__tensor_dead(t)) return kiln__dead_error(cx, fn, t);
     char header[HEADER_CAP];
     size_t hlen = format_header(t, header, sizeof header);
     if (hlen == 0) return kiln_ctx_set_error(cx, KILN_INTERNAL, "%s: header too long", fn);

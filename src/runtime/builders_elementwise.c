@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "base/ctx_internal.h"
+#include "core/tensor_internal.h"
 #include "runtime/op_run.h"
 #include "runtime/trace.h"
 
@@ -14,6 +15,11 @@ static kiln_status broadcast_from(kiln_ctx *cx, const char *fn, kiln_tensor **op
             char what[32];
             snprintf(what, sizeof what, "operand %d", i + first);
             return kiln__null_argument(cx, fn, what);
+        }
+        if (kiln__tensor_dead(operands[i])) {
+            char what[96];
+            snprintf(what, sizeof what, "%s: operand %d", fn, i + first);
+            return kiln__dead_error(cx, what, operands[i]);
         }
     }
     kiln_shape target = {.rank = 0};

@@ -26,6 +26,11 @@ kiln_status kiln__op_run(kiln_ctx *cx, kiln_op op, kiln__attrs *attrs, kiln_tens
             snprintf(what, sizeof what, "operand %d", i + 1);
             return kiln__null_argument(cx, fn, what);
         }
+        if (operands[i]->dead) {
+            char what[96];
+            snprintf(what, sizeof what, "%s: operand %d", fn, i + 1);
+            return kiln__dead_error(cx, what, operands[i]);
+        }
     }
     if (kiln__trace_wants(cx, op, operands, n_operands)) {
         attrs->fn = fn;

@@ -1,0 +1,426 @@
+/* kiln_exe_call: runs an executable (exec.h) on concrete tensors.
+ *
+ * A call checks its arguments, takes a call state from the executable's pool, prepares the
+ * result tensors (views of preserved arguments and constants, donated buffers, or new
+ * tensors), runs the entry block's ops with the evaluator kernels over the planned arena,
+ * finishes the results that need a copy, and kills the donated arguments. Regions that are
+ * not builtins are interpreted op by op; their ops' results are ordinary tensors owned by
+ * the scope the kernel opened for the region call. */
+#define _POSIX_C_SOURCE 200809L
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "backends/cpu/eval.h"
+#include "base/alloc.h"
+#include "base/ctx_internal.h"
+#include "runtime/exec.h"
+
+/* The reference count of the tensor headers inside a call state: never reaches zero, so
+ * that nothing frees or adopts them. */
+#define PINNED_REFS (LONG_MAX / 4)
+
+static const char call_fn[] = "kiln_exe_call";
+
+/* ---- interpreting blocks ------------------------------------------------------------------ */
+
+/* The values of one activation of a block, and of the blocks around it. */
+typedef struct env {
+    const kiln__xblock *blk;
+    kiln_tensor *const *vals;
+    const struct env *parent;
+} env;
+
+/* What a bound region's `user` points to: the block and the environment it runs in. */
+typedef struct frame {
+    const kiln__xblock *blk;
+    const env *parent;
+} frame;
+
+static inline kiln_tensor *lookup(const env *e, kiln__xref r) {
+    for (int32_t d = r.depth; d > 0; d--)
+        e = e->parent;
+    return e->vals[r.slot];
+}
+
+static const char *op_fn(const kiln__xop *op) {
+    return op->attrs->fn ? op->attrs->fn : kiln__op_get_info(op->kind)->name;
+}
+
+static kiln_status interpret(kiln_ctx *cx, kiln_tensor *const *args, kiln_tensor **results,
+                             void *user);
+
+#define FIXED_REGIONS 4
+
+/* Runs one op: in and out hold its operands and (unless it is a CONTROL op) its
+ * preallocated results. Regions that are not builtins are bound to `interpret` in `e`. */
+static kiln_status run_op(kiln_ctx *cx, const kiln__xop *op, const env *e, kiln_tensor *const *in,
+                          kiln_tensor **out) {
+    const kiln__backend *be = kiln__cpu_backend();
+    kiln_status s;
+    if (op->n_regions == 0) {
+        s = be->eval_op(cx, op->kind, op->attrs, in, op->n_in, out, op->n_out);
+    } else {
+        kiln_region fixed_r[FIXED_REGIONS];
+        frame fixed_f[FIXED_REGIONS];
+        kiln_region *rs = fixed_r;
+        frame *fs = fixed_f;
+        int32_t n = op->n_regions;
+        size_t rb = (size_t)n * sizeof *rs, fb = (size_t)n * sizeof *fs;
+        if (n > FIXED_REGIONS) {
+            rs = kiln__alloc(cx, rb, _Alignof(kiln_region), op_fn(op));
+            fs = rs ? kiln__alloc(cx, fb, _Alignof(frame), op_fn(op)) : NULL;
+            if (!fs) {
+                if (rs) kiln__free(cx, rs, rb);
+                return KILN_RESOURCE_EXHAUSTED;
+            }
+        }
+        for (int32_t i = 0; i < n; i++) {
+            if (op->regions[i]) {
+                fs[i] = (frame){.blk = op->regions[i], .parent = e};
+                rs[i] = (kiln_region){.fn = interpret, .user = &fs[i]};
+            } else {
+                rs[i] = *op->attrs->region[i];
+            }
+        }
+        kiln__attrs a = *op->attrs;
+        a.regions = rs;
+        a.n_regions = n;
+        s = be->eval_op(cx, op->kind, &a, in, op->n_in, out, op->n_out);
+        if (rs != fixed_r) {
+            kiln__free(cx, rs, rb);
+            kiln__free(cx, fs, fb);
+        }
+    }
+    if (s != KILN_OK && kiln_ctx_status(cx) == KILN_OK) /* a kernel must say why it failed */
+        kiln_ctx_set_error(cx, s, "%s failed (%s)", op_fn(op), kiln_status_name(s));
+    return s;
+}
+
+#define FIXED_VALS 48
+
+/* A region that is not a builtin: runs its block on args. Result tensors of its ops belong
+ * to the innermost scope (kiln__region_call's); the results are borrowed pointers. */
+static kiln_status interpret(kiln_ctx *cx, kiln_tensor *const *args, kiln_tensor **results,
+                             void *user) {
+    const frame *f = user;
+    const kiln__xblock *b = f->blk;
+    size_t n = (size_t)b->n_slots + (size_t)b->max_in + (size_t)b->max_out;
+    kiln_tensor *fixed[FIXED_VALS];
+    kiln_tensor **vals = fixed;
+    if (n > FIXED_VALS &&
+        !(vals = kiln__alloc(cx, n * sizeof *vals, _Alignof(kiln_tensor *), "region")))
+        return KILN_RESOURCE_EXHAUSTED;
+    kiln_tensor **in = vals + b->n_slots, **out = in + b->max_in;
+    for (int32_t i = 0; i < b->n_args; i++)
+        vals[i] = args[i];
+    for (int32_t i = b->n_args; i < b->n_slots; i++)
+        vals[i] = b->consts[i];
+    env e = {.blk = b, .vals = vals, .parent = f->parent};
+    kiln_status s = KILN_OK;
+    for (int32_t k = 0; k < b->n_ops && s == KILN_OK; k++) {
+        const kiln__xop *op = &b->ops[k];
+        for (int32_t j = 0; j < op->n_in; j++)
+            in[j] = lookup(&e, op->in[j]);
+        for (int32_t j = 0; j < op->n_out; j++) {
+            out[j] = NULL;
+            if (op->control) continue;
+            const kiln__type *t = &b->types[op->out[j]];
+            out[j] = kiln__tensor_new(cx, op_fn(op), t->dtype, t->shape);
+            if (!out[j]) {
+                s = KILN_RESOURCE_EXHAUSTED;
+                break;
+            }
+        }
+        if (s == KILN_OK) s = run_op(cx, op, &e, in, out);
+        for (int32_t j = 0; j < op->n_out && s == KILN_OK; j++)
+            vals[op->out[j]] = out[j];
+    }
+    for (int32_t i = 0; i < b->n_results && s == KILN_OK; i++)
+        results[i] = lookup(&e, b->results[i]);
+    if (vals != fixed) kiln__free(cx, vals, n * sizeof *vals);
+    return s;
+}
+
+/* ---- call states -------------------------------------------------------------------------- */
+
+static void *at(kiln__call_state *st, size_t offset) { return (unsigned char *)st + offset; }
+
+static kiln__call_state *state_new(kiln_ctx *cx, kiln_exe *exe) {
+    kiln__call_state *st = kiln__raw_alloc(&exe->allocator, exe->state_bytes, 64);
+    if (!st) {
+        kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED,
+                           "%s: out of memory for a call state of %zu bytes", call_fn,
+                           exe->state_bytes);
+        return NULL;
+    }
+    memset(st, 0, exe->off_arena);
+    memset(at(st, exe->off_tensors), 0, exe->state_bytes - exe->off_tensors);
+    kiln__storage *sto = &st->storage;
+    atomic_init(&sto->refs, PINNED_REFS);
+    sto->device = exe->device;
+    sto->data = exe->arena_bytes ? at(st, exe->off_arena) : NULL;
+    sto->nbytes = exe->arena_bytes;
+    sto->allocator = exe->allocator;
+    sto->wrapped = true; /* nothing to free: the arena is part of the state */
+    kiln_tensor *tensors = at(st, exe->off_tensors);
+    kiln_tensor **vals = at(st, exe->off_vals);
+    const kiln__xblock *b = exe->entry;
+    for (int32_t v = 0; v < b->n_slots; v++) {
+        if (exe->slot_kind[v] == KILN__SLOT_CONST) vals[v] = b->consts[v];
+        if (exe->slot_kind[v] != KILN__SLOT_ARENA) continue;
+        kiln_tensor *t = &tensors[exe->slot_tensor[v]];
+        atomic_init(&t->refs, PINNED_REFS);
+        t->dtype = b->types[v].dtype;
+        t->shape = b->types[v].shape;
+        kiln_shape_numel(&t->shape, &t->numel);
+        kiln_shape_nbytes(&t->shape, t->dtype, &t->nbytes);
+        t->storage = sto;
+        t->byte_offset = exe->slot_offset[v];
+        t->allocator = exe->allocator;
+        vals[v] = t;
+    }
+    return st;
+}
+
+static void lock(kiln_exe *exe) { pthread_mutex_lock(&exe->lock); }
+
+static void unlock(kiln_exe *exe) { pthread_mutex_unlock(&exe->lock); }
+
+static kiln__call_state *state_acquire(kiln_ctx *cx, kiln_exe *exe) {
+    lock(exe);
+    kiln__call_state *st = exe->pool;
+    if (st) exe->pool = st->next;
+    unlock(exe);
+    return st ? st : state_new(cx, exe);
+}
+
+static void state_return(kiln_exe *exe, kiln__call_state *st) {
+    lock(exe);
+    st->next = exe->pool;
+    exe->pool = st;
+    unlock(exe);
+}
+
+void kiln__exe_free_states(kiln_exe *exe) {
+    while (exe->pool) {
+        kiln__call_state *st = exe->pool;
+        exe->pool = st->next;
+        kiln__raw_free(&exe->allocator, st, exe->state_bytes);
+    }
+}
+
+/* ---- calls -------------------------------------------------------------------------------- */
+
+/* " ('params.w1')" for a named argument, "" otherwise. */
+static const char *arg_label(const kiln_exe *exe, int32_t i, char *buf, size_t cap) {
+    buf[0] = '\0';
+    if (exe->arg_names[i]) snprintf(buf, cap, " ('%s')", exe->arg_names[i]);
+    return buf;
+}
+
+static kiln_status check_args(kiln_ctx *cx, const kiln_exe *exe, kiln_tensor *const *args) {
+    char what[48], label[96];
+    for (int32_t i = 0; i < exe->n_args; i++) {
+        const kiln_tensor *t = args[i];
+        snprintf(what, sizeof what, "args[%d]", (int)i);
+        if (!t) return kiln__null_argument(cx, call_fn, what);
+        if (t->trace || t->dead) {
+            char fn[96];
+            snprintf(fn, sizeof fn, "%s: %s%s", call_fn, what,
+                     arg_label(exe, i, label, sizeof label));
+            return t->trace ? kiln__traced_error(cx, fn) : kiln__dead_error(cx, fn, t);
+        }
+        const kiln__type *want = &exe->arg_types[i];
+        if (t->dtype != want->dtype || !kiln_shape_equal(&t->shape, &want->shape)) {
+            char have_text[KILN__TYPE_TEXT], want_text[KILN__TYPE_TEXT];
+            kiln__type have = {t->dtype, t->shape};
+            return kiln_ctx_set_error(
+                cx, KILN_INVALID_ARGUMENT, "%s: %s%s has type %s; expected %s", call_fn, what,
+                arg_label(exe, i, label, sizeof label), kiln__type_text(&have, have_text),
+                kiln__type_text(want, want_text));
+        }
+        if (!t->storage || t->storage->device.type != exe->device.type ||
+            t->storage->device.id != exe->device.id)
+            return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                      "%s: %s%s is not on the executable's device (%s:%d)", call_fn,
+                                      what, arg_label(exe, i, label, sizeof label),
+                                      kiln_device_type_name(exe->device.type), (int)exe->device.id);
+    }
+    for (int32_t i = 0; i < exe->n_args && exe->n_donated; i++) {
+        if (!exe->donated[i]) continue;
+        for (int32_t j = 0; j < exe->n_args; j++) {
+            if (j == i || args[j] != args[i]) continue;
+            if (exe->donated[j])
+                return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                          "%s: args[%d] and args[%d] are the same tensor, donated "
+                                          "twice",
+                                          call_fn, (int)(i < j ? i : j), (int)(i < j ? j : i));
+            return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                      "%s: args[%d] is donated, and the same tensor is also "
+                                      "args[%d]",
+                                      call_fn, (int)i, (int)j);
+        }
+    }
+    return KILN_OK;
+}
+
+/* Runs the entry block's ops over vals. */
+static kiln_status run_entry(kiln_ctx *cx, const kiln_exe *exe, kiln_tensor **vals,
+                             kiln_tensor **scratch) {
+    const kiln__xblock *b = exe->entry;
+    const env e = {.blk = b, .vals = vals, .parent = NULL};
+    kiln_tensor **in = scratch, **out = scratch + b->max_in;
+    for (int32_t k = 0; k < b->n_ops; k++) {
+        const kiln__xop *op = &b->ops[k];
+        for (int32_t j = 0; j < op->n_in; j++)
+            in[j] = vals[op->in[j].slot];
+        for (int32_t j = 0; j < op->n_out; j++)
+            out[j] = op->control ? NULL : vals[op->out[j]];
+        kiln_status s = run_op(cx, op, &e, in, out);
+        if (s != KILN_OK) return s;
+        if (!op->control) continue;
+        for (int32_t j = 0; j < op->n_out; j++) {
+            kiln__owned_unlink(&out[j]->owned); /* the call holds it until it ends */
+            vals[op->out[j]] = out[j];
+        }
+    }
+    return KILN_OK;
+}
+
+static void release_outs(kiln_tensor **outs, int32_t n) {
+    for (int32_t r = 0; r < n; r++) {
+        kiln_tensor_release(outs[r]);
+        outs[r] = NULL;
+    }
+}
+
+/* The result tensors made before the run. */
+static kiln_status prepare(kiln_ctx *cx, const kiln_exe *exe, kiln_tensor *const *args,
+                           kiln_tensor **vals, kiln_tensor **outs, char **msgs, bool *exclusive) {
+    char text[320], label[200];
+    for (int32_t i = 0; i < exe->n_args; i++) {
+        exclusive[i] = false;
+        if (!exe->donated[i]) continue;
+        /* A buffer no other tensor shares can take a result in place. */
+        exclusive[i] = atomic_load_explicit(&args[i]->storage->refs, memory_order_acquire) == 1;
+        if (exe->arg_names[i])
+            snprintf(label, sizeof label, "'%s'", exe->arg_names[i]);
+        else
+            snprintf(label, sizeof label, "args[%d]", (int)i);
+        snprintf(text, sizeof text, "tensor was donated to '%s' as %s", exe->name, label);
+        if (!(msgs[i] = kiln__dead_message_new(cx, args[i], text))) return KILN_RESOURCE_EXHAUSTED;
+    }
+    const kiln__xblock *b = exe->entry;
+    for (int32_t r = 0; r < exe->n_results; r++) {
+        const kiln__result_plan *rp = &exe->results[r];
+        const kiln__type *t = &b->types[rp->slot];
+        kiln_tensor *o = NULL;
+        switch (rp->kind) {
+        case KILN__RESULT_ARG:
+        case KILN__RESULT_CONST:
+            o = kiln__tensor_view(cx, call_fn, vals[rp->slot], t->dtype, t->shape);
+            break;
+        case KILN__RESULT_DIRECT:
+        case KILN__RESULT_COPY:
+            if (rp->alias >= 0 && exclusive[rp->alias]) {
+                o = kiln__tensor_view(cx, call_fn, args[rp->alias], t->dtype, t->shape);
+                exclusive[rp->alias] = false;
+            } else {
+                o = kiln__tensor_new(cx, call_fn, t->dtype, t->shape);
+            }
+            if (o && rp->kind == KILN__RESULT_DIRECT) vals[rp->slot] = o;
+            break;
+        case KILN__RESULT_TAKE: continue;
+        }
+        if (!o) return KILN_RESOURCE_EXHAUSTED;
+        outs[r] = o;
+    }
+    return KILN_OK;
+}
+
+kiln_status kiln_exe_call_n(kiln_ctx *cx, kiln_exe *exe, kiln_tensor *const *args, int32_t n_args,
+                            kiln_tensor **out_results, int32_t n_results) {
+    if (!cx) return KILN_INVALID_ARGUMENT;
+    if (!exe) return kiln__null_argument(cx, call_fn, "exe");
+    if (n_results > 0 && !out_results) return kiln__null_argument(cx, call_fn, "out_results");
+    for (int32_t r = 0; r < n_results; r++)
+        out_results[r] = NULL;
+    if (n_results != exe->n_results)
+        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                  "%s: room for %d results given; the executable returns %d",
+                                  call_fn, (int)n_results, (int)exe->n_results);
+    if (n_args != exe->n_args)
+        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                  "%s: %d arguments given; the executable takes %d", call_fn,
+                                  (int)n_args, (int)exe->n_args);
+    if (n_args > 0 && !args) return kiln__null_argument(cx, call_fn, "args");
+    kiln_status s = check_args(cx, exe, args);
+    if (s != KILN_OK) return s;
+
+    kiln__call_state *st = state_acquire(cx, exe);
+    if (!st) return KILN_RESOURCE_EXHAUSTED;
+    kiln_tensor **vals = at(st, exe->off_vals), **scratch = at(st, exe->off_scratch);
+    kiln_tensor **outs = at(st, exe->off_outs);
+    char **msgs = at(st, exe->off_msgs);
+    bool *exclusive = at(st, exe->off_exclusive);
+    for (int32_t i = 0; i < exe->n_args; i++) {
+        vals[i] = args[i];
+        msgs[i] = NULL;
+    }
+    for (int32_t r = 0; r < exe->n_results; r++)
+        outs[r] = NULL;
+
+    s = prepare(cx, exe, args, vals, outs, msgs, exclusive);
+    if (s != KILN_OK) {
+        release_outs(outs, exe->n_results);
+        for (int32_t i = 0; i < exe->n_args; i++) {
+            kiln__dead_message_free(args[i], msgs[i]);
+            msgs[i] = NULL;
+        }
+        state_return(exe, st);
+        return s;
+    }
+
+    s = run_entry(cx, exe, vals, scratch);
+    /* Copies first: a value taken for one result may be copied for another. */
+    for (int32_t r = 0; r < exe->n_results && s == KILN_OK; r++) {
+        const kiln__result_plan *rp = &exe->results[r];
+        size_t nbytes = outs[r] ? outs[r]->nbytes : 0;
+        if (rp->kind == KILN__RESULT_COPY && nbytes)
+            memcpy(kiln__tensor_mutable_data(outs[r]), kiln_tensor_data(vals[rp->slot]), nbytes);
+    }
+    for (int32_t r = 0; r < exe->n_results && s == KILN_OK; r++) {
+        const kiln__result_plan *rp = &exe->results[r];
+        if (rp->kind != KILN__RESULT_TAKE) continue;
+        outs[r] = vals[rp->slot];
+        vals[rp->slot] = NULL;
+        kiln__scope_adopt(cx, &outs[r]->owned);
+    }
+    for (int32_t i = 0; i < exe->n_control; i++) {
+        int32_t v = exe->control_slots[i];
+        kiln_tensor_release(vals[v]);
+        vals[v] = NULL;
+    }
+    /* Donated arguments die once the run has begun: their buffers may hold results. */
+    for (int32_t i = 0; i < exe->n_args; i++) {
+        if (!exe->donated[i]) continue;
+        kiln__tensor_kill(args[i], msgs[i]);
+        msgs[i] = NULL;
+    }
+    if (s != KILN_OK) {
+        release_outs(outs, exe->n_results);
+    } else {
+        for (int32_t r = 0; r < exe->n_results; r++)
+            out_results[r] = outs[r];
+    }
+    state_return(exe, st);
+    return s;
+}
+
+kiln_status kiln_exe_call(kiln_ctx *cx, kiln_exe *exe, kiln_tensor *const *args,
+                          kiln_tensor **out_results) {
+    if (!cx) return KILN_INVALID_ARGUMENT;
+    if (!exe) return kiln__null_argument(cx, call_fn, "exe");
+    return kiln_exe_call_n(cx, exe, args, exe->n_args, out_results, exe->n_results);
+}

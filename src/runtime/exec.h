@@ -1,0 +1,133 @@
+/* Executables: what kiln_compile builds (compile.c) and kiln_exe_call runs (exec.c).
+ *
+ * Compiling copies the module into blocks of its own (kiln__xblock): every value of a block
+ * is a slot; an operand names a slot of its block or of an enclosing one (regions may use
+ * the values of the blocks around them); constants, and small ops whose operands are all
+ * constants (folded at compile time), become tensors the executable owns. Regions that are
+ * not builtins are interpreted, op by op, over an environment chain of slot arrays.
+ *
+ * The entry block runs over a static buffer plan: every intermediate value has an offset in
+ * one arena (values whose lifetimes do not overlap share space; an elementwise op may write
+ * over an operand that dies there), results are written straight into the output tensors
+ * (or into a donated argument's buffer), and CONTROL ops (while, if, case, call) hand back
+ * tensors of their own. The executable is immutable after compiling; each call takes a call
+ * state (the arena, tensor headers over it, the slot array) from a pool, or makes one. */
+#ifndef KILN_RUNTIME_EXEC_H
+#define KILN_RUNTIME_EXEC_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/tensor_internal.h"
+#include "kiln/jit.h"
+#include "ops/attrs.h"
+#include "ops/infer.h"
+
+/* A value: `depth` blocks out from the block using it (0: its own), slot `slot` there. */
+typedef struct kiln__xref {
+    int32_t depth;
+    int32_t slot;
+} kiln__xref;
+
+typedef struct kiln__xblock kiln__xblock;
+
+typedef struct kiln__xop {
+    kiln_op kind;
+    bool control; /* a CONTROL op: the kernel makes its result tensors */
+    int32_t n_in, n_out, n_regions;
+    const kiln__xref *in;
+    const int32_t *out;           /* result slots, in the op's own block */
+    kiln__xblock *const *regions; /* per region: the block to interpret, or NULL for a builtin */
+    const kiln__attrs *attrs;     /* as recorded; builtin regions in attrs->region[0..1] */
+} kiln__xop;
+
+struct kiln__xblock {
+    int32_t n_args; /* slots 0..n_args-1 */
+    int32_t n_slots, n_ops, n_results;
+    kiln__xop *ops;
+    kiln__xref *results;
+    kiln__type *types;    /* per slot */
+    kiln_tensor **consts; /* per slot: a constant's value (owned by the executable), or NULL */
+    int32_t max_in, max_out;
+};
+
+/* What an entry slot is at run time. */
+enum {
+    KILN__SLOT_ARG,     /* a caller's argument */
+    KILN__SLOT_CONST,   /* a constant of the executable */
+    KILN__SLOT_ARENA,   /* an intermediate in the call's arena */
+    KILN__SLOT_OUTPUT,  /* written straight into a result tensor */
+    KILN__SLOT_CONTROL, /* made by a CONTROL op */
+};
+
+/* How a call makes result r. */
+typedef enum kiln__result_kind {
+    KILN__RESULT_ARG,    /* an argument returned unchanged: a view of it */
+    KILN__RESULT_CONST,  /* a constant: a view of it */
+    KILN__RESULT_DIRECT, /* the op writes into the result tensor (which may be a donated buffer) */
+    KILN__RESULT_TAKE,   /* a CONTROL op's tensor, handed over */
+    KILN__RESULT_COPY,   /* copied at the end into the result tensor (or donated buffer) */
+} kiln__result_kind;
+
+typedef struct kiln__result_plan {
+    kiln__result_kind kind;
+    int32_t slot;  /* the entry slot holding the value */
+    int32_t alias; /* the donated argument whose buffer it reuses, or -1 */
+} kiln__result_plan;
+
+/* Memory that lives as long as the executable. */
+typedef struct kiln__xmem_block kiln__xmem_block;
+
+typedef struct kiln__call_state kiln__call_state;
+
+struct kiln_exe {
+    atomic_int refs;
+    kiln_allocator allocator; /* of the compiling ctx: the executable's memory, call states */
+    kiln__xmem_block *mem;
+    kiln_device device;
+    const char *name;       /* the module's */
+    const char **arg_names; /* per argument, or NULL entries */
+    int32_t n_args, n_results;
+    kiln__type *arg_types;
+    bool *donated;
+    int32_t *preserved, *aliases;
+    int32_t n_donated;
+
+    kiln__xblock *entry;
+    uint8_t *slot_kind;   /* per entry slot */
+    size_t *slot_offset;  /* arena slots: the byte offset */
+    int32_t *slot_tensor; /* arena slots: the index of its tensor header in a call state */
+    int32_t n_arena;      /* arena slots */
+    int32_t *control_slots;
+    int32_t n_control;
+    kiln__result_plan *results;
+    size_t arena_bytes;
+    int32_t n_ops;
+
+    kiln_tensor **owned; /* constants and folded values, released with the executable */
+    int32_t n_owned, cap_owned;
+
+    /* Call states: one allocation of state_bytes, laid out at these offsets. */
+    size_t state_bytes, off_arena, off_tensors, off_vals, off_scratch, off_outs, off_msgs,
+        off_exclusive;
+    pthread_mutex_t lock; /* guards pool */
+    bool lock_made;
+    kiln__call_state *pool;
+};
+
+/* A call state (exec.c makes and pools them). */
+struct kiln__call_state {
+    kiln__call_state *next; /* in the pool */
+    kiln__storage storage;  /* the arena, never freed through tensors */
+};
+
+/* Frees the pooled call states (exe release). */
+void kiln__exe_free_states(kiln_exe *exe);
+
+/* Can an elementwise op write its result over operand `i` (same shape and element size,
+ * and a kernel that reads each element before writing it)? */
+bool kiln__xop_inplace_ok(const kiln__xblock *b, const kiln__xop *op, int32_t i);
+
+#endif

@@ -1,0 +1,45 @@
+/* Tree descriptors (kiln/tree.h), for the library's own use: a checked walk over the
+ * leaves and statics of a descriptor, and reading and writing static scalars. */
+#ifndef KILN_RUNTIME_TREE_INTERNAL_H
+#define KILN_RUNTIME_TREE_INTERNAL_H
+
+#include <stdbool.h>
+
+#include "kiln/tree.h"
+
+/* One leaf or static scalar met by kiln__tree_walk. */
+typedef struct kiln__tree_item {
+    kiln_tree_kind kind; /* KILN_TREE_TENSOR or a static kind */
+    size_t offset;       /* from the start of the root struct */
+    size_t size;         /* bytes of the member (element) */
+    int32_t index;       /* leaf index for tensors, static index for statics */
+    const char *path;    /* "layers[1].w"; valid during the callback only; "" without paths */
+} kiln__tree_item;
+
+/* Returns true to go on, false to stop the walk. */
+typedef bool (*kiln__tree_visit_fn)(void *user, const kiln__tree_item *item);
+
+/* Checks def. On failure writes a message ("<type>: field 2 'w': ...") into err (size >
+ * 0) and returns false. Counts leaves and statics when out pointers are not NULL. */
+bool kiln__tree_validate(const kiln_tree_def *def, int32_t *out_leaves, int32_t *out_statics,
+                         char *err, size_t err_size);
+
+/* Visits every leaf and static of a valid descriptor (check first) in flatten order,
+ * building paths when `paths` is true. Returns false when the callback stopped it. */
+bool kiln__tree_walk(const kiln_tree_def *def, bool paths, kiln__tree_visit_fn visit, void *user);
+
+/* Reads / writes a static scalar of `kind` and `size` at p (any alignment). */
+kiln_tree_static kiln__tree_static_read(kiln_tree_kind kind, size_t size, const void *p);
+void kiln__tree_static_write(const kiln_tree_static *value, size_t size, void *p);
+
+/* True when the static values are the same (bitwise for floats). */
+bool kiln__tree_static_equal(const kiln_tree_static *a, const kiln_tree_static *b);
+
+/* Writes the value as text ("3", "true", "0.5"). */
+void kiln__tree_static_format(const kiln_tree_static *value, char *buf, size_t size);
+
+/* True when `path` is `prefix` or lies under it ("params" covers "params.w" and
+ * "params[0]"). */
+bool kiln__tree_path_has_prefix(const char *path, const char *prefix);
+
+#endif

@@ -57,6 +57,90 @@ static double triad_bandwidth(void) {
     return 3.0 * (double)n * 4 / summarize(t, 5).median;
 }
 
+/* The EMLX benchmark's function: acc = x; for i in 1..10: acc = i * acc + y. */
+static kiln_status emlx_step(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *user) {
+    (void)user;
+    kiln_tensor *acc = in[0];
+    for (int i = 1; i <= 10; i++)
+        acc = kiln_add(cx, kiln_multiply(cx, kiln_scalar(cx, i, KILN_F32), acc), in[1]);
+    out[0] = acc;
+    return kiln_ctx_status(cx);
+}
+
+/* A 20-op elementwise function (for lower and compile times). */
+static kiln_status twenty_ops(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *user) {
+    (void)user;
+    kiln_tensor *a = in[0], *b = in[1];
+    for (int i = 0; i < 5; i++) {
+        a = kiln_add(cx, a, b);
+        b = kiln_multiply(cx, a, b);
+        a = kiln_tanh(cx, a);
+        b = kiln_subtract(cx, b, a);
+    }
+    out[0] = kiln_add(cx, a, b);
+    return kiln_ctx_status(cx);
+}
+
+static void bench_jit(kiln_ctx *cx, char *rate, size_t rate_size) {
+    static double t[20001];
+    const int calls = 20001;
+    kiln_arg_spec args[2] = {{.dtype = KILN_F32, .shape = KILN_SHAPE(10, 10)},
+                             {.dtype = KILN_F32, .shape = KILN_SHAPE(10, 10)}};
+    kiln_tensor *x = kiln_iota(cx, KILN_F32, KILN_SHAPE(10, 10), 1);
+    kiln_tensor *in[2] = {x, x};
+    kiln_region emlx = {emlx_step, NULL}, twenty = {twenty_ops, NULL};
+    if (wanted("emlx")) {
+        for (int r = 0; r < 2001; r++) {
+            kiln_scope_begin(cx);
+            kiln_tensor *out[1];
+            double t0 = now();
+            emlx_step(cx, in, out, NULL);
+            t[r] = now() - t0;
+            kiln_scope_end(cx);
+        }
+        stats eager = summarize(t, 2001);
+        report("emlx f32[10,10] eager call", eager, "us", 1e6, NULL);
+        kiln_module *m = NULL;
+        kiln_exe *exe = NULL;
+        if (kiln_lower(cx, &emlx, args, 2, 1, NULL, &m) != KILN_OK ||
+            kiln_compile(cx, m, NULL, &exe) != KILN_OK)
+            return;
+        for (int r = 0; r < calls; r++) {
+            kiln_tensor *out;
+            double t0 = now();
+            kiln_exe_call(cx, exe, in, &out);
+            t[r] = now() - t0;
+            kiln_tensor_release(out);
+        }
+        stats compiled = summarize(t, calls);
+        snprintf(rate, rate_size, "%.1fx faster than eager", eager.median / compiled.median);
+        report("emlx f32[10,10] compiled call", compiled, "us", 1e6, rate);
+        kiln_exe_release(exe);
+        kiln_module_release(m);
+    }
+    if (wanted("lower_compile")) {
+        for (int r = 0; r < 2001; r++) {
+            kiln_module *m = NULL;
+            double t0 = now();
+            kiln_lower(cx, &twenty, args, 2, 1, NULL, &m);
+            t[r] = now() - t0;
+            kiln_module_release(m);
+        }
+        report("lower 20-op function", summarize(t, 2001), "us", 1e6, NULL);
+        for (int r = 0; r < 2001; r++) {
+            kiln_module *m = NULL;
+            kiln_exe *exe = NULL;
+            kiln_lower(cx, &twenty, args, 2, 1, NULL, &m);
+            double t0 = now();
+            kiln_compile(cx, m, NULL, &exe);
+            t[r] = now() - t0;
+            kiln_exe_release(exe);
+            kiln_module_release(m);
+        }
+        report("compile 20-op function", summarize(t, 2001), "us", 1e6, NULL);
+    }
+}
+
 int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--filter") == 0 && i + 1 < argc)
@@ -132,6 +216,7 @@ int main(int argc, char **argv) {
         kiln_buffer_free(cx, buf, size);
         kiln_tensor_release(x);
     }
+    bench_jit(cx, rate, sizeof rate);
     if (kiln_ctx_status(cx) != KILN_OK) {
         fprintf(stderr, "kiln-bench: %s\n", kiln_ctx_error_message(cx));
         return 1;

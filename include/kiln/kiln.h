@@ -12,6 +12,8 @@
  *                  ops_linalg.h and ops_control.h
  *   kiln/tree.h    tree descriptors: C structs of tensors, flatten and unflatten
  *   kiln/jit.h     tracing, lower -> compile -> call, the jit cache
+ *   kiln/tree.h    tree descriptors: C structs of tensors as function arguments
+ *   kiln/parse.h   reading StableHLO text
  */
 #ifndef KILN_KILN_H
 #define KILN_KILN_H
@@ -24,6 +26,7 @@
 #include "kiln/jit.h"
 #include "kiln/npy.h"
 #include "kiln/ops.h"
+#include "kiln/parse.h"
 #include "kiln/random.h"
 #include "kiln/shape.h"
 #include "kiln/status.h"

@@ -75,6 +75,10 @@ struct kiln_module {
     int32_t *preserved; /* per result: the argument it returns unchanged, or -1 */
     bool *donated;      /* per argument */
     int32_t *aliases;   /* per result: the donated argument whose buffer it may reuse, or -1 */
+    /* The check dialect's records (kiln/parse.h, allow_checks), in the arena; their
+     * constants are among `constants`. */
+    struct kiln_check *checks;
+    int32_t n_checks;
 };
 
 kiln_module *kiln__module_new(kiln_ctx *cx, const char *name);

@@ -1,0 +1,792 @@
+/* The StableHLO text parser: round trips of the printer's goldens, literals, JAX modules,
+ * func.call, the check dialect, conformance chunks compiled and run, errors with their
+ * positions, and every prefix of a valid program. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/ir.h"
+#include "kiln/parse.h"
+#include "test_util.h"
+
+/* The printer's goldens (copied from tests/ir/test_print.c). */
+static const char *const text_emlx =
+    "module @kiln {\n"
+    "  // calling convention of @main: 2 arguments, 2 results\n"
+    "  //   donated arguments: %arg0\n"
+    "  //   preserved results (returned unchanged): result 1 = %arg1\n"
+    "  //   aliased results (may reuse a donated buffer): result 0 -> %arg0\n"
+    "  func.func public @main(%arg0: tensor<10x10xf32> {kiln.path = \"x\", tf.aliasing_output = 0 "
+    ": i32}, %arg1: tensor<10x10xf32> {kiln.path = \"y\"}) -> (tensor<10x10xf32>, "
+    "tensor<10x10xf32>) {\n"
+    "    %cst = stablehlo.constant dense<1.000000e+00> : tensor<f32>\n"
+    "    %0 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<10x10xf32>\n"
+    "    %1 = stablehlo.multiply %0, %arg0 : tensor<10x10xf32>\n"
+    "    %2 = stablehlo.add %1, %arg1 : tensor<10x10xf32>\n"
+    "    %cst_0 = stablehlo.constant dense<2.000000e+00> : tensor<f32>\n"
+    "    %3 = stablehlo.broadcast_in_dim %cst_0, dims = [] : (tensor<f32>) -> tensor<10x10xf32>\n"
+    "    %4 = stablehlo.multiply %3, %2 : tensor<10x10xf32>\n"
+    "    %5 = stablehlo.add %4, %arg1 : tensor<10x10xf32>\n"
+    "    %cst_1 = stablehlo.constant dense<3.000000e+00> : tensor<f32>\n"
+    "    %6 = stablehlo.broadcast_in_dim %cst_1, dims = [] : (tensor<f32>) -> tensor<10x10xf32>\n"
+    "    %7 = stablehlo.multiply %6, %5 : tensor<10x10xf32>\n"
+    "    %8 = stablehlo.add %7, %arg1 : tensor<10x10xf32>\n"
+    "    return %8, %arg1 : tensor<10x10xf32>, tensor<10x10xf32>\n"
+    "  }\n"
+    "}\n";
+
+static const char *const text_unary =
+    "module @kiln {\n"
+    "  // calling convention of @main: 2 arguments, 3 results\n"
+    "  //   donated arguments: none\n"
+    "  //   preserved results (returned unchanged): none\n"
+    "  //   aliased results (may reuse a donated buffer): none\n"
+    "  func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xi32>) -> (tensor<4xf32>, "
+    "tensor<4xi1>, tensor<4xi32>) {\n"
+    "    %0 = stablehlo.abs %arg0 : tensor<4xf32>\n"
+    "    %1 = stablehlo.negate %0 : tensor<4xf32>\n"
+    "    %2 = stablehlo.sign %1 : tensor<4xf32>\n"
+    "    %3 = stablehlo.floor %2 : tensor<4xf32>\n"
+    "    %4 = stablehlo.ceil %3 : tensor<4xf32>\n"
+    "    %5 = stablehlo.round_nearest_afz %4 : tensor<4xf32>\n"
+    "    %6 = stablehlo.round_nearest_even %5 : tensor<4xf32>\n"
+    "    %7 = stablehlo.sqrt %6 : tensor<4xf32>\n"
+    "    %8 = stablehlo.rsqrt %7 : tensor<4xf32>\n"
+    "    %9 = stablehlo.cbrt %8 : tensor<4xf32>\n"
+    "    %10 = stablehlo.exponential %9 : tensor<4xf32>\n"
+    "    %11 = stablehlo.exponential_minus_one %10 : tensor<4xf32>\n"
+    "    %12 = stablehlo.log %11 : tensor<4xf32>\n"
+    "    %13 = stablehlo.log_plus_one %12 : tensor<4xf32>\n"
+    "    %14 = stablehlo.logistic %13 : tensor<4xf32>\n"
+    "    %15 = stablehlo.sine %14 : tensor<4xf32>\n"
+    "    %16 = stablehlo.cosine %15 : tensor<4xf32>\n"
+    "    %17 = stablehlo.tan %16 : tensor<4xf32>\n"
+    "    %18 = stablehlo.tanh %17 : tensor<4xf32>\n"
+    "    %19 = stablehlo.is_finite %arg0 : (tensor<4xf32>) -> tensor<4xi1>\n"
+    "    %20 = stablehlo.not %arg1 : tensor<4xi32>\n"
+    "    %21 = stablehlo.popcnt %20 : tensor<4xi32>\n"
+    "    %22 = stablehlo.count_leading_zeros %21 : tensor<4xi32>\n"
+    "    return %18, %19, %22 : tensor<4xf32>, tensor<4xi1>, tensor<4xi32>\n"
+    "  }\n"
+    "}\n";
+
+static const char *const text_binary =
+    "module @kiln {\n"
+    "  // calling convention of @main: 4 arguments, 2 results\n"
+    "  //   donated arguments: none\n"
+    "  //   preserved results (returned unchanged): none\n"
+    "  //   aliased results (may reuse a donated buffer): none\n"
+    "  func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>, %arg2: tensor<2x2xi32>, "
+    "%arg3: tensor<2x2xi32>) -> (tensor<4xf32>, tensor<2x2xi32>) {\n"
+    "    %0 = stablehlo.add %arg0, %arg1 : tensor<4xf32>\n"
+    "    %1 = stablehlo.subtract %0, %arg1 : tensor<4xf32>\n"
+    "    %2 = stablehlo.multiply %1, %arg1 : tensor<4xf32>\n"
+    "    %3 = stablehlo.divide %2, %arg1 : tensor<4xf32>\n"
+    "    %4 = stablehlo.remainder %3, %arg1 : tensor<4xf32>\n"
+    "    %5 = stablehlo.power %4, %arg1 : tensor<4xf32>\n"
+    "    %6 = stablehlo.maximum %5, %arg1 : tensor<4xf32>\n"
+    "    %7 = stablehlo.minimum %6, %arg1 : tensor<4xf32>\n"
+    "    %8 = stablehlo.atan2 %7, %arg1 : tensor<4xf32>\n"
+    "    %9 = stablehlo.and %arg2, %arg3 : tensor<2x2xi32>\n"
+    "    %10 = stablehlo.or %9, %arg3 : tensor<2x2xi32>\n"
+    "    %11 = stablehlo.xor %10, %arg3 : tensor<2x2xi32>\n"
+    "    %12 = stablehlo.shift_left %11, %arg3 : tensor<2x2xi32>\n"
+    "    %13 = stablehlo.shift_right_arithmetic %12, %arg3 : tensor<2x2xi32>\n"
+    "    %14 = stablehlo.shift_right_logical %13, %arg3 : tensor<2x2xi32>\n"
+    "    return %8, %14 : tensor<4xf32>, tensor<2x2xi32>\n"
+    "  }\n"
+    "}\n";
+
+static const char *const text_compare_select =
+    "module @kiln {\n"
+    "  // calling convention of @main: 4 arguments, 5 results\n"
+    "  //   donated arguments: none\n"
+    "  //   preserved results (returned unchanged): none\n"
+    "  //   aliased results (may reuse a donated buffer): none\n"
+    "  func.func public @main(%arg0: tensor<3xf32>, %arg1: tensor<3xf32>, %arg2: tensor<3xi64>, "
+    "%arg3: tensor<3xui16>) -> (tensor<3xf32>, tensor<3xf32>, tensor<3xbf16>, tensor<3x4xui8>, "
+    "tensor<3xi1>) {\n"
+    "    %0 = stablehlo.compare  LT, %arg0, %arg1,  FLOAT : (tensor<3xf32>, tensor<3xf32>) -> "
+    "tensor<3xi1>\n"
+    "    %1 = stablehlo.compare  EQ, %arg0, %arg1,  TOTALORDER : (tensor<3xf32>, tensor<3xf32>) -> "
+    "tensor<3xi1>\n"
+    "    %2 = stablehlo.compare  GE, %arg2, %arg2,  SIGNED : (tensor<3xi64>, tensor<3xi64>) -> "
+    "tensor<3xi1>\n"
+    "    %3 = stablehlo.compare  NE, %arg3, %arg3,  UNSIGNED : (tensor<3xui16>, tensor<3xui16>) -> "
+    "tensor<3xi1>\n"
+    "    %4 = stablehlo.select %0, %arg0, %arg1 : tensor<3xi1>, tensor<3xf32>\n"
+    "    %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>\n"
+    "    %cst_0 = stablehlo.constant dense<1.000000e+00> : tensor<f32>\n"
+    "    %5 = stablehlo.clamp %cst, %arg0, %cst_0 : (tensor<f32>, tensor<3xf32>, tensor<f32>) -> "
+    "tensor<3xf32>\n"
+    "    %6 = stablehlo.convert %arg2 : (tensor<3xi64>) -> tensor<3xbf16>\n"
+    "    %7 = stablehlo.bitcast_convert %arg0 : (tensor<3xf32>) -> tensor<3x4xui8>\n"
+    "    %8 = stablehlo.xor %2, %3 : tensor<3xi1>\n"
+    "    %9 = stablehlo.or %0, %1 : tensor<3xi1>\n"
+    "    %10 = stablehlo.and %9, %8 : tensor<3xi1>\n"
+    "    return %4, %5, %6, %7, %10 : tensor<3xf32>, tensor<3xf32>, tensor<3xbf16>, "
+    "tensor<3x4xui8>, tensor<3xi1>\n"
+    "  }\n"
+    "}\n";
+
+static const char *const text_rng =
+    "module @kiln {\n"
+    "  // calling convention of @main: 1 arguments, 3 results\n"
+    "  //   donated arguments: none\n"
+    "  //   preserved results (returned unchanged): none\n"
+    "  //   aliased results (may reuse a donated buffer): none\n"
+    "  func.func public @main(%arg0: tensor<2xui64>) -> (tensor<2x3xui32>, tensor<4xf32>, "
+    "tensor<3xui8>) {\n"
+    "    %output_state, %output = stablehlo.rng_bit_generator %arg0, algorithm =  PHILOX : "
+    "(tensor<2xui64>) -> (tensor<2xui64>, tensor<2x3xui32>)\n"
+    "    %output_state_0, %output_1 = stablehlo.rng_bit_generator %output_state, algorithm =  "
+    "THREE_FRY : (tensor<2xui64>) -> (tensor<2xui64>, tensor<4xf32>)\n"
+    "    %output_state_2, %output_3 = stablehlo.rng_bit_generator %arg0, algorithm =  DEFAULT : "
+    "(tensor<2xui64>) -> (tensor<2xui64>, tensor<3xui8>)\n"
+    "    return %output, %output_1, %output_3 : tensor<2x3xui32>, tensor<4xf32>, tensor<3xui8>\n"
+    "  }\n"
+    "}\n";
+
+static const char *const text_movement =
+    "module @kiln {\n"
+    "  // calling convention of @main: 2 arguments, 9 results\n"
+    "  //   donated arguments: none\n"
+    "  //   preserved results (returned unchanged): none\n"
+    "  //   aliased results (may reuse a donated buffer): none\n"
+    "  func.func public @main(%arg0: tensor<2x3xf32>, %arg1: tensor<i32>) -> (tensor<4x2x3xf32>, "
+    "tensor<3x2xf32>, tensor<3x2xf32>, tensor<2x3xf32>, tensor<2x1xf32>, tensor<1x2xf32>, "
+    "tensor<2x3xf32>, tensor<3x7xf32>, tensor<4x3xf32>) {\n"
+    "    %0 = stablehlo.broadcast_in_dim %arg0, dims = [1, 2] : (tensor<2x3xf32>) -> "
+    "tensor<4x2x3xf32>\n"
+    "    %1 = stablehlo.reshape %arg0 : (tensor<2x3xf32>) -> tensor<3x2xf32>\n"
+    "    %2 = stablehlo.transpose %arg0, dims = [1, 0] : (tensor<2x3xf32>) -> tensor<3x2xf32>\n"
+    "    %3 = stablehlo.reverse %arg0, dims = [0] : tensor<2x3xf32>\n"
+    "    %4 = stablehlo.slice %arg0 [0:2, 1:3:2] : (tensor<2x3xf32>) -> tensor<2x1xf32>\n"
+    "    %5 = stablehlo.dynamic_slice %arg0, %arg1, %arg1, sizes = [1, 2] : (tensor<2x3xf32>, "
+    "tensor<i32>, tensor<i32>) -> tensor<1x2xf32>\n"
+    "    %6 = stablehlo.dynamic_update_slice %arg0, %5, %arg1, %arg1 : (tensor<2x3xf32>, "
+    "tensor<1x2xf32>, tensor<i32>, tensor<i32>) -> tensor<2x3xf32>\n"
+    "    %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>\n"
+    "    %7 = stablehlo.pad %arg0, %cst, low = [1, 0], high = [0, 2], interior = [0, 1] : "
+    "(tensor<2x3xf32>, tensor<f32>) -> tensor<3x7xf32>\n"
+    "    %8 = stablehlo.concatenate %arg0, %3, dim = 0 : (tensor<2x3xf32>, tensor<2x3xf32>) -> "
+    "tensor<4x3xf32>\n"
+    "    return %0, %1, %2, %3, %4, %5, %6, %7, %8 : tensor<4x2x3xf32>, tensor<3x2xf32>, "
+    "tensor<3x2xf32>, tensor<2x3xf32>, tensor<2x1xf32>, tensor<1x2xf32>, tensor<2x3xf32>, "
+    "tensor<3x7xf32>, tensor<4x3xf32>\n"
+    "  }\n"
+    "}\n";
+
+static const char *const text_indexing =
+    "module @kiln {\n"
+    "  // calling convention of @main: 4 arguments, 4 results\n"
+    "  //   donated arguments: none\n"
+    "  //   preserved results (returned unchanged): none\n"
+    "  //   aliased results (may reuse a donated buffer): none\n"
+    "  func.func public @main(%arg0: tensor<4x3xf32>, %arg1: tensor<2x1xi32>, %arg2: "
+    "tensor<5xf32>, %arg3: tensor<5xi32>) -> (tensor<2x3xf32>, tensor<4x3xf32>, tensor<5xf32>, "
+    "tensor<5xi32>) {\n"
+    "    %0 = \"stablehlo.gather\"(%arg0, %arg1) <{dimension_numbers = "
+    "#stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0], "
+    "index_vector_dim = 1>, indices_are_sorted = false, slice_sizes = array<i64: 1, 3>}> : "
+    "(tensor<4x3xf32>, tensor<2x1xi32>) -> tensor<2x3xf32>\n"
+    "    %1 = \"stablehlo.scatter\"(%arg0, %arg1, %0) <{indices_are_sorted = true, "
+    "scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [1], inserted_window_dims "
+    "= [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>, unique_indices = false}> "
+    "({\n"
+    "    ^bb0(%arg4: tensor<f32>, %arg5: tensor<f32>):\n"
+    "      %3 = stablehlo.add %arg4, %arg5 : tensor<f32>\n"
+    "      stablehlo.return %3 : tensor<f32>\n"
+    "    }) : (tensor<4x3xf32>, tensor<2x1xi32>, tensor<2x3xf32>) -> tensor<4x3xf32>\n"
+    "    %2:2 = \"stablehlo.sort\"(%arg2, %arg3) <{dimension = 0 : i64, is_stable = true}> ({\n"
+    "    ^bb0(%arg4: tensor<f32>, %arg5: tensor<f32>, %arg6: tensor<i32>, %arg7: tensor<i32>):\n"
+    "      %3 = stablehlo.compare  LT, %arg4, %arg5,  FLOAT : (tensor<f32>, tensor<f32>) -> "
+    "tensor<i1>\n"
+    "      stablehlo.return %3 : tensor<i1>\n"
+    "    }) : (tensor<5xf32>, tensor<5xi32>) -> (tensor<5xf32>, tensor<5xi32>)\n"
+    "    return %0, %1, %2#0, %2#1 : tensor<2x3xf32>, tensor<4x3xf32>, tensor<5xf32>, "
+    "tensor<5xi32>\n"
+    "  }\n"
+    "}\n";
+
+static const char *const text_reductions =
+    "module @kiln {\n"
+    "  // calling convention of @main: 2 arguments, 4 results\n"
+    "  //   donated arguments: none\n"
+    "  //   preserved results (returned unchanged): none\n"
+    "  //   aliased results (may reuse a donated buffer): none\n"
+    "  func.func public @main(%arg0: tensor<4x6xf32>, %arg1: tensor<2x3xf32>) -> (tensor<4xf32>, "
+    "tensor<f32>, tensor<2x3xf32>, tensor<4x6xf32>) {\n"
+    "    %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>\n"
+    "    %0 = stablehlo.reduce(%arg0 init: %cst) applies stablehlo.add across dimensions = [1] : "
+    "(tensor<4x6xf32>, tensor<f32>) -> tensor<4xf32>\n"
+    "    %cst_0 = stablehlo.constant dense<0.000000e+00> : tensor<f32>\n"
+    "    %1 = \"stablehlo.reduce\"(%arg0, %cst_0) <{dimensions = array<i64: 0, 1>}> ({\n"
+    "    ^bb0(%arg2: tensor<f32>, %arg3: tensor<f32>):\n"
+    "      %4 = stablehlo.multiply %arg3, %arg3 : tensor<f32>\n"
+    "      %5 = stablehlo.add %arg2, %4 : tensor<f32>\n"
+    "      stablehlo.return %5 : tensor<f32>\n"
+    "    }) : (tensor<4x6xf32>, tensor<f32>) -> tensor<f32>\n"
+    "    %cst_1 = stablehlo.constant dense<0.000000e+00> : tensor<f32>\n"
+    "    %2 = \"stablehlo.reduce_window\"(%arg0, %cst_1) <{base_dilations = array<i64: 1, 1>, "
+    "padding = dense<[[0, 0], [0, 1]]> : tensor<2x2xi64>, window_dilations = array<i64: 1, 1>, "
+    "window_dimensions = array<i64: 2, 2>, window_strides = array<i64: 2, 2>}> ({\n"
+    "    ^bb0(%arg2: tensor<f32>, %arg3: tensor<f32>):\n"
+    "      %4 = stablehlo.maximum %arg2, %arg3 : tensor<f32>\n"
+    "      stablehlo.return %4 : tensor<f32>\n"
+    "    }) : (tensor<4x6xf32>, tensor<f32>) -> tensor<2x3xf32>\n"
+    "    %cst_2 = stablehlo.constant dense<0.000000e+00> : tensor<f32>\n"
+    "    %3 = \"stablehlo.select_and_scatter\"(%arg0, %arg1, %cst_2) <{padding = dense<0> : "
+    "tensor<2x2xi64>, window_dimensions = array<i64: 2, 2>, window_strides = array<i64: 2, 2>}> "
+    "({\n"
+    "    ^bb0(%arg2: tensor<f32>, %arg3: tensor<f32>):\n"
+    "      %4 = stablehlo.compare  GE, %arg2, %arg3,  FLOAT : (tensor<f32>, tensor<f32>) -> "
+    "tensor<i1>\n"
+    "      stablehlo.return %4 : tensor<i1>\n"
+    "    }, {\n"
+    "    ^bb0(%arg2: tensor<f32>, %arg3: tensor<f32>):\n"
+    "      %4 = stablehlo.add %arg2, %arg3 : tensor<f32>\n"
+    "      stablehlo.return %4 : tensor<f32>\n"
+    "    }) : (tensor<4x6xf32>, tensor<2x3xf32>, tensor<f32>) -> tensor<4x6xf32>\n"
+    "    return %0, %1, %2, %3 : tensor<4xf32>, tensor<f32>, tensor<2x3xf32>, tensor<4x6xf32>\n"
+    "  }\n"
+    "}\n";
+
+static const char *const text_contractions =
+    "module @kiln {\n"
+    "  // calling convention of @main: 6 arguments, 3 results\n"
+    "  //   donated arguments: none\n"
+    "  //   preserved results (returned unchanged): none\n"
+    "  //   aliased results (may reuse a donated buffer): none\n"
+    "  func.func public @main(%arg0: tensor<2x3x4xf32>, %arg1: tensor<2x4x5xf32>, %arg2: "
+    "tensor<3x4xf32>, %arg3: tensor<4x5xf32>, %arg4: tensor<1x2x5x5xf32>, %arg5: "
+    "tensor<3x2x3x3xf32>) -> (tensor<2x3x5xf32>, tensor<3x5xf64>, tensor<1x3x3x3xf32>) {\n"
+    "    %0 = stablehlo.dot_general %arg0, %arg1, batching_dims = [0] x [0], contracting_dims = "
+    "[2] x [1] : (tensor<2x3x4xf32>, tensor<2x4x5xf32>) -> tensor<2x3x5xf32>\n"
+    "    %1 = stablehlo.dot_general %arg2, %arg3, contracting_dims = [1] x [0] : (tensor<3x4xf32>, "
+    "tensor<4x5xf32>) -> tensor<3x5xf64>\n"
+    "    %2 = stablehlo.convolution(%arg4, %arg5) dim_numbers = [b, f, 0, 1]x[o, i, 0, 1]->[b, f, "
+    "0, 1], window = {stride = [2, 1], pad = [[1, 1], [0, 2]], lhs_dilate = [1, 1], rhs_dilate = "
+    "[1, 2]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<1x2x5x5xf32>, "
+    "tensor<3x2x3x3xf32>) -> tensor<1x3x3x3xf32>\n"
+    "    return %0, %1, %2 : tensor<2x3x5xf32>, tensor<3x5xf64>, tensor<1x3x3x3xf32>\n"
+    "  }\n"
+    "}\n";
+
+static const char *const text_control =
+    "module @kiln {\n"
+    "  // calling convention of @main: 3 arguments, 5 results\n"
+    "  //   donated arguments: none\n"
+    "  //   preserved results (returned unchanged): none\n"
+    "  //   aliased results (may reuse a donated buffer): none\n"
+    "  func.func public @main(%arg0: tensor<2xf32>, %arg1: tensor<i32>, %arg2: tensor<2xf32>) -> "
+    "(tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<i32>) {\n"
+    "    %c = stablehlo.constant dense<0> : tensor<i64>\n"
+    "    %0:2 = stablehlo.while(%iterArg = %c, %iterArg_0 = %arg0) : tensor<i64>, tensor<2xf32>\n"
+    "    cond {\n"
+    "      %c_1 = stablehlo.constant dense<3> : tensor<i64>\n"
+    "      %4 = stablehlo.compare  LT, %iterArg, %c_1,  SIGNED : (tensor<i64>, tensor<i64>) -> "
+    "tensor<i1>\n"
+    "      stablehlo.return %4 : tensor<i1>\n"
+    "    } do {\n"
+    "      %c_1 = stablehlo.constant dense<1> : tensor<i64>\n"
+    "      %4 = stablehlo.add %iterArg, %c_1 : tensor<i64>\n"
+    "      %c_2 = stablehlo.constant dense<2> : tensor<i64>\n"
+    "      %5 = stablehlo.remainder %iterArg, %c_2 : tensor<i64>\n"
+    "      %c_3 = stablehlo.constant dense<1> : tensor<i64>\n"
+    "      %6 = stablehlo.compare  EQ, %5, %c_3,  SIGNED : (tensor<i64>, tensor<i64>) -> "
+    "tensor<i1>\n"
+    "      %7 = \"stablehlo.if\"(%6) ({\n"
+    "        %8 = stablehlo.add %iterArg_0, %iterArg_0 : tensor<2xf32>\n"
+    "        stablehlo.return %8 : tensor<2xf32>\n"
+    "      }, {\n"
+    "        stablehlo.return %iterArg_0 : tensor<2xf32>\n"
+    "      }) : (tensor<i1>) -> tensor<2xf32>\n"
+    "      stablehlo.return %4, %7 : tensor<i64>, tensor<2xf32>\n"
+    "    }\n"
+    "    %1 = \"stablehlo.case\"(%arg1) ({\n"
+    "      %cst = stablehlo.constant dense<1.000000e+00> : tensor<2xf32>\n"
+    "      stablehlo.return %cst : tensor<2xf32>\n"
+    "    }, {\n"
+    "      stablehlo.return %arg0 : tensor<2xf32>\n"
+    "    }, {\n"
+    "      %cst = stablehlo.constant dense<5.000000e-01> : tensor<2xf32>\n"
+    "      stablehlo.return %cst : tensor<2xf32>\n"
+    "    }) : (tensor<i32>) -> tensor<2xf32>\n"
+    "    %2:2 = func.call @callee_0(%arg0, %1, %arg2) : (tensor<2xf32>, tensor<2xf32>, "
+    "tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>)\n"
+    "    %3:2 = stablehlo.optimization_barrier %2#1, %arg1 : tensor<2xf32>, tensor<i32>\n"
+    "    return %0#1, %1, %2#0, %3#0, %3#1 : tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, "
+    "tensor<2xf32>, tensor<i32>\n"
+    "  }\n"
+    "  func.func private @callee_0(%arg0: tensor<2xf32>, %arg1: tensor<2xf32>, %arg2: "
+    "tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>) {\n"
+    "    %0 = stablehlo.multiply %arg0, %arg2 : tensor<2xf32>\n"
+    "    %1 = stablehlo.subtract %arg1, %arg0 : tensor<2xf32>\n"
+    "    return %0, %1 : tensor<2xf32>, tensor<2xf32>\n"
+    "  }\n"
+    "}\n";
+
+static const char *const text_handmade =
+    "module @handmade {\n"
+    "  func.func public @main(%arg0: tensor<f32>) -> (tensor<2x3xi32>, tensor<f32>) {\n"
+    "    %0 = stablehlo.iota dim = 1 : tensor<2x3xi32>\n"
+    "    %1 = \"stablehlo.dynamic_slice\"(%arg0) <{slice_sizes = array<i64>}> : (tensor<f32>) -> "
+    "tensor<f32>\n"
+    "    stablehlo.optimization_barrier()\n"
+    "    return %0, %1 : tensor<2x3xi32>, tensor<f32>\n"
+    "  }\n"
+    "}\n";
+
+static const char *const text_names =
+    "module @\"my model\" {\n"
+    "  // calling convention of @main: 3 arguments, 3 results\n"
+    "  //   donated arguments: %arg1, %arg2\n"
+    "  //   preserved results (returned unchanged): result 2 = %arg0\n"
+    "  //   aliased results (may reuse a donated buffer): result 0 -> %arg1\n"
+    "  func.func public @main(%arg0: tensor<3xf32> {kiln.path = \"params.w1\"}, %arg1: "
+    "tensor<3xf32> {kiln.path = \"odd \\\"name\\\" \\\\ caf\\C3\\A9\", tf.aliasing_output = 0 : "
+    "i32}, %arg2: tensor<2x3xi8> {jax.buffer_donor = true}) -> (tensor<3xf32>, tensor<2x3xi32>, "
+    "tensor<3xf32>) {\n"
+    "    %0 = stablehlo.add %arg0, %arg1 : tensor<3xf32>\n"
+    "    %1 = stablehlo.convert %arg2 : (tensor<2x3xi8>) -> tensor<2x3xi32>\n"
+    "    return %0, %1, %arg0 : tensor<3xf32>, tensor<2x3xi32>, tensor<3xf32>\n"
+    "  }\n"
+    "}\n";
+
+static const char *const text_nested_calls =
+    "module @kiln {\n"
+    "  // calling convention of @main: 2 arguments, 1 results\n"
+    "  //   donated arguments: none\n"
+    "  //   preserved results (returned unchanged): none\n"
+    "  //   aliased results (may reuse a donated buffer): none\n"
+    "  func.func public @main(%arg0: tensor<3xf64>, %arg1: tensor<3xf64>) -> tensor<3xf64> {\n"
+    "    %c = stablehlo.constant dense<0> : tensor<i32>\n"
+    "    %0:2 = stablehlo.while(%iterArg = %c, %iterArg_0 = %arg0) : tensor<i32>, tensor<3xf64>\n"
+    "    cond {\n"
+    "      %c_1 = stablehlo.constant dense<4> : tensor<i32>\n"
+    "      %1 = stablehlo.compare  LT, %iterArg, %c_1,  SIGNED : (tensor<i32>, tensor<i32>) -> "
+    "tensor<i1>\n"
+    "      stablehlo.return %1 : tensor<i1>\n"
+    "    } do {\n"
+    "      %c_1 = stablehlo.constant dense<1> : tensor<i32>\n"
+    "      %1 = stablehlo.add %iterArg, %c_1 : tensor<i32>\n"
+    "      %2 = func.call @callee_0(%iterArg_0, %arg1) : (tensor<3xf64>, tensor<3xf64>) -> "
+    "tensor<3xf64>\n"
+    "      stablehlo.return %1, %2 : tensor<i32>, tensor<3xf64>\n"
+    "    }\n"
+    "    return %0#1 : tensor<3xf64>\n"
+    "  }\n"
+    "  func.func private @callee_0(%arg0: tensor<3xf64>, %arg1: tensor<3xf64>) -> tensor<3xf64> {\n"
+    "    %0 = stablehlo.multiply %arg0, %arg1 : tensor<3xf64>\n"
+    "    %1 = func.call @callee_1(%0, %0, %arg1) : (tensor<3xf64>, tensor<3xf64>, tensor<3xf64>) "
+    "-> tensor<3xf64>\n"
+    "    return %1 : tensor<3xf64>\n"
+    "  }\n"
+    "  func.func private @callee_1(%arg0: tensor<3xf64>, %arg1: tensor<3xf64>, %arg2: "
+    "tensor<3xf64>) -> tensor<3xf64> {\n"
+    "    %0 = stablehlo.add %arg0, %arg1 : tensor<3xf64>\n"
+    "    %1 = stablehlo.add %0, %arg2 : tensor<3xf64>\n"
+    "    return %1 : tensor<3xf64>\n"
+    "  }\n"
+    "}\n";
+
+static kiln_module *parse_text(kiln_ctx *cx, const char *text, bool checks) {
+    kiln_parse_options o = kiln_parse_options_default();
+    o.allow_checks = checks;
+    kiln_module *m = NULL;
+    cr_assert_eq(kiln_module_parse(cx, text, strlen(text), &o, &m), KILN_OK, "%s",
+                 kiln_ctx_error_message(cx));
+    cr_assert_not_null(m);
+    cr_assert_eq(kiln__module_verify(m), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    return m;
+}
+
+static char *reprint(kiln_ctx *cx, const char *text) {
+    kiln_module *m = parse_text(cx, text, false);
+    char *s = kiln_module_to_string(cx, m);
+    cr_assert_not_null(s, "%s", kiln_ctx_error_message(cx));
+    kiln_module_release(m);
+    return s;
+}
+
+/* print(parse(text)) == text when the text carries a calling convention; otherwise the
+ * second round is a fixpoint. */
+static void round_trip(const char *text, const char *tag) {
+    kiln_ctx *cx = test_ctx();
+    char *once = reprint(cx, text);
+    if (strstr(text, "calling convention")) {
+        if (strcmp(once, text) != 0) {
+            const char *a = once, *b = text;
+            while (*a && *a == *b)
+                a++, b++;
+            cr_assert_fail("%s: differs at\n  got:  %.80s\n  want: %.80s", tag, a, b);
+        }
+    }
+    char *twice = reprint(cx, once);
+    cr_assert_str_eq(twice, once, "%s: not a fixpoint", tag);
+    kiln_string_free(cx, once);
+    kiln_string_free(cx, twice);
+    kiln_ctx_release(cx);
+}
+
+Test(parse, printer_goldens_round_trip) {
+    const struct {
+        const char *text, *tag;
+    } cases[] = {{text_emlx, "emlx"},
+                 {text_unary, "unary"},
+                 {text_binary, "binary"},
+                 {text_compare_select, "compare_select"},
+                 {text_rng, "rng"},
+                 {text_movement, "movement"},
+                 {text_indexing, "indexing"},
+                 {text_reductions, "reductions"},
+                 {text_contractions, "contractions"},
+                 {text_control, "control"},
+                 {text_handmade, "handmade"},
+                 {text_names, "names"},
+                 {text_nested_calls, "nested_calls"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        round_trip(cases[i].text, cases[i].tag);
+}
+
+/* Parses, compiles, runs a no-argument module and evaluates its checks. Returns the
+ * number of failed checks (-1: no checks). */
+static int run_checks(kiln_ctx *cx, const char *text) {
+    kiln_module *m = parse_text(cx, text, true);
+    kiln_exe *exe = NULL;
+    cr_assert_eq(kiln_compile(cx, m, NULL, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    kiln_module_info info;
+    cr_assert_eq(kiln_module_info_get(cx, m, &info), KILN_OK);
+    kiln_tensor *res[64];
+    cr_assert(info.n_results <= 64);
+    cr_assert_eq(kiln_exe_call_n(cx, exe, NULL, 0, res, info.n_results), KILN_OK, "%s",
+                 kiln_ctx_error_message(cx));
+    const kiln_check *c;
+    int32_t n;
+    cr_assert_eq(kiln_module_checks(cx, m, &c, &n), KILN_OK);
+    int bad = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const kiln_tensor *want = c[i].expected_result >= 0 ? res[c[i].expected_result] : NULL;
+        if (kiln_check_evaluate(cx, &c[i], res[c[i].result], want) != KILN_OK) {
+            cr_log_info("check %d (line %d): %s", (int)i, (int)c[i].line,
+                        kiln_ctx_error_message(cx));
+            kiln_ctx_clear_error(cx);
+            bad++;
+        }
+    }
+    kiln_exe_release(exe);
+    kiln_module_release(m);
+    return n ? bad : -1;
+}
+
+Test(parse, conformance_style_chunks_run_and_check) {
+    kiln_ctx *cx = test_ctx();
+    const char *chunks[] = {
+        "func.func @add_op_test_si64() {\n"
+        "  %lhs = stablehlo.constant dense<[0, 1, -9223372036854775808]> : tensor<3xi64>\n"
+        "  %rhs = stablehlo.constant dense<[0, 2, 1]> : tensor<3xi64>\n"
+        "  %result = stablehlo.add %lhs, %rhs : tensor<3xi64>\n"
+        "  check.expect_eq_const %result, dense<[0, 3, -9223372036854775807]> : tensor<3xi64>\n"
+        "  func.return\n"
+        "}\n",
+        "func.func @while() {\n"
+        "  %init_i = stablehlo.constant dense<0> : tensor<i64>\n"
+        "  %init_sum = stablehlo.constant dense<0> : tensor<i64>\n"
+        "  %one = stablehlo.constant dense<1> : tensor<i64>\n"
+        "  %ten = stablehlo.constant dense<10> : tensor<i64>\n"
+        "  %results0, %results1 = stablehlo.while(%arg0 = %init_i, %arg1 = %init_sum) : "
+        "tensor<i64>, tensor<i64>\n"
+        "  cond {\n"
+        "    %cond = stablehlo.compare LT, %arg0, %ten : (tensor<i64>, tensor<i64>) -> tensor<i1>\n"
+        "    stablehlo.return %cond : tensor<i1>\n"
+        "  } do {\n"
+        "    %new_sum = stablehlo.add %arg1, %one : tensor<i64>\n"
+        "    %new_i = stablehlo.add %arg0, %one : tensor<i64>\n"
+        "    stablehlo.return %new_i, %new_sum : tensor<i64>, tensor<i64>\n"
+        "  }\n"
+        "  check.expect_eq_const %results0, dense<10> : tensor<i64>\n"
+        "  check.expect_eq %results1, %ten : tensor<i64>\n"
+        "  func.return\n"
+        "}\n",
+        "func.func @reduce() {\n"
+        "  %input = stablehlo.constant dense<[[0, 1, 2, 3, 4, 5]]> : tensor<1x6xi64>\n"
+        "  %init_value = stablehlo.constant dense<0> : tensor<i64>\n"
+        "  %result = \"stablehlo.reduce\"(%input, %init_value) ({\n"
+        "    ^bb0(%arg0: tensor<i64>, %arg1: tensor<i64>):\n"
+        "      %0 = stablehlo.add %arg0, %arg1 : tensor<i64>\n"
+        "      stablehlo.return %0 : tensor<i64>\n"
+        "  }) {\n"
+        "    dimensions = array<i64: 1>\n"
+        "  } : (tensor<1x6xi64>, tensor<i64>) -> tensor<1xi64>\n"
+        "  check.expect_eq_const %result, dense<[15]> : tensor<1xi64>\n"
+        "  func.return\n"
+        "}\n",
+        "func.func @sort_stable() {\n"
+        "  %input0 = stablehlo.constant dense<[[1, 2, 3], [3, 2, 1]]> : tensor<2x3xi64>\n"
+        "  %input1 = stablehlo.constant dense<[[3, 2, 1], [1, 2, 3]]> : tensor<2x3xi64>\n"
+        "  %result0, %result1 = \"stablehlo.sort\"(%input0, %input1) ({\n"
+        "    ^bb0(%arg0: tensor<i64>, %arg1: tensor<i64>, %arg2: tensor<i64>, %arg3: "
+        "tensor<i64>):\n"
+        "      %predicate = stablehlo.compare GT, %arg0, %arg1 : (tensor<i64>, tensor<i64>) -> "
+        "tensor<i1>\n"
+        "      stablehlo.return %predicate : tensor<i1>\n"
+        "  }) {\n"
+        "    dimension = 0 : i64,\n"
+        "    is_stable = true\n"
+        "  } : (tensor<2x3xi64>, tensor<2x3xi64>) -> (tensor<2x3xi64>, tensor<2x3xi64>)\n"
+        "  check.expect_eq_const %result0, dense<[[3, 2, 3], [1, 2, 1]]> : tensor<2x3xi64>\n"
+        "  check.expect_eq_const %result1, dense<[[1, 2, 1], [3, 2, 3]]> : tensor<2x3xi64>\n"
+        "  func.return\n"
+        "}\n",
+        "func.func @main() {\n"
+        "  %0 = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xf64>\n"
+        "  %1 = func.call @twice(%0) : (tensor<2xf64>) -> tensor<2xf64>\n"
+        "  check.expect_almost_eq_const %1, dense<[2.00001, 4.0]> : tensor<2xf64> {tolerance = "
+        "0.001 : f64}\n"
+        "  check.expect_close %1, %1, max_ulp_difference = 3 : tensor<2xf64>, tensor<2xf64>\n"
+        "  check.expect_almost_eq %1, %1, tolerance = 0.1 : tensor<2xf64>\n"
+        "  func.return\n"
+        "}\n"
+        "func.func @twice(%arg0: tensor<2xf64>) -> tensor<2xf64> {\n"
+        "  %0 = func.call @add(%arg0, %arg0) : (tensor<2xf64>, tensor<2xf64>) -> tensor<2xf64>\n"
+        "  func.return %0 : tensor<2xf64>\n"
+        "}\n"
+        "func.func private @add(%a: tensor<2xf64>, %b: tensor<2xf64>) -> tensor<2xf64> {\n"
+        "  %0 = stablehlo.add %a, %b : tensor<2xf64>\n"
+        "  func.return %0 : tensor<2xf64>\n"
+        "}\n",
+    };
+    for (size_t i = 0; i < sizeof chunks / sizeof chunks[0]; i++)
+        cr_assert_eq(run_checks(cx, chunks[i]), 0, "chunk %zu", i);
+    /* a failing check reports the first mismatch */
+    const char *bad = "func.func @f() {\n"
+                      "  %0 = stablehlo.constant dense<[1.0, 2.0, 3.0, 1.5]> : tensor<4xf32>\n"
+                      "  check.expect_eq_const %0, dense<[1.0, 2.0, 3.0, 2.0]> : tensor<4xf32>\n"
+                      "  func.return\n"
+                      "}\n";
+    kiln_module *m = parse_text(cx, bad, true);
+    const kiln_check *c;
+    int32_t n;
+    cr_assert_eq(kiln_module_checks(cx, m, &c, &n), KILN_OK);
+    cr_assert_eq(n, 1);
+    cr_assert_eq(c[0].line, 3);
+    kiln_tensor *v =
+        kiln_tensor_from_host(cx, KILN_F32, KILN_SHAPE(4), (float[]){1, 2, 3, 1.5f}, 16);
+    cr_assert_eq(kiln_check_evaluate(cx, &c[0], v, NULL), KILN_FAILED_PRECONDITION);
+    cr_assert_str_eq(kiln_ctx_error_message(cx), "index 3: got 1.5, expected 2");
+    kiln_ctx_clear_error(cx);
+    kiln_module_release(m);
+    kiln_ctx_release(cx);
+}
+
+Test(parse, check_semantics) {
+    kiln_ctx *cx = test_ctx();
+    kiln_check eq = {.kind = KILN_CHECK_EQ, .expected_result = -1};
+    kiln_tensor *a =
+        kiln_tensor_from_host(cx, KILN_F64, KILN_SHAPE(3), (double[]){-0.0, NAN, INFINITY}, 24);
+    kiln_tensor *b =
+        kiln_tensor_from_host(cx, KILN_F64, KILN_SHAPE(3), (double[]){0.0, NAN, INFINITY}, 24);
+    cr_assert_eq(kiln_check_evaluate(cx, &eq, a, b), KILN_FAILED_PRECONDITION); /* NaN != NaN */
+    kiln_ctx_clear_error(cx);
+    kiln_check almost = {.kind = KILN_CHECK_ALMOST_EQ, .tolerance = 1e-4, .expected_result = -1};
+    cr_assert_eq(kiln_check_evaluate(cx, &almost, a, b), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    kiln_check close = {.kind = KILN_CHECK_CLOSE, .max_ulp = 1, .expected_result = -1};
+    cr_assert_eq(kiln_check_evaluate(cx, &close, a, b), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    double x = 1.0, y = nextafter(nextafter(1.0, 2.0), 2.0);
+    kiln_tensor *c1 = kiln_tensor_from_host(cx, KILN_F64, KILN_SHAPE(1), &x, 8);
+    kiln_tensor *c2 = kiln_tensor_from_host(cx, KILN_F64, KILN_SHAPE(1), &y, 8);
+    cr_assert_eq(kiln_check_evaluate(cx, &close, c1, c2), KILN_FAILED_PRECONDITION);
+    kiln_ctx_clear_error(cx);
+    close.max_ulp = 2;
+    cr_assert_eq(kiln_check_evaluate(cx, &close, c1, c2), KILN_OK);
+    kiln_ctx_release(cx);
+}
+
+Test(parse, literals) {
+    kiln_ctx *cx = test_ctx();
+    const char *text =
+        "func.func @main() -> (tensor<2xi1>, tensor<3xi1>, tensor<ui64>, tensor<i64>, "
+        "tensor<2xf32>, tensor<bf16>, tensor<f16>, tensor<4xf32>, tensor<2x2xf32>, tensor<0x3xi8>, "
+        "tensor<2xi32>) {\n"
+        "  %0 = stablehlo.constant dense<[true, false]> : tensor<2xi1>\n"
+        "  %1 = stablehlo.constant dense<[0, 1, 1]> : tensor<3xi1>\n"
+        "  %2 = stablehlo.constant dense<18446744073709551615> : tensor<ui64>\n"
+        "  %3 = stablehlo.constant dense<-9223372036854775808> : tensor<i64>\n"
+        "  %4 = stablehlo.constant dense<[3.14159265358979323846, -8.74227765E-8]> : "
+        "tensor<2xf32>\n"
+        "  %5 = stablehlo.constant dense<0.1> : tensor<bf16>\n"
+        "  %6 = stablehlo.constant dense<0x7E00> : tensor<f16>\n"
+        "  %7 = stablehlo.constant dense<\"0x0000803F000000400000404000008040\"> : tensor<4xf32>\n"
+        "  %8 = stablehlo.constant dense<2.5> : tensor<2x2xf32>\n"
+        "  %9 = stablehlo.constant dense<> : tensor<0x3xi8>\n"
+        "  %10 = stablehlo.constant dense<[0x10, -3]> : tensor<2xi32>\n"
+        "  return %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10 : tensor<2xi1>, tensor<3xi1>, "
+        "tensor<ui64>, tensor<i64>, tensor<2xf32>, tensor<bf16>, tensor<f16>, tensor<4xf32>, "
+        "tensor<2x2xf32>, tensor<0x3xi8>, tensor<2xi32>\n"
+        "}\n";
+    kiln_module *m = parse_text(cx, text, false);
+    const kiln__block *b = m->funcs[0]->body;
+    const kiln_tensor *t[11];
+    for (int i = 0; i < 11; i++)
+        t[i] = b->results[i]->def->attrs.u.constant;
+    const uint8_t *b0 = kiln_tensor_data(t[0]), *b1 = kiln_tensor_data(t[1]);
+    cr_assert(b0[0] == 1 && b0[1] == 0 && b1[0] == 0 && b1[1] == 1 && b1[2] == 1);
+    cr_assert_eq(*(const uint64_t *)kiln_tensor_data(t[2]), UINT64_MAX);
+    cr_assert_eq(*(const int64_t *)kiln_tensor_data(t[3]), INT64_MIN);
+    const float *f4 = kiln_tensor_data(t[4]);
+    cr_assert_eq(f4[0], 3.14159265358979323846f);
+    cr_assert_eq(f4[1], -8.74227765E-8f);
+    cr_assert_eq(*(const uint16_t *)kiln_tensor_data(t[5]), 0x3DCD); /* 0.1 in bf16 */
+    cr_assert_eq(*(const uint16_t *)kiln_tensor_data(t[6]), 0x7E00);
+    const float *f7 = kiln_tensor_data(t[7]);
+    cr_assert(f7[0] == 1 && f7[1] == 2 && f7[2] == 3 && f7[3] == 4);
+    const float *f8 = kiln_tensor_data(t[8]);
+    cr_assert(f8[0] == 2.5f && f8[3] == 2.5f);
+    cr_assert_eq(kiln_tensor_numel(t[9]), 0);
+    const int32_t *i10 = kiln_tensor_data(t[10]);
+    cr_assert(i10[0] == 16 && i10[1] == -3);
+    kiln_module_release(m);
+    kiln_ctx_release(cx);
+}
+
+Test(parse, jax_module_with_donation) {
+    kiln_ctx *cx = test_ctx();
+    const char *text =
+        "module @jit_f attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {\n"
+        "  func.func public @main(%arg0: tensor<2x3xf32> {mhlo.layout_mode = \"default\", "
+        "tf.aliasing_output = 0 : i32}, %arg1: tensor<2x3xf32> {jax.buffer_donor = true}) -> "
+        "(tensor<2x3xf32> {jax.result_info = \"\", mhlo.layout_mode = \"default\"}) {\n"
+        "    %cst = stablehlo.constant dense<2.000000e+00> : tensor<f32>\n"
+        "    %0 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<2x3xf32>\n"
+        "    %1 = stablehlo.multiply %arg0, %0 : tensor<2x3xf32>\n"
+        "    %2 = stablehlo.add %1, %arg1 : tensor<2x3xf32>\n"
+        "    return %2 : tensor<2x3xf32>\n"
+        "  }\n"
+        "}\n";
+    kiln_module *m = parse_text(cx, text, false);
+    kiln_module_info info;
+    cr_assert_eq(kiln_module_info_get(cx, m, &info), KILN_OK);
+    cr_assert_eq(info.n_args, 2);
+    cr_assert(info.donated[0] && info.donated[1]);
+    cr_assert_eq(info.aliases[0], 0);
+    cr_assert_eq(info.preserved[0], -1);
+    kiln_exe *exe;
+    cr_assert_eq(kiln_compile(cx, m, NULL, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    float xs[6] = {1, 2, 3, 4, 5, 6};
+    kiln_tensor *x = kiln_tensor_from_host(cx, KILN_F32, KILN_SHAPE(2, 3), xs, sizeof xs);
+    kiln_tensor *y = kiln_tensor_from_host(cx, KILN_F32, KILN_SHAPE(2, 3), xs, sizeof xs);
+    kiln_tensor *r;
+    cr_assert_eq(kiln_exe_call_n(cx, exe, (kiln_tensor *[]){x, y}, 2, &r, 1), KILN_OK, "%s",
+                 kiln_ctx_error_message(cx));
+    const float *rs = kiln_tensor_data(r);
+    for (int i = 0; i < 6; i++)
+        cr_assert_eq(rs[i], 3 * xs[i]);
+    cr_assert_str_eq(m->name, "jit_f");
+    kiln_exe_release(exe);
+    kiln_module_release(m);
+    kiln_ctx_release(cx);
+}
+
+static void parse_fails(const char *text, bool checks, const char *message) {
+    kiln_ctx *cx = test_ctx();
+    kiln_parse_options o = kiln_parse_options_default();
+    o.allow_checks = checks;
+    o.filename = "t.mlir";
+    kiln_module *m = (kiln_module *)1;
+    cr_assert_eq(kiln_module_parse(cx, text, strlen(text), &o, &m), KILN_INVALID_ARGUMENT,
+                 "accepted: %s", text);
+    cr_assert_null(m);
+    cr_assert_str_eq(kiln_ctx_error_message(cx), message);
+    kiln_ctx_release(cx);
+}
+
+Test(parse, errors_name_line_and_column) {
+    parse_fails("func.func @f() {\n  %0 = stablehlo.frobnicate %0 : tensor<f32>\n  return\n}\n",
+                false, "t.mlir:2:8: error: unknown op 'stablehlo.frobnicate'");
+    parse_fails("func.func @f(%a: tensor<2xf32>) -> tensor<2xf32> {\n"
+                "  %0 = stablehlo.add %a, %b : tensor<2xf32>\n  return %0 : tensor<2xf32>\n}\n",
+                false, "t.mlir:2:26: error: use of undefined value '%b'");
+    parse_fails("func.func @f(%a: tensor<2xf32>) -> tensor<2xf32> {\n"
+                "  %a = stablehlo.add %a, %a : tensor<2xf32>\n  return %a : tensor<2xf32>\n}\n",
+                false, "t.mlir:2:3: error: redefinition of value '%a'");
+    parse_fails("func.func @f(%a: tensor<2xf32>) -> tensor<2xf32> {\n"
+                "  %0 = stablehlo.add %a, %a : tensor<3xf32>\n  return %0 : tensor<2xf32>\n}\n",
+                false,
+                "t.mlir:2:31: error: type mismatch: operand 0 is tensor<2xf32>, the op's type "
+                "says tensor<3xf32>");
+    parse_fails("func.func @f(%a: tensor<2xf32>) -> tensor<2xf32> {\n"
+                "  %0 = stablehlo.add %a : tensor<2xf32>\n  return %0 : tensor<2xf32>\n}\n",
+                false, "t.mlir:2:8: error: stablehlo.add takes 2 operands, got 1");
+    parse_fails("func.func @f() -> tensor<2xf32> {\n"
+                "  %0 = stablehlo.constant dense<[1.0, 2.0> : tensor<2xf32>\n  return %0 : "
+                "tensor<2xf32>\n}\n",
+                false,
+                "t.mlir:2:42: error: expected ']' to close a list in a dense literal, found '>'");
+    parse_fails("func.func @f() -> tensor<3xf32> {\n"
+                "  %0 = stablehlo.constant dense<[1.0, 2.0]> : tensor<3xf32>\n  return %0 : "
+                "tensor<3xf32>\n}\n",
+                false, "t.mlir:2:33: error: dense literal shape does not match tensor<3xf32>");
+    parse_fails("func.func @f() {\n  %0 = stablehlo.constant dense<1> : tensor<i64>\n"
+                "  check.expect_eq_const %0, dense<1> : tensor<i64>\n  func.return\n}\n",
+                false, "t.mlir:3:3: error: check op 'check.expect_eq_const' needs allow_checks");
+    parse_fails("module @\"abc {\n}\n", false, "t.mlir:1:9: error: unterminated string");
+    parse_fails("func.func @f() {\n  func.return\n", false,
+                "t.mlir:3:1: error: expected '}' after the terminator, found end of input");
+    parse_fails("func.func @f() {\n  %0 = func.call @g() : () -> tensor<i64>\n  func.return\n}\n",
+                false, "t.mlir:2:18: error: call to undefined function @g");
+    parse_fails("func.func @f() {\n  func.call @f() : () -> ()\n  func.return\n}\n", false,
+                "t.mlir:2:13: error: calls nested more than 64 deep (recursion?)");
+}
+
+Test(parse, first_line_offsets_positions) {
+    kiln_ctx *cx = test_ctx();
+    kiln_parse_options o = kiln_parse_options_default();
+    o.filename = "x.mlir";
+    o.first_line = 40;
+    const char *text = "func.func @f() {\n  %0 = stablehlo.bogus : tensor<f32>\n}\n";
+    kiln_module *m;
+    cr_assert_eq(kiln_module_parse(cx, text, strlen(text), &o, &m), KILN_INVALID_ARGUMENT);
+    cr_assert_str_eq(kiln_ctx_error_message(cx),
+                     "x.mlir:41:8: error: unknown op 'stablehlo.bogus'");
+    kiln_ctx_release(cx);
+}
+
+/* Every prefix of valid programs parses or fails cleanly (run under ASan: no read past the
+ * length; the prefix is copied into an exact-size buffer). */
+Test(parse, every_prefix_fails_cleanly) {
+    kiln_ctx *cx = test_ctx();
+    const char *texts[] = {text_control, text_reductions, text_indexing, text_contractions,
+                           text_emlx};
+    for (size_t t = 0; t < sizeof texts / sizeof texts[0]; t++) {
+        size_t n = strlen(texts[t]);
+        for (size_t len = 0; len <= n; len++) {
+            char *buf = malloc(len ? len : 1);
+            cr_assert_not_null(buf);
+            memcpy(buf, texts[t], len);
+            kiln_module *m = NULL;
+            kiln_status s = kiln_module_parse(cx, buf, len, NULL, &m);
+            if (s == KILN_OK)
+                kiln_module_release(m);
+            else
+                cr_assert_eq(s, KILN_INVALID_ARGUMENT, "%s", kiln_ctx_error_message(cx));
+            kiln_ctx_clear_error(cx);
+            free(buf);
+        }
+    }
+    kiln_ctx_release(cx);
+}
+
+Test(parse, deep_nesting_is_an_error) {
+    kiln_ctx *cx = test_ctx();
+    char text[4096];
+    size_t o =
+        (size_t)snprintf(text, sizeof text, "func.func @f() {\n  %%0 = stablehlo.constant dense<");
+    for (int i = 0; i < 200; i++)
+        text[o++] = '[';
+    text[o] = '\0';
+    kiln_module *m;
+    cr_assert_eq(kiln_module_parse(cx, text, o, NULL, &m), KILN_INVALID_ARGUMENT);
+    kiln_ctx_release(cx);
+}

@@ -55,4 +55,22 @@ format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+
+# Fuzzing the StableHLO text parser with libFuzzer (clang): the library itself is built
+# with coverage instrumentation in $(FUZZ_BUILD), seeded with the conformance files.
+# `make fuzz FUZZ_SECONDS=60` for a short run; crashes are written to $(FUZZ_BUILD)/.
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_SECONDS ?= 600
+FUZZ_CORPUS  ?= ../shared/conformance/stablehlo-interpret
+.PHONY: fuzz
+fuzz:
+	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DKILN_FUZZ=ON \
+	      -DKILN_BUILD_EXAMPLES=OFF \
+	      -DCMAKE_C_FLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer" \
+	      $(CMAKE_FLAGS)
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_parse_libfuzzer
+	mkdir -p $(FUZZ_BUILD)/corpus/parse
+	cd $(FUZZ_BUILD) && ./tests/fuzz_parse_libfuzzer -max_total_time=$(FUZZ_SECONDS) \
+	      -max_len=65536 -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
+	      corpus/parse $(abspath $(FUZZ_CORPUS))

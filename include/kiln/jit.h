@@ -135,6 +135,9 @@ typedef struct kiln_compile_options {
     /* Fail the compile (FAILED_PRECONDITION naming the result) unless every result reuses
      * a donated or preserved buffer, so that calls allocate no result memory. */
     bool assert_nonallocating;
+    /* Do not evaluate small all-constant subexpressions at compile time: every op then runs
+     * at call time through the buffer plan (the conformance runner's compiled mode). */
+    bool disable_constant_folding;
 } kiln_compile_options;
 
 /* Options with every field at its default. */

@@ -138,17 +138,17 @@ static const char *char_text(parser *p, char *buf) {
     int c = ch(p);
     if (c < 0) return "end of input";
     if (c < 0x20 || c >= 0x7F) {
-        snprintf(buf, 8, "\\x%02X", (unsigned)c & 0xFFu);
+        snprintf(buf, 16, "\\x%02X", (unsigned)c & 0xFFu);
         return buf;
     }
-    snprintf(buf, 8, "'%c'", c);
+    snprintf(buf, 16, "'%c'", c);
     return buf;
 }
 
 static bool expect(parser *p, char c, const char *what) {
     if (p->failed) return false;
     if (accept(p, c)) return true;
-    char buf[8];
+    char buf[16];
     return perr(p, p->pos, "expected '%c' %s, found %s", c, what, char_text(p, buf));
 }
 
@@ -183,7 +183,7 @@ static bool accept_kw(parser *p, const char *kw) {
 static bool expect_kw(parser *p, const char *kw, const char *what) {
     if (p->failed) return false;
     if (accept_kw(p, kw)) return true;
-    char buf[8];
+    char buf[16];
     return perr(p, p->pos, "expected '%s' %s, found %s", kw, what, char_text(p, buf));
 }
 
@@ -201,7 +201,7 @@ static bool int64_lit(parser *p, int64_t *out, const char *what) {
     }
     if (!is_digit(ch(p))) {
         p->pos = start;
-        char buf[8];
+        char buf[16];
         return perr(p, start, "expected an integer %s, found %s", what, char_text(p, buf));
     }
     uint64_t v = 0;
@@ -283,7 +283,9 @@ static bool element_type(parser *p, kiln_dtype *out) {
     const char *id;
     size_t len = ident(p, &id);
     if (len == 0) {
-        char buf[8];
+        char buf[16];
+        if (peek(p, '!')) /* !quant.uniform, !stablehlo.token, ... */
+            return perr(p, start, "unsupported element type: kiln has no '!' dialect types");
         return perr(p, start, "expected an element type, found %s", char_text(p, buf));
     }
     if (len == 7 && memcmp(id, "complex", 7) == 0)
@@ -311,7 +313,7 @@ static bool tensor_type(parser *p, kiln__type *t) {
             if (len)
                 return perr(p, start, "unsupported type '%.*s'", (int)(len > 40 ? 40 : len), id);
         }
-        char buf[8];
+        char buf[16];
         return perr(p, start, "expected a tensor type, found %s", char_text(p, buf));
     }
     if (!expect(p, '<', "after 'tensor'")) return false;
@@ -478,7 +480,7 @@ static bool scalar_token(parser *p, elem *e) {
             }
             if (!digits) {
                 p->pos = start;
-                char buf[8];
+                char buf[16];
                 return perr(p, start, "expected a number, found %s", char_text(p, buf));
             }
             if (ch(p) == 'n' || ch(p) == 'i' || is_id_start(ch(p)))
@@ -853,7 +855,7 @@ static bool attr_entries(parser *p, attr *a, char close) {
         if (peek(p, '"')) {
             if (!string_lit(p, &key, &klen)) return false;
         } else if (!(klen = ident(p, &key))) {
-            char buf[8];
+            char buf[16];
             return perr(p, kpos, "expected an attribute name, found %s", char_text(p, buf));
         }
         if (!grow_attrs(p, &a->items, &a->keys, &a->key_lens, a->n, &cap)) return false;
@@ -1111,7 +1113,7 @@ static bool attr_value(parser *p, attr *a) {
             }
         }
     } else {
-        char buf[8];
+        char buf[16];
         ok = perr(p, a->pos, "expected an attribute value, found %s", char_text(p, buf));
     }
     leave(p);
@@ -1477,7 +1479,7 @@ static bool value_name(parser *p, const char **name, size_t *len) {
     skip(p);
     size_t start = p->pos;
     if (ch(p) != '%') {
-        char buf[8];
+        char buf[16];
         return perr(p, start, "expected a value (%%name), found %s", char_text(p, buf));
     }
     p->pos++;
@@ -1730,7 +1732,7 @@ static bool enum_word(parser *p, opdesc *o, const char *key) {
     v.pos = p->pos;
     v.kind = A_ENUM;
     if (!(v.len = ident(p, &v.text))) {
-        char buf[8];
+        char buf[16];
         return perr(p, v.pos, "expected %s, found %s", key, char_text(p, buf));
     }
     return dict_add(p, &o->dict, key, v);
@@ -1783,7 +1785,7 @@ static bool pretty_op(parser *p, opdesc *o, kiln__value **result_hint) {
         skip(p);
         size_t at = p->pos;
         if (!accept_kw(p, "dense")) {
-            char buf[8];
+            char buf[16];
             return perr(p, at, "expected dense<...> after stablehlo.constant, found %s",
                         char_text(p, buf));
         }
@@ -2442,7 +2444,7 @@ static bool op_line(parser *p, kiln__block *b) {
         } else {
             len = ident(p, &id);
             if (!len) {
-                char buf[8];
+                char buf[16];
                 ok = perr(p, o->pos, "expected an operation, found %s", char_text(p, buf));
             }
         }

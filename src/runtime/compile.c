@@ -34,6 +34,7 @@ struct kiln__xmem_block {
 typedef struct compiler {
     kiln_ctx *cx;
     kiln_exe *exe;
+    bool fold; /* evaluate small all-constant ops now */
 } compiler;
 
 static size_t align_up(size_t x, size_t a) { return (x + a - 1) & ~(a - 1); }
@@ -143,7 +144,9 @@ static size_t type_bytes(const kiln__type *t) {
     return n;
 }
 
-static bool foldable(const cscope *s, const kiln__ir_op *op, const kiln__xref *in) {
+static bool foldable(const compiler *c, const cscope *s, const kiln__ir_op *op,
+                     const kiln__xref *in) {
+    if (!c->fold) return false;
     if (kiln__op_has(op->kind, KILN_OPF_CONTROL) || op->n_regions > 0) return false;
     size_t bytes = 0;
     for (int32_t r = 0; r < op->n_results; r++) {
@@ -223,7 +226,7 @@ static kiln__xblock *compile_block(compiler *c, const kiln__block *ir, const csc
         if (!in) return NULL;
         for (int32_t i = 0; i < op->n_operands; i++)
             if (!resolve(c, &self, op->operands[i], &in[i])) return NULL;
-        if (foldable(&self, op, in)) {
+        if (foldable(c, &self, op, in)) {
             if (!fold(c, &self, op, in, first)) return NULL;
             continue;
         }
@@ -545,6 +548,7 @@ static kiln_status build(compiler *c, kiln_module *m, const kiln_compile_options
         exe->preserved[r] = m->preserved ? m->preserved[r] : -1;
         exe->aliases[r] = m->aliases ? m->aliases[r] : -1;
     }
+    c->fold = !o->disable_constant_folding;
     exe->entry = compile_block(c, body, NULL);
     if (!exe->entry)
         return kiln_ctx_status(c->cx) != KILN_OK ? kiln_ctx_status(c->cx) : KILN_RESOURCE_EXHAUSTED;

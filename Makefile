@@ -27,9 +27,11 @@ configure: $(BUILD)/CMakeCache.txt
 build: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
-# The whole suite twice: optimized, then under AddressSanitizer + UndefinedBehaviorSanitizer.
+# The whole suite twice: optimized, then under AddressSanitizer + UndefinedBehaviorSanitizer,
+# with a short libFuzzer run on the StableHLO parser in between.
 test: deps
 	$(MAKE) test-release
+	$(MAKE) fuzz FUZZ_SECONDS=$(CI_FUZZ_SECONDS)
 	$(MAKE) test-asan
 
 test-release: $(BUILD)/CMakeCache.txt
@@ -62,6 +64,8 @@ clean:
 # `make fuzz FUZZ_SECONDS=60` for a short run; crashes are written to $(FUZZ_BUILD)/.
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 600
+# The bounded libFuzzer run that `make test` (and so CI) does on the parser.
+CI_FUZZ_SECONDS ?= 30
 FUZZ_CORPUS  ?= ../shared/conformance/stablehlo-interpret
 .PHONY: fuzz
 fuzz:

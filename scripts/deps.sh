@@ -5,9 +5,10 @@ set -eu
 
 # Build: compiler, CMake, pkg-config. Libraries: OpenBLAS (contractions), zlib and cJSON
 # (data formats). Tests: Criterion; numpy for the interoperability checks. Tools:
-# clang-format for `make format`.
+# clang-format for `make format`; clang and its runtime libraries for the libFuzzer
+# targets (`make fuzz`, also run briefly by `make test`).
 PACKAGES="build-essential cmake pkg-config libopenblas-dev zlib1g-dev libcjson-dev
-libcriterion-dev python3 python3-numpy clang-format"
+libcriterion-dev python3 python3-numpy clang-format clang libclang-rt-14-dev"
 
 missing=""
 for p in $PACKAGES; do

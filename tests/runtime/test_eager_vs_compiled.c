@@ -185,10 +185,36 @@ static bool run_case(const ev_case *c, bool allow_unsupported) {
     for (int i = 0; i < c->n_ops; i++)
         cr_assert(block_has(m->funcs[0]->body, c->ops[i]), "%s: the module has no %s op", c->name,
                   kiln__op_get_info(c->ops[i])->name);
+    /* The printed module reads back to the same text (print(parse(print(m))) == print(m)),
+     * and the parsed module runs too: it is compiled and called below in place of m. */
+    char *text = kiln_module_to_string(cx, m);
+    cr_assert_not_null(text, "%s: print: %s", c->name, kiln_ctx_error_message(cx));
+    kiln_module *parsed = NULL;
+    s = kiln_module_parse(cx, text, strlen(text), NULL, &parsed);
+    cr_assert_eq(s, KILN_OK, "%s: parse of the printed module: %s\n%s", c->name,
+                 kiln_ctx_error_message(cx), text);
+    char *again = kiln_module_to_string(cx, parsed);
+    cr_assert_not_null(again);
+    cr_assert_str_eq(again, text, "%s: the printed module does not round-trip", c->name);
+    kiln_string_free(cx, again);
+    kiln_string_free(cx, text);
     kiln_exe *exe = NULL;
     s = kiln_compile(cx, m, NULL, &exe);
     cr_assert_eq(s, KILN_OK, "%s: compile: %s", c->name, kiln_ctx_error_message(cx));
     kiln_module_release(m);
+    kiln_exe *exe_parsed = NULL;
+    s = kiln_compile(cx, parsed, NULL, &exe_parsed);
+    cr_assert_eq(s, KILN_OK, "%s: compile of the parsed module: %s", c->name,
+                 kiln_ctx_error_message(cx));
+    kiln_module_release(parsed);
+    cr_assert_eq(kiln_scope_begin(cx), KILN_OK);
+    s = kiln_exe_call(cx, exe_parsed, in, comp);
+    cr_assert_eq(s, KILN_OK, "%s: call of the parsed module: %s", c->name,
+                 kiln_ctx_error_message(cx));
+    for (int32_t r = 0; r < c->n_out; r++)
+        expect_same(c->name, r, eager[r], comp[r], c->approx);
+    kiln_scope_end(cx);
+    kiln_exe_release(exe_parsed);
     /* Twice: the second call runs on a pooled call state. */
     for (int round = 0; round < 2; round++) {
         cr_assert_eq(kiln_scope_begin(cx), KILN_OK);

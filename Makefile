@@ -8,7 +8,7 @@ JOBS       ?= $(shell nproc)
 WERROR     := $(if $(CI),ON,OFF)
 CMAKE_FLAGS ?=
 
-.PHONY: all build deps configure test test-release test-asan demo bench format clean install
+.PHONY: all build deps configure test test-release test-asan demo bench bench-quick format clean install
 
 all: build
 
@@ -46,9 +46,29 @@ demo: deps
 	$(MAKE) build
 	./$(BUILD)/examples/kiln-demo
 
-bench: deps
+# kiln-bench writes a table to stdout and bench/results/latest.json (bench/README.md).
+# Benchmarks: kiln's cases (bench/results/latest.json), then the peers that are installed
+# (numpy, PyTorch, ONNX Runtime; bench/results/peers.json), then the ratio table,
+# bench/RESULTS.md and bench/results/ratios.png.
+bench: deps bench-node
 	$(MAKE) build
 	./$(BUILD)/bench/kiln-bench
+	bench/run_peers.sh
+	/usr/bin/python3 bench/report.py
+
+bench-quick: deps bench-node
+	$(MAKE) build
+	./$(BUILD)/bench/kiln-bench --quick
+	bench/run_peers.sh --quick
+	/usr/bin/python3 bench/report.py
+
+# onnxruntime-node for the ONNX Runtime peer (CPU only: the install script must not
+# download GPU files). A failure only makes that peer "missing".
+.PHONY: bench-node
+bench-node:
+	@[ -d bench/node_modules/onnxruntime-node ] || \
+	  (cd bench && ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund) || \
+	  echo "bench: onnxruntime-node not installed; the ONNX Runtime peer will be missing"
 
 install: build
 	cmake --install $(BUILD)

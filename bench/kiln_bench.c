@@ -1,12 +1,57 @@
-/* kiln-bench: timings of the core operations, each beside the machine limit it should be
- * compared with. Medians over repetitions; nothing is asserted.
- * Usage: kiln-bench [--filter SUBSTRING] */
-#define _POSIX_C_SOURCE 200809L
+/* kiln-bench: kiln's benchmark suite (issue #6). Every case is one row of the `cases` table
+ * below; each reports what applies to it: lower time, compile time, first call, steady-state
+ * call (median, p10, p90 over repetitions after warm-up), peak memory and derived rates
+ * (GB/s, GFLOP/s), beside the machine's limits measured in the same run (a STREAM-like
+ * triad and OpenBLAS sgemm at 2048^3, on 1 thread and on all threads).
+ * Nothing is asserted. Output: a table on stdout and one JSON record per
+ * case x implementation x metric (suite, case, impl, metric, median, p10, p90, unit, reps,
+ * threads, optional note) in bench/results/latest.json (or --json PATH).
+ *
+ * Usage: kiln-bench [--quick] [--filter PATTERN] [--json PATH] [--threads N]
+ *   --filter PATTERN  runs the cases whose "suite/case" contains PATTERN (case-insensitive)
+ *   --quick           fewer repetitions, the largest sizes trimmed (make bench-quick)
+ *   --threads N       OpenBLAS threads (openblas_set_num_threads) for kiln's cases; default:
+ *                     all cores. The machine limits are always measured on 1 and all cores.
+ *                     kiln uses OpenBLAS for dot_general and convolution; its own kernels
+ *                     (elementwise, reductions, reduce_window) are single-threaded today,
+ *                     so those records say threads = 1.
+ *
+ * Peak memory ("peak_mem", MiB): every kiln allocation goes through a counting allocator
+ * (kiln_ctx_options.allocator); the metric is the highest number of live kiln bytes during
+ * the case's calls minus the live bytes before them (inputs excluded; the executable's
+ * pooled arena and the results included). OpenBLAS's own work buffers are not counted.
+ * ru_maxrss of the whole process is printed at the end for reference. */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
 #include <kiln/kiln.h>
+#include <math.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
+
+#include <cblas.h>
+
+extern char **environ;
+
+/* ---- options, timing, statistics ----------------------------------------------------- */
+
+static struct {
+    int quick;
+    const char *filter;
+    const char *json_path;
+    int threads;   /* OpenBLAS threads for kiln's dot/conv and for the sgemm limit */
+    int cores;     /* online CPUs */
+    double target; /* seconds of steady-state calls per measurement */
+} opt = {.json_path = "bench/results/latest.json"};
 
 static double now(void) {
     struct timespec ts;
@@ -19,46 +64,589 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-#define REPS 15
-
 typedef struct {
     double median, p10, p90;
+    int reps;
 } stats;
 
 static stats summarize(double *t, int n) {
     qsort(t, (size_t)n, sizeof *t, cmp_double);
-    return (stats){t[n / 2], t[n / 10], t[(9 * n) / 10]};
+    return (stats){t[n / 2], t[n / 10], t[(9 * n) / 10], n};
 }
 
-static const char *filter;
-static int wanted(const char *name) { return !filter || strstr(name, filter); }
+static stats single(double t) { return (stats){t, t, t, 1}; }
 
-static void report(const char *name, stats s, const char *unit, double scale, const char *rate) {
-    printf("%-34s %10.3f %10.3f %10.3f %-4s %s\n", name, s.median * scale, s.p10 * scale,
-           s.p90 * scale, unit, rate ? rate : "");
+/* Repetition policy: at least min_reps and opt.target seconds, at most max_reps. */
+typedef struct {
+    int warmup, min_reps, max_reps;
+} reps_policy;
+
+static reps_policy policy_fast(void) { return (reps_policy){3, 11, opt.quick ? 2001 : 20001}; }
+static reps_policy policy_slow(int min_reps) {
+    return (reps_policy){1, opt.quick ? 2 : min_reps, opt.quick ? 3 : min_reps * 3};
 }
 
-/* STREAM-like triad a = b + s*c over arrays far larger than the last-level cache. */
-static double triad_bandwidth(void) {
-    size_t n = 16u << 20; /* 3 x 64 MiB */
-    float *a = malloc(n * 4), *b = malloc(n * 4), *c = malloc(n * 4);
-    for (size_t i = 0; i < n; i++)
-        a[i] = 0, b[i] = 1, c[i] = 2;
-    double t[5];
-    for (int r = 0; r < 5; r++) {
+typedef void (*body_fn)(void *user);
+
+static stats measure(body_fn f, void *user, reps_policy p) {
+    for (int i = 0; i < p.warmup; i++)
+        f(user);
+    double *t = malloc((size_t)p.max_reps * sizeof *t);
+    int n = 0;
+    double start = now();
+    while (n < p.max_reps && (n < p.min_reps || now() - start < opt.target)) {
         double t0 = now();
-        for (size_t i = 0; i < n; i++)
-            a[i] = b[i] + 3.0f * c[i];
+        f(user);
+        t[n++] = now() - t0;
+    }
+    stats s = summarize(t, n);
+    free(t);
+    return s;
+}
+
+/* ---- records: the stdout table and the JSON file ---------------------------------------- */
+
+typedef struct {
+    char suite[24], name[48], impl[16], metric[16], unit[10], note[200];
+    double median, p10, p90;
+    int reps, threads;
+} record;
+
+static record *recs;
+static int n_recs, cap_recs;
+
+static void print_header(void) {
+    printf("%-12s %-24s %-10s %-12s %10s %10s %10s %-7s %6s %3s  %s\n", "suite", "case", "impl",
+           "metric", "median", "p10", "p90", "unit", "reps", "thr", "note");
+}
+
+static void emit(const char *suite, const char *name, const char *impl, const char *metric,
+                 double median, double p10, double p90, const char *unit, int reps, int threads,
+                 const char *note) {
+    if (n_recs == cap_recs) {
+        cap_recs = cap_recs ? cap_recs * 2 : 64;
+        recs = realloc(recs, (size_t)cap_recs * sizeof *recs);
+        if (!recs) abort();
+    }
+    record *r = &recs[n_recs++];
+    memset(r, 0, sizeof *r);
+    snprintf(r->suite, sizeof r->suite, "%s", suite);
+    snprintf(r->name, sizeof r->name, "%s", name);
+    snprintf(r->impl, sizeof r->impl, "%s", impl);
+    snprintf(r->metric, sizeof r->metric, "%s", metric);
+    snprintf(r->unit, sizeof r->unit, "%s", unit);
+    snprintf(r->note, sizeof r->note, "%s", note ? note : "");
+    r->median = median, r->p10 = p10, r->p90 = p90, r->reps = reps, r->threads = threads;
+    printf("%-12s %-24s %-10s %-12s %10.4g %10.4g %10.4g %-7s %6d %3d  %s\n", suite, name, impl,
+           metric, median, p10, p90, unit, reps, threads, r->note);
+    fflush(stdout);
+}
+
+/* A time, in the unit that suits its median. */
+static void emit_time(const char *suite, const char *name, const char *impl, const char *metric,
+                      stats s, int threads, const char *note) {
+    double scale = s.median < 1e-3 ? 1e6 : s.median < 1.0 ? 1e3 : 1.0;
+    const char *unit = s.median < 1e-3 ? "us" : s.median < 1.0 ? "ms" : "s";
+    emit(suite, name, impl, metric, s.median * scale, s.p10 * scale, s.p90 * scale, unit, s.reps,
+         threads, note);
+}
+
+/* work / time: a rate whose p10 comes from the p90 time and vice versa. */
+static void emit_rate(const char *suite, const char *name, const char *impl, const char *metric,
+                      stats s, double work, const char *unit, int threads, const char *note) {
+    emit(suite, name, impl, metric, work / s.median, work / s.p90, work / s.p10, unit, s.reps,
+         threads, note);
+}
+
+static void json_string(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fprintf(f, "\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            fprintf(f, "\\u%04x", (unsigned)(unsigned char)*s);
+        else
+            fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static void json_number(FILE *f, double v) {
+    if (isfinite(v))
+        fprintf(f, "%.6g", v);
+    else
+        fputs("null", f);
+}
+
+static int write_json(const char *path) {
+    /* Create the parent directory (one level, as bench/results). */
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash) {
+        *slash = 0;
+        if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+            fprintf(stderr, "kiln-bench: cannot create %s: %s\n", dir, strerror(errno));
+            return 1;
+        }
+    }
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "kiln-bench: cannot write %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    fputs("[\n", f);
+    for (int i = 0; i < n_recs; i++) {
+        record *r = &recs[i];
+        fputs("  {\"suite\": ", f), json_string(f, r->suite);
+        fputs(", \"case\": ", f), json_string(f, r->name);
+        fputs(", \"impl\": ", f), json_string(f, r->impl);
+        fputs(", \"metric\": ", f), json_string(f, r->metric);
+        fputs(", \"median\": ", f), json_number(f, r->median);
+        fputs(", \"p10\": ", f), json_number(f, r->p10);
+        fputs(", \"p90\": ", f), json_number(f, r->p90);
+        fputs(", \"unit\": ", f), json_string(f, r->unit);
+        fprintf(f, ", \"reps\": %d, \"threads\": %d", r->reps, r->threads);
+        if (r->note[0]) fputs(", \"note\": ", f), json_string(f, r->note);
+        fputs(i + 1 < n_recs ? "},\n" : "}\n", f);
+    }
+    fputs("]\n", f);
+    return fclose(f) != 0;
+}
+
+/* ---- counting allocator (peak memory) -------------------------------------------------- */
+
+static _Atomic size_t live_bytes, peak_bytes;
+
+static void *count_alloc(void *user, size_t size, size_t alignment) {
+    (void)user;
+    void *p = NULL;
+    if (alignment < sizeof(void *)) alignment = sizeof(void *);
+    if (posix_memalign(&p, alignment, size) != 0) return NULL;
+    size_t live = atomic_fetch_add(&live_bytes, size) + size;
+    size_t peak = atomic_load(&peak_bytes);
+    while (live > peak && !atomic_compare_exchange_weak(&peak_bytes, &peak, live)) {
+    }
+    return p;
+}
+
+static void count_free(void *user, void *ptr, size_t size) {
+    (void)user;
+    free(ptr);
+    atomic_fetch_sub(&live_bytes, size);
+}
+
+static size_t peak_begin(void) {
+    size_t live = atomic_load(&live_bytes);
+    atomic_store(&peak_bytes, live);
+    return live;
+}
+
+static double peak_mib(size_t base) {
+    return (double)(atomic_load(&peak_bytes) - base) / (1024.0 * 1024.0);
+}
+
+/* ---- the machine's limits ---------------------------------------------------------------- */
+
+static struct {
+    double triad1, triadN; /* bytes/s */
+    double sgemm1, sgemmN; /* flop/s */
+} machine;
+
+typedef struct {
+    float *a, *b, *c;
+    size_t lo, hi;
+} triad_part;
+
+static void *triad_init(void *p_) {
+    triad_part *p = p_;
+    for (size_t i = p->lo; i < p->hi; i++)
+        p->a[i] = 0, p->b[i] = 1, p->c[i] = 2;
+    return NULL;
+}
+
+static void *triad_run(void *p_) {
+    triad_part *p = p_;
+    float *restrict a = p->a;
+    const float *restrict b = p->b, *restrict c = p->c;
+    for (size_t i = p->lo; i < p->hi; i++)
+        a[i] = b[i] + 3.0f * c[i];
+    return NULL;
+}
+
+static void run_parts(void *(*fn)(void *), triad_part *parts, int n) {
+    pthread_t th[64];
+    for (int i = 1; i < n; i++)
+        pthread_create(&th[i], NULL, fn, &parts[i]);
+    fn(&parts[0]);
+    for (int i = 1; i < n; i++)
+        pthread_join(th[i], NULL);
+}
+
+/* STREAM triad a = b + 3c over 3 x 128 MiB (far beyond any last-level cache here), each
+ * thread touching its own slice first. Bytes counted: 3 streams (no write-allocate). */
+static double triad(int threads) {
+    size_t n = 32u << 20;
+    triad_part parts[64];
+    float *a = malloc(n * 4), *b = malloc(n * 4), *c = malloc(n * 4);
+    if (!a || !b || !c) abort();
+    for (int i = 0; i < threads; i++)
+        parts[i] = (triad_part){a, b, c, n * (size_t)i / (size_t)threads,
+                                n * (size_t)(i + 1) / (size_t)threads};
+    run_parts(triad_init, parts, threads);
+    int reps = opt.quick ? 4 : 10;
+    double t[10];
+    run_parts(triad_run, parts, threads); /* warm-up */
+    for (int r = 0; r < reps; r++) {
+        double t0 = now();
+        run_parts(triad_run, parts, threads);
         t[r] = now() - t0;
     }
     volatile float sink = a[n / 2];
     (void)sink;
     free(a), free(b), free(c);
-    return 3.0 * (double)n * 4 / summarize(t, 5).median;
+    stats s = summarize(t, reps);
+    double bytes = 3.0 * (double)n * 4;
+    char note[128];
+    snprintf(note, sizeof note, "STREAM triad a=b+3c, 3 x %zu MiB f32", n * 4 >> 20);
+    emit_rate("machine", "triad", "c", "bandwidth", s, bytes / 1e9, "GB/s", threads, note);
+    return bytes / s.median;
 }
 
-/* The EMLX benchmark's function: acc = x; for i in 1..10: acc = i * acc + y. */
-static kiln_status emlx_step(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *user) {
+static double sgemm_peak(int threads) {
+    const int n = 2048;
+    openblas_set_num_threads(threads);
+    float *a = malloc((size_t)n * n * 4), *b = malloc((size_t)n * n * 4),
+          *c = malloc((size_t)n * n * 4);
+    if (!a || !b || !c) abort();
+    for (size_t i = 0; i < (size_t)n * n; i++)
+        a[i] = (float)(i % 7) * 0.25f, b[i] = (float)(i % 5) * 0.5f, c[i] = 0;
+    int reps = opt.quick ? 2 : 5;
+    double t[5];
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c,
+                n); /* warm-up */
+    for (int r = 0; r < reps; r++) {
+        double t0 = now();
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c,
+                    n);
+        t[r] = now() - t0;
+    }
+    free(a), free(b), free(c);
+    stats s = summarize(t, reps);
+    double flops = 2.0 * n * n * n;
+    emit_rate("machine", "sgemm 2048", "openblas", "gflops", s, flops / 1e9, "GFLOP/s", threads,
+              "cblas_sgemm f32 2048^3");
+    openblas_set_num_threads(opt.threads);
+    return flops / s.median;
+}
+
+/* ---- shared bench state ------------------------------------------------------------------ */
+
+typedef struct {
+    kiln_ctx *cx;
+    const char *suite, *name;
+} bench;
+
+static int check(bench *b) {
+    if (kiln_ctx_status(b->cx) == KILN_OK) return 1;
+    fprintf(stderr, "kiln-bench: %s/%s: %s\n", b->suite, b->name, kiln_ctx_error_message(b->cx));
+    kiln_ctx_clear_error(b->cx);
+    return 0;
+}
+
+static const char *limits_bw(char *buf, size_t size) {
+    snprintf(buf, size, "triad %.1f GB/s (1 thr), %.1f (%d thr)", machine.triad1 / 1e9,
+             machine.triadN / 1e9, opt.cores);
+    return buf;
+}
+
+static const char *limits_flops(char *buf, size_t size, const char *extra) {
+    snprintf(buf, size, "sgemm %.1f GFLOP/s (1 thr), %.1f (%d thr)%s%s", machine.sgemm1 / 1e9,
+             machine.sgemmN / 1e9, opt.cores, extra ? "; " : "", extra ? extra : "");
+    return buf;
+}
+
+/* Lowers and compiles fn reps times, recording lower / compile / lower+compile. */
+typedef struct {
+    stats lower, compile, total;
+} comptime_stats;
+
+static int lower_compile(bench *b, const kiln_region *fn, const kiln_arg_spec *args, int n_args,
+                         int n_results, reps_policy p, comptime_stats *out, kiln_exe **keep) {
+    double *tl = malloc((size_t)p.max_reps * sizeof(double));
+    double *tc = malloc((size_t)p.max_reps * sizeof(double));
+    double *tt = malloc((size_t)p.max_reps * sizeof(double));
+    int n = 0, ok = 1;
+    double start = now();
+    for (int w = 0; ok; w++) {
+        if (w >= p.warmup && !(n < p.max_reps && (n < p.min_reps || now() - start < opt.target)))
+            break;
+        kiln_module *m = NULL;
+        kiln_exe *exe = NULL;
+        double t0 = now();
+        ok = kiln_lower(b->cx, fn, args, n_args, n_results, NULL, &m) == KILN_OK;
+        double t1 = now();
+        ok = ok && kiln_compile(b->cx, m, NULL, &exe) == KILN_OK;
+        double t2 = now();
+        if (w >= p.warmup) tl[n] = t1 - t0, tc[n] = t2 - t1, tt[n] = t2 - t0, n++;
+        kiln_module_release(m);
+        if (keep && ok && !*keep)
+            *keep = exe;
+        else
+            kiln_exe_release(exe);
+    }
+    if (ok && n > 0) {
+        out->lower = summarize(tl, n);
+        out->compile = summarize(tc, n);
+        out->total = summarize(tt, n);
+    }
+    free(tl), free(tc), free(tt);
+    return check(b) && ok && n > 0;
+}
+
+/* ---- comptime: lower + compile, nothing executed ---------------------------------------- */
+
+static kiln_status fn_sum(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *user) {
+    (void)user;
+    out[0] = kiln_sum(cx, in[0], KILN_DIMS(0, 1), false);
+    return kiln_ctx_status(cx);
+}
+
+static kiln_status fn_cos(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *user) {
+    (void)user;
+    out[0] = kiln_cosine(cx, in[0]);
+    return kiln_ctx_status(cx);
+}
+
+static void comptime_small(bench *b, const kiln_region *fn) {
+    kiln_arg_spec arg = {.dtype = KILN_F64, .shape = KILN_SHAPE(2, 10)};
+    comptime_stats s;
+    if (!lower_compile(b, fn, &arg, 1, 1, policy_fast(), &s, NULL)) return;
+    emit_time(b->suite, b->name, "kiln", "lower", s.lower, 1, "kiln_lower");
+    emit_time(b->suite, b->name, "kiln", "compile", s.compile, 1, "kiln_compile");
+    emit_time(b->suite, b->name, "kiln", "total", s.total, 1, "lower + compile");
+}
+
+static void case_comptime_sum(bench *b) { comptime_small(b, &(kiln_region){fn_sum, NULL}); }
+static void case_comptime_cos(bench *b) { comptime_small(b, &(kiln_region){fn_cos, NULL}); }
+
+/* VGG: stages of (channels, convs); conv3x3 pad 1 + bias + ReLU, then a 2x2/2 max-pool
+ * (reduce_window); then flatten and dense layers (ReLU between them). Arguments: the
+ * input, then per conv (w [out,in,3,3], b [out]), then per dense layer (w [in,out], b [out]). */
+typedef struct {
+    int depth;
+    int stages[5][2];
+    int dense_in, hidden, classes; /* dense_in: 512 * (H/32) * (W/32) */
+} vgg_config;
+
+static vgg_config vgg_cfg(int depth) {
+    vgg_config c = {depth, {{64, 1}, {128, 1}, {256, 2}, {512, 2}, {512, 2}}, 25088, 4096, 1000};
+    int per[4][5] = {{1, 1, 2, 2, 2}, {2, 2, 2, 2, 2}, {2, 2, 3, 3, 3}, {2, 2, 4, 4, 4}};
+    int k = depth == 11 ? 0 : depth == 13 ? 1 : depth == 16 ? 2 : 3;
+    for (int s = 0; s < 5; s++)
+        c.stages[s][1] = per[k][s];
+    return c;
+}
+
+static int vgg_n_convs(const vgg_config *c) {
+    int n = 0;
+    for (int s = 0; s < 5; s++)
+        n += c->stages[s][1];
+    return n;
+}
+
+static kiln_status fn_vgg(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *user) {
+    const vgg_config *c = user;
+    kiln_tensor *x = in[0];
+    int a = 1;
+    kiln_conv_params cp = kiln_conv_params_nchw(2);
+    cp.padding_low = cp.padding_high = KILN_DIMS(1, 1);
+    kiln_window_params wp = {.window_dimensions = KILN_DIMS(1, 1, 2, 2),
+                             .window_strides = KILN_DIMS(1, 1, 2, 2)};
+    for (int s = 0; s < 5; s++) {
+        for (int k = 0; k < c->stages[s][1]; k++) {
+            kiln_tensor *w = in[a++], *bias = in[a++];
+            x = kiln_convolution(cx, x, w, &cp, KILN_DTYPE_COUNT);
+            bias = kiln_reshape(cx, bias, KILN_SHAPE(c->stages[s][0], 1, 1));
+            x = kiln_add(cx, x, bias);
+            x = kiln_maximum(cx, x, kiln_scalar_like(cx, x, 0));
+        }
+        kiln_tensor *init = kiln_scalar_like(cx, x, -INFINITY), *pooled = NULL;
+        if (kiln_reduce_window(cx, &x, &init, 1, &wp, kiln_region_maximum(), &pooled) != KILN_OK)
+            return kiln_ctx_status(cx);
+        x = pooled;
+    }
+    x = kiln_reshape(cx, x, KILN_SHAPE(kiln_tensor_dim(x, 0), -1));
+    for (int d = 0; d < 3; d++) {
+        kiln_tensor *w = in[a++], *bias = in[a++];
+        x = kiln_add(cx, kiln_matmul(cx, x, w), bias);
+        if (d < 2) x = kiln_maximum(cx, x, kiln_scalar_like(cx, x, 0));
+    }
+    out[0] = x;
+    return kiln_ctx_status(cx);
+}
+
+/* Argument specs for a VGG at input [n,3,h,w]; returns the count. specs needs 64 entries. */
+static int vgg_specs(const vgg_config *c, int64_t n, int64_t h, int64_t w, kiln_arg_spec *specs,
+                     double *flops) {
+    int a = 0, cin = 3;
+    double f = 0;
+    specs[a++] = (kiln_arg_spec){.dtype = KILN_F32, .shape = KILN_SHAPE(n, 3, h, w)};
+    for (int s = 0; s < 5; s++) {
+        for (int k = 0; k < c->stages[s][1]; k++) {
+            int co = c->stages[s][0];
+            specs[a++] = (kiln_arg_spec){.dtype = KILN_F32, .shape = KILN_SHAPE(co, cin, 3, 3)};
+            specs[a++] = (kiln_arg_spec){.dtype = KILN_F32, .shape = KILN_SHAPE(co)};
+            f += 2.0 * (double)n * cin * 9 * co * (double)h * (double)w;
+            cin = co;
+        }
+        h /= 2, w /= 2;
+    }
+    int dims[4] = {c->dense_in, c->hidden, c->hidden, c->classes};
+    for (int d = 0; d < 3; d++) {
+        specs[a++] = (kiln_arg_spec){.dtype = KILN_F32, .shape = KILN_SHAPE(dims[d], dims[d + 1])};
+        specs[a++] = (kiln_arg_spec){.dtype = KILN_F32, .shape = KILN_SHAPE(dims[d + 1])};
+        f += 2.0 * (double)n * dims[d] * dims[d + 1];
+    }
+    if (flops) *flops = f;
+    return a;
+}
+
+static void case_comptime_vgg(bench *b, int depth) {
+    vgg_config c = vgg_cfg(depth);
+    kiln_arg_spec specs[64];
+    int n = vgg_specs(&c, 16, 224, 224, specs, NULL);
+    comptime_stats s;
+    kiln_region fn = {fn_vgg, &c};
+    char note[160];
+    snprintf(note, sizeof note, "f32[16,3,224,224], %d convs + 3 dense, weights as %d args",
+             vgg_n_convs(&c), n - 1);
+    reps_policy p = {1, opt.quick ? 3 : 11, opt.quick ? 51 : 2001};
+    if (!lower_compile(b, &fn, specs, n, 1, p, &s, NULL)) return;
+    emit_time(b->suite, b->name, "kiln", "lower", s.lower, 1, note);
+    emit_time(b->suite, b->name, "kiln", "compile", s.compile, 1, NULL);
+    emit_time(b->suite, b->name, "kiln", "total", s.total, 1, "lower + compile");
+}
+
+static void case_vgg11_ct(bench *b) { case_comptime_vgg(b, 11); }
+static void case_vgg13_ct(bench *b) { case_comptime_vgg(b, 13); }
+static void case_vgg16_ct(bench *b) { case_comptime_vgg(b, 16); }
+static void case_vgg19_ct(bench *b) { case_comptime_vgg(b, 19); }
+
+/* ---- time_to_load: a fresh process ------------------------------------------------------- */
+
+/* The child: load libkiln (dynamic linking), create a ctx, compile and run cos(f32[10]). */
+static int child_load(void) {
+    kiln_ctx *cx;
+    if (kiln_ctx_create(NULL, &cx) != KILN_OK) return 1;
+    kiln_region fn = {fn_cos, NULL};
+    kiln_arg_spec arg = {.dtype = KILN_F32, .shape = KILN_SHAPE(10)};
+    kiln_module *m = NULL;
+    kiln_exe *exe = NULL;
+    kiln_tensor *x = kiln_iota(cx, KILN_F32, KILN_SHAPE(10), 0), *r = NULL;
+    int ok = kiln_lower(cx, &fn, &arg, 1, 1, NULL, &m) == KILN_OK &&
+             kiln_compile(cx, m, NULL, &exe) == KILN_OK &&
+             kiln_exe_call(cx, exe, &x, &r) == KILN_OK && kiln_tensor_item(cx, r, 0) == 1.0;
+    kiln_exe_release(exe);
+    kiln_module_release(m);
+    kiln_ctx_release(cx);
+    return ok ? 0 : 1;
+}
+
+typedef struct {
+    char exe[4096];
+    int failed;
+} spawn_state;
+
+static void spawn_child(void *user) {
+    spawn_state *s = user;
+    char *argv[] = {s->exe, "--child-load", NULL};
+    pid_t pid;
+    int status = 0;
+    if (posix_spawn(&pid, s->exe, NULL, NULL, argv, environ) != 0 ||
+        waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        s->failed = 1;
+}
+
+static void case_time_to_load(bench *b) {
+    spawn_state s = {.failed = 0};
+    ssize_t len = readlink("/proc/self/exe", s.exe, sizeof s.exe - 1);
+    if (len <= 0) return;
+    s.exe[len] = 0;
+    stats t = measure(spawn_child, &s, (reps_policy){2, opt.quick ? 5 : 21, opt.quick ? 10 : 101});
+    if (s.failed) {
+        fprintf(stderr, "kiln-bench: time_to_load: the child failed\n");
+        return;
+    }
+    emit_time(b->suite, b->name, "kiln", "wall", t, 1,
+              "posix_spawn of kiln-bench --child-load to exit: load libkiln, ctx, lower+compile+"
+              "call cos(f32[10])");
+}
+
+/* ---- running compiled functions ---------------------------------------------------------- */
+
+typedef struct {
+    kiln_ctx *cx;
+    kiln_exe *exe;
+    kiln_tensor **in;
+    int ok;
+} call_state;
+
+static void call_once(void *user) {
+    call_state *s = user;
+    kiln_tensor *out = NULL;
+    if (kiln_exe_call(s->cx, s->exe, s->in, &out) != KILN_OK) s->ok = 0;
+    kiln_tensor_release(out);
+}
+
+typedef struct {
+    double bytes, flops; /* per call, for the rates (0: none) */
+    int threads;         /* what the records say */
+    const char *note;
+    reps_policy calls, compiles;
+} run_spec;
+
+/* Lowers, compiles, calls once (first call) and then steadily; records all of it. */
+static int run_compiled(bench *b, const char *impl, const kiln_region *fn,
+                        const kiln_arg_spec *args, int n_args, kiln_tensor **in, run_spec rs,
+                        stats *steady_out) {
+    comptime_stats ct;
+    kiln_exe *exe = NULL;
+    if (!lower_compile(b, fn, args, n_args, 1, rs.compiles, &ct, &exe)) return 0;
+    emit_time(b->suite, b->name, impl, "lower", ct.lower, 1, NULL);
+    emit_time(b->suite, b->name, impl, "compile", ct.compile, 1, NULL);
+    call_state cs = {b->cx, exe, in, 1};
+    size_t base = peak_begin();
+    double t0 = now();
+    call_once(&cs);
+    double first = now() - t0;
+    stats s = measure(call_once, &cs, rs.calls);
+    double peak = peak_mib(base);
+    kiln_exe_release(exe);
+    if (!cs.ok || !check(b)) return 0;
+    emit_time(b->suite, b->name, impl, "first_call", single(first), rs.threads, NULL);
+    emit_time(b->suite, b->name, impl, "call", s, rs.threads, rs.note);
+    emit(b->suite, b->name, impl, "peak_mem", peak, peak, peak, "MiB", s.reps + 1, rs.threads,
+         "live kiln bytes during the calls, above those before");
+    char lim[200];
+    if (rs.bytes > 0)
+        emit_rate(b->suite, b->name, impl, "bandwidth", s, rs.bytes / 1e9, "GB/s", rs.threads,
+                  limits_bw(lim, sizeof lim));
+    if (rs.flops > 0)
+        emit_rate(b->suite, b->name, impl, "gflops", s, rs.flops / 1e9, "GFLOP/s", rs.threads,
+                  limits_flops(lim, sizeof lim, NULL));
+    if (steady_out) *steady_out = s;
+    return 1;
+}
+
+static run_spec spec_fast(void) {
+    return (run_spec){.threads = 1, .calls = policy_fast(), .compiles = policy_fast()};
+}
+
+/* ---- EMLX -------------------------------------------------------------------------------- */
+
+/* acc = x; for i in 1..10: acc = i * acc + y */
+static kiln_status fn_emlx(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *user) {
     (void)user;
     kiln_tensor *acc = in[0];
     for (int i = 1; i <= 10; i++)
@@ -67,160 +655,309 @@ static kiln_status emlx_step(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor *
     return kiln_ctx_status(cx);
 }
 
-/* A 20-op elementwise function (for lower and compile times). */
-static kiln_status twenty_ops(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *user) {
+/* acc = x; 10 times: acc = dot(x, acc) + y */
+static kiln_status fn_emlx_dot(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
+                               void *user) {
     (void)user;
-    kiln_tensor *a = in[0], *b = in[1];
-    for (int i = 0; i < 5; i++) {
-        a = kiln_add(cx, a, b);
-        b = kiln_multiply(cx, a, b);
-        a = kiln_tanh(cx, a);
-        b = kiln_subtract(cx, b, a);
-    }
-    out[0] = kiln_add(cx, a, b);
+    kiln_tensor *acc = in[0];
+    for (int i = 1; i <= 10; i++)
+        acc = kiln_add(cx, kiln_matmul(cx, in[0], acc), in[1]);
+    out[0] = acc;
     return kiln_ctx_status(cx);
 }
 
-static void bench_jit(kiln_ctx *cx, char *rate, size_t rate_size) {
-    static double t[20001];
-    const int calls = 20001;
-    kiln_arg_spec args[2] = {{.dtype = KILN_F32, .shape = KILN_SHAPE(10, 10)},
-                             {.dtype = KILN_F32, .shape = KILN_SHAPE(10, 10)}};
-    kiln_tensor *x = kiln_iota(cx, KILN_F32, KILN_SHAPE(10, 10), 1);
+typedef struct {
+    kiln_ctx *cx;
+    kiln_region_fn fn;
+    kiln_tensor **in;
+} eager_state;
+
+static void eager_once(void *user) {
+    eager_state *s = user;
+    kiln_scope_begin(s->cx);
+    kiln_tensor *out[1];
+    s->fn(s->cx, s->in, out, NULL);
+    kiln_scope_end(s->cx);
+}
+
+static void emlx_case(bench *b, kiln_region_fn f, int64_t n, int dot) {
+    kiln_tensor *x = kiln_iota(b->cx, KILN_F32, KILN_SHAPE(n, n), 1);
     kiln_tensor *in[2] = {x, x};
-    kiln_region emlx = {emlx_step, NULL}, twenty = {twenty_ops, NULL};
-    if (wanted("emlx")) {
-        for (int r = 0; r < 2001; r++) {
-            kiln_scope_begin(cx);
-            kiln_tensor *out[1];
-            double t0 = now();
-            emlx_step(cx, in, out, NULL);
-            t[r] = now() - t0;
-            kiln_scope_end(cx);
-        }
-        stats eager = summarize(t, 2001);
-        report("emlx f32[10,10] eager call", eager, "us", 1e6, NULL);
-        kiln_module *m = NULL;
-        kiln_exe *exe = NULL;
-        if (kiln_lower(cx, &emlx, args, 2, 1, NULL, &m) != KILN_OK ||
-            kiln_compile(cx, m, NULL, &exe) != KILN_OK)
-            return;
-        for (int r = 0; r < calls; r++) {
-            kiln_tensor *out;
-            double t0 = now();
-            kiln_exe_call(cx, exe, in, &out);
-            t[r] = now() - t0;
-            kiln_tensor_release(out);
-        }
-        stats compiled = summarize(t, calls);
-        snprintf(rate, rate_size, "%.1fx faster than eager", eager.median / compiled.median);
-        report("emlx f32[10,10] compiled call", compiled, "us", 1e6, rate);
-        kiln_exe_release(exe);
-        kiln_module_release(m);
+    kiln_arg_spec args[2] = {{.dtype = KILN_F32, .shape = KILN_SHAPE(n, n)},
+                             {.dtype = KILN_F32, .shape = KILN_SHAPE(n, n)}};
+    int threads = dot ? opt.threads : 1;
+    double flops = dot ? 10.0 * 2.0 * (double)n * (double)n * (double)n : 0;
+    reps_policy p = n >= 1000 ? policy_slow(5) : policy_fast();
+    eager_state es = {b->cx, f, in};
+    stats eager = measure(eager_once, &es, p);
+    if (!check(b)) return;
+    char note[200];
+    emit_time(b->suite, b->name, "kiln-eager", "call", eager, threads, "op by op, no tracing");
+    if (flops > 0)
+        emit_rate(b->suite, b->name, "kiln-eager", "gflops", eager, flops / 1e9, "GFLOP/s", threads,
+                  limits_flops(note, sizeof note, NULL));
+    run_spec rs = spec_fast();
+    rs.threads = threads, rs.flops = flops, rs.calls = p;
+    stats compiled;
+    kiln_region fn = {f, NULL};
+    if (!run_compiled(b, "kiln", &fn, args, 2, in, rs, &compiled)) return;
+    snprintf(note, sizeof note, "compiled call %.2fx faster than eager",
+             eager.median / compiled.median);
+    emit(b->suite, b->name, "kiln", "speedup", eager.median / compiled.median,
+         eager.median / compiled.median, eager.median / compiled.median, "x", compiled.reps,
+         threads, note);
+    kiln_tensor_release(x);
+}
+
+static void case_emlx(bench *b) { emlx_case(b, fn_emlx, 10, 0); }
+static void case_emlx_dot10(bench *b) { emlx_case(b, fn_emlx_dot, 10, 1); }
+static void case_emlx_dot100(bench *b) { emlx_case(b, fn_emlx_dot, 100, 1); }
+static void case_emlx_dot1000(bench *b) { emlx_case(b, fn_emlx_dot, 1000, 1); }
+
+/* ---- elementwise and reductions ---------------------------------------------------------- */
+
+static kiln_status fn_expsin(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *user) {
+    (void)user;
+    kiln_tensor *x = in[0];
+    kiln_tensor *g = kiln_exponential(cx, kiln_negate(cx, kiln_multiply(cx, x, x)));
+    out[0] = kiln_add(cx, kiln_multiply(cx, g, kiln_sine(cx, x)),
+                      kiln_multiply(cx, kiln_scalar_like(cx, x, 0.5), x));
+    return kiln_ctx_status(cx);
+}
+
+static void elementwise_case(bench *b, kiln_region_fn f, int64_t n) {
+    kiln_tensor *x =
+        kiln_random_uniform(b->cx, kiln_key_from_seed(7), KILN_F32, KILN_SHAPE(n), -3, 3);
+    kiln_arg_spec arg = {.dtype = KILN_F32, .shape = KILN_SHAPE(n)};
+    run_spec rs = spec_fast();
+    rs.bytes = 8.0 * (double)n; /* read x, write the result */
+    rs.note = "f32 in, f32 out; bytes counted: 8 per element";
+    if (n >= 10000000) rs.calls = (reps_policy){1, opt.quick ? 5 : 15, opt.quick ? 11 : 201};
+    kiln_region fn = {f, NULL};
+    run_compiled(b, "kiln", &fn, &arg, 1, &x, rs, NULL);
+    kiln_tensor_release(x);
+}
+
+static void case_cos_1e6(bench *b) { elementwise_case(b, fn_cos, 1000000); }
+static void case_cos_1e7(bench *b) { elementwise_case(b, fn_cos, 10000000); }
+static void case_expsin_1e6(bench *b) { elementwise_case(b, fn_expsin, 1000000); }
+static void case_expsin_1e7(bench *b) { elementwise_case(b, fn_expsin, 10000000); }
+
+static kiln_status fn_sum_axes(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
+                               void *user) {
+    int which = *(const int *)user; /* 0 all, 1 rows (one sum per row), 2 columns */
+    kiln_dims axes = which == 0 ? KILN_DIMS(0, 1) : which == 1 ? KILN_DIMS(1) : KILN_DIMS(0);
+    out[0] = kiln_sum(cx, in[0], axes, false);
+    return kiln_ctx_status(cx);
+}
+
+static void reduction_case(bench *b, int which) {
+    const int64_t n = 4096;
+    kiln_tensor *x =
+        kiln_random_uniform(b->cx, kiln_key_from_seed(8), KILN_F32, KILN_SHAPE(n, n), 0, 1);
+    kiln_arg_spec arg = {.dtype = KILN_F32, .shape = KILN_SHAPE(n, n)};
+    run_spec rs = spec_fast();
+    rs.bytes = 4.0 * (double)n * (double)n;
+    rs.calls = (reps_policy){1, opt.quick ? 5 : 15, opt.quick ? 11 : 201};
+    rs.note = which == 0   ? "sum over both axes -> f32[]"
+              : which == 1 ? "sum over axis 1 -> f32[4096]"
+                           : "sum over axis 0 -> f32[4096]";
+    kiln_region fn = {fn_sum_axes, &which};
+    run_compiled(b, "kiln", &fn, &arg, 1, &x, rs, NULL);
+    kiln_tensor_release(x);
+}
+
+static void case_sum_all(bench *b) { reduction_case(b, 0); }
+static void case_sum_rows(bench *b) { reduction_case(b, 1); }
+static void case_sum_cols(bench *b) { reduction_case(b, 2); }
+
+/* ---- GEMM ---------------------------------------------------------------------------------- */
+
+static kiln_status fn_matmul(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *user) {
+    (void)user;
+    out[0] = kiln_matmul(cx, in[0], in[1]);
+    return kiln_ctx_status(cx);
+}
+
+static void gemm_case(bench *b, int64_t n) {
+    kiln_tensor *x =
+        kiln_random_uniform(b->cx, kiln_key_from_seed(9), KILN_F32, KILN_SHAPE(n, n), -1, 1);
+    kiln_tensor *y =
+        kiln_random_uniform(b->cx, kiln_key_from_seed(10), KILN_F32, KILN_SHAPE(n, n), -1, 1);
+    kiln_tensor *in[2] = {x, y};
+    kiln_arg_spec args[2] = {{.dtype = KILN_F32, .shape = KILN_SHAPE(n, n)},
+                             {.dtype = KILN_F32, .shape = KILN_SHAPE(n, n)}};
+    run_spec rs = spec_fast();
+    rs.threads = opt.threads;
+    rs.flops = 2.0 * (double)n * (double)n * (double)n;
+    rs.note = "matmul f32, dot_general on OpenBLAS";
+    if (n >= 1024) rs.calls = (reps_policy){1, opt.quick ? 5 : 15, opt.quick ? 7 : 101};
+    kiln_region fn = {fn_matmul, NULL};
+    run_compiled(b, "kiln", &fn, args, 2, in, rs, NULL);
+    kiln_tensor_release(x), kiln_tensor_release(y);
+}
+
+static void case_gemm64(bench *b) { gemm_case(b, 64); }
+static void case_gemm256(bench *b) { gemm_case(b, 256); }
+static void case_gemm1024(bench *b) { gemm_case(b, 1024); }
+
+/* ---- VGG11 forward, executed --------------------------------------------------------------- */
+
+/* At 32x32 the five pools leave a 512x1x1 map, so the classifier takes 512 inputs:
+ * 512 -> 4096 -> 4096 -> 1000 (the 224x224 model's widths, with dense_in = 512). */
+static void vgg_run_case(bench *b, int64_t n, int64_t hw) {
+    vgg_config c = vgg_cfg(11);
+    c.dense_in = 512 * (int)(hw / 32) * (int)(hw / 32);
+    kiln_arg_spec specs[64];
+    double flops = 0;
+    int n_args = vgg_specs(&c, n, hw, hw, specs, &flops);
+    kiln_tensor *in[64];
+    for (int i = 0; i < n_args; i++) {
+        double scale = i == 0 ? 1.0 : 0.05;
+        in[i] = kiln_random_uniform(b->cx, kiln_key_from_seed(100 + (uint64_t)i), KILN_F32,
+                                    specs[i].shape, -scale, scale);
     }
-    if (wanted("lower_compile")) {
-        for (int r = 0; r < 2001; r++) {
-            kiln_module *m = NULL;
-            double t0 = now();
-            kiln_lower(cx, &twenty, args, 2, 1, NULL, &m);
-            t[r] = now() - t0;
-            kiln_module_release(m);
-        }
-        report("lower 20-op function", summarize(t, 2001), "us", 1e6, NULL);
-        for (int r = 0; r < 2001; r++) {
-            kiln_module *m = NULL;
-            kiln_exe *exe = NULL;
-            kiln_lower(cx, &twenty, args, 2, 1, NULL, &m);
-            double t0 = now();
-            kiln_compile(cx, m, NULL, &exe);
-            t[r] = now() - t0;
-            kiln_exe_release(exe);
-            kiln_module_release(m);
-        }
-        report("compile 20-op function", summarize(t, 2001), "us", 1e6, NULL);
+    if (!check(b)) return;
+    run_spec rs = spec_fast();
+    rs.threads = opt.threads;
+    rs.flops = flops;
+    rs.note = hw == 32 ? "VGG11, classifier 512->4096->4096->1000 (1x1 map); conv+dense on OpenBLAS"
+                       : "VGG11, classifier 25088->4096->4096->1000; conv+dense on OpenBLAS";
+    rs.calls = policy_slow(hw == 32 ? 11 : 5);
+    rs.compiles = (reps_policy){1, 3, 11};
+    kiln_region fn = {fn_vgg, &c};
+    run_compiled(b, "kiln", &fn, specs, n_args, in, rs, NULL);
+    for (int i = 0; i < n_args; i++)
+        kiln_tensor_release(in[i]);
+}
+
+static void case_vgg_224(bench *b) { vgg_run_case(b, 1, 224); }
+static void case_vgg_32(bench *b) { vgg_run_case(b, 8, 32); }
+
+/* ---- the case table ------------------------------------------------------------------------ */
+
+typedef struct {
+    const char *suite, *name;
+    void (*run)(bench *b);
+    const char *pending; /* non-NULL: not measured yet, and why */
+} bench_case;
+
+static const bench_case cases[] = {
+    {"comptime", "2D sum", case_comptime_sum, NULL},
+    {"comptime", "Basic cos", case_comptime_cos, NULL},
+    {"comptime", "Basic grad cos", NULL, "needs autodiff (issue #8)"},
+    {"comptime", "VGG11", case_vgg11_ct, NULL},
+    {"comptime", "VGG13", case_vgg13_ct, NULL},
+    {"comptime", "VGG16", case_vgg16_ct, NULL},
+    {"comptime", "VGG19", case_vgg19_ct, NULL},
+    {"time_to_load", "one-op process", case_time_to_load, NULL},
+    {"emlx", "scalar f32[10,10]", case_emlx, NULL},
+    {"emlx", "dot f32[10,10]", case_emlx_dot10, NULL},
+    {"emlx", "dot f32[100,100]", case_emlx_dot100, NULL},
+    {"emlx", "dot f32[1000,1000]", case_emlx_dot1000, NULL},
+    {"elementwise", "cos 1e6", case_cos_1e6, NULL},
+    {"elementwise", "cos 1e7", case_cos_1e7, NULL},
+    {"elementwise", "expsin 1e6", case_expsin_1e6, NULL},
+    {"elementwise", "expsin 1e7", case_expsin_1e7, NULL},
+    {"reduction", "sum all 4096x4096", case_sum_all, NULL},
+    {"reduction", "sum rows 4096x4096", case_sum_rows, NULL},
+    {"reduction", "sum cols 4096x4096", case_sum_cols, NULL},
+    {"gemm", "f32 64", case_gemm64, NULL},
+    {"gemm", "f32 256", case_gemm256, NULL},
+    {"gemm", "f32 1024", case_gemm1024, NULL},
+    {"vgg", "VGG11 1x3x224x224", case_vgg_224, NULL},
+    {"vgg", "VGG11 8x3x32x32", case_vgg_32, NULL},
+};
+
+static int contains_ci(const char *hay, const char *needle) {
+    size_t n = strlen(needle);
+    for (; *hay; hay++) {
+        size_t i = 0;
+        while (i < n && hay[i] &&
+               tolower((unsigned char)hay[i]) == tolower((unsigned char)needle[i]))
+            i++;
+        if (i == n) return 1;
     }
+    return n == 0;
+}
+
+static int wanted(const char *suite, const char *name) {
+    if (!opt.filter) return 1;
+    char full[128];
+    snprintf(full, sizeof full, "%s/%s", suite, name);
+    return contains_ci(full, opt.filter);
+}
+
+static int usage(const char *argv0) {
+    fprintf(stderr, "usage: %s [--quick] [--filter PATTERN] [--json PATH] [--threads N]\n", argv0);
+    return 2;
 }
 
 int main(int argc, char **argv) {
+    if (argc == 2 && strcmp(argv[1], "--child-load") == 0) return child_load();
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    opt.cores = cores > 0 ? (int)(cores > 64 ? 64 : cores) : 1;
+    opt.threads = opt.cores;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--filter") == 0 && i + 1 < argc)
-            filter = argv[++i];
-        else {
-            fprintf(stderr, "usage: %s [--filter SUBSTRING]\n", argv[0]);
-            return 2;
-        }
+        if (strcmp(argv[i], "--quick") == 0)
+            opt.quick = 1;
+        else if (strcmp(argv[i], "--filter") == 0 && i + 1 < argc)
+            opt.filter = argv[++i];
+        else if (strcmp(argv[i], "--json") == 0 && i + 1 < argc)
+            opt.json_path = argv[++i];
+        else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+            opt.threads = atoi(argv[++i]);
+            if (opt.threads < 1 || opt.threads > 64) return usage(argv[0]);
+        } else
+            return usage(argv[0]);
     }
-    double bw = triad_bandwidth();
-    printf("machine: triad bandwidth %.1f GB/s (1 thread)\n\n", bw / 1e9);
-    printf("%-34s %10s %10s %10s\n", "case", "median", "p10", "p90");
+    opt.target = opt.quick ? 0.05 : 1.0;
+    openblas_set_num_threads(opt.threads);
+    double t_start = now();
 
-    double t[REPS * 100];
-    char rate[128];
-    if (wanted("ctx_create")) {
-        for (int r = 0; r < REPS * 100; r++) {
-            double t0 = now();
-            kiln_ctx *cx;
-            if (kiln_ctx_create(NULL, &cx) != KILN_OK) return 1;
-            kiln_ctx_release(cx);
-            t[r] = now() - t0;
-        }
-        report("ctx_create+release", summarize(t, REPS * 100), "us", 1e6, NULL);
-    }
+    printf("kiln-bench %s: %d cores, OpenBLAS threads %d%s\n\n", kiln_version_string(), opt.cores,
+           opt.threads, opt.quick ? ", quick" : "");
+    print_header();
+    machine.triad1 = triad(1);
+    machine.triadN = opt.cores > 1 ? triad(opt.cores) : machine.triad1;
+    machine.sgemm1 = sgemm_peak(1);
+    machine.sgemmN = opt.cores > 1 ? sgemm_peak(opt.cores) : machine.sgemm1;
+
+    kiln_allocator counting = {count_alloc, count_free, NULL};
+    kiln_ctx_options o = kiln_ctx_options_default();
+    o.allocator = &counting;
     kiln_ctx *cx;
-    if (kiln_ctx_create(NULL, &cx) != KILN_OK) return 1;
-    if (wanted("zeros_10x10")) {
-        for (int r = 0; r < REPS * 100; r++) {
-            double t0 = now();
-            kiln_tensor_release(kiln_zeros(cx, KILN_F32, KILN_SHAPE(10, 10)));
-            t[r] = now() - t0;
+    if (kiln_ctx_create(&o, &cx) != KILN_OK) return 1;
+
+    const char *pending[32];
+    int n_pending = 0, failed = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const bench_case *c = &cases[i];
+        if (!wanted(c->suite, c->name)) continue;
+        if (c->pending) {
+            printf("%-12s %-24s %-10s %-12s %10s  (%s)\n", c->suite, c->name, "kiln", "-",
+                   "pending", c->pending);
+            pending[n_pending++] = c->name;
+            continue;
         }
-        report("zeros f32[10,10] make+free", summarize(t, REPS * 100), "us", 1e6, NULL);
-    }
-    const int64_t n = 1 << 22;
-    if (wanted("random_normal")) {
-        for (int r = 0; r < REPS; r++) {
-            double t0 = now();
-            kiln_tensor_release(
-                kiln_random_normal(cx, kiln_key_from_seed(1), KILN_F32, KILN_SHAPE(n)));
-            t[r] = now() - t0;
-        }
-        stats s = summarize(t, REPS);
-        snprintf(rate, sizeof rate, "%.1f M values/s", (double)n / s.median / 1e6);
-        report("random_normal f32[4M]", s, "ms", 1e3, rate);
-    }
-    if (wanted("npy")) {
-        kiln_tensor *x =
-            kiln_random_uniform(cx, kiln_key_from_seed(2), KILN_F32, KILN_SHAPE(n), 0, 1);
-        double bytes = (double)n * 4;
-        void *buf = NULL;
-        size_t size = 0;
-        for (int r = 0; r < REPS; r++) {
-            double t0 = now();
-            kiln_npy_save_buffer(cx, x, &buf, &size);
-            t[r] = now() - t0;
-            if (r + 1 < REPS) kiln_buffer_free(cx, buf, size);
-        }
-        stats s = summarize(t, REPS);
-        snprintf(rate, sizeof rate, "%.2f GB/s (triad %.2f)", bytes / s.median / 1e9, bw / 1e9);
-        report("npy_save_buffer f32[4M]", s, "ms", 1e3, rate);
-        for (int r = 0; r < REPS; r++) {
-            kiln_tensor *back;
-            double t0 = now();
-            kiln_npy_load_buffer(cx, buf, size, &back);
-            t[r] = now() - t0;
-            kiln_tensor_release(back);
-        }
-        s = summarize(t, REPS);
-        snprintf(rate, sizeof rate, "%.2f GB/s (triad %.2f)", bytes / s.median / 1e9, bw / 1e9);
-        report("npy_load_buffer f32[4M]", s, "ms", 1e3, rate);
-        kiln_buffer_free(cx, buf, size);
-        kiln_tensor_release(x);
-    }
-    bench_jit(cx, rate, sizeof rate);
-    if (kiln_ctx_status(cx) != KILN_OK) {
-        fprintf(stderr, "kiln-bench: %s\n", kiln_ctx_error_message(cx));
-        return 1;
+        bench b = {cx, c->suite, c->name};
+        int before = n_recs;
+        kiln_scope_begin(cx);
+        c->run(&b);
+        kiln_scope_end(cx);
+        if (n_recs == before || !check(&b)) failed++;
     }
     kiln_ctx_release(cx);
-    return 0;
+
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("\n%d records, %d pending", n_recs, n_pending);
+    for (int i = 0; i < n_pending; i++)
+        printf("%s%s", i ? ", " : " (", pending[i]);
+    printf("%s; process ru_maxrss %.0f MiB; %.1f s\n", n_pending ? ")" : "",
+           (double)ru.ru_maxrss / 1024.0, now() - t_start);
+    if (write_json(opt.json_path)) return 1;
+    printf("wrote %s\n", opt.json_path);
+    free(recs);
+    return failed ? 1 : 0;
 }

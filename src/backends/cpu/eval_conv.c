@@ -35,23 +35,23 @@ static inline int64_t in_coord(const conv_geom *g, int32_t d, int64_t o, int64_t
     return x < g->in_sz[d] ? x : -1;
 }
 
-#define FILL_RUN(T)                                           \
-    do {                                                      \
-        T *row_ = (T *)row;                                   \
-        const T *src_ = (const T *)plane + base;              \
-        if (ld == 1) {                                        \
-            for (int64_t o = 0; o < lo; o++)                  \
-                row_[o] = 0;                                  \
-            for (int64_t o = lo; o < hi; o++)                 \
-                row_[o] = src_[(o * st + c0) * istr];         \
-            for (int64_t o = hi > lo ? hi : lo; o < len; o++) \
-                row_[o] = 0;                                  \
-        } else {                                              \
-            for (int64_t o = 0; o < len; o++) {               \
-                int64_t x_ = in_coord(g, last, o, kx);        \
-                row_[o] = x_ < 0 ? (T)0 : src_[x_ * istr];    \
-            }                                                 \
-        }                                                     \
+#define FILL_RUN(T)                                            \
+    do {                                                       \
+        T *row_ = (T *)(void *)row;                            \
+        const T *src_ = (const T *)(const void *)plane + base; \
+        if (ld == 1) {                                         \
+            for (int64_t o = 0; o < lo; o++)                   \
+                row_[o] = 0;                                   \
+            for (int64_t o = lo; o < hi; o++)                  \
+                row_[o] = src_[(o * st + c0) * istr];          \
+            for (int64_t o = hi > lo ? hi : lo; o < len; o++)  \
+                row_[o] = 0;                                   \
+        } else {                                               \
+            for (int64_t o = 0; o < len; o++) {                \
+                int64_t x_ = in_coord(g, last, o, kx);         \
+                row_[o] = x_ < 0 ? (T)0 : src_[x_ * istr];     \
+            }                                                  \
+        }                                                      \
     } while (0)
 
 /* Fills one im2col row (window offset kidx, one input feature plane) for the output

@@ -215,12 +215,12 @@ bool kiln__lk_perm_is_trivial(int32_t rank, const int64_t *shape, const int32_t 
     return true;
 }
 
-#define COPY_RUN(T)                         \
-    do {                                    \
-        T *d_ = (T *)d;                     \
-        const T *s_ = (const T *)s + off;   \
-        for (int64_t j = 0; j < inner; j++) \
-            d_[j] = s_[j * istride];        \
+#define COPY_RUN(T)                                     \
+    do {                                                \
+        T *d_ = (T *)(void *)d;                         \
+        const T *s_ = (const T *)(const void *)s + off; \
+        for (int64_t j = 0; j < inner; j++)             \
+            d_[j] = s_[j * istride];                    \
     } while (0)
 
 void kiln__lk_transpose(void *dst, const void *src, size_t elem, int32_t rank, const int64_t *shape,

@@ -138,6 +138,9 @@ typedef struct kiln_compile_options {
     /* Do not evaluate small all-constant subexpressions at compile time: every op then runs
      * at call time through the buffer plan (the conformance runner's compiled mode). */
     bool disable_constant_folding;
+    /* Skip the simplification passes (canonicalize and cse; dead code is still removed), so
+     * the executable runs exactly the traced ops. */
+    bool disable_passes;
 } kiln_compile_options;
 
 /* Options with every field at its default. */

@@ -8,6 +8,7 @@
 #include "base/alloc.h"
 #include "base/ctx_internal.h"
 #include "ir/ir.h"
+#include "passes/passes.h"
 #include "runtime/exec.h"
 
 /* Ops whose operands are all constants are run at compile time when their results take at
@@ -586,7 +587,10 @@ kiln_status kiln_compile(kiln_ctx *cx, kiln_module *m, const kiln_compile_option
         if (m->cx != cx) kiln_ctx_set_error(cx, s, "%s", kiln_ctx_error_message(m->cx));
         return s;
     }
-    kiln__module_dce(m);
+    if (o.disable_passes)
+        kiln__module_dce(m);
+    else
+        kiln__passes_simplify(m); /* canonicalize, cse, dce to a fixed point */
 
     kiln_exe *exe = kiln__calloc(cx, sizeof *exe, _Alignof(kiln_exe), compile_fn);
     if (!exe) return KILN_RESOURCE_EXHAUSTED;

@@ -36,8 +36,11 @@ static kiln_exe *lower_and_compile(kiln_ctx *cx, kiln_region_fn f, void *user,
     kiln_module *m = NULL;
     cr_assert_eq(kiln_lower(cx, &fn, args, n_args, n_results, NULL, &m), KILN_OK, "%s",
                  kiln_ctx_error_message(cx));
+    /* These tests pin the planner on the traced ops: no simplification passes. */
+    kiln_compile_options o = kiln_compile_options_default();
+    o.disable_passes = true;
     kiln_exe *exe = NULL;
-    cr_assert_eq(kiln_compile(cx, m, NULL, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    cr_assert_eq(kiln_compile(cx, m, &o, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
     kiln_module_release(m); /* the executable keeps what it needs */
     return exe;
 }
@@ -124,6 +127,26 @@ Test(compile, the_plan_reuses_buffers_by_liveness) {
     cr_assert_eq(info.n_ops, 4);
     cr_assert_eq(info.n_buffers, 3);
     cr_assert_eq(info.arena_bytes, 2 * 256);
+    kiln_tensor *x = filled(cx, KILN_F32, KILN_SHAPE(8, 8), 3), *r = NULL;
+    cr_assert_eq(kiln_exe_call(cx, exe, &x, &r), KILN_OK);
+    expect_equal(r, x);
+    kiln_exe_release(exe);
+    expect_ok(cx);
+    kiln_ctx_release(cx);
+}
+
+Test(compile, passes_simplify_before_planning) {
+    kiln_ctx *cx = test_ctx();
+    kiln_arg_spec a = {.dtype = KILN_F32, .shape = KILN_SHAPE(8, 8)};
+    kiln_region fn = {transposes, NULL};
+    kiln_module *m = NULL;
+    cr_assert_eq(kiln_lower(cx, &fn, &a, 1, 1, NULL, &m), KILN_OK);
+    kiln_exe *exe = NULL;
+    cr_assert_eq(kiln_compile(cx, m, NULL, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    kiln_module_release(m);
+    kiln_exe_info info;
+    kiln_exe_info_get(cx, exe, &info);
+    cr_assert_eq(info.n_ops, 0); /* the four transposes compose to the identity */
     kiln_tensor *x = filled(cx, KILN_F32, KILN_SHAPE(8, 8), 3), *r = NULL;
     cr_assert_eq(kiln_exe_call(cx, exe, &x, &r), KILN_OK);
     expect_equal(r, x);

@@ -1,0 +1,520 @@
+/* The passes (src/passes): golden text before and after each canonicalize rewrite and
+ * cse, what must not be rewritten, and results kept equal through compile and call. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ir/ir.h"
+#include "ir/print.h"
+#include "passes/passes.h"
+#include "test_util.h"
+
+#define STATUS(cx) kiln_ctx_status(cx)
+
+static kiln_arg_spec arg(kiln_dtype dtype, kiln_shape shape) {
+    return (kiln_arg_spec){.dtype = dtype, .shape = shape};
+}
+
+static kiln_module *lower(kiln_ctx *cx, kiln_region_fn fn, const kiln_arg_spec *args,
+                          int32_t n_args, int32_t n_results) {
+    kiln_region r = {fn, NULL};
+    kiln_module *m = NULL;
+    cr_assert_eq(kiln_lower(cx, &r, args, n_args, n_results, NULL, &m), KILN_OK, "%s",
+                 kiln_ctx_error_message(cx));
+    cr_assert_eq(kiln__module_verify(m), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    return m;
+}
+
+static void expect_text(kiln_ctx *cx, const kiln_module *m, const char *golden, const char *tag) {
+    char *text = kiln_module_to_string(cx, m);
+    cr_assert_not_null(text, "%s: %s", tag, kiln_ctx_error_message(cx));
+    if (strcmp(text, golden) != 0) {
+        cr_log_error("%s: got\n%s\nwant\n%s", tag, text, golden);
+        kiln_string_free(cx, text);
+        cr_assert_fail("%s: the printed module differs from its golden", tag);
+    }
+    kiln_string_free(cx, text);
+}
+
+/* Lowers fn, checks the text before, runs canonicalize + cse + dce, checks the text after
+ * and that the module still verifies. Returns the number of changes. */
+static int32_t check(kiln_region_fn fn, const kiln_arg_spec *args, int32_t n_args,
+                     int32_t n_results, const char *before, const char *after, const char *tag) {
+    kiln_ctx *cx = test_ctx();
+    kiln_module *m = lower(cx, fn, args, n_args, n_results);
+    expect_text(cx, m, before, tag);
+    int32_t changes = kiln__passes_simplify(m);
+    cr_assert_eq(kiln__module_verify(m), KILN_OK, "%s: %s", tag, kiln_ctx_error_message(cx));
+    expect_text(cx, m, after, tag);
+    kiln_module_release(m);
+    kiln_ctx_release(cx);
+    return changes;
+}
+
+/* ---- the functions ----------------------------------------------------------------------- */
+
+#define FN(name) \
+    static kiln_status name(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *user)
+
+FN(add_int_zero) {
+    (void)user;
+    out[0] = kiln_add(cx, kiln_add(cx, in[0], kiln_scalar(cx, 0, KILN_I32)),
+                      kiln_scalar(cx, 3, KILN_I32));
+    return STATUS(cx);
+}
+FN(mul_int_one_zero) {
+    (void)user;
+    kiln_tensor *a = kiln_multiply(cx, kiln_scalar(cx, 1, KILN_I32), in[0]);
+    out[0] = kiln_add(cx, a, kiln_multiply(cx, in[0], kiln_scalar(cx, 0, KILN_I32)));
+    return STATUS(cx);
+}
+FN(float_zero_kept) {
+    (void)user;
+    kiln_tensor *a = kiln_multiply(cx, in[0], kiln_scalar(cx, 0, KILN_F32));
+    out[0] = kiln_add(cx, kiln_add(cx, in[0], kiln_scalar(cx, 0, KILN_F32)), a);
+    return STATUS(cx);
+}
+FN(float_one) {
+    (void)user;
+    out[0] = kiln_multiply(cx, in[0], kiln_scalar(cx, 1, KILN_F32));
+    return STATUS(cx);
+}
+FN(negate_negate) {
+    (void)user;
+    out[0] = kiln_sine(cx, kiln_negate(cx, kiln_negate(cx, in[0])));
+    return STATUS(cx);
+}
+FN(transpose_transpose) {
+    (void)user;
+    kiln_tensor *t = kiln_transpose(cx, in[0], KILN_DIMS(1, 2, 0));
+    out[0] = kiln_transpose(cx, t, KILN_DIMS(1, 2, 0));
+    kiln_tensor *back =
+        kiln_transpose(cx, kiln_transpose(cx, out[0], KILN_DIMS(2, 0, 1)), KILN_DIMS(2, 0, 1));
+    out[1] = kiln_transpose(cx, back, KILN_DIMS(1, 2, 0));
+    return STATUS(cx);
+}
+FN(reshape_reshape) {
+    (void)user;
+    kiln_tensor *flat = kiln_reshape(cx, in[0], KILN_SHAPE(6));
+    out[0] = kiln_reshape(cx, flat, KILN_SHAPE(3, 2));
+    out[1] = kiln_sine(cx, kiln_reshape(cx, flat, KILN_SHAPE(2, 3)));
+    return STATUS(cx);
+}
+FN(convert_same) {
+    (void)user;
+    out[0] = kiln_sine(cx, kiln_convert(cx, in[0], KILN_F32));
+    return STATUS(cx);
+}
+FN(slice_slice) {
+    (void)user;
+    kiln_tensor *s = kiln_slice(cx, in[0], KILN_DIMS(1, 2), KILN_DIMS(9, 10), KILN_DIMS(1, 2));
+    out[0] = kiln_slice(cx, s, KILN_DIMS(2, 1), KILN_DIMS(7, 4), KILN_DIMS(2, 2));
+    return STATUS(cx);
+}
+FN(common) {
+    (void)user;
+    kiln_tensor *a = kiln_add(cx, kiln_sine(cx, in[0]), kiln_scalar(cx, 2, KILN_F32));
+    kiln_tensor *b = kiln_add(cx, kiln_sine(cx, in[0]), kiln_scalar(cx, 2, KILN_F32));
+    kiln_tensor *c = kiln_add(cx, kiln_sine(cx, in[0]), kiln_scalar(cx, 3, KILN_F32));
+    out[0] = kiln_multiply(cx, kiln_multiply(cx, a, b), c);
+    return STATUS(cx);
+}
+
+/* ---- goldens ----------------------------------------------------------------------------- */
+
+static const char *const before_add_int_zero =
+    "module @kiln {\n"
+    "  // calling convention of @main: 1 arguments, 1 results\n"
+    "  //   donated arguments: none\n"
+    "  //   preserved results (returned unchanged): none\n"
+    "  //   aliased results (may reuse a donated buffer): none\n"
+    "  func.func public @main(%arg0: tensor<4xi32>) -> tensor<4xi32> {\n"
+    "    %c = stablehlo.constant dense<0> : tensor<i32>\n"
+    "    %0 = stablehlo.broadcast_in_dim %c, dims = [] : (tensor<i32>) -> tensor<4xi32>\n"
+    "    %1 = stablehlo.add %arg0, %0 : tensor<4xi32>\n"
+    "    %c_0 = stablehlo.constant dense<3> : tensor<i32>\n"
+    "    %2 = stablehlo.broadcast_in_dim %c_0, dims = [] : (tensor<i32>) -> tensor<4xi32>\n"
+    "    %3 = stablehlo.add %1, %2 : tensor<4xi32>\n"
+    "    return %3 : tensor<4xi32>\n"
+    "  }\n"
+    "}\n";
+static const char *const after_add_int_zero =
+    "module @kiln {\n"
+    "  // calling convention of @main: 1 arguments, 1 results\n"
+    "  //   donated arguments: none\n"
+    "  //   preserved results (returned unchanged): none\n"
+    "  //   aliased results (may reuse a donated buffer): none\n"
+    "  func.func public @main(%arg0: tensor<4xi32>) -> tensor<4xi32> {\n"
+    "    %c = stablehlo.constant dense<3> : tensor<i32>\n"
+    "    %0 = stablehlo.broadcast_in_dim %c, dims = [] : (tensor<i32>) -> tensor<4xi32>\n"
+    "    %1 = stablehlo.add %arg0, %0 : tensor<4xi32>\n"
+    "    return %1 : tensor<4xi32>\n"
+    "  }\n"
+    "}\n";
+
+static const char *const before_mul_int_one_zero =
+    "module @kiln {\n"
+    "  // calling convention of @main: 1 arguments, 1 results\n"
+    "  //   donated arguments: none\n"
+    "  //   preserved results (returned unchanged): none\n"
+    "  //   aliased results (may reuse a donated buffer): none\n"
+    "  func.func public @main(%arg0: tensor<4xi32>) -> tensor<4xi32> {\n"
+    "    %c = stablehlo.constant dense<1> : tensor<i32>\n"
+    "    %0 = stablehlo.broadcast_in_dim %c, dims = [] : (tensor<i32>) -> tensor<4xi32>\n"
+    "    %1 = stablehlo.multiply %0, %arg0 : tensor<4xi32>\n"
+    "    %c_0 = stablehlo.constant dense<0> : tensor<i32>\n"
+    "    %2 = stablehlo.broadcast_in_dim %c_0, dims = [] : (tensor<i32>) -> tensor<4xi32>\n"
+    "    %3 = stablehlo.multiply %arg0, %2 : tensor<4xi32>\n"
+    "    %4 = stablehlo.add %1, %3 : tensor<4xi32>\n"
+    "    return %4 : tensor<4xi32>\n"
+    "  }\n"
+    "}\n";
+static const char *const after_mul_int_one_zero =
+    "module @kiln {\n"
+    "  // calling convention of @main: 1 arguments, 1 results\n"
+    "  //   donated arguments: none\n"
+    "  //   preserved results (returned unchanged): none\n"
+    "  //   aliased results (may reuse a donated buffer): none\n"
+    "  func.func public @main(%arg0: tensor<4xi32>) -> tensor<4xi32> {\n"
+    "    return %arg0 : tensor<4xi32>\n"
+    "  }\n"
+    "}\n";
+
+static const char *const before_float_zero_kept =
+    "module @kiln {\n"
+    "  // calling convention of @main: 1 arguments, 1 results\n"
+    "  //   donated arguments: none\n"
+    "  //   preserved results (returned unchanged): none\n"
+    "  //   aliased results (may reuse a donated buffer): none\n"
+    "  func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n"
+    "    %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>\n"
+    "    %0 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<4xf32>\n"
+    "    %1 = stablehlo.multiply %arg0, %0 : tensor<4xf32>\n"
+    "    %cst_0 = stablehlo.constant dense<0.000000e+00> : tensor<f32>\n"
+    "    %2 = stablehlo.broadcast_in_dim %cst_0, dims = [] : (tensor<f32>) -> tensor<4xf32>\n"
+    "    %3 = stablehlo.add %arg0, %2 : tensor<4xf32>\n"
+    "    %4 = stablehlo.add %3, %1 : tensor<4xf32>\n"
+    "    return %4 : tensor<4xf32>\n"
+    "  }\n"
+    "}\n";
+static const char *const after_float_zero_kept =
+    "module @kiln {\n"
+    "  // calling convention of @main: 1 arguments, 1 results\n"
+    "  //   donated arguments: none\n"
+    "  //   preserved results (returned unchanged): none\n"
+    "  //   aliased results (may reuse a donated buffer): none\n"
+    "  func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n"
+    "    %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>\n"
+    "    %0 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<4xf32>\n"
+    "    %1 = stablehlo.multiply %arg0, %0 : tensor<4xf32>\n"
+    "    %2 = stablehlo.add %arg0, %0 : tensor<4xf32>\n"
+    "    %3 = stablehlo.add %2, %1 : tensor<4xf32>\n"
+    "    return %3 : tensor<4xf32>\n"
+    "  }\n"
+    "}\n";
+
+static const char *const before_float_one =
+    "module @kiln {\n"
+    "  // calling convention of @main: 1 arguments, 1 results\n"
+    "  //   donated arguments: none\n"
+    "  //   preserved results (returned unchanged): none\n"
+    "  //   aliased results (may reuse a donated buffer): none\n"
+    "  func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n"
+    "    %cst = stablehlo.constant dense<1.000000e+00> : tensor<f32>\n"
+    "    %0 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<4xf32>\n"
+    "    %1 = stablehlo.multiply %arg0, %0 : tensor<4xf32>\n"
+    "    return %1 : tensor<4xf32>\n"
+    "  }\n"
+    "}\n";
+static const char *const after_float_one =
+    "module @kiln {\n"
+    "  // calling convention of @main: 1 arguments, 1 results\n"
+    "  //   donated arguments: none\n"
+    "  //   preserved results (returned unchanged): none\n"
+    "  //   aliased results (may reuse a donated buffer): none\n"
+    "  func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n"
+    "    return %arg0 : tensor<4xf32>\n"
+    "  }\n"
+    "}\n";
+
+static const char *const before_negate_negate =
+    "module @kiln {\n"
+    "  // calling convention of @main: 1 arguments, 1 results\n"
+    "  //   donated arguments: none\n"
+    "  //   preserved results (returned unchanged): none\n"
+    "  //   aliased results (may reuse a donated buffer): none\n"
+    "  func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n"
+    "    %0 = stablehlo.negate %arg0 : tensor<4xf32>\n"
+    "    %1 = stablehlo.negate %0 : tensor<4xf32>\n"
+    "    %2 = stablehlo.sine %1 : tensor<4xf32>\n"
+    "    return %2 : tensor<4xf32>\n"
+    "  }\n"
+    "}\n";
+static const char *const after_negate_negate =
+    "module @kiln {\n"
+    "  // calling convention of @main: 1 arguments, 1 results\n"
+    "  //   donated arguments: none\n"
+    "  //   preserved results (returned unchanged): none\n"
+    "  //   aliased results (may reuse a donated buffer): none\n"
+    "  func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n"
+    "    %0 = stablehlo.sine %arg0 : tensor<4xf32>\n"
+    "    return %0 : tensor<4xf32>\n"
+    "  }\n"
+    "}\n";
+
+static const char *const before_transpose_transpose =
+    "module @kiln {\n"
+    "  // calling convention of @main: 1 arguments, 2 results\n"
+    "  //   donated arguments: none\n"
+    "  //   preserved results (returned unchanged): none\n"
+    "  //   aliased results (may reuse a donated buffer): none\n"
+    "  func.func public @main(%arg0: tensor<2x3x4xf32>) -> (tensor<4x2x3xf32>, tensor<3x4x2xf32>) "
+    "{\n"
+    "    %0 = stablehlo.transpose %arg0, dims = [1, 2, 0] : (tensor<2x3x4xf32>) -> "
+    "tensor<3x4x2xf32>\n"
+    "    %1 = stablehlo.transpose %0, dims = [1, 2, 0] : (tensor<3x4x2xf32>) -> tensor<4x2x3xf32>\n"
+    "    %2 = stablehlo.transpose %1, dims = [2, 0, 1] : (tensor<4x2x3xf32>) -> tensor<3x4x2xf32>\n"
+    "    %3 = stablehlo.transpose %2, dims = [2, 0, 1] : (tensor<3x4x2xf32>) -> tensor<2x3x4xf32>\n"
+    "    %4 = stablehlo.transpose %3, dims = [1, 2, 0] : (tensor<2x3x4xf32>) -> tensor<3x4x2xf32>\n"
+    "    return %1, %4 : tensor<4x2x3xf32>, tensor<3x4x2xf32>\n"
+    "  }\n"
+    "}\n";
+static const char *const after_transpose_transpose =
+    "module @kiln {\n"
+    "  // calling convention of @main: 1 arguments, 2 results\n"
+    "  //   donated arguments: none\n"
+    "  //   preserved results (returned unchanged): none\n"
+    "  //   aliased results (may reuse a donated buffer): none\n"
+    "  func.func public @main(%arg0: tensor<2x3x4xf32>) -> (tensor<4x2x3xf32>, tensor<3x4x2xf32>) "
+    "{\n"
+    "    %0 = stablehlo.transpose %arg0, dims = [2, 0, 1] : (tensor<2x3x4xf32>) -> "
+    "tensor<4x2x3xf32>\n"
+    "    %1 = stablehlo.transpose %arg0, dims = [1, 2, 0] : (tensor<2x3x4xf32>) -> "
+    "tensor<3x4x2xf32>\n"
+    "    return %0, %1 : tensor<4x2x3xf32>, tensor<3x4x2xf32>\n"
+    "  }\n"
+    "}\n";
+
+static const char *const before_reshape_reshape =
+    "module @kiln {\n"
+    "  // calling convention of @main: 1 arguments, 2 results\n"
+    "  //   donated arguments: none\n"
+    "  //   preserved results (returned unchanged): none\n"
+    "  //   aliased results (may reuse a donated buffer): none\n"
+    "  func.func public @main(%arg0: tensor<2x3xf32>) -> (tensor<3x2xf32>, tensor<2x3xf32>) {\n"
+    "    %0 = stablehlo.reshape %arg0 : (tensor<2x3xf32>) -> tensor<6xf32>\n"
+    "    %1 = stablehlo.reshape %0 : (tensor<6xf32>) -> tensor<3x2xf32>\n"
+    "    %2 = stablehlo.reshape %0 : (tensor<6xf32>) -> tensor<2x3xf32>\n"
+    "    %3 = stablehlo.sine %2 : tensor<2x3xf32>\n"
+    "    return %1, %3 : tensor<3x2xf32>, tensor<2x3xf32>\n"
+    "  }\n"
+    "}\n";
+static const char *const after_reshape_reshape =
+    "module @kiln {\n"
+    "  // calling convention of @main: 1 arguments, 2 results\n"
+    "  //   donated arguments: none\n"
+    "  //   preserved results (returned unchanged): none\n"
+    "  //   aliased results (may reuse a donated buffer): none\n"
+    "  func.func public @main(%arg0: tensor<2x3xf32>) -> (tensor<3x2xf32>, tensor<2x3xf32>) {\n"
+    "    %0 = stablehlo.reshape %arg0 : (tensor<2x3xf32>) -> tensor<3x2xf32>\n"
+    "    %1 = stablehlo.sine %arg0 : tensor<2x3xf32>\n"
+    "    return %0, %1 : tensor<3x2xf32>, tensor<2x3xf32>\n"
+    "  }\n"
+    "}\n";
+
+static const char *const before_convert_same =
+    "module @kiln {\n"
+    "  // calling convention of @main: 1 arguments, 1 results\n"
+    "  //   donated arguments: none\n"
+    "  //   preserved results (returned unchanged): none\n"
+    "  //   aliased results (may reuse a donated buffer): none\n"
+    "  func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n"
+    "    %0 = stablehlo.convert %arg0 : tensor<4xf32>\n"
+    "    %1 = stablehlo.sine %0 : tensor<4xf32>\n"
+    "    return %1 : tensor<4xf32>\n"
+    "  }\n"
+    "}\n";
+static const char *const after_convert_same =
+    "module @kiln {\n"
+    "  // calling convention of @main: 1 arguments, 1 results\n"
+    "  //   donated arguments: none\n"
+    "  //   preserved results (returned unchanged): none\n"
+    "  //   aliased results (may reuse a donated buffer): none\n"
+    "  func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n"
+    "    %0 = stablehlo.sine %arg0 : tensor<4xf32>\n"
+    "    return %0 : tensor<4xf32>\n"
+    "  }\n"
+    "}\n";
+
+static const char *const before_slice_slice =
+    "module @kiln {\n"
+    "  // calling convention of @main: 1 arguments, 1 results\n"
+    "  //   donated arguments: none\n"
+    "  //   preserved results (returned unchanged): none\n"
+    "  //   aliased results (may reuse a donated buffer): none\n"
+    "  func.func public @main(%arg0: tensor<10x12xf32>) -> tensor<3x2xf32> {\n"
+    "    %0 = stablehlo.slice %arg0 [1:9, 2:10:2] : (tensor<10x12xf32>) -> tensor<8x4xf32>\n"
+    "    %1 = stablehlo.slice %0 [2:7:2, 1:4:2] : (tensor<8x4xf32>) -> tensor<3x2xf32>\n"
+    "    return %1 : tensor<3x2xf32>\n"
+    "  }\n"
+    "}\n";
+static const char *const after_slice_slice =
+    "module @kiln {\n"
+    "  // calling convention of @main: 1 arguments, 1 results\n"
+    "  //   donated arguments: none\n"
+    "  //   preserved results (returned unchanged): none\n"
+    "  //   aliased results (may reuse a donated buffer): none\n"
+    "  func.func public @main(%arg0: tensor<10x12xf32>) -> tensor<3x2xf32> {\n"
+    "    %0 = stablehlo.slice %arg0 [3:8:2, 4:9:4] : (tensor<10x12xf32>) -> tensor<3x2xf32>\n"
+    "    return %0 : tensor<3x2xf32>\n"
+    "  }\n"
+    "}\n";
+
+static const char *const before_cse =
+    "module @kiln {\n"
+    "  // calling convention of @main: 1 arguments, 1 results\n"
+    "  //   donated arguments: none\n"
+    "  //   preserved results (returned unchanged): none\n"
+    "  //   aliased results (may reuse a donated buffer): none\n"
+    "  func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n"
+    "    %0 = stablehlo.sine %arg0 : tensor<4xf32>\n"
+    "    %cst = stablehlo.constant dense<2.000000e+00> : tensor<f32>\n"
+    "    %1 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<4xf32>\n"
+    "    %2 = stablehlo.add %0, %1 : tensor<4xf32>\n"
+    "    %3 = stablehlo.sine %arg0 : tensor<4xf32>\n"
+    "    %cst_0 = stablehlo.constant dense<2.000000e+00> : tensor<f32>\n"
+    "    %4 = stablehlo.broadcast_in_dim %cst_0, dims = [] : (tensor<f32>) -> tensor<4xf32>\n"
+    "    %5 = stablehlo.add %3, %4 : tensor<4xf32>\n"
+    "    %6 = stablehlo.sine %arg0 : tensor<4xf32>\n"
+    "    %cst_1 = stablehlo.constant dense<3.000000e+00> : tensor<f32>\n"
+    "    %7 = stablehlo.broadcast_in_dim %cst_1, dims = [] : (tensor<f32>) -> tensor<4xf32>\n"
+    "    %8 = stablehlo.add %6, %7 : tensor<4xf32>\n"
+    "    %9 = stablehlo.multiply %2, %5 : tensor<4xf32>\n"
+    "    %10 = stablehlo.multiply %9, %8 : tensor<4xf32>\n"
+    "    return %10 : tensor<4xf32>\n"
+    "  }\n"
+    "}\n";
+static const char *const after_cse =
+    "module @kiln {\n"
+    "  // calling convention of @main: 1 arguments, 1 results\n"
+    "  //   donated arguments: none\n"
+    "  //   preserved results (returned unchanged): none\n"
+    "  //   aliased results (may reuse a donated buffer): none\n"
+    "  func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n"
+    "    %0 = stablehlo.sine %arg0 : tensor<4xf32>\n"
+    "    %cst = stablehlo.constant dense<2.000000e+00> : tensor<f32>\n"
+    "    %1 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<4xf32>\n"
+    "    %2 = stablehlo.add %0, %1 : tensor<4xf32>\n"
+    "    %cst_0 = stablehlo.constant dense<3.000000e+00> : tensor<f32>\n"
+    "    %3 = stablehlo.broadcast_in_dim %cst_0, dims = [] : (tensor<f32>) -> tensor<4xf32>\n"
+    "    %4 = stablehlo.add %0, %3 : tensor<4xf32>\n"
+    "    %5 = stablehlo.multiply %2, %2 : tensor<4xf32>\n"
+    "    %6 = stablehlo.multiply %5, %4 : tensor<4xf32>\n"
+    "    return %6 : tensor<4xf32>\n"
+    "  }\n"
+    "}\n";
+
+static const kiln_arg_spec i32_4[1] = {{.dtype = KILN_I32, .shape = {1, {4}}}};
+static const kiln_arg_spec f32_4[1] = {{.dtype = KILN_F32, .shape = {1, {4}}}};
+
+Test(canonicalize, add_int_zero) {
+    cr_assert_gt(
+        check(add_int_zero, i32_4, 1, 1, before_add_int_zero, after_add_int_zero, "add_int_zero"),
+        0);
+}
+Test(canonicalize, mul_int_one_zero) {
+    cr_assert_gt(check(mul_int_one_zero, i32_4, 1, 1, before_mul_int_one_zero,
+                       after_mul_int_one_zero, "mul_int_one_zero"),
+                 0);
+}
+Test(canonicalize, float_zero_is_not_rewritten) {
+    check(float_zero_kept, f32_4, 1, 1, before_float_zero_kept, after_float_zero_kept,
+          "float_zero_kept");
+}
+Test(canonicalize, float_times_one) {
+    cr_assert_gt(check(float_one, f32_4, 1, 1, before_float_one, after_float_one, "float_one"), 0);
+}
+Test(canonicalize, negate_negate) {
+    cr_assert_gt(check(negate_negate, f32_4, 1, 1, before_negate_negate, after_negate_negate,
+                       "negate_negate"),
+                 0);
+}
+Test(canonicalize, transpose_transpose) {
+    kiln_arg_spec a = arg(KILN_F32, KILN_SHAPE(2, 3, 4));
+    cr_assert_gt(check(transpose_transpose, &a, 1, 2, before_transpose_transpose,
+                       after_transpose_transpose, "transpose_transpose"),
+                 0);
+}
+Test(canonicalize, reshape_reshape) {
+    kiln_arg_spec a = arg(KILN_F32, KILN_SHAPE(2, 3));
+    cr_assert_gt(check(reshape_reshape, &a, 1, 2, before_reshape_reshape, after_reshape_reshape,
+                       "reshape_reshape"),
+                 0);
+}
+Test(canonicalize, convert_same) {
+    check(convert_same, f32_4, 1, 1, before_convert_same, after_convert_same, "convert_same");
+}
+Test(canonicalize, slice_slice) {
+    kiln_arg_spec a = arg(KILN_F32, KILN_SHAPE(10, 12));
+    cr_assert_gt(check(slice_slice, &a, 1, 1, before_slice_slice, after_slice_slice, "slice_slice"),
+                 0);
+}
+Test(cse, common_subexpressions) {
+    cr_assert_gt(check(common, f32_4, 1, 1, before_cse, after_cse, "cse"), 0);
+}
+
+/* ---- results stay equal ------------------------------------------------------------------ */
+
+FN(mixed) {
+    (void)user;
+    kiln_tensor *x = in[0], *y = in[1];
+    kiln_tensor *a = kiln_multiply(cx, kiln_scalar(cx, 1, KILN_F32), kiln_sine(cx, x));
+    kiln_tensor *b = kiln_sine(cx, x);
+    kiln_tensor *t = kiln_transpose(cx, kiln_transpose(cx, kiln_add(cx, a, b), KILN_DIMS(1, 0)),
+                                    KILN_DIMS(1, 0));
+    kiln_tensor *s =
+        kiln_slice(cx, kiln_slice(cx, t, KILN_DIMS(1, 0), KILN_DIMS(4, 5), KILN_DIMS(1, 2)),
+                   KILN_DIMS(1, 1), KILN_DIMS(3, 3), KILN_DIMS(1, 1));
+    kiln_tensor *r = kiln_reshape(cx, kiln_reshape(cx, s, KILN_SHAPE(4)), KILN_SHAPE(4, 1));
+    out[0] = kiln_add(
+        cx, kiln_negate(cx, kiln_negate(cx, r)),
+        kiln_multiply(cx, kiln_scalar(cx, 0, KILN_F32),
+                      kiln_slice(cx, y, KILN_DIMS(0, 0), KILN_DIMS(4, 1), KILN_DIMS_NONE)));
+    out[1] = kiln_add(cx, kiln_convert(cx, y, KILN_F32), kiln_scalar(cx, 0, KILN_F32));
+    return STATUS(cx);
+}
+
+/* Compiles m and calls it on (x, y), into out[0..1]. */
+static void call(kiln_ctx *cx, kiln_module *m, kiln_tensor *x, kiln_tensor *y, kiln_tensor **out) {
+    kiln_exe *exe = NULL;
+    cr_assert_eq(kiln_compile(cx, m, NULL, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    cr_assert_eq(kiln_exe_call(cx, exe, (kiln_tensor *[]){x, y}, out), KILN_OK, "%s",
+                 kiln_ctx_error_message(cx));
+    kiln_exe_release(exe);
+}
+
+Test(passes, results_stay_equal) {
+    kiln_ctx *cx = test_ctx();
+    kiln_arg_spec args[2] = {arg(KILN_F32, KILN_SHAPE(5, 5)), arg(KILN_F32, KILN_SHAPE(5, 5))};
+    kiln_module *plain = lower(cx, mixed, args, 2, 2);
+    kiln_module *opt = lower(cx, mixed, args, 2, 2);
+    cr_assert_gt(kiln__passes_simplify(opt), 0);
+    cr_assert_eq(kiln__module_verify(opt), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    kiln_tensor *x = kiln_iota(cx, KILN_F32, KILN_SHAPE(5, 5), 1);
+    kiln_tensor *y = kiln_sine(cx, kiln_iota(cx, KILN_F32, KILN_SHAPE(5, 5), 0));
+    expect_ok(cx);
+    kiln_tensor *want[2], *got[2];
+    call(cx, plain, x, y, want);
+    call(cx, opt, x, y, got);
+    for (int r = 0; r < 2; r++) {
+        size_t n = kiln_tensor_nbytes(want[r]);
+        cr_assert_eq(n, kiln_tensor_nbytes(got[r]));
+        cr_assert_eq(memcmp(kiln_tensor_data(want[r]), kiln_tensor_data(got[r]), n), 0,
+                     "result %d differs", r);
+        kiln_tensor_release(want[r]);
+        kiln_tensor_release(got[r]);
+    }
+    kiln_module_release(plain);
+    kiln_module_release(opt);
+    kiln_ctx_release(cx);
+}

@@ -1,6 +1,9 @@
 # Common tasks. `make demo` and `make test` set everything up themselves (Debian packages,
 # configure, build) on a fresh Debian 12 machine.
 
+# Recursive makes stay quiet, so that CTest's summary is the last thing `make test` prints.
+MAKEFLAGS += --no-print-directory
+
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/element.h"
+#include "core/half.h"
 #include "kiln/device.h"
 
 typedef struct dtype_info {
@@ -137,17 +138,7 @@ uint16_t kiln_f32_to_f16(float value) {
     return (uint16_t)(sign | shift_round_even(((uint32_t)e << 23) | mant, 13));
 }
 
-float kiln_f16_to_f32(uint16_t bits) {
-    uint32_t sign = (uint32_t)(bits & 0x8000u) << 16;
-    uint32_t exp = (bits >> 10) & 0x1fu;
-    uint32_t mant = bits & 0x3ffu;
-    if (exp == 0x1f) return bits_f32(sign | 0x7f800000u | (mant << 13));
-    if (exp == 0) {
-        float v = ldexpf((float)mant, -24); /* exact */
-        return sign ? -v : v;
-    }
-    return bits_f32(sign | ((exp + 112) << 23) | (mant << 13));
-}
+float kiln_f16_to_f32(uint16_t bits) { return kiln__f16_to_f32_inline(bits); }
 
 uint16_t kiln_f32_to_bf16(float value) {
     uint32_t x = f32_bits(value);
@@ -156,7 +147,7 @@ uint16_t kiln_f32_to_bf16(float value) {
     return (uint16_t)(x >> 16);
 }
 
-float kiln_bf16_to_f32(uint16_t bits) { return bits_f32((uint32_t)bits << 16); }
+float kiln_bf16_to_f32(uint16_t bits) { return kiln__bf16_to_f32_inline(bits); }
 
 /* double -> f32 rounded to odd, then to the 16-bit format to nearest even: the result is
  * the correctly rounded one, since f32 keeps at least two more bits than either format. */

@@ -9,6 +9,7 @@
 
 #include "core/element.h"
 #include "failing_allocator.h"
+#include "goldens.h"
 #include "ir/ir.h"
 #include "ir/print.h"
 #include "test_util.h"
@@ -80,7 +81,7 @@ static kiln_status emlx(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
     return STATUS(cx);
 }
 
-static const char *const golden_emlx =
+const char *const golden_emlx =
     "module @kiln {\n"
     "  // calling convention of @main: 2 arguments, 2 results\n"
     "  //   donated arguments: %arg0\n"
@@ -146,7 +147,7 @@ static kiln_status unary(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out
     return STATUS(cx);
 }
 
-static const char *const golden_unary =
+const char *const golden_unary =
     "module @kiln {\n"
     "  // calling convention of @main: 2 arguments, 3 results\n"
     "  //   donated arguments: none\n"
@@ -213,7 +214,7 @@ static kiln_status binary(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **ou
     return STATUS(cx);
 }
 
-static const char *const golden_binary =
+const char *const golden_binary =
     "module @kiln {\n"
     "  // calling convention of @main: 4 arguments, 2 results\n"
     "  //   donated arguments: none\n"
@@ -268,7 +269,7 @@ static kiln_status compare_select(kiln_ctx *cx, kiln_tensor *const *in, kiln_ten
     return STATUS(cx);
 }
 
-static const char *const golden_compare_select =
+const char *const golden_compare_select =
     "module @kiln {\n"
     "  // calling convention of @main: 4 arguments, 5 results\n"
     "  //   donated arguments: none\n"
@@ -319,7 +320,7 @@ static kiln_status rng(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, 
     return STATUS(cx);
 }
 
-static const char *const golden_rng =
+const char *const golden_rng =
     "module @kiln {\n"
     "  // calling convention of @main: 1 arguments, 3 results\n"
     "  //   donated arguments: none\n"
@@ -363,7 +364,7 @@ static kiln_status movement(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **
     return STATUS(cx);
 }
 
-static const char *const golden_movement =
+const char *const golden_movement =
     "module @kiln {\n"
     "  // calling convention of @main: 2 arguments, 9 results\n"
     "  //   donated arguments: none\n"
@@ -421,7 +422,7 @@ static kiln_status indexing(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **
     return kiln_sort(cx, (kiln_tensor *[]){keys, vals}, 2, 0, true, kiln_region_less(), &out[2]);
 }
 
-static const char *const golden_indexing =
+const char *const golden_indexing =
     "module @kiln {\n"
     "  // calling convention of @main: 4 arguments, 4 results\n"
     "  //   donated arguments: none\n"
@@ -488,7 +489,7 @@ static kiln_status reductions(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor 
     return s == KILN_OK ? STATUS(cx) : s;
 }
 
-static const char *const golden_reductions =
+const char *const golden_reductions =
     "module @kiln {\n"
     "  // calling convention of @main: 2 arguments, 4 results\n"
     "  //   donated arguments: none\n"
@@ -560,7 +561,7 @@ static kiln_status contractions(kiln_ctx *cx, kiln_tensor *const *in, kiln_tenso
     return STATUS(cx);
 }
 
-static const char *const golden_contractions =
+const char *const golden_contractions =
     "module @kiln {\n"
     "  // calling convention of @main: 6 arguments, 3 results\n"
     "  //   donated arguments: none\n"
@@ -657,7 +658,7 @@ static kiln_status control(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **o
     return kiln_optimization_barrier(cx, (kiln_tensor *[]){called[1], in[1]}, 2, &out[3]);
 }
 
-static const char *const golden_control =
+const char *const golden_control =
     "module @kiln {\n"
     "  // calling convention of @main: 3 arguments, 5 results\n"
     "  //   donated arguments: none\n"
@@ -724,7 +725,7 @@ Test(print, while_if_case_call_and_optimization_barrier) {
 /* iota has no operands, so tracing always folds it: a module built by hand shows it, with
  * the forms that tracing does not make (no calling convention recorded, a dynamic_slice
  * of a rank-0 operand, a barrier over nothing). */
-static const char *const golden_handmade =
+const char *const golden_handmade =
     "module @handmade {\n"
     "  func.func public @main(%arg0: tensor<f32>) -> (tensor<2x3xi32>, tensor<f32>) {\n"
     "    %0 = stablehlo.iota dim = 1 : tensor<2x3xi32>\n"
@@ -775,7 +776,7 @@ static kiln_status add_pairs(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor *
     return STATUS(cx);
 }
 
-static const char *const golden_names =
+const char *const golden_names =
     "module @\"my model\" {\n"
     "  // calling convention of @main: 3 arguments, 3 results\n"
     "  //   donated arguments: %arg1, %arg2\n"
@@ -1221,7 +1222,7 @@ static kiln_status calls_in_loops(kiln_ctx *cx, kiln_tensor *const *in, kiln_ten
     return s;
 }
 
-static const char *const golden_nested_calls =
+const char *const golden_nested_calls =
     "module @kiln {\n"
     "  // calling convention of @main: 2 arguments, 1 results\n"
     "  //   donated arguments: none\n"

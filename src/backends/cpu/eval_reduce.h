@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "backends/cpu/eval.h"
+#include "core/half.h"
 
 /* The `user` of the regions that kiln_argmax and kiln_argmin reduce with: a two-input
  * reduce of (values, i64 indices along the one reduced dimension) keeping the first
@@ -54,27 +55,6 @@ kiln_status kiln__scalar_region_call(kiln__scalar_region *s, void *const *dst);
 void kiln__scalar_region_fini(kiln__scalar_region *s);
 
 /* ---- typed combiners ------------------------------------------------------------------ */
-
-/* f16 and bf16 to f32, exactly (inline, so loops over them vectorize). */
-static inline float kiln__f16_to_f32_inline(uint16_t h) {
-    uint32_t o = (uint32_t)(h & 0x7fffu) << 13, e = o & 0x0f800000u;
-    uint32_t normal = o + (112u << 23), special = o + (224u << 23), sub = o + (113u << 23);
-    float f;
-    memcpy(&f, &sub, sizeof f);
-    f -= 0x1p-14f; /* subnormals: (1 + m) * 2^-14 - 2^-14 */
-    uint32_t sub_bits;
-    memcpy(&sub_bits, &f, sizeof sub_bits);
-    uint32_t bits = e == 0x0f800000u ? special : e == 0 ? sub_bits : normal;
-    bits |= (uint32_t)(h & 0x8000u) << 16;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
-static inline float kiln__bf16_to_f32_inline(uint16_t h) {
-    uint32_t bits = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
 
 /* The dtype a builtin region's fast path computes in: f32 for f16 and bf16, the dtype
  * itself otherwise. */

@@ -61,6 +61,7 @@ typedef struct kiln_lower_options {
     bool donate_all;    /* Reactant's :auto: donate every argument that is not preserved */
 } kiln_lower_options;
 
+/* Options with every field at its default (name "kiln", nothing donated). */
 KILN_API kiln_lower_options kiln_lower_options_default(void);
 
 /* Traces fn over n_args arguments of the given types into a module returning n_results
@@ -72,6 +73,9 @@ KILN_API kiln_status kiln_lower(kiln_ctx *cx, const kiln_region *fn, const kiln_
                                 int32_t n_args, int32_t n_results,
                                 const kiln_lower_options *options, kiln_module **out_module);
 
+/* Modules are refcounted: retain adds a reference (returns m; NULL for NULL), release drops
+ * one and frees the module with the last (NULL is a no-op). Thread-safe counts; a module
+ * must be released while its ctx's allocator is alive. */
 KILN_API kiln_module *kiln_module_retain(kiln_module *m);
 KILN_API void kiln_module_release(kiln_module *m);
 
@@ -85,6 +89,9 @@ typedef struct kiln_module_info {
     int32_t n_ops;            /* ops in the entry function body (not counting regions) */
 } kiln_module_info;
 
+/* Fills *out_info; its arrays are borrowed and live as long as the module (kiln_compile may
+ * simplify the module in place, which changes n_ops). Errors: INVALID_ARGUMENT for a NULL
+ * module or out_info. */
 KILN_API kiln_status kiln_module_info_get(kiln_ctx *cx, const kiln_module *m,
                                           kiln_module_info *out_info);
 
@@ -146,9 +153,9 @@ typedef struct kiln_compile_options {
 /* Options with every field at its default. */
 KILN_API kiln_compile_options kiln_compile_options_default(void);
 
-/* Verifies the module, runs the passes (dead-code elimination, in place on the module;
- * small ops whose operands are all constants are evaluated at compile time), plans buffers
- * and builds an executable. `options` may be NULL. On success *out_exe is a new executable
+/* Verifies the module, runs the passes (canonicalize, cse and dead-code elimination, in place
+ * on the module; small ops whose operands are all constants are evaluated at compile time), plans
+ * buffers and builds an executable. `options` may be NULL. On success *out_exe is a new executable
  * (kiln_exe_release) whose memory comes from cx's allocator; the module may be released
  * at once: the executable keeps copies of what it needs (it shares the storage of the
  * module's constants). Errors: INVALID_ARGUMENT (NULL arguments, options->struct_size),
@@ -306,6 +313,7 @@ typedef struct kiln_jit_options {
     const kiln_compile_options *compile;
 } kiln_jit_options;
 
+/* Options with every field at its default (see the fields). */
 KILN_API kiln_jit_options kiln_jit_options_default(void);
 
 /* Creates a jit over a list-of-tensors function taking n_in arguments and returning n_out

@@ -44,6 +44,8 @@ typedef struct kiln_parse_options {
     bool allow_checks;
 } kiln_parse_options;
 
+/* Options with every field at its default (filename "<text>", first line 1, entry @main
+ * or the only function, no checks). */
 KILN_API kiln_parse_options kiln_parse_options_default(void);
 
 /* Parses `length` bytes of text (need not be NUL-terminated) into a new module

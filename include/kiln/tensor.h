@@ -132,6 +132,7 @@ typedef struct kiln_print_options {
     int line_width;     /* wrap rows longer than this (default 75) */
 } kiln_print_options;
 
+/* Options with every field at its default (the values above). */
 KILN_API kiln_print_options kiln_print_options_default(void);
 
 /* Formats like numpy: a header line "f32[2,3]" then the values, nested brackets per axis,

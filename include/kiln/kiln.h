@@ -19,6 +19,7 @@
 #define KILN_KILN_H
 
 #include "kiln/alloc.h"
+#include "kiln/autodiff.h"
 #include "kiln/ctx.h"
 #include "kiln/device.h"
 #include "kiln/dtype.h"

@@ -1,0 +1,115 @@
+/* Differentiation rules: the contract between the transforms (vjp.c, jvp.c) and the rules
+ * (rules_<family>.c), and the IR emitter the rules build with.
+ *
+ * The transforms copy the forward function into a new block and then call one rule per
+ * op: vjp rules in reverse order, jvp rules forward. A rule sees the op as recorded (kind,
+ * attrs, regions), the values of its operands and results *in the block being built*, and
+ * emits new ops there through a kiln__emitter. Missing values mean zero: a NULL cotangent
+ * or tangent is a zero of the value's type, and a rule writes NULL for an operand or
+ * result that gets no contribution (integer operands, index operands, zero derivatives).
+ * Rules only emit ops; they never evaluate.
+ *
+ * The tables are a column of the op table: every row of ops.def has a kiln__vjp_<NAME>
+ * and a kiln__jvp_<NAME> (so the linker names a missing rule). Rows without the
+ * DIFFERENTIABLE flag use rules that give NULL (no derivative) for float outputs of
+ * integer-only ops, or UNIMPLEMENTED naming the op. */
+#ifndef KILN_AUTODIFF_RULES_H
+#define KILN_AUTODIFF_RULES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ir/ir.h"
+
+/* Where emitted ops go. `fn` names the public call for messages. Errors are recorded in
+ * cx (sticky); once one is, every emit helper returns NULL, so rules can chain calls and
+ * check once at the end. */
+typedef struct kiln__emitter {
+    kiln_ctx *cx;
+    kiln_module *m;
+    kiln__block *block;
+    const char *fn;
+} kiln__emitter;
+
+/* Appends an op of `kind` with `operands` to e->block, result types by the op's inference
+ * (n_results from the op table, or attrs->n_results when variable). Regions: for each
+ * region i of attrs (attrs->n_regions), a builtin region (kiln_region_add() ...) is built
+ * as a block of its own; a non-builtin region must be supplied by the caller afterwards
+ * (op->regions[i], through kiln__emit_region_block). NULL operand, earlier error or
+ * failure: NULL. */
+kiln__ir_op *kiln__emit_op(kiln__emitter *e, kiln_op kind, const kiln__attrs *attrs,
+                           kiln__value *const *operands, int32_t n_operands);
+/* kiln__emit_op's first result. */
+kiln__value *kiln__emit(kiln__emitter *e, kiln_op kind, const kiln__attrs *attrs,
+                        kiln__value *const *operands, int32_t n_operands);
+/* A new empty block as region i of op, with arguments of the given types; the caller
+ * fills it with an emitter whose block is the returned one and sets its results with
+ * kiln__block_set_results. */
+kiln__block *kiln__emit_region_block(kiln__emitter *e, kiln__ir_op *op, int32_t i,
+                                     const kiln__type *arg_types, int32_t n_args);
+
+/* Conveniences (all NULL-propagating). Elementwise operands must have equal types, except
+ * that kiln__emit_scalar's rank-0 results are broadcast by the binary helpers. */
+kiln__value *kiln__emit_unary(kiln__emitter *e, kiln_op kind, kiln__value *x);
+kiln__value *kiln__emit_binary(kiln__emitter *e, kiln_op kind, kiln__value *a, kiln__value *b);
+kiln__value *kiln__emit_add(kiln__emitter *e, kiln__value *a, kiln__value *b);
+kiln__value *kiln__emit_sub(kiln__emitter *e, kiln__value *a, kiln__value *b);
+kiln__value *kiln__emit_mul(kiln__emitter *e, kiln__value *a, kiln__value *b);
+kiln__value *kiln__emit_div(kiln__emitter *e, kiln__value *a, kiln__value *b);
+kiln__value *kiln__emit_neg(kiln__emitter *e, kiln__value *x);
+/* A rank-0 constant of dtype with value v (converted as kiln_scalar does). */
+kiln__value *kiln__emit_scalar(kiln__emitter *e, kiln_dtype dtype, double v);
+/* A value of `type` with every element v (a scalar constant broadcast). */
+kiln__value *kiln__emit_full(kiln__emitter *e, const kiln__type *type, double v);
+kiln__value *kiln__emit_zeros(kiln__emitter *e, const kiln__type *type);
+kiln__value *kiln__emit_convert(kiln__emitter *e, kiln__value *x, kiln_dtype dtype);
+kiln__value *kiln__emit_reshape(kiln__emitter *e, kiln__value *x, const kiln_shape *shape);
+kiln__value *kiln__emit_transpose(kiln__emitter *e, kiln__value *x, const kiln_dims *perm);
+/* broadcast_in_dim of x to shape, x's dimension i going to dims.v[i]. */
+kiln__value *kiln__emit_broadcast(kiln__emitter *e, kiln__value *x, const kiln_shape *shape,
+                                  const kiln_dims *dims);
+/* reduce with the builtin add region over `dims` (sum; result keeps x's dtype). */
+kiln__value *kiln__emit_reduce_sum(kiln__emitter *e, kiln__value *x, const kiln_dims *dims);
+kiln__value *kiln__emit_compare(kiln__emitter *e, kiln_compare_direction dir, kiln__value *a,
+                                kiln__value *b);
+kiln__value *kiln__emit_select(kiln__emitter *e, kiln__value *pred, kiln__value *on_true,
+                               kiln__value *on_false);
+/* a + b where either may be NULL (zero): returns the other, or NULL when both are. */
+kiln__value *kiln__emit_add_any(kiln__emitter *e, kiln__value *a, kiln__value *b);
+
+/* A rule's view of one op. `primals[i]` is operand i's value, `outs[j]` result j's value,
+ * both in e->block. */
+typedef struct kiln__ad_op {
+    const kiln__ir_op *op; /* the op as recorded (kind, attrs, regions, types) */
+    kiln__value *const *primals;
+    int32_t n_primals;
+    kiln__value *const *outs;
+    int32_t n_outs;
+} kiln__ad_op;
+
+/* vjp: from cts[j] (cotangent of result j, NULL = zero) emit the cotangents of the
+ * operands into out_cts[i] (prefilled with NULL; leave NULL for no contribution). */
+typedef kiln_status (*kiln__vjp_rule)(kiln__emitter *e, const kiln__ad_op *op,
+                                      kiln__value *const *cts, kiln__value **out_cts);
+/* jvp: from tangents[i] (tangent of operand i, NULL = zero) emit the tangents of the
+ * results into out_tangents[j] (prefilled with NULL; leave NULL for zero). */
+typedef kiln_status (*kiln__jvp_rule)(kiln__emitter *e, const kiln__ad_op *op,
+                                      kiln__value *const *tangents, kiln__value **out_tangents);
+
+#define KILN_OP(name, text, nin, nout, flags)                                           \
+    kiln_status kiln__vjp_##name(kiln__emitter *e, const kiln__ad_op *op,               \
+                                 kiln__value *const *cts, kiln__value **out_cts);       \
+    kiln_status kiln__jvp_##name(kiln__emitter *e, const kiln__ad_op *op,               \
+                                 kiln__value *const *tangents, kiln__value **out_tangents);
+#include "ops/ops.def"
+#undef KILN_OP
+
+/* The tables (rules.c), indexed by kiln_op. */
+extern const kiln__vjp_rule kiln__vjp_rules[KILN_OP_COUNT];
+extern const kiln__jvp_rule kiln__jvp_rules[KILN_OP_COUNT];
+
+/* Records UNIMPLEMENTED "<e->fn>: <what> has no <mode> rule" and returns it. */
+kiln_status kiln__ad_unimplemented(kiln__emitter *e, const kiln__ad_op *op, const char *mode,
+                                   const char *what);
+
+#endif

@@ -7,6 +7,7 @@
 
 #include "kiln/tensor.h"
 #include "ops/attrs.h"
+#include "ops/infer.h"
 #include "ops/op.h"
 
 #define KILN_BACKEND_VERSION 1
@@ -26,6 +27,13 @@ typedef struct kiln__backend {
     kiln_status (*eval_op)(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs,
                            kiln_tensor *const *operands, int n_operands, kiln_tensor **results,
                            int n_results);
+    /* Optional (NULL: nothing to prepare). Called by kiln_compile once per op of an
+     * executable, with the op's operand and result types, so that a kernel can build and
+     * cache what it needs (library primitives, packed constants) before the first call.
+     * May fail (the compile fails with its error). Thread-safe. */
+    kiln_status (*prepare_op)(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs,
+                              const kiln__type *operands, int n_operands,
+                              const kiln__type *results, int n_results);
 } kiln__backend;
 
 #endif

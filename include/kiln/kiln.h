@@ -6,7 +6,7 @@
  *   kiln/alloc.h   injectable allocator  kiln/device.h  devices (DLPack codes)
  *   kiln/dtype.h   element types         kiln/shape.h   shapes
  *   kiln/tensor.h  tensors               kiln/random.h  Philox random tensors
- *   kiln/npy.h     .npy files
+ *   kiln/npy.h     .npy files            kiln/safetensors.h  safetensors files
  *   kiln/ops.h     the op builders (StableHLO ops and numpy-style conveniences), with
  *                  kiln/ops_elementwise.h, ops_movement.h, ops_indexing.h, ops_reduce.h,
  *                  ops_linalg.h and ops_control.h
@@ -29,6 +29,7 @@
 #include "kiln/ops.h"
 #include "kiln/parse.h"
 #include "kiln/random.h"
+#include "kiln/safetensors.h"
 #include "kiln/shape.h"
 #include "kiln/status.h"
 #include "kiln/tensor.h"

@@ -1,10 +1,11 @@
-/* kiln print: a program's module as parsed, or after kiln's passes. */
+/* kiln print: a program's module as parsed, after kiln's passes, or the compiled
+ * executable with its fused kernels and memory plan. */
 #include <string.h>
 
 #include "cli.h"
 
 static const char print_help[] =
-    "usage: kiln print PROGRAM.mlir [--stage parsed|optimized] [--entry NAME]\n"
+    "usage: kiln print PROGRAM.mlir [--stage parsed|optimized|fused] [--entry NAME]\n"
     "\n"
     "Parses PROGRAM.mlir and prints the module as StableHLO text (kiln's printer, JAX's\n"
     "form).\n"
@@ -13,6 +14,9 @@ static const char print_help[] =
     "  --stage parsed       the module as read (default)\n"
     "  --stage optimized    after kiln_compile's passes on the module (dead-code\n"
     "                       elimination)\n"
+    "  --stage fused        the compiled executable: each op or fused kernel (its\n"
+    "                       inputs and access patterns, instructions, outputs, cost),\n"
+    "                       the memory plan and the total cost\n"
     "  --entry NAME         the entry function (default @main, or the only function)\n"
     "  -h, --help           this text\n"
     "\n"
@@ -23,7 +27,7 @@ static const char print_help[] =
 
 int cli_print_main(int argc, char **argv) {
     const char *program = NULL, *entry = NULL;
-    bool optimized = false;
+    bool optimized = false, fused = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -36,11 +40,14 @@ int cli_print_main(int argc, char **argv) {
             if (strcmp(a, "--entry") == 0)
                 entry = v;
             else if (strcmp(v, "parsed") == 0)
-                optimized = false;
+                optimized = fused = false;
             else if (strcmp(v, "optimized") == 0)
-                optimized = true;
+                optimized = true, fused = false;
+            else if (strcmp(v, "fused") == 0)
+                optimized = fused = true;
             else
-                return cli_usage_error("print", "--stage must be parsed or optimized, not '%s'", v);
+                return cli_usage_error("print",
+                                       "--stage must be parsed, optimized or fused, not '%s'", v);
         } else if (a[0] == '-' && a[1] != '\0')
             return cli_usage_error("print", "unknown option '%s'", a);
         else if (program)
@@ -70,7 +77,8 @@ int cli_print_main(int argc, char **argv) {
         fprintf(stderr, "kiln print: %s: %s\n", program, kiln_ctx_error_message(cx));
         goto done;
     }
-    if (kiln_module_print(cx, m, stdout) != KILN_OK) {
+    if (fused ? kiln_exe_print(cx, exe, stdout) != KILN_OK
+              : kiln_module_print(cx, m, stdout) != KILN_OK) {
         fprintf(stderr, "kiln print: %s\n", kiln_ctx_error_message(cx));
         goto done;
     }

@@ -97,10 +97,14 @@ void cli_tensor_summary(kiln_ctx *cx, const kiln_tensor *t, int max_values, FILE
 }
 
 kiln_status cli_compile(kiln_ctx *cx, kiln_module *m, cli_mode mode, kiln_exe **out_exe) {
-    /* kiln_compile has no switch for its passes and kiln has no public op-by-op
-     * interpreter, so both modes compile the same way today (see kiln --help). */
-    (void)mode;
+    /* eval: every traced op on its own through the evaluator's kernels (no passes, no
+     * fusion, no constant folding); compiled: passes and fused kernels. */
     kiln_compile_options o = kiln_compile_options_default();
+    if (mode == CLI_MODE_EVAL) {
+        o.disable_passes = true;
+        o.disable_fusion = true;
+        o.disable_constant_folding = true;
+    }
     return kiln_compile(cx, m, &o, out_exe);
 }
 

@@ -148,14 +148,20 @@ typedef struct kiln_compile_options {
     /* Skip the simplification passes (canonicalize and cse; dead code is still removed), so
      * the executable runs exactly the traced ops. */
     bool disable_passes;
+    /* Run every op on its own through the evaluator's kernels instead of grouping
+     * elementwise ops, their broadcasts, transposes, slices and iotas, and reductions of
+     * them into fused kernels (for comparisons and tests). */
+    bool disable_fusion;
 } kiln_compile_options;
 
 /* Options with every field at its default. */
 KILN_API kiln_compile_options kiln_compile_options_default(void);
 
 /* Verifies the module, runs the passes (canonicalize, cse and dead-code elimination, in place
- * on the module; small ops whose operands are all constants are evaluated at compile time), plans
- * buffers and builds an executable. `options` may be NULL. On success *out_exe is a new executable
+ * on the module; small ops whose operands are all constants are evaluated at compile time),
+ * groups elementwise ops, their broadcasts, transposes, slices and iotas, and reductions of
+ * them into fused kernels (kiln_exe_print shows them), plans buffers and builds an
+ * executable. `options` may be NULL. On success *out_exe is a new executable
  * (kiln_exe_release) whose memory comes from cx's allocator; the module may be released
  * at once: the executable keeps copies of what it needs (it shares the storage of the
  * module's constants). Errors: INVALID_ARGUMENT (NULL arguments, options->struct_size),
@@ -205,10 +211,36 @@ typedef struct kiln_exe_info {
     int32_t n_ops;            /* ops executed per call (after the passes; constants excluded) */
     size_t arena_bytes;       /* peak size of the buffer plan for intermediates */
     int32_t n_buffers;        /* intermediate values placed in the arena */
+    int32_t n_kernels;        /* fused kernels among the n_ops */
+    int32_t n_fused_ops;      /* module ops those kernels replace */
 } kiln_exe_info;
 
 /* Errors: INVALID_ARGUMENT for a NULL argument. Thread-safe. */
 KILN_API kiln_status kiln_exe_info_get(kiln_ctx *cx, const kiln_exe *exe, kiln_exe_info *out_info);
+
+/* What the compiler built, as text: every op in call order (a fused kernel with its
+ * inputs and their access patterns, its instructions, outputs, reduction, tile length and
+ * cost), the memory plan (each intermediate's arena offset and size, the peak), how each
+ * result is made, and the summed kernel cost (flops, transcendental calls, bytes read and
+ * written per call):
+ *
+ *     executable @emlx: 2 args, 1 results, 1 ops (1 fused kernels replacing 19 ops; ...)
+ *     op 0: fused, tile 1024 elements, 0 instructions on the evaluator
+ *       kernel #0 f32[10,10] (19 ops: add multiply add ...)
+ *         in0 = contiguous %0 f32[10,10]
+ *         in1 = scalar %3 f32[] = 2.000000e+00
+ *         r2 = add in0, in1 : f32
+ *     ...
+ *
+ * Values are numbered as in the executable (%<n>: arguments first, then op results in
+ * order). The format is for people and goldens, not a stable interface.
+ * kiln_exe_to_string returns a NUL-terminated string allocated through the ctx (free it
+ * with kiln_string_free); NULL on error. kiln_exe_print writes the same text to `stream`.
+ * Errors: INVALID_ARGUMENT for a NULL exe or stream (a NULL ctx returns NULL /
+ * INVALID_ARGUMENT without recording), RESOURCE_EXHAUSTED, UNAVAILABLE when writing fails.
+ * Thread-safe: the executable is only read. */
+KILN_API char *kiln_exe_to_string(kiln_ctx *cx, const kiln_exe *exe);
+KILN_API kiln_status kiln_exe_print(kiln_ctx *cx, const kiln_exe *exe, FILE *stream);
 
 /* ---- jit cache ------------------------------------------------------------------------
  *

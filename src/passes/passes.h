@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "ir/ir.h"
+#include "ir/kernel.h"
 
 /* A pass: returns the number of changes it made to m (0: nothing to do). */
 typedef int32_t (*kiln__pass_fn)(kiln_module *m);
@@ -36,5 +37,58 @@ int32_t kiln__pass_dce(kiln_module *m);
  * regions, and b's results. Keeps the uses counters right. Returns the uses replaced. */
 int32_t kiln__replace_uses(kiln__block *b, const kiln__ir_op *after, kiln__value *from,
                            kiln__value *to);
+
+/* ---- fusion (fusion.c) ----------------------------------------------------------------
+ *
+ * Unlike the passes above, fusion does not rewrite the module: it decides which ops of a
+ * function body run together as fused kernels (ir/kernel.h) and describes each kernel.
+ * Elementwise ops join the kernel of an elementwise producer; broadcast_in_dim, reshape (of
+ * a row-major view), transpose, slice, reverse and iota are not run at all but read by
+ * kernels through access patterns ("views"), and are materialized as ops of their own only
+ * when something other than a kernel uses them; a reduce with a builtin combiner may end
+ * the kernel of its producer. An op belongs to at most one kernel: only views are read by
+ * several kernels, so no work is ever done twice. A kernel is closed (nothing more joins
+ * it) once anything outside it uses one of its values, so kernels can run in block order at
+ * the position of their last op. Everything else (dot_general, convolution, control flow,
+ * data movement that is not a view) stays a single op. */
+
+/* What fusion decided for an op of the body (per op, in block order). */
+enum {
+    KILN__FUSE_NONE = 0, /* runs as a single op (constants: owned by the executable) */
+    KILN__FUSE_MEMBER,   /* part of a kernel */
+    KILN__FUSE_VIEW,     /* not run: kernels read it through an access pattern */
+};
+
+typedef struct kiln__fusion_options {
+    /* The most instructions in a kernel (0: KILN__KERNEL_MAX_INSTRS). */
+    int32_t max_instrs;
+    /* Elementwise ops whose operands are all constants and whose result takes at most this
+     * many bytes are left unfused (constant folding evaluates them). 0: none. */
+    size_t fold_max_bytes;
+    /* The builtin combiner of a reduce op, or KILN__KREDUCE_NONE; NULL fuses no reduce. */
+    kiln__kreduce (*reduce_kind)(const kiln__ir_op *op);
+    /* Where the plan's memory comes from (it lives as long as that memory). NULL on failure:
+     * the allocator records the error. */
+    void *(*alloc)(void *user, size_t size, size_t align);
+    void *alloc_user;
+} kiln__fusion_options;
+
+typedef struct kiln__fusion {
+    kiln__kernel *kernels;
+    int32_t n_kernels;
+    int32_t n_ops;   /* ops of the body */
+    uint8_t *role;   /* per op: KILN__FUSE_* */
+    int32_t *kernel; /* per op: the index of its kernel, or -1 */
+} kiln__fusion;
+
+/* Plans the fusion of block `b` (a function body whose values the plan refers to; values'
+ * `id` fields are set: arguments 0.., then op results in order). Returns KILN_OK, or the
+ * allocator's error (KILN_RESOURCE_EXHAUSTED). Not thread-safe for one block. */
+kiln_status kiln__fusion_plan(kiln_ctx *cx, const kiln__block *b, const kiln__fusion_options *o,
+                              kiln__fusion *out);
+
+/* The plan as text: one line per op of the body ("%3 = multiply: kernel #0"), then the
+ * kernels (kiln__kernel_print). */
+void kiln__fusion_print(kiln__strbuf *sb, const kiln__block *b, const kiln__fusion *f);
 
 #endif

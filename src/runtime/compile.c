@@ -1,12 +1,16 @@
-/* kiln_compile: verify the module, eliminate dead code, copy it into the executable's own
- * blocks (folding small constant ops), plan the entry block's buffers (exec.h). */
+/* kiln_compile: verify the module, simplify it (canonicalize, cse, dce), plan fusion, copy
+ * it into the executable's own blocks (fused kernels built for the tiled engine, small
+ * constant ops folded), plan the entry block's buffers (exec.h); and printing the result. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <string.h>
 
+#include "backend/region.h"
 #include "backends/cpu/eval.h"
+#include "backends/cpu/fused.h"
 #include "base/alloc.h"
 #include "base/ctx_internal.h"
+#include "base/strbuf.h"
 #include "ir/ir.h"
 #include "passes/passes.h"
 #include "runtime/exec.h"
@@ -35,7 +39,9 @@ struct kiln__xmem_block {
 typedef struct compiler {
     kiln_ctx *cx;
     kiln_exe *exe;
-    bool fold; /* evaluate small all-constant ops now */
+    bool fold;                   /* evaluate small all-constant ops now */
+    const kiln__fusion *fusion;  /* the entry block's, or NULL */
+    const kiln__block *fused_ir; /* the block it plans */
 } compiler;
 
 static size_t align_up(size_t x, size_t a) { return (x + a - 1) & ~(a - 1); }
@@ -191,6 +197,100 @@ static bool fold(compiler *c, const cscope *s, const kiln__ir_op *op, const kiln
     return ok;
 }
 
+/* The backend's optional compile-time preparation of a single op. */
+static bool prepare(compiler *c, const kiln__ir_op *op) {
+    const kiln__backend *be = kiln__cpu_backend();
+    if (!be->prepare_op) return true;
+    kiln__type fixed[16];
+    int32_t n = op->n_operands + op->n_results;
+    kiln__type *types = n <= 16 ? fixed : XNEW(c, kiln__type, n);
+    if (!types) return false;
+    for (int32_t i = 0; i < op->n_operands; i++)
+        types[i] = op->operands[i]->type;
+    for (int32_t r = 0; r < op->n_results; r++)
+        types[op->n_operands + r] = op->results[r]->type;
+    kiln_status s = be->prepare_op(c->cx, op->kind, &op->attrs, types, op->n_operands,
+                                   types + op->n_operands, op->n_results);
+    if (s != KILN_OK && kiln_ctx_status(c->cx) == KILN_OK)
+        kiln_ctx_set_error(c->cx, s, "%s: preparing %s failed", compile_fn,
+                           kiln__op_get_info(op->kind)->name);
+    return s == KILN_OK;
+}
+
+static void *xalloc_cb(void *user, size_t size, size_t align) { return xalloc(user, size, align); }
+
+/* A copy of a kernel's description that outlives the module, for printing: the module's
+ * values and ops it names become copies holding only their types, numbers and kinds. */
+static kiln__value *keep_value(compiler *c, const kiln__value *v) {
+    kiln__value *copy = XNEW(c, kiln__value, 1);
+    if (copy) *copy = (kiln__value){.type = v->type, .index = v->index, .id = v->id};
+    return copy;
+}
+
+static const kiln__kernel *keep_kernel(compiler *c, const kiln__kernel *k) {
+    kiln__kernel *d = XNEW(c, kiln__kernel, 1);
+    if (!d) return NULL;
+    *d = *k;
+    d->operands = XNEW(c, const kiln__value *, k->n_operands);
+    d->inputs = XNEW(c, kiln__kinput, k->n_inputs);
+    d->instrs = XNEW(c, kiln__kinstr, k->n_instrs);
+    d->outputs = XNEW(c, kiln__koutput, k->n_outputs);
+    d->ops = XNEW(c, const kiln__ir_op *, k->n_ops);
+    if (!d->operands || !d->inputs || !d->instrs || !d->outputs || !d->ops) return NULL;
+    for (int32_t i = 0; i < k->n_operands; i++)
+        if (!(d->operands[i] = keep_value(c, k->operands[i]))) return NULL;
+    memcpy(d->inputs, k->inputs, (size_t)k->n_inputs * sizeof *d->inputs);
+    for (int32_t j = 0; j < k->n_instrs; j++) {
+        d->instrs[j] = k->instrs[j];
+        d->instrs[j].src = NULL;
+    }
+    for (int32_t o = 0; o < k->n_outputs; o++) {
+        d->outputs[o].reg = k->outputs[o].reg;
+        if (!(d->outputs[o].value = keep_value(c, k->outputs[o].value))) return NULL;
+    }
+    for (int32_t i = 0; i < k->n_ops; i++) {
+        kiln__ir_op *op = XNEW(c, kiln__ir_op, 1);
+        if (!op) return NULL;
+        op->kind = k->ops[i]->kind;
+        d->ops[i] = op;
+    }
+    d->reduce_op = NULL;
+    if (k->reduce_value && !(d->reduce_value = keep_value(c, k->reduce_value))) return NULL;
+    return d;
+}
+
+/* A fused kernel becomes one op of the block, at the position of its last op. */
+static bool emit_kernel(compiler *c, const cscope *self, kiln__xblock *b, const kiln__kernel *k) {
+    int32_t n_out = k->n_outputs + (k->reduce != KILN__KREDUCE_NONE);
+    kiln__xref *in = XNEW(c, kiln__xref, k->n_operands);
+    int32_t *out = XNEW(c, int32_t, n_out);
+    if (!in || !out) return false;
+    for (int32_t i = 0; i < k->n_operands; i++)
+        if (!resolve(c, self, k->operands[i], &in[i])) return false;
+    for (int32_t o = 0; o < k->n_outputs; o++)
+        out[o] = k->outputs[o].value->id;
+    if (k->reduce != KILN__KREDUCE_NONE) out[k->n_outputs] = k->reduce_value->id;
+    const kiln__fused *fk = kiln__fused_build(c->cx, k, xalloc_cb, c);
+    const kiln__kernel *kept = fk ? keep_kernel(c, k) : NULL;
+    if (!kept) return false;
+    const kiln__ir_op *last = k->ops[k->n_ops - 1];
+    b->ops[b->n_ops] = (kiln__xop){.kind = last->kind,
+                                   .n_in = k->n_operands,
+                                   .n_out = n_out,
+                                   .in = in,
+                                   .out = out,
+                                   .regions = NULL,
+                                   .attrs = &last->attrs,
+                                   .kernel = fk,
+                                   .desc = kept};
+    if (k->n_operands > b->max_in) b->max_in = k->n_operands;
+    if (n_out > b->max_out) b->max_out = n_out;
+    b->n_ops++;
+    c->exe->n_kernels++;
+    c->exe->n_fused_ops += k->n_ops;
+    return true;
+}
+
 static kiln__xblock *compile_block(compiler *c, const kiln__block *ir, const cscope *parent) {
     kiln__xblock *b = XNEW(c, kiln__xblock, 1);
     if (!b) return NULL;
@@ -213,7 +313,10 @@ static kiln__xblock *compile_block(compiler *c, const kiln__block *ir, const csc
         b->types[i] = ir->args[i]->type;
     }
     int32_t slot = ir->n_args;
+    const kiln__fusion *fz = c->fused_ir == ir ? c->fusion : NULL;
+    int32_t index = -1;
     for (const kiln__ir_op *op = ir->first; op; op = op->next) {
+        index++;
         int32_t first = slot;
         for (int32_t r = 0; r < op->n_results; r++) {
             op->results[r]->id = slot;
@@ -221,6 +324,16 @@ static kiln__xblock *compile_block(compiler *c, const kiln__block *ir, const csc
         }
         if (op->kind == KILN_OP_CONSTANT) {
             if (!(b->consts[first] = constant_view(c, op))) return NULL;
+            continue;
+        }
+        if (fz && fz->role[index] == KILN__FUSE_VIEW) {
+            c->exe->n_views++;
+            continue;
+        }
+        if (fz && fz->role[index] == KILN__FUSE_MEMBER) {
+            const kiln__kernel *k = &fz->kernels[fz->kernel[index]];
+            if (k->ops[k->n_ops - 1] != op) continue; /* the kernel runs at its last op */
+            if (!emit_kernel(c, &self, b, k)) return NULL;
             continue;
         }
         kiln__xref *in = XNEW(c, kiln__xref, op->n_operands);
@@ -263,6 +376,7 @@ static kiln__xblock *compile_block(compiler *c, const kiln__block *ir, const csc
         if (x->n_in > b->max_in) b->max_in = x->n_in;
         if (x->n_out > b->max_out) b->max_out = x->n_out;
         b->n_ops++;
+        if (!prepare(c, op)) return NULL;
     }
     for (int32_t i = 0; i < ir->n_results; i++)
         if (!resolve(c, &self, ir->results[i], &b->results[i])) return NULL;
@@ -272,6 +386,7 @@ static kiln__xblock *compile_block(compiler *c, const kiln__block *ir, const csc
 /* ---- the buffer plan ---------------------------------------------------------------------- */
 
 bool kiln__xop_inplace_ok(const kiln__xblock *b, const kiln__xop *op, int32_t i) {
+    if (op->kernel) return op->in[i].depth == 0 && kiln__fused_inplace_ok(op->kernel, i);
     if (!kiln__op_has(op->kind, KILN_OPF_ELEMENTWISE) || op->n_out != 1 || op->in[i].depth != 0)
         return false;
     const kiln__type *x = &b->types[op->in[i].slot], *r = &b->types[op->out[0]];
@@ -402,6 +517,9 @@ static kiln_status plan_entry(compiler *c, bool assert_nonallocating) {
     }
     for (int32_t r = 0; r < b->n_results; r++)
         s.last[b->results[r].slot] = n_ops;
+    for (int32_t v = b->n_args; v < n; v++)
+        if (s.def[v] < 0 && exe->slot_kind[v] == KILN__SLOT_ARENA)
+            exe->slot_kind[v] = KILN__SLOT_UNUSED;
 
     /* Results. */
     bool *taken = s.holds; /* reused below, cleared after */
@@ -515,6 +633,22 @@ static kiln_status plan_entry(compiler *c, bool assert_nonallocating) {
 
 /* ---- kiln_compile ------------------------------------------------------------------------- */
 
+/* The combiner of a reduce that a kernel can end with (a builtin region). */
+static kiln__kreduce reduce_kind(const kiln__ir_op *op) {
+    if (op->n_regions != 1 || !op->attrs.region[0]) return KILN__KREDUCE_NONE;
+    kiln_dtype dt = op->operands[0]->type.dtype;
+    bool is_float = dt == KILN_F16 || dt == KILN_BF16 || dt == KILN_F32 || dt == KILN_F64;
+    switch (kiln__region_kind_of(op->attrs.region[0])) {
+    case KILN_REGION_ADD: return KILN__KREDUCE_ADD;
+    case KILN_REGION_MULTIPLY: return KILN__KREDUCE_MUL;
+    case KILN_REGION_MAXIMUM: return KILN__KREDUCE_MAX;
+    case KILN_REGION_MINIMUM: return KILN__KREDUCE_MIN;
+    case KILN_REGION_AND: return is_float ? KILN__KREDUCE_NONE : KILN__KREDUCE_AND;
+    case KILN_REGION_OR: return is_float ? KILN__KREDUCE_NONE : KILN__KREDUCE_OR;
+    default: return KILN__KREDUCE_NONE;
+    }
+}
+
 static const char *copy_string(compiler *c, const char *text) {
     if (!text) return NULL;
     size_t n = strlen(text) + 1;
@@ -550,7 +684,19 @@ static kiln_status build(compiler *c, kiln_module *m, const kiln_compile_options
         exe->aliases[r] = m->aliases ? m->aliases[r] : -1;
     }
     c->fold = !o->disable_constant_folding;
+    kiln__fusion fusion;
+    if (!o->disable_fusion) {
+        kiln__fusion_options fo = {.fold_max_bytes = c->fold ? FOLD_MAX_BYTES : 0,
+                                   .reduce_kind = reduce_kind,
+                                   .alloc = xalloc_cb,
+                                   .alloc_user = c};
+        kiln_status fs = kiln__fusion_plan(c->cx, body, &fo, &fusion);
+        if (fs != KILN_OK) return fs;
+        c->fusion = &fusion;
+        c->fused_ir = body;
+    }
     exe->entry = compile_block(c, body, NULL);
+    c->fusion = NULL;
     if (!exe->entry)
         return kiln_ctx_status(c->cx) != KILN_OK ? kiln_ctx_status(c->cx) : KILN_RESOURCE_EXHAUSTED;
     return plan_entry(c, o->assert_nonallocating);
@@ -645,6 +791,118 @@ kiln_status kiln_exe_info_get(kiln_ctx *cx, const kiln_exe *exe, kiln_exe_info *
                                 .preserved = exe->preserved,
                                 .n_ops = exe->n_ops,
                                 .arena_bytes = exe->arena_bytes,
-                                .n_buffers = exe->n_arena};
+                                .n_buffers = exe->n_arena,
+                                .n_kernels = exe->n_kernels,
+                                .n_fused_ops = exe->n_fused_ops};
+    return KILN_OK;
+}
+
+/* ---- printing ----------------------------------------------------------------------------- */
+
+static const char *slot_kind_name(uint8_t kind) {
+    switch (kind) {
+    case KILN__SLOT_ARG: return "argument";
+    case KILN__SLOT_CONST: return "constant";
+    case KILN__SLOT_ARENA: return "arena";
+    case KILN__SLOT_OUTPUT: return "result";
+    case KILN__SLOT_CONTROL: return "made by its op";
+    default: return "never stored";
+    }
+}
+
+static void print_slot(kiln__strbuf *sb, const kiln_exe *exe, int32_t v) {
+    char t[KILN__TYPE_TEXT];
+    kiln__strbuf_printf(sb, "%%%d %s", (int)v, kiln__type_text(&exe->entry->types[v], t));
+}
+
+static void exe_text(kiln__strbuf *sb, const kiln_exe *exe) {
+    const kiln__xblock *b = exe->entry;
+    kiln__kcost total = {0};
+    kiln__strbuf_printf(sb,
+                        "executable @%s: %d args, %d results, %d ops (%d fused kernels replacing "
+                        "%d ops; %d views read in place)\n",
+                        exe->name, (int)exe->n_args, (int)exe->n_results, (int)exe->n_ops,
+                        (int)exe->n_kernels, (int)exe->n_fused_ops, (int)exe->n_views);
+    for (int32_t k = 0; k < b->n_ops; k++) {
+        const kiln__xop *op = &b->ops[k];
+        kiln__strbuf_printf(sb, "op %d: ", (int)k);
+        if (op->desc) {
+            kiln__kcost c = kiln__kernel_cost(op->desc);
+            total.flops += c.flops;
+            total.transcendentals += c.transcendentals;
+            total.bytes_read += c.bytes_read;
+            total.bytes_written += c.bytes_written;
+            kiln__strbuf_printf(sb, "fused, tile %lld elements, %d instructions on the evaluator\n",
+                                (long long)kiln__fused_tile(op->kernel),
+                                (int)kiln__fused_n_fallback(op->kernel));
+            kiln__kernel_print(sb, op->desc, "  ");
+            kiln__strbuf_printf(sb,
+                                "  cost: %lld flops, %lld transcendentals, %lld bytes read, %lld "
+                                "bytes written\n",
+                                (long long)c.flops, (long long)c.transcendentals,
+                                (long long)c.bytes_read, (long long)c.bytes_written);
+            continue;
+        }
+        kiln__strbuf_printf(sb, "%s", kiln__op_get_info(op->kind)->name);
+        for (int32_t i = 0; i < op->n_in; i++)
+            kiln__strbuf_printf(sb, "%s%%%d", i ? ", " : " ", (int)op->in[i].slot);
+        kiln__strbuf_puts(sb, " ->");
+        for (int32_t i = 0; i < op->n_out; i++)
+            kiln__strbuf_printf(sb, "%s%%%d", i ? ", " : " ", (int)op->out[i]);
+        kiln__strbuf_puts(sb, "\n");
+    }
+    kiln__strbuf_printf(sb, "memory plan: arena peak %zu bytes, %d buffers\n", exe->arena_bytes,
+                        (int)exe->n_arena);
+    for (int32_t v = b->n_args; v < b->n_slots; v++) {
+        uint8_t kind = exe->slot_kind[v];
+        if (kind == KILN__SLOT_CONST || kind == KILN__SLOT_UNUSED) continue;
+        kiln__strbuf_puts(sb, "  ");
+        print_slot(sb, exe, v);
+        if (kind == KILN__SLOT_ARENA)
+            kiln__strbuf_printf(sb, ": offset %zu, %zu bytes\n", exe->slot_offset[v],
+                                type_bytes(&b->types[v]));
+        else
+            kiln__strbuf_printf(sb, ": %s\n", slot_kind_name(kind));
+    }
+    static const char *const result_kind[] = {"argument", "constant", "written in place",
+                                              "made by its op", "copied"};
+    for (int32_t r = 0; r < exe->n_results; r++) {
+        const kiln__result_plan *rp = &exe->results[r];
+        kiln__strbuf_printf(sb, "result %d: ", (int)r);
+        print_slot(sb, exe, rp->slot);
+        kiln__strbuf_printf(sb, " %s", result_kind[rp->kind]);
+        if (rp->alias >= 0) kiln__strbuf_printf(sb, ", into donated argument %d", (int)rp->alias);
+        kiln__strbuf_puts(sb, "\n");
+    }
+    kiln__strbuf_printf(sb,
+                        "kernel cost: %lld flops, %lld transcendentals, %lld bytes read, %lld "
+                        "bytes written\n",
+                        (long long)total.flops, (long long)total.transcendentals,
+                        (long long)total.bytes_read, (long long)total.bytes_written);
+}
+
+char *kiln_exe_to_string(kiln_ctx *cx, const kiln_exe *exe) {
+    if (!cx) return NULL;
+    if (!exe) {
+        kiln__null_argument(cx, "kiln_exe_to_string", "exe");
+        return NULL;
+    }
+    kiln__strbuf sb;
+    kiln__strbuf_init(&sb, cx);
+    exe_text(&sb, exe);
+    return kiln__strbuf_take(&sb);
+}
+
+kiln_status kiln_exe_print(kiln_ctx *cx, const kiln_exe *exe, FILE *stream) {
+    if (!cx) return KILN_INVALID_ARGUMENT;
+    if (!exe) return kiln__null_argument(cx, "kiln_exe_print", "exe");
+    if (!stream) return kiln__null_argument(cx, "kiln_exe_print", "stream");
+    char *text = kiln_exe_to_string(cx, exe);
+    if (!text)
+        return kiln_ctx_status(cx) != KILN_OK ? kiln_ctx_status(cx) : KILN_RESOURCE_EXHAUSTED;
+    int rc = fputs(text, stream);
+    kiln__strbuf_free_string(cx, text);
+    if (rc < 0 || ferror(stream))
+        return kiln_ctx_set_error(cx, KILN_UNAVAILABLE, "kiln_exe_print: writing failed");
     return KILN_OK;
 }

@@ -2,14 +2,18 @@
  *
  * A call checks its arguments, takes a call state from the executable's pool, prepares the
  * result tensors (views of preserved arguments and constants, donated buffers, or new
- * tensors), runs the entry block's ops with the evaluator kernels over the planned arena,
+ * tensors), runs the entry block's ops (fused kernels on the tiled engine, other ops with
+ * the evaluator kernels) over the planned arena,
  * finishes the results that need a copy, and kills the donated arguments. Regions that are
  * not builtins are interpreted op by op; their ops' results are ordinary tensors owned by
  * the scope the kernel opened for the region call. */
 #define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE /* madvise advice values */
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "backends/cpu/eval.h"
 #include "base/alloc.h"
@@ -146,6 +150,20 @@ static kiln_status interpret(kiln_ctx *cx, kiln_tensor *const *args, kiln_tensor
 
 static void *at(kiln__call_state *st, size_t offset) { return (unsigned char *)st + offset; }
 
+void kiln__advise_huge(void *data, size_t nbytes) {
+#ifdef MADV_HUGEPAGE
+    /* Below a few huge pages the advice saves little; above, a fresh buffer faults in
+     * 2 MiB at a time instead of 4 KiB (a 40 MB result: 20 faults, not 10,000). */
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    if (!data || nbytes < 4 * huge) return;
+    uintptr_t begin = ((uintptr_t)data + huge - 1) & ~(huge - 1);
+    uintptr_t end = ((uintptr_t)data + nbytes) & ~(huge - 1);
+    if (end > begin) (void)madvise((void *)begin, end - begin, MADV_HUGEPAGE);
+#else
+    (void)data, (void)nbytes;
+#endif
+}
+
 static kiln__call_state *state_new(kiln_ctx *cx, kiln_exe *exe) {
     kiln__call_state *st = kiln__raw_alloc(&exe->allocator, exe->state_bytes, 64);
     if (!st) {
@@ -160,6 +178,7 @@ static kiln__call_state *state_new(kiln_ctx *cx, kiln_exe *exe) {
     atomic_init(&sto->refs, PINNED_REFS);
     sto->device = exe->device;
     sto->data = exe->arena_bytes ? at(st, exe->off_arena) : NULL;
+    kiln__advise_huge(sto->data, exe->arena_bytes);
     sto->nbytes = exe->arena_bytes;
     sto->allocator = exe->allocator;
     sto->wrapped = true; /* nothing to free: the arena is part of the state */
@@ -223,6 +242,12 @@ static kiln_status check_args(kiln_ctx *cx, const kiln_exe *exe, kiln_tensor *co
     char what[48], label[96];
     for (int32_t i = 0; i < exe->n_args; i++) {
         const kiln_tensor *t = args[i];
+        const kiln__type *want = &exe->arg_types[i];
+        /* The common case first, without formatting any message. */
+        if (t && !t->trace && !t->dead && t->dtype == want->dtype &&
+            kiln_shape_equal(&t->shape, &want->shape) && t->storage &&
+            t->storage->device.type == exe->device.type && t->storage->device.id == exe->device.id)
+            continue;
         snprintf(what, sizeof what, "args[%d]", (int)i);
         if (!t) return kiln__null_argument(cx, call_fn, what);
         if (t->trace || t->dead) {
@@ -231,7 +256,6 @@ static kiln_status check_args(kiln_ctx *cx, const kiln_exe *exe, kiln_tensor *co
                      arg_label(exe, i, label, sizeof label));
             return t->trace ? kiln__traced_error(cx, fn) : kiln__dead_error(cx, fn, t);
         }
-        const kiln__type *want = &exe->arg_types[i];
         if (t->dtype != want->dtype || !kiln_shape_equal(&t->shape, &want->shape)) {
             char have_text[KILN__TYPE_TEXT], want_text[KILN__TYPE_TEXT];
             kiln__type have = {t->dtype, t->shape};
@@ -277,7 +301,8 @@ static kiln_status run_entry(kiln_ctx *cx, const kiln_exe *exe, kiln_tensor **va
             in[j] = vals[op->in[j].slot];
         for (int32_t j = 0; j < op->n_out; j++)
             out[j] = op->control ? NULL : vals[op->out[j]];
-        kiln_status s = run_op(cx, op, &e, in, out);
+        kiln_status s =
+            op->kernel ? kiln__fused_run(cx, op->kernel, in, out) : run_op(cx, op, &e, in, out);
         if (s != KILN_OK) return s;
         if (!op->control) continue;
         for (int32_t j = 0; j < op->n_out; j++) {
@@ -328,6 +353,7 @@ static kiln_status prepare(kiln_ctx *cx, const kiln_exe *exe, kiln_tensor *const
                 exclusive[rp->alias] = false;
             } else {
                 o = kiln__tensor_new(cx, call_fn, t->dtype, t->shape);
+                if (o) kiln__advise_huge(kiln__tensor_mutable_data(o), o->nbytes);
             }
             if (o && rp->kind == KILN__RESULT_DIRECT) vals[rp->slot] = o;
             break;

@@ -6,6 +6,11 @@
  * constants (folded at compile time), become tensors the executable owns. Regions that are
  * not builtins are interpreted, op by op, over an environment chain of slot arrays.
  *
+ * In the entry block, groups of ops that fusion (src/passes/fusion.c) put together are one
+ * op each: a fused kernel run by the tiled engine (src/backends/cpu/fused.h) at the
+ * position of its last module op; the views and values used only inside a kernel are never
+ * stored (KILN__SLOT_UNUSED).
+ *
  * The entry block runs over a static buffer plan: every intermediate value has an offset in
  * one arena (values whose lifetimes do not overlap share space; an elementwise op may write
  * over an operand that dies there), results are written straight into the output tensors
@@ -20,6 +25,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "backends/cpu/fused.h"
 #include "core/tensor_internal.h"
 #include "kiln/jit.h"
 #include "ops/attrs.h"
@@ -41,6 +47,10 @@ typedef struct kiln__xop {
     const int32_t *out;           /* result slots, in the op's own block */
     kiln__xblock *const *regions; /* per region: the block to interpret, or NULL for a builtin */
     const kiln__attrs *attrs;     /* as recorded; builtin regions in attrs->region[0..1] */
+    /* A fused kernel (kind is its last op's): in are its operands, out its outputs and
+     * then its reduction's result. NULL for a single op. */
+    const kiln__fused *kernel;
+    const kiln__kernel *desc; /* its description, for printing (the executable's copy) */
 } kiln__xop;
 
 struct kiln__xblock {
@@ -60,6 +70,7 @@ enum {
     KILN__SLOT_ARENA,   /* an intermediate in the call's arena */
     KILN__SLOT_OUTPUT,  /* written straight into a result tensor */
     KILN__SLOT_CONTROL, /* made by a CONTROL op */
+    KILN__SLOT_UNUSED,  /* never made: a view, or a value used only inside its kernel */
 };
 
 /* How a call makes result r. */
@@ -105,6 +116,8 @@ struct kiln_exe {
     kiln__result_plan *results;
     size_t arena_bytes;
     int32_t n_ops;
+    int32_t n_kernels, n_fused_ops; /* kernels among the ops, and the module ops they replace */
+    int32_t n_views;                /* view ops that kernels read in place */
 
     kiln_tensor **owned; /* constants and folded values, released with the executable */
     int32_t n_owned, cap_owned;
@@ -122,6 +135,10 @@ struct kiln__call_state {
     kiln__call_state *next; /* in the pool */
     kiln__storage storage;  /* the arena, never freed through tensors */
 };
+
+/* Asks for transparent huge pages over the whole 2 MiB pages inside a large buffer (a
+ * no-op for small ones, and where the system has no such advice). */
+void kiln__advise_huge(void *data, size_t nbytes);
 
 /* Frees the pooled call states (exe release). */
 void kiln__exe_free_states(kiln_exe *exe);

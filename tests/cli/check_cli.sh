@@ -71,6 +71,11 @@ print)
         diff "$work/p1.mlir" "$work/out.txt" | head -20; }
     expect 0 'dense<"0x' "$kiln" print "$here/jax_style.mlir" --stage parsed
     expect 0 'stablehlo\.add' "$kiln" print "$here/jax_style.mlir" --stage optimized
+    # The executable: a fused kernel with its instructions, the memory plan, the cost.
+    expect 0 'fused kernels' "$kiln" print "$here/kiln_printed.mlir" --stage fused
+    grep -q 'kernel #0' "$work/out.txt" || fail "--stage fused shows no kernel"
+    grep -q '^memory plan: arena peak' "$work/out.txt" || fail "--stage fused shows no memory plan"
+    grep -q '^kernel cost: [0-9]* flops' "$work/out.txt" || fail "--stage fused shows no cost"
     ;;
 usage)
     expect 2 'usage' "$kiln"
@@ -106,7 +111,7 @@ help)
     for opt in --input --output-dir --mode --entry; do
         expect 0 "$opt" "$kiln" run --help
     done
-    for opt in --stage parsed optimized --entry; do
+    for opt in --stage parsed optimized fused --entry; do
         expect 0 "$opt" "$kiln" print --help
     done
     for opt in --mode --tier-file --require-tier --timeout --no-fork 'PASS' 'FAIL' 'SKIP'; do

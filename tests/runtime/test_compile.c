@@ -36,9 +36,10 @@ static kiln_exe *lower_and_compile(kiln_ctx *cx, kiln_region_fn f, void *user,
     kiln_module *m = NULL;
     cr_assert_eq(kiln_lower(cx, &fn, args, n_args, n_results, NULL, &m), KILN_OK, "%s",
                  kiln_ctx_error_message(cx));
-    /* These tests pin the planner on the traced ops: no simplification passes. */
+    /* These tests pin the planner on the traced ops: no simplification passes, no fusion. */
     kiln_compile_options o = kiln_compile_options_default();
     o.disable_passes = true;
+    o.disable_fusion = true;
     kiln_exe *exe = NULL;
     cr_assert_eq(kiln_compile(cx, m, &o, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
     kiln_module_release(m); /* the executable keeps what it needs */

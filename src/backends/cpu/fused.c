@@ -1,0 +1,804 @@
+/* The tiled fused-kernel engine (fused.h). */
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "backends/cpu/eval_elementwise.h"
+#include "backends/cpu/fused_internal.h"
+#include "base/threads.h"
+#include "core/half.h"
+#include "core/tensor_internal.h"
+
+/* Registers of one worker live in a stack buffer of this size; the tile length follows
+ * from the number of registers. */
+#define WORKSPACE_BYTES (128 * 1024)
+#define MAX_TILE 1024
+/* Kernels over fewer elements than this per thread stay on the calling thread. */
+#define PARALLEL_MIN_ELEMS (1 << 16)
+/* Extra tile buffers for the evaluator's f16/bf16 operands and result. */
+#define N_SCRATCH 4
+
+typedef struct finput {
+    kiln__kaccess access;
+    kiln_dtype dtype;
+    bool half;
+    size_t esize; /* bytes of an element in memory */
+    int32_t operand;
+    int64_t offset;
+    int64_t st[KILN_MAX_RANK];
+    uint64_t bits;
+    bool is_constant;
+} finput;
+
+typedef struct fstep {
+    kiln__fprim prim; /* NULL: the evaluator's kernel */
+    kiln_op op;
+    const kiln__attrs *attrs; /* for the evaluator's kernel (NULL with a primitive) */
+    int32_t dst, args[3], n_args;
+    kiln_dtype dtype, arg_dtype[3];
+    bool round;        /* an f16/bf16 result computed by a primitive in f32 */
+    int8_t scalar_arg; /* the argument the primitive reads as one value, or -1 */
+} fstep;
+
+typedef struct foutput {
+    int32_t reg;
+    kiln_dtype dtype;
+} foutput;
+
+struct kiln__fused {
+    int32_t rank;
+    int64_t dims[KILN_MAX_RANK];
+    int64_t n;
+    int32_t n_inputs, n_steps, n_outputs, n_operands, n_regs, n_fallback;
+    finput *inputs;
+    fstep *steps;
+    foutput *outputs;
+    int32_t *out_of_reg; /* per register: the output storing it, or -1 */
+    bool *inplace;       /* per operand */
+    bool *fill_all;      /* per input: a scalar that some reader needs spread over the tile */
+    kiln__kreduce reduce;
+    int32_t reduce_reg, reduce_init;
+    kiln_dtype reduce_dtype;
+    int64_t out_st[KILN_MAX_RANK];
+    int64_t tile;
+    size_t reg_bytes;
+};
+
+static bool is_half(kiln_dtype d) { return d == KILN_F16 || d == KILN_BF16; }
+
+/* The dtype a register holds. */
+static kiln_dtype compute_dtype(kiln_dtype d) { return is_half(d) ? KILN_F32 : d; }
+
+/* ---- building ----------------------------------------------------------------------------- */
+
+typedef struct builder {
+    kiln_ctx *cx;
+    void *(*alloc)(void *, size_t, size_t);
+    void *user;
+} builder;
+
+static void *balloc(builder *b, size_t size, size_t align) {
+    void *p = b->alloc(b->user, size ? size : 1, align);
+    if (p) memset(p, 0, size ? size : 1);
+    return p;
+}
+
+/* Drops dimensions of size 1 and merges neighbours that every input walks as one (and that
+ * a reduction treats alike), so tiles run along long inner runs. */
+static void collapse(kiln__fused *f, const kiln__kernel *k, bool *reduced) {
+    int32_t r = 0;
+    bool red_in[KILN_MAX_RANK] = {0};
+    for (int32_t i = 0; i < k->reduce_dims.count; i++)
+        red_in[k->reduce_dims.v[i]] = true;
+    int64_t dims[KILN_MAX_RANK];
+    int32_t map[KILN_MAX_RANK];
+    for (int32_t d = 0; d < k->shape.rank; d++) {
+        if (k->shape.dims[d] == 1) continue;
+        map[r] = d;
+        dims[r] = k->shape.dims[d];
+        reduced[r] = red_in[d];
+        r++;
+    }
+    for (int32_t i = 0; i < f->n_inputs; i++) {
+        int64_t st[KILN_MAX_RANK];
+        for (int32_t d = 0; d < r; d++)
+            st[d] = k->inputs[i].strides[map[d]];
+        memcpy(f->inputs[i].st, st, sizeof st);
+    }
+    /* Merge d into d+1 from the inside out. */
+    int32_t out = 0;
+    int64_t nd[KILN_MAX_RANK];
+    bool nred[KILN_MAX_RANK];
+    for (int32_t d = 0; d < r; d++) {
+        if (out > 0 && nred[out - 1] == reduced[d]) {
+            bool ok = true;
+            for (int32_t i = 0; i < f->n_inputs && ok; i++)
+                ok = f->inputs[i].st[out - 1] == f->inputs[i].st[d] * dims[d];
+            if (ok) {
+                nd[out - 1] *= dims[d];
+                for (int32_t i = 0; i < f->n_inputs; i++)
+                    f->inputs[i].st[out - 1] = f->inputs[i].st[d];
+                continue;
+            }
+        }
+        nd[out] = dims[d];
+        nred[out] = reduced[d];
+        for (int32_t i = 0; i < f->n_inputs; i++)
+            f->inputs[i].st[out] = f->inputs[i].st[d];
+        out++;
+    }
+    if (out == 0) {
+        nd[0] = 1;
+        nred[0] = false;
+        for (int32_t i = 0; i < f->n_inputs; i++)
+            f->inputs[i].st[0] = 0;
+        out = 1;
+    }
+    f->rank = out;
+    memcpy(f->dims, nd, sizeof nd);
+    memcpy(reduced, nred, sizeof nred);
+    f->n = 1;
+    for (int32_t d = 0; d < out; d++)
+        f->n *= nd[d];
+}
+
+kiln__fused *kiln__fused_build(kiln_ctx *cx, const kiln__kernel *k,
+                               void *(*alloc)(void *user, size_t size, size_t align), void *user) {
+    builder b = {cx, alloc, user};
+    kiln__fused *f = balloc(&b, sizeof *f, _Alignof(kiln__fused));
+    if (!f) return NULL;
+    f->n_inputs = k->n_inputs;
+    f->n_steps = k->n_instrs;
+    f->n_outputs = k->n_outputs;
+    f->n_operands = k->n_operands;
+    f->n_regs = k->n_inputs + k->n_instrs;
+    f->inputs = balloc(&b, (size_t)k->n_inputs * sizeof *f->inputs, _Alignof(finput));
+    f->steps = balloc(&b, (size_t)k->n_instrs * sizeof *f->steps, _Alignof(fstep));
+    f->outputs = balloc(&b, (size_t)k->n_outputs * sizeof *f->outputs, _Alignof(foutput));
+    f->inplace = balloc(&b, (size_t)k->n_operands * sizeof *f->inplace, 1);
+    f->out_of_reg = balloc(&b, (size_t)f->n_regs * sizeof *f->out_of_reg, _Alignof(int32_t));
+    f->fill_all = balloc(&b, (size_t)k->n_inputs * sizeof *f->fill_all, 1);
+    if (!f->inputs || !f->steps || !f->outputs || !f->inplace || !f->out_of_reg || !f->fill_all)
+        return NULL;
+    for (int32_t r = 0; r < f->n_regs; r++)
+        f->out_of_reg[r] = -1;
+    for (int32_t i = 0; i < k->n_inputs; i++) {
+        const kiln__kinput *in = &k->inputs[i];
+        f->inputs[i] = (finput){.access = in->access,
+                                .dtype = in->dtype,
+                                .half = is_half(in->dtype),
+                                .esize = kiln_dtype_size(in->dtype),
+                                .operand = in->operand,
+                                .offset = in->offset,
+                                .bits = in->bits,
+                                .is_constant = in->is_constant};
+    }
+    bool reduced[KILN_MAX_RANK] = {0};
+    collapse(f, k, reduced);
+    for (int32_t j = 0; j < k->n_instrs; j++) {
+        const kiln__kinstr *ins = &k->instrs[j];
+        fstep *s = &f->steps[j];
+        *s = (fstep){.op = ins->op,
+                     .dst = k->n_inputs + j,
+                     .n_args = ins->n_args,
+                     .dtype = ins->dtype,
+                     .scalar_arg = -1};
+        for (int32_t a = 0; a < ins->n_args; a++) {
+            s->args[a] = ins->args[a];
+            int32_t r = ins->args[a];
+            s->arg_dtype[a] =
+                r < k->n_inputs ? k->inputs[r].dtype : k->instrs[r - k->n_inputs].dtype;
+        }
+        /* A primitive applies when every float operand has the result's compute dtype; abs
+         * and negate of f16/bf16 act on the bits in the evaluator (NaN payloads). */
+        kiln_dtype ct = compute_dtype(ins->dtype);
+        bool args_ok = true;
+        for (int32_t a = 0; a < ins->n_args; a++) {
+            bool pred = ins->op == KILN_OP_SELECT && a == 0;
+            if (pred ? s->arg_dtype[a] != KILN_BOOL : s->arg_dtype[a] != ins->dtype)
+                args_ok = false;
+        }
+        bool half_bits =
+            is_half(ins->dtype) && (ins->op == KILN_OP_ABS || ins->op == KILN_OP_NEGATE);
+        s->prim = args_ok && !half_bits ? kiln__fused_prim(ins->op, ct, -1) : NULL;
+        /* A scalar operand of a binary primitive is read as one value, not spread. */
+        if (s->prim && ins->n_args == 2) {
+            for (int32_t a = 0; a < 2; a++) {
+                int32_t r = ins->args[a], other = ins->args[1 - a];
+                bool sc = r < k->n_inputs && k->inputs[r].access == KILN__KACCESS_SCALAR;
+                bool osc = other < k->n_inputs && k->inputs[other].access == KILN__KACCESS_SCALAR;
+                kiln__fprim p = sc && !osc ? kiln__fused_prim(ins->op, ct, a) : NULL;
+                if (p) {
+                    s->prim = p;
+                    s->scalar_arg = a;
+                }
+            }
+        }
+        s->round = s->prim && is_half(ins->dtype) && ins->op != KILN_OP_SELECT;
+        if (!s->prim) {
+            f->n_fallback++;
+            kiln__attrs *at = balloc(&b, sizeof *at, _Alignof(kiln__attrs));
+            if (!at) return NULL;
+            at->fn = kiln__op_get_info(ins->op)->name;
+            if (ins->op == KILN_OP_COMPARE) {
+                at->u.compare.direction = ins->direction;
+                at->u.compare.type = ins->compare_type;
+            } else if (ins->op == KILN_OP_CONVERT) {
+                at->u.convert_to = ins->dtype;
+            }
+            s->attrs = at;
+        }
+    }
+    for (int32_t j = 0; j < f->n_steps; j++)
+        for (int32_t a = 0; a < f->steps[j].n_args; a++)
+            if (f->steps[j].args[a] < k->n_inputs && f->steps[j].scalar_arg != a)
+                f->fill_all[f->steps[j].args[a]] = true;
+    for (int32_t o = 0; o < k->n_outputs; o++) {
+        int32_t r = k->outputs[o].reg;
+        f->outputs[o] = (foutput){.reg = r,
+                                  .dtype = r < k->n_inputs ? k->inputs[r].dtype
+                                                           : k->instrs[r - k->n_inputs].dtype};
+        if (r >= k->n_inputs && f->out_of_reg[r] < 0) f->out_of_reg[r] = o;
+    }
+    f->reduce = k->reduce;
+    if (k->reduce != KILN__KREDUCE_NONE) {
+        f->reduce_reg = k->reduce_reg;
+        f->reduce_init = k->reduce_init;
+        f->reduce_dtype = k->reduce_dtype;
+        int64_t m = 1;
+        for (int32_t d = f->rank - 1; d >= 0; d--) {
+            f->out_st[d] = reduced[d] ? 0 : m;
+            if (!reduced[d]) m *= f->dims[d];
+        }
+    }
+    for (int32_t o = 0; o < k->n_operands; o++) {
+        bool ok = k->reduce == KILN__KREDUCE_NONE && k->shape.rank > 0;
+        bool read = false;
+        for (int32_t i = 0; i < k->n_inputs; i++) {
+            if (k->inputs[i].operand != o) continue;
+            read = true;
+            if (k->inputs[i].access != KILN__KACCESS_CONTIGUOUS) ok = false;
+        }
+        f->inplace[o] = ok && read;
+    }
+    int64_t per = (int64_t)(WORKSPACE_BYTES / (size_t)(f->n_regs + N_SCRATCH) / 8) - 16;
+    int64_t tile = per > MAX_TILE ? MAX_TILE : per >= 64 ? per / 64 * 64 : per;
+    if (tile < 1) tile = 1;
+    f->tile = tile;
+    f->reg_bytes = (size_t)tile * 8;
+    return f;
+}
+
+bool kiln__fused_inplace_ok(const kiln__fused *f, int32_t operand) {
+    return operand >= 0 && operand < f->n_operands && f->inplace[operand];
+}
+
+int64_t kiln__fused_tile(const kiln__fused *f) { return f->tile; }
+
+int32_t kiln__fused_n_fallback(const kiln__fused *f) { return f->n_fallback; }
+
+/* ---- loading and storing ------------------------------------------------------------------ */
+
+static void widen(kiln_dtype dt, const uint16_t *src, float *dst, int64_t n) {
+    if (dt == KILN_F16) {
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = kiln__f16_to_f32_inline(src[i]);
+    } else {
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = kiln__bf16_to_f32_inline(src[i]);
+    }
+}
+
+/* In place: f32 element j overwrites 16-bit elements 2j and 2j+1, both read by then. */
+static void widen_in_place(kiln_dtype dt, void *buf, int64_t n) {
+    uint16_t *src = buf;
+    float *dst = buf;
+    for (int64_t i = n - 1; i >= 0; i--) {
+        uint16_t h = src[i];
+        dst[i] = dt == KILN_F16 ? kiln__f16_to_f32_inline(h) : kiln__bf16_to_f32_inline(h);
+    }
+}
+
+/* Back to 16 bits for a value that came from 16 bits (a loaded or rounded register):
+ * exact, NaN payloads (signalling ones too) included, as the evaluator's kernels that
+ * work on the bits expect. */
+static inline uint16_t narrow(kiln_dtype dt, float x) {
+    if (x != x) {
+        uint32_t b;
+        memcpy(&b, &x, sizeof b);
+        return dt == KILN_F16 ? (uint16_t)(((b >> 16) & 0x8000u) | 0x7c00u | ((b >> 13) & 0x3ffu))
+                              : (uint16_t)(b >> 16);
+    }
+    return dt == KILN_F16 ? kiln_f32_to_f16(x) : kiln_f32_to_bf16(x);
+}
+
+static void narrow_all(kiln_dtype dt, const float *x, uint16_t *h, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        h[i] = narrow(dt, x[i]);
+}
+
+static void round_half(kiln_dtype dt, float *x, int64_t n) {
+    if (dt == KILN_F16) {
+        for (int64_t i = 0; i < n; i++)
+            x[i] = kiln__f16_to_f32_inline(kiln_f32_to_f16(x[i]));
+    } else {
+        for (int64_t i = 0; i < n; i++)
+            x[i] = kiln__bf16_to_f32_inline(kiln_f32_to_bf16(x[i]));
+    }
+}
+
+/* The multi-index of flat element `flat`. */
+static void index_of(const kiln__fused *f, int64_t flat, int64_t *idx) {
+    for (int32_t d = f->rank - 1; d >= 0; d--) {
+        idx[d] = flat % f->dims[d];
+        flat /= f->dims[d];
+    }
+}
+
+static void advance(const kiln__fused *f, int64_t *idx, int64_t run) {
+    int32_t d = f->rank - 1;
+    idx[d] += run;
+    while (d > 0 && idx[d] >= f->dims[d]) {
+        idx[d] = 0;
+        idx[--d]++;
+    }
+}
+
+static void copy_strided(void *dst, const unsigned char *src, size_t esize, int64_t stride,
+                         int64_t n) {
+    if (stride == 1) {
+        memcpy(dst, src, (size_t)n * esize);
+        return;
+    }
+    switch (esize) {
+#define COPY(T)                                    \
+    {                                              \
+        T *d = dst;                                \
+        const T *s = (const T *)(const void *)src; \
+        for (int64_t j = 0; j < n; j++)            \
+            d[j] = s[j * stride];                  \
+    }                                              \
+    break;
+    case 1: COPY(uint8_t)
+    case 2: COPY(uint16_t)
+    case 4: COPY(uint32_t)
+    default: COPY(uint64_t)
+#undef COPY
+    }
+}
+
+static void iota_fill(kiln_dtype dt, void *dst, int64_t v0, int64_t step, int64_t n) {
+    switch (dt) {
+#define FILL(T)                         \
+    {                                   \
+        T *d = dst;                     \
+        for (int64_t j = 0; j < n; j++) \
+            d[j] = (T)(v0 + j * step);  \
+    }                                   \
+    break;
+    case KILN_BOOL: {
+        uint8_t *d = dst;
+        for (int64_t j = 0; j < n; j++)
+            d[j] = v0 + j * step != 0;
+        break;
+    }
+    case KILN_I8: FILL(int8_t)
+    case KILN_I16: FILL(int16_t)
+    case KILN_I32: FILL(int32_t)
+    case KILN_I64: FILL(int64_t)
+    case KILN_U8: FILL(uint8_t)
+    case KILN_U16: FILL(uint16_t)
+    case KILN_U32: FILL(uint32_t)
+    case KILN_U64: FILL(uint64_t)
+    case KILN_F64: FILL(double)
+    default: FILL(float)
+#undef FILL
+    }
+}
+
+/* Gathers elements [start, start+len) of an affine or iota input into buf. */
+static void gather(const kiln__fused *f, const finput *in, const unsigned char *base, int64_t start,
+                   int64_t len, void *buf) {
+    int64_t idx[KILN_MAX_RANK];
+    index_of(f, start, idx);
+    int32_t last = f->rank - 1;
+    size_t esize =
+        in->access == KILN__KACCESS_IOTA ? kiln_dtype_size(compute_dtype(in->dtype)) : in->esize;
+    unsigned char *out = buf;
+    int64_t done = 0;
+    while (done < len) {
+        int64_t run = f->dims[last] - idx[last];
+        if (run > len - done) run = len - done;
+        int64_t off = in->offset;
+        for (int32_t d = 0; d < f->rank; d++)
+            off += idx[d] * in->st[d];
+        if (in->access == KILN__KACCESS_IOTA) {
+            iota_fill(compute_dtype(in->dtype), out + (size_t)done * esize, off, in->st[last], run);
+        } else {
+            copy_strided(out + (size_t)done * esize, base + off * (int64_t)esize, esize,
+                         in->st[last], run);
+        }
+        done += run;
+        advance(f, idx, run);
+    }
+    if (in->half) {
+        if (in->access == KILN__KACCESS_IOTA)
+            round_half(in->dtype, buf, len);
+        else
+            widen_in_place(in->dtype, buf, len);
+    }
+}
+
+/* ---- running ------------------------------------------------------------------------------ */
+
+static void make_tensor(kiln_tensor *t, kiln__storage *sto, kiln_dtype dt, void *data, int64_t n) {
+    memset(sto, 0, sizeof *sto);
+    sto->device.type = KILN_DEVICE_TYPE_CPU;
+    sto->data = data;
+    sto->nbytes = (size_t)n * kiln_dtype_size(dt);
+    atomic_init(&sto->refs, 1);
+    memset(t, 0, sizeof *t);
+    atomic_init(&t->refs, 1);
+    t->dtype = dt;
+    t->shape.rank = 1;
+    t->shape.dims[0] = n;
+    t->numel = n;
+    t->nbytes = sto->nbytes;
+    t->storage = sto;
+}
+
+/* An instruction without a primitive: the evaluator's kernel on the tile. f16/bf16
+ * operands go back to their dtype (exactly: registers hold their values). */
+static kiln_status eval_step(kiln_ctx *cx, const fstep *s, void *const *regs, void *const *scratch,
+                             int64_t n) {
+    kiln__storage sto[4];
+    kiln_tensor t[4];
+    kiln_tensor *ins[3], *outs[1];
+    for (int32_t a = 0; a < s->n_args; a++) {
+        void *data = regs[s->args[a]];
+        if (is_half(s->arg_dtype[a])) {
+            narrow_all(s->arg_dtype[a], data, scratch[a], n);
+            data = scratch[a];
+        }
+        make_tensor(&t[a], &sto[a], s->arg_dtype[a], data, n);
+        ins[a] = &t[a];
+    }
+    bool half = is_half(s->dtype);
+    make_tensor(&t[3], &sto[3], s->dtype, half ? scratch[3] : regs[s->dst], n);
+    outs[0] = &t[3];
+    kiln_status st = kiln__cpu_backend()->eval_op(cx, s->op, s->attrs, ins, s->n_args, outs, 1);
+    if (st == KILN_OK && half) widen(s->dtype, scratch[3], regs[s->dst], n);
+    return st;
+}
+
+typedef struct run_ctx {
+    kiln_ctx *cx;
+    const kiln__fused *f;
+    const unsigned char *const *in_data; /* per operand */
+    unsigned char *const *out_data;      /* per output */
+    void *acc;                           /* the reduction's accumulators */
+    const bool *direct;                  /* per output: computed straight into its memory */
+    /* Rows mode (a reduction over the inner axis): items are groups of whole rows. */
+    int64_t row_len, rows, rows_per_item;
+    atomic_int status;
+} run_ctx;
+
+static void reduce_tile(const kiln__fused *f, void *acc, const void *vals, int64_t start,
+                        int64_t len);
+
+static void run_tiles(void *user, int64_t begin, int64_t end) {
+    run_ctx *rc = user;
+    const kiln__fused *f = rc->f;
+    _Alignas(64) unsigned char ws[WORKSPACE_BYTES];
+    void *regs[KILN__KERNEL_MAX_INPUTS + KILN__KERNEL_MAX_INSTRS + 1];
+    void *bufs[KILN__KERNEL_MAX_INPUTS + KILN__KERNEL_MAX_INSTRS + 1];
+    void *scratch[N_SCRATCH];
+    int64_t tile = f->tile;
+    /* Registers only as long as the tile needs, 64 bytes apart from a multiple of 4 KiB so
+     * that they do not all fall into the same cache sets. */
+    size_t len_max = (size_t)(f->n < tile ? f->n : tile);
+    size_t stride = (len_max * 8 + 63) / 64 * 64 + 64;
+    for (int32_t r = 0; r < f->n_regs; r++)
+        bufs[r] = regs[r] = ws + (size_t)r * stride;
+    for (int32_t i = 0; i < N_SCRATCH; i++)
+        scratch[i] = ws + (size_t)(f->n_regs + i) * stride;
+    /* Scalars are the same for every tile. */
+    for (int32_t i = 0; i < f->n_inputs; i++) {
+        const finput *in = &f->inputs[i];
+        if (in->access != KILN__KACCESS_SCALAR) continue;
+        unsigned char one[8] = {0};
+        if (in->is_constant)
+            memcpy(one, &in->bits, in->esize);
+        else
+            memcpy(one, rc->in_data[in->operand] + in->offset * (int64_t)in->esize, in->esize);
+        if (in->half) {
+            uint16_t h;
+            memcpy(&h, one, 2);
+            float v =
+                in->dtype == KILN_F16 ? kiln__f16_to_f32_inline(h) : kiln__bf16_to_f32_inline(h);
+            memcpy(one, &v, 4);
+        }
+        size_t cs = in->half ? 4 : in->esize;
+        int64_t m = !f->fill_all[i] ? 1 : f->n < tile ? f->n : tile;
+        switch (cs) {
+#define FILL(T)                         \
+    {                                   \
+        T v, *d = bufs[i];              \
+        memcpy(&v, one, sizeof v);      \
+        for (int64_t j = 0; j < m; j++) \
+            d[j] = v;                   \
+    }                                   \
+    break;
+        case 1: FILL(uint8_t)
+        case 2: FILL(uint16_t)
+        case 4: FILL(uint32_t)
+        default: FILL(uint64_t)
+#undef FILL
+        }
+    }
+    for (int64_t t = begin; t < end; t++) {
+        /* Item t: one tile, or (rows mode) whole rows, cut into tiles that never cross a
+         * row longer than a tile; either way the cuts do not depend on the thread count. */
+        int64_t item_start, item_end, c = rc->row_len;
+        if (c > 0) {
+            int64_t r0 = t * rc->rows_per_item, r1 = r0 + rc->rows_per_item;
+            if (r1 > rc->rows) r1 = rc->rows;
+            item_start = r0 * c;
+            item_end = r1 * c;
+        } else {
+            item_start = t * tile;
+            item_end = f->n - item_start < tile ? f->n : item_start + tile;
+        }
+        for (int64_t start = item_start, len = 0; start < item_end; start += len) {
+            len = item_end - start < tile ? item_end - start : tile;
+            if (c > tile && len > (start / c + 1) * c - start) len = (start / c + 1) * c - start;
+            for (int32_t i = 0; i < f->n_inputs; i++) {
+                const finput *in = &f->inputs[i];
+                const unsigned char *base = in->operand >= 0 ? rc->in_data[in->operand] : NULL;
+                switch (in->access) {
+                case KILN__KACCESS_SCALAR: break;
+                case KILN__KACCESS_CONTIGUOUS:
+                    if (in->half)
+                        widen(in->dtype, (const uint16_t *)(const void *)base + start, bufs[i],
+                              len);
+                    else
+                        regs[i] = (void *)(base + start * (int64_t)in->esize);
+                    break;
+                default: gather(f, in, base, start, len, bufs[i]);
+                }
+            }
+            for (int32_t j = 0; j < f->n_steps; j++) {
+                const fstep *s = &f->steps[j];
+                int32_t o = f->out_of_reg[s->dst];
+                regs[s->dst] = o >= 0 && rc->direct[o]
+                                   ? rc->out_data[o] + start * (int64_t)kiln_dtype_size(s->dtype)
+                                   : bufs[s->dst];
+                if (s->prim) {
+                    s->prim(regs[s->dst], regs[s->args[0]], s->n_args > 1 ? regs[s->args[1]] : NULL,
+                            s->n_args > 2 ? regs[s->args[2]] : NULL, len);
+                    if (s->round) round_half(s->dtype, regs[s->dst], len);
+                } else {
+                    kiln_status st = eval_step(rc->cx, s, regs, scratch, len);
+                    if (st != KILN_OK) {
+                        atomic_store(&rc->status, (int)st);
+                        return;
+                    }
+                }
+            }
+            for (int32_t o = 0; o < f->n_outputs; o++) {
+                const foutput *out = &f->outputs[o];
+                if (rc->direct[o] && f->out_of_reg[out->reg] == o) continue;
+                size_t es = kiln_dtype_size(out->dtype);
+                unsigned char *dst = rc->out_data[o] + (size_t)start * es;
+                if (is_half(out->dtype)) {
+                    narrow_all(out->dtype, regs[out->reg], (uint16_t *)(void *)dst, len);
+                } else {
+                    memcpy(dst, regs[out->reg], (size_t)len * es);
+                }
+            }
+            if (f->reduce != KILN__KREDUCE_NONE)
+                reduce_tile(f, rc->acc, regs[f->reduce_reg], start, len);
+        }
+    }
+}
+
+/* ---- reductions --------------------------------------------------------------------------- */
+
+#define INT_CASE(DT, T, W, LOW, HIGH)                                              \
+    case DT:                                                                       \
+        X(T, (T)((W)a + (W)b), (T)((W)a * (W)b), (a > b ? a : b), (a < b ? a : b), \
+          (T)((W)a & (W)b), (T)((W)a | (W)b), 0, 1, LOW, HIGH, (T) ~(W)0);         \
+        break;
+
+/* X(T, add, multiply, maximum, minimum, and, or, identities...) per dtype: the combiners
+ * as expressions of a and b (and/or never apply to floats: `a` stands in). On i1 add and
+ * maximum are or, multiply and minimum are and; integers wrap. */
+#define DTYPE_CASES(X)                                                                      \
+    case KILN_BOOL:                                                                         \
+        X(uint8_t, (uint8_t)(a | b), (uint8_t)(a & b), (uint8_t)(a | b), (uint8_t)(a & b),  \
+          (uint8_t)(a & b), (uint8_t)(a | b), 0, 1, 0, 1, 1);                               \
+        break;                                                                              \
+        INT_CASE(KILN_I8, int8_t, uint32_t, INT8_MIN, INT8_MAX)                             \
+        INT_CASE(KILN_I16, int16_t, uint32_t, INT16_MIN, INT16_MAX)                         \
+        INT_CASE(KILN_I32, int32_t, uint32_t, INT32_MIN, INT32_MAX)                         \
+        INT_CASE(KILN_I64, int64_t, uint64_t, INT64_MIN, INT64_MAX)                         \
+        INT_CASE(KILN_U8, uint8_t, uint32_t, 0, UINT8_MAX)                                  \
+        INT_CASE(KILN_U16, uint16_t, uint32_t, 0, UINT16_MAX)                               \
+        INT_CASE(KILN_U32, uint32_t, uint32_t, 0, UINT32_MAX)                               \
+        INT_CASE(KILN_U64, uint64_t, uint64_t, 0, UINT64_MAX)                               \
+    case KILN_F32:                                                                          \
+        X(float, a + b, a * b, kiln__ew_maxf(a, b), kiln__ew_minf(a, b), a, a, -0.0f, 1.0f, \
+          -INFINITY, INFINITY, 0.0f);                                                       \
+        break;                                                                              \
+    case KILN_F64:                                                                          \
+        X(double, a + b, a * b, kiln__ew_max(a, b), kiln__ew_min(a, b), a, a, -0.0, 1.0,    \
+          -INFINITY, INFINITY, 0.0);                                                        \
+        break;                                                                              \
+    default: break;
+
+/* One RED_BODY per combiner. */
+#define KINDS(T, ADD, MUL, MAX, MIN, AND, OR, ZERO, ONE, LOW, HIGH, ONES) \
+    switch (f->reduce) {                                                  \
+    case KILN__KREDUCE_ADD: RED_BODY(T, ADD, (T)(ZERO)); break;           \
+    case KILN__KREDUCE_MUL: RED_BODY(T, MUL, (T)(ONE)); break;            \
+    case KILN__KREDUCE_MAX: RED_BODY(T, MAX, (T)(LOW)); break;            \
+    case KILN__KREDUCE_MIN: RED_BODY(T, MIN, (T)(HIGH)); break;           \
+    case KILN__KREDUCE_AND: RED_BODY(T, AND, (T)(ONES)); break;           \
+    case KILN__KREDUCE_OR: RED_BODY(T, OR, (T)0); break;                  \
+    default: break;                                                       \
+    }
+
+/* Identity fill of the accumulators. */
+#define RED_BODY(T, EXPR, ID)                  \
+    do {                                       \
+        T *acc_ = acc;                         \
+        for (int64_t i_ = 0; i_ < n_acc; i_++) \
+            acc_[i_] = (ID);                   \
+    } while (0)
+
+static void reduce_identity(const kiln__fused *f, void *acc, int64_t n_acc) {
+    switch (f->reduce_dtype) {
+#define X KINDS
+        DTYPE_CASES(X)
+#undef X
+    }
+}
+#undef RED_BODY
+
+/* acc[o(idx)] = combine(acc[o(idx)], vals[i]) along the tile, in row-major order; a run
+ * along a reduced inner axis is first reduced in 8 lanes. */
+#define RED_BODY(T, EXPR, ID)                        \
+    do {                                             \
+        T *acc_ = acc;                               \
+        const T *v_ = vals;                          \
+        int64_t idx[KILN_MAX_RANK];                  \
+        index_of(f, start, idx);                     \
+        int32_t last = f->rank - 1;                  \
+        int64_t done = 0;                            \
+        while (done < len) {                         \
+            int64_t run = f->dims[last] - idx[last]; \
+            if (run > len - done) run = len - done;  \
+            int64_t o = 0;                           \
+            for (int32_t d = 0; d < f->rank; d++)    \
+                o += idx[d] * f->out_st[d];          \
+            const T *x_ = v_ + done;                 \
+            if (f->out_st[last] == 0) {              \
+                T part[8];                           \
+                for (int k_ = 0; k_ < 8; k_++)       \
+                    part[k_] = (ID);                 \
+                for (int64_t j = 0; j < run; j++) {  \
+                    T a = part[j & 7], b = x_[j];    \
+                    (void)b;                         \
+                    part[j & 7] = (EXPR);            \
+                }                                    \
+                T s_ = (ID);                         \
+                for (int k_ = 0; k_ < 8; k_++) {     \
+                    T a = s_, b = part[k_];          \
+                    (void)b;                         \
+                    s_ = (EXPR);                     \
+                }                                    \
+                T a = acc_[o], b = s_;               \
+                (void)b;                             \
+                acc_[o] = (EXPR);                    \
+            } else {                                 \
+                T *r_ = acc_ + o;                    \
+                for (int64_t j = 0; j < run; j++) {  \
+                    T a = r_[j], b = x_[j];          \
+                    (void)b;                         \
+                    r_[j] = (EXPR);                  \
+                }                                    \
+            }                                        \
+            done += run;                             \
+            advance(f, idx, run);                    \
+        }                                            \
+    } while (0)
+
+static void reduce_tile(const kiln__fused *f, void *acc, const void *vals, int64_t start,
+                        int64_t len) {
+    switch (f->reduce_dtype) {
+#define X KINDS
+        DTYPE_CASES(X)
+#undef X
+    }
+}
+#undef RED_BODY
+
+/* acc[i] = combine(init, acc[i]): the init value is combined once. */
+#define RED_BODY(T, EXPR, ID)                    \
+    do {                                         \
+        T *acc_ = acc;                           \
+        T a;                                     \
+        memcpy(&a, init, sizeof a);              \
+        for (int64_t i_ = 0; i_ < n_acc; i_++) { \
+            T b = acc_[i_];                      \
+            (void)b;                             \
+            acc_[i_] = (EXPR);                   \
+        }                                        \
+    } while (0)
+
+static void reduce_init(const kiln__fused *f, void *acc, int64_t n_acc, const void *init) {
+    switch (f->reduce_dtype) {
+#define X KINDS
+        DTYPE_CASES(X)
+#undef X
+    }
+}
+#undef RED_BODY
+
+kiln_status kiln__fused_run(kiln_ctx *cx, const kiln__fused *f, kiln_tensor *const *operands,
+                            kiln_tensor **results) {
+    const unsigned char *in_data[KILN__KERNEL_MAX_INPUTS + 2];
+    unsigned char *out_data[KILN__KERNEL_MAX_INSTRS + 1];
+    for (int32_t o = 0; o < f->n_operands; o++)
+        in_data[o] = kiln__in(operands[o]);
+    for (int32_t o = 0; o < f->n_outputs; o++)
+        out_data[o] = kiln__out(results[o]);
+    /* An output computed in place of its register must not be memory that a later
+     * instruction of the same tile still reads: only outputs sharing no bytes with any
+     * operand qualify (f16/bf16 outputs are rounded on the way out instead). */
+    bool direct[KILN__KERNEL_MAX_INSTRS + 1];
+    for (int32_t o = 0; o < f->n_outputs; o++) {
+        const kiln_tensor *t = results[o];
+        uintptr_t b0 = (uintptr_t)out_data[o], b1 = b0 + t->nbytes;
+        bool ok = !is_half(f->outputs[o].dtype) && out_data[o];
+        for (int32_t i = 0; i < f->n_operands && ok; i++) {
+            uintptr_t a0 = (uintptr_t)in_data[i], a1 = a0 + operands[i]->nbytes;
+            if (a0 < b1 && b0 < a1) ok = false;
+        }
+        for (int32_t p = 0; p < f->n_outputs && ok; p++) {
+            uintptr_t a0 = (uintptr_t)out_data[p], a1 = a0 + results[p]->nbytes;
+            if (p != o && a0 < b1 && b0 < a1) ok = false;
+        }
+        direct[o] = ok;
+    }
+    run_ctx rc = {.cx = cx, .f = f, .in_data = in_data, .out_data = out_data, .direct = direct};
+    atomic_init(&rc.status, KILN_OK);
+    int64_t n_tiles = f->n == 0 ? 0 : (f->n + f->tile - 1) / f->tile;
+    if (f->reduce != KILN__KREDUCE_NONE) {
+        kiln_tensor *r = results[f->n_outputs];
+        int64_t n_acc = kiln_tensor_numel(r);
+        rc.acc = kiln__out(r);
+        if (n_acc == 0) return KILN_OK;
+        reduce_identity(f, rc.acc, n_acc);
+        if (f->rank == 2 && f->out_st[0] == 1 && f->out_st[1] == 0 && f->n > 0) {
+            /* Every row is reduced on its own, by one thread: rows can be split. */
+            rc.row_len = f->dims[1];
+            rc.rows = f->dims[0];
+            rc.rows_per_item = rc.row_len <= f->tile ? f->tile / rc.row_len : 1;
+            int64_t items = (rc.rows + rc.rows_per_item - 1) / rc.rows_per_item;
+            int64_t per = rc.rows_per_item * rc.row_len;
+            kiln__parallel_for(items, (PARALLEL_MIN_ELEMS + per - 1) / per, run_tiles, &rc);
+        } else if (n_tiles) {
+            run_tiles(&rc, 0, n_tiles);
+        }
+        if (atomic_load(&rc.status) == KILN_OK)
+            reduce_init(f, rc.acc, n_acc, in_data[f->reduce_init]);
+    } else if (n_tiles) {
+        int64_t grain = (PARALLEL_MIN_ELEMS + f->tile - 1) / f->tile;
+        kiln__parallel_for(n_tiles, grain, run_tiles, &rc);
+    }
+    kiln_status st = (kiln_status)atomic_load(&rc.status);
+    if (st != KILN_OK && kiln_ctx_status(cx) == KILN_OK)
+        kiln_ctx_set_error(cx, st, "fused kernel failed (%s)", kiln_status_name(st));
+    return st;
+}

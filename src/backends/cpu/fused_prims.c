@@ -1,0 +1,359 @@
+/* The fused engine's vectorized primitives over f32/f64 tiles (fused_internal.h). Every
+ * one computes exactly what the evaluator's kernel for the op computes on f32/f64 (the same
+ * expressions, the same SLEEF functions, the same NaN and -0 rules), so a fused kernel's
+ * results are bitwise the evaluator's. Each exists twice: compiled for the baseline ISA and
+ * for AVX2+FMA; the CPU decides which, once, when a kernel is built. */
+#include "backends/cpu/fused_internal.h"
+
+#include <math.h>
+#include <stdatomic.h>
+
+#include "backends/cpu/eval_elementwise.h"
+
+#define AVX2_TARGET __attribute__((target("avx2,fma")))
+
+/* Asked once; several threads may compile at once (relaxed atomics: any of them computes
+ * the same answer). */
+static bool have_avx2(void) {
+    static atomic_int cached = -1;
+    int v = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (v < 0) {
+        v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 1 : 0;
+        atomic_store_explicit(&cached, v, memory_order_relaxed);
+    }
+    return v == 1;
+}
+
+/* ---- elementwise loops -------------------------------------------------------------------- */
+
+#define UNARY_LOOP(name, T, EXPR)                                                                  \
+    static void name##_base(void *r_, const void *a_, const void *b_, const void *c_, int64_t n) { \
+        (void)b_, (void)c_;                                                                        \
+        T *restrict r = r_;                                                                        \
+        const T *restrict a = a_;                                                                  \
+        for (int64_t i = 0; i < n; i++) {                                                          \
+            T x = a[i];                                                                            \
+            r[i] = (EXPR);                                                                         \
+        }                                                                                          \
+    }                                                                                              \
+    static AVX2_TARGET void name##_avx2(void *r_, const void *a_, const void *b_, const void *c_,  \
+                                        int64_t n) {                                               \
+        (void)b_, (void)c_;                                                                        \
+        T *restrict r = r_;                                                                        \
+        const T *restrict a = a_;                                                                  \
+        for (int64_t i = 0; i < n; i++) {                                                          \
+            T x = a[i];                                                                            \
+            r[i] = (EXPR);                                                                         \
+        }                                                                                          \
+    }
+
+/* One loop body, with x and y read as XA and YA (an element, or a scalar operand's one
+ * value, so that a broadcast constant is never spread over a tile). */
+#define BINARY_BODY(T, EXPR, XA, YA)            \
+    T *restrict r = r_;                         \
+    const T *restrict a = a_, *restrict b = b_; \
+    (void)c_;                                   \
+    for (int64_t i = 0; i < n; i++) {           \
+        T x = XA, y = YA;                       \
+        r[i] = (EXPR);                          \
+    }
+
+#define BINARY_VARIANT(name, sfx, T, EXPR, XA, YA)                                         \
+    static void name##sfx##_base(void *r_, const void *a_, const void *b_, const void *c_, \
+                                 int64_t n) {                                              \
+        BINARY_BODY(T, EXPR, XA, YA)                                                       \
+    }                                                                                      \
+    static AVX2_TARGET void name##sfx##_avx2(void *r_, const void *a_, const void *b_,     \
+                                             const void *c_, int64_t n) {                  \
+        BINARY_BODY(T, EXPR, XA, YA)                                                       \
+    }
+
+#define BINARY_LOOP(name, T, EXPR)                 \
+    BINARY_VARIANT(name, , T, EXPR, a[i], b[i])    \
+    BINARY_VARIANT(name, _vs, T, EXPR, a[i], b[0]) \
+    BINARY_VARIANT(name, _sv, T, EXPR, a[0], b[i])
+
+BINARY_LOOP(add_f32, float, x + y)
+BINARY_LOOP(sub_f32, float, x - y)
+BINARY_LOOP(mul_f32, float, x *y)
+BINARY_LOOP(div_f32, float, x / y)
+BINARY_LOOP(max_f32, float, kiln__ew_maxf(x, y))
+BINARY_LOOP(min_f32, float, kiln__ew_minf(x, y))
+BINARY_LOOP(add_f64, double, x + y)
+BINARY_LOOP(sub_f64, double, x - y)
+BINARY_LOOP(mul_f64, double, x *y)
+BINARY_LOOP(div_f64, double, x / y)
+BINARY_LOOP(max_f64, double, kiln__ew_max(x, y))
+BINARY_LOOP(min_f64, double, kiln__ew_min(x, y))
+UNARY_LOOP(neg_f32, float, -x)
+UNARY_LOOP(abs_f32, float, fabsf(x))
+UNARY_LOOP(sqrt_f32, float, sqrtf(x))
+UNARY_LOOP(rsqrt_f32, float, 1.0f / sqrtf(x))
+UNARY_LOOP(neg_f64, double, -x)
+UNARY_LOOP(abs_f64, double, fabs(x))
+UNARY_LOOP(sqrt_f64, double, sqrt(x))
+UNARY_LOOP(rsqrt_f64, double, 1.0 / sqrt(x))
+
+/* select: a is the i1 predicate (one byte per element). */
+#define SELECT_LOOP(name, T)                                                                       \
+    static void name##_base(void *r_, const void *a_, const void *b_, const void *c_, int64_t n) { \
+        T *restrict r = r_;                                                                        \
+        const uint8_t *restrict p = a_;                                                            \
+        const T *restrict x = b_, *restrict y = c_;                                                \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            r[i] = p[i] ? x[i] : y[i];                                                             \
+    }                                                                                              \
+    static AVX2_TARGET void name##_avx2(void *r_, const void *a_, const void *b_, const void *c_,  \
+                                        int64_t n) {                                               \
+        T *restrict r = r_;                                                                        \
+        const uint8_t *restrict p = a_;                                                            \
+        const T *restrict x = b_, *restrict y = c_;                                                \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            r[i] = p[i] ? x[i] : y[i];                                                             \
+    }
+SELECT_LOOP(select_f32, float)
+SELECT_LOOP(select_f64, double)
+
+/* ---- transcendentals ---------------------------------------------------------------------- */
+
+/* The scalar forms are the evaluator's (used when SLEEF or AVX2 is missing). */
+#define SCALAR_LOOP(name, T, EXPR)                                                                 \
+    static void name##_base(void *r_, const void *a_, const void *b_, const void *c_, int64_t n) { \
+        (void)b_, (void)c_;                                                                        \
+        T *restrict r = r_;                                                                        \
+        const T *restrict a = a_;                                                                  \
+        for (int64_t i = 0; i < n; i++) {                                                          \
+            T x = a[i];                                                                            \
+            r[i] = (EXPR);                                                                         \
+        }                                                                                          \
+    }
+SCALAR_LOOP(exp_f32s, float, expf(x))
+SCALAR_LOOP(expm1_f32s, float, expm1f(x))
+SCALAR_LOOP(log_f32s, float, logf(x))
+SCALAR_LOOP(log1p_f32s, float, log1pf(x))
+SCALAR_LOOP(sin_f32s, float, sinf(x))
+SCALAR_LOOP(cos_f32s, float, cosf(x))
+SCALAR_LOOP(tan_f32s, float, tanf(x))
+SCALAR_LOOP(tanh_f32s, float, tanhf(x))
+SCALAR_LOOP(cbrt_f32s, float, cbrtf(x))
+SCALAR_LOOP(logistic_f32s, float, x < 0.0f ? expf(x) / (1.0f + expf(x)) : 1.0f / (1.0f + expf(-x)))
+SCALAR_LOOP(exp_f64s, double, exp(x))
+SCALAR_LOOP(expm1_f64s, double, expm1(x))
+SCALAR_LOOP(log_f64s, double, log(x))
+SCALAR_LOOP(log1p_f64s, double, log1p(x))
+SCALAR_LOOP(sin_f64s, double, sin(x))
+SCALAR_LOOP(cos_f64s, double, cos(x))
+SCALAR_LOOP(tan_f64s, double, tan(x))
+SCALAR_LOOP(tanh_f64s, double, tanh(x))
+SCALAR_LOOP(cbrt_f64s, double, cbrt(x))
+SCALAR_LOOP(logistic_f64s, double, x < 0.0 ? exp(x) / (1.0 + exp(x)) : 1.0 / (1.0 + exp(-x)))
+
+#ifdef KILN_HAVE_SLEEF
+#include <immintrin.h>
+
+#define SLEEF_DECL(f)                                        \
+    extern AVX2_TARGET __m256 Sleef_##f##f8_u10avx2(__m256); \
+    extern AVX2_TARGET __m256d Sleef_##f##d4_u10avx2(__m256d);
+SLEEF_DECL(exp)
+SLEEF_DECL(expm1)
+SLEEF_DECL(log)
+SLEEF_DECL(log1p)
+SLEEF_DECL(sin)
+SLEEF_DECL(cos)
+SLEEF_DECL(tan)
+SLEEF_DECL(tanh)
+SLEEF_DECL(cbrt)
+#undef SLEEF_DECL
+
+static AVX2_TARGET __m256 sigmoid_v8(__m256 v) {
+    __m256 one = _mm256_set1_ps(1.0f);
+    __m256 e = Sleef_expf8_u10avx2(_mm256_or_ps(v, _mm256_set1_ps(-0.0f)));
+    __m256 d = _mm256_add_ps(one, e);
+    __m256 neg = _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ);
+    return _mm256_div_ps(_mm256_blendv_ps(one, e, neg), d);
+}
+static AVX2_TARGET __m256d sigmoid_v4(__m256d v) {
+    __m256d one = _mm256_set1_pd(1.0);
+    __m256d e = Sleef_expd4_u10avx2(_mm256_or_pd(v, _mm256_set1_pd(-0.0)));
+    __m256d d = _mm256_add_pd(one, e);
+    __m256d neg = _mm256_cmp_pd(v, _mm256_setzero_pd(), _CMP_LT_OQ);
+    return _mm256_div_pd(_mm256_blendv_pd(one, e, neg), d);
+}
+static AVX2_TARGET __m256 log1p_v8(__m256 v) {
+    __m256 big = _mm256_cmp_ps(v, _mm256_set1_ps(1e30f), _CMP_GT_OQ);
+    return _mm256_blendv_ps(Sleef_log1pf8_u10avx2(v), Sleef_logf8_u10avx2(v), big);
+}
+static AVX2_TARGET __m256d log1p_v4(__m256d v) {
+    __m256d big = _mm256_cmp_pd(v, _mm256_set1_pd(1e300), _CMP_GT_OQ);
+    return _mm256_blendv_pd(Sleef_log1pd4_u10avx2(v), Sleef_logd4_u10avx2(v), big);
+}
+
+/* Whole vectors, then the last partial one through a padded copy (as the evaluator). */
+#define VEC_PRIM(name, V32, V64)                                                                  \
+    static AVX2_TARGET void name##_f32v(void *r_, const void *a_, const void *b_, const void *c_, \
+                                        int64_t n) {                                              \
+        (void)b_, (void)c_;                                                                       \
+        float *r = r_;                                                                            \
+        const float *a = a_;                                                                      \
+        int64_t i = 0;                                                                            \
+        for (; i + 8 <= n; i += 8) {                                                              \
+            __m256 v = _mm256_loadu_ps(a + i);                                                    \
+            _mm256_storeu_ps(r + i, (V32));                                                       \
+        }                                                                                         \
+        if (i < n) {                                                                              \
+            float buf[8] = {0};                                                                   \
+            for (int64_t j = 0; j < n - i; j++)                                                   \
+                buf[j] = a[i + j];                                                                \
+            __m256 v = _mm256_loadu_ps(buf);                                                      \
+            _mm256_storeu_ps(buf, (V32));                                                         \
+            for (int64_t j = 0; j < n - i; j++)                                                   \
+                r[i + j] = buf[j];                                                                \
+        }                                                                                         \
+    }                                                                                             \
+    static AVX2_TARGET void name##_f64v(void *r_, const void *a_, const void *b_, const void *c_, \
+                                        int64_t n) {                                              \
+        (void)b_, (void)c_;                                                                       \
+        double *r = r_;                                                                           \
+        const double *a = a_;                                                                     \
+        int64_t i = 0;                                                                            \
+        for (; i + 4 <= n; i += 4) {                                                              \
+            __m256d v = _mm256_loadu_pd(a + i);                                                   \
+            _mm256_storeu_pd(r + i, (V64));                                                       \
+        }                                                                                         \
+        if (i < n) {                                                                              \
+            double buf[4] = {0};                                                                  \
+            for (int64_t j = 0; j < n - i; j++)                                                   \
+                buf[j] = a[i + j];                                                                \
+            __m256d v = _mm256_loadu_pd(buf);                                                     \
+            _mm256_storeu_pd(buf, (V64));                                                         \
+            for (int64_t j = 0; j < n - i; j++)                                                   \
+                r[i + j] = buf[j];                                                                \
+        }                                                                                         \
+    }
+#define SLEEF_PRIM(name) VEC_PRIM(name, Sleef_##name##f8_u10avx2(v), Sleef_##name##d4_u10avx2(v))
+SLEEF_PRIM(exp)
+SLEEF_PRIM(expm1)
+SLEEF_PRIM(log)
+SLEEF_PRIM(sin)
+SLEEF_PRIM(cos)
+SLEEF_PRIM(tan)
+SLEEF_PRIM(tanh)
+SLEEF_PRIM(cbrt)
+VEC_PRIM(log1p, log1p_v8(v), log1p_v4(v))
+VEC_PRIM(logistic, sigmoid_v8(v), sigmoid_v4(v))
+/* AVX-512 for exp, sin and cos: the same SLEEF functions 16 floats or 8 doubles at a time,
+ * whose results equal the 8-wide ones' element by element (tests/runtime/test_fused.c
+ * compares them with the evaluator's bit for bit; log, for one, does not agree on every
+ * input, so the others stay 8 wide). */
+#define AVX512_TARGET __attribute__((target("avx512f,avx512dq,avx2,fma")))
+
+#define SLEEF_DECL512(f)                                           \
+    extern AVX512_TARGET __m512 Sleef_##f##f16_u10avx512f(__m512); \
+    extern AVX512_TARGET __m512d Sleef_##f##d8_u10avx512f(__m512d);
+SLEEF_DECL512(exp)
+SLEEF_DECL512(expm1)
+SLEEF_DECL512(log)
+SLEEF_DECL512(log1p)
+SLEEF_DECL512(sin)
+SLEEF_DECL512(cos)
+SLEEF_DECL512(tan)
+SLEEF_DECL512(tanh)
+SLEEF_DECL512(cbrt)
+#undef SLEEF_DECL512
+
+static bool have_avx512(void) {
+    static atomic_int cached = -1;
+    int v = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (v < 0) {
+        v = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") && have_avx2()
+                ? 1
+                : 0;
+        atomic_store_explicit(&cached, v, memory_order_relaxed);
+    }
+    return v == 1;
+}
+
+/* Whole vectors, then the last partial one under a mask (masked lanes read nothing). */
+#define VEC512_PRIM(name, V32, V64)                                                 \
+    static AVX512_TARGET void name##_f32w(void *r_, const void *a_, const void *b_, \
+                                          const void *c_, int64_t n) {              \
+        (void)b_, (void)c_;                                                         \
+        float *r = r_;                                                              \
+        const float *a = a_;                                                        \
+        int64_t i = 0;                                                              \
+        for (; i + 16 <= n; i += 16) {                                              \
+            __m512 v = _mm512_loadu_ps(a + i);                                      \
+            _mm512_storeu_ps(r + i, (V32));                                         \
+        }                                                                           \
+        if (i < n) {                                                                \
+            __mmask16 m = (__mmask16)((1u << (n - i)) - 1u);                        \
+            __m512 v = _mm512_maskz_loadu_ps(m, a + i);                             \
+            _mm512_mask_storeu_ps(r + i, m, (V32));                                 \
+        }                                                                           \
+    }                                                                               \
+    static AVX512_TARGET void name##_f64w(void *r_, const void *a_, const void *b_, \
+                                          const void *c_, int64_t n) {              \
+        (void)b_, (void)c_;                                                         \
+        double *r = r_;                                                             \
+        const double *a = a_;                                                       \
+        int64_t i = 0;                                                              \
+        for (; i + 8 <= n; i += 8) {                                                \
+            __m512d v = _mm512_loadu_pd(a + i);                                     \
+            _mm512_storeu_pd(r + i, (V64));                                         \
+        }                                                                           \
+        if (i < n) {                                                                \
+            __mmask8 m = (__mmask8)((1u << (n - i)) - 1u);                          \
+            __m512d v = _mm512_maskz_loadu_pd(m, a + i);                            \
+            _mm512_mask_storeu_pd(r + i, m, (V64));                                 \
+        }                                                                           \
+    }
+#define SLEEF_PRIM512(name) \
+    VEC512_PRIM(name, Sleef_##name##f16_u10avx512f(v), Sleef_##name##d8_u10avx512f(v))
+SLEEF_PRIM512(exp)
+SLEEF_PRIM512(sin)
+SLEEF_PRIM512(cos)
+
+#define TRANSCENDENTAL(name, f64)                      \
+    (have_avx2() ? ((f64) ? name##_f64v : name##_f32v) \
+                 : ((f64) ? name##_f64s_base : name##_f32s_base))
+#define TRANSCENDENTAL512(name, f64) \
+    (have_avx512() ? ((f64) ? name##_f64w : name##_f32w) : TRANSCENDENTAL(name, f64))
+#else
+#define TRANSCENDENTAL(name, f64) ((f64) ? name##_f64s_base : name##_f32s_base)
+#define TRANSCENDENTAL512(name, f64) TRANSCENDENTAL(name, f64)
+#endif
+
+#define PICK(name) (avx2 ? name##_avx2 : name##_base)
+#define PICK3(name) (scalar == 1 ? PICK(name##_vs) : scalar == 0 ? PICK(name##_sv) : PICK(name))
+
+kiln__fprim kiln__fused_prim(kiln_op op, kiln_dtype dtype, int scalar) {
+    bool f64 = dtype == KILN_F64, avx2 = have_avx2();
+    if (dtype != KILN_F32 && dtype != KILN_F64) return NULL;
+    bool binary = op == KILN_OP_ADD || op == KILN_OP_SUBTRACT || op == KILN_OP_MULTIPLY ||
+                  op == KILN_OP_DIVIDE || op == KILN_OP_MAXIMUM || op == KILN_OP_MINIMUM;
+    if (scalar >= 0 && !binary) return NULL;
+    switch (op) {
+    case KILN_OP_ADD: return f64 ? PICK3(add_f64) : PICK3(add_f32);
+    case KILN_OP_SUBTRACT: return f64 ? PICK3(sub_f64) : PICK3(sub_f32);
+    case KILN_OP_MULTIPLY: return f64 ? PICK3(mul_f64) : PICK3(mul_f32);
+    case KILN_OP_DIVIDE: return f64 ? PICK3(div_f64) : PICK3(div_f32);
+    case KILN_OP_MAXIMUM: return f64 ? PICK3(max_f64) : PICK3(max_f32);
+    case KILN_OP_MINIMUM: return f64 ? PICK3(min_f64) : PICK3(min_f32);
+    case KILN_OP_NEGATE: return f64 ? PICK(neg_f64) : PICK(neg_f32);
+    case KILN_OP_ABS: return f64 ? PICK(abs_f64) : PICK(abs_f32);
+    case KILN_OP_SQRT: return f64 ? PICK(sqrt_f64) : PICK(sqrt_f32);
+    case KILN_OP_RSQRT: return f64 ? PICK(rsqrt_f64) : PICK(rsqrt_f32);
+    case KILN_OP_SELECT: return f64 ? PICK(select_f64) : PICK(select_f32);
+    case KILN_OP_EXPONENTIAL: return TRANSCENDENTAL512(exp, f64);
+    case KILN_OP_EXPONENTIAL_MINUS_ONE: return TRANSCENDENTAL(expm1, f64);
+    case KILN_OP_LOG: return TRANSCENDENTAL(log, f64);
+    case KILN_OP_LOG_PLUS_ONE: return TRANSCENDENTAL(log1p, f64);
+    case KILN_OP_SINE: return TRANSCENDENTAL512(sin, f64);
+    case KILN_OP_COSINE: return TRANSCENDENTAL512(cos, f64);
+    case KILN_OP_TAN: return TRANSCENDENTAL(tan, f64);
+    case KILN_OP_TANH: return TRANSCENDENTAL(tanh, f64);
+    case KILN_OP_CBRT: return TRANSCENDENTAL(cbrt, f64);
+    case KILN_OP_LOGISTIC: return TRANSCENDENTAL(logistic, f64);
+    default: return NULL;
+    }
+}

@@ -1,0 +1,524 @@
+/* Fusion: which ops of a function body run together as kernels (passes.h, ir/kernel.h).
+ *
+ * One forward walk over the body groups ops; a group stays open until something outside
+ * it uses one of its values (then it is sealed), so that every kernel can run at the
+ * position of its last op: its inputs are made before it, and its values are used after
+ * it. A backward walk then decides which views something other than a kernel needs. */
+#include <string.h>
+
+#include "passes/passes.h"
+
+/* How a value is read: element `off + sum(idx[d] * st[d])` of value `base` (its row-major
+ * buffer), or, for an iota, that expression is the element itself. */
+typedef struct view {
+    const kiln__value *base; /* NULL for an iota */
+    kiln_dtype iota_dtype;
+    int64_t off;
+    int64_t st[KILN_MAX_RANK];
+} view;
+
+/* How many of the most recent kernels an op without a producer among them may join. */
+#define SIBLING_WINDOW 8
+
+typedef struct group {
+    int32_t n_members, n_leaves;
+    bool sealed, reduces;
+    kiln_shape shape;
+} group;
+
+typedef struct fuser {
+    kiln_ctx *cx;
+    const kiln__fusion_options *o;
+    int32_t max_instrs;
+    int32_t n_vals, n_ops;
+    const kiln__ir_op **ops;
+    int32_t *def;      /* per value: the op index defining it, or -1 */
+    view **views;      /* per value: its view when it is a view op's result */
+    bool *is_const;    /* per value: a constant, or foldable from constants */
+    int32_t *in_group; /* per value: uses by ops of its own kernel */
+    int32_t *absorbed; /* per value: uses by kernels and unmaterialized views */
+    group *groups;
+    int32_t n_groups;
+    kiln__fusion *f;
+} fuser;
+
+static void *falloc(fuser *z, size_t size, size_t align) {
+    void *p = z->o->alloc(z->o->alloc_user, size ? size : 1, align);
+    if (p) memset(p, 0, size ? size : 1);
+    return p;
+}
+
+#define FNEW(z, type, n) ((type *)falloc((z), (size_t)(n) * sizeof(type), _Alignof(type)))
+
+static int64_t numel(const kiln_shape *s) {
+    int64_t n = 1;
+    for (int32_t d = 0; d < s->rank; d++)
+        n *= s->dims[d];
+    return n;
+}
+
+static bool shape_eq(const kiln_shape *a, const kiln_shape *b) {
+    if (a->rank != b->rank) return false;
+    for (int32_t i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i]) return false;
+    return true;
+}
+
+static void row_major(const kiln_shape *s, int64_t *st) {
+    int64_t m = 1;
+    for (int32_t d = s->rank - 1; d >= 0; d--) {
+        st[d] = m;
+        m *= s->dims[d];
+    }
+}
+
+/* Strides equal up to dimensions of size 1 (whose stride never matters). */
+static bool strides_are(const kiln_shape *s, const int64_t *st, const int64_t *want) {
+    for (int32_t d = 0; d < s->rank; d++)
+        if (s->dims[d] != 1 && st[d] != want[d]) return false;
+    return true;
+}
+
+static view identity_view(const kiln__value *v) {
+    view w = {.base = v};
+    row_major(&v->type.shape, w.st);
+    return w;
+}
+
+static view view_of(const fuser *z, const kiln__value *v) {
+    return z->views[v->id] ? *z->views[v->id] : identity_view(v);
+}
+
+/* The view an op's result is of its operand's view, when it is one. */
+static bool make_view(const fuser *z, const kiln__ir_op *op, view *out) {
+    const kiln__type *rt = &op->results[0]->type;
+    int32_t r = rt->shape.rank;
+    if (op->kind == KILN_OP_IOTA) {
+        *out = (view){.base = NULL, .iota_dtype = rt->dtype};
+        out->st[op->attrs.u.iota.dimension] = 1;
+        return true;
+    }
+    const kiln__value *x = op->operands[0];
+    view in = view_of(z, x);
+    view w = in;
+    memset(w.st, 0, sizeof w.st);
+    switch (op->kind) {
+    case KILN_OP_BROADCAST_IN_DIM: {
+        const kiln_dims *dims = &op->attrs.u.broadcast.dims;
+        for (int32_t j = 0; j < dims->count; j++) {
+            int64_t d = dims->v[j];
+            w.st[d] = x->type.shape.dims[j] == 1 && rt->shape.dims[d] != 1 ? 0 : in.st[j];
+        }
+        break;
+    }
+    case KILN_OP_TRANSPOSE:
+        for (int32_t i = 0; i < r; i++)
+            w.st[i] = in.st[op->attrs.u.permutation.v[i]];
+        break;
+    case KILN_OP_SLICE:
+        for (int32_t d = 0; d < r; d++) {
+            w.off += op->attrs.u.slice.start.v[d] * in.st[d];
+            w.st[d] = in.st[d] * op->attrs.u.slice.strides.v[d];
+        }
+        break;
+    case KILN_OP_REVERSE:
+        for (int32_t d = 0; d < r; d++)
+            w.st[d] = in.st[d];
+        for (int32_t i = 0; i < op->attrs.u.reverse_dims.count; i++) {
+            int64_t d = op->attrs.u.reverse_dims.v[i];
+            if (rt->shape.dims[d] > 0) w.off += (rt->shape.dims[d] - 1) * in.st[d];
+            w.st[d] = -in.st[d];
+        }
+        break;
+    case KILN_OP_RESHAPE: {
+        /* Only a row-major operand view stays affine. */
+        int64_t rm[KILN_MAX_RANK];
+        row_major(&x->type.shape, rm);
+        if (!in.base || !strides_are(&x->type.shape, in.st, rm)) return false;
+        row_major(&rt->shape, w.st);
+        break;
+    }
+    default: return false;
+    }
+    *out = w;
+    return true;
+}
+
+static bool is_view_kind(kiln_op k) {
+    return k == KILN_OP_BROADCAST_IN_DIM || k == KILN_OP_TRANSPOSE || k == KILN_OP_SLICE ||
+           k == KILN_OP_REVERSE || k == KILN_OP_RESHAPE || k == KILN_OP_IOTA;
+}
+
+static int32_t group_of_value(const fuser *z, const kiln__value *v) {
+    if (!v) return -1;
+    int32_t d = z->def[v->id];
+    return d >= 0 && z->f->role[d] == KILN__FUSE_MEMBER ? z->f->kernel[d] : -1;
+}
+
+static void seal_base(fuser *z, const kiln__value *v) {
+    view w = view_of(z, v);
+    int32_t g = group_of_value(z, w.base);
+    if (g >= 0) z->groups[g].sealed = true;
+}
+
+static size_t type_bytes(const kiln__type *t) {
+    return (size_t)numel(&t->shape) * kiln_dtype_size(t->dtype);
+}
+
+/* Does op `k` join group g? Every use of one of g's values must be a direct one of the
+ * iteration shape (a register, not a view of it). */
+static bool can_join(const fuser *z, const kiln__ir_op *op, int32_t g, const kiln_shape *shape) {
+    const group *gr = &z->groups[g];
+    if (gr->sealed || gr->reduces || gr->n_members >= z->max_instrs) return false;
+    if (!shape_eq(&gr->shape, shape)) return false;
+    int32_t leaves = gr->n_leaves;
+    for (int32_t i = 0; i < op->n_operands; i++) {
+        const kiln__value *u = op->operands[i];
+        if (group_of_value(z, u) == g) {
+            if (!shape_eq(&u->type.shape, shape)) return false;
+            continue;
+        }
+        if (group_of_value(z, view_of(z, u).base) == g) return false;
+        leaves++;
+    }
+    return leaves <= KILN__KERNEL_MAX_INPUTS - 1;
+}
+
+static int32_t new_group(fuser *z, const kiln_shape *shape) {
+    group *gr = &z->groups[z->n_groups];
+    *gr = (group){.shape = *shape};
+    return z->n_groups++;
+}
+
+static void add_member(fuser *z, int32_t k, int32_t g) {
+    const kiln__ir_op *op = z->ops[k];
+    z->f->role[k] = KILN__FUSE_MEMBER;
+    z->f->kernel[k] = g;
+    z->groups[g].n_members++;
+    for (int32_t i = 0; i < op->n_operands; i++) {
+        const kiln__value *u = op->operands[i];
+        if (group_of_value(z, u) == g && z->def[u->id] != k)
+            z->in_group[u->id]++;
+        else
+            z->groups[g].n_leaves++;
+    }
+    if (z->groups[g].n_members >= z->max_instrs) z->groups[g].sealed = true;
+}
+
+static bool all_const_operands(const fuser *z, const kiln__ir_op *op) {
+    for (int32_t i = 0; i < op->n_operands; i++) {
+        view w = view_of(z, op->operands[i]);
+        if (w.base && !z->is_const[w.base->id]) return false;
+    }
+    return true;
+}
+
+static bool reduce_dtype_ok(kiln_dtype dt) { return dt != KILN_F16 && dt != KILN_BF16; }
+
+static void walk(fuser *z) {
+    kiln__fusion *f = z->f;
+    for (int32_t k = 0; k < z->n_ops; k++) {
+        const kiln__ir_op *op = z->ops[k];
+        f->kernel[k] = -1;
+        if (op->kind == KILN_OP_CONSTANT) {
+            z->is_const[op->results[0]->id] = true;
+            continue;
+        }
+        if (is_view_kind(op->kind) && op->n_results == 1) {
+            view w;
+            if (make_view(z, op, &w)) {
+                view *stored = FNEW(z, view, 1);
+                if (!stored) return;
+                *stored = w;
+                z->views[op->results[0]->id] = stored;
+                f->role[k] = KILN__FUSE_VIEW;
+                /* A view of a kernel's value is read after that kernel. */
+                if (op->n_operands) seal_base(z, op->operands[0]);
+                continue;
+            }
+        }
+        bool folds = z->o->fold_max_bytes && op->n_regions == 0 &&
+                     !kiln__op_has(op->kind, KILN_OPF_CONTROL) && all_const_operands(z, op);
+        for (int32_t r = 0; r < op->n_results && folds; r++)
+            folds = type_bytes(&op->results[r]->type) <= z->o->fold_max_bytes;
+        if (folds) {
+            for (int32_t r = 0; r < op->n_results; r++)
+                z->is_const[op->results[r]->id] = true;
+            for (int32_t i = 0; i < op->n_operands; i++)
+                seal_base(z, op->operands[i]);
+            continue;
+        }
+        if (kiln__op_has(op->kind, KILN_OPF_ELEMENTWISE) && op->n_results == 1 &&
+            op->n_regions == 0) {
+            const kiln_shape *shape = &op->results[0]->type.shape;
+            int32_t g = -1;
+            for (int32_t i = 0; i < op->n_operands && g < 0; i++) {
+                int32_t c = group_of_value(z, op->operands[i]);
+                if (c >= 0 && can_join(z, op, c, shape)) g = c;
+            }
+            /* Otherwise a recent open kernel of the same shape takes it (sibling fusion:
+             * one pass over memory instead of two); it runs after all of op's operands. */
+            for (int32_t c = z->n_groups - 1; c >= 0 && c >= z->n_groups - SIBLING_WINDOW && g < 0;
+                 c--)
+                if (can_join(z, op, c, shape)) g = c;
+            for (int32_t i = 0; i < op->n_operands; i++) {
+                const kiln__value *u = op->operands[i];
+                if (g >= 0 && group_of_value(z, u) == g) continue;
+                seal_base(z, u);
+            }
+            /* Sealing may have closed g itself (an operand from another kernel read through
+             * a view of g is excluded by can_join, so only g's own size can). */
+            if (g < 0) g = new_group(z, shape);
+            add_member(z, k, g);
+            continue;
+        }
+        if (op->kind == KILN_OP_REDUCE && z->o->reduce_kind && op->n_operands == 2 &&
+            op->n_results == 1 && reduce_dtype_ok(op->operands[0]->type.dtype) &&
+            z->o->reduce_kind(op) != KILN__KREDUCE_NONE) {
+            const kiln__value *x = op->operands[0], *init = op->operands[1];
+            int32_t g = group_of_value(z, x);
+            view wi = view_of(z, init);
+            if (g >= 0 && !z->groups[g].sealed && !z->groups[g].reduces &&
+                z->groups[g].n_members < z->max_instrs && group_of_value(z, wi.base) != g) {
+                seal_base(z, init);
+                f->role[k] = KILN__FUSE_MEMBER;
+                f->kernel[k] = g;
+                z->groups[g].n_members++;
+                z->groups[g].reduces = true;
+                z->groups[g].sealed = true;
+                z->in_group[x->id]++;
+                continue;
+            }
+        }
+        /* Any other op: its operands' kernels must run first. A region may read any value
+         * of the body, so every open kernel is sealed. */
+        for (int32_t i = 0; i < op->n_operands; i++)
+            seal_base(z, op->operands[i]);
+        if (op->n_regions > 0 || kiln__op_has(op->kind, KILN_OPF_CONTROL))
+            for (int32_t g = 0; g < z->n_groups; g++)
+                z->groups[g].sealed = true;
+    }
+}
+
+/* Views that something other than a kernel (or another unmaterialized view) uses become ops
+ * again. */
+static void materialize(fuser *z) {
+    kiln__fusion *f = z->f;
+    for (int32_t k = 0; k < z->n_ops; k++) {
+        if (f->role[k] != KILN__FUSE_MEMBER) continue;
+        const kiln__ir_op *op = z->ops[k];
+        for (int32_t i = 0; i < op->n_operands; i++) {
+            int32_t d = z->def[op->operands[i]->id];
+            if (d >= 0 && f->role[d] == KILN__FUSE_VIEW) z->absorbed[op->operands[i]->id]++;
+        }
+    }
+    for (int32_t k = z->n_ops - 1; k >= 0; k--) {
+        if (f->role[k] != KILN__FUSE_VIEW) continue;
+        const kiln__ir_op *op = z->ops[k];
+        const kiln__value *r = op->results[0];
+        if (r->uses > z->absorbed[r->id]) {
+            f->role[k] = KILN__FUSE_NONE;
+            continue;
+        }
+        if (op->n_operands) {
+            int32_t d = z->def[op->operands[0]->id];
+            if (d >= 0 && f->role[d] == KILN__FUSE_VIEW) z->absorbed[op->operands[0]->id]++;
+        }
+    }
+}
+
+/* ---- building kernels --------------------------------------------------------------------- */
+
+typedef struct kbuild {
+    kiln__kernel *k;
+    int32_t *reg_of_op; /* per op index of the body: its register, or -1 */
+} kbuild;
+
+static int32_t add_operand(fuser *z, kiln__kernel *k, const kiln__value *v) {
+    (void)z;
+    for (int32_t o = 0; o < k->n_operands; o++)
+        if (k->operands[o] == v) return o;
+    k->operands[k->n_operands] = v;
+    return k->n_operands++;
+}
+
+static uint64_t constant_bits(const kiln__value *base, int64_t off) {
+    const kiln__ir_op *op = base->def;
+    const kiln_tensor *t = op ? op->attrs.u.constant : NULL;
+    uint64_t bits = 0;
+    const unsigned char *data = t ? kiln_tensor_data(t) : NULL;
+    size_t size = kiln_dtype_size(base->type.dtype);
+    if (data && size <= 8) memcpy(&bits, data + (size_t)off * size, size);
+    return bits;
+}
+
+static int32_t add_input(fuser *z, kiln__kernel *k, const kiln__value *u) {
+    view w = view_of(z, u);
+    kiln__kinput in = {.dtype = u->type.dtype, .operand = -1, .offset = w.off};
+    const kiln_shape *s = &k->shape;
+    bool scalar = !shape_eq(&u->type.shape, s);
+    bool all_zero = true;
+    for (int32_t d = 0; d < s->rank; d++) {
+        in.strides[d] = scalar || s->dims[d] == 1 ? 0 : w.st[d];
+        if (in.strides[d]) all_zero = false;
+    }
+    if (!w.base) {
+        in.access = KILN__KACCESS_IOTA;
+    } else {
+        int64_t rm[KILN_MAX_RANK];
+        row_major(s, rm);
+        bool has_zero = false;
+        for (int32_t d = 0; d < s->rank; d++)
+            if (s->dims[d] != 1 && in.strides[d] == 0) has_zero = true;
+        in.access = all_zero                                       ? KILN__KACCESS_SCALAR
+                    : w.off == 0 && strides_are(s, in.strides, rm) ? KILN__KACCESS_CONTIGUOUS
+                    : has_zero                                     ? KILN__KACCESS_BROADCAST
+                                                                   : KILN__KACCESS_STRIDED;
+        if (in.access == KILN__KACCESS_CONTIGUOUS) memcpy(in.strides, rm, sizeof rm);
+        in.operand = add_operand(z, k, w.base);
+        const kiln__ir_op *bd = w.base->def;
+        if (in.access == KILN__KACCESS_SCALAR && bd && bd->kind == KILN_OP_CONSTANT) {
+            in.is_constant = true;
+            in.bits = constant_bits(w.base, w.off);
+        }
+    }
+    for (int32_t i = 0; i < k->n_inputs; i++) {
+        const kiln__kinput *e = &k->inputs[i];
+        if (e->access == in.access && e->dtype == in.dtype && e->operand == in.operand &&
+            e->offset == in.offset && memcmp(e->strides, in.strides, sizeof in.strides) == 0)
+            return i;
+    }
+    k->inputs[k->n_inputs] = in;
+    return k->n_inputs++;
+}
+
+static kiln_status build_kernel(fuser *z, int32_t g, kiln__kernel *k, int32_t *reg_of_op) {
+    kiln__fusion *f = z->f;
+    int32_t n_members = z->groups[g].n_members;
+    k->id = g;
+    k->shape = z->groups[g].shape;
+    k->ops = FNEW(z, const kiln__ir_op *, n_members);
+    k->instrs = FNEW(z, kiln__kinstr, n_members);
+    k->inputs = FNEW(z, kiln__kinput, KILN__KERNEL_MAX_INPUTS + 1);
+    k->operands = FNEW(z, const kiln__value *, KILN__KERNEL_MAX_INPUTS + 2);
+    k->outputs = FNEW(z, kiln__koutput, n_members);
+    if (!k->ops || !k->instrs || !k->inputs || !k->operands || !k->outputs)
+        return KILN_RESOURCE_EXHAUSTED;
+    /* Inputs first (registers 0..n_inputs-1), then one register per instruction. */
+    for (int32_t pass = 0; pass < 2; pass++) {
+        for (int32_t j = 0; j < z->n_ops; j++) {
+            if (f->role[j] != KILN__FUSE_MEMBER || f->kernel[j] != g) continue;
+            const kiln__ir_op *op = z->ops[j];
+            if (op->kind == KILN_OP_REDUCE) {
+                if (pass == 1) {
+                    k->reduce = z->o->reduce_kind(op);
+                    k->reduce_reg = reg_of_op[z->def[op->operands[0]->id]];
+                    k->reduce_dims = op->attrs.u.reduce_dims;
+                    k->reduce_init = add_operand(z, k, op->operands[1]);
+                    k->reduce_dtype = op->results[0]->type.dtype;
+                    k->reduce_value = op->results[0];
+                    k->reduce_op = op;
+                    k->ops[k->n_ops++] = op;
+                    /* The iteration space is the reduced operand's. */
+                }
+                continue;
+            }
+            if (pass == 0) {
+                for (int32_t i = 0; i < op->n_operands; i++)
+                    if (group_of_value(z, op->operands[i]) != g) add_input(z, k, op->operands[i]);
+                continue;
+            }
+            kiln__kinstr *ins = &k->instrs[k->n_instrs];
+            *ins = (kiln__kinstr){.op = op->kind,
+                                  .dtype = op->results[0]->type.dtype,
+                                  .in_dtype = op->operands[0]->type.dtype,
+                                  .n_args = op->n_operands,
+                                  .src = op};
+            if (op->kind == KILN_OP_COMPARE) {
+                ins->direction = op->attrs.u.compare.direction;
+                ins->compare_type = op->attrs.u.compare.type;
+            }
+            for (int32_t i = 0; i < op->n_operands; i++) {
+                const kiln__value *u = op->operands[i];
+                ins->args[i] =
+                    group_of_value(z, u) == g ? reg_of_op[z->def[u->id]] : add_input(z, k, u);
+            }
+            reg_of_op[j] = k->n_inputs + k->n_instrs;
+            k->n_instrs++;
+            k->ops[k->n_ops++] = op;
+            const kiln__value *v = op->results[0];
+            if (v->uses > z->in_group[v->id])
+                k->outputs[k->n_outputs++] = (kiln__koutput){.reg = reg_of_op[j], .value = v};
+        }
+    }
+    return KILN_OK;
+}
+
+kiln_status kiln__fusion_plan(kiln_ctx *cx, const kiln__block *b, const kiln__fusion_options *o,
+                              kiln__fusion *out) {
+    memset(out, 0, sizeof *out);
+    fuser z = {.cx = cx, .o = o, .f = out};
+    z.max_instrs = o->max_instrs > 0 && o->max_instrs < KILN__KERNEL_MAX_INSTRS
+                       ? o->max_instrs
+                       : KILN__KERNEL_MAX_INSTRS;
+    if (z.max_instrs > KILN__KERNEL_MAX_OUTPUTS * 6) z.max_instrs = KILN__KERNEL_MAX_OUTPUTS * 6;
+    int32_t n_ops = 0, n_vals = b->n_args;
+    for (const kiln__ir_op *op = b->first; op; op = op->next) {
+        n_ops++;
+        n_vals += op->n_results;
+    }
+    z.n_ops = n_ops;
+    z.n_vals = n_vals;
+    out->n_ops = n_ops;
+    z.ops = FNEW(&z, const kiln__ir_op *, n_ops);
+    z.def = FNEW(&z, int32_t, n_vals);
+    z.views = FNEW(&z, view *, n_vals);
+    z.is_const = FNEW(&z, bool, n_vals);
+    z.in_group = FNEW(&z, int32_t, n_vals);
+    z.absorbed = FNEW(&z, int32_t, n_vals);
+    z.groups = FNEW(&z, group, n_ops);
+    out->role = FNEW(&z, uint8_t, n_ops);
+    out->kernel = FNEW(&z, int32_t, n_ops);
+    int32_t *reg_of_op = FNEW(&z, int32_t, n_ops);
+    if (!z.ops || !z.def || !z.views || !z.is_const || !z.in_group || !z.absorbed || !z.groups ||
+        !out->role || !out->kernel || !reg_of_op)
+        return KILN_RESOURCE_EXHAUSTED;
+    for (int32_t i = 0; i < b->n_args; i++) {
+        b->args[i]->id = i;
+        z.def[i] = -1;
+    }
+    int32_t id = b->n_args, k = 0;
+    for (const kiln__ir_op *op = b->first; op; op = op->next, k++) {
+        z.ops[k] = op;
+        for (int32_t r = 0; r < op->n_results; r++) {
+            op->results[r]->id = id;
+            z.def[id++] = k;
+        }
+    }
+    walk(&z);
+    if (kiln_ctx_status(cx) != KILN_OK) return kiln_ctx_status(cx);
+    materialize(&z);
+    out->kernels = FNEW(&z, kiln__kernel, z.n_groups);
+    if (!out->kernels) return KILN_RESOURCE_EXHAUSTED;
+    for (int32_t g = 0; g < z.n_groups; g++) {
+        kiln_status s = build_kernel(&z, g, &out->kernels[g], reg_of_op);
+        if (s != KILN_OK) return s;
+    }
+    out->n_kernels = z.n_groups;
+    return KILN_OK;
+}
+
+void kiln__fusion_print(kiln__strbuf *sb, const kiln__block *b, const kiln__fusion *f) {
+    int32_t k = 0;
+    for (const kiln__ir_op *op = b->first; op && k < f->n_ops; op = op->next, k++) {
+        if (op->n_results) kiln__strbuf_printf(sb, "%%%d = ", (int)op->results[0]->id);
+        kiln__strbuf_printf(sb, "%s: ", kiln__op_get_info(op->kind)->name);
+        switch (f->role[k]) {
+        case KILN__FUSE_MEMBER: kiln__strbuf_printf(sb, "kernel #%d\n", (int)f->kernel[k]); break;
+        case KILN__FUSE_VIEW: kiln__strbuf_puts(sb, "view\n"); break;
+        default: kiln__strbuf_puts(sb, op->kind == KILN_OP_CONSTANT ? "constant\n" : "op\n");
+        }
+    }
+    for (int32_t i = 0; i < f->n_kernels; i++)
+        kiln__kernel_print(sb, &f->kernels[i], "");
+}

@@ -10,11 +10,18 @@
  * Usage: kiln-bench [--quick] [--filter PATTERN] [--json PATH] [--threads N]
  *   --filter PATTERN  runs the cases whose "suite/case" contains PATTERN (case-insensitive)
  *   --quick           fewer repetitions, the largest sizes trimmed (make bench-quick)
- *   --threads N       OpenBLAS threads (openblas_set_num_threads) for kiln's cases; default:
- *                     all cores. The machine limits are always measured on 1 and all cores.
- *                     kiln uses OpenBLAS for dot_general and convolution; its own kernels
- *                     (elementwise, reductions, reduce_window) are single-threaded today,
- *                     so those records say threads = 1.
+ *   --threads N       the thread count of the cases measured on "all threads" (default: all
+ *                     cores). kiln's pool (its kernels and OpenBLAS) is set through
+ *                     kiln_ctx_options.num_threads before each case: most cases run on 1
+ *                     thread; elementwise, reductions, GEMM and VGG run on 1 and on N (the
+ *                     records' `threads` field says which). The machine limits are
+ *                     measured on 1 and on N threads.
+ *
+ * Machine limits: a STREAM triad (1 and N threads), a read-only sum over 128 MiB (1 thread:
+ * the limit of a reduction), OpenBLAS sgemm 2048^3 (1 and all threads). Each case that moves
+ * many bytes or flops also reports "floor": bytes over the bandwidth limit, or flops over the
+ * sgemm rate, at its thread count (the time no implementation can beat), and reductions
+ * report "pct_bw": their bandwidth as a percentage of the read limit.
  *
  * Peak memory ("peak_mem", MiB): every kiln allocation goes through a counting allocator
  * (kiln_ctx_options.allocator); the metric is the highest number of live kiln bytes during
@@ -48,7 +55,7 @@ static struct {
     int quick;
     const char *filter;
     const char *json_path;
-    int threads;   /* OpenBLAS threads for kiln's dot/conv and for the sgemm limit */
+    int threads;   /* the "all threads" count of multi-thread cases */
     int cores;     /* online CPUs */
     double target; /* seconds of steady-state calls per measurement */
 } opt = {.json_path = "bench/results/latest.json"};
@@ -250,6 +257,7 @@ static double peak_mib(size_t base) {
 
 static struct {
     double triad1, triadN; /* bytes/s */
+    double read1;          /* bytes/s, a read-only sum on one thread */
     double sgemm1, sgemmN; /* flop/s */
 } machine;
 
@@ -313,6 +321,43 @@ static double triad(int threads) {
     return bytes / s.median;
 }
 
+/* 16 independent partial sums: the compiler vectorizes them, and the loop is bound by
+ * reading memory, not by the adds' latency. */
+static float read_sum(const float *x, size_t n) {
+    float acc[16] = {0};
+    for (size_t i = 0; i + 16 <= n; i += 16)
+        for (int l = 0; l < 16; l++)
+            acc[l] += x[i + l];
+    float s = 0;
+    for (int l = 0; l < 16; l++)
+        s += acc[l];
+    return s;
+}
+
+/* Read bandwidth on one thread: a sum over 128 MiB of f32 (the traffic of a reduction). */
+static double read_bandwidth(void) {
+    size_t n = 32u << 20;
+    float *a = malloc(n * 4);
+    if (!a) abort();
+    for (size_t i = 0; i < n; i++)
+        a[i] = (float)(i & 7);
+    int reps = opt.quick ? 4 : 10;
+    double t[10];
+    volatile float sink = read_sum(a, n); /* warm-up */
+    for (int r = 0; r < reps; r++) {
+        double t0 = now();
+        sink += read_sum(a, n);
+        t[r] = now() - t0;
+    }
+    (void)sink;
+    free(a);
+    stats s = summarize(t, reps);
+    double bytes = (double)n * 4;
+    emit_rate("machine", "read", "c", "bandwidth", s, bytes / 1e9, "GB/s", 1,
+              "sum of 128 MiB f32, 16 partial sums");
+    return bytes / s.median;
+}
+
 static double sgemm_peak(int threads) {
     const int n = 2048;
     openblas_set_num_threads(threads);
@@ -345,7 +390,30 @@ static double sgemm_peak(int threads) {
 typedef struct {
     kiln_ctx *cx;
     const char *suite, *name;
+    int threads;   /* kiln's thread count for this run of the case */
+    int pending;   /* set by a case that cannot run yet (see mark_pending) */
+    char why[200]; /* ... and why */
 } bench;
+
+/* Sets kiln's process-wide thread count (its kernels and OpenBLAS) through a ctx option. */
+static int set_threads(int n) {
+    kiln_ctx_options o = kiln_ctx_options_default();
+    o.num_threads = n;
+    kiln_ctx *cx;
+    if (kiln_ctx_create(&o, &cx) != KILN_OK) return 0;
+    kiln_ctx_release(cx);
+    openblas_set_num_threads(n);
+    return 1;
+}
+
+/* A case whose prerequisite is missing (an API that is not implemented yet): listed as
+ * pending with the reason, not as a failure. Clears the ctx's error. */
+static void mark_pending(bench *b, const char *what) {
+    b->pending = 1;
+    snprintf(b->why, sizeof b->why, "%s: %s", what,
+             kiln_ctx_status(b->cx) != KILN_OK ? kiln_ctx_error_message(b->cx) : "not available");
+    kiln_ctx_clear_error(b->cx);
+}
 
 static int check(bench *b) {
     if (kiln_ctx_status(b->cx) == KILN_OK) return 1;
@@ -355,14 +423,23 @@ static int check(bench *b) {
 }
 
 static const char *limits_bw(char *buf, size_t size) {
-    snprintf(buf, size, "triad %.1f GB/s (1 thr), %.1f (%d thr)", machine.triad1 / 1e9,
-             machine.triadN / 1e9, opt.cores);
+    snprintf(buf, size, "read %.1f GB/s (1 thr); triad %.1f GB/s (1 thr), %.1f (%d thr)",
+             machine.read1 / 1e9, machine.triad1 / 1e9, machine.triadN / 1e9, opt.threads);
     return buf;
 }
 
+/* The bandwidth limit at a thread count: one thread reads at read1 (or triad1 if higher),
+ * more threads at the all-core triad. */
+static double bw_limit(int threads) {
+    double one = machine.read1 > machine.triad1 ? machine.read1 : machine.triad1;
+    return threads > 1 && machine.triadN > one ? machine.triadN : one;
+}
+
+static double flops_limit(int threads) { return threads > 1 ? machine.sgemmN : machine.sgemm1; }
+
 static const char *limits_flops(char *buf, size_t size, const char *extra) {
     snprintf(buf, size, "sgemm %.1f GFLOP/s (1 thr), %.1f (%d thr)%s%s", machine.sgemm1 / 1e9,
-             machine.sgemmN / 1e9, opt.cores, extra ? "; " : "", extra ? extra : "");
+             machine.sgemmN / 1e9, opt.threads, extra ? "; " : "", extra ? extra : "");
     return buf;
 }
 
@@ -528,6 +605,99 @@ static void case_comptime_vgg(bench *b, int depth) {
     emit_time(b->suite, b->name, "kiln", "total", s.total, 1, "lower + compile");
 }
 
+/* Lowers fn once: 1 when it lowers; else, when the failure is UNIMPLEMENTED (a feature
+ * still missing), marks the case pending and returns 0; other errors are reported. */
+static int lowers(bench *b, const kiln_region *fn, const kiln_arg_spec *args, int n_args,
+                  int n_results, const char *what) {
+    kiln_module *m = NULL;
+    kiln_status st = kiln_lower(b->cx, fn, args, n_args, n_results, NULL, &m);
+    kiln_module_release(m);
+    if (st == KILN_OK) return 1;
+    if (st == KILN_UNIMPLEMENTED)
+        mark_pending(b, what);
+    else
+        check(b);
+    return 0;
+}
+
+/* "Basic grad cos": lower + compile of the gradient of sum(cos x), kiln_grad traced inside
+ * the lowered function (the backward pass becomes part of the module). */
+static kiln_status fn_sum_cos(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *user) {
+    (void)user;
+    out[0] = kiln_sum(cx, kiln_cosine(cx, in[0]), KILN_DIMS_NONE, false);
+    return kiln_ctx_status(cx);
+}
+
+static kiln_status fn_grad_cos(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
+                               void *user) {
+    (void)user;
+    kiln_region f = {fn_sum_cos, NULL};
+    return kiln_grad(cx, &f, 1, in, NULL, out);
+}
+
+static void case_comptime_grad_cos(bench *b) {
+    kiln_arg_spec arg = {.dtype = KILN_F64, .shape = KILN_SHAPE(2, 10)};
+    kiln_region fn = {fn_grad_cos, NULL};
+    comptime_stats s;
+    if (!lowers(b, &fn, &arg, 1, 1, "kiln_grad")) return;
+    if (!lower_compile(b, &fn, &arg, 1, 1, policy_fast(), &s, NULL)) return;
+    emit_time(b->suite, b->name, "kiln", "lower", s.lower, 1, "kiln_lower (with kiln_grad)");
+    emit_time(b->suite, b->name, "kiln", "compile", s.compile, 1, "kiln_compile");
+    emit_time(b->suite, b->name, "kiln", "total", s.total, 1, "lower + compile");
+}
+
+/* A VGG11 training step: loss = sum(logits^2) / batch, gradients of every weight by
+ * kiln_grad, SGD (w - 0.01 g); the results are the updated weights. */
+static kiln_status fn_vgg_loss(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
+                               void *user) {
+    kiln_tensor *logits;
+    kiln_status st = fn_vgg(cx, in, &logits, user);
+    if (st != KILN_OK) return st;
+    out[0] = kiln_divide(cx, kiln_sum(cx, kiln_multiply(cx, logits, logits), KILN_DIMS_NONE, false),
+                         kiln_scalar(cx, (double)kiln_tensor_dim(in[0], 0), KILN_F32));
+    return kiln_ctx_status(cx);
+}
+
+typedef struct {
+    vgg_config *c;
+    int n_args;
+} train_config;
+
+static kiln_status fn_vgg_train(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
+                                void *user) {
+    const train_config *t = user;
+    int32_t argnums[64];
+    for (int i = 1; i < t->n_args; i++)
+        argnums[i - 1] = i;
+    kiln_grad_options go = kiln_grad_options_default();
+    go.argnums = argnums;
+    go.n_argnums = t->n_args - 1;
+    kiln_region loss = {fn_vgg_loss, t->c};
+    kiln_tensor *g[64];
+    kiln_status st = kiln_grad(cx, &loss, t->n_args, in, &go, g);
+    if (st != KILN_OK) return st;
+    for (int i = 1; i < t->n_args; i++)
+        out[i - 1] = kiln_subtract(
+            cx, in[i], kiln_multiply(cx, kiln_scalar_like(cx, g[i - 1], 0.01), g[i - 1]));
+    return kiln_ctx_status(cx);
+}
+
+static void case_comptime_vgg11_train(bench *b) {
+    vgg_config c = vgg_cfg(11);
+    kiln_arg_spec specs[64];
+    int n = vgg_specs(&c, 16, 224, 224, specs, NULL);
+    train_config t = {&c, n};
+    kiln_region fn = {fn_vgg_train, &t};
+    if (!lowers(b, &fn, specs, n, n - 1, "kiln_grad of VGG11")) return;
+    comptime_stats s;
+    reps_policy p = {1, opt.quick ? 3 : 11, opt.quick ? 21 : 501};
+    if (!lower_compile(b, &fn, specs, n, n - 1, p, &s, NULL)) return;
+    emit_time(b->suite, b->name, "kiln", "lower", s.lower, 1,
+              "f32[16,3,224,224]: forward, backward (kiln_grad), SGD on 22 weights");
+    emit_time(b->suite, b->name, "kiln", "compile", s.compile, 1, NULL);
+    emit_time(b->suite, b->name, "kiln", "total", s.total, 1, "lower + compile");
+}
+
 static void case_vgg11_ct(bench *b) { case_comptime_vgg(b, 11); }
 static void case_vgg13_ct(bench *b) { case_comptime_vgg(b, 13); }
 static void case_vgg16_ct(bench *b) { case_comptime_vgg(b, 16); }
@@ -601,6 +771,7 @@ static void call_once(void *user) {
 
 typedef struct {
     double bytes, flops; /* per call, for the rates (0: none) */
+    int pct_bw;          /* also report bandwidth as % of the limit */
     int threads;         /* what the records say */
     const char *note;
     reps_policy calls, compiles;
@@ -635,12 +806,25 @@ static int run_compiled(bench *b, const char *impl, const kiln_region *fn,
     if (rs.flops > 0)
         emit_rate(b->suite, b->name, impl, "gflops", s, rs.flops / 1e9, "GFLOP/s", rs.threads,
                   limits_flops(lim, sizeof lim, NULL));
+    if (rs.bytes > 0 || rs.flops > 0) {
+        const double fb = rs.bytes / bw_limit(rs.threads), ff = rs.flops / flops_limit(rs.threads);
+        snprintf(lim, sizeof lim, "%s",
+                 fb >= ff ? "bytes / bandwidth limit" : "flops / sgemm rate");
+        emit_time(b->suite, b->name, impl, "floor", single(fb >= ff ? fb : ff), rs.threads, lim);
+    }
+    if (rs.pct_bw) {
+        const double pct = 100.0 * rs.bytes / s.median / bw_limit(rs.threads);
+        emit(b->suite, b->name, impl, "pct_bw", pct,
+             100.0 * rs.bytes / s.p90 / bw_limit(rs.threads),
+             100.0 * rs.bytes / s.p10 / bw_limit(rs.threads), "%", s.reps, rs.threads,
+             rs.threads > 1 ? "of the all-core triad bandwidth" : "of the 1-thread read bandwidth");
+    }
     if (steady_out) *steady_out = s;
     return 1;
 }
 
-static run_spec spec_fast(void) {
-    return (run_spec){.threads = 1, .calls = policy_fast(), .compiles = policy_fast()};
+static run_spec spec_fast(const bench *b) {
+    return (run_spec){.threads = b->threads, .calls = policy_fast(), .compiles = policy_fast()};
 }
 
 /* ---- EMLX -------------------------------------------------------------------------------- */
@@ -651,6 +835,20 @@ static kiln_status fn_emlx(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **o
     kiln_tensor *acc = in[0];
     for (int i = 1; i <= 10; i++)
         acc = kiln_add(cx, kiln_multiply(cx, kiln_scalar(cx, i, KILN_F32), acc), in[1]);
+    out[0] = acc;
+    return kiln_ctx_status(cx);
+}
+
+/* The matrix variant of EMLX: the scalar step's product becomes a matrix product,
+ * acc = x; for i in 1..10: acc = i * (acc @ y) + y */
+static kiln_status fn_emlx_matmul(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
+                                  void *user) {
+    (void)user;
+    kiln_tensor *acc = in[0];
+    for (int i = 1; i <= 10; i++)
+        acc = kiln_add(cx,
+                       kiln_multiply(cx, kiln_scalar(cx, i, KILN_F32), kiln_matmul(cx, acc, in[1])),
+                       in[1]);
     out[0] = acc;
     return kiln_ctx_status(cx);
 }
@@ -681,11 +879,14 @@ static void eager_once(void *user) {
 }
 
 static void emlx_case(bench *b, kiln_region_fn f, int64_t n, int dot) {
-    kiln_tensor *x = kiln_iota(b->cx, KILN_F32, KILN_SHAPE(n, n), 1);
+    /* iota / n^2: entries in [0, 1), so the matrix variants stay finite */
+    kiln_tensor *x = kiln_divide(b->cx, kiln_iota(b->cx, KILN_F32, KILN_SHAPE(n, n), 1),
+                                 kiln_scalar(b->cx, (double)(n * n), KILN_F32));
+    kiln_tensor_retain(x);
     kiln_tensor *in[2] = {x, x};
     kiln_arg_spec args[2] = {{.dtype = KILN_F32, .shape = KILN_SHAPE(n, n)},
                              {.dtype = KILN_F32, .shape = KILN_SHAPE(n, n)}};
-    int threads = dot ? opt.threads : 1;
+    int threads = b->threads;
     double flops = dot ? 10.0 * 2.0 * (double)n * (double)n * (double)n : 0;
     reps_policy p = n >= 1000 ? policy_slow(5) : policy_fast();
     eager_state es = {b->cx, f, in};
@@ -696,7 +897,7 @@ static void emlx_case(bench *b, kiln_region_fn f, int64_t n, int dot) {
     if (flops > 0)
         emit_rate(b->suite, b->name, "kiln-eager", "gflops", eager, flops / 1e9, "GFLOP/s", threads,
                   limits_flops(note, sizeof note, NULL));
-    run_spec rs = spec_fast();
+    run_spec rs = spec_fast(b);
     rs.threads = threads, rs.flops = flops, rs.calls = p;
     stats compiled;
     kiln_region fn = {f, NULL};
@@ -710,6 +911,7 @@ static void emlx_case(bench *b, kiln_region_fn f, int64_t n, int dot) {
 }
 
 static void case_emlx(bench *b) { emlx_case(b, fn_emlx, 10, 0); }
+static void case_emlx_matmul10(bench *b) { emlx_case(b, fn_emlx_matmul, 10, 1); }
 static void case_emlx_dot10(bench *b) { emlx_case(b, fn_emlx_dot, 10, 1); }
 static void case_emlx_dot100(bench *b) { emlx_case(b, fn_emlx_dot, 100, 1); }
 static void case_emlx_dot1000(bench *b) { emlx_case(b, fn_emlx_dot, 1000, 1); }
@@ -729,12 +931,27 @@ static void elementwise_case(bench *b, kiln_region_fn f, int64_t n) {
     kiln_tensor *x =
         kiln_random_uniform(b->cx, kiln_key_from_seed(7), KILN_F32, KILN_SHAPE(n), -3, 3);
     kiln_arg_spec arg = {.dtype = KILN_F32, .shape = KILN_SHAPE(n)};
-    run_spec rs = spec_fast();
+    run_spec rs = spec_fast(b);
     rs.bytes = 8.0 * (double)n; /* read x, write the result */
     rs.note = "f32 in, f32 out; bytes counted: 8 per element";
     if (n >= 10000000) rs.calls = (reps_policy){1, opt.quick ? 5 : 15, opt.quick ? 11 : 201};
     kiln_region fn = {f, NULL};
-    run_compiled(b, "kiln", &fn, &arg, 1, &x, rs, NULL);
+    stats compiled;
+    if (run_compiled(b, "kiln", &fn, &arg, 1, &x, rs, &compiled)) {
+        /* eager: op by op through the evaluator, the same function */
+        eager_state es = {b->cx, f, &x};
+        stats eager = measure(eager_once, &es, rs.calls);
+        if (check(b)) {
+            emit_time(b->suite, b->name, "kiln-eager", "call", eager, b->threads,
+                      "op by op, no tracing");
+            char note[96];
+            snprintf(note, sizeof note, "compiled call %.2fx faster than eager",
+                     eager.median / compiled.median);
+            emit(b->suite, b->name, "kiln", "speedup", eager.median / compiled.median,
+                 eager.median / compiled.median, eager.median / compiled.median, "x", compiled.reps,
+                 b->threads, note);
+        }
+    }
     kiln_tensor_release(x);
 }
 
@@ -751,19 +968,58 @@ static kiln_status fn_sum_axes(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor
     return kiln_ctx_status(cx);
 }
 
+/* The reduction's time next to a plain read of the same bytes (read_sum over its input),
+ * alternated call by call so that both see the same machine: pct_bw = read time / call
+ * time, medians over the pairs. */
+static void pct_of_read(bench *b, const kiln_region *fn, const kiln_arg_spec *arg, kiln_tensor **x,
+                        double bytes) {
+    comptime_stats ct;
+    kiln_exe *exe = NULL;
+    reps_policy once = {0, 1, 1};
+    if (!lower_compile(b, fn, arg, 1, 1, once, &ct, &exe)) return;
+    call_state cs = {b->cx, exe, x, 1};
+    const float *data = kiln_tensor_data(*x);
+    const size_t n = kiln_tensor_nbytes(*x) / sizeof(float);
+    enum { PAIRS = 15 };
+    double tr[PAIRS], tk[PAIRS], ratio[PAIRS];
+    int pairs = opt.quick ? 5 : PAIRS;
+    volatile float sink = read_sum(data, n);
+    call_once(&cs);
+    for (int i = 0; i < pairs; i++) {
+        double t0 = now();
+        sink += read_sum(data, n);
+        double t1 = now();
+        call_once(&cs);
+        double t2 = now();
+        tr[i] = t1 - t0, tk[i] = t2 - t1, ratio[i] = 100.0 * tr[i] / tk[i];
+    }
+    (void)sink;
+    kiln_exe_release(exe);
+    if (!cs.ok || !check(b)) return;
+    stats sr = summarize(tr, pairs), sk = summarize(tk, pairs), sp = summarize(ratio, pairs);
+    char note[160];
+    snprintf(note, sizeof note,
+             "of a plain read of the same %.0f MiB, alternated call by call (read %.1f GB/s, "
+             "kiln %.1f GB/s)",
+             bytes / 1048576.0, bytes / sr.median / 1e9, bytes / sk.median / 1e9);
+    emit(b->suite, b->name, "kiln", "pct_bw", sp.median, sp.p10, sp.p90, "%", pairs, 1, note);
+}
+
 static void reduction_case(bench *b, int which) {
     const int64_t n = 4096;
     kiln_tensor *x =
         kiln_random_uniform(b->cx, kiln_key_from_seed(8), KILN_F32, KILN_SHAPE(n, n), 0, 1);
     kiln_arg_spec arg = {.dtype = KILN_F32, .shape = KILN_SHAPE(n, n)};
-    run_spec rs = spec_fast();
+    run_spec rs = spec_fast(b);
     rs.bytes = 4.0 * (double)n * (double)n;
+    rs.pct_bw = b->threads > 1; /* one thread: measured against interleaved reads below */
     rs.calls = (reps_policy){1, opt.quick ? 5 : 15, opt.quick ? 11 : 201};
     rs.note = which == 0   ? "sum over both axes -> f32[]"
               : which == 1 ? "sum over axis 1 -> f32[4096]"
                            : "sum over axis 0 -> f32[4096]";
     kiln_region fn = {fn_sum_axes, &which};
-    run_compiled(b, "kiln", &fn, &arg, 1, &x, rs, NULL);
+    if (run_compiled(b, "kiln", &fn, &arg, 1, &x, rs, NULL) && b->threads == 1)
+        pct_of_read(b, &fn, &arg, &x, rs.bytes);
     kiln_tensor_release(x);
 }
 
@@ -779,6 +1035,18 @@ static kiln_status fn_matmul(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor *
     return kiln_ctx_status(cx);
 }
 
+typedef struct {
+    const float *a, *b;
+    float *c;
+    int n;
+} sgemm_state;
+
+static void sgemm_once(void *user) {
+    sgemm_state *g = user;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, g->n, g->n, g->n, 1.0f, g->a, g->n, g->b,
+                g->n, 0.0f, g->c, g->n);
+}
+
 static void gemm_case(bench *b, int64_t n) {
     kiln_tensor *x =
         kiln_random_uniform(b->cx, kiln_key_from_seed(9), KILN_F32, KILN_SHAPE(n, n), -1, 1);
@@ -787,13 +1055,20 @@ static void gemm_case(bench *b, int64_t n) {
     kiln_tensor *in[2] = {x, y};
     kiln_arg_spec args[2] = {{.dtype = KILN_F32, .shape = KILN_SHAPE(n, n)},
                              {.dtype = KILN_F32, .shape = KILN_SHAPE(n, n)}};
-    run_spec rs = spec_fast();
-    rs.threads = opt.threads;
+    run_spec rs = spec_fast(b);
     rs.flops = 2.0 * (double)n * (double)n * (double)n;
     rs.note = "matmul f32, dot_general on OpenBLAS";
     if (n >= 1024) rs.calls = (reps_policy){1, opt.quick ? 5 : 15, opt.quick ? 7 : 101};
     kiln_region fn = {fn_matmul, NULL};
     run_compiled(b, "kiln", &fn, args, 2, in, rs, NULL);
+    /* OpenBLAS called directly on the same data: the GEMM-bound reference */
+    sgemm_state g = {kiln_tensor_data(x), kiln_tensor_data(y), NULL, (int)n};
+    g.c = malloc(sizeof(float) * (size_t)(n * n));
+    if (g.c && g.a && g.b) {
+        stats s = measure(sgemm_once, &g, rs.calls);
+        emit_time(b->suite, b->name, "openblas", "call", s, b->threads, "cblas_sgemm, same data");
+    }
+    free(g.c);
     kiln_tensor_release(x), kiln_tensor_release(y);
 }
 
@@ -818,8 +1093,7 @@ static void vgg_run_case(bench *b, int64_t n, int64_t hw) {
                                     specs[i].shape, -scale, scale);
     }
     if (!check(b)) return;
-    run_spec rs = spec_fast();
-    rs.threads = opt.threads;
+    run_spec rs = spec_fast(b);
     rs.flops = flops;
     rs.note = hw == 32 ? "VGG11, classifier 512->4096->4096->1000 (1x1 map); conv+dense on OpenBLAS"
                        : "VGG11, classifier 25088->4096->4096->1000; conv+dense on OpenBLAS";
@@ -839,34 +1113,36 @@ static void case_vgg_32(bench *b) { vgg_run_case(b, 8, 32); }
 typedef struct {
     const char *suite, *name;
     void (*run)(bench *b);
-    const char *pending; /* non-NULL: not measured yet, and why */
+    int multi; /* 1: also measured on opt.threads threads (full runs only for 2) */
 } bench_case;
 
 static const bench_case cases[] = {
-    {"comptime", "2D sum", case_comptime_sum, NULL},
-    {"comptime", "Basic cos", case_comptime_cos, NULL},
-    {"comptime", "Basic grad cos", NULL, "needs autodiff (issue #8)"},
-    {"comptime", "VGG11", case_vgg11_ct, NULL},
-    {"comptime", "VGG13", case_vgg13_ct, NULL},
-    {"comptime", "VGG16", case_vgg16_ct, NULL},
-    {"comptime", "VGG19", case_vgg19_ct, NULL},
-    {"time_to_load", "one-op process", case_time_to_load, NULL},
-    {"emlx", "scalar f32[10,10]", case_emlx, NULL},
-    {"emlx", "dot f32[10,10]", case_emlx_dot10, NULL},
-    {"emlx", "dot f32[100,100]", case_emlx_dot100, NULL},
-    {"emlx", "dot f32[1000,1000]", case_emlx_dot1000, NULL},
-    {"elementwise", "cos 1e6", case_cos_1e6, NULL},
-    {"elementwise", "cos 1e7", case_cos_1e7, NULL},
-    {"elementwise", "expsin 1e6", case_expsin_1e6, NULL},
-    {"elementwise", "expsin 1e7", case_expsin_1e7, NULL},
-    {"reduction", "sum all 4096x4096", case_sum_all, NULL},
-    {"reduction", "sum rows 4096x4096", case_sum_rows, NULL},
-    {"reduction", "sum cols 4096x4096", case_sum_cols, NULL},
-    {"gemm", "f32 64", case_gemm64, NULL},
-    {"gemm", "f32 256", case_gemm256, NULL},
-    {"gemm", "f32 1024", case_gemm1024, NULL},
-    {"vgg", "VGG11 1x3x224x224", case_vgg_224, NULL},
-    {"vgg", "VGG11 8x3x32x32", case_vgg_32, NULL},
+    {"comptime", "2D sum", case_comptime_sum, 0},
+    {"comptime", "Basic cos", case_comptime_cos, 0},
+    {"comptime", "Basic grad cos", case_comptime_grad_cos, 0},
+    {"comptime", "VGG11", case_vgg11_ct, 0},
+    {"comptime", "VGG13", case_vgg13_ct, 0},
+    {"comptime", "VGG16", case_vgg16_ct, 0},
+    {"comptime", "VGG19", case_vgg19_ct, 0},
+    {"comptime", "VGG11 train step", case_comptime_vgg11_train, 0},
+    {"time_to_load", "one-op process", case_time_to_load, 0},
+    {"emlx", "scalar f32[10,10]", case_emlx, 0},
+    {"emlx", "matmul f32[10,10]", case_emlx_matmul10, 0},
+    {"emlx", "dot f32[10,10]", case_emlx_dot10, 0},
+    {"emlx", "dot f32[100,100]", case_emlx_dot100, 0},
+    {"emlx", "dot f32[1000,1000]", case_emlx_dot1000, 1},
+    {"elementwise", "cos 1e6", case_cos_1e6, 0},
+    {"elementwise", "cos 1e7", case_cos_1e7, 1},
+    {"elementwise", "expsin 1e6", case_expsin_1e6, 0},
+    {"elementwise", "expsin 1e7", case_expsin_1e7, 1},
+    {"reduction", "sum all 4096x4096", case_sum_all, 1},
+    {"reduction", "sum rows 4096x4096", case_sum_rows, 1},
+    {"reduction", "sum cols 4096x4096", case_sum_cols, 1},
+    {"gemm", "f32 64", case_gemm64, 0},
+    {"gemm", "f32 256", case_gemm256, 0},
+    {"gemm", "f32 1024", case_gemm1024, 1},
+    {"vgg", "VGG11 1x3x224x224", case_vgg_224, 2},
+    {"vgg", "VGG11 8x3x32x32", case_vgg_32, 2},
 };
 
 static int contains_ci(const char *hay, const char *needle) {
@@ -915,13 +1191,14 @@ int main(int argc, char **argv) {
     openblas_set_num_threads(opt.threads);
     double t_start = now();
 
-    printf("kiln-bench %s: %d cores, OpenBLAS threads %d%s\n\n", kiln_version_string(), opt.cores,
+    printf("kiln-bench %s: %d cores, threads 1 and %d%s\n\n", kiln_version_string(), opt.cores,
            opt.threads, opt.quick ? ", quick" : "");
     print_header();
     machine.triad1 = triad(1);
-    machine.triadN = opt.cores > 1 ? triad(opt.cores) : machine.triad1;
+    machine.triadN = opt.threads > 1 ? triad(opt.threads) : machine.triad1;
+    machine.read1 = read_bandwidth();
     machine.sgemm1 = sgemm_peak(1);
-    machine.sgemmN = opt.cores > 1 ? sgemm_peak(opt.cores) : machine.sgemm1;
+    machine.sgemmN = opt.threads > 1 ? sgemm_peak(opt.threads) : machine.sgemm1;
 
     kiln_allocator counting = {count_alloc, count_free, NULL};
     kiln_ctx_options o = kiln_ctx_options_default();
@@ -934,19 +1211,26 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const bench_case *c = &cases[i];
         if (!wanted(c->suite, c->name)) continue;
-        if (c->pending) {
-            printf("%-12s %-24s %-10s %-12s %10s  (%s)\n", c->suite, c->name, "kiln", "-",
-                   "pending", c->pending);
-            pending[n_pending++] = c->name;
-            continue;
+        /* 1 thread, then (multi cases) all threads; VGG's multi-thread runs: full runs only */
+        for (int pass = 0; pass < 2; pass++) {
+            int threads = pass == 0 ? 1 : opt.threads;
+            if (pass == 1 && (!c->multi || opt.threads == 1 || (c->multi == 2 && opt.quick))) break;
+            set_threads(threads);
+            bench b = {cx, c->suite, c->name, threads, 0, ""};
+            int before = n_recs;
+            kiln_scope_begin(cx);
+            c->run(&b);
+            kiln_scope_end(cx);
+            if (b.pending) {
+                /* a record, so that the report can say why the case is missing */
+                emit(c->suite, c->name, "kiln", "pending", 0, 0, 0, "-", 0, threads, b.why);
+                if (n_pending < 32) pending[n_pending++] = c->name;
+                break;
+            }
+            if (n_recs == before || !check(&b)) failed++;
         }
-        bench b = {cx, c->suite, c->name};
-        int before = n_recs;
-        kiln_scope_begin(cx);
-        c->run(&b);
-        kiln_scope_end(cx);
-        if (n_recs == before || !check(&b)) failed++;
     }
+    set_threads(opt.threads);
     kiln_ctx_release(cx);
 
     struct rusage ru;

@@ -18,8 +18,62 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCALE = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
-# Cases kiln registers as pending, with the issue that brings them.
-PENDING = [("comptime", "Basic grad cos", "#8 (autodiff)")]
+# Cases the peers cannot run, said in the report.
+PEERLESS = [("comptime", "VGG11 train step",
+             "no torch.jit.script peer: scripting a module's backward pass and SGD step is "
+             "not comparable")]
+
+# Issue #7's speed targets. kind:
+#   "faster": peer time / kiln time >= want (kiln at least `want` times faster);
+#   "pct":    kiln's pct_bw record >= want (% of the measured bandwidth);
+#   "first":  kiln's first_call / call <= want.
+# kiln = (suite, case, impl, metric, threads); peer = (impl, threads), looked up among the
+# peers' records and kiln's own (OpenBLAS called directly is an impl of kiln-bench).
+TARGETS = [
+    ("faster", "EMLX f32[10,10] compiled vs numpy", 15,
+     ("emlx", "scalar f32[10,10]", "kiln", "call", 1), ("numpy", 1)),
+    ("faster", "EMLX f32[10,10] compiled vs torch.jit.script", 35,
+     ("emlx", "scalar f32[10,10]", "kiln", "call", 1), ("torch-script", 1)),
+    ("faster", "EMLX f32[10,10] eager no slower than numpy", 1,
+     ("emlx", "scalar f32[10,10]", "kiln-eager", "call", 1), ("numpy", 1)),
+    ("faster", "exp(-x*x)*sin(x)+0.5x, 1e7 f32, compiled vs numpy", 4,
+     ("elementwise", "expsin 1e7", "kiln", "call", 1), ("numpy", 1)),
+    ("faster", "cos, 1e7 f32, compiled vs numpy", 2.5,
+     ("elementwise", "cos 1e7", "kiln", "call", 1), ("numpy", 1)),
+    ("pct", "sum all f32[4096,4096], % of 1-thread bandwidth", 85,
+     ("reduction", "sum all 4096x4096", "kiln", "pct_bw", 1), None),
+    ("pct", "sum rows f32[4096,4096], % of 1-thread bandwidth", 85,
+     ("reduction", "sum rows 4096x4096", "kiln", "pct_bw", 1), None),
+    ("pct", "sum cols f32[4096,4096], % of 1-thread bandwidth", 85,
+     ("reduction", "sum cols 4096x4096", "kiln", "pct_bw", 1), None),
+    ("faster", "EMLX matrix variant f32[10,10] vs numpy", 3,
+     ("emlx", "matmul f32[10,10]", "kiln", "call", 1), ("numpy", 1)),
+    ("faster", "GEMM f32 1024 within 5% of OpenBLAS, 1 thread", 0.95,
+     ("gemm", "f32 1024", "kiln", "call", 1), ("openblas", 1)),
+    ("faster", "GEMM f32 1024 within 5% of OpenBLAS, 2 threads", 0.95,
+     ("gemm", "f32 1024", "kiln", "call", 2), ("openblas", 2)),
+    ("faster", "VGG11 1x3x224x224 vs ONNX Runtime, 1 thread", 1,
+     ("vgg", "VGG11 1x3x224x224", "kiln", "call", 1), ("ort", 1)),
+    ("faster", "VGG11 1x3x224x224 vs ONNX Runtime, 2 threads", 1,
+     ("vgg", "VGG11 1x3x224x224", "kiln", "call", 2), ("ort", 2)),
+    ("faster", "VGG11 8x3x32x32 vs ONNX Runtime, 1 thread", 1,
+     ("vgg", "VGG11 8x3x32x32", "kiln", "call", 1), ("ort", 1)),
+    ("faster", "VGG11 8x3x32x32 vs ONNX Runtime, 2 threads", 1,
+     ("vgg", "VGG11 8x3x32x32", "kiln", "call", 2), ("ort", 2)),
+    ("faster", "compile \"2D sum\" vs torch.jit.script", 4,
+     ("comptime", "2D sum", "kiln", "total", 1), ("torch-script", 1)),
+    ("faster", "compile \"Basic cos\" vs torch.jit.script", 4,
+     ("comptime", "Basic cos", "kiln", "total", 1), ("torch-script", 1)),
+    ("faster", "compile \"Basic grad cos\" vs torch.jit.script", 4,
+     ("comptime", "Basic grad cos", "kiln", "total", 1), ("torch-script", 1)),
+] + [("faster", f"compile VGG{d} forward f32[16,3,224,224] vs torch.jit.script", 7,
+      ("comptime", f"VGG{d}", "kiln", "total", 1), ("torch-script", 1))
+     for d in (11, 13, 16, 19)] + [
+    ("first", f"first call <= 2x steady state: {s} {c}", 2, (s, c, "kiln", "first_call", t), None)
+    for s, c, t in [("emlx", "scalar f32[10,10]", 1), ("emlx", "matmul f32[10,10]", 1),
+                    ("elementwise", "cos 1e7", 1), ("elementwise", "expsin 1e7", 1),
+                    ("reduction", "sum all 4096x4096", 1), ("gemm", "f32 1024", 1),
+                    ("vgg", "VGG11 1x3x224x224", 1), ("vgg", "VGG11 8x3x32x32", 1)]]
 BEGIN, END = "<!-- report.py: begin -->", "<!-- report.py: end -->"
 
 
@@ -137,6 +191,86 @@ def versions():
     return ", ".join(out)
 
 
+def find(recs, suite, case, impl, metric, threads):
+    for r in recs:
+        if (norm(r.get("suite")) == norm(suite) and norm(r.get("case")) == norm(case)
+                and norm(r.get("impl")) == norm(impl)
+                and (metric is None or norm(r.get("metric")) == norm(metric))
+                and int(r.get("threads", 1) or 1) == threads):
+            return r
+    return None
+
+
+def peer_time(kiln_all, peers, suite, case, impl, threads):
+    r = find(peers, suite, case, impl, None, threads) or find(kiln_all, suite, case, impl,
+                                                              "call", threads)
+    return seconds(r) if r else None
+
+
+def targets(kiln_all, peers):
+    """Rows: target, wanted, measured, met (True/False/None), floor/limit note."""
+    out = []
+    for kind, label, want, (s, c, impl, metric, t), peer in TARGETS:
+        k = find(kiln_all, s, c, impl, metric, t)
+        pend = find(kiln_all, s, c, "kiln", "pending", t) or find(kiln_all, s, c, "kiln",
+                                                                  "pending", 1)
+        floor = find(kiln_all, s, c, "kiln", "floor", t)
+        fl = f"floor {fmt_time(seconds(floor))} ({floor.get('note')})" if floor else ""
+        if kind == "faster":
+            kt = seconds(k) if k else None
+            pt = peer_time(kiln_all, peers, s, c, peer[0], peer[1]) if peer else None
+            need = (f">= {want:g}x faster than {peer[0]} ({peer[1]} thr)" if want > 1 else
+                    f"no slower than {peer[0]} ({peer[1]} thr)" if want == 1 else
+                    f"within {100 * (1 / want - 1):.0f}% of {peer[0]} ({peer[1]} thr)")
+            if kt and pt:
+                ratio = pt / kt
+                got = f"{ratio:.3g}x (kiln {fmt_time(kt)}, {peer[0]} {fmt_time(pt)})"
+                met = ratio >= want
+                if not met:
+                    goal = pt / want
+                    fl = (f"needs <= {fmt_time(goal)}; " + fl) if fl else f"needs <= {fmt_time(goal)}"
+                    if floor and seconds(floor) and seconds(floor) > goal:
+                        fl += "; the floor is above the goal: not reachable on this machine"
+            else:
+                got, met = "-", None
+                fl = ("pending: " + pend.get("note", "")) if pend else \
+                    ("kiln not measured" if not kt else f"{peer[0]} not measured")
+        elif kind == "pct":
+            need = f">= {want:g}%"
+            if k:
+                got, met = f"{float(k['median']):.1f}%", float(k["median"]) >= want
+                bw = find(kiln_all, "machine", "read", "c", "bandwidth", 1)
+                if bw:
+                    fl = f"read bandwidth {float(bw['median']):.1f} GB/s; " + fl
+            else:
+                got, met, fl = "-", None, "kiln not measured"
+        else:  # first call / steady state
+            need = f"<= {want:g}x"
+            steady = find(kiln_all, s, c, impl, "call", t)
+            if k and steady and seconds(steady):
+                ratio = seconds(k) / seconds(steady)
+                got = f"{ratio:.2f}x ({fmt_time(seconds(k))} / {fmt_time(seconds(steady))})"
+                met, fl = ratio <= want, ""
+            else:
+                got, met, fl = "-", None, "kiln not measured"
+        out.append((label, need, got, met, fl))
+    return out
+
+
+def targets_md(rows):
+    L = ["### Issue #7 targets", "",
+         "Measured in this run; \"floor\" is the time no implementation can beat here (bytes "
+         "over the measured bandwidth, or flops over the measured sgemm rate).", "",
+         "| target | wanted | measured | met | floor / limit |", "|---|---|---|---|---|"]
+    for label, need, got, met, fl in rows:
+        m = "met" if met else "not met" if met is False else "not measured"
+        L.append(f"| {label} | {need} | {got} | {m} | {fl} |")
+    n_met = sum(1 for r in rows if r[3])
+    n_unmet = sum(1 for r in rows if r[3] is False)
+    L += ["", f"{n_met} met, {n_unmet} not met, {len(rows) - n_met - n_unmet} not measured.", ""]
+    return L
+
+
 def table(rows):
     head = ["suite", "case", "threads", "kiln", "kiln median", "peer", "peer median",
             "kiln / peer"]
@@ -187,7 +321,8 @@ def chart(rows, path):
     return True
 
 
-def markdown(rows, kiln, unmatched_kiln, unmatched_peers, missing, commands, png):
+def markdown(rows, kiln, unmatched_kiln, unmatched_peers, missing, commands, png, target_rows,
+             kiln_pending=()):
     today = datetime.date.today().isoformat()
     L = [BEGIN, f"## {today}, kiln and its peers (generated by bench/report.py)", "",
          f"Machine: {machine()}.", f"Peers: {versions()}.", "",
@@ -198,6 +333,7 @@ def markdown(rows, kiln, unmatched_kiln, unmatched_peers, missing, commands, png
     L += ["", "Medians over repetitions after warm-up (fast cases many, big ones few); the "
           "ratio is kiln's median time over the peer's, per case and thread count (< 1: kiln "
           "is faster).", ""]
+    L += targets_md(target_rows)
     if png:
         L += [f"![kiln / peer ratios]({png})", ""]
     head, body = table(rows)
@@ -212,8 +348,12 @@ def markdown(rows, kiln, unmatched_kiln, unmatched_peers, missing, commands, png
                         for p in unmatched_peers})
         L += ["", "Peer cases that kiln did not report in this run:", ""]
         L += [f"- {n}" for n in names]
-    L += ["", "Pending cases:", ""]
-    L += [f"- {s} \"{c}\": comes with issue {i}" for s, c, i in PENDING]
+    pend = [r for r in kiln_pending if r]
+    if pend:
+        L += ["", "Pending cases (kiln could not run them yet):", ""]
+        L += [f"- {r.get('suite')} \"{r.get('case')}\": {r.get('note', '')}" for r in pend]
+    L += ["", "Cases without a peer by design:", ""]
+    L += [f"- {s} \"{c}\": {why}" for s, c, why in PEERLESS]
     if missing:
         L += ["", "Peers missing or cut short in this run:", ""] + [f"- {m}" for m in missing]
     L += ["", END]
@@ -241,6 +381,7 @@ def main():
 
     kiln_all, _ = load(a.kiln)
     kiln = [r for r in kiln_all if is_kiln(r)]
+    kiln_pending = [r for r in kiln_all if norm(r.get("metric")) == "pending"]
     peers, meta = load(a.peers)
     if not kiln:
         print(f"report: no kiln records in {a.kiln} (run build/bench/kiln-bench first)",
@@ -256,8 +397,13 @@ def main():
               "; ".join(sorted({f"{p.get('suite')} {p.get('case')}" for p in up})))
     for m in meta.get("missing", []):
         print(f"missing peer: {m}")
-    for s, c, i in PENDING:
-        print(f"pending: {s} \"{c}\" ({i})")
+    for r in kiln_pending:
+        print(f"pending: {r.get('suite')} \"{r.get('case')}\" ({r.get('note', '')})")
+    target_rows = targets(kiln_all, peers)
+    print("\nissue #7 targets:")
+    print_table(["target", "wanted", "measured", "met", "floor / limit"],
+                [[l, n, g, "met" if m else "NOT MET" if m is False else "-", f]
+                 for l, n, g, m, f in target_rows])
     if a.no_write:
         return 0
     png = None
@@ -265,7 +411,7 @@ def main():
         png = os.path.relpath(a.png, os.path.dirname(os.path.abspath(a.md)))
         print(f"report: wrote {a.png}")
     write_md(a.md, markdown(rows, kiln, uk, up, meta.get("missing", []),
-                            meta.get("commands", []), png))
+                            meta.get("commands", []), png, target_rows, kiln_pending))
     print(f"report: wrote {a.md}")
     return 0
 

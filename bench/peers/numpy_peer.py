@@ -27,6 +27,14 @@ def emlx_step(x, y):
     return acc
 
 
+def emlx_matmul(x, y):
+    # The matrix variant: acc = x; for i in 1..10: acc = i * (acc @ y) + y.
+    acc = x
+    for i in range(1, 11):
+        acc = f32(i) * (acc @ y) + y
+    return acc
+
+
 def emlx_dot(x, y):
     # EMLX's dot benchmark: acc = x; 10 times: acc = dot(x, acc) + y.
     acc = x
@@ -35,8 +43,9 @@ def emlx_dot(x, y):
     return acc
 
 
-x = np.arange(100, dtype=f32).reshape(10, 10)
+x = np.arange(100, dtype=f32).reshape(10, 10) / f32(100)  # as kiln-bench: iota / n^2
 r.time("emlx", "scalar f32[10,10]", lambda: emlx_step(x, x), "us")
+r.time("emlx", "matmul f32[10,10]", lambda: emlx_matmul(x, x), "us")
 for n in common.quick_filter(args.quick, common.EMLX_DOT, [10, 100]):
     a = (np.arange(n * n, dtype=f32).reshape(n, n) / f32(n * n))
     r.time("emlx", f"dot f32[{n},{n}]", lambda: emlx_dot(a, a), "us" if n < 1000 else "ms")
@@ -47,8 +56,8 @@ for op, size in common.quick_filter(args.quick, common.ELEMENTWISE,
     out = np.empty_like(v)
     if op == "cos":
         fn = lambda: np.cos(v, out=out)  # noqa: E731
-    else:
-        fn = lambda: np.exp(np.sin(v, out=out), out=out)  # noqa: E731
+    else:  # exp(-x*x) * sin(x) + 0.5 * x, as numpy users write it
+        fn = lambda: np.exp(-v * v) * np.sin(v) + f32(0.5) * v  # noqa: E731
     r.time("elementwise", f"{op} {size}", fn, "ms")
 
 m = np.random.default_rng(0).standard_normal(common.REDUCE_SHAPE, dtype=f32)

@@ -3,8 +3,9 @@
 one JSON record per line on stdout (see common.py). Impls: torch-eager (op by op) and
 torch-script (torch.jit.script; for VGG, script + freeze + optimize_for_inference). comptime:
 torch.jit.script of a fresh function plus the calls that run the profiling executor's
-optimization (2 calls), impl torch-script. With --onnx-dir it also exports VGG11 to
-ONNX (dynamic batch/height/width) for ort_peer.js.
+optimization (2 calls), impl torch-script. With --onnx-dir it also exports VGG11 (one
+file per input shape) and the EMLX, elementwise and reduction functions (at the shapes
+kiln-bench uses) to ONNX for ort_peer.js.
 Usage: torch_peer.py [--threads N|all] [--quick] [--filter SUBSTRING] [--onnx-dir DIR]"""
 
 import importlib.util
@@ -36,6 +37,13 @@ def emlx_step(x, y):
     return acc
 
 
+def emlx_matmul(x, y):
+    acc = x
+    for i in range(1, 11):
+        acc = float(i) * torch.matmul(acc, y) + y
+    return acc
+
+
 def emlx_dot(x, y):
     acc = x
     for _ in range(10):
@@ -48,7 +56,7 @@ def cos(x):
 
 
 def expsin(x):
-    return torch.exp(torch.sin(x))
+    return torch.exp(-x * x) * torch.sin(x) + 0.5 * x
 
 
 def sum_all(x):
@@ -75,8 +83,9 @@ def both(suite, case, fn, inputs, unit, **kw):
         r.time(suite, case, lambda: s(*inputs), unit, impl="torch-script", warmup=3, **kw)
 
 
-x = torch.arange(100, dtype=f32).reshape(10, 10)
+x = torch.arange(100, dtype=f32).reshape(10, 10) / 100  # as kiln-bench: iota / n^2
 both("emlx", "scalar f32[10,10]", emlx_step, (x, x), "us")
+both("emlx", "matmul f32[10,10]", emlx_matmul, (x, x), "us")
 for n in common.quick_filter(args.quick, common.EMLX_DOT, [10, 100]):
     a = torch.arange(n * n, dtype=f32).reshape(n, n) / (n * n)
     both("emlx", f"dot f32[{n},{n}]", emlx_dot, (a, a), "us" if n < 1000 else "ms")
@@ -102,11 +111,17 @@ for n in common.quick_filter(args.quick, common.GEMM, [64, 256]):
 # object, so each repetition scripts a new one), plus the two calls after which the profiling
 # executor has built its optimized plan.
 COMPTIME = {
-    "2D sum": ("def f{i}(x):\n    return torch.sum(x)\n", lambda: torch.ones(10, 10)),
-    "Basic cos": ("def f{i}(x):\n    return torch.cos(x)\n", lambda: torch.ones(10)),
+    "2D sum": ("def f{i}(x):\n    return torch.sum(x)\n", lambda: torch.ones(2, 10)),
+    "Basic cos": ("def f{i}(x):\n    return torch.cos(x)\n", lambda: torch.ones(2, 10)),
+    # the gradient of sum(cos x), by torch.autograd.grad inside the scripted function
+    "Basic grad cos": ("def f{i}(x):\n    x = x.detach().requires_grad_(True)\n"
+                       "    y = torch.sum(torch.cos(x))\n"
+                       "    g = torch.autograd.grad([y], [x])\n"
+                       "    return g[0]\n", lambda: torch.ones(2, 10, dtype=torch.float64)),
 }
+# Compile times are compared on one thread (kiln-bench measures them there).
 for case, (template, make_input) in COMPTIME.items():
-    if not r.wanted("comptime", case):
+    if not r.wanted("comptime", case) or args.threads != 1:
         continue
     reps = 5 if args.quick else 21
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
@@ -116,14 +131,18 @@ for case, (template, make_input) in COMPTIME.items():
     spec.loader.exec_module(mod)
     inp = make_input()
     times = []
-    for i in range(reps + 1):
-        t0 = time.perf_counter()
-        s = torch.jit.script(getattr(mod, f"f{i}"))
-        s(inp)
-        s(inp)
-        times.append(time.perf_counter() - t0)
+    try:
+        with torch.enable_grad():
+            for i in range(reps + 1):
+                t0 = time.perf_counter()
+                s = torch.jit.script(getattr(mod, f"f{i}"))
+                s(inp)
+                s(inp)
+                times.append(time.perf_counter() - t0)
+        r.emit("comptime", case, times[1:], "ms", metric="compile", impl="torch-script")
+    except Exception as e:  # noqa: BLE001 -- a case this torch cannot script is reported
+        print(f"torch-script: comptime {case}: {type(e).__name__}: {e}", file=sys.stderr)
     os.unlink(f.name)
-    r.emit("comptime", case, times[1:], "ms", metric="compile", impl="torch-script")
 
 
 # VGG11 (torchvision's layout: 8 convs 3x3 + ReLU, 5 max-pools, adaptive avg-pool to 7x7,
@@ -154,6 +173,42 @@ class VGG11(nn.Module):
         return self.classifier(x)
 
 
+VGG_STAGES = {11: [1, 1, 2, 2, 2], 13: [2, 2, 2, 2, 2], 16: [2, 2, 3, 3, 3],
+              19: [2, 2, 4, 4, 4]}
+
+
+class VGGN(VGG11):
+    """VGG11/13/16/19 (the features' stages differ; same classifier)."""
+
+    def __init__(self, depth):
+        super().__init__()
+        layers, c = [], 3
+        for width, n in zip([64, 128, 256, 512, 512], VGG_STAGES[depth]):
+            for _ in range(n):
+                layers += [nn.Conv2d(c, width, 3, padding=1), nn.ReLU(inplace=True)]
+                c = width
+            layers.append(nn.MaxPool2d(2, 2))
+        self.features = nn.Sequential(*layers)
+
+
+# comptime VGG11..19: torch.jit.script of the model (what kiln_lower + kiln_compile do for
+# f32[16,3,224,224]). TorchScript caches a compiled module type per Python class, so every
+# repetition gives the model a fresh subclass.
+for depth in [11] if args.quick else VGG_STAGES:
+    case = f"VGG{depth}"
+    if not r.wanted("comptime", case) or args.threads != 1:
+        continue
+    reps = 2 if args.quick else 11
+    net = VGGN(depth).eval()
+    times = []
+    for i in range(reps + 1):
+        net.__class__ = type(f"VGG{depth}_{i}", (VGGN,), {})
+        t0 = time.perf_counter()
+        torch.jit.script(net)
+        times.append(time.perf_counter() - t0)
+    r.emit("comptime", case, times[1:], "ms", metric="compile", impl="torch-script")
+    del net
+
 vgg_cases = [s for s in common.quick_filter(args.quick, common.VGG, [])
              if r.wanted("vgg", "VGG11 %dx%dx%dx%d" % s)]
 if vgg_cases:
@@ -176,3 +231,37 @@ if vgg_cases:
                 torch.onnx.export(model, torch.randn(*s), path, input_names=["input"],
                                   output_names=["logits"], opset_version=13)
                 print(f"torch: exported {path}", file=sys.stderr)
+
+
+# The small functions as ONNX models for ort_peer.js, at the shapes kiln-bench uses (static,
+# so ONNX Runtime can plan them fully).
+class Wrap(nn.Module):
+    def __init__(self, f):
+        super().__init__()
+        self.f = f
+
+    def forward(self, *xs):
+        return self.f(*xs)
+
+
+if args.onnx_dir:
+    os.makedirs(args.onnx_dir, exist_ok=True)
+    x10 = torch.arange(100, dtype=f32).reshape(10, 10) / 100
+    EXPORTS = [("emlx_scalar", emlx_step, (x10, x10.clone())),
+               ("emlx_matmul", emlx_matmul, (x10, x10.clone())),
+               ("cos_1e7", cos, (torch.zeros(10000000),)),
+               ("expsin_1e7", expsin, (torch.zeros(10000000),)),
+               ("sum_all", sum_all, (torch.zeros(common.REDUCE_SHAPE),)),
+               ("sum_rows", sum_rows, (torch.zeros(common.REDUCE_SHAPE),)),
+               ("sum_cols", sum_cols, (torch.zeros(common.REDUCE_SHAPE),))]
+    for name, fn, example in EXPORTS:
+        path = os.path.join(args.onnx_dir, name + ".onnx")
+        if os.path.exists(path):
+            continue
+        try:
+            torch.onnx.export(Wrap(fn), example, path, opset_version=13,
+                              input_names=[f"x{i}" for i in range(len(example))],
+                              output_names=["y"])
+            print(f"torch: exported {path}", file=sys.stderr)
+        except Exception as e:  # noqa: BLE001 -- ort_peer.js then reports the file missing
+            print(f"torch: export of {name}: {type(e).__name__}: {e}", file=sys.stderr)

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cpu/eval_reduce.h"
+#include "base/threads.h"
 #include "core/element.h"
 #include "failing_allocator.h"
 #include "op_cases.h"
@@ -1386,6 +1388,317 @@ Test(reduce, logsumexp_softmax_log_softmax) {
     expect_error(cx, KILN_INVALID_ARGUMENT, "kiln_log_softmax: axis 2 is out of range for rank 2");
     cr_assert_null(kiln_logsumexp(cx, NULL, KILN_DIMS_NONE, false));
     expect_error(cx, KILN_INVALID_ARGUMENT, "kiln_logsumexp: x is NULL");
+    expect_ok(cx);
+    kiln_ctx_release(cx);
+}
+
+/* ---- the contiguous f32/f64 kernels (kiln__reduce_f32/f64) ------------------------------- */
+
+typedef struct {
+    int64_t O, R, I;
+} ori;
+
+/* Deterministic values in [-1, 1) (a multiplicative hash), or near 1 for products so that
+ * long products stay finite. */
+static double hashed(int64_t i, bool for_product) {
+    uint64_t h = (uint64_t)(i + 1) * 0x9E3779B97F4A7C15u;
+    double u = (double)(h >> 11) / 9007199254740992.0 * 2 - 1;
+    return for_product ? 1 + u / 64 : u;
+}
+
+static const kiln__region_kind KERNEL_KINDS[4] = {KILN_REGION_ADD, KILN_REGION_MULTIPLY,
+                                                  KILN_REGION_MAXIMUM, KILN_REGION_MINIMUM};
+
+/* Runs kind over [O, R, I] of f32 (f64 when wide) values; out gets O*I results as doubles. */
+static void run_kernel(kiln__region_kind kind, bool wide, ori s, const double *v, double *out,
+                       bool parallel) {
+    const int64_t n = s.O * s.R * s.I, m = s.O * s.I;
+    if (wide) {
+        double *r = malloc(sizeof(double) * (size_t)(m ? m : 1));
+        cr_assert(kiln__reduce_f64(kind, v, s.O, s.R, s.I, r, parallel));
+        for (int64_t i = 0; i < m; i++)
+            out[i] = r[i];
+        free(r);
+    } else {
+        float *x = malloc(sizeof(float) * (size_t)(n ? n : 1));
+        float *r = malloc(sizeof(float) * (size_t)(m ? m : 1));
+        for (int64_t i = 0; i < n; i++)
+            x[i] = (float)v[i];
+        cr_assert(kiln__reduce_f32(kind, x, s.O, s.R, s.I, r, parallel));
+        for (int64_t i = 0; i < m; i++)
+            out[i] = r[i];
+        free(x);
+        free(r);
+    }
+}
+
+/* The reference: the straightforward fold of the spec, in long double for sums and
+ * products; maximum/minimum by comparison (NaN wins; -0 < +0). */
+static double ref_kernel(kiln__region_kind kind, bool wide, ori s, const double *v, int64_t o,
+                         int64_t i) {
+    long double acc = kind == KILN_REGION_MULTIPLY ? 1.0L : -0.0L; /* -0: the sum's identity */
+    double ext = kind == KILN_REGION_MAXIMUM ? -INFINITY : INFINITY;
+    for (int64_t r = 0; r < s.R; r++) {
+        double x = v[(o * s.R + r) * s.I + i];
+        if (!wide) x = (float)x;
+        switch (kind) {
+        case KILN_REGION_ADD: acc += x; break;
+        case KILN_REGION_MULTIPLY: acc *= x; break;
+        case KILN_REGION_MAXIMUM:
+            if (isnan(x) || isnan(ext))
+                ext = NAN;
+            else if (x > ext || (x == 0 && ext == 0 && !signbit(x)))
+                ext = x;
+            break;
+        default:
+            if (isnan(x) || isnan(ext))
+                ext = NAN;
+            else if (x < ext || (x == 0 && ext == 0 && signbit(x)))
+                ext = x;
+        }
+    }
+    if (kind == KILN_REGION_ADD || kind == KILN_REGION_MULTIPLY) {
+        return (double)acc;
+    }
+    return ext;
+}
+
+Test(reduce, kernels_match_a_reference) {
+    /* All (odd lengths around the pairwise tree's leaves), rows, columns (with more rows than
+     * one block of 16, and a partial one), a middle axis, and empty cases. */
+    const ori shapes[] = {{1, 1, 1},     {1, 7, 1},     {1, 129, 1}, {1, 100003, 1},
+                          {37, 1029, 1}, {1, 1029, 67}, {1, 16, 40}, {3, 70, 45},
+                          {2, 33, 1},    {1, 0, 5},     {4, 0, 1},   {2, 5, 0}};
+    for (int wide = 0; wide < 2; wide++)
+        for (int k = 0; k < 4; k++)
+            for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++) {
+                const kiln__region_kind kind = KERNEL_KINDS[k];
+                const ori s = shapes[c];
+                const int64_t n = s.O * s.R * s.I, m = s.O * s.I;
+                double *v = malloc(sizeof(double) * (size_t)(n ? n : 1));
+                double *got = malloc(sizeof(double) * (size_t)(m ? m : 1));
+                for (int64_t i = 0; i < n; i++)
+                    v[i] = hashed(i, kind == KILN_REGION_MULTIPLY);
+                run_kernel(kind, wide, s, v, got, true);
+                for (int64_t o = 0; o < s.O; o++)
+                    for (int64_t i = 0; i < s.I; i++) {
+                        const double want = ref_kernel(kind, wide, s, v, o, i);
+                        const double g = got[o * s.I + i];
+                        /* Sums and products: the error of a pairwise/blocked fold is far
+                         * below these bounds; extremes are exact. */
+                        const double tol =
+                            kind == KILN_REGION_MAXIMUM || kind == KILN_REGION_MINIMUM ? 0
+                            : wide ? 1e-12 * (fabs(want) + 1)
+                                   : 1e-4 * (fabs(want) + 1);
+                        cr_assert((g == want || fabs(g - want) <= tol) &&
+                                      signbit(g) == signbit(want),
+                                  "kind %d, %s, [%lld,%lld,%lld] at (%lld,%lld): got %.17g, want "
+                                  "%.17g",
+                                  (int)kind, wide ? "f64" : "f32", (long long)s.O, (long long)s.R,
+                                  (long long)s.I, (long long)o, (long long)i, g, want);
+                    }
+                free(v);
+                free(got);
+            }
+}
+
+Test(reduce, kernels_propagate_nan_and_order_signed_zeros) {
+    /* Rows of a [4, 40] block: a NaN in row 0, -0/+0 only in row 1, -0 only in row 2. Over
+     * the rows (I == 1) and, transposed, over the columns (I > 1). */
+    enum { O = 4, R = 40 };
+    double v[O * R], t[R * O];
+    for (int o = 0; o < O; o++)
+        for (int r = 0; r < R; r++)
+            v[o * R + r] = o == 1 ? (r % 2 ? 0.0 : -0.0) : o == 2 ? -0.0 : hashed(o * R + r, 0);
+    v[0 * R + 17] = NAN;
+    for (int o = 0; o < O; o++)
+        for (int r = 0; r < R; r++)
+            t[r * O + o] = v[o * R + r];
+    for (int wide = 0; wide < 2; wide++)
+        for (int k = 0; k < 4; k++) {
+            double a[O], b[O];
+            run_kernel(KERNEL_KINDS[k], wide, (ori){O, R, 1}, v, a, false);
+            run_kernel(KERNEL_KINDS[k], wide, (ori){1, R, O}, t, b, false);
+            for (int o = 0; o < 3; o++) { /* rows 0-2: NaN and zeros, exact for every kind */
+                const double want = ref_kernel(KERNEL_KINDS[k], wide, (ori){O, R, 1}, v, o, 0);
+                cr_assert(isnan(want)
+                              ? isnan(a[o]) && isnan(b[o])
+                              : a[o] == want && b[o] == want && signbit(a[o]) == signbit(want) &&
+                                    signbit(b[o]) == signbit(want),
+                          "kind %d row %d: got %g / %g, want %g", (int)KERNEL_KINDS[k], o, a[o],
+                          b[o], want);
+            }
+        }
+}
+
+/* Every kind on f32 and f64, over shapes big enough to be split across threads: the
+ * results with 1, 2 and 3 threads, without splitting, and with the baseline-ISA kernels
+ * are bitwise the same. */
+Test(reduce, kernels_are_bitwise_the_same_for_every_thread_count_and_isa) {
+    const ori shapes[] = {{1, 300007, 1}, {129, 1031, 1}, {1, 700, 517}, {5, 100, 301}};
+    for (int wide = 0; wide < 2; wide++)
+        for (int k = 0; k < 4; k++)
+            for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++) {
+                const ori s = shapes[c];
+                const int64_t n = s.O * s.R * s.I, m = s.O * s.I;
+                double *v = malloc(sizeof(double) * (size_t)n);
+                double *first = malloc(sizeof(double) * (size_t)m);
+                double *again = malloc(sizeof(double) * (size_t)m);
+                for (int64_t i = 0; i < n; i++)
+                    v[i] = hashed(i, KERNEL_KINDS[k] == KILN_REGION_MULTIPLY);
+                kiln__threads_set_count(1);
+                run_kernel(KERNEL_KINDS[k], wide, s, v, first, true);
+                for (int variant = 0; variant < 4; variant++) {
+                    /* 2 and 3 threads; unsplit (parallel = false) on 2 threads; baseline */
+                    kiln__threads_set_count(variant == 1 ? 3 : 2);
+                    kiln__reduce_force_baseline(variant == 3);
+                    run_kernel(KERNEL_KINDS[k], wide, s, v, again, variant != 2);
+                    kiln__reduce_force_baseline(false);
+                    cr_assert(memcmp(first, again, sizeof(double) * (size_t)m) == 0,
+                              "kind %d, %s, [%lld,%lld,%lld], variant %d differs",
+                              (int)KERNEL_KINDS[k], wide ? "f64" : "f32", (long long)s.O,
+                              (long long)s.R, (long long)s.I, variant);
+                }
+                kiln__threads_set_count(0);
+                free(v);
+                free(first);
+                free(again);
+            }
+}
+
+/* The same through kiln_reduce (and kiln_sum), with the init value combined once. */
+Test(reduce, reduce_is_bitwise_the_same_for_every_thread_count) {
+    kiln_ctx *cx = test_ctx();
+    enum { R = 300, C = 700 };
+    float *f = malloc(sizeof(float) * R * C);
+    for (int i = 0; i < R * C; i++)
+        f[i] = (float)hashed(i, false);
+    kiln_tensor *x =
+        kiln_tensor_from_host(cx, KILN_F32, KILN_SHAPE(R, C), f, sizeof(float) * R * C);
+    const kiln_dims dims[3] = {KILN_DIMS(0), KILN_DIMS(1), KILN_DIMS(0, 1)};
+    for (int d = 0; d < 3; d++) {
+        float want[C];
+        int64_t m = d == 0 ? C : d == 1 ? R : 1;
+        for (int threads = 1; threads <= 3; threads++) {
+            kiln__threads_set_count(threads);
+            kiln_tensor *r = reduce1(cx, x, scalar(cx, KILN_F32, 0.5), dims[d], kiln_region_add());
+            cr_assert_not_null(r, "%s", kiln_ctx_error_message(cx));
+            if (threads == 1)
+                memcpy(want, kiln_tensor_data(r), sizeof(float) * (size_t)m);
+            else
+                cr_assert(memcmp(want, kiln_tensor_data(r), sizeof(float) * (size_t)m) == 0,
+                          "dims %d, %d threads", d, threads);
+        }
+        /* And the init value took part once: compare with a double reference. */
+        double ref[C];
+        for (int64_t j = 0; j < m; j++)
+            ref[j] = 0.5;
+        for (int i = 0; i < R * C; i++)
+            ref[d == 0 ? i % C : d == 1 ? i / C : 0] += f[i];
+        for (int64_t j = 0; j < m; j++)
+            cr_assert(fabs(want[j] - ref[j]) <= 1e-4 * (fabs(ref[j]) + 1),
+                      "dims %d [%lld]: %g vs %g", d, (long long)j, want[j], ref[j]);
+    }
+    kiln__threads_set_count(0);
+    free(f);
+    expect_ok(cx);
+    kiln_ctx_release(cx);
+}
+
+Test(reduce, kernels_reject_other_kinds_and_negative_sizes) {
+    float x[4] = {1, 2, 3, 4}, out[2] = {7, 7};
+    double xd[4] = {1, 2, 3, 4}, outd[2] = {7, 7};
+    const kiln__region_kind others[] = {KILN_REGION_AND, KILN_REGION_OR, KILN_REGION_CUSTOM,
+                                        KILN_REGION_REPLACE, KILN_REGION_LESS};
+    for (size_t k = 0; k < sizeof others / sizeof others[0]; k++) {
+        cr_assert_not(kiln__reduce_f32(others[k], x, 1, 4, 1, out, true));
+        cr_assert_not(kiln__reduce_f64(others[k], xd, 1, 4, 1, outd, false));
+    }
+    cr_assert_not(kiln__reduce_f32(KILN_REGION_ADD, x, -1, 4, 1, out, true));
+    cr_assert_not(kiln__reduce_f32(KILN_REGION_ADD, x, 1, -4, 1, out, true));
+    cr_assert_not(kiln__reduce_f64(KILN_REGION_MAXIMUM, xd, 1, 4, -1, outd, true));
+    cr_assert(out[0] == 7 && out[1] == 7 && outd[0] == 7 && outd[1] == 7, "output was written");
+    /* The named shapes. */
+    cr_assert(kiln__reduce_outer_f32(KILN_REGION_ADD, x, 2, 2, out, true));
+    cr_assert(out[0] == 4 && out[1] == 6);
+    cr_assert(kiln__reduce_inner_f64(KILN_REGION_MINIMUM, xd, 2, 2, outd, true));
+    cr_assert(outd[0] == 1 && outd[1] == 3);
+    cr_assert(kiln__reduce_all_f32(KILN_REGION_MULTIPLY, x, 4, out, false) && out[0] == 24);
+}
+
+/* Integer reductions split across threads too; they are exact, so every count must give
+ * the reference's answer (wrapping for i32 sums). */
+Test(reduce, integer_reductions_with_threads_are_exact) {
+    kiln_ctx *cx = test_ctx();
+    enum { R = 400, C = 700 };
+    int32_t *v = malloc(sizeof(int32_t) * R * C);
+    for (int i = 0; i < R * C; i++)
+        v[i] = (int32_t)((uint32_t)(i + 1) * 2654435761u); /* spans the whole i32 range */
+    kiln_tensor *x =
+        kiln_tensor_from_host(cx, KILN_I32, KILN_SHAPE(R, C), v, sizeof(int32_t) * R * C);
+    const kiln_dims dims[3] = {KILN_DIMS(0), KILN_DIMS(1), KILN_DIMS(0, 1)};
+    for (int threads = 1; threads <= 3; threads++) {
+        kiln__threads_set_count(threads);
+        for (int d = 0; d < 3; d++)
+            for (int k = 0; k < 2; k++) { /* add (wrapping), maximum */
+                kiln_tensor *r =
+                    reduce1(cx, x, scalar(cx, KILN_I32, k == 0 ? 0 : INT32_MIN), dims[d],
+                            k == 0 ? kiln_region_add() : kiln_region_maximum());
+                cr_assert_not_null(r, "%s", kiln_ctx_error_message(cx));
+                const int64_t m = d == 0 ? C : d == 1 ? R : 1;
+                uint32_t want[C];
+                for (int64_t j = 0; j < m; j++)
+                    want[j] = k == 0 ? 0u : (uint32_t)INT32_MIN;
+                for (int i = 0; i < R * C; i++) {
+                    uint32_t *w = &want[d == 0 ? i % C : d == 1 ? i / C : 0];
+                    if (k == 0)
+                        *w += (uint32_t)v[i];
+                    else if (v[i] > (int32_t)*w)
+                        *w = (uint32_t)v[i];
+                }
+                const int32_t *got = kiln_tensor_data(r);
+                for (int64_t j = 0; j < m; j++)
+                    cr_assert_eq((uint32_t)got[j], want[j], "%d threads, dims %d, kind %d, [%lld]",
+                                 threads, d, k, (long long)j);
+            }
+    }
+    kiln__threads_set_count(0);
+    free(v);
+    expect_ok(cx);
+    kiln_ctx_release(cx);
+}
+
+/* f16 and bf16: converted to f32 (split across threads), reduced, rounded once; the same
+ * bits for every thread count, within one rounding of the exact answer. */
+Test(reduce, half_reductions_with_threads) {
+    kiln_ctx *cx = test_ctx();
+    enum { R = 300, C = 700 };
+    double *v = malloc(sizeof(double) * R * C);
+    for (int i = 0; i < R * C; i++)
+        v[i] = hashed(i, false) / 64;
+    const kiln_dtype dts[2] = {KILN_F16, KILN_BF16};
+    for (int t = 0; t < 2; t++) {
+        kiln_tensor *x = tensor(cx, dts[t], KILN_SHAPE(R, C), v);
+        double exact = 0;
+        for (int i = 0; i < R * C; i++)
+            exact += as_dtype(dts[t], v[i]);
+        uint16_t first = 0;
+        for (int threads = 1; threads <= 3; threads++) {
+            kiln__threads_set_count(threads);
+            kiln_tensor *r =
+                reduce1(cx, x, scalar(cx, dts[t], 0), KILN_DIMS(0, 1), kiln_region_add());
+            cr_assert_not_null(r, "%s", kiln_ctx_error_message(cx));
+            const uint16_t bits = *(const uint16_t *)kiln_tensor_data(r);
+            if (threads == 1) first = bits;
+            cr_assert_eq(bits, first, "%s, %d threads", kiln_dtype_name(dts[t]), threads);
+            /* one rounding to the dtype: within half an ulp of it, plus f32's tiny error */
+            const double got = item(cx, r), ulp = dts[t] == KILN_F16 ? ldexp(1, -10) : ldexp(1, -7);
+            cr_assert_leq(fabs(got - exact), ulp * fabs(exact) + 1e-6, "%s: %g vs %g",
+                          kiln_dtype_name(dts[t]), got, exact);
+        }
+    }
+    kiln__threads_set_count(0);
+    free(v);
     expect_ok(cx);
     kiln_ctx_release(cx);
 }

@@ -3,12 +3,19 @@
  * Builtin regions (add, multiply, maximum, minimum, and, or) on one input take a typed
  * path: the reduced dimensions are grouped into runs of adjacent axes and reduced one run
  * at a time, innermost first, each as [outer, reduced, inner]: a horizontal reduction
- * when inner is 1 (contiguous), else accumulating whole rows (vectorizable). Float sums
- * are pairwise (numpy's scheme: 8 accumulators over blocks of 128, halves above that;
- * rows: blocks of 16 rows combined by a binary counter, in column tiles), so the error
- * grows with log n. Float maximum/minimum compare integer keys (vectorizable). f16 and
- * bf16 are converted to f32, reduced in f32 and rounded once. The init value is combined
- * once, at the end (the spec leaves the schedule to the implementation).
+ * when inner is 1 (contiguous), else accumulating whole rows. Float sums are pairwise
+ * (numpy's scheme: 8 accumulators over blocks of 128, halves above that; rows: blocks of
+ * 16 rows combined by a binary counter), so the error grows with log n. Float
+ * maximum/minimum compare integer keys. f16 and bf16 are converted to f32, reduced in f32
+ * and rounded once. The init value is combined once, at the end (the spec leaves the
+ * schedule to the implementation).
+ *
+ * f32 and f64 go through kiln__reduce_f32/f64 (also the fused-kernel engine's entry
+ * points): each kernel is built for the baseline ISA and for AVX2 (picked at run time, same
+ * operations in the same order, so the same bits), and the work is split with
+ * kiln__parallel_for at points that do not depend on the thread count (the pairwise tree's
+ * nodes, fixed blocks, whole columns or outer entries), so results are bitwise the same for
+ * every thread count. Integer passes are split too; their ops are exact.
  *
  * Other regions, and variadic reduces, call the region per element on rank-0 tensors,
  * folding each result element's inputs in row-major order: acc = body(acc, x). */
@@ -19,6 +26,7 @@
 
 #include "backends/cpu/eval_reduce.h"
 #include "base/alloc.h"
+#include "base/threads.h"
 #include "core/tensor_internal.h"
 
 const int kiln__argmax_tag = 1;
@@ -378,218 +386,111 @@ void kiln__fill_elements(void *dst, const void *value, size_t size, int64_t n) {
 
 /* ---- reduction passes: [O, R, I] -> [O, I] --------------------------------------------- */
 
-/* scratch: what sum_scratch_elems asks for (float sums over rows), else unused. */
-typedef void (*pass_fn)(const void *x, int64_t O, int64_t R, int64_t I, void *out, void *scratch);
+typedef void (*pass_fn)(const void *x, int64_t O, int64_t R, int64_t I, void *out);
 
-#define TILE 16384   /* columns per tile when combining rows (64 or 128 KiB) */
-#define SUM_BLOCK 16 /* rows summed in order before the pairwise tree */
+#define RED_SUM_BLOCK 16        /* rows summed in order before the pairwise tree */
+#define RED_STACK_BYTES 262144  /* scratch per column chunk, on the stack */
+#define RED_CHUNK 65536         /* elements per block of a product, or per parallel item */
+#define RED_MIN_PARALLEL 131072 /* elements below which a reduction stays on one thread */
+#define RED_MAX_LEVELS 64       /* binary-counter levels: enough for any int64 row count */
+#define TILE 16384              /* columns per tile when combining rows */
 
-static int bit_length(uint64_t v) {
-    int n = 0;
-    for (; v; v >>= 1)
-        n++;
-    return n;
-}
-
-/* Elements of scratch a float pass of R rows of I needs (0: none): the pairwise tree of a
- * sum, the keys of a maximum or minimum. */
-static int64_t scratch_elems(kiln__region_kind kind, int64_t R, int64_t I) {
-    if (I == 1) return 0;
-    const int64_t w = I < TILE ? I : TILE;
-    if (kind == KILN_REGION_MAXIMUM || kind == KILN_REGION_MINIMUM) return w;
-    if (kind != KILN_REGION_ADD || R <= SUM_BLOCK) return 0;
-    int levels = bit_length((uint64_t)((R + SUM_BLOCK - 1) / SUM_BLOCK));
-    return (int64_t)(levels + 1) * w;
-}
-
-/* Any associative op: 8 lanes along a contiguous run; rows combined tile by tile. */
-#define DEF_PASS(NAME, T, IDENT, OP)                                                               \
-    static T NAME##_run(const T *x, int64_t n) {                                                   \
-        T lane[8];                                                                                 \
-        for (int l = 0; l < 8; l++)                                                                \
-            lane[l] = (IDENT);                                                                     \
-        int64_t i = 0;                                                                             \
-        for (; i + 8 <= n; i += 8)                                                                 \
-            for (int l = 0; l < 8; l++)                                                            \
-                lane[l] = (T)OP(lane[l], x[i + l]);                                                \
-        T s = (IDENT);                                                                             \
-        for (int l = 0; l < 8; l++)                                                                \
-            s = (T)OP(s, lane[l]);                                                                 \
-        for (; i < n; i++)                                                                         \
-            s = (T)OP(s, x[i]);                                                                    \
-        return s;                                                                                  \
-    }                                                                                              \
-    static void NAME(const void *xv, int64_t O, int64_t R, int64_t I, void *outv, void *scratch) { \
-        (void)scratch;                                                                             \
-        const T *x = xv;                                                                           \
-        T *out = outv;                                                                             \
-        if (I == 1) {                                                                              \
-            for (int64_t o = 0; o < O; o++)                                                        \
-                out[o] = NAME##_run(x + o * R, R);                                                 \
-            return;                                                                                \
-        }                                                                                          \
-        for (int64_t o = 0; o < O; o++) {                                                          \
-            for (int64_t c = 0; c < I; c += TILE) {                                                \
-                const int64_t w = I - c < TILE ? I - c : TILE;                                     \
-                T *acc = out + o * I + c;                                                          \
-                const T *xo = x + o * R * I + c;                                                   \
-                for (int64_t i = 0; i < w; i++)                                                    \
-                    acc[i] = (IDENT);                                                              \
-                for (int64_t r = 0; r < R; r++) {                                                  \
-                    const T *row = xo + r * I;                                                     \
-                    for (int64_t i = 0; i < w; i++)                                                \
-                        acc[i] = (T)OP(acc[i], row[i]);                                            \
-                }                                                                                  \
-            }                                                                                      \
-        }                                                                                          \
+/* Integer passes: any associative op, 8 lanes along a contiguous run; rows combined tile by
+ * tile. The ops are exact, associative and commutative (unsigned wrap-around, and, or,
+ * maximum, minimum), so splitting the work across threads cannot change a result. */
+#define DEF_PASS(NAME, T, IDENT, OP)                                                              \
+    static T NAME##_run(const T *x, int64_t n) {                                                  \
+        T lane[8];                                                                                \
+        for (int l = 0; l < 8; l++)                                                               \
+            lane[l] = (IDENT);                                                                    \
+        int64_t i = 0;                                                                            \
+        for (; i + 8 <= n; i += 8)                                                                \
+            for (int l = 0; l < 8; l++)                                                           \
+                lane[l] = (T)OP(lane[l], x[i + l]);                                               \
+        T s = (IDENT);                                                                            \
+        for (int l = 0; l < 8; l++)                                                               \
+            s = (T)OP(s, lane[l]);                                                                \
+        for (; i < n; i++)                                                                        \
+            s = (T)OP(s, x[i]);                                                                   \
+        return s;                                                                                 \
+    }                                                                                             \
+    typedef struct {                                                                              \
+        const T *x;                                                                               \
+        int64_t R, I, W, n_chunks;                                                                \
+        T *out; /* I == 1 with part: block results go to part */                                  \
+        T *part;                                                                                  \
+    } NAME##_job;                                                                                 \
+    static void NAME##_range(void *user, int64_t begin, int64_t end) {                            \
+        const NAME##_job *j = user;                                                               \
+        for (int64_t it = begin; it < end; it++) {                                                \
+            if (j->part) {                                                                        \
+                const int64_t off = it * RED_CHUNK;                                               \
+                j->part[it] =                                                                     \
+                    NAME##_run(j->x + off, j->R - off < RED_CHUNK ? j->R - off : RED_CHUNK);      \
+            } else if (j->I == 1) {                                                               \
+                j->out[it] = NAME##_run(j->x + it * j->R, j->R);                                  \
+            } else {                                                                              \
+                const int64_t o = it / j->n_chunks, c0 = (it % j->n_chunks) * j->W;               \
+                const int64_t w = j->I - c0 < j->W ? j->I - c0 : j->W;                            \
+                T *acc = j->out + o * j->I + c0;                                                  \
+                const T *xo = j->x + o * j->R * j->I + c0;                                        \
+                for (int64_t i = 0; i < w; i++)                                                   \
+                    acc[i] = (IDENT);                                                             \
+                for (int64_t r = 0; r < j->R; r++) {                                              \
+                    const T *row = xo + r * j->I;                                                 \
+                    for (int64_t i = 0; i < w; i++)                                               \
+                        acc[i] = (T)OP(acc[i], row[i]);                                           \
+                }                                                                                 \
+            }                                                                                     \
+        }                                                                                         \
+    }                                                                                             \
+    static void NAME(const void *xv, int64_t O, int64_t R, int64_t I, void *outv) {               \
+        const T *x = xv;                                                                          \
+        T *out = outv;                                                                            \
+        const bool parallel =                                                                     \
+            (double)O * (double)R * (double)I >= RED_MIN_PARALLEL && kiln__threads_count() > 1;   \
+        if (I == 1) {                                                                             \
+            if (O == 1 && parallel) {                                                             \
+                T s = (IDENT), part[256];                                                         \
+                for (int64_t b0 = 0; b0 * RED_CHUNK < R; b0 += 256) {                             \
+                    const int64_t rest = R - b0 * RED_CHUNK;                                      \
+                    const int64_t nb = (rest + RED_CHUNK - 1) / RED_CHUNK;                        \
+                    NAME##_job j = {x + b0 * RED_CHUNK, rest, 1, 0, 0, NULL, part};               \
+                    kiln__parallel_for(nb < 256 ? nb : 256, 1, NAME##_range, &j);                 \
+                    for (int64_t b = 0; b < nb && b < 256; b++)                                   \
+                        s = (T)OP(s, part[b]);                                                    \
+                }                                                                                 \
+                out[0] = s;                                                                       \
+                return;                                                                           \
+            }                                                                                     \
+            NAME##_job j = {x, R, 1, 0, 0, out, NULL};                                            \
+            if (parallel)                                                                         \
+                kiln__parallel_for(O, R >= RED_MIN_PARALLEL ? 1 : RED_MIN_PARALLEL / (R ? R : 1), \
+                                   NAME##_range, &j);                                             \
+            else                                                                                  \
+                NAME##_range(&j, 0, O);                                                           \
+            return;                                                                               \
+        }                                                                                         \
+        int64_t n_chunks = (I + TILE - 1) / TILE;                                                 \
+        if (parallel) {                                                                           \
+            const int64_t want = (kiln__threads_count() + O - 1) / O;                             \
+            const int64_t most = I / 64 > 0 ? I / 64 : 1;                                         \
+            if (n_chunks < want) n_chunks = want < most ? want : most;                            \
+        }                                                                                         \
+        int64_t W = (I + n_chunks - 1) / n_chunks;                                                \
+        if (W < I) W += (8 - W % 8) % 8;                                                          \
+        n_chunks = (I + W - 1) / W;                                                               \
+        const int64_t items = O * n_chunks;                                                       \
+        NAME##_job j = {x, R, I, W, n_chunks, out, NULL};                                         \
+        if (parallel) {                                                                           \
+            const double per = (double)R * (double)W;                                             \
+            kiln__parallel_for(                                                                   \
+                items, per >= RED_MIN_PARALLEL ? 1 : (int64_t)(RED_MIN_PARALLEL / (per + 1)) + 1, \
+                NAME##_range, &j);                                                                \
+        } else {                                                                                  \
+            NAME##_range(&j, 0, items);                                                           \
+        }                                                                                         \
     }
-
-/* Float sums, pairwise. Runs: numpy's blocks of 128 with 8 accumulators, halves above
- * that. Rows: blocks of SUM_BLOCK rows summed in order, the blocks' sums combined as a
- * binary counter does (a pairwise tree, built while streaming), tile by tile. -0 is the
- * identity, so that a sum of -0s stays -0. */
-#define DEF_SUM(NAME, T)                                                                           \
-    static T NAME##_run(const T *x, int64_t n) {                                                   \
-        if (n < 8) {                                                                               \
-            T s = (T)-0.0;                                                                         \
-            for (int64_t i = 0; i < n; i++)                                                        \
-                s += x[i];                                                                         \
-            return s;                                                                              \
-        }                                                                                          \
-        if (n <= 128) {                                                                            \
-            T r[8];                                                                                \
-            for (int l = 0; l < 8; l++)                                                            \
-                r[l] = x[l];                                                                       \
-            int64_t i = 8;                                                                         \
-            for (; i + 8 <= n; i += 8)                                                             \
-                for (int l = 0; l < 8; l++)                                                        \
-                    r[l] += x[i + l];                                                              \
-            T s = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));               \
-            for (; i < n; i++)                                                                     \
-                s += x[i];                                                                         \
-            return s;                                                                              \
-        }                                                                                          \
-        int64_t h = n / 2;                                                                         \
-        h -= h % 8;                                                                                \
-        return NAME##_run(x, h) + NAME##_run(x + h, n - h);                                        \
-    }                                                                                              \
-    static void NAME##_block(const T *x, int64_t rows, int64_t I, int64_t w, T *t) {               \
-        for (int64_t i = 0; i < w; i++)                                                            \
-            t[i] = x[i];                                                                           \
-        for (int64_t r = 1; r < rows; r++) {                                                       \
-            const T *row = x + r * I;                                                              \
-            for (int64_t i = 0; i < w; i++)                                                        \
-                t[i] += row[i];                                                                    \
-        }                                                                                          \
-    }                                                                                              \
-    static void NAME##_rows(const T *x, int64_t R, int64_t I, int64_t w, T *out, T *scratch) {     \
-        if (R <= SUM_BLOCK) {                                                                      \
-            NAME##_block(x, R, I, w, out);                                                         \
-            return;                                                                                \
-        }                                                                                          \
-        T *level[64], *pool[65];                                                                   \
-        int n_pool = 0;                                                                            \
-        const int levels = bit_length((uint64_t)((R + SUM_BLOCK - 1) / SUM_BLOCK));                \
-        for (int k = 0; k <= levels; k++)                                                          \
-            pool[n_pool++] = scratch + (int64_t)k * w;                                             \
-        uint64_t count = 0;                                                                        \
-        for (int64_t b = 0; b < R; b += SUM_BLOCK, count++) {                                      \
-            T *t = pool[--n_pool];                                                                 \
-            NAME##_block(x + b * I, R - b < SUM_BLOCK ? R - b : SUM_BLOCK, I, w, t);               \
-            int k = 0;                                                                             \
-            for (; (count >> k) & 1; k++) {                                                        \
-                T *left = level[k];                                                                \
-                for (int64_t i = 0; i < w; i++)                                                    \
-                    left[i] += t[i];                                                               \
-                pool[n_pool++] = t;                                                                \
-                t = left;                                                                          \
-            }                                                                                      \
-            level[k] = t;                                                                          \
-        }                                                                                          \
-        bool first = true;                                                                         \
-        for (int k = levels; k >= 0; k--) {                                                        \
-            if (!((count >> k) & 1)) continue;                                                     \
-            const T *l = level[k];                                                                 \
-            if (first) {                                                                           \
-                for (int64_t i = 0; i < w; i++)                                                    \
-                    out[i] = l[i];                                                                 \
-                first = false;                                                                     \
-            } else {                                                                               \
-                for (int64_t i = 0; i < w; i++)                                                    \
-                    out[i] += l[i];                                                                \
-            }                                                                                      \
-        }                                                                                          \
-    }                                                                                              \
-    static void NAME(const void *xv, int64_t O, int64_t R, int64_t I, void *outv, void *scratch) { \
-        const T *x = xv;                                                                           \
-        T *out = outv;                                                                             \
-        if (I == 1) {                                                                              \
-            for (int64_t o = 0; o < O; o++)                                                        \
-                out[o] = NAME##_run(x + o * R, R);                                                 \
-            return;                                                                                \
-        }                                                                                          \
-        for (int64_t o = 0; o < O; o++) {                                                          \
-            for (int64_t c = 0; c < I; c += TILE) {                                                \
-                const int64_t w = I - c < TILE ? I - c : TILE;                                     \
-                if (R == 0) {                                                                      \
-                    for (int64_t i = 0; i < w; i++)                                                \
-                        out[o * I + c + i] = (T)-0.0;                                              \
-                    continue;                                                                      \
-                }                                                                                  \
-                NAME##_rows(x + o * R * I + c, R, I, w, out + o * I + c, scratch);                 \
-            }                                                                                      \
-        }                                                                                          \
-    }
-
-/* Float maximum/minimum over keys (see DEF_FLOAT_KEYS): the lanes and row tiles hold keys,
- * converted back once. */
-#define DEF_FEXTREME(NAME, SUFFIX, T, K, U, SIGN_SHIFT, MAG, INF, IDENT, NAN_KEY, BETTER)          \
-    static T NAME##_run(const T *x, int64_t n) {                                                   \
-        K m = key_##SUFFIX(IDENT, NAN_KEY), nan = 0;                                               \
-        for (int64_t i = 0; i < n; i++) {                                                          \
-            U u;                                                                                   \
-            memcpy(&u, &x[i], sizeof u);                                                           \
-            const K k = (K)(u ^ (((U)0 - (u >> SIGN_SHIFT)) & (MAG)));                             \
-            nan |= (K)((K)(u & (MAG)) > (K)(INF));                                                 \
-            m = BETTER(k, m) ? k : m;                                                              \
-        }                                                                                          \
-        return unkey_##SUFFIX(nan ? (K)(NAN_KEY) : m);                                             \
-    }                                                                                              \
-    static void NAME(const void *xv, int64_t O, int64_t R, int64_t I, void *outv, void *scratch) { \
-        (void)scratch;                                                                             \
-        const T *x = xv;                                                                           \
-        T *out = outv;                                                                             \
-        if (I == 1) {                                                                              \
-            for (int64_t o = 0; o < O; o++)                                                        \
-                out[o] = NAME##_run(x + o * R, R);                                                 \
-            return;                                                                                \
-        }                                                                                          \
-        const K id = key_##SUFFIX(IDENT, NAN_KEY);                                                 \
-        K acc[TILE];                                                                               \
-        for (int64_t o = 0; o < O; o++) {                                                          \
-            for (int64_t c = 0; c < I; c += TILE) {                                                \
-                const int64_t w = I - c < TILE ? I - c : TILE;                                     \
-                const T *xo = x + o * R * I + c;                                                   \
-                for (int64_t i = 0; i < w; i++)                                                    \
-                    acc[i] = id;                                                                   \
-                for (int64_t r = 0; r < R; r++) {                                                  \
-                    const T *row = xo + r * I;                                                     \
-                    for (int64_t i = 0; i < w; i++) {                                              \
-                        U u;                                                                       \
-                        memcpy(&u, &row[i], sizeof u);                                             \
-                        K k = (K)(u ^ (((U)0 - (u >> SIGN_SHIFT)) & (MAG)));                       \
-                        k = (K)(u & (MAG)) > (K)(INF) ? (K)(NAN_KEY) : k;                          \
-                        acc[i] = BETTER(k, acc[i]) ? k : acc[i];                                   \
-                    }                                                                              \
-                }                                                                                  \
-                for (int64_t i = 0; i < w; i++)                                                    \
-                    out[o * I + c + i] = unkey_##SUFFIX(acc[i]);                                   \
-            }                                                                                      \
-        }                                                                                          \
-    }
-
-#define GREATER(a, b) ((a) > (b))
-#define LESS(a, b) ((a) < (b))
 
 #define DEF_PASS_UNSIGNED(KIND, IDENT, OP)                       \
     DEF_PASS(pass_##KIND##_u8, uint8_t, (uint8_t)(IDENT), OP)    \
@@ -598,11 +499,7 @@ static int64_t scratch_elems(kiln__region_kind kind, int64_t R, int64_t I) {
     DEF_PASS(pass_##KIND##_u64, uint64_t, (uint64_t)(IDENT), OP)
 
 DEF_PASS_UNSIGNED(add, 0, ADD_OP)
-DEF_SUM(pass_add_f32, float)
-DEF_SUM(pass_add_f64, double)
 DEF_PASS_UNSIGNED(mul, 1, MUL_U)
-DEF_PASS(pass_mul_f32, float, 1.0f, MUL_F)
-DEF_PASS(pass_mul_f64, double, 1.0, MUL_F)
 DEF_PASS_UNSIGNED(and, -1, AND_OP)
 DEF_PASS_UNSIGNED(or, 0, OR_OP)
 DEF_PASS(pass_max_u8, uint8_t, 0, MAX_I)
@@ -613,10 +510,6 @@ DEF_PASS(pass_max_i8, int8_t, INT8_MIN, MAX_I)
 DEF_PASS(pass_max_i16, int16_t, INT16_MIN, MAX_I)
 DEF_PASS(pass_max_i32, int32_t, INT32_MIN, MAX_I)
 DEF_PASS(pass_max_i64, int64_t, INT64_MIN, MAX_I)
-DEF_FEXTREME(pass_max_f32, f32, float, int32_t, uint32_t, 31, 0x7fffffffu, 0x7f800000u, -INFINITY,
-             INT32_MAX, GREATER)
-DEF_FEXTREME(pass_max_f64, f64, double, int64_t, uint64_t, 63, 0x7fffffffffffffffu,
-             0x7ff0000000000000u, -INFINITY, INT64_MAX, GREATER)
 DEF_PASS(pass_min_u8, uint8_t, UINT8_MAX, MIN_I)
 DEF_PASS(pass_min_u16, uint16_t, UINT16_MAX, MIN_I)
 DEF_PASS(pass_min_u32, uint32_t, UINT32_MAX, MIN_I)
@@ -625,10 +518,623 @@ DEF_PASS(pass_min_i8, int8_t, INT8_MAX, MIN_I)
 DEF_PASS(pass_min_i16, int16_t, INT16_MAX, MIN_I)
 DEF_PASS(pass_min_i32, int32_t, INT32_MAX, MIN_I)
 DEF_PASS(pass_min_i64, int64_t, INT64_MAX, MIN_I)
-DEF_FEXTREME(pass_min_f32, f32, float, int32_t, uint32_t, 31, 0x7fffffffu, 0x7f800000u, INFINITY,
-             INT32_MIN, LESS)
-DEF_FEXTREME(pass_min_f64, f64, double, int64_t, uint64_t, 63, 0x7fffffffffffffffu,
-             0x7ff0000000000000u, INFINITY, INT64_MIN, LESS)
+
+/* ---- contiguous f32/f64 reductions: kiln__reduce_f32 / kiln__reduce_f64 ---------------- */
+
+/* Each kernel exists twice: built for the baseline ISA and for AVX2 (chosen at run time).
+ * Both variants perform the same operations in the same order (lanes are plain arrays of 8,
+ * rows are added in order, no contraction), so they give bitwise the same results; AVX2
+ * only widens what the compiler vectorizes. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define KILN_RED_AVX2 __attribute__((target("avx2")))
+#define KILN_RED_HAVE_AVX2 1
+static int red_force_baseline;
+
+void kiln__reduce_force_baseline(bool on) {
+    __atomic_store_n(&red_force_baseline, on ? 1 : 0, __ATOMIC_RELAXED);
+}
+
+static bool red_use_avx2(void) {
+    static int cached = -1; /* benign race: every thread computes the same value */
+    int c = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (c < 0) {
+        c = __builtin_cpu_supports("avx2") ? 1 : 0;
+        __atomic_store_n(&cached, c, __ATOMIC_RELAXED);
+    }
+    return c == 1 && !__atomic_load_n(&red_force_baseline, __ATOMIC_RELAXED);
+}
+#else
+#define KILN_RED_HAVE_AVX2 0
+void kiln__reduce_force_baseline(bool on) { (void)on; }
+#endif
+
+static int red_bit_length(uint64_t v) {
+    int n = 0;
+    for (; v; v >>= 1)
+        n++;
+    return n;
+}
+
+/* Levels of the binary counter that combines the row blocks of R rows. */
+static int red_levels(int64_t R) {
+    return red_bit_length((uint64_t)((R + RED_SUM_BLOCK - 1) / RED_SUM_BLOCK));
+}
+
+/* The sum kernels of the baseline ISA: lanes are arrays of 8, rows are added in order. */
+#define DEF_SUM_BASE(S, T, V, ATTR)                                                             \
+    static ATTR T S##_sum_leaf##V(const T *restrict x, int64_t n) {                             \
+        if (n < 8) {                                                                            \
+            T s = (T)-0.0;                                                                      \
+            for (int64_t i = 0; i < n; i++)                                                     \
+                s += x[i];                                                                      \
+            return s;                                                                           \
+        }                                                                                       \
+        {                                                                                       \
+            T r[8];                                                                             \
+            for (int l = 0; l < 8; l++)                                                         \
+                r[l] = x[l];                                                                    \
+            int64_t i = 8;                                                                      \
+            for (; i + 8 <= n; i += 8)                                                          \
+                for (int l = 0; l < 8; l++)                                                     \
+                    r[l] += x[i + l];                                                           \
+            T s = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));            \
+            for (; i < n; i++)                                                                  \
+                s += x[i];                                                                      \
+            return s;                                                                           \
+        }                                                                                       \
+    }                                                                                           \
+    /* t = x[0] + x[1] + ... + x[rows-1] (rows in order), four rows per pass over t. */         \
+    static ATTR void S##_sum_block##V(const T *restrict x, int64_t rows, int64_t ld, int64_t w, \
+                                      T *restrict t) {                                          \
+        int64_t r = 1;                                                                          \
+        if (rows >= 4) {                                                                        \
+            const T *restrict a = x, *restrict b = x + ld, *restrict c = x + 2 * ld,            \
+                              *restrict d = x + 3 * ld;                                         \
+            for (int64_t i = 0; i < w; i++)                                                     \
+                t[i] = ((a[i] + b[i]) + c[i]) + d[i];                                           \
+            r = 4;                                                                              \
+        } else {                                                                                \
+            for (int64_t i = 0; i < w; i++)                                                     \
+                t[i] = x[i];                                                                    \
+        }                                                                                       \
+        for (; r + 4 <= rows; r += 4) {                                                         \
+            const T *restrict a = x + r * ld, *restrict b = a + ld, *restrict c = b + ld,       \
+                              *restrict d = c + ld;                                             \
+            for (int64_t i = 0; i < w; i++)                                                     \
+                t[i] = (((t[i] + a[i]) + b[i]) + c[i]) + d[i];                                  \
+        }                                                                                       \
+        for (; r < rows; r++) {                                                                 \
+            const T *restrict a = x + r * ld;                                                   \
+            for (int64_t i = 0; i < w; i++)                                                     \
+                t[i] += a[i];                                                                   \
+        }                                                                                       \
+    }                                                                                           \
+    static ATTR void S##_add_into##V(T *restrict d, const T *restrict s, int64_t w) {           \
+        for (int64_t i = 0; i < w; i++)                                                         \
+            d[i] += s[i];                                                                       \
+    }
+
+#if KILN_RED_HAVE_AVX2
+#include <immintrin.h>
+
+/* The same sum kernels with AVX2 intrinsics: a lane array of 8 is one __m256 of f32, or two
+ * __m256d of f64; every lane sees the same additions in the same order as DEF_SUM_BASE. */
+typedef struct {
+    __m256d lo, hi;
+} red_v8d;
+static KILN_RED_AVX2 inline red_v8d red_load_f64(const double *p) {
+    return (red_v8d){_mm256_loadu_pd(p), _mm256_loadu_pd(p + 4)};
+}
+static KILN_RED_AVX2 inline red_v8d red_add_f64(red_v8d a, red_v8d b) {
+    return (red_v8d){_mm256_add_pd(a.lo, b.lo), _mm256_add_pd(a.hi, b.hi)};
+}
+static KILN_RED_AVX2 inline void red_store_f64(double *p, red_v8d v) {
+    _mm256_storeu_pd(p, v.lo);
+    _mm256_storeu_pd(p + 4, v.hi);
+}
+static KILN_RED_AVX2 inline __m256 red_load_f32(const float *p) { return _mm256_loadu_ps(p); }
+static KILN_RED_AVX2 inline __m256 red_add_f32(__m256 a, __m256 b) { return _mm256_add_ps(a, b); }
+static KILN_RED_AVX2 inline void red_store_f32(float *p, __m256 v) { _mm256_storeu_ps(p, v); }
+
+#define DEF_SUM_AVX2(S, T, VT)                                                                   \
+    static KILN_RED_AVX2 T S##_hsum8(VT v) {                                                     \
+        T r[8];                                                                                  \
+        red_store_##S(r, v);                                                                     \
+        return ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));                \
+    }                                                                                            \
+    static KILN_RED_AVX2 T S##_sum_leaf_avx2(const T *restrict x, int64_t n) {                   \
+        if (n < 8) {                                                                             \
+            T s = (T)-0.0;                                                                       \
+            for (int64_t i = 0; i < n; i++)                                                      \
+                s += x[i];                                                                       \
+            return s;                                                                            \
+        }                                                                                        \
+        VT r = red_load_##S(x);                                                                  \
+        int64_t i = 8;                                                                           \
+        for (; i + 8 <= n; i += 8)                                                               \
+            r = red_add_##S(r, red_load_##S(x + i));                                             \
+        T s = S##_hsum8(r);                                                                      \
+        for (; i < n; i++)                                                                       \
+            s += x[i];                                                                           \
+        return s;                                                                                \
+    }                                                                                            \
+    /* t = x[0] + ... + x[rows-1] in order, all rows of a block in one pass over columns. */     \
+    static KILN_RED_AVX2 void S##_sum_block_avx2(const T *restrict x, int64_t rows, int64_t ld,  \
+                                                 int64_t w, T *restrict t) {                     \
+        int64_t i = 0;                                                                           \
+        for (; i + 32 <= w; i += 32) {                                                           \
+            const T *restrict a = x + i;                                                         \
+            VT s0 = red_load_##S(a), s1 = red_load_##S(a + 8), s2 = red_load_##S(a + 16),        \
+               s3 = red_load_##S(a + 24);                                                        \
+            for (int64_t r = 1; r < rows; r++) {                                                 \
+                a += ld;                                                                         \
+                s0 = red_add_##S(s0, red_load_##S(a));                                           \
+                s1 = red_add_##S(s1, red_load_##S(a + 8));                                       \
+                s2 = red_add_##S(s2, red_load_##S(a + 16));                                      \
+                s3 = red_add_##S(s3, red_load_##S(a + 24));                                      \
+            }                                                                                    \
+            red_store_##S(t + i, s0);                                                            \
+            red_store_##S(t + i + 8, s1);                                                        \
+            red_store_##S(t + i + 16, s2);                                                       \
+            red_store_##S(t + i + 24, s3);                                                       \
+        }                                                                                        \
+        for (; i + 8 <= w; i += 8) {                                                             \
+            const T *restrict a = x + i;                                                         \
+            VT s0 = red_load_##S(a);                                                             \
+            for (int64_t r = 1; r < rows; r++) {                                                 \
+                a += ld;                                                                         \
+                s0 = red_add_##S(s0, red_load_##S(a));                                           \
+            }                                                                                    \
+            red_store_##S(t + i, s0);                                                            \
+        }                                                                                        \
+        for (; i < w; i++) {                                                                     \
+            T s = x[i];                                                                          \
+            for (int64_t r = 1; r < rows; r++)                                                   \
+                s += x[r * ld + i];                                                              \
+            t[i] = s;                                                                            \
+        }                                                                                        \
+    }                                                                                            \
+    static KILN_RED_AVX2 void S##_add_into_avx2(T *restrict d, const T *restrict s, int64_t w) { \
+        int64_t i = 0;                                                                           \
+        for (; i + 8 <= w; i += 8)                                                               \
+            red_store_##S(d + i, red_add_##S(red_load_##S(d + i), red_load_##S(s + i)));         \
+        for (; i < w; i++)                                                                       \
+            d[i] += s[i];                                                                        \
+    }
+DEF_SUM_AVX2(f32, float, __m256)
+DEF_SUM_AVX2(f64, double, red_v8d)
+#endif
+
+/* The kernels of one float type in one ISA variant V (ATTR: its target attribute).
+ *  run:   along a contiguous run (I == 1).
+ *  rows:  over R rows of w columns, rows ld apart, into out[0..w) (I > 1).
+ * Sums along a run are numpy's pairwise scheme; across rows, blocks of RED_SUM_BLOCK rows
+ * are summed in order and the blocks' sums combined as a binary counter does (a pairwise
+ * tree built while streaming). Products: 8 lanes over blocks of RED_CHUNK elements, the
+ * blocks' products multiplied in order; rows in order. Maximum/minimum compare integer keys
+ * (DEF_FLOAT_KEYS), which order like the floats with -0 < +0, NaN winning. */
+#define DEF_FLOAT_KERNELS(S, T, K, U, SIGN_SHIFT, MAG, INF, V, ATTR)                               \
+    /* numpy's pairwise sum. */                                                                    \
+    static ATTR T S##_sum_run##V(const T *restrict x, int64_t n) {                                 \
+        if (n <= 128) return S##_sum_leaf##V(x, n);                                                \
+        int64_t h = n / 2;                                                                         \
+        h -= h % 8;                                                                                \
+        return S##_sum_run##V(x, h) + S##_sum_run##V(x + h, n - h);                                \
+    }                                                                                              \
+    /* scratch: (red_levels(R) + 1) * w elements. */                                               \
+    static ATTR void S##_sum_rows##V(const T *x, int64_t R, int64_t ld, int64_t w, T *out,         \
+                                     T *scratch) {                                                 \
+        if (R == 0) {                                                                              \
+            for (int64_t i = 0; i < w; i++)                                                        \
+                out[i] = (T)-0.0;                                                                  \
+            return;                                                                                \
+        }                                                                                          \
+        if (R <= RED_SUM_BLOCK) {                                                                  \
+            S##_sum_block##V(x, R, ld, w, out);                                                    \
+            return;                                                                                \
+        }                                                                                          \
+        T *level[RED_MAX_LEVELS], *pool[RED_MAX_LEVELS + 1];                                       \
+        int n_pool = 0;                                                                            \
+        const int levels = red_levels(R);                                                          \
+        for (int k = 0; k <= levels; k++)                                                          \
+            pool[n_pool++] = scratch + (int64_t)k * w;                                             \
+        uint64_t count = 0;                                                                        \
+        for (int64_t b = 0; b < R; b += RED_SUM_BLOCK, count++) {                                  \
+            T *t = pool[--n_pool];                                                                 \
+            S##_sum_block##V(x + b * ld, R - b < RED_SUM_BLOCK ? R - b : RED_SUM_BLOCK, ld, w, t); \
+            int k = 0;                                                                             \
+            for (; (count >> k) & 1; k++) {                                                        \
+                T *left = level[k];                                                                \
+                S##_add_into##V(left, t, w);                                                       \
+                pool[n_pool++] = t;                                                                \
+                t = left;                                                                          \
+            }                                                                                      \
+            level[k] = t;                                                                          \
+        }                                                                                          \
+        bool first = true;                                                                         \
+        for (int k = levels; k >= 0; k--) {                                                        \
+            if (!((count >> k) & 1)) continue;                                                     \
+            if (first) {                                                                           \
+                memcpy(out, level[k], (size_t)w * sizeof(T));                                      \
+                first = false;                                                                     \
+            } else {                                                                               \
+                S##_add_into##V(out, level[k], w);                                                 \
+            }                                                                                      \
+        }                                                                                          \
+    }                                                                                              \
+    static ATTR T S##_mul_run##V(const T *restrict x, int64_t n) {                                 \
+        T p = (T)1;                                                                                \
+        for (int64_t c = 0; c < n; c += RED_CHUNK) {                                               \
+            const int64_t m = n - c < RED_CHUNK ? n - c : RED_CHUNK;                               \
+            const T *restrict y = x + c;                                                           \
+            T lane[8];                                                                             \
+            for (int l = 0; l < 8; l++)                                                            \
+                lane[l] = (T)1;                                                                    \
+            int64_t i = 0;                                                                         \
+            for (; i + 8 <= m; i += 8)                                                             \
+                for (int l = 0; l < 8; l++)                                                        \
+                    lane[l] *= y[i + l];                                                           \
+            T s = (T)1;                                                                            \
+            for (int l = 0; l < 8; l++)                                                            \
+                s *= lane[l];                                                                      \
+            for (; i < m; i++)                                                                     \
+                s *= y[i];                                                                         \
+            p *= s;                                                                                \
+        }                                                                                          \
+        return p;                                                                                  \
+    }                                                                                              \
+    /* Rows in order, four per pass over out (fewer stores, which also keeps the loads clear       \
+     * of the stores' 4 KiB aliases). */                                                           \
+    static ATTR void S##_mul_rows##V(const T *x, int64_t R, int64_t ld, int64_t w,                 \
+                                     T *restrict out) {                                            \
+        for (int64_t i = 0; i < w; i++)                                                            \
+            out[i] = (T)1;                                                                         \
+        int64_t r = 0;                                                                             \
+        for (; r + 4 <= R; r += 4) {                                                               \
+            const T *restrict a = x + r * ld, *restrict b = a + ld, *restrict c = b + ld,          \
+                              *restrict d = c + ld;                                                \
+            for (int64_t i = 0; i < w; i++)                                                        \
+                out[i] = (((out[i] * a[i]) * b[i]) * c[i]) * d[i];                                 \
+        }                                                                                          \
+        for (; r < R; r++) {                                                                       \
+            const T *restrict a = x + r * ld;                                                      \
+            for (int64_t i = 0; i < w; i++)                                                        \
+                out[i] *= a[i];                                                                    \
+        }                                                                                          \
+    }                                                                                              \
+    /* The key of each element, NaN mapped to nan_key; the extreme key of a run. */                \
+    static ATTR K S##_ext_run##V(const T *restrict x, int64_t n, bool is_max) {                    \
+        const K nan_key = is_max ? (K)(MAG) : (K) ~(K)(MAG);                                       \
+        K lane[8];                                                                                 \
+        const K id = key_##S(is_max ? -(T)INFINITY : (T)INFINITY, 0);                              \
+        for (int l = 0; l < 8; l++)                                                                \
+            lane[l] = id;                                                                          \
+        int64_t i = 0;                                                                             \
+        if (is_max) {                                                                              \
+            for (; i + 8 <= n; i += 8)                                                             \
+                for (int l = 0; l < 8; l++) {                                                      \
+                    U u;                                                                           \
+                    memcpy(&u, &x[i + l], sizeof u);                                               \
+                    K k = (K)(u ^ (((U)0 - (u >> SIGN_SHIFT)) & (MAG)));                           \
+                    k = (K)(u & (MAG)) > (K)(INF) ? nan_key : k;                                   \
+                    lane[l] = k > lane[l] ? k : lane[l];                                           \
+                }                                                                                  \
+        } else {                                                                                   \
+            for (; i + 8 <= n; i += 8)                                                             \
+                for (int l = 0; l < 8; l++) {                                                      \
+                    U u;                                                                           \
+                    memcpy(&u, &x[i + l], sizeof u);                                               \
+                    K k = (K)(u ^ (((U)0 - (u >> SIGN_SHIFT)) & (MAG)));                           \
+                    k = (K)(u & (MAG)) > (K)(INF) ? nan_key : k;                                   \
+                    lane[l] = k < lane[l] ? k : lane[l];                                           \
+                }                                                                                  \
+        }                                                                                          \
+        for (; i < n; i++) {                                                                       \
+            U u;                                                                                   \
+            memcpy(&u, &x[i], sizeof u);                                                           \
+            K k = (K)(u ^ (((U)0 - (u >> SIGN_SHIFT)) & (MAG)));                                   \
+            k = (K)(u & (MAG)) > (K)(INF) ? nan_key : k;                                           \
+            lane[0] = is_max ? (k > lane[0] ? k : lane[0]) : (k < lane[0] ? k : lane[0]);          \
+        }                                                                                          \
+        K m = lane[0];                                                                             \
+        for (int l = 1; l < 8; l++)                                                                \
+            m = is_max ? (lane[l] > m ? lane[l] : m) : (lane[l] < m ? lane[l] : m);                \
+        return m;                                                                                  \
+    }                                                                                              \
+    /* Keys of x[i] */                                                                             \
+    static ATTR inline K S##_key_of##V(const T *p, K nan_key) {                                    \
+        U u;                                                                                       \
+        memcpy(&u, p, sizeof u);                                                                   \
+        const K k = (K)(u ^ (((U)0 - (u >> SIGN_SHIFT)) & (MAG)));                                 \
+        return (K)(u & (MAG)) > (K)(INF) ? nan_key : k;                                            \
+    }                                                                                              \
+    /* Four rows per pass over acc, as for products. */                                            \
+    static ATTR void S##_ext_rows##V(const T *x, int64_t R, int64_t ld, int64_t w,                 \
+                                     K *restrict acc, bool is_max) {                               \
+        const K nan_key = is_max ? (K)(MAG) : (K) ~(K)(MAG);                                       \
+        const K id = key_##S(is_max ? -(T)INFINITY : (T)INFINITY, 0);                              \
+        for (int64_t i = 0; i < w; i++)                                                            \
+            acc[i] = id;                                                                           \
+        int64_t r = 0;                                                                             \
+        for (; r + 4 <= R; r += 4) {                                                               \
+            const T *restrict a = x + r * ld, *restrict b = a + ld, *restrict c = b + ld,          \
+                              *restrict d = c + ld;                                                \
+            if (is_max) {                                                                          \
+                for (int64_t i = 0; i < w; i++) {                                                  \
+                    const K ka = S##_key_of##V(&a[i], nan_key),                                    \
+                            kb = S##_key_of##V(&b[i], nan_key);                                    \
+                    const K kc = S##_key_of##V(&c[i], nan_key),                                    \
+                            kd = S##_key_of##V(&d[i], nan_key);                                    \
+                    const K m1 = ka > kb ? ka : kb, m2 = kc > kd ? kc : kd;                        \
+                    const K m = m1 > m2 ? m1 : m2;                                                 \
+                    acc[i] = m > acc[i] ? m : acc[i];                                              \
+                }                                                                                  \
+            } else {                                                                               \
+                for (int64_t i = 0; i < w; i++) {                                                  \
+                    const K ka = S##_key_of##V(&a[i], nan_key),                                    \
+                            kb = S##_key_of##V(&b[i], nan_key);                                    \
+                    const K kc = S##_key_of##V(&c[i], nan_key),                                    \
+                            kd = S##_key_of##V(&d[i], nan_key);                                    \
+                    const K m1 = ka < kb ? ka : kb, m2 = kc < kd ? kc : kd;                        \
+                    const K m = m1 < m2 ? m1 : m2;                                                 \
+                    acc[i] = m < acc[i] ? m : acc[i];                                              \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+        for (; r < R; r++) {                                                                       \
+            const T *restrict a = x + r * ld;                                                      \
+            for (int64_t i = 0; i < w; i++) {                                                      \
+                const K k = S##_key_of##V(&a[i], nan_key);                                         \
+                acc[i] = is_max ? (k > acc[i] ? k : acc[i]) : (k < acc[i] ? k : acc[i]);           \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
+#if KILN_RED_HAVE_AVX2
+#define DEF_FLOAT_KERNELS_ALL(S, T, K, U, SIGN_SHIFT, MAG, INF)  \
+    DEF_SUM_BASE(S, T, _base, )                                  \
+    DEF_FLOAT_KERNELS(S, T, K, U, SIGN_SHIFT, MAG, INF, _base, ) \
+    DEF_FLOAT_KERNELS(S, T, K, U, SIGN_SHIFT, MAG, INF, _avx2, KILN_RED_AVX2)
+#define RED_CALL(fn, ...) (red_use_avx2() ? fn##_avx2(__VA_ARGS__) : fn##_base(__VA_ARGS__))
+#else
+#define DEF_FLOAT_KERNELS_ALL(S, T, K, U, SIGN_SHIFT, MAG, INF) \
+    DEF_SUM_BASE(S, T, _base, )                                 \
+    DEF_FLOAT_KERNELS(S, T, K, U, SIGN_SHIFT, MAG, INF, _base, )
+#define RED_CALL(fn, ...) fn##_base(__VA_ARGS__)
+#endif
+
+/* The driver of one float type: the identity for empty reductions; a run reduced whole
+ * (split, for a long single run, at fixed points that do not depend on the thread count:
+ * the pairwise tree's nodes for a sum, RED_CHUNK blocks otherwise); rows reduced in column
+ * chunks sized for the stack scratch, the chunks (and outer entries) split across threads.
+ * A column's result never depends on the chunking. */
+#define DEF_FLOAT_REDUCE(S, T, K, U, SIGN_SHIFT, MAG, INF)                                        \
+    DEF_FLOAT_KERNELS_ALL(S, T, K, U, SIGN_SHIFT, MAG, INF)                                       \
+    static T S##_identity(kiln__region_kind kind) {                                               \
+        switch (kind) {                                                                           \
+        case KILN_REGION_ADD: return (T)-0.0;                                                     \
+        case KILN_REGION_MULTIPLY: return (T)1;                                                   \
+        case KILN_REGION_MAXIMUM: return -(T)INFINITY;                                            \
+        default: return (T)INFINITY;                                                              \
+        }                                                                                         \
+    }                                                                                             \
+    static T S##_run(kiln__region_kind kind, const T *x, int64_t n) {                             \
+        switch (kind) {                                                                           \
+        case KILN_REGION_ADD: return RED_CALL(S##_sum_run, x, n);                                 \
+        case KILN_REGION_MULTIPLY: return RED_CALL(S##_mul_run, x, n);                            \
+        default: {                                                                                \
+            const bool is_max = kind == KILN_REGION_MAXIMUM;                                      \
+            return unkey_##S(RED_CALL(S##_ext_run, x, n, is_max));                                \
+        }                                                                                         \
+        }                                                                                         \
+    }                                                                                             \
+    static void S##_sum_rows_stack(const T *x, int64_t R, int64_t ld, int64_t w, T *out) {        \
+        T scratch[RED_STACK_BYTES / sizeof(T)];                                                   \
+        RED_CALL(S##_sum_rows, x, R, ld, w, out, scratch);                                        \
+    }                                                                                             \
+    static void S##_ext_rows_stack(const T *x, int64_t R, int64_t ld, int64_t w, T *out,          \
+                                   bool is_max) {                                                 \
+        K acc[RED_STACK_BYTES / sizeof(K)];                                                       \
+        RED_CALL(S##_ext_rows, x, R, ld, w, acc, is_max);                                         \
+        for (int64_t i = 0; i < w; i++)                                                           \
+            out[i] = unkey_##S(acc[i]);                                                           \
+    }                                                                                             \
+    /* Columns per chunk that the stack scratch allows (a multiple of 16; I: no limit). */        \
+    static int64_t S##_max_width(kiln__region_kind kind, int64_t R, int64_t I) {                  \
+        int64_t w = I;                                                                            \
+        if (kind == KILN_REGION_ADD && R > RED_SUM_BLOCK)                                         \
+            w = (int64_t)(RED_STACK_BYTES / ((size_t)(red_levels(R) + 1) * sizeof(T)));           \
+        else if (kind == KILN_REGION_MAXIMUM || kind == KILN_REGION_MINIMUM)                      \
+            w = (int64_t)(RED_STACK_BYTES / sizeof(K));                                           \
+        if (w < I) w -= w % 16;                                                                   \
+        return w;                                                                                 \
+    }                                                                                             \
+    typedef struct {                                                                              \
+        kiln__region_kind kind;                                                                   \
+        const T *x;                                                                               \
+        int64_t O, R, I, W, n_chunks;                                                             \
+        T *out;                                                                                   \
+        int64_t n;  /* a single run: its length */                                                \
+        int depth;  /* sum of a single run: the tree's depth at the leaves */                     \
+        T *partial; /* per leaf or block */                                                       \
+        K *partial_keys;                                                                          \
+        int64_t first_block; /* the product/extreme of a single run: the batch's first block */   \
+    } S##_job;                                                                                    \
+    static void S##_rows_range(void *user, int64_t begin, int64_t end) {                          \
+        const S##_job *j = user;                                                                  \
+        for (int64_t it = begin; it < end; it++) {                                                \
+            const int64_t o = it / j->n_chunks, c0 = (it % j->n_chunks) * j->W;                   \
+            const int64_t w = j->I - c0 < j->W ? j->I - c0 : j->W;                                \
+            const T *x = j->x + o * j->R * j->I + c0;                                             \
+            T *out = j->out + o * j->I + c0;                                                      \
+            switch (j->kind) {                                                                    \
+            case KILN_REGION_ADD: S##_sum_rows_stack(x, j->R, j->I, w, out); break;               \
+            case KILN_REGION_MULTIPLY: RED_CALL(S##_mul_rows, x, j->R, j->I, w, out); break;      \
+            default: S##_ext_rows_stack(x, j->R, j->I, w, out, j->kind == KILN_REGION_MAXIMUM);   \
+            }                                                                                     \
+        }                                                                                         \
+    }                                                                                             \
+    static void S##_runs_range(void *user, int64_t begin, int64_t end) {                          \
+        const S##_job *j = user;                                                                  \
+        for (int64_t o = begin; o < end; o++)                                                     \
+            j->out[o] = S##_run(j->kind, j->x + o * j->R, j->R);                                  \
+    }                                                                                             \
+    /* The leaves of the pairwise tree of a run of n at depth d, in order. */                     \
+    static void S##_leaves(int64_t off, int64_t n, int d, int64_t *offs, int64_t *lens, int *k) { \
+        if (d == 0 || n <= 128) {                                                                 \
+            offs[*k] = off;                                                                       \
+            lens[(*k)++] = n;                                                                     \
+            return;                                                                               \
+        }                                                                                         \
+        int64_t h = n / 2;                                                                        \
+        h -= h % 8;                                                                               \
+        S##_leaves(off, h, d - 1, offs, lens, k);                                                 \
+        S##_leaves(off + h, n - h, d - 1, offs, lens, k);                                         \
+    }                                                                                             \
+    static T S##_combine_leaves(int64_t n, int d, const T *v, int *k) {                           \
+        if (d == 0 || n <= 128) return v[(*k)++];                                                 \
+        int64_t h = n / 2;                                                                        \
+        h -= h % 8;                                                                               \
+        const T a = S##_combine_leaves(h, d - 1, v, k);                                           \
+        return a + S##_combine_leaves(n - h, d - 1, v, k);                                        \
+    }                                                                                             \
+    typedef struct {                                                                              \
+        const T *x;                                                                               \
+        const int64_t *offs, *lens;                                                               \
+        T *v;                                                                                     \
+    } S##_leaf_job;                                                                               \
+    static void S##_leaves_range(void *user, int64_t begin, int64_t end) {                        \
+        const S##_leaf_job *j = user;                                                             \
+        for (int64_t i = begin; i < end; i++)                                                     \
+            j->v[i] = RED_CALL(S##_sum_run, j->x + j->offs[i], j->lens[i]);                       \
+    }                                                                                             \
+    static void S##_blocks_range(void *user, int64_t begin, int64_t end) {                        \
+        const S##_job *j = user;                                                                  \
+        for (int64_t b = begin; b < end; b++) {                                                   \
+            const int64_t off = (j->first_block + b) * RED_CHUNK;                                 \
+            const int64_t m = j->n - off < RED_CHUNK ? j->n - off : RED_CHUNK;                    \
+            if (j->kind == KILN_REGION_MULTIPLY)                                                  \
+                j->partial[b] = RED_CALL(S##_mul_run, j->x + off, m);                             \
+            else                                                                                  \
+                j->partial_keys[b] =                                                              \
+                    RED_CALL(S##_ext_run, j->x + off, m, j->kind == KILN_REGION_MAXIMUM);         \
+        }                                                                                         \
+    }                                                                                             \
+    /* One long run, split across threads. */                                                     \
+    static T S##_run_parallel(kiln__region_kind kind, const T *x, int64_t n) {                    \
+        if (kind == KILN_REGION_ADD) {                                                            \
+            int d = 0; /* leaves of at least RED_CHUNK / 2 elements, at most 64 */                \
+            while (d < 6 && (n >> (d + 1)) >= RED_CHUNK / 2)                                      \
+                d++;                                                                              \
+            int64_t offs[64], lens[64];                                                           \
+            T v[64];                                                                              \
+            int k = 0;                                                                            \
+            S##_leaves(0, n, d, offs, lens, &k);                                                  \
+            S##_leaf_job lj = {x, offs, lens, v};                                                 \
+            kiln__parallel_for(k, 1, S##_leaves_range, &lj);                                      \
+            k = 0;                                                                                \
+            return S##_combine_leaves(n, d, v, &k);                                               \
+        }                                                                                         \
+        /* Products: blocks multiplied in order (what S##_mul_run does); extremes: exact. */      \
+        const bool is_max = kind == KILN_REGION_MAXIMUM;                                          \
+        T p = (T)1, part[256];                                                                    \
+        K m = key_##S(is_max ? -(T)INFINITY : (T)INFINITY, 0), keys[256];                         \
+        const int64_t n_blocks = (n + RED_CHUNK - 1) / RED_CHUNK;                                 \
+        for (int64_t b0 = 0; b0 < n_blocks; b0 += 256) {                                          \
+            const int64_t nb = n_blocks - b0 < 256 ? n_blocks - b0 : 256;                         \
+            S##_job j = {.kind = kind,                                                            \
+                         .x = x,                                                                  \
+                         .n = n,                                                                  \
+                         .partial = part,                                                         \
+                         .partial_keys = keys,                                                    \
+                         .first_block = b0};                                                      \
+            kiln__parallel_for(nb, 1, S##_blocks_range, &j);                                      \
+            for (int64_t b = 0; b < nb; b++) {                                                    \
+                if (kind == KILN_REGION_MULTIPLY)                                                 \
+                    p *= part[b];                                                                 \
+                else                                                                              \
+                    m = is_max ? (keys[b] > m ? keys[b] : m) : (keys[b] < m ? keys[b] : m);       \
+            }                                                                                     \
+        }                                                                                         \
+        return kind == KILN_REGION_MULTIPLY ? p : unkey_##S(m);                                   \
+    }                                                                                             \
+    bool kiln__reduce_##S(kiln__region_kind kind, const T *x, int64_t O, int64_t R, int64_t I,    \
+                          T *out, bool parallel) {                                                \
+        if (kind != KILN_REGION_ADD && kind != KILN_REGION_MULTIPLY &&                            \
+            kind != KILN_REGION_MAXIMUM && kind != KILN_REGION_MINIMUM)                           \
+            return false;                                                                         \
+        if (O < 0 || R < 0 || I < 0) return false;                                                \
+        if (O == 0 || I == 0) return true;                                                        \
+        if (R == 0) {                                                                             \
+            const T id = S##_identity(kind);                                                      \
+            for (int64_t i = 0; i < O * I; i++)                                                   \
+                out[i] = id;                                                                      \
+            return true;                                                                          \
+        }                                                                                         \
+        const double total = (double)O * (double)R * (double)I;                                   \
+        parallel = parallel && total >= RED_MIN_PARALLEL && kiln__threads_count() > 1;            \
+        if (I == 1) {                                                                             \
+            if (O == 1 && parallel) {                                                             \
+                out[0] = S##_run_parallel(kind, x, R);                                            \
+                return true;                                                                      \
+            }                                                                                     \
+            S##_job j = {.kind = kind, .x = x, .O = O, .R = R, .I = 1, .out = out};               \
+            if (parallel)                                                                         \
+                kiln__parallel_for(O, R >= RED_MIN_PARALLEL ? 1 : RED_MIN_PARALLEL / R,           \
+                                   S##_runs_range, &j);                                           \
+            else                                                                                  \
+                S##_runs_range(&j, 0, O);                                                         \
+            return true;                                                                          \
+        }                                                                                         \
+        /* Rows: column chunks within the stack scratch; with threads, at least one item per      \
+         * thread when the columns allow (chunks of >= 64 columns). */                            \
+        const int64_t w_max = S##_max_width(kind, R, I);                                          \
+        int64_t n_chunks = (I + w_max - 1) / w_max;                                               \
+        if (parallel) {                                                                           \
+            const int64_t want = (kiln__threads_count() + O - 1) / O;                             \
+            const int64_t most = I / 64 > 0 ? I / 64 : 1;                                         \
+            if (n_chunks < want) n_chunks = want < most ? want : most;                            \
+        }                                                                                         \
+        int64_t W = (I + n_chunks - 1) / n_chunks;                                                \
+        if (W < I) W += (8 - W % 8) % 8;                                                          \
+        if (W > w_max) W = w_max;                                                                 \
+        n_chunks = (I + W - 1) / W;                                                               \
+        S##_job j = {.kind = kind,                                                                \
+                     .x = x,                                                                      \
+                     .O = O,                                                                      \
+                     .R = R,                                                                      \
+                     .I = I,                                                                      \
+                     .W = W,                                                                      \
+                     .n_chunks = n_chunks,                                                        \
+                     .out = out};                                                                 \
+        const int64_t items = O * n_chunks;                                                       \
+        if (parallel) {                                                                           \
+            const double per_item = (double)R * (double)W;                                        \
+            const int64_t grain =                                                                 \
+                per_item >= RED_MIN_PARALLEL ? 1 : (int64_t)(RED_MIN_PARALLEL / per_item) + 1;    \
+            kiln__parallel_for(items, grain, S##_rows_range, &j);                                 \
+        } else {                                                                                  \
+            S##_rows_range(&j, 0, items);                                                         \
+        }                                                                                         \
+        return true;                                                                              \
+    }
+
+DEF_FLOAT_REDUCE(f32, float, int32_t, uint32_t, 31, 0x7fffffffu, 0x7f800000u)
+DEF_FLOAT_REDUCE(f64, double, int64_t, uint64_t, 63, 0x7fffffffffffffffu, 0x7ff0000000000000u)
+
+/* The reduce kernel's passes on floats. */
+#define DEF_FLOAT_PASS(NAME, KIND, S, T)                                          \
+    static void NAME(const void *x, int64_t O, int64_t R, int64_t I, void *out) { \
+        kiln__reduce_##S(KIND, (const T *)x, O, R, I, (T *)out, true);            \
+    }
+DEF_FLOAT_PASS(pass_add_f32, KILN_REGION_ADD, f32, float)
+DEF_FLOAT_PASS(pass_add_f64, KILN_REGION_ADD, f64, double)
+DEF_FLOAT_PASS(pass_mul_f32, KILN_REGION_MULTIPLY, f32, float)
+DEF_FLOAT_PASS(pass_mul_f64, KILN_REGION_MULTIPLY, f64, double)
+DEF_FLOAT_PASS(pass_max_f32, KILN_REGION_MAXIMUM, f32, float)
+DEF_FLOAT_PASS(pass_max_f64, KILN_REGION_MAXIMUM, f64, double)
+DEF_FLOAT_PASS(pass_min_f32, KILN_REGION_MINIMUM, f32, float)
+DEF_FLOAT_PASS(pass_min_f64, KILN_REGION_MINIMUM, f64, double)
 
 #define UNSIGNED_PASSES(KIND) \
     pass_##KIND##_u8, pass_##KIND##_u16, pass_##KIND##_u32, pass_##KIND##_u64
@@ -650,6 +1156,23 @@ typedef struct group {
     int64_t size;
     bool reduced;
 } group;
+
+typedef struct {
+    kiln_dtype dtype;
+    const void *src;
+    float *dst;
+} to_acc_job;
+
+static void to_acc_range(void *user, int64_t begin, int64_t end) {
+    const to_acc_job *j = user;
+    kiln__to_acc(j->dtype, (const uint16_t *)j->src + begin, j->dst + begin, end - begin);
+}
+
+/* f16/bf16 to f32, split across threads (each element converts on its own). */
+static void to_acc_parallel(kiln_dtype dtype, const void *src, void *dst, int64_t n) {
+    to_acc_job j = {dtype, src, dst};
+    kiln__parallel_for(n, RED_MIN_PARALLEL, to_acc_range, &j);
+}
 
 static kiln_status reduce_fast(kiln_ctx *cx, const kiln__attrs *attrs, kiln__region_kind kind,
                                const kiln_tensor *x, const kiln_tensor *init, kiln_tensor *out) {
@@ -693,7 +1216,7 @@ static kiln_status reduce_fast(kiln_ctx *cx, const kiln__attrs *attrs, kiln__reg
         owned_bytes = (size_t)x->numel * asz;
         if (!(owned = kiln__alloc(cx, owned_bytes, KILN_DATA_ALIGNMENT, fn)))
             return KILN_RESOURCE_EXHAUSTED;
-        kiln__to_acc(dtype, cur, owned, x->numel);
+        to_acc_parallel(dtype, cur, owned, x->numel);
         cur = acc = owned;
     }
     for (;;) {
@@ -719,19 +1242,7 @@ static kiln_status reduce_fast(kiln_ctx *cx, const kiln__attrs *attrs, kiln__reg
                 return KILN_RESOURCE_EXHAUSTED;
             }
         }
-        void *scratch = NULL;
-        size_t scratch_bytes = 0;
-        if (kiln_dtype_is_float(it)) {
-            scratch_bytes = (size_t)scratch_elems(ik, g[gi].size, I) * asz;
-            if (scratch_bytes &&
-                !(scratch = kiln__alloc(cx, scratch_bytes, KILN_DATA_ALIGNMENT, fn))) {
-                if (dst != out_data) kiln__free(cx, dst, dst_bytes);
-                if (owned) kiln__free(cx, owned, owned_bytes);
-                return KILN_RESOURCE_EXHAUSTED;
-            }
-        }
-        pass(cur, O, g[gi].size, I, dst, scratch);
-        if (scratch) kiln__free(cx, scratch, scratch_bytes);
+        pass(cur, O, g[gi].size, I, dst);
         if (owned) kiln__free(cx, owned, owned_bytes);
         owned = dst == out_data ? NULL : dst;
         owned_bytes = dst_bytes;

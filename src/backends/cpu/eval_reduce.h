@@ -1,6 +1,8 @@
 /* Internals shared by the reduction kernels (reduce, reduce_window, select_and_scatter)
  * and their builders: the tags of kiln_argmax's internal regions, calling a region on
- * rank-0 values, and the typed combiners behind the builtin regions' fast paths. */
+ * rank-0 values, the typed combiners behind the builtin regions' fast paths, and the
+ * vectorized, multi-threaded f32/f64 reductions of contiguous buffers (kiln__reduce_f32/f64)
+ * that the reduce kernel and the fused-kernel engine share. */
 #ifndef KILN_BACKENDS_CPU_EVAL_REDUCE_H
 #define KILN_BACKENDS_CPU_EVAL_REDUCE_H
 
@@ -83,5 +85,62 @@ void kiln__from_acc(kiln_dtype dtype, const void *src, void *dst, int64_t n);
 
 /* dst[i] = value for i < n, elements of `size` bytes. */
 void kiln__fill_elements(void *dst, const void *value, size_t size, int64_t n);
+
+/* ---- contiguous f32/f64 reductions (the evaluator's and the fused-kernel engine's) ----- */
+
+/* Reduces a contiguous row-major buffer viewed as [outer, n_reduced, inner] over its middle
+ * axis into out, [outer, inner]:
+ *     out[o * inner + i] = op over r < n_reduced of x[(o * n_reduced + r) * inner + i]
+ * inner == 1 reduces along the innermost axis, outer == 1 along the outer axes, and
+ * outer == inner == 1 over everything (out is then one element). `kind` is one of
+ * KILN_REGION_ADD, _MULTIPLY, _MAXIMUM, _MINIMUM; no init value is combined (the caller
+ * combines one, once, if it has one): n_reduced == 0 gives the identity (-0 for add, 1,
+ * -inf for maximum, +inf for minimum). Semantics are the reduce kernel's, bit for bit:
+ * sums are pairwise (along a run: numpy's blocks of 128 with 8 accumulators, halves above
+ * that; across rows: blocks of 16 rows combined as a binary counter), products in 8 lanes
+ * over blocks of 65536 elements (the blocks' products multiplied in order; rows in order),
+ * maximum/minimum propagate NaN and order -0 < +0. With `parallel`, the work is
+ * split with kiln__parallel_for; partial results are combined in a fixed order, so the
+ * result is bitwise the same for every thread count (and the same as with !parallel); pass
+ * false when already running inside a parallel range. out must not overlap x. Returns
+ * false, doing nothing, for another kind or a negative size; true otherwise. Allocates
+ * nothing (scratch lives on the stack: up to 256 KiB); thread-safe. */
+bool kiln__reduce_f32(kiln__region_kind kind, const float *x, int64_t outer, int64_t n_reduced,
+                      int64_t inner, float *out, bool parallel);
+bool kiln__reduce_f64(kiln__region_kind kind, const double *x, int64_t outer, int64_t n_reduced,
+                      int64_t inner, double *out, bool parallel);
+
+/* Tests only: with true, the kernels above take their baseline-ISA variant even where AVX2
+ * is available (both give bitwise the same results; this lets a test check it). Process-wide,
+ * thread-safe; false restores the default. */
+void kiln__reduce_force_baseline(bool on);
+
+/* The three shapes by name, for readability at call sites. */
+static inline bool kiln__reduce_all_f32(kiln__region_kind kind, const float *x, int64_t n,
+                                        float *out, bool parallel) {
+    return kiln__reduce_f32(kind, x, 1, n, 1, out, parallel);
+}
+/* x is [rows, cols]; out[rows] reduces each row. */
+static inline bool kiln__reduce_inner_f32(kiln__region_kind kind, const float *x, int64_t rows,
+                                          int64_t cols, float *out, bool parallel) {
+    return kiln__reduce_f32(kind, x, rows, cols, 1, out, parallel);
+}
+/* x is [rows, cols]; out[cols] reduces each column. */
+static inline bool kiln__reduce_outer_f32(kiln__region_kind kind, const float *x, int64_t rows,
+                                          int64_t cols, float *out, bool parallel) {
+    return kiln__reduce_f32(kind, x, 1, rows, cols, out, parallel);
+}
+static inline bool kiln__reduce_all_f64(kiln__region_kind kind, const double *x, int64_t n,
+                                        double *out, bool parallel) {
+    return kiln__reduce_f64(kind, x, 1, n, 1, out, parallel);
+}
+static inline bool kiln__reduce_inner_f64(kiln__region_kind kind, const double *x, int64_t rows,
+                                          int64_t cols, double *out, bool parallel) {
+    return kiln__reduce_f64(kind, x, rows, cols, 1, out, parallel);
+}
+static inline bool kiln__reduce_outer_f64(kiln__region_kind kind, const double *x, int64_t rows,
+                                          int64_t cols, double *out, bool parallel) {
+    return kiln__reduce_f64(kind, x, 1, rows, cols, out, parallel);
+}
 
 #endif

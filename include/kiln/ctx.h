@@ -62,6 +62,12 @@ typedef struct kiln_ctx_options {
     kiln_log_level log_level;
     /* The device new tensors are created on. */
     kiln_device device;
+    /* Threads for kernels and BLAS, process-wide (one pool serves every ctx): a positive
+     * count is applied when the ctx is created and stays in force for later calls of all
+     * ctxs until another ctx sets one. 0: leave the count as it is (by default
+     * KILN_NUM_THREADS from the environment, else the cores available). Negative:
+     * INVALID_ARGUMENT. Results are bitwise the same for every count. */
+    int num_threads;
 } kiln_ctx_options;
 
 /* Options with every field at its default. */
@@ -71,9 +77,9 @@ KILN_API kiln_ctx_options kiln_ctx_options_default(void);
  * smaller struct_size is accepted, the missing fields taking their defaults.
  * On success stores the new ctx in *out_ctx (owned by the caller: kiln_ctx_release) and
  * returns KILN_OK. Errors: INVALID_ARGUMENT (out_ctx NULL, struct_size 0 or too small,
- * an allocator without alloc or free, a bad log level or an unsupported device),
- * RESOURCE_EXHAUSTED. On error *out_ctx is set to NULL (when out_ctx is not NULL); there is
- * no ctx to hold a message. Thread-safe. */
+ * an allocator without alloc or free, a bad log level, an unsupported device or
+ * a negative num_threads), RESOURCE_EXHAUSTED. On error *out_ctx is set to NULL (when
+ * out_ctx is not NULL); there is no ctx to hold a message. Thread-safe. */
 KILN_API KILN_NODISCARD kiln_status kiln_ctx_create(const kiln_ctx_options *options,
                                                     kiln_ctx **out_ctx);
 

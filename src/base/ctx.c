@@ -9,6 +9,7 @@
 #include "base/alloc.h"
 #include "base/ctx_internal.h"
 #include "base/scope.h"
+#include "base/threads.h"
 
 kiln_ctx_options kiln_ctx_options_default(void) {
     return (kiln_ctx_options){
@@ -18,6 +19,7 @@ kiln_ctx_options kiln_ctx_options_default(void) {
         .log_user = NULL,
         .log_level = KILN_LOG_UNSET,
         .device = KILN_DEVICE_CPU,
+        .num_threads = 0,
     };
 }
 
@@ -53,10 +55,12 @@ kiln_status kiln_ctx_create(const kiln_ctx_options *options, kiln_ctx **out_ctx)
         if (HAS_FIELD(options, log_user)) o.log_user = options->log_user;
         if (HAS_FIELD(options, log_level)) o.log_level = options->log_level;
         if (HAS_FIELD(options, device)) o.device = options->device;
+        if (HAS_FIELD(options, num_threads)) o.num_threads = options->num_threads;
     }
     if (o.allocator && (!o.allocator->alloc || !o.allocator->free)) return KILN_INVALID_ARGUMENT;
     if (o.log_level < KILN_LOG_UNSET || o.log_level > KILN_LOG_DEBUG) return KILN_INVALID_ARGUMENT;
     if (o.device.type != KILN_DEVICE_TYPE_CPU || o.device.id != 0) return KILN_INVALID_ARGUMENT;
+    if (o.num_threads < 0) return KILN_INVALID_ARGUMENT;
 
     const kiln_allocator *a = o.allocator ? o.allocator : kiln_allocator_default();
     kiln_ctx *cx = kiln__raw_alloc(a, sizeof *cx, _Alignof(kiln_ctx));
@@ -77,6 +81,7 @@ kiln_status kiln_ctx_create(const kiln_ctx_options *options, kiln_ctx **out_ctx)
             level = o.log_fn ? KILN_LOG_WARN : KILN_LOG_OFF;
     }
     cx->log_level = level;
+    if (o.num_threads > 0) kiln__threads_set_count(o.num_threads);
     *out_ctx = cx;
     return KILN_OK;
 }

@@ -1,24 +1,47 @@
-/* The one thread pool kiln uses for everything (kernels, fused-kernel tiles, BLAS).
+/* The one thread pool kiln uses for everything (kernels, fused-kernel tiles, BLAS, oneDNN):
+ * OpenMP's, when kiln is built with OpenMP; without it everything runs on the calling
+ * thread.
  *
  * Work is split into `n` items; kiln__parallel_for hands contiguous ranges of items to the
  * pool's threads. Callers must make results independent of how items are split (each item
  * writes its own outputs; reductions combine per-item partials in a fixed order), so that
  * results are bitwise the same for every thread count. Small work (fewer than `grain`
- * items per thread, or one thread configured) runs inline on the calling thread. */
+ * items per thread, or one thread configured) runs inline on the calling thread, and so
+ * does a call made from inside a parallel range (no nested pools). */
 #ifndef KILN_BASE_THREADS_H
 #define KILN_BASE_THREADS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
-/* Runs fn(user, begin, end) over [0, n) split into ranges of at least `grain` items. */
+/* Runs fn(user, begin, end) over [0, n) split into at most kiln__threads_count() ranges
+ * of at least `grain` items each (grain < 1 counts as 1), one per thread, and returns when
+ * all have run. n <= 0 runs nothing. fn must not fail in a way that needs unwinding: it
+ * records its own errors (e.g. in a per-range slot). Thread-safe. */
 typedef void (*kiln__range_fn)(void *user, int64_t begin, int64_t end);
 void kiln__parallel_for(int64_t n, int64_t grain, kiln__range_fn fn, void *user);
 
-/* The number of threads kiln__parallel_for may use (>= 1): the ctx option or
- * KILN_NUM_THREADS when set, else the cores available. */
+/* The number of threads kiln__parallel_for may use (>= 1): the last count set by
+ * kiln__threads_set_count (the ctx option num_threads), else KILN_NUM_THREADS when it
+ * holds a positive integer, else the cores available. 1 without OpenMP. Thread-safe. */
 int kiln__threads_count(void);
 
-/* Sets the count (n <= 0: back to the default). Also sets BLAS's thread count. */
+/* Sets the process-wide count (n <= 0: back to the default above, KILN_NUM_THREADS read
+ * again). Also sets BLAS's thread count. Thread-safe; takes effect for calls that start
+ * after it returns. */
 void kiln__threads_set_count(int n);
+
+/* True while the calling thread runs inside a parallel range of kiln__parallel_for. */
+bool kiln__threads_in_parallel(void);
+
+/* Makes the next BLAS call on this thread use kiln's count (OpenBLAS's OpenMP flavour
+ * follows the calling thread's OpenMP setting, which is per thread). Cheap; call it before
+ * each BLAS or oneDNN call. */
+void kiln__threads_sync_blas(void);
+
+/* Makes the BLAS calls on this thread run on one thread, until the next
+ * kiln__threads_sync_blas: for calls whose results must not depend on how BLAS would
+ * split them. */
+void kiln__threads_blas_one(void);
 
 #endif

@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "backends/cpu/eval.h"
+#include "backends/cpu/eval_linalg.h"
 #include "core/element.h"
 #include "failing_allocator.h"
 #include "op_cases.h"
@@ -1255,4 +1257,387 @@ Test(linalg, allocation_failures_are_reported_without_leaks) {
                          (long long)k, (long long)fa.live_blocks);
         }
     }
+}
+
+/* ---- the library paths: oneDNN against im2col, bias + relu, small products -------------- */
+
+/* A tensor of f32 values in [-1, 1). */
+static kiln_tensor *random_f32(kiln_ctx *cx, kiln_shape s, double *keep) {
+    int64_t n = numel_of(s);
+    double *v = keep ? keep : malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
+    cr_assert_not_null(v);
+    for (int64_t i = 0; i < n; i++)
+        v[i] = (double)(float)rnd_unit();
+    kiln_tensor *t = make(cx, KILN_F32, s, v);
+    if (!keep) free(v);
+    return t;
+}
+
+/* A writable result tensor of zeros (kernels fill preallocated results). */
+static kiln_tensor *result_like(kiln_ctx *cx, kiln_dtype dt, kiln_shape s) {
+    size_t bytes = (size_t)numel_of(s) * kiln_dtype_size(dt);
+    void *z = calloc(1, bytes + 1);
+    cr_assert_not_null(z);
+    kiln_tensor *t = kiln_tensor_from_host(cx, dt, s, z, bytes);
+    free(z);
+    cr_assert_not_null(t, "%s", kiln_ctx_error_message(cx));
+    return t;
+}
+
+static void expect_close(const kiln_tensor *a, const kiln_tensor *b, double tol, const char *what,
+                         int trial) {
+    cr_assert_not_null(a);
+    cr_assert_not_null(b);
+    cr_assert_eq(kiln_tensor_numel(a), kiln_tensor_numel(b));
+    const float *x = kiln_tensor_data(a), *y = kiln_tensor_data(b);
+    for (int64_t i = 0; i < kiln_tensor_numel(a); i++)
+        cr_assert(fabs((double)x[i] - (double)y[i]) <= tol,
+                  "%s, trial %d: element %lld: %.9g vs %.9g", what, trial, (long long)i, x[i],
+                  y[i]);
+}
+
+Test(linalg, convolution_onednn_matches_im2col) {
+    /* f32 convolutions in random layouts, with groups, strides, padding and dilation: the
+     * oneDNN path (where it takes them) against the im2col + GEMM path. Values in [-1, 1)
+     * and at most 4 * 3 * 3 * 3 = 108 products per sum: 1e-4 covers f32's summation-order
+     * differences. */
+    kiln_ctx *cx = test_ctx();
+    rng_state = 0x5151;
+    int taken = 0;
+    for (int trial = 0; trial < 60; trial++) {
+        kiln_scope_begin(cx);
+        int32_t S = 1 + trial % 3, N = S + 2;
+        int64_t pos[3][KILN_MAX_RANK];
+        for (int k = 0; k < 3; k++) {
+            for (int32_t i = 0; i < N; i++)
+                pos[k][i] = i;
+            if (trial % 4) shuffle(pos[k], N); /* every 4th: NCHW / OIHW */
+        }
+        kiln_conv_params p = {0};
+        int64_t G = rnd_int(1, 2), I = rnd_int(1, 4), Og = rnd_int(1, 5), B = rnd_int(1, 2);
+        kiln_shape ls = {.rank = N}, rs = {.rank = N};
+        p.input_batch_dimension = pos[0][0], p.input_feature_dimension = pos[0][1];
+        p.kernel_output_feature_dimension = pos[1][0], p.kernel_input_feature_dimension = pos[1][1];
+        p.output_batch_dimension = pos[2][0], p.output_feature_dimension = pos[2][1];
+        p.feature_group_count = G;
+        ls.dims[pos[0][0]] = B, ls.dims[pos[0][1]] = I * G;
+        rs.dims[pos[1][0]] = Og * G, rs.dims[pos[1][1]] = I;
+        p.input_spatial_dimensions.count = p.kernel_spatial_dimensions.count =
+            p.output_spatial_dimensions.count = p.window_strides.count = p.padding_low.count =
+                p.padding_high.count = p.rhs_dilation.count = S;
+        for (int32_t d = 0; d < S; d++) {
+            p.input_spatial_dimensions.v[d] = pos[0][2 + d];
+            p.kernel_spatial_dimensions.v[d] = pos[1][2 + d];
+            p.output_spatial_dimensions.v[d] = pos[2][2 + d];
+            int64_t k = rnd_int(1, 3);
+            ls.dims[pos[0][2 + d]] = rnd_int(k + 2, S == 3 ? 6 : 9);
+            rs.dims[pos[1][2 + d]] = k;
+            p.window_strides.v[d] = rnd_int(1, 2);
+            p.rhs_dilation.v[d] = rnd_int(1, 2);
+            p.padding_low.v[d] = rnd_int(0, 1);
+            p.padding_high.v[d] = rnd_int(0, 2);
+        }
+        kiln_tensor *l = random_f32(cx, ls, NULL), *r = random_f32(cx, rs, NULL);
+        kiln_tensor *fast = kiln_convolution(cx, l, r, &p, KILN_DTYPE_COUNT);
+        cr_assert_not_null(fast, "trial %d: %s", trial, kiln_ctx_error_message(cx));
+        kiln__dnnl_conv_force_off(true);
+        kiln_tensor *ref = kiln_convolution(cx, l, r, &p, KILN_DTYPE_COUNT);
+        kiln__dnnl_conv_force_off(false);
+        expect_close(fast, ref, 1e-4, "oneDNN vs im2col", trial);
+        /* The oneDNN entry point takes these (f32, padding >= 0, no input dilation). */
+        kiln__attrs at = {.u.conv = p, .result_dtype = KILN_F32};
+        kiln_tensor *direct = result_like(cx, KILN_F32, *kiln_tensor_shape(ref));
+        kiln_status st = KILN_UNKNOWN;
+        if (kiln__dnnl_conv(cx, &at, l, r, NULL, direct, &st)) {
+            cr_assert_eq(st, KILN_OK, "%s", kiln_ctx_error_message(cx));
+            expect_close(direct, ref, 1e-4, "kiln__dnnl_conv vs im2col", trial);
+            taken++;
+        }
+        kiln_scope_end(cx);
+    }
+    /* oneDNN may leave a geometry to im2col (where it has only its reference loops), but not
+     * all of them. */
+    if (kiln__dnnl_conv_available()) cr_assert_gt(taken, 30, "oneDNN took %d of 60", taken);
+    expect_ok(cx);
+    kiln_ctx_release(cx);
+}
+
+Test(linalg, onednn_declines_what_it_cannot_compute) {
+    kiln_ctx *cx = test_ctx();
+    kiln_tensor *l = kiln_iota(cx, KILN_F32, KILN_SHAPE(1, 2, 5, 5), 3);
+    kiln_tensor *r = kiln_iota(cx, KILN_F32, KILN_SHAPE(3, 2, 2, 2), 1);
+    kiln_conv_params p = kiln_conv_params_nchw(2);
+    kiln_status st = KILN_OK;
+    /* Input dilation, negative padding, a dtype other than f32, batch groups. */
+    kiln_conv_params pd = p;
+    pd.lhs_dilation = KILN_DIMS(2, 1);
+    kiln_conv_params pn = p;
+    pn.padding_low = KILN_DIMS(-1, 0);
+    const kiln_conv_params *ps[] = {&pd, &pn};
+    for (int i = 0; i < 2; i++) {
+        kiln_tensor *want = kiln_convolution(cx, l, r, ps[i], KILN_DTYPE_COUNT);
+        cr_assert_not_null(want, "%s", kiln_ctx_error_message(cx));
+        kiln__attrs at = {.u.conv = *ps[i], .result_dtype = KILN_F32};
+        kiln_tensor *o = result_like(cx, KILN_F32, *kiln_tensor_shape(want));
+        cr_assert(!kiln__dnnl_conv(cx, &at, l, r, NULL, o, &st), "case %d", i);
+    }
+    kiln_tensor *ld = kiln_convert(cx, l, KILN_F64), *rd = kiln_convert(cx, r, KILN_F64);
+    kiln__attrs at = {.u.conv = p, .result_dtype = KILN_F64};
+    kiln_tensor *od = result_like(cx, KILN_F64, KILN_SHAPE(1, 3, 4, 4));
+    cr_assert(!kiln__dnnl_conv(cx, &at, ld, rd, NULL, od, &st));
+    kiln_conv_params pb = p;
+    pb.batch_group_count = 3;
+    kiln_tensor *l3 = kiln_iota(cx, KILN_F32, KILN_SHAPE(3, 2, 5, 5), 0);
+    kiln__attrs ab = {.u.conv = pb, .result_dtype = KILN_F32};
+    kiln_tensor *ob = result_like(cx, KILN_F32, KILN_SHAPE(1, 3, 4, 4));
+    cr_assert(!kiln__dnnl_conv(cx, &ab, l3, r, NULL, ob, &st));
+    expect_ok(cx);
+    kiln_ctx_release(cx);
+}
+
+Test(linalg, prepare_op_builds_ahead_and_accepts_every_type) {
+    kiln_ctx *cx = test_ctx();
+    const kiln__backend *be = kiln__cpu_backend();
+    cr_assert_not_null(be->prepare_op);
+    kiln_conv_params p = kiln_conv_params_nchw(2);
+    p.padding_low = p.padding_high = KILN_DIMS(1, 1);
+    kiln__attrs at = {.u.conv = p, .result_dtype = KILN_F32};
+    kiln_dtype dts[] = {KILN_F32, KILN_F16, KILN_I32, KILN_F64};
+    for (size_t i = 0; i < sizeof dts / sizeof dts[0]; i++) {
+        kiln__type ops[2] = {{dts[i], KILN_SHAPE(2, 3, 8, 8)}, {dts[i], KILN_SHAPE(4, 3, 3, 3)}};
+        kiln__type res = {dts[i], KILN_SHAPE(2, 4, 8, 8)};
+        cr_assert_eq(be->prepare_op(cx, KILN_OP_CONVOLUTION, &at, ops, 2, &res, 1), KILN_OK, "%s",
+                     kiln_ctx_error_message(cx));
+    }
+    /* Other ops: nothing to prepare. */
+    kiln__type t = {KILN_F32, KILN_SHAPE(3)};
+    cr_assert_eq(be->prepare_op(cx, KILN_OP_ADD, &at, (kiln__type[]){t, t}, 2, &t, 1), KILN_OK);
+    /* After preparing, the call agrees with im2col. */
+    rng_state = 4;
+    kiln_tensor *l = random_f32(cx, KILN_SHAPE(2, 3, 8, 8), NULL);
+    kiln_tensor *r = random_f32(cx, KILN_SHAPE(4, 3, 3, 3), NULL);
+    kiln_tensor *got = kiln_convolution(cx, l, r, &p, KILN_DTYPE_COUNT);
+    kiln__dnnl_conv_force_off(true);
+    kiln_tensor *want = kiln_convolution(cx, l, r, &p, KILN_DTYPE_COUNT);
+    kiln__dnnl_conv_force_off(false);
+    expect_close(got, want, 1e-5, "prepared", 0);
+    expect_ok(cx);
+    kiln_ctx_release(cx);
+}
+
+/* convolution + bias + relu, computed by the builders one op at a time. */
+static kiln_tensor *bias_act_reference(kiln_ctx *cx, kiln_tensor *l, kiln_tensor *r,
+                                       const kiln_conv_params *p, kiln_dtype dt, kiln_tensor *bias,
+                                       bool relu) {
+    kiln_tensor *c = kiln_convolution(cx, l, r, p, dt);
+    if (bias)
+        c = kiln_add(cx, c,
+                     kiln_broadcast_in_dim(cx, bias, *kiln_tensor_shape(c),
+                                           KILN_DIMS(p->output_feature_dimension)));
+    if (relu) c = kiln_maximum(cx, c, kiln_scalar(cx, 0, kiln_tensor_dtype(c)));
+    return c;
+}
+
+Test(linalg, conv_bias_act_matches_the_ops_one_by_one) {
+    kiln_ctx *cx = test_ctx();
+    rng_state = 31;
+    kiln_conv_params nchw = kiln_conv_params_nchw(2);
+    nchw.padding_low = nchw.padding_high = KILN_DIMS(1, 1);
+    kiln_conv_params nhwc = {0};
+    dim_numbers(&nhwc, "b01f", "01io", "b01f");
+    nhwc.window_strides = KILN_DIMS(2, 2);
+    kiln_conv_params grouped = kiln_conv_params_nchw(2);
+    grouped.feature_group_count = 2;
+    grouped.lhs_dilation = KILN_DIMS(2, 1); /* not oneDNN's: the loops */
+    struct {
+        kiln_shape ls, rs;
+        kiln_conv_params *p;
+        int fdim_size;
+    } cases[] = {
+        {KILN_SHAPE(2, 4, 7, 7), KILN_SHAPE(6, 4, 3, 3), &nchw, 6},
+        {KILN_SHAPE(2, 7, 7, 4), KILN_SHAPE(3, 3, 4, 6), &nhwc, 6},
+        {KILN_SHAPE(2, 4, 7, 7), KILN_SHAPE(6, 2, 3, 3), &grouped, 6},
+    };
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
+        for (int variant = 0; variant < 4; variant++) {
+            kiln_scope_begin(cx);
+            bool with_bias = variant & 1, relu = variant & 2;
+            kiln_tensor *l = random_f32(cx, cases[ci].ls, NULL);
+            kiln_tensor *r = random_f32(cx, cases[ci].rs, NULL);
+            kiln_tensor *bias =
+                with_bias ? random_f32(cx, KILN_SHAPE(cases[ci].fdim_size), NULL) : NULL;
+            kiln_tensor *want = bias_act_reference(cx, l, r, cases[ci].p, KILN_F32, bias, relu);
+            cr_assert_not_null(want, "%s", kiln_ctx_error_message(cx));
+            kiln_tensor *got = result_like(cx, KILN_F32, *kiln_tensor_shape(want));
+            kiln__attrs at = {.u.conv = *cases[ci].p, .result_dtype = KILN_F32};
+            cr_assert_eq(kiln__cpu_conv_bias_act(cx, &at, l, r, bias,
+                                                 relu ? KILN__ACT_RELU : KILN__ACT_NONE, got),
+                         KILN_OK, "%s", kiln_ctx_error_message(cx));
+            expect_close(got, want, 1e-5, "bias_act", (int)ci * 4 + variant);
+            if (relu) {
+                const float *g = kiln_tensor_data(got);
+                for (int64_t i = 0; i < kiln_tensor_numel(got); i++)
+                    cr_assert(!signbit(g[i]), "relu gives +0, never -0 or negatives");
+            }
+            kiln_scope_end(cx);
+        }
+    expect_ok(cx);
+    kiln_ctx_release(cx);
+}
+
+Test(linalg, conv_bias_act_keeps_nan_and_gives_plus_zero) {
+    /* StableHLO's maximum(x, 0): NaN stays NaN, -0 becomes +0, on both paths. */
+    kiln_ctx *cx = test_ctx();
+    kiln_conv_params p = kiln_conv_params_nchw(2);
+    double lv[9] = {1, 2, 3, 4, NAN, 6, 7, 8, 9}, rv[1] = {-1};
+    kiln_tensor *l = make(cx, KILN_F32, KILN_SHAPE(1, 1, 3, 3), lv);
+    kiln_tensor *r = make(cx, KILN_F32, KILN_SHAPE(1, 1, 1, 1), rv);
+    kiln_tensor *bias = TENSOR(cx, KILN_F32, KILN_SHAPE(1), 0.0);
+    for (int off = 0; off < 2; off++) {
+        kiln__dnnl_conv_force_off(off);
+        kiln_tensor *got = result_like(cx, KILN_F32, KILN_SHAPE(1, 1, 3, 3));
+        kiln__attrs at = {.u.conv = p, .result_dtype = KILN_F32};
+        cr_assert_eq(kiln__cpu_conv_bias_act(cx, &at, l, r, bias, KILN__ACT_RELU, got), KILN_OK);
+        const float *g = kiln_tensor_data(got);
+        for (int i = 0; i < 9; i++) {
+            if (i == 4)
+                cr_assert(isnan(g[i]), "path %d: NaN must propagate, got %g", off, g[i]);
+            else
+                cr_assert(g[i] == 0 && !signbit(g[i]), "path %d: element %d is %g", off, i, g[i]);
+        }
+    }
+    kiln__dnnl_conv_force_off(false);
+    expect_ok(cx);
+    kiln_ctx_release(cx);
+}
+
+Test(linalg, conv_bias_act_other_dtypes_use_the_loops) {
+    kiln_ctx *cx = test_ctx();
+    kiln_conv_params p = kiln_conv_params_nchw(1);
+    kiln_dtype dts[] = {KILN_F16, KILN_BF16, KILN_F64, KILN_I32, KILN_I8, KILN_U8, KILN_BOOL};
+    for (size_t i = 0; i < sizeof dts / sizeof dts[0]; i++) {
+        kiln_dtype dt = dts[i];
+        bool is_bool = dt == KILN_BOOL, uns = !kiln_dtype_is_signed(dt);
+        double lv[2 * 3 * 6], rv[4 * 3 * 2], bv[4];
+        for (int k = 0; k < 36; k++)
+            lv[k] = is_bool ? k % 2 : uns ? k % 5 : (k * 7) % 9 - 4;
+        for (int k = 0; k < 24; k++)
+            rv[k] = is_bool ? (k / 3) % 2 : uns ? k % 3 : (k * 5) % 7 - 3;
+        for (int k = 0; k < 4; k++)
+            bv[k] = is_bool ? k % 2 : uns ? k : dt == KILN_I8 ? 120 - k : k - 2;
+        kiln_tensor *l = make(cx, dt, KILN_SHAPE(2, 3, 6), lv);
+        kiln_tensor *r = make(cx, dt, KILN_SHAPE(4, 3, 2), rv);
+        kiln_tensor *bias = make(cx, dt, KILN_SHAPE(4), bv);
+        for (int relu = 0; relu < 2; relu++) {
+            kiln_tensor *want = bias_act_reference(cx, l, r, &p, dt, bias, relu);
+            cr_assert_not_null(want, "%s: %s", kiln_dtype_name(dt), kiln_ctx_error_message(cx));
+            kiln_tensor *got = result_like(cx, dt, *kiln_tensor_shape(want));
+            kiln__attrs at = {.u.conv = p, .result_dtype = dt};
+            cr_assert_eq(kiln__cpu_conv_bias_act(cx, &at, l, r, bias, relu, got), KILN_OK, "%s",
+                         kiln_ctx_error_message(cx));
+            cr_assert(memcmp(kiln_tensor_data(got), kiln_tensor_data(want),
+                             kiln_tensor_nbytes(want)) == 0,
+                      "%s relu %d: differs from the ops one by one", kiln_dtype_name(dt), relu);
+        }
+    }
+    expect_ok(cx);
+    kiln_ctx_release(cx);
+}
+
+Test(linalg, conv_bias_act_errors) {
+    kiln_ctx *cx = test_ctx();
+    kiln_conv_params p = kiln_conv_params_nchw(2);
+    kiln__attrs at = {.u.conv = p, .result_dtype = KILN_F32};
+    kiln_tensor *l = kiln_iota(cx, KILN_F32, KILN_SHAPE(1, 2, 4, 4), 2);
+    kiln_tensor *r = kiln_iota(cx, KILN_F32, KILN_SHAPE(3, 2, 1, 1), 0);
+    kiln_tensor *out = result_like(cx, KILN_F32, KILN_SHAPE(1, 3, 4, 4));
+    kiln_tensor *b3 = kiln_zeros(cx, KILN_F32, KILN_SHAPE(3));
+    cr_assert_eq(
+        kiln__cpu_conv_bias_act(cx, &at, l, r, kiln_zeros(cx, KILN_F32, KILN_SHAPE(4)), 0, out),
+        KILN_INVALID_ARGUMENT);
+    expect_error(cx, KILN_INVALID_ARGUMENT, "kiln__cpu_conv_bias_act: bias must be f32[3]");
+    cr_assert_eq(
+        kiln__cpu_conv_bias_act(cx, &at, l, r, kiln_zeros(cx, KILN_F64, KILN_SHAPE(3)), 0, out),
+        KILN_INVALID_ARGUMENT);
+    expect_error(cx, KILN_INVALID_ARGUMENT, "got f64");
+    cr_assert_eq(
+        kiln__cpu_conv_bias_act(cx, &at, l, r, kiln_zeros(cx, KILN_F32, KILN_SHAPE(1, 3)), 0, out),
+        KILN_INVALID_ARGUMENT);
+    expect_error(cx, KILN_INVALID_ARGUMENT, "rank 2");
+    cr_assert_eq(kiln__cpu_conv_bias_act(cx, &at, l, r, b3, 2, out), KILN_INVALID_ARGUMENT);
+    expect_error(cx, KILN_INVALID_ARGUMENT, "unknown activation 2");
+    cr_assert_eq(kiln__cpu_conv_bias_act(cx, &at, NULL, r, b3, 0, out), KILN_INVALID_ARGUMENT);
+    expect_error(cx, KILN_INVALID_ARGUMENT, "must not be NULL");
+    kiln__attrs bad = at;
+    bad.u.conv.output_feature_dimension = 7;
+    cr_assert_eq(kiln__cpu_conv_bias_act(cx, &bad, l, r, b3, 0, out), KILN_INVALID_ARGUMENT);
+    expect_error(cx, KILN_INVALID_ARGUMENT, "output feature dimension 7");
+    kiln_ctx_release(cx);
+}
+
+Test(linalg, dot_general_small_paths_match_double_reference) {
+    /* The sizes around the special paths: tiny products (loops), small transposed operands
+     * (copied before BLAS), batches of small products (split across threads), vector times
+     * matrix (GEMV), in f32 and f64, against a double reference. */
+    kiln_ctx *cx = test_ctx();
+    rng_state = 2024;
+    struct {
+        int64_t b, m, k, n;
+        bool tl, tr;
+    } cases[] = {
+        {1, 1, 1, 1, false, false},
+        {1, 2, 2, 2, true, false},
+        {1, 1, 8, 1, false, true},
+        {1, 2, 4, 2, true, true},
+        {1, 3, 3, 3, false, false},
+        {1, 10, 10, 10, true, false},
+        {1, 10, 10, 10, false, true},
+        {1, 10, 10, 10, true, true},
+        {7, 10, 10, 10, false, false},
+        {40, 5, 3, 4, true, false},
+        {3, 33, 31, 30, true, true},
+        {2, 70, 65, 60, false, true},
+        /* vector x matrix (GEMV), in every layout, and just below its threshold */
+        {1, 1, 300, 300, false, false},
+        {1, 1, 300, 300, true, true},
+        {2, 300, 300, 1, true, false},
+        {1, 300, 300, 1, false, true},
+        {1, 1, 50, 63, false, false},
+        {1, 63, 50, 1, true, true},
+        {1, 1, 90, 2100, false, false}, /* three blocks of columns, the last partial */
+    };
+    static double l[200000], r[200000], want[200000];
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
+        for (int f64 = 0; f64 < 2; f64++) {
+            kiln_scope_begin(cx);
+            int64_t B = cases[ci].b, M = cases[ci].m, K = cases[ci].k, N = cases[ci].n;
+            kiln_dtype dt = f64 ? KILN_F64 : KILN_F32;
+            /* lhs [B, M, K] or [B, K, M]; rhs [B, K, N] or [B, N, K]. */
+            kiln_shape ls = cases[ci].tl ? KILN_SHAPE(B, K, M) : KILN_SHAPE(B, M, K);
+            kiln_shape rs = cases[ci].tr ? KILN_SHAPE(B, N, K) : KILN_SHAPE(B, K, N);
+            cr_assert_leq(B * M * K, 200000);
+            cr_assert_leq(B * K * N, 200000);
+            cr_assert_leq(B * M * N, 200000);
+            for (int64_t i = 0; i < B * M * K; i++)
+                l[i] = (double)(float)rnd_unit();
+            for (int64_t i = 0; i < B * K * N; i++)
+                r[i] = (double)(float)rnd_unit();
+            kiln_dot_params p =
+                dot_params(KILN_DIMS(0), KILN_DIMS(0), KILN_DIMS(cases[ci].tl ? 1 : 2),
+                           KILN_DIMS(cases[ci].tr ? 2 : 1));
+            kiln_shape ws = ref_dot(l, ls, r, rs, &p, want);
+            kiln_tensor *got = kiln_dot_general(cx, make(cx, dt, ls, l), make(cx, dt, rs, r), &p,
+                                                KILN_DTYPE_COUNT);
+            cr_assert_not_null(got, "%s", kiln_ctx_error_message(cx));
+            expect_shape(got, ws);
+            for (int64_t i = 0; i < numel_of(ws); i++) {
+                double g = kiln_tensor_item(cx, got, i);
+                cr_assert(fabs(g - want[i]) <= (f64 ? 1e-12 : 2e-5) * (double)K,
+                          "case %zu %s: element %lld is %.9g, expected %.9g", ci,
+                          kiln_dtype_name(dt), (long long)i, g, want[i]);
+            }
+            kiln_scope_end(cx);
+        }
+    expect_ok(cx);
+    kiln_ctx_release(cx);
 }

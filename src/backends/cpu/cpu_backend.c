@@ -1,4 +1,5 @@
 #include "backends/cpu/eval.h"
+#include "backends/cpu/eval_linalg.h"
 #include "core/tensor_internal.h"
 
 static const kiln__eval_fn table[] = {
@@ -18,12 +19,22 @@ static kiln_status eval_op(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs,
     return table[op](cx, attrs, operands, n_operands, results, n_results);
 }
 
+/* Library primitives are built at compile time, so the first call runs at full speed. */
+static kiln_status prepare_op(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs,
+                              const kiln__type *operands, int n_operands, const kiln__type *results,
+                              int n_results) {
+    if (op == KILN_OP_CONVOLUTION && n_operands == 2 && n_results == 1)
+        return kiln__dnnl_conv_prepare(cx, attrs, &operands[0], &operands[1], &results[0], false);
+    return KILN_OK;
+}
+
 static const kiln__backend cpu = {
     .version = KILN_BACKEND_VERSION,
     .name = "cpu",
     .device = KILN_DEVICE_TYPE_CPU,
     .supports_op = supports_op,
     .eval_op = eval_op,
+    .prepare_op = prepare_op,
 };
 
 const kiln__backend *kiln__cpu_backend(void) { return &cpu; }

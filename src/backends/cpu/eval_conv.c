@@ -2,11 +2,13 @@
  * laid out canonically (input [N, C, spatial...], kernel [O, I, spatial...]), then for
  * each group and output batch an im2col matrix [I * window, positions] multiplied by the
  * group's kernel rows (GEMM: OpenBLAS for f32/f64 and f16/bf16, typed loops otherwise). */
+#include <stdatomic.h>
 #include <string.h>
 
 #include "backends/cpu/eval.h"
 #include "backends/cpu/eval_linalg.h"
 #include "base/alloc.h"
+#include "base/threads.h"
 
 #define MAXS KILN_MAX_RANK
 /* The most bytes of im2col matrix made at once (more when one row of positions needs it). */
@@ -184,6 +186,48 @@ static const void *canonical(kiln_ctx *cx, const kiln_tensor *t, kiln_dtype rd, 
     return c;
 }
 
+typedef struct conv_job {
+    const conv_geom *g;
+    kiln__lk k;
+    size_t es;
+    const unsigned char *x, *w;
+    unsigned char *c, *cols;
+    int64_t slot_elems;
+    bool share;
+    int64_t chunk, len, rows;
+    atomic_int next_slot;
+} conv_job;
+
+/* Items are (group, output batch entry) pairs, group-major. */
+static void conv_items(void *user, int64_t begin, int64_t end) {
+    conv_job *j = user;
+    const conv_geom *g = j->g;
+    size_t es = j->es;
+    unsigned char *cols = NULL;
+    if (!j->share) {
+        int slot = atomic_fetch_add(&j->next_slot, 1);
+        cols = j->cols + (size_t)(slot * j->slot_elems) * es;
+    }
+    for (int64_t it = begin; it < end; it++) {
+        int64_t gi = it / g->Nout, n = it % g->Nout;
+        int64_t foff = g->feature_groups ? gi * g->I : 0;
+        const unsigned char *wg = j->w + (size_t)(gi * g->Og * g->K) * es;
+        int64_t n_in = g->feature_groups ? n : gi * g->Nout + n;
+        unsigned char *cn = j->c + (size_t)((n * g->O + gi * g->Og) * g->P) * es;
+        if (j->share) {
+            const unsigned char *bm = j->x + (size_t)((n_in * g->C + foff) * g->in_plane) * es;
+            kiln__lk_gemm(j->k, false, false, g->Og, g->P, g->K, wg, g->K, bm, g->P, cn, g->P);
+            continue;
+        }
+        for (int64_t q0 = 0; q0 < j->rows; q0 += j->chunk) {
+            int64_t q1 = q0 + j->chunk < j->rows ? q0 + j->chunk : j->rows, pn = (q1 - q0) * j->len;
+            im2col(g, es, j->x, n_in, foff, q0, q1, pn, cols);
+            kiln__lk_gemm(j->k, false, false, g->Og, pn, g->K, wg, g->K, cols, pn,
+                          cn + (size_t)(q0 * j->len) * es, g->P);
+        }
+    }
+}
+
 kiln_status kiln__eval_CONVOLUTION(kiln_ctx *cx, const kiln__attrs *attrs,
                                    kiln_tensor *const *operands, int n_operands,
                                    kiln_tensor **results, int n_results) {
@@ -195,6 +239,8 @@ kiln_status kiln__eval_CONVOLUTION(kiln_ctx *cx, const kiln__attrs *attrs,
     const kiln_shape *ls = kiln_tensor_shape(lhs), *ks = kiln_tensor_shape(rhs),
                      *os = kiln_tensor_shape(res);
     if (kiln_tensor_numel(res) == 0) return KILN_OK;
+    kiln_status dnnl_status;
+    if (kiln__dnnl_conv(cx, attrs, lhs, rhs, NULL, res, &dnnl_status)) return dnnl_status;
     void *out = kiln__out(res);
 
     conv_geom g = {.S = ls->rank - 2};
@@ -264,31 +310,34 @@ kiln_status kiln__eval_CONVOLUTION(kiln_ctx *cx, const kiln__attrs *attrs,
     int64_t chunk = COLS_BUDGET / ((int64_t)es * g.K * len);
     if (chunk < 1) chunk = 1;
     if (chunk > rows) chunk = rows;
+    /* One im2col buffer per thread: the (group, batch entry) products are split across
+     * threads, each writing its own rows of c, and each product runs the same calls
+     * whatever the split, so the bits do not depend on the thread count. */
+    int64_t items = g.GG * g.Nout, slots = kiln__threads_count();
+    if (slots > items) slots = items;
+    int64_t slot_elems = g.K * chunk * len;
     unsigned char *cols = NULL;
     bufs cb = {0};
-    if (w && c && !share) cols = buf_get(cx, &cb, 0, g.K * chunk * len, es);
+    int64_t all_elems = 0;
+    if (w && c && !share) {
+        if (mul_ok(slot_elems, slots, &all_elems))
+            cols = buf_get(cx, &cb, 0, all_elems, es);
+        else
+            kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED,
+                               "convolution: im2col buffers of %lld x %lld elements are too large",
+                               (long long)slots, (long long)slot_elems);
+    }
     if (!x || !w || !c || (!share && !cols)) {
         s = KILN_RESOURCE_EXHAUSTED; /* recorded by buf_get */
     } else {
-        for (int64_t gi = 0; gi < g.GG; gi++) {
-            int64_t foff = g.feature_groups ? gi * g.I : 0;
-            const unsigned char *wg = w + (size_t)(gi * g.Og * g.K) * es;
-            for (int64_t n = 0; n < g.Nout; n++) {
-                int64_t n_in = g.feature_groups ? n : gi * g.Nout + n;
-                unsigned char *cn = c + (size_t)((n * g.O + gi * g.Og) * g.P) * es;
-                if (share) {
-                    const unsigned char *bm = x + (size_t)((n_in * g.C + foff) * g.in_plane) * es;
-                    kiln__lk_gemm(k, false, false, g.Og, g.P, g.K, wg, g.K, bm, g.P, cn, g.P);
-                    continue;
-                }
-                for (int64_t q0 = 0; q0 < rows; q0 += chunk) {
-                    int64_t q1 = q0 + chunk < rows ? q0 + chunk : rows, pn = (q1 - q0) * len;
-                    im2col(&g, es, x, n_in, foff, q0, q1, pn, cols);
-                    kiln__lk_gemm(k, false, false, g.Og, pn, g.K, wg, g.K, cols, pn,
-                                  cn + (size_t)(q0 * len) * es, g.P);
-                }
-            }
-        }
+        conv_job j = {&g, k, es, x, w, c, cols, slot_elems, share, chunk, len, rows, 0};
+        double work = (double)g.Og * (double)g.P * (double)g.K;
+        int64_t grain = work >= 65536.0 ? 1 : (int64_t)(65536.0 / (work > 1 ? work : 1));
+        /* At most `slots` ranges (items / grain <= slots), even if the thread count changes
+         * meanwhile. */
+        int64_t per_slot = items / (slots + 1) + 1;
+        if (grain < per_slot) grain = per_slot;
+        kiln__parallel_for(items, grain, conv_items, &j);
         if (!direct) {
             /* c is canonical [Nout, O, spatial...] in the compute representation. */
             if (out_trivial) {
@@ -311,4 +360,126 @@ kiln_status kiln__eval_CONVOLUTION(kiln_ctx *cx, const kiln__attrs *attrs,
     for (int i = 0; i < 6; i++)
         if (b.p[i]) kiln__free(cx, b.p[i], b.n[i]);
     return s;
+}
+
+/* out[.., f, ..] = act(out[.., f, ..] + bias[f]) over `outer` blocks of F features of
+ * `inner` elements each. Integers add with wrapping (through the unsigned type); relu is
+ * StableHLO's maximum(x, 0): NaN stays NaN and -0 becomes +0. */
+#define BIAS_ACT_LOOP(T, UT)                                  \
+    do {                                                      \
+        T *o_ = out;                                          \
+        const T *b_ = bias;                                   \
+        for (int64_t a = 0; a < outer; a++)                   \
+            for (int64_t f = 0; f < F; f++) {                 \
+                T bf = b_ ? b_[f] : (T)0;                     \
+                T *r = o_ + (a * F + f) * inner;              \
+                for (int64_t i = 0; i < inner; i++) {         \
+                    T v = b_ ? (T)((UT)r[i] + (UT)bf) : r[i]; \
+                    r[i] = relu && v <= (T)0 ? (T)0 : v;      \
+                }                                             \
+            }                                                 \
+    } while (0)
+
+static void bias_act_loops(kiln_dtype dt, void *out, const void *bias, int64_t outer, int64_t F,
+                           int64_t inner, bool relu) {
+    switch (dt) {
+    case KILN_BOOL: /* add is OR; max(x, 0) is x */
+        if (bias) {
+            uint8_t *o_ = out;
+            const uint8_t *b_ = bias;
+            for (int64_t a = 0; a < outer; a++)
+                for (int64_t f = 0; f < F; f++)
+                    for (int64_t i = 0; i < inner; i++)
+                        o_[(a * F + f) * inner + i] |= b_[f];
+        }
+        break;
+    case KILN_I8: BIAS_ACT_LOOP(int8_t, uint8_t); break;
+    case KILN_I16: BIAS_ACT_LOOP(int16_t, uint16_t); break;
+    case KILN_I32: BIAS_ACT_LOOP(int32_t, uint32_t); break;
+    case KILN_I64: BIAS_ACT_LOOP(int64_t, uint64_t); break;
+    case KILN_U8: BIAS_ACT_LOOP(uint8_t, uint8_t); break;
+    case KILN_U16: BIAS_ACT_LOOP(uint16_t, uint16_t); break;
+    case KILN_U32: BIAS_ACT_LOOP(uint32_t, uint32_t); break;
+    case KILN_U64: BIAS_ACT_LOOP(uint64_t, uint64_t); break;
+    case KILN_F32: BIAS_ACT_LOOP(float, float); break;
+    case KILN_F64: BIAS_ACT_LOOP(double, double); break;
+    default: break; /* f16/bf16 go through f32 in the caller */
+    }
+}
+
+static void relu_range(void *user, int64_t begin, int64_t end) {
+    float *o = user;
+    for (int64_t i = begin; i < end; i++)
+        o[i] = o[i] <= 0.0f ? 0.0f : o[i];
+}
+
+kiln_status kiln__cpu_conv_bias_act(kiln_ctx *cx, const kiln__attrs *conv, kiln_tensor *lhs,
+                                    kiln_tensor *rhs, kiln_tensor *bias, int activation,
+                                    kiln_tensor *out) {
+    if (!conv || !lhs || !rhs || !out)
+        return kiln_ctx_set_error(
+            cx, KILN_INVALID_ARGUMENT,
+            "kiln__cpu_conv_bias_act: conv, lhs, rhs and out must not be NULL");
+    if (activation != KILN__ACT_NONE && activation != KILN__ACT_RELU)
+        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                  "kiln__cpu_conv_bias_act: unknown activation %d", activation);
+    kiln_dtype dt = kiln_tensor_dtype(out);
+    const kiln_shape *os = kiln_tensor_shape(out);
+    int64_t fdim = conv->u.conv.output_feature_dimension;
+    if (fdim < 0 || fdim >= os->rank)
+        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                  "kiln__cpu_conv_bias_act: output feature dimension %lld is "
+                                  "outside the result's rank %d",
+                                  (long long)fdim, (int)os->rank);
+    int64_t F = os->dims[fdim];
+    if (bias) {
+        const kiln_shape *bs = kiln_tensor_shape(bias);
+        if (bs->rank != 1 || bs->dims[0] != F || kiln_tensor_dtype(bias) != dt)
+            return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                      "kiln__cpu_conv_bias_act: bias must be %s[%lld] (one "
+                                      "value per output feature), got %s of rank %d",
+                                      kiln_dtype_name(dt), (long long)F,
+                                      kiln_dtype_name(kiln_tensor_dtype(bias)), (int)bs->rank);
+    }
+    bool relu = activation == KILN__ACT_RELU;
+    int64_t n = kiln_tensor_numel(out);
+    kiln_status s;
+    if (n > 0 && kiln__dnnl_conv(cx, conv, lhs, rhs, bias, out, &s)) {
+        /* The activation runs here, not as a oneDNN post-op: oneDNN's relu maps NaN to 0
+         * and keeps -0, where StableHLO's maximum(x, 0) keeps NaN and gives +0. */
+        if (s == KILN_OK && relu) {
+            float *o = kiln__out(out);
+            kiln__parallel_for(n, (int64_t)1 << 16, relu_range, o);
+        }
+        return s;
+    }
+    kiln_tensor *ops[2] = {lhs, rhs};
+    s = kiln__eval_CONVOLUTION(cx, conv, ops, 2, &out, 1);
+    if (s != KILN_OK) return s;
+    if (n == 0 || (!bias && activation == KILN__ACT_NONE)) return KILN_OK;
+    int64_t outer = 1, inner = 1;
+    for (int32_t d = 0; d < os->rank; d++) {
+        if (d < fdim) outer *= os->dims[d];
+        if (d > fdim) inner *= os->dims[d];
+    }
+    if (dt != KILN_F16 && dt != KILN_BF16) {
+        bias_act_loops(dt, kiln__out(out), bias ? kiln__in(bias) : NULL, outer, F, inner, relu);
+        return KILN_OK;
+    }
+    /* 16-bit floats: in f32. f32 has more than twice their precision plus two bits, so
+     * rounding the f32 sum again to 16 bits gives the correctly rounded 16-bit sum. */
+    size_t nb = (size_t)n * sizeof(float), bb = (size_t)F * sizeof(float);
+    float *t = kiln__alloc(cx, nb, KILN_DATA_ALIGNMENT, "convolution");
+    float *tb = bias ? kiln__alloc(cx, bb, KILN_DATA_ALIGNMENT, "convolution") : NULL;
+    if (!t || (bias && !tb)) {
+        if (t) kiln__free(cx, t, nb);
+        return KILN_RESOURCE_EXHAUSTED;
+    }
+    kiln__lk_convert(t, KILN_F32, kiln__in(out), dt, n);
+    if (tb) kiln__lk_convert(tb, KILN_F32, kiln__in(bias), dt, F);
+    bias_act_loops(KILN_F32, t, tb, outer, F, inner, relu);
+    kiln__lk_store(kiln__out(out), dt, t, n);
+    kiln__free(cx, t, nb);
+    if (tb) kiln__free(cx, tb, bb);
+    return KILN_OK;
 }

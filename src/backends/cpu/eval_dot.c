@@ -1,5 +1,12 @@
 /* dot_general on the CPU, and the helpers it shares with convolution (eval_linalg.h):
- * conversion into the result's compute representation, transposing copies, GEMM. */
+ * conversion into the result's compute representation, transposing copies, GEMM.
+ *
+ * f32/f64 products go to OpenBLAS with transposes folded into its flags; the exceptions,
+ * measured on the reference machine: tiny products run as loops, small transposed operands
+ * are copied untransposed first (OpenBLAS's small-matrix kernels take only that layout), a
+ * vector times a matrix runs as blocks of GEMV, and batches of small products are split
+ * across kiln's threads. Which path runs depends on the shapes only, and every path gives
+ * the same bits on any thread count. */
 #include <cblas.h>
 #include <limits.h>
 #include <math.h>
@@ -8,6 +15,7 @@
 #include "backends/cpu/eval.h"
 #include "backends/cpu/eval_linalg.h"
 #include "base/alloc.h"
+#include "base/threads.h"
 #include "core/element.h"
 
 _Static_assert(sizeof(unsigned) == 4, "32-bit unsigned int");
@@ -318,6 +326,129 @@ enum { GEMM_JB = 512, GEMM_KB = 128 };
 
 static bool fits_blas(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
+/* Where a BLAS call costs more than the math (measured on the 2-core reference machine,
+ * OpenBLAS 0.3.21 with its small-matrix kernels: sgemm takes ~20 ns at 2x2x2 and ~50 ns
+ * at 10x10x10, while plain loops take 7-9 ns at 1x1x1 and 1x1x8 but already 27 ns at
+ * 3x3x3 and 420 ns at 10x10x10): up to this many multiply-adds, loops. */
+#define SMALL_MNK 16
+/* Up to this many elements, a transposed operand is copied into the untransposed layout
+ * (on the stack) before the call: OpenBLAS's small-matrix kernels take only that layout,
+ * and a transposed 10x10 sgemm costs 2.5x the untransposed one, far more than the copy. */
+#define SMALL_TRANSPOSE 1024
+/* From this many outputs, a vector times a matrix runs as GEMV. */
+#define GEMV_MIN 64
+
+#define SMALL_LOOP(T)                                                     \
+    do {                                                                  \
+        const T *A = a, *Bm = b;                                          \
+        T *C = c;                                                         \
+        for (int64_t i = 0; i < m; i++)                                   \
+            for (int64_t j = 0; j < n; j++) {                             \
+                T acc = 0;                                                \
+                for (int64_t p = 0; p < kk; p++)                          \
+                    acc += (trans_a ? A[p * lda + i] : A[i * lda + p]) *  \
+                           (trans_b ? Bm[j * ldb + p] : Bm[p * ldb + j]); \
+                C[i * ldc + j] = acc;                                     \
+            }                                                             \
+    } while (0)
+
+/* dst [rows x cols] (ld cols) = the transpose of src [cols x rows] (ld lds). */
+static void small_transpose(void *dst, const void *src, int64_t rows, int64_t cols, int64_t lds,
+                            size_t es) {
+    if (es == 4) {
+        float *d = dst;
+        const float *sv = src;
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t q = 0; q < cols; q++)
+                d[r * cols + q] = sv[q * lds + r];
+    } else {
+        double *d = dst;
+        const double *sv = src;
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t q = 0; q < cols; q++)
+                d[r * cols + q] = sv[q * lds + r];
+    }
+}
+
+/* y = op(M) x for M row-major [rows x cols] (op the transpose when trans), in blocks of
+ * GEMV_BLOCK outputs, each one single-threaded GEMV. OpenBLAS's threaded GEMV splits an
+ * output's sum across threads, so the blocks are the unit of parallel work instead: they
+ * do not depend on the thread count, and an output's sum runs the same way in every block
+ * split. */
+#define GEMV_BLOCK 1024
+
+typedef struct gemv_job {
+    bool f64, trans;
+    const void *m, *x;
+    void *y;
+    int64_t rows, cols, ld, incx, incy;
+} gemv_job;
+
+static void gemv_blocks(void *user, int64_t begin, int64_t end) {
+    const gemv_job *j = user;
+    kiln__threads_blas_one();
+    int64_t outs = j->trans ? j->cols : j->rows;
+    for (int64_t blk = begin; blk < end; blk++) {
+        int64_t o0 = blk * GEMV_BLOCK, w = outs - o0 < GEMV_BLOCK ? outs - o0 : GEMV_BLOCK;
+        /* The block's first element of M: column o0 (trans) or row o0. */
+        int64_t off = j->trans ? o0 : o0 * j->ld;
+        blasint r = (blasint)(j->trans ? j->rows : w), c = (blasint)(j->trans ? w : j->cols);
+        enum CBLAS_TRANSPOSE t = j->trans ? CblasTrans : CblasNoTrans;
+        if (j->f64)
+            cblas_dgemv(CblasRowMajor, t, r, c, 1.0, (const double *)j->m + off, (blasint)j->ld,
+                        j->x, (blasint)j->incx, 0.0, (double *)j->y + o0 * j->incy,
+                        (blasint)j->incy);
+        else
+            cblas_sgemv(CblasRowMajor, t, r, c, 1.0f, (const float *)j->m + off, (blasint)j->ld,
+                        j->x, (blasint)j->incx, 0.0f, (float *)j->y + o0 * j->incy,
+                        (blasint)j->incy);
+    }
+}
+
+static void blas_gemm(kiln__lk k, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t kk,
+                      const void *a, int64_t lda, const void *b, int64_t ldb, void *c,
+                      int64_t ldc) {
+    double abuf[SMALL_TRANSPOSE], bbuf[SMALL_TRANSPOSE];
+    size_t es = kiln__lk_size(k);
+    if (trans_a && m * kk <= SMALL_TRANSPOSE && (double)m * n * kk <= 262144.0) {
+        small_transpose(abuf, a, m, kk, lda, es);
+        a = abuf, lda = kk, trans_a = false;
+    }
+    if (trans_b && n * kk <= SMALL_TRANSPOSE && (double)m * n * kk <= 262144.0) {
+        small_transpose(bbuf, b, kk, n, ldb, es);
+        b = bbuf, ldb = n, trans_b = false;
+    }
+    if (!kiln__threads_in_parallel()) kiln__threads_sync_blas();
+    /* A vector times a matrix: GEMV streams the matrix once, where GEMM packs it first
+     * (3.5x slower for VGG's 1 x 25088 x 4096 layer). */
+    if ((m == 1 && n >= GEMV_MIN) || (n == 1 && m >= GEMV_MIN)) {
+        /* y = op(M) x, with M row-major [rows x cols] (ld), op the transpose when tm. */
+        bool row = m == 1;
+        gemv_job j = {.f64 = k == KILN__LK_F64,
+                      .trans = row ? !trans_b : trans_a,
+                      .m = row ? b : a,
+                      .x = row ? a : b,
+                      .y = c,
+                      .ld = row ? ldb : lda,
+                      .incx = row ? (trans_a ? lda : 1) : (trans_b ? 1 : ldb),
+                      .incy = row ? 1 : ldc};
+        int64_t outs = row ? n : m;
+        j.rows = j.trans ? kk : outs;
+        j.cols = j.trans ? outs : kk;
+        kiln__parallel_for((outs + GEMV_BLOCK - 1) / GEMV_BLOCK, 1, gemv_blocks, &j);
+        kiln__threads_sync_blas();
+        return;
+    }
+    enum CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
+    enum CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
+    if (k == KILN__LK_F32)
+        cblas_sgemm(CblasRowMajor, ta, tb, (blasint)m, (blasint)n, (blasint)kk, 1.0f, a,
+                    (blasint)lda, b, (blasint)ldb, 0.0f, c, (blasint)ldc);
+    else
+        cblas_dgemm(CblasRowMajor, ta, tb, (blasint)m, (blasint)n, (blasint)kk, 1.0, a,
+                    (blasint)lda, b, (blasint)ldb, 0.0, c, (blasint)ldc);
+}
+
 void kiln__lk_gemm(kiln__lk k, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t kk,
                    const void *a, int64_t lda, const void *b, int64_t ldb, void *c, int64_t ldc) {
     if (m <= 0 || n <= 0) return;
@@ -327,23 +458,23 @@ void kiln__lk_gemm(kiln__lk k, bool trans_a, bool trans_b, int64_t m, int64_t n,
             memset((unsigned char *)c + (size_t)(i * ldc) * es, 0, (size_t)n * es);
         return;
     }
-    /* Tiny products (many small batches) skip BLAS's call overhead. */
-    bool blas = fits_blas(m) && fits_blas(n) && fits_blas(kk) && fits_blas(lda) && fits_blas(ldb) &&
-                fits_blas(ldc) && (double)m * (double)n * (double)kk > 4096;
-    enum CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
-    enum CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
+    bool fits = fits_blas(m) && fits_blas(n) && fits_blas(kk) && fits_blas(lda) && fits_blas(ldb) &&
+                fits_blas(ldc);
+    bool tiny = (double)m * (double)n * (double)kk <= SMALL_MNK;
     switch (k) {
     case KILN__LK_F32:
-        if (blas)
-            cblas_sgemm(CblasRowMajor, ta, tb, (blasint)m, (blasint)n, (blasint)kk, 1.0f, a,
-                        (blasint)lda, b, (blasint)ldb, 0.0f, c, (blasint)ldc);
+        if (tiny)
+            SMALL_LOOP(float);
+        else if (fits)
+            blas_gemm(k, trans_a, trans_b, m, n, kk, a, lda, b, ldb, c, ldc);
         else
             GEMM_LOOP(float, MULADD_F, 0);
         break;
     case KILN__LK_F64:
-        if (blas)
-            cblas_dgemm(CblasRowMajor, ta, tb, (blasint)m, (blasint)n, (blasint)kk, 1.0, a,
-                        (blasint)lda, b, (blasint)ldb, 0.0, c, (blasint)ldc);
+        if (tiny)
+            SMALL_LOOP(double);
+        else if (fits)
+            blas_gemm(k, trans_a, trans_b, m, n, kk, a, lda, b, ldb, c, ldc);
         else
             GEMM_LOOP(double, MULADD_F, 0);
         break;
@@ -428,6 +559,31 @@ static void dot_layout(const kiln_shape *s, const kiln_dims *batch, const kiln_d
     *free_size = f;
 }
 
+typedef struct batch_job {
+    kiln__lk k;
+    bool ta, tb;
+    int64_t M, N, K;
+    size_t es;
+    const unsigned char *a, *b;
+    unsigned char *c;
+} batch_job;
+
+static void batch_range(void *user, int64_t begin, int64_t end) {
+    const batch_job *j = user;
+    int64_t M = j->M, N = j->N, K = j->K;
+    for (int64_t i = begin; i < end; i++)
+        kiln__lk_gemm(j->k, j->ta, j->tb, M, N, K, j->a + (size_t)(i * M * K) * j->es,
+                      j->ta ? M : K, j->b + (size_t)(i * K * N) * j->es, j->tb ? K : N,
+                      j->c + (size_t)(i * M * N) * j->es, N);
+}
+
+/* Batch entries per thread at least: about 32k multiply-adds, so that a thread's share
+ * outweighs waking it (a few microseconds). */
+static int64_t batch_grain(int64_t M, int64_t N, int64_t K) {
+    double work = (double)M * (double)N * (double)K;
+    return work >= 32768.0 ? 1 : (int64_t)(32768.0 / (work > 1 ? work : 1));
+}
+
 kiln_status kiln__eval_DOT_GENERAL(kiln_ctx *cx, const kiln__attrs *attrs,
                                    kiln_tensor *const *operands, int n_operands,
                                    kiln_tensor **results, int n_results) {
@@ -465,12 +621,14 @@ kiln_status kiln__eval_DOT_GENERAL(kiln_ctx *cx, const kiln__attrs *attrs,
         !(cbuf = kiln__alloc(cx, cbytes, KILN_DATA_ALIGNMENT, "dot_general")))
         s = KILN_RESOURCE_EXHAUSTED;
     if (s == KILN_OK) {
-        unsigned char *c = cbuf ? cbuf : out;
-        const unsigned char *a = lo.data, *b = ro.data;
-        for (int64_t i = 0; i < B; i++)
-            kiln__lk_gemm(k, lo.trans, ro.trans, M, N, K, a + (size_t)(i * M * K) * es,
-                          lo.trans ? M : K, b + (size_t)(i * K * N) * es, ro.trans ? K : N,
-                          c + (size_t)(i * M * N) * es, N);
+        batch_job j = {k, lo.trans, ro.trans, M, N, K, es, lo.data, ro.data, cbuf ? cbuf : out};
+        /* Below OpenBLAS's own threading threshold (m * n * k of 64^3) each product runs on
+         * one thread anyway, so the batch is split across threads instead; a product runs
+         * the same code either way, so the bits do not depend on the thread count. */
+        if (B > 1 && (double)M * (double)N * (double)K < 262144.0)
+            kiln__parallel_for(B, batch_grain(M, N, K), batch_range, &j);
+        else
+            batch_range(&j, 0, B);
         if (cbuf) kiln__lk_store(out, rd, cbuf, B * M * N);
     }
     if (cbuf) kiln__free(cx, cbuf, cbytes);

@@ -18,6 +18,9 @@
 #include <stdint.h>
 
 #include "kiln/dtype.h"
+#include "kiln/tensor.h"
+#include "ops/attrs.h"
+#include "ops/infer.h"
 
 typedef enum kiln__lk {
     KILN__LK_BOOL,
@@ -60,5 +63,41 @@ bool kiln__lk_perm_is_trivial(int32_t rank, const int64_t *shape, const int32_t 
  * f32/f64 go to OpenBLAS; the others (and sizes beyond BLAS's int) use typed loops. */
 void kiln__lk_gemm(kiln__lk k, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t kk,
                    const void *a, int64_t lda, const void *b, int64_t ldb, void *c, int64_t ldc);
+
+/* oneDNN convolution (dnnl_conv.c; without oneDNN these do nothing). kiln__dnnl_conv
+ * returns false when oneDNN does not take this convolution (dtypes other than f32, input
+ * dilation, batch groups, negative padding, empty tensors, no implementation) and the
+ * caller must compute it; true when it ran, with the outcome in *status (errors recorded
+ * in cx). `bias` is NULL or f32[output features], added by oneDNN.
+ * kiln__dnnl_conv_prepare builds and caches the primitives for these types ahead of the
+ * first call; returns KILN_OK also when oneDNN does not take them, RESOURCE_EXHAUSTED when
+ * memory runs out. Both are thread-safe. */
+bool kiln__dnnl_conv(kiln_ctx *cx, const kiln__attrs *a, const kiln_tensor *lhs,
+                     const kiln_tensor *rhs, const kiln_tensor *bias, kiln_tensor *out,
+                     kiln_status *status);
+kiln_status kiln__dnnl_conv_prepare(kiln_ctx *cx, const kiln__attrs *a, const kiln__type *lhs,
+                                    const kiln__type *rhs, const kiln__type *out, bool bias);
+
+/* Tests only: with true, kiln__dnnl_conv declines every call, so convolution takes the
+ * im2col path (to compare the two). Process-wide, thread-safe; false restores oneDNN.
+ * kiln__dnnl_conv_available says whether kiln was built with oneDNN. */
+void kiln__dnnl_conv_force_off(bool on);
+bool kiln__dnnl_conv_available(void);
+
+/* Activations that kiln__cpu_conv_bias_act can apply after the bias. */
+enum { KILN__ACT_NONE = 0, KILN__ACT_RELU = 1 };
+
+/* out = activation(convolution(lhs, rhs) + bias), one fused kernel: `conv` holds the
+ * convolution's attributes (u.conv and result_dtype, as kiln__eval_convolution reads them);
+ * `bias` is NULL or a rank-1 tensor over the output feature dimension, of out's dtype;
+ * `activation` is KILN__ACT_NONE or KILN__ACT_RELU (max(x, 0), NaN propagates). `out` is
+ * preallocated with the convolution's inferred type. Uses oneDNN post-ops where available
+ * (f32, the layouts oneDNN takes), else the convolution followed by loops; results agree
+ * with convolution, add and maximum run one by one up to f32 summation order.
+ * Returns KILN_OK, or INVALID_ARGUMENT (bias of the wrong rank, size or dtype, or an unknown
+ * activation), RESOURCE_EXHAUSTED, recorded in cx. Thread-safe for distinct outputs. */
+kiln_status kiln__cpu_conv_bias_act(kiln_ctx *cx, const kiln__attrs *conv, kiln_tensor *lhs,
+                                    kiln_tensor *rhs, kiln_tensor *bias, int activation,
+                                    kiln_tensor *out);
 
 #endif

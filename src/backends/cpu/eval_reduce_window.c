@@ -5,7 +5,9 @@
  * reduced, starting from the init value, in row-major order of the window. With a builtin
  * region on one input, the window offsets are the outer loop and whole output rows are
  * combined with (strided) input rows, which vectorizes; f16/bf16 accumulate in f32 and
- * round once.
+ * round once. Max and sum pooling over two spatial dimensions of rank-4 f32/f64 tensors
+ * (channels first or last) take direct kernels, split across threads, with the same
+ * results bit for bit.
  *
  * select_and_scatter follows the reference interpreter: for each source element, in
  * row-major order, the window's in-bounds operand elements are visited in row-major order
@@ -17,6 +19,7 @@
 
 #include "backends/cpu/eval_reduce.h"
 #include "base/alloc.h"
+#include "base/threads.h"
 #include "core/tensor_internal.h"
 
 /* The window geometry, with rank 0 seen as rank 1 of size 1. */
@@ -205,6 +208,217 @@ static kiln_status window_generic(kiln_ctx *cx, const kiln__attrs *attrs,
     return st;
 }
 
+/* ---- direct pooling kernels ----------------------------------------------------------- */
+
+/* Maximum works on keys: a float's bits as a signed integer with the magnitude bits of
+ * negatives flipped, which orders like the floats with -0 < +0; NaN gets the largest key,
+ * which maps back to the quiet NaN with every payload bit set. That is StableHLO's
+ * maximum bit for bit as the builtin region's combiner computes it, it does not depend on
+ * the order of the operands (so the loops may run in any order), and integer compares and
+ * selects vectorize. Sums keep each result's order: init, then the window in row-major
+ * order, padding elements as init. */
+static inline int32_t key_f32(float x) {
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    int32_t k = (int32_t)(u ^ ((uint32_t)((int32_t)u >> 31) & 0x7fffffffu));
+    return (u & 0x7fffffffu) > 0x7f800000u ? INT32_MAX : k;
+}
+static inline float unkey_f32(int32_t k) {
+    uint32_t u = (uint32_t)k ^ ((uint32_t)(k >> 31) & 0x7fffffffu);
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+static inline int64_t key_f64(double x) {
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    int64_t k = (int64_t)(u ^ ((uint64_t)((int64_t)u >> 63) & 0x7fffffffffffffffu));
+    return (u & 0x7fffffffffffffffu) > 0x7ff0000000000000u ? INT64_MAX : k;
+}
+static inline double unkey_f64(int64_t k) {
+    uint64_t u = (uint64_t)k ^ ((uint64_t)(k >> 63) & 0x7fffffffffffffffu);
+    double x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+#define MAX_OP(a, b) ((a) > (b) ? (a) : (b))
+#define ADD_OP(a, b) ((a) + (b))
+#define ID(x) (x)
+
+/* Pooling over two spatial dimensions of a rank-4 tensor, either [N, C, H, W] (window
+ * [1, 1, kh, kw]) or [N, H, W, C] (window [1, kh, kw, 1]); strides >= 1, padding >= 0, no
+ * dilations. Results are bitwise those of the general kernel; the loops run over whole
+ * output rows (channels first) or channel vectors (channels last), in parallel over images
+ * x channels or image rows. */
+typedef struct pool_job {
+    int64_t N, C, H, W, OH, OW, kh, kw, sh, sw, ph, pw;
+    const void *x;
+    void *out;
+    const void *init;
+} pool_job;
+
+/* acc (ACC, the accumulator type: keys or the floats) of one output row, for the planes
+ * [begin, end). For window column b the valid outputs are [lo, hi): w = ow * sw - pw + b
+ * in [0, W). */
+#define POOL_NCHW(NAME, T, ACC, KEY, UNKEY, OP)                                     \
+    static void NAME(void *user, int64_t begin, int64_t end) {                      \
+        const pool_job *j = user;                                                   \
+        const ACC init = KEY(*(const T *)j->init);                                  \
+        const int64_t OW = j->OW, sw = j->sw;                                       \
+        ACC acc[256];                                                               \
+        for (int64_t plane = begin; plane < end; plane++) {                         \
+            const T *x = (const T *)j->x + plane * j->H * j->W;                     \
+            T *o = (T *)j->out + plane * j->OH * OW;                                \
+            for (int64_t oh = 0; oh < j->OH; oh++)                                  \
+                for (int64_t q0 = 0; q0 < OW; q0 += 256) {                          \
+                    const int64_t q1 = OW - q0 < 256 ? OW : q0 + 256;               \
+                    for (int64_t q = q0; q < q1; q++)                               \
+                        acc[q - q0] = init;                                         \
+                    for (int64_t a = 0; a < j->kh; a++) {                           \
+                        const int64_t h = oh * j->sh - j->ph + a;                   \
+                        const bool hin = h >= 0 && h < j->H;                        \
+                        for (int64_t b = 0; b < j->kw; b++) {                       \
+                            int64_t lo = q0, hi = q1;                               \
+                            if (!hin) {                                             \
+                                lo = hi = q1;                                       \
+                            } else {                                                \
+                                const int64_t c0 = b - j->pw; /* w = q * sw + c0 */ \
+                                while (lo < hi && lo * sw + c0 < 0)                 \
+                                    lo++;                                           \
+                                while (hi > lo && (hi - 1) * sw + c0 >= j->W)       \
+                                    hi--;                                           \
+                            }                                                       \
+                            for (int64_t q = q0; q < lo; q++)                       \
+                                acc[q - q0] = OP(acc[q - q0], init);                \
+                            if (hi > lo) {                                          \
+                                const T *r = x + h * j->W + (b - j->pw);            \
+                                for (int64_t q = lo; q < hi; q++)                   \
+                                    acc[q - q0] = OP(acc[q - q0], KEY(r[q * sw]));  \
+                            }                                                       \
+                            for (int64_t q = hi; q < q1; q++)                       \
+                                acc[q - q0] = OP(acc[q - q0], init);                \
+                        }                                                           \
+                    }                                                               \
+                    for (int64_t q = q0; q < q1; q++)                               \
+                        o[oh * OW + q] = UNKEY(acc[q - q0]);                        \
+                }                                                                   \
+        }                                                                           \
+    }
+
+/* Channels last: one output pixel's C channels at a time, C <= 256 per block. */
+#define POOL_NHWC(NAME, T, ACC, KEY, UNKEY, OP)                                     \
+    static void NAME(void *user, int64_t begin, int64_t end) {                      \
+        const pool_job *j = user;                                                   \
+        const ACC init = KEY(*(const T *)j->init);                                  \
+        const int64_t C = j->C;                                                     \
+        ACC acc[256];                                                               \
+        for (int64_t row = begin; row < end; row++) { /* row = n * OH + oh */       \
+            const int64_t n = row / j->OH, oh = row % j->OH;                        \
+            const T *x = (const T *)j->x + n * j->H * j->W * C;                     \
+            T *o = (T *)j->out + row * j->OW * C;                                   \
+            for (int64_t ow = 0; ow < j->OW; ow++)                                  \
+                for (int64_t c0 = 0; c0 < C; c0 += 256) {                           \
+                    const int64_t cw = C - c0 < 256 ? C - c0 : 256;                 \
+                    for (int64_t c = 0; c < cw; c++)                                \
+                        acc[c] = init;                                              \
+                    const int64_t h0 = oh * j->sh - j->ph, w0 = ow * j->sw - j->pw; \
+                    for (int64_t a = 0; a < j->kh; a++)                             \
+                        for (int64_t b = 0; b < j->kw; b++) {                       \
+                            const int64_t h = h0 + a, w = w0 + b;                   \
+                            if (h >= 0 && h < j->H && w >= 0 && w < j->W) {         \
+                                const T *xr = x + (h * j->W + w) * C + c0;          \
+                                for (int64_t c = 0; c < cw; c++)                    \
+                                    acc[c] = OP(acc[c], KEY(xr[c]));                \
+                            } else {                                                \
+                                for (int64_t c = 0; c < cw; c++)                    \
+                                    acc[c] = OP(acc[c], init);                      \
+                            }                                                       \
+                        }                                                           \
+                    for (int64_t c = 0; c < cw; c++)                                \
+                        o[ow * C + c0 + c] = UNKEY(acc[c]);                         \
+                }                                                                   \
+        }                                                                           \
+    }
+
+POOL_NCHW(pool_nchw_max_f32, float, int32_t, key_f32, unkey_f32, MAX_OP)
+POOL_NCHW(pool_nchw_max_f64, double, int64_t, key_f64, unkey_f64, MAX_OP)
+POOL_NCHW(pool_nchw_add_f32, float, float, ID, ID, ADD_OP)
+POOL_NCHW(pool_nchw_add_f64, double, double, ID, ID, ADD_OP)
+POOL_NHWC(pool_nhwc_max_f32, float, int32_t, key_f32, unkey_f32, MAX_OP)
+POOL_NHWC(pool_nhwc_max_f64, double, int64_t, key_f64, unkey_f64, MAX_OP)
+POOL_NHWC(pool_nhwc_add_f32, float, float, ID, ID, ADD_OP)
+POOL_NHWC(pool_nhwc_add_f64, double, double, ID, ID, ADD_OP)
+
+/* Runs the direct kernel when the call is one it covers; false otherwise. */
+static bool window_pool(const kiln__attrs *attrs, kiln__region_kind kind, const kiln_tensor *x,
+                        const kiln_tensor *init, kiln_tensor *out) {
+    const kiln_window_params *p = &attrs->u.window;
+    kiln_dtype dt = x->dtype;
+    if (x->shape.rank != 4 || (dt != KILN_F32 && dt != KILN_F64)) return false;
+    if (kind != KILN_REGION_MAXIMUM && kind != KILN_REGION_ADD) return false;
+    if (p->window_dimensions.count != 4 || p->window_strides.count != 4 ||
+        p->base_dilations.count != 4 || p->window_dilations.count != 4 ||
+        p->padding_low.count != 4 || p->padding_high.count != 4)
+        return false;
+    for (int32_t d = 0; d < 4; d++)
+        if (p->base_dilations.v[d] != 1 || p->window_dilations.v[d] != 1 ||
+            p->padding_low.v[d] < 0 || p->padding_high.v[d] < 0 || p->window_strides.v[d] < 1)
+            return false;
+    /* The two pooled dimensions: 2, 3 (channels first) or 1, 2 (channels last); the others
+     * must be untouched (window 1, stride 1, no padding). */
+    bool last;
+    if (p->window_dimensions.v[1] == 1 && p->window_strides.v[1] == 1 && p->padding_low.v[1] == 0 &&
+        p->padding_high.v[1] == 0)
+        last = false;
+    else if (p->window_dimensions.v[3] == 1 && p->window_strides.v[3] == 1 &&
+             p->padding_low.v[3] == 0 && p->padding_high.v[3] == 0)
+        last = true;
+    else
+        return false;
+    int32_t c = last ? 3 : 1, h = last ? 1 : 2, w = h + 1;
+    if (p->window_dimensions.v[0] != 1 || p->window_strides.v[0] != 1 || p->padding_low.v[0] ||
+        p->padding_high.v[0] || p->window_dimensions.v[c] != 1 || p->window_strides.v[c] != 1 ||
+        p->padding_low.v[c] || p->padding_high.v[c])
+        return false;
+    const kiln_shape *is = &x->shape, *os = &out->shape;
+    pool_job j = {
+        .N = is->dims[0],
+        .C = is->dims[c],
+        .H = is->dims[h],
+        .W = is->dims[w],
+        .OH = os->dims[h],
+        .OW = os->dims[w],
+        .kh = p->window_dimensions.v[h],
+        .kw = p->window_dimensions.v[w],
+        .sh = p->window_strides.v[h],
+        .sw = p->window_strides.v[w],
+        .ph = p->padding_low.v[h],
+        .pw = p->padding_low.v[w],
+        .x = kiln__in(x),
+        .out = kiln__out(out),
+        .init = kiln__in(init),
+    };
+    if (out->numel == 0) return true;
+    bool mx = kind == KILN_REGION_MAXIMUM, f32 = dt == KILN_F32;
+    kiln__range_fn fn;
+    int64_t items, per_item;
+    if (!last) {
+        fn = mx ? (f32 ? pool_nchw_max_f32 : pool_nchw_max_f64)
+                : (f32 ? pool_nchw_add_f32 : pool_nchw_add_f64);
+        items = j.N * j.C;
+        per_item = j.OH * j.OW * j.kh * j.kw;
+    } else {
+        fn = mx ? (f32 ? pool_nhwc_max_f32 : pool_nhwc_max_f64)
+                : (f32 ? pool_nhwc_add_f32 : pool_nhwc_add_f64);
+        items = j.N * j.OH;
+        per_item = j.OW * j.C * j.kh * j.kw;
+    }
+    /* About 64k window elements per thread at least, so small pools stay on one thread. */
+    int64_t grain = per_item >= 65536 ? 1 : 65536 / (per_item > 0 ? per_item : 1);
+    kiln__parallel_for(items, grain, fn, &j);
+    return true;
+}
+
 kiln_status kiln__eval_REDUCE_WINDOW(kiln_ctx *cx, const kiln__attrs *attrs,
                                      kiln_tensor *const *operands, int n_operands,
                                      kiln_tensor **results, int n_results) {
@@ -215,6 +429,7 @@ kiln_status kiln__eval_REDUCE_WINDOW(kiln_ctx *cx, const kiln__attrs *attrs,
         kiln__check_builtin_arity(cx, attrs->fn ? attrs->fn : "reduce_window", region, n);
     if (st != KILN_OK) return st;
     kiln__region_kind kind = kiln__region_kind_of(region);
+    if (n == 1 && window_pool(attrs, kind, operands[0], operands[1], results[0])) return KILN_OK;
     if (n == 1 && kiln__fast_kind(kind, operands[0]->dtype))
         return window_fast(cx, attrs, kind, operands[0], operands[1], results[0]);
     return window_generic(cx, attrs, operands, n, results);

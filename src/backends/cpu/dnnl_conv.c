@@ -1,0 +1,396 @@
+/* convolution through oneDNN (C API), for what it does exactly and fast: f32 operands and
+ * result, 1 to 3 spatial dimensions, no input (lhs) dilation, no batch groups, padding >= 0,
+ * and an optimized implementation (not oneDNN's reference loops). Any
+ * dimension numbers: the tensors are described to oneDNN by their strides, so NHWC or
+ * HWIO data is read in place.
+ *
+ * oneDNN picks its own (blocked) layouts for the fastest kernel; the operands are reordered
+ * into them and the result back, each call. Primitives (the convolution and the reorders)
+ * are built once per geometry, at compile time through prepare_op or at the first call, and
+ * kept in a process-wide cache guarded by a mutex; oneDNN's primitives may run on several
+ * threads at once, and each call brings its own scratchpad and stream. */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/eval.h"
+#include "backends/cpu/eval_linalg.h"
+#include "base/alloc.h"
+#include "base/threads.h"
+
+static atomic_bool forced_off;
+
+void kiln__dnnl_conv_force_off(bool on) { atomic_store(&forced_off, on); }
+
+#ifdef KILN_HAVE_DNNL
+#include <oneapi/dnnl/dnnl.h>
+#include <pthread.h>
+
+#define DMAX 6 /* weights with groups: [G, O/G, I, up to 3 spatial] */
+
+typedef struct conv_key {
+    /* nthr: kiln's thread count when the primitive is made, which oneDNN sizes its blocking
+     * for; part of the key so that a count changed later gets a primitive of its own (and
+     * the thread-count tests compare primitives made for different counts). */
+    int32_t S, has_bias, nthr, unused;
+    int64_t G;
+    int64_t src_dims[DMAX], src_str[DMAX], wei_dims[DMAX], wei_str[DMAX], dst_dims[DMAX],
+        dst_str[DMAX];
+    int64_t stride[3], dil[3], pl[3], pr[3];
+} conv_key;
+
+typedef struct conv_entry {
+    conv_key key;
+    bool ok; /* false: oneDNN has no implementation; the caller falls back */
+    dnnl_primitive_t conv, r_src, r_wei, r_dst; /* reorders: NULL when not needed */
+    dnnl_memory_desc_t usr_src, usr_wei, usr_dst, src, wei, dst, bias;
+    size_t scratch;
+    struct conv_entry *next;
+} conv_entry;
+
+#define BUCKETS 256
+/* Past this many entries, new geometries get a primitive for the call only. */
+#define MAX_ENTRIES 4096
+
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static conv_entry *cache[BUCKETS];
+static int cache_count;
+static dnnl_engine_t engine;
+static bool engine_failed;
+
+static uint64_t key_hash(const conv_key *k) {
+    const unsigned char *p = (const unsigned char *)k;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < sizeof *k; i++)
+        h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+/* Row-major strides of a shape. */
+static void strides_of(const kiln_shape *s, int64_t *str) {
+    int64_t acc = 1;
+    for (int32_t d = s->rank - 1; d >= 0; d--) {
+        str[d] = acc;
+        acc *= s->dims[d] > 0 ? s->dims[d] : 1;
+    }
+}
+
+/* Fills the key, or returns false when oneDNN cannot compute this convolution exactly. */
+static bool make_key(const kiln__attrs *a, kiln_dtype lt, const kiln_shape *ls, kiln_dtype rt,
+                     const kiln_shape *ks, kiln_dtype ot, const kiln_shape *os, bool has_bias,
+                     conv_key *k) {
+    const kiln_conv_params *p = &a->u.conv;
+    memset(k, 0, sizeof *k);
+    if (lt != KILN_F32 || rt != KILN_F32 || ot != KILN_F32) return false;
+    int32_t S = ls->rank - 2;
+    if (S < 1 || S > 3) return false;
+    if (p->batch_group_count > 1) return false;
+    int64_t G = p->feature_group_count > 0 ? p->feature_group_count : 1;
+    for (int32_t d = 0; d < ls->rank; d++)
+        if (ls->dims[d] <= 0 || ks->dims[d] <= 0 || os->dims[d] <= 0) return false;
+    int64_t lstr[KILN_MAX_RANK], kstr[KILN_MAX_RANK], ostr[KILN_MAX_RANK];
+    strides_of(ls, lstr);
+    strides_of(ks, kstr);
+    strides_of(os, ostr);
+    k->S = S, k->G = G, k->has_bias = has_bias, k->nthr = kiln__threads_count();
+    k->src_dims[0] = ls->dims[p->input_batch_dimension];
+    k->src_str[0] = lstr[p->input_batch_dimension];
+    k->src_dims[1] = ls->dims[p->input_feature_dimension];
+    k->src_str[1] = lstr[p->input_feature_dimension];
+    k->dst_dims[0] = os->dims[p->output_batch_dimension];
+    k->dst_str[0] = ostr[p->output_batch_dimension];
+    k->dst_dims[1] = os->dims[p->output_feature_dimension];
+    k->dst_str[1] = ostr[p->output_feature_dimension];
+    int64_t O = ks->dims[p->kernel_output_feature_dimension];
+    int64_t ostride = kstr[p->kernel_output_feature_dimension];
+    int32_t w = 0;
+    if (G > 1) {
+        k->wei_dims[w] = G, k->wei_str[w++] = (O / G) * ostride;
+        k->wei_dims[w] = O / G, k->wei_str[w++] = ostride;
+    } else {
+        k->wei_dims[w] = O, k->wei_str[w++] = ostride;
+    }
+    k->wei_dims[w] = ks->dims[p->kernel_input_feature_dimension];
+    k->wei_str[w++] = kstr[p->kernel_input_feature_dimension];
+    for (int32_t d = 0; d < S; d++) {
+        int64_t ld = p->lhs_dilation.count ? p->lhs_dilation.v[d] : 1;
+        if (ld != 1) return false;
+        k->src_dims[2 + d] = ls->dims[p->input_spatial_dimensions.v[d]];
+        k->src_str[2 + d] = lstr[p->input_spatial_dimensions.v[d]];
+        k->dst_dims[2 + d] = os->dims[p->output_spatial_dimensions.v[d]];
+        k->dst_str[2 + d] = ostr[p->output_spatial_dimensions.v[d]];
+        k->wei_dims[w + d] = ks->dims[p->kernel_spatial_dimensions.v[d]];
+        k->wei_str[w + d] = kstr[p->kernel_spatial_dimensions.v[d]];
+        k->stride[d] = p->window_strides.count ? p->window_strides.v[d] : 1;
+        k->dil[d] = (p->rhs_dilation.count ? p->rhs_dilation.v[d] : 1) - 1;
+        k->pl[d] = p->padding_low.count ? p->padding_low.v[d] : 0;
+        k->pr[d] = p->padding_high.count ? p->padding_high.v[d] : 0;
+        if (k->pl[d] < 0 || k->pr[d] < 0) return false;
+    }
+    return true;
+}
+
+static void entry_destroy(conv_entry *e) {
+    if (!e) return;
+    if (e->conv) dnnl_primitive_destroy(e->conv);
+    if (e->r_src) dnnl_primitive_destroy(e->r_src);
+    if (e->r_wei) dnnl_primitive_destroy(e->r_wei);
+    if (e->r_dst) dnnl_primitive_destroy(e->r_dst);
+    free(e);
+}
+
+/* A reorder primitive from a to b, or NULL when the layouts are the same (*ok false when
+ * oneDNN cannot reorder). */
+static dnnl_primitive_t make_reorder(const dnnl_memory_desc_t *a, const dnnl_memory_desc_t *b,
+                                     bool *ok) {
+    if (dnnl_memory_desc_equal(a, b)) return NULL;
+    dnnl_primitive_desc_t pd;
+    dnnl_primitive_t r = NULL;
+    if (dnnl_reorder_primitive_desc_create(&pd, a, engine, b, engine, NULL) != dnnl_success) {
+        *ok = false;
+        return NULL;
+    }
+    if (dnnl_primitive_create(&r, pd) != dnnl_success) *ok = false;
+    dnnl_primitive_desc_destroy(pd);
+    return r;
+}
+
+/* Builds the primitives of a geometry (engine created). NULL only when out of memory; an
+ * entry with ok false when oneDNN has no implementation. */
+static conv_entry *entry_build(const conv_key *k) {
+    conv_entry *e = calloc(1, sizeof *e);
+    if (!e) return NULL;
+    e->key = *k;
+    int nd = 2 + k->S, wd = nd + (k->G > 1);
+    dnnl_dims_t sd, ss, wdm, ws, dd, ds, st, dl, pl, pr;
+    for (int i = 0; i < nd; i++)
+        sd[i] = k->src_dims[i], ss[i] = k->src_str[i], dd[i] = k->dst_dims[i],
+        ds[i] = k->dst_str[i];
+    for (int i = 0; i < wd; i++)
+        wdm[i] = k->wei_dims[i], ws[i] = k->wei_str[i];
+    for (int i = 0; i < k->S; i++)
+        st[i] = k->stride[i], dl[i] = k->dil[i], pl[i] = k->pl[i], pr[i] = k->pr[i];
+    dnnl_memory_desc_t any_src, any_wei, any_dst;
+    dnnl_dims_t bd = {k->dst_dims[1]};
+    bool ok =
+        dnnl_memory_desc_init_by_strides(&e->usr_src, nd, sd, dnnl_f32, ss) == dnnl_success &&
+        dnnl_memory_desc_init_by_strides(&e->usr_wei, wd, wdm, dnnl_f32, ws) == dnnl_success &&
+        dnnl_memory_desc_init_by_strides(&e->usr_dst, nd, dd, dnnl_f32, ds) == dnnl_success &&
+        dnnl_memory_desc_init_by_tag(&any_src, nd, sd, dnnl_f32, dnnl_format_tag_any) ==
+            dnnl_success &&
+        dnnl_memory_desc_init_by_tag(&any_wei, wd, wdm, dnnl_f32, dnnl_format_tag_any) ==
+            dnnl_success &&
+        dnnl_memory_desc_init_by_tag(&any_dst, nd, dd, dnnl_f32, dnnl_format_tag_any) ==
+            dnnl_success &&
+        dnnl_memory_desc_init_by_tag(&e->bias, 1, bd, dnnl_f32, dnnl_a) == dnnl_success;
+    dnnl_convolution_desc_t cd;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    ok = ok &&
+         dnnl_dilated_convolution_forward_desc_init(
+             &cd, dnnl_forward_inference, dnnl_convolution_direct, &any_src, &any_wei,
+             k->has_bias ? &e->bias : NULL, &any_dst, st, dl, pl, pr) == dnnl_success &&
+         dnnl_primitive_attr_create(&attr) == dnnl_success &&
+         dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success &&
+         dnnl_primitive_desc_create(&pd, &cd, attr, engine, NULL) == dnnl_success;
+    if (ok) {
+        /* oneDNN's reference kernels are naive loops, slower than im2col + GEMM. */
+        const char *impl = NULL;
+        if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success ||
+            !impl || strncmp(impl, "ref", 3) == 0)
+            ok = false;
+    }
+    if (ok) {
+        e->src = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+        e->wei = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+        e->dst = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+        e->scratch = dnnl_memory_desc_get_size(
+            dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0));
+        ok = dnnl_primitive_create(&e->conv, pd) == dnnl_success;
+    }
+    if (ok) {
+        e->r_src = make_reorder(&e->usr_src, &e->src, &ok);
+        e->r_wei = make_reorder(&e->usr_wei, &e->wei, &ok);
+        e->r_dst = make_reorder(&e->dst, &e->usr_dst, &ok);
+    }
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    if (!ok) {
+        conv_entry bare = {.key = *k};
+        entry_destroy(e);
+        e = malloc(sizeof *e);
+        if (e) *e = bare;
+    } else {
+        e->ok = true;
+    }
+    return e;
+}
+
+/* The cached entry of a geometry, built when missing. *transient: the caller owns it (the
+ * cache is full). NULL: out of memory or no engine. */
+static conv_entry *entry_get(const conv_key *k, bool *transient) {
+    *transient = false;
+    uint64_t h = key_hash(k) % BUCKETS;
+    kiln__threads_sync_blas(); /* oneDNN reads the OpenMP count when it makes a primitive */
+    pthread_mutex_lock(&cache_lock);
+    if (!engine && !engine_failed && dnnl_engine_create(&engine, dnnl_cpu, 0) != dnnl_success)
+        engine_failed = true;
+    conv_entry *e = NULL;
+    if (engine) {
+        for (e = cache[h]; e; e = e->next)
+            if (memcmp(&e->key, k, sizeof *k) == 0) break;
+        if (!e) {
+            e = entry_build(k);
+            if (e && cache_count < MAX_ENTRIES) {
+                e->next = cache[h];
+                cache[h] = e;
+                cache_count++;
+            } else if (e) {
+                *transient = true;
+            }
+        }
+    }
+    pthread_mutex_unlock(&cache_lock);
+    return e;
+}
+
+kiln_status kiln__dnnl_conv_prepare(kiln_ctx *cx, const kiln__attrs *a, const kiln__type *lhs,
+                                    const kiln__type *rhs, const kiln__type *out, bool bias) {
+    conv_key k;
+    if (!make_key(a, lhs->dtype, &lhs->shape, rhs->dtype, &rhs->shape, out->dtype, &out->shape,
+                  bias, &k))
+        return KILN_OK;
+    bool transient;
+    conv_entry *e = entry_get(&k, &transient);
+    if (!e && !engine_failed)
+        return kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED,
+                                  "convolution: out of memory building a oneDNN primitive");
+    if (transient) entry_destroy(e);
+    return KILN_OK;
+}
+
+typedef struct mems {
+    dnnl_memory_t m[8];
+    int n;
+    void *buf[4];
+    size_t bytes[4];
+    int nb;
+} mems;
+
+static dnnl_memory_t mem_make(mems *ms, const dnnl_memory_desc_t *md, void *data) {
+    dnnl_memory_t m = NULL;
+    if (dnnl_memory_create(&m, md, engine, data) != dnnl_success) return NULL;
+    ms->m[ms->n++] = m;
+    return m;
+}
+
+static void *buf_make(kiln_ctx *cx, mems *ms, size_t bytes) {
+    void *p = kiln__alloc(cx, bytes ? bytes : 1, KILN_DATA_ALIGNMENT, "convolution");
+    if (!p) return NULL;
+    ms->buf[ms->nb] = p;
+    ms->bytes[ms->nb++] = bytes ? bytes : 1;
+    return p;
+}
+
+static bool exec(dnnl_primitive_t p, dnnl_stream_t s, dnnl_memory_t from, dnnl_memory_t to) {
+    dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+    return dnnl_primitive_execute(p, s, 2, args) == dnnl_success;
+}
+
+/* Runs the entry on the tensors; the status of the call. */
+static kiln_status run(kiln_ctx *cx, const conv_entry *e, const kiln_tensor *lhs,
+                       const kiln_tensor *rhs, const kiln_tensor *bias, kiln_tensor *out) {
+    mems ms = {0};
+    dnnl_stream_t stream = NULL;
+    kiln_status st = KILN_OK;
+    kiln__threads_sync_blas(); /* oneDNN sizes its OpenMP team like BLAS does */
+    dnnl_memory_t usrc = mem_make(&ms, &e->usr_src, (void *)kiln__in(lhs));
+    dnnl_memory_t uwei = mem_make(&ms, &e->usr_wei, (void *)kiln__in(rhs));
+    dnnl_memory_t udst = mem_make(&ms, &e->usr_dst, kiln__out(out));
+    dnnl_memory_t src = usrc, wei = uwei, dst = udst, bmem = NULL, smem = NULL;
+    bool ok = usrc && uwei && udst &&
+              dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) == dnnl_success;
+    if (ok && e->r_src) {
+        void *p = buf_make(cx, &ms, dnnl_memory_desc_get_size(&e->src));
+        if (!p) st = KILN_RESOURCE_EXHAUSTED;
+        ok = p && (src = mem_make(&ms, &e->src, p)) && exec(e->r_src, stream, usrc, src);
+    }
+    if (ok && e->r_wei) {
+        void *p = buf_make(cx, &ms, dnnl_memory_desc_get_size(&e->wei));
+        if (!p) st = KILN_RESOURCE_EXHAUSTED;
+        ok = p && (wei = mem_make(&ms, &e->wei, p)) && exec(e->r_wei, stream, uwei, wei);
+    }
+    if (ok && e->r_dst) {
+        void *p = buf_make(cx, &ms, dnnl_memory_desc_get_size(&e->dst));
+        if (!p) st = KILN_RESOURCE_EXHAUSTED;
+        ok = p && (dst = mem_make(&ms, &e->dst, p));
+    }
+    if (ok && bias) ok = (bmem = mem_make(&ms, &e->bias, (void *)kiln__in(bias))) != NULL;
+    if (ok && e->scratch) {
+        void *p = buf_make(cx, &ms, e->scratch);
+        dnnl_memory_desc_t smd;
+        dnnl_dims_t sdim = {(dnnl_dim_t)e->scratch};
+        if (!p) st = KILN_RESOURCE_EXHAUSTED;
+        ok = p && dnnl_memory_desc_init_by_tag(&smd, 1, sdim, dnnl_u8, dnnl_a) == dnnl_success &&
+             (smem = mem_make(&ms, &smd, p));
+    }
+    if (ok) {
+        dnnl_exec_arg_t args[5] = {
+            {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
+        int n = 3;
+        if (bmem) args[n++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, bmem};
+        if (smem) args[n++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, smem};
+        ok = dnnl_primitive_execute(e->conv, stream, n, args) == dnnl_success;
+    }
+    if (ok && e->r_dst) ok = exec(e->r_dst, stream, dst, udst);
+    if (ok) ok = dnnl_stream_wait(stream) == dnnl_success;
+    if (stream) dnnl_stream_destroy(stream);
+    for (int i = 0; i < ms.n; i++)
+        dnnl_memory_destroy(ms.m[i]);
+    for (int i = 0; i < ms.nb; i++)
+        kiln__free(cx, ms.buf[i], ms.bytes[i]);
+    if (!ok && st == KILN_OK)
+        st = kiln_ctx_set_error(cx, KILN_INTERNAL, "convolution: a oneDNN primitive failed to run");
+    return st;
+}
+
+bool kiln__dnnl_conv(kiln_ctx *cx, const kiln__attrs *a, const kiln_tensor *lhs,
+                     const kiln_tensor *rhs, const kiln_tensor *bias, kiln_tensor *out,
+                     kiln_status *status) {
+    conv_key k;
+    if (atomic_load_explicit(&forced_off, memory_order_relaxed)) return false;
+    if (!make_key(a, kiln_tensor_dtype(lhs), kiln_tensor_shape(lhs), kiln_tensor_dtype(rhs),
+                  kiln_tensor_shape(rhs), kiln_tensor_dtype(out), kiln_tensor_shape(out),
+                  bias != NULL, &k))
+        return false;
+    bool transient;
+    conv_entry *e = entry_get(&k, &transient);
+    if (!e || !e->ok) {
+        if (transient) entry_destroy(e);
+        return false; /* the fallback reports running out of memory if it does */
+    }
+    *status = run(cx, e, lhs, rhs, bias, out);
+    if (transient) entry_destroy(e);
+    return true;
+}
+
+bool kiln__dnnl_conv_available(void) { return true; }
+
+#else
+
+bool kiln__dnnl_conv_available(void) { return false; }
+
+kiln_status kiln__dnnl_conv_prepare(kiln_ctx *cx, const kiln__attrs *a, const kiln__type *lhs,
+                                    const kiln__type *rhs, const kiln__type *out, bool bias) {
+    (void)cx, (void)a, (void)lhs, (void)rhs, (void)out, (void)bias;
+    return KILN_OK;
+}
+
+bool kiln__dnnl_conv(kiln_ctx *cx, const kiln__attrs *a, const kiln_tensor *lhs,
+                     const kiln_tensor *rhs, const kiln_tensor *bias, kiln_tensor *out,
+                     kiln_status *status) {
+    (void)cx, (void)a, (void)lhs, (void)rhs, (void)bias, (void)out, (void)status;
+    return false;
+}
+
+#endif

@@ -11,51 +11,48 @@ static bool type_eq(const kiln__type *a, const kiln__type *b) {
     return true;
 }
 
-/* Whether every element of t is 0 (want_one false) or 1 (want_one true). */
-static bool splat_is(const kiln_tensor *t, bool want_one) {
+/* The splat values the identities look for. Integers and i1: ZERO and ONE. Floats: ONE,
+ * and the two zeros by their bits, which are not interchangeable: x + (-0) and x - (+0)
+ * are x for every x (also -0 and NaN), x + (+0) and x - (-0) are not (-0 + +0 is +0). */
+typedef enum splat_kind { ZERO, ONE, POS_ZERO, NEG_ZERO } splat_kind;
+
+/* Whether every element of t is `want`. */
+static bool splat_is(const kiln_tensor *t, splat_kind want) {
     kiln_dtype dt = kiln_tensor_dtype(t);
     size_t size = kiln_dtype_size(dt), n = kiln_tensor_nbytes(t);
     const unsigned char *p = kiln_tensor_data(t);
     if (!p || size == 0 || size > 8) return false;
-    for (size_t at = 0; at < n; at += size) {
-        const unsigned char *e = p + at;
-        bool ok = false;
+    bool fl = kiln_dtype_is_float(dt);
+    if (fl && want == ZERO) return false; /* floats name their zero's sign */
+    if (!fl && (want == POS_ZERO || want == NEG_ZERO)) return false;
+    uint64_t sign = UINT64_C(1) << (8 * size - 1), bits = 0;
+    switch (want) {
+    case ZERO:
+    case POS_ZERO: bits = 0; break;
+    case NEG_ZERO: bits = sign; break;
+    case ONE:
         switch (dt) {
-        case KILN_F16:
-        case KILN_BF16: {
-            uint16_t v;
-            memcpy(&v, e, sizeof v);
-            ok = want_one ? v == (dt == KILN_F16 ? 0x3C00u : 0x3F80u) : false;
-            break;
+        case KILN_F16: bits = 0x3C00u; break;
+        case KILN_BF16: bits = 0x3F80u; break;
+        case KILN_F32: bits = 0x3F800000u; break;
+        case KILN_F64: bits = UINT64_C(0x3FF0000000000000); break;
+        default: bits = 1; break;
         }
-        case KILN_F32: {
-            float v;
-            memcpy(&v, e, sizeof v);
-            ok = want_one && v == 1.0f;
-            break;
-        }
-        case KILN_F64: {
-            double v;
-            memcpy(&v, e, sizeof v);
-            ok = want_one && v == 1.0;
-            break;
-        }
-        default: { /* bool and integers, little-endian, zero-extended */
-            uint64_t v = 0;
-            for (size_t i = 0; i < size; i++)
-                v |= (uint64_t)e[i] << (8 * i);
-            ok = v == (want_one ? 1u : 0u);
-            break;
-        }
-        }
-        if (!ok) return false;
+        break;
+    }
+    for (size_t at = 0; at < n; at += size) {
+        /* Little-endian, zero-extended: compares integers by value, floats by bits. */
+        uint64_t v = 0;
+        for (size_t i = 0; i < size; i++)
+            v |= (uint64_t)p[at + i] << (8 * i);
+        if (v != bits) return false;
     }
     return true;
 }
 
-/* v is a constant (or a broadcast_in_dim of a scalar constant) whose elements are all 0
- * or all 1. */
-static bool is_splat(const kiln__value *v, bool want_one) {
+/* v is a constant (or a broadcast_in_dim of a scalar constant) whose elements are all
+ * `want`. */
+static bool is_splat(const kiln__value *v, splat_kind want) {
     const kiln__ir_op *d = v->def;
     if (d && d->kind == KILN_OP_BROADCAST_IN_DIM) {
         const kiln__ir_op *s = d->operands[0]->def;
@@ -63,7 +60,7 @@ static bool is_splat(const kiln__value *v, bool want_one) {
         d = s;
     }
     if (!d || d->kind != KILN_OP_CONSTANT || !d->attrs.u.constant) return false;
-    return splat_is(d->attrs.u.constant, want_one);
+    return splat_is(d->attrs.u.constant, want);
 }
 
 static void set_operand(kiln__ir_op *op, int32_t i, kiln__value *v) {
@@ -78,83 +75,177 @@ static int32_t forward(kiln__ir_op *op, kiln__value *v) {
     return kiln__replace_uses(op->block, op, op->results[0], v) > 0;
 }
 
-static bool is_int(kiln_dtype dt) { return kiln_dtype_is_integer(dt); }
+/* Integer dtypes and i1 (where add is or and multiply is and). */
+static bool is_exact(kiln_dtype dt) { return dt == KILN_BOOL || kiln_dtype_is_integer(dt); }
+
+static bool is_identity_perm(const kiln_dims *p) {
+    for (int32_t i = 0; i < p->count; i++)
+        if (p->v[i] != i) return false;
+    return true;
+}
+
+static int32_t rewrite_transpose(kiln__ir_op *op) {
+    const kiln_dims *p = &op->attrs.u.permutation;
+    if (is_identity_perm(p)) return forward(op, op->operands[0]);
+    const kiln__ir_op *in = op->operands[0]->def;
+    if (!in || in->kind != KILN_OP_TRANSPOSE) return 0;
+    const kiln_dims *q = &in->attrs.u.permutation;
+    if (q->count != p->count) return 0;
+    kiln_dims c = {.count = p->count};
+    for (int32_t i = 0; i < p->count; i++) {
+        if (p->v[i] < 0 || p->v[i] >= q->count) return 0;
+        c.v[i] = q->v[p->v[i]];
+    }
+    op->attrs.u.permutation = c;
+    set_operand(op, 0, in->operands[0]);
+    return 1;
+}
+
+static int32_t rewrite_slice(kiln__ir_op *op) {
+    kiln__value *res = op->results[0];
+    /* A slice keeping its operand's type keeps every element: start 0, and a stride
+     * other than 1 only over a dimension of size 1. */
+    if (type_eq(&op->operands[0]->type, &res->type)) return forward(op, op->operands[0]);
+    const kiln__ir_op *in = op->operands[0]->def;
+    if (!in || in->kind != KILN_OP_SLICE) return 0;
+    const kiln_dims *s2 = &op->attrs.u.slice.start, *t2 = &op->attrs.u.slice.strides;
+    const kiln_dims *s1 = &in->attrs.u.slice.start, *t1 = &in->attrs.u.slice.strides;
+    int32_t rank = res->type.shape.rank;
+    if (s1->count != rank || s2->count != rank || t1->count != rank || t2->count != rank) return 0;
+    kiln_dims start = {.count = rank}, limit = {.count = rank}, strides = {.count = rank};
+    for (int32_t d = 0; d < rank; d++) {
+        int64_t n = res->type.shape.dims[d];
+        if (n <= 0) return 0; /* empty: left alone */
+        start.v[d] = s1->v[d] + s2->v[d] * t1->v[d];
+        strides.v[d] = t1->v[d] * t2->v[d];
+        limit.v[d] = start.v[d] + (n - 1) * strides.v[d] + 1;
+    }
+    op->attrs.u.slice.start = start;
+    op->attrs.u.slice.limit = limit;
+    op->attrs.u.slice.strides = strides;
+    set_operand(op, 0, in->operands[0]);
+    return 1;
+}
+
+/* reverse(reverse(x, A), B) is reverse(x, A xor B); reversing only dimensions of size 1
+ * (or none) is x. */
+static int32_t rewrite_reverse(kiln__ir_op *op) {
+    const kiln__type *t = &op->operands[0]->type;
+    const kiln_dims *b = &op->attrs.u.reverse_dims;
+    bool noop = true;
+    for (int32_t i = 0; i < b->count; i++)
+        if (b->v[i] < 0 || b->v[i] >= t->shape.rank || t->shape.dims[b->v[i]] > 1) noop = false;
+    if (noop) return forward(op, op->operands[0]);
+    const kiln__ir_op *in = op->operands[0]->def;
+    if (!in || in->kind != KILN_OP_REVERSE) return 0;
+    const kiln_dims *a = &in->attrs.u.reverse_dims;
+    bool flip[KILN_MAX_RANK] = {false};
+    for (int32_t i = 0; i < a->count; i++) {
+        if (a->v[i] < 0 || a->v[i] >= KILN_MAX_RANK) return 0;
+        flip[a->v[i]] = !flip[a->v[i]];
+    }
+    for (int32_t i = 0; i < b->count; i++)
+        flip[b->v[i]] = !flip[b->v[i]];
+    kiln_dims c = {.count = 0};
+    for (int32_t d = 0; d < t->shape.rank; d++)
+        if (flip[d]) c.v[c.count++] = d;
+    op->attrs.u.reverse_dims = c;
+    set_operand(op, 0, in->operands[0]);
+    return 1;
+}
+
+/* broadcast_in_dim with the identity mapping onto the same type is x; a broadcast of a
+ * broadcast is one broadcast (x's dimension i goes where the inner one sent it, then where
+ * the outer one sends that). */
+static int32_t rewrite_broadcast(kiln__ir_op *op) {
+    const kiln_dims *d = &op->attrs.u.broadcast.dims;
+    if (type_eq(&op->operands[0]->type, &op->results[0]->type) && is_identity_perm(d))
+        return forward(op, op->operands[0]);
+    const kiln__ir_op *in = op->operands[0]->def;
+    if (!in || in->kind != KILN_OP_BROADCAST_IN_DIM) return 0;
+    const kiln_dims *e = &in->attrs.u.broadcast.dims;
+    kiln_dims c = {.count = e->count};
+    for (int32_t i = 0; i < e->count; i++) {
+        if (e->v[i] < 0 || e->v[i] >= d->count) return 0;
+        c.v[i] = d->v[e->v[i]];
+    }
+    op->attrs.u.broadcast.dims = c;
+    set_operand(op, 0, in->operands[0]);
+    return 1;
+}
+
+static bool pad_is_noop(const kiln__ir_op *op) {
+    const kiln_dims *l = &op->attrs.u.pad.low, *h = &op->attrs.u.pad.high,
+                    *n = &op->attrs.u.pad.interior;
+    for (int32_t i = 0; i < l->count; i++)
+        if (l->v[i] != 0) return false;
+    for (int32_t i = 0; i < h->count; i++)
+        if (h->v[i] != 0) return false;
+    for (int32_t i = 0; i < n->count; i++)
+        if (n->v[i] != 0) return false;
+    return true;
+}
+
+/* The operand of a unary op `kind` defining v, or NULL. */
+static kiln__value *inner_of(const kiln__value *v, kiln_op kind) {
+    const kiln__ir_op *d = v->def;
+    return d && d->kind == kind && d->n_operands == 1 ? d->operands[0] : NULL;
+}
 
 static int32_t rewrite(kiln__ir_op *op) {
     if (op->n_results != 1 || op->results[0]->uses == 0) return 0;
     kiln__value *res = op->results[0];
     kiln_dtype dt = res->type.dtype;
+    kiln__value *a = op->n_operands > 0 ? op->operands[0] : NULL;
+    kiln__value *b = op->n_operands > 1 ? op->operands[1] : NULL;
     switch (op->kind) {
     case KILN_OP_ADD:
-        if (!is_int(dt)) return 0; /* floats: -0 + 0 is +0 */
+        /* Integers: x + 0. Floats: only x + (-0); x + (+0) turns -0 into +0. */
         for (int32_t i = 0; i < 2; i++)
-            if (is_splat(op->operands[1 - i], false)) return forward(op, op->operands[i]);
+            if (is_splat(op->operands[1 - i], is_exact(dt) ? ZERO : NEG_ZERO))
+                return forward(op, op->operands[i]);
+        return 0;
+    case KILN_OP_SUBTRACT:
+        /* Integers: x - 0. Floats: only x - (+0); -0 - (-0) is +0. */
+        if (is_splat(b, is_exact(dt) ? ZERO : POS_ZERO)) return forward(op, a);
         return 0;
     case KILN_OP_MULTIPLY:
-        if (dt == KILN_BOOL) return 0;
         for (int32_t i = 0; i < 2; i++)
-            if (is_splat(op->operands[1 - i], true)) return forward(op, op->operands[i]);
-        if (!is_int(dt)) return 0; /* floats: NaN * 0, -x * 0 */
+            if (is_splat(op->operands[1 - i], ONE)) return forward(op, op->operands[i]);
+        if (!is_exact(dt)) return 0; /* floats: NaN * 0, -x * 0 */
         for (int32_t i = 0; i < 2; i++)
-            if (is_splat(op->operands[1 - i], false)) return forward(op, op->operands[1 - i]);
+            if (is_splat(op->operands[1 - i], ZERO)) return forward(op, op->operands[1 - i]);
         return 0;
-    case KILN_OP_NEGATE: {
-        const kiln__ir_op *in = op->operands[0]->def;
-        if (in && in->kind == KILN_OP_NEGATE) return forward(op, in->operands[0]);
-        return 0;
+    case KILN_OP_DIVIDE: return is_splat(b, ONE) ? forward(op, a) : 0;
+    case KILN_OP_MAXIMUM:
+    case KILN_OP_MINIMUM:
+    case KILN_OP_AND:
+    case KILN_OP_OR: return a == b ? forward(op, a) : 0;
+    case KILN_OP_SELECT: return op->operands[1] == op->operands[2] ? forward(op, b) : 0;
+    case KILN_OP_NEGATE:
+    case KILN_OP_NOT: {
+        kiln__value *x = inner_of(a, op->kind);
+        return x ? forward(op, x) : 0;
     }
+    case KILN_OP_ABS: /* abs(abs(x)) is abs(x) */
+        return inner_of(a, KILN_OP_ABS) ? forward(op, a) : 0;
     case KILN_OP_CONVERT:
-    case KILN_OP_BITCAST_CONVERT: return forward(op, op->operands[0]);
+    case KILN_OP_BITCAST_CONVERT: return forward(op, a);
     case KILN_OP_RESHAPE: {
-        if (type_eq(&op->operands[0]->type, &res->type)) return forward(op, op->operands[0]);
-        const kiln__ir_op *in = op->operands[0]->def;
+        if (type_eq(&a->type, &res->type)) return forward(op, a);
+        const kiln__ir_op *in = a->def;
         if (in && in->kind == KILN_OP_RESHAPE) {
             set_operand(op, 0, in->operands[0]);
             return 1;
         }
         return 0;
     }
-    case KILN_OP_TRANSPOSE: {
-        const kiln_dims *p = &op->attrs.u.permutation;
-        bool identity = true;
-        for (int32_t i = 0; i < p->count; i++)
-            identity &= p->v[i] == i;
-        if (identity) return forward(op, op->operands[0]);
-        const kiln__ir_op *in = op->operands[0]->def;
-        if (!in || in->kind != KILN_OP_TRANSPOSE) return 0;
-        const kiln_dims *q = &in->attrs.u.permutation;
-        if (q->count != p->count) return 0;
-        kiln_dims c = {.count = p->count};
-        for (int32_t i = 0; i < p->count; i++) {
-            if (p->v[i] < 0 || p->v[i] >= q->count) return 0;
-            c.v[i] = q->v[p->v[i]];
-        }
-        op->attrs.u.permutation = c;
-        set_operand(op, 0, in->operands[0]);
-        return 1;
-    }
-    case KILN_OP_SLICE: {
-        const kiln__ir_op *in = op->operands[0]->def;
-        if (!in || in->kind != KILN_OP_SLICE) return 0;
-        const kiln_dims *s2 = &op->attrs.u.slice.start, *t2 = &op->attrs.u.slice.strides;
-        const kiln_dims *s1 = &in->attrs.u.slice.start, *t1 = &in->attrs.u.slice.strides;
-        int32_t rank = res->type.shape.rank;
-        if (s1->count != rank || s2->count != rank || t1->count != rank || t2->count != rank)
-            return 0;
-        kiln_dims start = {.count = rank}, limit = {.count = rank}, strides = {.count = rank};
-        for (int32_t d = 0; d < rank; d++) {
-            int64_t n = res->type.shape.dims[d];
-            if (n <= 0) return 0; /* empty: left alone */
-            start.v[d] = s1->v[d] + s2->v[d] * t1->v[d];
-            strides.v[d] = t1->v[d] * t2->v[d];
-            limit.v[d] = start.v[d] + (n - 1) * strides.v[d] + 1;
-        }
-        op->attrs.u.slice.start = start;
-        op->attrs.u.slice.limit = limit;
-        op->attrs.u.slice.strides = strides;
-        set_operand(op, 0, in->operands[0]);
-        return 1;
-    }
+    case KILN_OP_TRANSPOSE: return rewrite_transpose(op);
+    case KILN_OP_SLICE: return rewrite_slice(op);
+    case KILN_OP_REVERSE: return rewrite_reverse(op);
+    case KILN_OP_BROADCAST_IN_DIM: return rewrite_broadcast(op);
+    case KILN_OP_PAD: return pad_is_noop(op) ? forward(op, a) : 0;
+    case KILN_OP_CONCATENATE: return op->n_operands == 1 ? forward(op, a) : 0;
     default: return 0;
     }
 }

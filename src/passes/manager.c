@@ -1,16 +1,61 @@
 /* The pass manager and the use-replacement helper. */
+#include "kiln/ctx.h"
 #include "passes/passes.h"
+
+/* Keeps the entry function's calling convention true to its body after a rewrite: a
+ * result that has become an argument (an identity reshape forwarded, x * 1, ...) is
+ * preserved, and no other result may then reuse that argument's donated buffer, which
+ * the preserved result still reads after the call. */
+static void update_convention(kiln_module *m) {
+    if (m->n_funcs < 1 || !m->funcs[0] || !m->funcs[0]->body) return;
+    const kiln__block *body = m->funcs[0]->body;
+    for (int32_t r = 0; r < body->n_results; r++) {
+        const kiln__value *v = body->results[r];
+        if (v->def || v->block != body) continue;
+        int32_t a = v->index;
+        if (m->preserved) m->preserved[r] = a;
+        if (!m->aliases) continue;
+        m->aliases[r] = -1; /* it returns the argument itself */
+        for (int32_t k = 0; k < body->n_results; k++)
+            if (m->aliases[k] == a) m->aliases[k] = -1;
+    }
+}
+
+/* With the module's ctx logging at debug level (KILN_LOG=debug), the module is logged
+ * before the passes and after each pass that changed it, so every rewrite can be read
+ * before and after. Best effort: printing that fails leaves no error behind. */
+static void log_module(kiln_module *m, const char *what, int32_t round, int32_t changes) {
+    kiln_ctx *cx = m->cx;
+    if (!cx || kiln_ctx_log_level(cx) < KILN_LOG_DEBUG) return;
+    bool had_error = kiln_ctx_status(cx) != KILN_OK;
+    char *text = kiln_module_to_string(cx, m);
+    if (!text) {
+        if (!had_error) kiln_ctx_clear_error(cx);
+        return;
+    }
+    if (round < 0)
+        kiln_ctx_log(cx, KILN_LOG_DEBUG, "passes: the module before the passes:\n%s", text);
+    else
+        kiln_ctx_log(cx, KILN_LOG_DEBUG, "passes: round %d: %s made %d changes:\n%s",
+                     (int)round + 1, what, (int)changes, text);
+    kiln_string_free(cx, text);
+}
 
 int32_t kiln__passes_run(kiln_module *m, const kiln__pass *passes, int32_t n_passes,
                          int32_t max_rounds) {
     int32_t total = 0;
+    if (max_rounds > 0) log_module(m, NULL, -1, 0);
     for (int32_t round = 0; round < max_rounds; round++) {
         int32_t changed = 0;
-        for (int32_t i = 0; i < n_passes; i++)
-            changed += passes[i].run(m);
+        for (int32_t i = 0; i < n_passes; i++) {
+            int32_t c = passes[i].run(m);
+            if (c > 0) log_module(m, passes[i].name, round, c);
+            changed += c;
+        }
         total += changed;
         if (changed == 0) break;
     }
+    if (total > 0) update_convention(m);
     return total;
 }
 

@@ -46,9 +46,19 @@ static void drop_scope_reference(kiln__owned *node) {
     kiln_tensor_release(t);
 }
 
+void kiln__storage_free(kiln__storage *s) {
+    kiln__raw_free(&s->allocator, s->data, s->nbytes);
+    kiln_allocator a = s->allocator;
+    kiln__raw_free(&a, s, sizeof *s);
+}
+
 static void storage_release(kiln__storage *s) {
     if (!s) return; /* a traced tensor */
     if (atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1) return;
+    if (s->recycle) {
+        s->recycle(s);
+        return;
+    }
     if (s->wrapped) {
         if (s->deleter) s->deleter(s->data, s->deleter_user);
     } else {
@@ -80,7 +90,7 @@ static kiln_tensor *tensor_around(kiln_ctx *cx, const char *fn, kiln_dtype dtype
     return t;
 }
 
-static kiln__storage *storage_new(kiln_ctx *cx, const char *fn, size_t nbytes) {
+kiln__storage *kiln__storage_new(kiln_ctx *cx, const char *fn, size_t nbytes) {
     kiln__storage *s = kiln__alloc(cx, sizeof *s, _Alignof(kiln__storage), fn);
     if (!s) return NULL;
     memset(s, 0, sizeof *s);
@@ -102,10 +112,26 @@ kiln_tensor *kiln__tensor_new(kiln_ctx *cx, const char *fn, kiln_dtype dtype, ki
     int64_t numel;
     size_t nbytes;
     if (!kiln__check_dtype_shape(cx, fn, dtype, &shape, &numel, &nbytes)) return NULL;
-    kiln__storage *s = storage_new(cx, fn, nbytes);
+    kiln__storage *s = kiln__storage_new(cx, fn, nbytes);
     if (!s) return NULL;
     kiln_tensor *t = tensor_around(cx, fn, dtype, &shape, numel, nbytes, s);
     if (!t) storage_release(s);
+    return t;
+}
+
+kiln_tensor *kiln__tensor_new_on(kiln_ctx *cx, const char *fn, kiln_dtype dtype, kiln_shape shape,
+                                 kiln__storage *storage) {
+    int64_t numel;
+    size_t nbytes;
+    kiln_tensor *t = NULL;
+    if (kiln__check_dtype_shape(cx, fn, dtype, &shape, &numel, &nbytes)) {
+        if (nbytes <= storage->nbytes)
+            t = tensor_around(cx, fn, dtype, &shape, numel, nbytes, storage);
+        else
+            kiln_ctx_set_error(cx, KILN_INTERNAL, "%s: a tensor of %zu bytes over storage of %zu",
+                               fn, nbytes, storage->nbytes);
+    }
+    if (!t) storage_release(storage);
     return t;
 }
 

@@ -18,6 +18,12 @@ typedef struct kiln__storage {
     kiln_deleter_fn deleter;  /* wrapped memory: the user's deleter (may be NULL) */
     void *deleter_user;
     bool wrapped;
+    /* A pooled buffer (an executable's result pool): when set, the last release hands the
+     * storage to recycle instead of freeing it; recycle then owns it (keeps it for reuse, or
+     * frees it with kiln__storage_free). recycle_next links it while it waits in a pool. */
+    void (*recycle)(struct kiln__storage *s);
+    void *recycle_user;
+    struct kiln__storage *recycle_next;
 } kiln__storage;
 
 struct kiln_tensor {
@@ -43,6 +49,20 @@ struct kiln_tensor {
  * function and argument on failure. Computes the element count and byte size. */
 bool kiln__check_dtype_shape(kiln_ctx *cx, const char *fn, kiln_dtype dtype,
                              const kiln_shape *shape, int64_t *out_numel, size_t *out_nbytes);
+
+/* New storage of nbytes uninitialised bytes (data NULL when 0) from cx's allocator, with
+ * one reference; NULL with RESOURCE_EXHAUSTED recorded (naming fn) when out of memory. */
+kiln__storage *kiln__storage_new(kiln_ctx *cx, const char *fn, size_t nbytes);
+
+/* Frees an unwrapped storage and its data with its allocator, whatever its count (for a
+ * recycle hook that does not keep it). */
+void kiln__storage_free(kiln__storage *s);
+
+/* A new tensor over all of `storage` (the tensor takes over the caller's reference, and
+ * releases it on failure), adopted by the innermost scope. NULL with INVALID_ARGUMENT for
+ * a bad dtype or shape, INTERNAL when the storage holds fewer bytes than the tensor. */
+kiln_tensor *kiln__tensor_new_on(kiln_ctx *cx, const char *fn, kiln_dtype dtype, kiln_shape shape,
+                                 kiln__storage *storage);
 
 /* A new tensor with fresh, uninitialised storage, adopted by the innermost scope. */
 kiln_tensor *kiln__tensor_new(kiln_ctx *cx, const char *fn, kiln_dtype dtype, kiln_shape shape);

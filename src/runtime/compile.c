@@ -756,6 +756,7 @@ kiln_status kiln_compile(kiln_ctx *cx, kiln_module *m, const kiln_compile_option
         kiln_exe_release(exe);
         return s;
     }
+    kiln__exe_make_result_pool(exe);
     *out_exe = exe;
     return KILN_OK;
 }

@@ -221,12 +221,128 @@ static void state_return(kiln_exe *exe, kiln__call_state *st) {
     unlock(exe);
 }
 
+/* ---- result buffers ----------------------------------------------------------------------- */
+
+/* The pool's own reference and one per buffer it made (waiting here or held by a tensor),
+ * so that it lives while any of its buffers does. */
+struct kiln__result_pool {
+    atomic_long refs;
+    pthread_mutex_t lock; /* guards everything below */
+    bool closed;          /* the executable is gone: buffers coming back are freed */
+    size_t bytes, cap;    /* bytes waiting, and their bound */
+    kiln__storage *free;  /* waiting buffers, linked through recycle_next */
+    kiln_allocator allocator;
+};
+
+static void result_pool_unref(kiln__result_pool *p) {
+    if (atomic_fetch_sub_explicit(&p->refs, 1, memory_order_acq_rel) != 1) return;
+    pthread_mutex_destroy(&p->lock);
+    kiln_allocator a = p->allocator;
+    kiln__raw_free(&a, p, sizeof *p);
+}
+
+/* A buffer's last reference went: keep it while there is room, else free it. */
+static void result_recycle(kiln__storage *s) {
+    kiln__result_pool *p = s->recycle_user;
+    pthread_mutex_lock(&p->lock);
+    bool keep = !p->closed && p->bytes + s->nbytes <= p->cap;
+    if (keep) {
+        s->recycle_next = p->free;
+        p->free = s;
+        p->bytes += s->nbytes;
+    }
+    pthread_mutex_unlock(&p->lock);
+    if (keep) return;
+    kiln__storage_free(s);
+    result_pool_unref(p);
+}
+
+static bool same_allocator(const kiln_allocator *a, const kiln_allocator *b) {
+    return a->alloc == b->alloc && a->free == b->free && a->user == b->user;
+}
+
+void kiln__exe_make_result_pool(kiln_exe *exe) {
+    size_t per_call = 0;
+    for (int32_t r = 0; r < exe->n_results; r++) {
+        const kiln__result_plan *rp = &exe->results[r];
+        if (rp->kind != KILN__RESULT_DIRECT && rp->kind != KILN__RESULT_COPY) continue;
+        size_t nbytes = 0;
+        kiln_shape_nbytes(&exe->entry->types[rp->slot].shape, exe->entry->types[rp->slot].dtype,
+                          &nbytes);
+        per_call += nbytes;
+    }
+    if (per_call == 0 || per_call > SIZE_MAX / 2) return;
+    kiln__result_pool *p = kiln__raw_alloc(&exe->allocator, sizeof *p, _Alignof(kiln__result_pool));
+    if (!p) return;
+    memset(p, 0, sizeof *p);
+    if (pthread_mutex_init(&p->lock, NULL) != 0) {
+        kiln__raw_free(&exe->allocator, p, sizeof *p);
+        return;
+    }
+    atomic_init(&p->refs, 1);
+    p->cap = 2 * per_call;
+    p->allocator = exe->allocator;
+    exe->result_pool = p;
+}
+
+/* A result tensor: a waiting buffer of the same size, allocator and device as cx's, or a
+ * fresh one that will come back to the pool. */
+static kiln_tensor *result_new(kiln_ctx *cx, kiln_exe *exe, const kiln__type *t) {
+    kiln__result_pool *p = exe->result_pool;
+    size_t nbytes = 0;
+    if (!p || !kiln_shape_nbytes(&t->shape, t->dtype, &nbytes) || nbytes == 0) {
+        kiln_tensor *o = kiln__tensor_new(cx, call_fn, t->dtype, t->shape);
+        if (o) kiln__advise_huge(kiln__tensor_mutable_data(o), o->nbytes);
+        return o;
+    }
+    kiln__storage *s = NULL;
+    pthread_mutex_lock(&p->lock);
+    for (kiln__storage **link = &p->free; *link; link = &(*link)->recycle_next) {
+        const kiln__storage *w = *link;
+        if (w->nbytes != nbytes || !same_allocator(&w->allocator, &cx->allocator) ||
+            w->device.type != cx->device.type || w->device.id != cx->device.id)
+            continue;
+        s = *link;
+        *link = s->recycle_next;
+        p->bytes -= nbytes;
+        break;
+    }
+    pthread_mutex_unlock(&p->lock);
+    if (s) {
+        s->recycle_next = NULL;
+        atomic_store_explicit(&s->refs, 1, memory_order_relaxed);
+    } else {
+        if (!(s = kiln__storage_new(cx, call_fn, nbytes))) return NULL;
+        kiln__advise_huge(s->data, nbytes);
+        atomic_fetch_add_explicit(&p->refs, 1, memory_order_relaxed);
+        s->recycle = result_recycle;
+        s->recycle_user = p;
+    }
+    return kiln__tensor_new_on(cx, call_fn, t->dtype, t->shape, s);
+}
+
 void kiln__exe_free_states(kiln_exe *exe) {
     while (exe->pool) {
         kiln__call_state *st = exe->pool;
         exe->pool = st->next;
         kiln__raw_free(&exe->allocator, st, exe->state_bytes);
     }
+    kiln__result_pool *p = exe->result_pool;
+    if (!p) return;
+    exe->result_pool = NULL;
+    pthread_mutex_lock(&p->lock);
+    p->closed = true;
+    kiln__storage *list = p->free;
+    p->free = NULL;
+    p->bytes = 0;
+    pthread_mutex_unlock(&p->lock);
+    while (list) {
+        kiln__storage *next = list->recycle_next;
+        kiln__storage_free(list);
+        result_pool_unref(p);
+        list = next;
+    }
+    result_pool_unref(p);
 }
 
 /* ---- calls -------------------------------------------------------------------------------- */
@@ -321,7 +437,7 @@ static void release_outs(kiln_tensor **outs, int32_t n) {
 }
 
 /* The result tensors made before the run. */
-static kiln_status prepare(kiln_ctx *cx, const kiln_exe *exe, kiln_tensor *const *args,
+static kiln_status prepare(kiln_ctx *cx, kiln_exe *exe, kiln_tensor *const *args,
                            kiln_tensor **vals, kiln_tensor **outs, char **msgs, bool *exclusive) {
     char text[320], label[200];
     for (int32_t i = 0; i < exe->n_args; i++) {
@@ -352,8 +468,7 @@ static kiln_status prepare(kiln_ctx *cx, const kiln_exe *exe, kiln_tensor *const
                 o = kiln__tensor_view(cx, call_fn, args[rp->alias], t->dtype, t->shape);
                 exclusive[rp->alias] = false;
             } else {
-                o = kiln__tensor_new(cx, call_fn, t->dtype, t->shape);
-                if (o) kiln__advise_huge(kiln__tensor_mutable_data(o), o->nbytes);
+                o = result_new(cx, exe, t);
             }
             if (o && rp->kind == KILN__RESULT_DIRECT) vals[rp->slot] = o;
             break;

@@ -93,6 +93,12 @@ typedef struct kiln__xmem_block kiln__xmem_block;
 
 typedef struct kiln__call_state kiln__call_state;
 
+/* Result buffers kept for reuse (exec.c): a result tensor the caller releases gives its
+ * buffer back here, and a later call of the same executable takes it instead of
+ * allocating (and page-faulting) a fresh one. Outlives the executable while pooled
+ * buffers are still in use. */
+typedef struct kiln__result_pool kiln__result_pool;
+
 struct kiln_exe {
     atomic_int refs;
     kiln_allocator allocator; /* of the compiling ctx: the executable's memory, call states */
@@ -128,6 +134,7 @@ struct kiln_exe {
     pthread_mutex_t lock; /* guards pool */
     bool lock_made;
     kiln__call_state *pool;
+    kiln__result_pool *result_pool; /* NULL: results are always fresh buffers */
 };
 
 /* A call state (exec.c makes and pools them). */
@@ -140,8 +147,13 @@ struct kiln__call_state {
  * no-op for small ones, and where the system has no such advice). */
 void kiln__advise_huge(void *data, size_t nbytes);
 
-/* Frees the pooled call states (exe release). */
+/* Frees the pooled call states and closes the result pool (exe release). */
 void kiln__exe_free_states(kiln_exe *exe);
+
+/* Makes exe's result pool, holding at most twice the bytes of one call's fresh results
+ * (so that a caller keeping one call's results while making the next still reuses).
+ * Without one (no fresh results, or out of memory) results are fresh buffers. */
+void kiln__exe_make_result_pool(kiln_exe *exe);
 
 /* Can an elementwise op write its result over operand `i` (same shape and element size,
  * and a kernel that reads each element before writing it)? */

@@ -683,6 +683,18 @@ static kiln_status build(compiler *c, kiln_module *m, const kiln_compile_options
         exe->preserved[r] = m->preserved ? m->preserved[r] : -1;
         exe->aliases[r] = m->aliases ? m->aliases[r] : -1;
     }
+    /* A donated argument that is also returned as it is must keep its values: no other
+     * result may be written into its buffer (a parsed convention, or one a rewrite turned
+     * into a returned argument, may say otherwise). */
+    for (int32_t r = 0; r < exe->n_results; r++) {
+        const kiln__value *v = body->results[r];
+        int32_t returned = exe->preserved[r] >= 0          ? exe->preserved[r]
+                           : (!v->def && v->block == body) ? v->index
+                                                           : -1;
+        if (returned < 0) continue;
+        for (int32_t q = 0; q < exe->n_results; q++)
+            if (exe->aliases[q] == returned) exe->aliases[q] = -1;
+    }
     c->fold = !o->disable_constant_folding;
     kiln__fusion fusion;
     if (!o->disable_fusion) {

@@ -769,6 +769,10 @@ kiln_status kiln_compile(kiln_ctx *cx, kiln_module *m, const kiln_compile_option
         return s;
     }
     kiln__exe_make_result_pool(exe);
+    if ((s = kiln__exe_prime(cx, exe)) != KILN_OK) {
+        kiln_exe_release(exe);
+        return s;
+    }
     *out_exe = exe;
     return KILN_OK;
 }

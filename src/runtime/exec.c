@@ -221,6 +221,13 @@ static void state_return(kiln_exe *exe, kiln__call_state *st) {
     unlock(exe);
 }
 
+kiln_status kiln__exe_prime(kiln_ctx *cx, kiln_exe *exe) {
+    kiln__call_state *st = state_new(cx, exe);
+    if (!st) return kiln_ctx_status(cx);
+    state_return(exe, st);
+    return KILN_OK;
+}
+
 /* ---- result buffers ----------------------------------------------------------------------- */
 
 /* The pool's own reference and one per buffer it made (waiting here or held by a tensor),

@@ -155,6 +155,10 @@ void kiln__exe_free_states(kiln_exe *exe);
  * Without one (no fresh results, or out of memory) results are fresh buffers. */
 void kiln__exe_make_result_pool(kiln_exe *exe);
 
+/* Makes the first call state ahead of the first call (kiln_compile), so that the first
+ * call costs about what later ones do. Errors: RESOURCE_EXHAUSTED. */
+kiln_status kiln__exe_prime(kiln_ctx *cx, kiln_exe *exe);
+
 /* Can an elementwise op write its result over operand `i` (same shape and element size,
  * and a kernel that reads each element before writing it)? */
 bool kiln__xop_inplace_ok(const kiln__xblock *b, const kiln__xop *op, int32_t i);

@@ -8,12 +8,24 @@
 #include <omp.h>
 #endif
 
-/* OpenBLAS's own setter (every flavour has it); declared here so the base layer needs no
- * BLAS header. */
-void openblas_set_num_threads(int num_threads);
-
 /* 0 until resolved. */
 static atomic_int g_count;
+
+/* Set once by a backend that keeps a library's own thread count in step (base knows no
+ * library). */
+static _Atomic(kiln__threads_count_fn) g_on_change;
+
+static void notify(int n) {
+    kiln__threads_count_fn fn = atomic_load(&g_on_change);
+    if (fn) fn(n);
+}
+
+kiln__threads_count_fn kiln__threads_on_count_change(kiln__threads_count_fn fn) {
+    kiln__threads_count_fn old = atomic_exchange(&g_on_change, fn);
+    int n = atomic_load(&g_count);
+    if (fn && n > 0) fn(n);
+    return old;
+}
 
 static int default_count(void) {
 #ifdef KILN_HAVE_OPENMP
@@ -35,7 +47,7 @@ int kiln__threads_count(void) {
     if (n > 0) return n;
     n = default_count();
     int expected = 0;
-    if (atomic_compare_exchange_strong(&g_count, &expected, n)) openblas_set_num_threads(n);
+    if (atomic_compare_exchange_strong(&g_count, &expected, n)) notify(n);
     return atomic_load(&g_count);
 }
 
@@ -45,7 +57,7 @@ void kiln__threads_set_count(int n) {
     n = 1;
 #endif
     atomic_store(&g_count, n);
-    openblas_set_num_threads(n);
+    notify(n);
 }
 
 bool kiln__threads_in_parallel(void) {

@@ -27,9 +27,17 @@ void kiln__parallel_for(int64_t n, int64_t grain, kiln__range_fn fn, void *user)
 int kiln__threads_count(void);
 
 /* Sets the process-wide count (n <= 0: back to the default above, KILN_NUM_THREADS read
- * again). Also sets BLAS's thread count. Thread-safe; takes effect for calls that start
- * after it returns. */
+ * again), and tells the hook set by kiln__threads_on_count_change. Thread-safe; takes
+ * effect for calls that start after it returns. */
 void kiln__threads_set_count(int n);
+
+/* Registers fn (NULL: none) to be called with the count each time it is set or first
+ * resolved, and at once with the current count when it is already resolved: how a backend
+ * keeps a library's own thread count (BLAS's) in step, since base may not call libraries.
+ * One hook per process; a later call replaces it, and gets back the one replaced (NULL if
+ * none). fn runs on the thread that changes the count and must be thread-safe. */
+typedef void (*kiln__threads_count_fn)(int n);
+kiln__threads_count_fn kiln__threads_on_count_change(kiln__threads_count_fn fn);
 
 /* True while the calling thread runs inside a parallel range of kiln__parallel_for. */
 bool kiln__threads_in_parallel(void);

@@ -1971,14 +1971,6 @@ Test(random_programs, comparison_detects_differences) {
 
 /* ---- regressions: programs this generator found, minimised ---------------------------- */
 
-/* Bugs found and not fixed yet have a regression test that skips itself unless
- * KILN_RPG_KNOWN_BUGS=1 (so that the suite stays green meanwhile); the random tests do not
- * reach them with the default seeds. */
-static bool known_bugs(void) {
-    const char *v = getenv("KILN_RPG_KNOWN_BUGS");
-    return v && *v && strcmp(v, "0") != 0;
-}
-
 static kiln_status donated_forwarded(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
                                      void *user) {
     (void)user;
@@ -2077,7 +2069,6 @@ static kiln_status big_dot(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **o
  * BLAS (61 x 323 x 120) gives other last bits on 2 threads than on 1 (40.580101968675081
  * against ...116 at [39, 9, 7]); results must not depend on the thread count. */
 Test(random_programs, regression_dot_f64_bits_per_thread_count) {
-    if (!known_bugs()) cr_skip_test("open bug; KILN_RPG_KNOWN_BUGS=1 runs it");
     kiln_ctx *cx = test_ctx();
     kiln_region fn = {big_dot, NULL};
     kiln_arg_spec a[2] = {{.dtype = KILN_F64, .shape = KILN_SHAPE(60, 61, 2)},
@@ -2119,7 +2110,6 @@ static kiln_status grouped_conv(kiln_ctx *cx, kiln_tensor *const *in, kiln_tenso
  * (3 groups, stride 2, padding [0, 1]: three products per result), gives another last bit
  * on 2 threads than on 1 (2.6070058345794678 against 2.6070055961608887 at [0, 0, 0]). */
 Test(random_programs, regression_grouped_conv_bits_per_thread_count) {
-    if (!known_bugs()) cr_skip_test("open bug; KILN_RPG_KNOWN_BUGS=1 runs it");
     kiln_ctx *cx = test_ctx();
     kiln_region fn = {grouped_conv, NULL};
     kiln_arg_spec a[2] = {{.dtype = KILN_F32, .shape = KILN_SHAPE(1, 3, 2)},
@@ -2143,12 +2133,11 @@ Test(random_programs, regression_grouped_conv_bits_per_thread_count) {
     kiln_ctx_release(cx);
 }
 
-/* The root of regression_donated_argument_forwarded_by_passes, without the passes (open): a
+/* The root of regression_donated_argument_forwarded_by_passes, without the passes: a
  * module whose convention lets result 0 reuse donated %arg0 while result 1 returns %arg0
- * (the text says so, or a rewrite made it so) computes result 1 as result 0's values;
- * kiln_compile should drop such an alias (or the parser refuse it). */
+ * (the text says so, or a rewrite made it so) computed result 1 as result 0's values;
+ * kiln_compile drops such an alias. */
 Test(random_programs, regression_returned_argument_also_aliased) {
-    if (!known_bugs()) cr_skip_test("open bug; KILN_RPG_KNOWN_BUGS=1 runs it");
     static const char *const text =
         "func.func public @main(%arg0: tensor<4xf32> {tf.aliasing_output = 0 : i32}, %arg1: "
         "tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {\n"

@@ -152,6 +152,28 @@ Test(threads_count, nested_parallel_for_runs_inline) {
 
 /* ---- bitwise the same on 1, 2 and 3 threads --------------------------------------------- */
 
+static int hook_calls, hook_last;
+static void hook(int n) { hook_calls++, hook_last = n; }
+
+Test(threads_count, count_changes_reach_the_registered_hook) {
+    kiln__threads_set_count(3);
+    hook_calls = 0;
+    /* Registering when the count is known reports it at once. */
+    kiln__threads_count_fn before = kiln__threads_on_count_change(hook);
+    cr_assert_eq(hook_calls, 1);
+    cr_assert_eq(hook_last, kiln__threads_count()); /* 3, or 1 without OpenMP */
+    kiln__threads_set_count(2);
+    cr_assert_eq(hook_calls, 2);
+    cr_assert_eq(hook_last, kiln__threads_count());
+    kiln__threads_set_count(0);
+    cr_assert_eq(hook_calls, 3);
+    cr_assert_eq(hook_last, kiln__threads_count());
+    cr_assert_eq(kiln__threads_on_count_change(before), hook);
+    kiln__threads_set_count(5);
+    cr_assert_eq(hook_calls, 3, "a replaced hook is not called");
+    kiln__threads_set_count(0);
+}
+
 static uint64_t rng = 0x9e3779b97f4a7c15ULL;
 static float rnd_f32(void) {
     rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
@@ -180,7 +202,7 @@ static kiln_tensor *random_tensor(kiln_ctx *cx, kiln_dtype dt, kiln_shape s) {
     return t;
 }
 
-#define N_CASES 19
+#define N_CASES 26
 
 /* Runs every threaded kernel on fixed random inputs; results into out[]. */
 static void run_all(kiln_ctx *cx, kiln_tensor **out) {
@@ -212,6 +234,20 @@ static void run_all(kiln_ctx *cx, kiln_tensor **out) {
     kiln_tensor *da = random_tensor(cx, KILN_F64, KILN_SHAPE(4, 90, 80));
     kiln_tensor *db = random_tensor(cx, KILN_F64, KILN_SHAPE(4, 80, 70));
     out[k++] = kiln_matmul(cx, da, db);
+    /* BLAS-sized products split into several chunks: along M, along N with both operands
+     * transposed, and the f64 contraction over two dimensions that once differed in the
+     * last bit between 1 and 2 threads. */
+    kiln_tensor *ga = random_tensor(cx, KILN_F32, KILN_SHAPE(1100, 70));
+    kiln_tensor *gb = random_tensor(cx, KILN_F32, KILN_SHAPE(70, 90));
+    out[k++] = kiln_matmul(cx, ga, gb);
+    kiln_tensor *gt = random_tensor(cx, KILN_F32, KILN_SHAPE(700, 70));
+    out[k++] = kiln_matmul(cx, kiln_transpose(cx, gb, KILN_DIMS(1, 0)),
+                           kiln_transpose(cx, gt, KILN_DIMS(1, 0)));
+    kiln_dot_params dp = {.lhs_contracting_dims = KILN_DIMS(0, 2),
+                          .rhs_contracting_dims = KILN_DIMS(2, 1)};
+    kiln_tensor *fa = random_tensor(cx, KILN_F64, KILN_SHAPE(60, 61, 2));
+    kiln_tensor *fb = random_tensor(cx, KILN_F64, KILN_SHAPE(19, 2, 60, 17));
+    out[k++] = kiln_dot_general(cx, fa, fb, &dp, KILN_DTYPE_COUNT);
     /* convolution: NCHW 3x3 pad 1 (VGG-like), strided and dilated, grouped, NHWC, f64
      * (im2col). */
     kiln_tensor *x = random_tensor(cx, KILN_F32, KILN_SHAPE(2, 16, 24, 24));
@@ -244,6 +280,30 @@ static void run_all(kiln_ctx *cx, kiln_tensor **out) {
     kiln_tensor *xd = random_tensor(cx, KILN_F64, KILN_SHAPE(2, 8, 12, 12));
     kiln_tensor *wd = random_tensor(cx, KILN_F64, KILN_SHAPE(8, 8, 3, 3));
     out[k++] = kiln_convolution(cx, xd, wd, &p, KILN_DTYPE_COUNT);
+    /* The smallest grouped convolution that once differed (3 groups, stride 2, padding
+     * [0, 1]); a depthwise one, strided and padded; a VGG-sized layer and a strided padded
+     * ungrouped one, both large enough for oneDNN. */
+    kiln_tensor *x1 = random_tensor(cx, KILN_F32, KILN_SHAPE(1, 3, 2));
+    kiln_tensor *w1 = random_tensor(cx, KILN_F32, KILN_SHAPE(6, 1, 3));
+    kiln_conv_params p1 = kiln_conv_params_nchw(1);
+    p1.window_strides = KILN_DIMS(2);
+    p1.padding_low = KILN_DIMS(0);
+    p1.padding_high = KILN_DIMS(1);
+    p1.feature_group_count = 3;
+    out[k++] = kiln_convolution(cx, x1, w1, &p1, KILN_DTYPE_COUNT);
+    kiln_tensor *wdw = random_tensor(cx, KILN_F32, KILN_SHAPE(16, 1, 3, 3));
+    kiln_conv_params pdw = p;
+    pdw.window_strides = KILN_DIMS(2, 2);
+    pdw.feature_group_count = 16;
+    out[k++] = kiln_convolution(cx, x, wdw, &pdw, KILN_DTYPE_COUNT);
+    kiln_tensor *xv = random_tensor(cx, KILN_F32, KILN_SHAPE(1, 64, 28, 28));
+    kiln_tensor *wv = random_tensor(cx, KILN_F32, KILN_SHAPE(128, 64, 3, 3));
+    out[k++] = kiln_convolution(cx, xv, wv, &p, KILN_DTYPE_COUNT);
+    kiln_conv_params pv = p;
+    pv.window_strides = KILN_DIMS(2, 2);
+    pv.padding_low = KILN_DIMS(0, 1);
+    pv.padding_high = KILN_DIMS(1, 2);
+    out[k++] = kiln_convolution(cx, xv, wv, &pv, KILN_DTYPE_COUNT);
     /* im2col split over (group, batch entry): f64 with groups, f32 with input dilation. */
     kiln_tensor *xg = random_tensor(cx, KILN_F64, KILN_SHAPE(5, 8, 10, 10));
     kiln_tensor *wgd = random_tensor(cx, KILN_F64, KILN_SHAPE(8, 4, 3, 3));

@@ -1,8 +1,8 @@
 /* convolution through oneDNN (C API), for what it does exactly and fast: f32 operands and
- * result, 1 to 3 spatial dimensions, no input (lhs) dilation, no batch groups, padding >= 0,
- * and an optimized implementation (not oneDNN's reference loops). Any
- * dimension numbers: the tensors are described to oneDNN by their strides, so NHWC or
- * HWIO data is read in place.
+ * result, 1 to 3 spatial dimensions, no input (lhs) dilation, no batch or feature groups,
+ * padding >= 0, at least DNNL_MIN_MACS multiply-adds, and an optimized implementation (not oneDNN's
+ * reference loops). Any dimension numbers: the tensors are described to oneDNN by their strides, so
+ * NHWC or HWIO data is read in place.
  *
  * oneDNN picks its own (blocked) layouts for the fastest kernel; the operands are reordered
  * into them and the result back, each call. Primitives (the convolution and the reorders)
@@ -18,13 +18,18 @@
 #include "base/alloc.h"
 #include "base/threads.h"
 
-static atomic_bool forced_off;
+static atomic_bool forced_off, any_size;
 
 void kiln__dnnl_conv_force_off(bool on) { atomic_store(&forced_off, on); }
+
+void kiln__dnnl_conv_any_size(bool on) { atomic_store(&any_size, on); }
 
 #ifdef KILN_HAVE_DNNL
 #include <oneapi/dnnl/dnnl.h>
 #include <pthread.h>
+
+/* Below this many multiply-adds, im2col + GEMM (see make_key). */
+#define DNNL_MIN_MACS 262144.0
 
 #define DMAX 6 /* weights with groups: [G, O/G, I, up to 3 spatial] */
 
@@ -86,6 +91,20 @@ static bool make_key(const kiln__attrs *a, kiln_dtype lt, const kiln_shape *ls, 
     if (S < 1 || S > 3) return false;
     if (p->batch_group_count > 1) return false;
     int64_t G = p->feature_group_count > 0 ? p->feature_group_count : 1;
+    /* oneDNN's grouped kernels pick blockings by thread count that change the order of the
+     * sums (f32 [1,3,2] conv [6,1,3], 3 groups, differed in the last bit between 1 and 2
+     * threads); im2col + GEMM gives the same bits on every count. */
+    if (G > 1) return false;
+    /* Tiny convolutions: a oneDNN call costs more than the math, and opens a parallel
+     * region whose idle threads then spin (OMP_WAIT_POLICY) for the cores the next ops
+     * need; im2col stays on the calling thread below its own threshold. */
+    double macs = (double)ks->dims[p->kernel_input_feature_dimension];
+    for (int32_t d = 0; d < os->rank; d++)
+        macs *= (double)os->dims[d];
+    for (int32_t d = 0; d < ls->rank - 2; d++)
+        macs *= (double)ks->dims[p->kernel_spatial_dimensions.v[d]];
+    if (macs < DNNL_MIN_MACS && !atomic_load_explicit(&any_size, memory_order_relaxed))
+        return false;
     for (int32_t d = 0; d < ls->rank; d++)
         if (ls->dims[d] <= 0 || ks->dims[d] <= 0 || os->dims[d] <= 0) return false;
     int64_t lstr[KILN_MAX_RANK], kstr[KILN_MAX_RANK], ostr[KILN_MAX_RANK];

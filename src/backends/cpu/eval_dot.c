@@ -4,9 +4,11 @@
  * f32/f64 products go to OpenBLAS with transposes folded into its flags; the exceptions,
  * measured on the reference machine: tiny products run as loops, small transposed operands
  * are copied untransposed first (OpenBLAS's small-matrix kernels take only that layout), a
- * vector times a matrix runs as blocks of GEMV, and batches of small products are split
- * across kiln's threads. Which path runs depends on the shapes only, and every path gives
- * the same bits on any thread count. */
+ * vector times a matrix runs as blocks of GEMV, larger products as chunks of rows or columns,
+ * and batches of small products are split across kiln's threads. BLAS itself always runs
+ * single-threaded, kiln's threads spreading the blocks and chunks. Which path runs, and how
+ * a product is cut, depends on the shapes only, so every path gives the same bits on any
+ * thread count. */
 #include <cblas.h>
 #include <limits.h>
 #include <math.h>
@@ -405,11 +407,69 @@ static void gemv_blocks(void *user, int64_t begin, int64_t end) {
     }
 }
 
+/* Products of at least this many multiply-adds are split into chunks that run in
+ * parallel; smaller ones are one call on the calling thread (waking a second thread costs
+ * more than it saves, and opens no parallel region whose spinning threads would steal the
+ * cores). */
+#define GEMM_PAR_MNK 262144.0
+/* Chunk widths along the split dimension: a chunk repacks the other operand, so chunks stay
+ * wide (at 1024^3 sgemm, 512-wide chunks cost about 1% over one call). They depend on the
+ * shape only, never on the thread count. */
+#define GEMM_CHUNK 512
+#define GEMM_CHUNK_MIN 128
+
+/* C = op(A) op(B) as fixed chunks of rows (split_m) or columns of C, each one
+ * single-threaded BLAS call: OpenBLAS's threaded GEMM partitions the sum differently per
+ * thread count, so the chunks are the unit of parallel work instead, and every output
+ * element is computed by the same call whatever the thread count. */
+typedef struct gemm_job {
+    bool f64, ta, tb, split_m;
+    int64_t m, n, kk, lda, ldb, ldc, chunk;
+    const void *a, *b;
+    void *c;
+} gemm_job;
+
+static void gemm_chunks(void *user, int64_t begin, int64_t end) {
+    const gemm_job *j = user;
+    kiln__threads_blas_one();
+    size_t es = j->f64 ? 8 : 4;
+    enum CBLAS_TRANSPOSE ta = j->ta ? CblasTrans : CblasNoTrans;
+    enum CBLAS_TRANSPOSE tb = j->tb ? CblasTrans : CblasNoTrans;
+    int64_t extent = j->split_m ? j->m : j->n;
+    for (int64_t ch = begin; ch < end; ch++) {
+        int64_t o0 = ch * j->chunk, w = extent - o0 < j->chunk ? extent - o0 : j->chunk;
+        const unsigned char *a = j->a, *b = j->b;
+        unsigned char *c = j->c;
+        int64_t m = j->m, n = j->n;
+        if (j->split_m) {
+            /* Rows o0.. of op(A): row o0 of A, or column o0 when transposed. */
+            a += (size_t)(j->ta ? o0 : o0 * j->lda) * es;
+            c += (size_t)(o0 * j->ldc) * es;
+            m = w;
+        } else {
+            b += (size_t)(j->tb ? o0 * j->ldb : o0) * es;
+            c += (size_t)o0 * es;
+            n = w;
+        }
+        if (j->f64)
+            cblas_dgemm(CblasRowMajor, ta, tb, (blasint)m, (blasint)n, (blasint)j->kk, 1.0,
+                        (const double *)(const void *)a, (blasint)j->lda,
+                        (const double *)(const void *)b, (blasint)j->ldb, 0.0, (double *)(void *)c,
+                        (blasint)j->ldc);
+        else
+            cblas_sgemm(CblasRowMajor, ta, tb, (blasint)m, (blasint)n, (blasint)j->kk, 1.0f,
+                        (const float *)(const void *)a, (blasint)j->lda,
+                        (const float *)(const void *)b, (blasint)j->ldb, 0.0f, (float *)(void *)c,
+                        (blasint)j->ldc);
+    }
+}
+
 static void blas_gemm(kiln__lk k, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t kk,
                       const void *a, int64_t lda, const void *b, int64_t ldb, void *c,
                       int64_t ldc) {
     double abuf[SMALL_TRANSPOSE], bbuf[SMALL_TRANSPOSE];
     size_t es = kiln__lk_size(k);
+    kiln__cpu_threads_init();
     if (trans_a && m * kk <= SMALL_TRANSPOSE && (double)m * n * kk <= 262144.0) {
         small_transpose(abuf, a, m, kk, lda, es);
         a = abuf, lda = kk, trans_a = false;
@@ -418,7 +478,6 @@ static void blas_gemm(kiln__lk k, bool trans_a, bool trans_b, int64_t m, int64_t
         small_transpose(bbuf, b, kk, n, ldb, es);
         b = bbuf, ldb = n, trans_b = false;
     }
-    if (!kiln__threads_in_parallel()) kiln__threads_sync_blas();
     /* A vector times a matrix: GEMV streams the matrix once, where GEMM packs it first
      * (3.5x slower for VGG's 1 x 25088 x 4096 layer). */
     if ((m == 1 && n >= GEMV_MIN) || (n == 1 && m >= GEMV_MIN)) {
@@ -435,18 +494,34 @@ static void blas_gemm(kiln__lk k, bool trans_a, bool trans_b, int64_t m, int64_t
         int64_t outs = row ? n : m;
         j.rows = j.trans ? kk : outs;
         j.cols = j.trans ? outs : kk;
-        kiln__parallel_for((outs + GEMV_BLOCK - 1) / GEMV_BLOCK, 1, gemv_blocks, &j);
-        kiln__threads_sync_blas();
+        /* Below ~64k multiply-adds per block the wake-up costs more than the block. */
+        int64_t per_block = kk * (outs < GEMV_BLOCK ? outs : GEMV_BLOCK);
+        int64_t grain = per_block >= 65536 ? 1 : 65536 / per_block;
+        bool serial = kiln__threads_in_parallel();
+        kiln__parallel_for((outs + GEMV_BLOCK - 1) / GEMV_BLOCK, grain, gemv_blocks, &j);
+        if (!serial) kiln__threads_sync_blas();
         return;
     }
-    enum CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
-    enum CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
-    if (k == KILN__LK_F32)
-        cblas_sgemm(CblasRowMajor, ta, tb, (blasint)m, (blasint)n, (blasint)kk, 1.0f, a,
-                    (blasint)lda, b, (blasint)ldb, 0.0f, c, (blasint)ldc);
-    else
-        cblas_dgemm(CblasRowMajor, ta, tb, (blasint)m, (blasint)n, (blasint)kk, 1.0, a,
-                    (blasint)lda, b, (blasint)ldb, 0.0, c, (blasint)ldc);
+    gemm_job j = {.f64 = k == KILN__LK_F64,
+                  .ta = trans_a,
+                  .tb = trans_b,
+                  .split_m = m > n,
+                  .m = m,
+                  .n = n,
+                  .kk = kk,
+                  .lda = lda,
+                  .ldb = ldb,
+                  .ldc = ldc,
+                  .a = a,
+                  .b = b,
+                  .c = c};
+    int64_t extent = j.split_m ? m : n;
+    bool big = (double)m * (double)n * (double)kk >= GEMM_PAR_MNK;
+    /* Mid-sized products split narrower, so that two threads have two chunks. */
+    j.chunk = !big ? extent : extent >= 2 * GEMM_CHUNK ? GEMM_CHUNK : GEMM_CHUNK_MIN;
+    bool serial = kiln__threads_in_parallel();
+    kiln__parallel_for((extent + j.chunk - 1) / j.chunk, 1, gemm_chunks, &j);
+    if (!serial) kiln__threads_sync_blas();
 }
 
 void kiln__lk_gemm(kiln__lk k, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t kk,

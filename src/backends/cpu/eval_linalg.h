@@ -64,6 +64,11 @@ bool kiln__lk_perm_is_trivial(int32_t rank, const int64_t *shape, const int32_t 
 void kiln__lk_gemm(kiln__lk k, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t kk,
                    const void *a, int64_t lda, const void *b, int64_t ldb, void *c, int64_t ldc);
 
+/* Keeps OpenBLAS's own thread count in step with kiln's (registers the hook of
+ * base/threads.h once per process). Thread-safe and cheap after the first call; called
+ * before any BLAS use. */
+void kiln__cpu_threads_init(void);
+
 /* oneDNN convolution (dnnl_conv.c; without oneDNN these do nothing). kiln__dnnl_conv
  * returns false when oneDNN does not take this convolution (dtypes other than f32, input
  * dilation, batch groups, negative padding, empty tensors, no implementation) and the
@@ -82,6 +87,9 @@ kiln_status kiln__dnnl_conv_prepare(kiln_ctx *cx, const kiln__attrs *a, const ki
  * im2col path (to compare the two). Process-wide, thread-safe; false restores oneDNN.
  * kiln__dnnl_conv_available says whether kiln was built with oneDNN. */
 void kiln__dnnl_conv_force_off(bool on);
+/* Tests only: with true, oneDNN also takes convolutions below its size threshold (which
+ * otherwise go to im2col + GEMM), so that small cases exercise it. */
+void kiln__dnnl_conv_any_size(bool on);
 bool kiln__dnnl_conv_available(void);
 
 /* Activations that kiln__cpu_conv_bias_act can apply after the bias. */

@@ -22,13 +22,16 @@
  *     kiln_tensor *g;
  *     kiln_grad(cx, &fn, 1, &x, NULL, &g);                    // g = -sin(x)
  *
- * The differentiated function receives its inputs as arguments: it must not use traced
- * tensors of an enclosing trace that are not among its arguments (INVALID_ARGUMENT or
- * FAILED_PRECONDITION naming the function). Only floating-point inputs (f16, bf16, f32,
+ * The differentiated function receives its inputs as arguments; the other tensors it uses
+ * are held constant (nothing flows back to them): concrete tensors, and inside a trace the
+ * enclosing trace's tensors too (a batch a jitted training step received, say). Only floating-point inputs (f16, bf16, f32,
  * f64) have gradients; integer and boolean inputs get no gradient (NULL in list mode)
  * unless asked for by argnums, which is INVALID_ARGUMENT naming the argument.
  * Results belong to the ctx's current scope. Errors are sticky as for builders; each
- * function returns the ctx's status.
+ * function returns the ctx's status (a ctx already holding an error returns it at once).
+ * Eagerly every call traces, transforms and compiles afresh (no cache): differentiate
+ * inside a kiln_jit function to compile once and call many times. None of these functions
+ * is thread-safe on one ctx; different ctxs may be used from different threads.
  */
 #ifndef KILN_AUTODIFF_H
 #define KILN_AUTODIFF_H
@@ -63,6 +66,8 @@ typedef struct kiln_grad_options {
     const char *name;
 } kiln_grad_options;
 
+/* Options with every field at its default (argnums NULL: argument 0; name "grad").
+ * Thread-safe. */
 KILN_API kiln_grad_options kiln_grad_options_default(void);
 
 /* Reverse mode. Runs f (n_in arguments, n_out results) at `primals` and pulls
@@ -88,7 +93,9 @@ KILN_API kiln_status kiln_jvp(kiln_ctx *cx, const kiln_region *f, int32_t n_in,
  * to the arguments options->argnums (default: argument 0). out_grads has one entry per
  * selected argument, each with that argument's dtype and shape. `options` may be NULL.
  * Errors: INVALID_ARGUMENT (a non-scalar or non-float value, argnums out of range or
- * repeated or naming an integer argument, has_aux without n_out > 1 ...). */
+ * repeated or naming an integer argument, has_aux without n_out > 1 ...). kiln_grad
+ * itself takes f with one result: has_aux is INVALID_ARGUMENT here (the auxiliary
+ * results need somewhere to go: use kiln_value_and_grad). */
 KILN_API kiln_status kiln_grad(kiln_ctx *cx, const kiln_region *f, int32_t n_in,
                                kiln_tensor *const *args, const kiln_grad_options *options,
                                kiln_tensor **out_grads);
@@ -115,8 +122,11 @@ KILN_API kiln_status kiln_value_and_grad_tree(kiln_ctx *cx, kiln_jit_fn fn, void
                                               void *out_grads);
 
 /* The identity on values whose derivative is zero: nothing flows back through the result
- * to x. Eagerly it returns x retained into the current scope; in a trace it records a
- * marker that differentiation treats as a constant. NULL x: NULL. */
+ * to x. Eagerly it returns a tensor equal to x (a new reference in the current scope); in
+ * a trace it records a marker that differentiation treats as a constant: an
+ * optimization_barrier tagged in memory, so a printed module shows a plain barrier (the
+ * identity) and a module parsed back from text no longer stops gradients. NULL x: NULL
+ * (without a new error). */
 KILN_API kiln_tensor *kiln_stop_gradient(kiln_ctx *cx, kiln_tensor *x);
 
 /* A function with a user-supplied derivative (JAX's custom_vjp): differentiating through
@@ -135,8 +145,12 @@ typedef struct kiln_custom_vjp {
 
 /* Calls def->fwd on args and writes its n_out results (the residuals are kept for
  * differentiation, not returned). Eagerly the results are fwd's; inside a trace the call
- * is recorded with its custom rule. `def` is copied. Errors: INVALID_ARGUMENT (NULL def
- * or regions, counts), whatever fwd reports. */
+ * is recorded with its custom rule. `def` is copied, but not what its regions' `user`
+ * pointers point to: that must stay valid while a module holding the call may still be
+ * differentiated (bwd is traced when the derivative is built); a module printed and
+ * parsed back keeps the call but not its rule. Errors: INVALID_ARGUMENT
+ * (NULL def or regions, counts: n_out >= 1), whatever fwd reports; when differentiated,
+ * whatever bwd reports, and INVALID_ARGUMENT for a bwd result of the wrong type. */
 KILN_API kiln_status kiln_custom_vjp_call(kiln_ctx *cx, const kiln_custom_vjp *def,
                                           kiln_tensor *const *args, kiln_tensor **out_results);
 

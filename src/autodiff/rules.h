@@ -48,6 +48,14 @@ kiln__value *kiln__emit(kiln__emitter *e, kiln_op kind, const kiln__attrs *attrs
 kiln__block *kiln__emit_region_block(kiln__emitter *e, kiln__ir_op *op, int32_t i,
                                      const kiln__type *arg_types, int32_t n_args);
 
+/* kiln__emit_op for the control ops (while, if, case, call), whose result types come from
+ * their regions and cannot be inferred: the results get `result_types`, the regions are
+ * left empty (op->regions[i] NULL) for kiln__emit_region_block. Also accepted for any other
+ * op, where the types are checked against inference. */
+kiln__ir_op *kiln__emit_op_typed(kiln__emitter *e, kiln_op kind, const kiln__attrs *attrs,
+                                 kiln__value *const *operands, int32_t n_operands,
+                                 const kiln__type *result_types, int32_t n_results);
+
 /* Conveniences (all NULL-propagating). Elementwise operands must have equal types, except
  * that kiln__emit_scalar's rank-0 results are broadcast by the binary helpers. */
 kiln__value *kiln__emit_unary(kiln__emitter *e, kiln_op kind, kiln__value *x);
@@ -76,6 +84,20 @@ kiln__value *kiln__emit_select(kiln__emitter *e, kiln__value *pred, kiln__value 
                                kiln__value *on_false);
 /* a + b where either may be NULL (zero): returns the other, or NULL when both are. */
 kiln__value *kiln__emit_add_any(kiln__emitter *e, kiln__value *a, kiln__value *b);
+/* A value of x's type with every element v. */
+kiln__value *kiln__emit_full_like(kiln__emitter *e, kiln__value *x, double v);
+/* slice of x from start to limit (count == rank) with `strides` (NULL: all 1). */
+kiln__value *kiln__emit_slice(kiln__emitter *e, kiln__value *x, const kiln_dims *start,
+                              const kiln_dims *limit, const kiln_dims *strides);
+/* pad of x with the scalar `value` (low, high, interior each of count rank). */
+kiln__value *kiln__emit_pad(kiln__emitter *e, kiln__value *x, kiln__value *value,
+                            const kiln_dims *low, const kiln_dims *high, const kiln_dims *interior);
+/* Records `code` with "<e->fn>: <message>", unless an error is recorded already. Returns
+ * the ctx's status. */
+kiln_status kiln__emit_error(kiln__emitter *e, kiln_status code, const char *fmt, ...)
+    KILN_PRINTF_LIKE(3, 4);
+/* True when `type` has a floating-point dtype (the only ones with derivatives). */
+bool kiln__ad_is_float(const kiln__type *type);
 
 /* A rule's view of one op. `primals[i]` is operand i's value, `outs[j]` result j's value,
  * both in e->block. */
@@ -96,10 +118,10 @@ typedef kiln_status (*kiln__vjp_rule)(kiln__emitter *e, const kiln__ad_op *op,
 typedef kiln_status (*kiln__jvp_rule)(kiln__emitter *e, const kiln__ad_op *op,
                                       kiln__value *const *tangents, kiln__value **out_tangents);
 
-#define KILN_OP(name, text, nin, nout, flags)                                           \
-    kiln_status kiln__vjp_##name(kiln__emitter *e, const kiln__ad_op *op,               \
-                                 kiln__value *const *cts, kiln__value **out_cts);       \
-    kiln_status kiln__jvp_##name(kiln__emitter *e, const kiln__ad_op *op,               \
+#define KILN_OP(name, text, nin, nout, flags)                                                      \
+    kiln_status kiln__vjp_##name(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts, \
+                                 kiln__value **out_cts);                                           \
+    kiln_status kiln__jvp_##name(kiln__emitter *e, const kiln__ad_op *op,                          \
                                  kiln__value *const *tangents, kiln__value **out_tangents);
 #include "ops/ops.def"
 #undef KILN_OP
@@ -111,5 +133,9 @@ extern const kiln__jvp_rule kiln__jvp_rules[KILN_OP_COUNT];
 /* Records UNIMPLEMENTED "<e->fn>: <what> has no <mode> rule" and returns it. */
 kiln_status kiln__ad_unimplemented(kiln__emitter *e, const kiln__ad_op *op, const char *mode,
                                    const char *what);
+
+/* True while `kind` still has the default rule of rules.c (no rule written) for reverse
+ * (vjp) or forward (jvp) mode. */
+bool kiln__ad_rule_is_default(kiln_op kind, bool reverse);
 
 #endif

@@ -1,0 +1,71 @@
+/* The rule tables (a column of the op table) and the defaults that keep partial work
+ * linking: every rule is defined here weakly as "no rule yet" (UNIMPLEMENTED naming the
+ * op), and the rules_<family>.c files override them with strong definitions. The
+ * coverage test (tests/autodiff/test_grad_check.c) fails while a differentiable op still
+ * has its default. */
+#include "autodiff/rules.h"
+
+kiln_status kiln__ad_unimplemented(kiln__emitter *e, const kiln__ad_op *op, const char *mode,
+                                   const char *what) {
+    if (kiln_ctx_status(e->cx) != KILN_OK) return kiln_ctx_status(e->cx);
+    const char *name = what;
+    if (!name && op && op->op) name = kiln__op_get_info(op->op->kind)->name;
+    return kiln_ctx_set_error(e->cx, KILN_UNIMPLEMENTED, "%s: stablehlo.%s has no %s rule",
+                              e->fn ? e->fn : "autodiff", name ? name : "?", mode);
+}
+
+/* The defaults are aliases of these two, so a table entry equal to one of them is a
+ * rule not written yet (kiln__ad_rule_is_default). */
+kiln_status kiln__vjp_default(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts,
+                              kiln__value **out_cts);
+kiln_status kiln__jvp_default(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *tangents,
+                              kiln__value **out_tangents);
+kiln_status kiln__vjp_default(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts,
+                              kiln__value **out_cts) {
+    (void)cts, (void)out_cts;
+    return kiln__ad_unimplemented(e, op, "vjp", NULL);
+}
+kiln_status kiln__jvp_default(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *tangents,
+                              kiln__value **out_tangents) {
+    (void)tangents, (void)out_tangents;
+    return kiln__ad_unimplemented(e, op, "jvp", NULL);
+}
+
+#define KILN_OP(name, text, nin, nout, flags)                                                     \
+    __attribute__((weak, alias("kiln__vjp_default"))) kiln_status kiln__vjp_##name(               \
+        kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts, kiln__value **out_cts); \
+    __attribute__((weak, alias("kiln__jvp_default")))                                             \
+    kiln_status kiln__jvp_##name(kiln__emitter *e, const kiln__ad_op *op,                         \
+                                 kiln__value *const *tangents, kiln__value **out_tangents);
+#include "ops/ops.def"
+#undef KILN_OP
+
+const kiln__vjp_rule kiln__vjp_rules[KILN_OP_COUNT] = {
+#define KILN_OP(name, text, nin, nout, flags) [KILN_OP_##name] = kiln__vjp_##name,
+#include "ops/ops.def"
+#undef KILN_OP
+};
+
+const kiln__jvp_rule kiln__jvp_rules[KILN_OP_COUNT] = {
+#define KILN_OP(name, text, nin, nout, flags) [KILN_OP_##name] = kiln__jvp_##name,
+#include "ops/ops.def"
+#undef KILN_OP
+};
+
+/* The families defined here are linked from a static library too: a weak default is
+ * already a definition, so without a strong reference an archive member holding only
+ * rules would never be extracted. */
+extern const char kiln__rules_elementwise_linked, kiln__rules_movement_linked,
+    kiln__rules_reduce_linked, kiln__rules_control_linked, kiln__rules_linalg_linked,
+    kiln__rules_indexing_linked, kiln__rules_window_linked, kiln__rules_sort_linked;
+extern const char *const kiln__rules_linked[];
+const char *const kiln__rules_linked[] = {
+    &kiln__rules_elementwise_linked, &kiln__rules_movement_linked, &kiln__rules_reduce_linked,
+    &kiln__rules_control_linked,     &kiln__rules_linalg_linked,   &kiln__rules_indexing_linked,
+    &kiln__rules_window_linked,      &kiln__rules_sort_linked};
+
+bool kiln__ad_rule_is_default(kiln_op kind, bool reverse) {
+    if (kind < 0 || kind >= KILN_OP_COUNT) return true;
+    return reverse ? kiln__vjp_rules[kind] == kiln__vjp_default
+                   : kiln__jvp_rules[kind] == kiln__jvp_default;
+}

@@ -1,0 +1,333 @@
+/* Differentiation rules of the contractions: dot_general and convolution.
+ *
+ * Both are bilinear, so their jvp is the op applied to one tangent and the other primal,
+ * twice, and their vjp is a contraction of the cotangent with the other operand. The
+ * cotangent contractions are expressed as the same ops (dot_general + transpose back to
+ * the operand's layout; convolutions whose strides, dilations, padding and groups are
+ * derived from the forward ones), so the backward pass runs on the same kernels as the
+ * forward one.
+ *
+ * dtypes: the op converts its operands to the result dtype before multiplying, so the
+ * cotangent contractions run in the result dtype too and are converted to each operand's
+ * dtype at the end. Integer operands (and integer results) get no derivative. */
+#include "autodiff/rules.h"
+
+/* Referenced by rules.c so that a static link keeps this file's rules. */
+extern const char kiln__rules_linalg_linked;
+const char kiln__rules_linalg_linked = 1;
+
+static bool has_derivative(const kiln__value *v) { return v && kiln_dtype_is_float(v->type.dtype); }
+
+static bool is_empty(const kiln__type *t) {
+    for (int32_t d = 0; d < t->shape.rank; d++)
+        if (t->shape.dims[d] == 0) return true;
+    return false;
+}
+
+static bool dims_contain(const kiln_dims *d, int64_t v) {
+    for (int32_t i = 0; i < d->count; i++)
+        if (d->v[i] == v) return true;
+    return false;
+}
+
+static kiln__value *convert_to(kiln__emitter *e, kiln__value *x, kiln_dtype dtype) {
+    if (!x || x->type.dtype == dtype) return x;
+    return kiln__emit_convert(e, x, dtype);
+}
+
+/* The status a rule returns: the ctx's once an emit helper has failed. */
+static kiln_status rule_status(kiln__emitter *e) { return kiln_ctx_status(e->cx); }
+
+/* ---- dot_general --------------------------------------------------------------------- */
+
+/* The cotangent of one operand ("self") of a dot_general from the result cotangent g and
+ * the other operand. g's dimensions are [batch, lhs free, rhs free]; contracting g's
+ * dimensions that belong to the other operand with the other operand's free dimensions
+ * (batching g's batch with the other's) leaves [batch, self free, other contracting],
+ * which a transpose puts back into self's layout. */
+static kiln__value *dot_cotangent(kiln__emitter *e, const kiln_dot_params *p, bool self_is_lhs,
+                                  kiln__value *g, kiln__value *other, const kiln__type *self_type,
+                                  kiln_dtype result_dtype) {
+    const kiln_dims *self_batch = self_is_lhs ? &p->lhs_batching_dims : &p->rhs_batching_dims;
+    const kiln_dims *self_contract =
+        self_is_lhs ? &p->lhs_contracting_dims : &p->rhs_contracting_dims;
+    const kiln_dims *other_batch = self_is_lhs ? &p->rhs_batching_dims : &p->lhs_batching_dims;
+    const kiln_dims *other_contract =
+        self_is_lhs ? &p->rhs_contracting_dims : &p->lhs_contracting_dims;
+    int32_t nb = self_batch->count;
+    int32_t self_rank = self_type->shape.rank, other_rank = other->type.shape.rank;
+    int32_t n_self_free = self_rank - nb - self_contract->count;
+    /* g's dimensions holding the other operand's free dimensions. */
+    int32_t other_free_at = self_is_lhs ? nb + n_self_free : nb;
+
+    kiln_dot_params q = {0};
+    for (int32_t i = 0; i < nb; i++) {
+        q.lhs_batching_dims.v[i] = i;
+        q.rhs_batching_dims.v[i] = other_batch->v[i];
+    }
+    q.lhs_batching_dims.count = q.rhs_batching_dims.count = nb;
+    int32_t k = 0;
+    for (int32_t d = 0; d < other_rank; d++) {
+        if (dims_contain(other_batch, d) || dims_contain(other_contract, d)) continue;
+        q.lhs_contracting_dims.v[k] = other_free_at + k;
+        q.rhs_contracting_dims.v[k] = d;
+        k++;
+    }
+    q.lhs_contracting_dims.count = q.rhs_contracting_dims.count = k;
+    /* The result is [batch, g's remaining dimensions (self's free ones, in order), the
+     * other's remaining dimensions (its contracting ones, in increasing order)]. */
+    kiln__attrs a = {0};
+    a.u.dot = q;
+    a.result_dtype = result_dtype;
+    a.fn = e->fn;
+    kiln__value *operands[2] = {g, other};
+    kiln__value *r = kiln__emit(e, KILN_OP_DOT_GENERAL, &a, operands, 2);
+    if (!r) return NULL;
+
+    /* src[k]: the dimension of self that result dimension k holds. */
+    int64_t src[KILN_MAX_RANK];
+    int32_t n = 0;
+    for (int32_t i = 0; i < nb; i++)
+        src[n++] = self_batch->v[i];
+    for (int32_t d = 0; d < self_rank; d++)
+        if (!dims_contain(self_batch, d) && !dims_contain(self_contract, d)) src[n++] = d;
+    for (int32_t d = 0; d < other_rank; d++) {
+        /* other's contracting dimensions remain, in increasing order; each pairs with
+         * the matching contracting dimension of self. */
+        for (int32_t j = 0; j < other_contract->count; j++)
+            if (other_contract->v[j] == d) src[n++] = self_contract->v[j];
+    }
+    kiln_dims perm = {.count = self_rank};
+    bool identity = true;
+    for (int32_t i = 0; i < n; i++) {
+        perm.v[src[i]] = i;
+        identity &= src[i] == i;
+    }
+    if (!identity) r = kiln__emit_transpose(e, r, &perm);
+    return convert_to(e, r, self_type->dtype);
+}
+
+kiln_status kiln__vjp_DOT_GENERAL(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts,
+                                  kiln__value **out_cts) {
+    kiln__value *g = cts[0];
+    const kiln__ir_op *o = op->op;
+    kiln_dtype rd = o->results[0]->type.dtype;
+    if (!g || !kiln_dtype_is_float(rd)) return rule_status(e);
+    const kiln_dot_params *p = &o->attrs.u.dot;
+    kiln__value *lhs = op->primals[0], *rhs = op->primals[1];
+    if (has_derivative(lhs)) out_cts[0] = dot_cotangent(e, p, true, g, rhs, &lhs->type, rd);
+    if (has_derivative(rhs)) out_cts[1] = dot_cotangent(e, p, false, g, lhs, &rhs->type, rd);
+    return rule_status(e);
+}
+
+/* The op again on (a, b) with the recorded attributes. */
+static kiln__value *same_op(kiln__emitter *e, const kiln__ir_op *o, kiln__value *a,
+                            kiln__value *b) {
+    kiln__value *operands[2] = {a, b};
+    kiln__attrs attrs = o->attrs;
+    return kiln__emit(e, o->kind, &attrs, operands, 2);
+}
+
+/* d(a * b) = da * b + a * db for a bilinear op. */
+static kiln_status bilinear_jvp(kiln__emitter *e, const kiln__ad_op *op,
+                                kiln__value *const *tangents, kiln__value **out_tangents) {
+    const kiln__ir_op *o = op->op;
+    if (!kiln_dtype_is_float(o->results[0]->type.dtype)) return rule_status(e);
+    kiln__value *ta = has_derivative(op->primals[0]) ? tangents[0] : NULL;
+    kiln__value *tb = has_derivative(op->primals[1]) ? tangents[1] : NULL;
+    kiln__value *r = NULL;
+    if (ta) r = same_op(e, o, ta, op->primals[1]);
+    if (tb) r = kiln__emit_add_any(e, r, same_op(e, o, op->primals[0], tb));
+    out_tangents[0] = r;
+    return rule_status(e);
+}
+
+kiln_status kiln__jvp_DOT_GENERAL(kiln__emitter *e, const kiln__ad_op *op,
+                                  kiln__value *const *tangents, kiln__value **out_tangents) {
+    return bilinear_jvp(e, op, tangents, out_tangents);
+}
+
+/* ---- convolution --------------------------------------------------------------------- */
+
+/* Per spatial dimension i of a convolution: a list entry, or its default when the list
+ * is empty. */
+static int64_t entry(const kiln_dims *d, int32_t i, int64_t dflt) {
+    return i < d->count ? d->v[i] : dflt;
+}
+
+static int64_t dilate(int64_t size, int64_t dilation) {
+    return size == 0 ? 0 : (size - 1) * dilation + 1;
+}
+
+/* Moves a factor `groups` of dimension src (its major part) into dimension dst (as the
+ * major part there): sizes [.., S, .., D, ..] become [.., S/groups, .., groups*D, ..].
+ * The index of dst becomes g * D + d for the element at src index g * (S/groups) + s. */
+static kiln__value *move_group_factor(kiln__emitter *e, kiln__value *x, int32_t src, int32_t dst,
+                                      int64_t groups) {
+    if (!x || groups == 1) return x;
+    const kiln_shape *sh = &x->type.shape;
+    int32_t rank = sh->rank;
+    if (rank + 1 > KILN_MAX_RANK) {
+        kiln__emit_error(e, KILN_UNIMPLEMENTED,
+                         "the convolution gradient with groups needs rank %d; at most %d is "
+                         "supported",
+                         (int)rank + 1, KILN_MAX_RANK);
+        return NULL;
+    }
+    /* Split src into [groups, S/groups]. */
+    kiln_shape split = {.rank = rank + 1};
+    for (int32_t d = 0, k = 0; d < rank; d++) {
+        if (d == src) {
+            split.dims[k++] = groups;
+            split.dims[k++] = sh->dims[d] / groups;
+        } else {
+            split.dims[k++] = sh->dims[d];
+        }
+    }
+    kiln__value *y = kiln__emit_reshape(e, x, &split);
+    /* Put the groups axis (at src in `split`) right before dst's axis. */
+    int32_t dst1 = dst + (dst > src ? 1 : 0);
+    kiln_dims perm = {.count = rank + 1};
+    int32_t k = 0;
+    for (int32_t d = 0; d < rank + 1; d++) {
+        if (d == src) continue;
+        if (d == dst1) perm.v[k++] = src;
+        perm.v[k++] = d;
+    }
+    y = kiln__emit_transpose(e, y, &perm);
+    kiln_shape merged = *sh;
+    merged.dims[src] = sh->dims[src] / groups;
+    merged.dims[dst] = sh->dims[dst] * groups;
+    return kiln__emit_reshape(e, y, &merged);
+}
+
+static kiln__value *emit_conv(kiln__emitter *e, kiln__value *lhs, kiln__value *rhs,
+                              const kiln_conv_params *p, kiln_dtype result_dtype) {
+    kiln__attrs a = {0};
+    a.u.conv = *p;
+    a.result_dtype = result_dtype;
+    a.fn = e->fn;
+    kiln__value *operands[2] = {lhs, rhs};
+    return kiln__emit(e, KILN_OP_CONVOLUTION, &a, operands, 2);
+}
+
+/* The cotangent of the convolution's input: a convolution of the cotangent g (dilated by
+ * the forward strides) with the kernel reversed in space and its feature roles swapped,
+ * striding by the forward lhs dilation. Per spatial dimension (input size I, kernel K,
+ * cotangent size O; forward stride s, lhs dilation ld, rhs dilation rd, padding lo):
+ * low padding (K-1)*rd - lo and high padding chosen so that exactly I outputs come out,
+ * ((I-1)*ld + (K-1)*rd + 1) - low - ((O-1)*s + 1). Feature groups regroup the kernel;
+ * batch groups become feature groups whose outputs fold back into the batch. */
+static kiln__value *conv_input_cotangent(kiln__emitter *e, const kiln_conv_params *p,
+                                         kiln__value *g, kiln__value *kernel,
+                                         const kiln__type *in_type, kiln_dtype rd) {
+    int32_t S = in_type->shape.rank - 2;
+    int64_t fgc = p->feature_group_count > 0 ? p->feature_group_count : 1;
+    int64_t bgc = p->batch_group_count > 0 ? p->batch_group_count : 1;
+    int64_t groups = fgc > 1 ? fgc : bgc;
+    const kiln_shape *ks = &kernel->type.shape;
+    kiln__value *w = move_group_factor(e, kernel, (int32_t)p->kernel_output_feature_dimension,
+                                       (int32_t)p->kernel_input_feature_dimension, groups);
+    kiln_dims rev = p->kernel_spatial_dimensions;
+    kiln__attrs ra = {0};
+    ra.u.reverse_dims = rev;
+    ra.fn = e->fn;
+    if (S > 0) w = kiln__emit(e, KILN_OP_REVERSE, &ra, &w, 1);
+
+    kiln_conv_params q = {0};
+    q.input_batch_dimension = p->output_batch_dimension;
+    q.input_feature_dimension = p->output_feature_dimension;
+    q.input_spatial_dimensions = p->output_spatial_dimensions;
+    q.kernel_input_feature_dimension = p->kernel_output_feature_dimension;
+    q.kernel_output_feature_dimension = p->kernel_input_feature_dimension;
+    q.kernel_spatial_dimensions = p->kernel_spatial_dimensions;
+    q.output_batch_dimension = p->input_batch_dimension;
+    q.output_feature_dimension = p->input_feature_dimension;
+    q.output_spatial_dimensions = p->input_spatial_dimensions;
+    q.window_strides.count = q.padding_low.count = q.padding_high.count = S;
+    q.lhs_dilation.count = q.rhs_dilation.count = S;
+    for (int32_t i = 0; i < S; i++) {
+        int64_t s = entry(&p->window_strides, i, 1), ld = entry(&p->lhs_dilation, i, 1);
+        int64_t rdil = entry(&p->rhs_dilation, i, 1), lo = entry(&p->padding_low, i, 0);
+        int64_t I = in_type->shape.dims[p->input_spatial_dimensions.v[i]];
+        int64_t K = ks->dims[p->kernel_spatial_dimensions.v[i]];
+        int64_t O = g->type.shape.dims[p->output_spatial_dimensions.v[i]];
+        int64_t before = dilate(K, rdil) - 1 - lo;
+        q.window_strides.v[i] = ld;
+        q.lhs_dilation.v[i] = s;
+        q.rhs_dilation.v[i] = rdil;
+        q.padding_low.v[i] = before;
+        q.padding_high.v[i] = dilate(I, ld) + dilate(K, rdil) - 1 - dilate(O, s) - before;
+    }
+    q.feature_group_count = groups;
+    q.batch_group_count = 1;
+    kiln__value *r = emit_conv(e, g, w, &q, rd);
+    if (bgc > 1)
+        r = move_group_factor(e, r, (int32_t)p->input_feature_dimension,
+                              (int32_t)p->input_batch_dimension, bgc);
+    return convert_to(e, r, in_type->dtype);
+}
+
+/* The cotangent of the kernel: a convolution of the input (batch and feature roles
+ * swapped) with the cotangent as the kernel (dilated by the forward strides), striding
+ * by the forward rhs dilation, so that one output per kernel position comes out. Low
+ * padding is the forward one; high padding ((O-1)*s + 1) - ((I-1)*ld + 1) +
+ * ((K-1)*rd + 1) - lo - 1. Feature groups become batch groups and the reverse. */
+static kiln__value *conv_kernel_cotangent(kiln__emitter *e, const kiln_conv_params *p,
+                                          kiln__value *g, kiln__value *input,
+                                          const kiln__type *k_type, kiln_dtype rd) {
+    int32_t S = k_type->shape.rank - 2;
+    int64_t fgc = p->feature_group_count > 0 ? p->feature_group_count : 1;
+    int64_t bgc = p->batch_group_count > 0 ? p->batch_group_count : 1;
+    kiln_conv_params q = {0};
+    q.input_batch_dimension = p->input_feature_dimension;
+    q.input_feature_dimension = p->input_batch_dimension;
+    q.input_spatial_dimensions = p->input_spatial_dimensions;
+    q.kernel_input_feature_dimension = p->output_batch_dimension;
+    q.kernel_output_feature_dimension = p->output_feature_dimension;
+    q.kernel_spatial_dimensions = p->output_spatial_dimensions;
+    q.output_batch_dimension = p->kernel_input_feature_dimension;
+    q.output_feature_dimension = p->kernel_output_feature_dimension;
+    q.output_spatial_dimensions = p->kernel_spatial_dimensions;
+    q.window_strides.count = q.padding_low.count = q.padding_high.count = S;
+    q.lhs_dilation.count = q.rhs_dilation.count = S;
+    for (int32_t i = 0; i < S; i++) {
+        int64_t s = entry(&p->window_strides, i, 1), ld = entry(&p->lhs_dilation, i, 1);
+        int64_t rdil = entry(&p->rhs_dilation, i, 1), lo = entry(&p->padding_low, i, 0);
+        int64_t I = input->type.shape.dims[p->input_spatial_dimensions.v[i]];
+        int64_t K = k_type->shape.dims[p->kernel_spatial_dimensions.v[i]];
+        int64_t O = g->type.shape.dims[p->output_spatial_dimensions.v[i]];
+        q.window_strides.v[i] = rdil;
+        q.lhs_dilation.v[i] = ld;
+        q.rhs_dilation.v[i] = s;
+        q.padding_low.v[i] = lo;
+        q.padding_high.v[i] = dilate(O, s) - dilate(I, ld) + dilate(K, rdil) - lo - 1;
+    }
+    q.feature_group_count = bgc;
+    q.batch_group_count = fgc;
+    kiln__value *r = emit_conv(e, input, g, &q, rd);
+    return convert_to(e, r, k_type->dtype);
+}
+
+kiln_status kiln__vjp_CONVOLUTION(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts,
+                                  kiln__value **out_cts) {
+    kiln__value *g = cts[0];
+    const kiln__ir_op *o = op->op;
+    kiln_dtype rd = o->results[0]->type.dtype;
+    if (!g || !kiln_dtype_is_float(rd)) return rule_status(e);
+    const kiln_conv_params *p = &o->attrs.u.conv;
+    kiln__value *in = op->primals[0], *kernel = op->primals[1];
+    bool empty = is_empty(&g->type) || is_empty(&in->type) || is_empty(&kernel->type);
+    if (has_derivative(in))
+        out_cts[0] = empty ? kiln__emit_zeros(e, &in->type)
+                           : conv_input_cotangent(e, p, g, kernel, &in->type, rd);
+    if (has_derivative(kernel))
+        out_cts[1] = empty ? kiln__emit_zeros(e, &kernel->type)
+                           : conv_kernel_cotangent(e, p, g, in, &kernel->type, rd);
+    return rule_status(e);
+}
+
+kiln_status kiln__jvp_CONVOLUTION(kiln__emitter *e, const kiln__ad_op *op,
+                                  kiln__value *const *tangents, kiln__value **out_tangents) {
+    return bilinear_jvp(e, op, tangents, out_tangents);
+}

@@ -1,0 +1,81 @@
+/* The transforms (vjp.c, jvp.c): whole functions, and the block-level steps the control
+ * flow rules (rules_control.c) recurse with. */
+#ifndef KILN_AUTODIFF_TRANSFORM_H
+#define KILN_AUTODIFF_TRANSFORM_H
+
+#include "autodiff/rules.h"
+#include "ir/clone.h"
+
+/* The marker attrs.fn of a stop_gradient (an optimization_barrier that the transforms
+ * treat as a constant) and of a custom_vjp call (a call whose attrs.u.constant is a u8
+ * tensor holding a kiln__custom_vjp_record). */
+#define KILN__STOP_GRADIENT_FN "kiln_stop_gradient"
+#define KILN__CUSTOM_VJP_FN "kiln_custom_vjp_call"
+
+bool kiln__ad_is_stop_gradient(const kiln__ir_op *op);
+bool kiln__ad_is_custom_vjp(const kiln__ir_op *op);
+
+typedef struct kiln__ad kiln__ad;
+
+/* What the runtime supplies: tracing a custom_vjp's backward function into e->block, from
+ * the residuals and result cotangents (NULL entries: zeros) to the cotangents of the
+ * call's n_in operands (NULL for none). */
+typedef struct kiln__ad_hooks {
+    kiln_status (*custom_bwd)(kiln__emitter *e, const kiln__ir_op *call,
+                              kiln__value *const *residuals, int32_t n_residuals,
+                              kiln__value *const *cts, int32_t n_cts, kiln__value **out_cts,
+                              int32_t n_in);
+} kiln__ad_hooks;
+
+struct kiln__ad {
+    kiln__emitter e; /* first: rules get &ad->e and find the transform with kiln__ad_of */
+    unsigned magic;
+    kiln__vmap primal; /* source value -> its value in the block being built */
+    kiln__vmap deriv;  /* source value -> its cotangent (vjp) or tangent (jvp); absent: zero */
+    const kiln__ad_hooks *hooks;
+    bool reverse;      /* vjp: kiln__ad_forward stacks the carries of fixed-count loops */
+    kiln__vmap stacks; /* result j of such a loop -> the stack of carry j's values */
+};
+
+/* Sets up a transform emitting into `block` of dst (maps empty), and frees its maps. */
+kiln_status kiln__ad_init(kiln__ad *ad, kiln_ctx *cx, const char *fn, kiln_module *dst,
+                          kiln__block *block, const kiln__ad_hooks *hooks);
+void kiln__ad_fini(kiln__ad *ad);
+
+/* The transform an emitter belongs to, or NULL (with INTERNAL recorded). */
+kiln__ad *kiln__ad_of(kiln__emitter *e);
+
+/* Clones src's ops into ad->e.block (src's arguments and free values mapped already). */
+kiln_status kiln__ad_forward(kiln__ad *ad, const kiln__block *src);
+/* In reverse mode, emits a fixed-count while loop (src op `w`) as a loop that also stacks
+ * the carries each iteration starts with (recorded in ad->stacks for its vjp rule) and maps
+ * w's results; *done false (nothing emitted) for other loops. rules_control.c. */
+kiln_status kiln__ad_forward_loop(kiln__ad *ad, const kiln__ir_op *w, bool *done);
+/* Runs the vjp rules of src's ops in reverse, from the cotangents in ad->deriv (src's
+ * ops must have been cloned by kiln__ad_forward into the current block). */
+kiln_status kiln__ad_backward(kiln__ad *ad, const kiln__block *src);
+/* Clones src's ops and runs their jvp rules, in order. */
+kiln_status kiln__ad_jvp_ops(kiln__ad *ad, const kiln__block *src);
+
+/* The values a block (its nested regions included) uses but does not define, in first-use
+ * order, at most cap (returns the count, or -1 past cap). Only floating-point ones when
+ * float_only. */
+int32_t kiln__ad_free_values(kiln_ctx *cx, const kiln__block *b, bool float_only,
+                             const kiln__value **out, int32_t cap);
+
+/* Whole functions. The vjp of f is a new public function in dst taking f's arguments, then
+ * the n_extra values `extra` (values f's body uses from outside, when it is a block nested
+ * in another function: held constant), then one cotangent per result j with seed[j]; it
+ * returns f's results and then one cotangent per argument i with wrt[i] (zeros where
+ * nothing flows). The jvp takes f's arguments, the extra values and one tangent per
+ * argument with wrt[i], and returns f's results and then one tangent per floating-point
+ * result. The new function is dst->funcs[0] when dst is empty. */
+kiln_status kiln__vjp_func(kiln_ctx *cx, const char *fn, const kiln__func *f,
+                           const kiln__value *const *extra, int32_t n_extra, kiln_module *dst,
+                           const bool *wrt, const bool *seed, const kiln__ad_hooks *hooks,
+                           kiln__func **out);
+kiln_status kiln__jvp_func(kiln_ctx *cx, const char *fn, const kiln__func *f,
+                           const kiln__value *const *extra, int32_t n_extra, kiln_module *dst,
+                           const bool *wrt, const kiln__ad_hooks *hooks, kiln__func **out);
+
+#endif

@@ -45,9 +45,11 @@ test-asan: $(ASAN_BUILD)/CMakeCache.txt
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS)
 
+# Trains a CNN on the digits data set (examples/train_digits.c); options go in DEMO_ARGS
+# (e.g. DEMO_ARGS="--epochs 20 --print-ir").
 demo: deps
 	$(MAKE) build
-	./$(BUILD)/examples/kiln-demo
+	./$(BUILD)/examples/kiln-demo --out $(BUILD)/kiln_digits_cnn.safetensors $(DEMO_ARGS)
 
 # kiln-bench writes a table to stdout and bench/results/latest.json (bench/README.md).
 # Benchmarks: kiln's cases (bench/results/latest.json), then the peers that are installed
@@ -101,3 +103,15 @@ fuzz:
 	cd $(FUZZ_BUILD) && ./tests/fuzz_parse_libfuzzer -max_total_time=$(FUZZ_SECONDS) \
 	      -max_len=65536 -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
 	      corpus/parse $(abspath $(FUZZ_CORPUS))
+
+# Random programs, eager against compiled (tests/runtime/test_random_programs.c), far more
+# than `make test` runs: each of the 4 batches for RPG_SECONDS (a few hundred programs a second
+# each, 2 batches at a time), or RPG_SECONDS=0 RPG_COUNT=N for N programs per batch. A
+# failure prints the program and its seed: KILN_RPG_SEED=<seed> KILN_RPG_COUNT=1 reruns it.
+RPG_SECONDS ?= 60
+RPG_COUNT   ?= 50000
+.PHONY: fuzz-programs
+fuzz-programs: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS) --target test_runtime
+	cd $(BUILD) && KILN_RPG_SECONDS=$(RPG_SECONDS) KILN_RPG_COUNT=$(RPG_COUNT) \
+	      ./tests/test_runtime --filter 'random_programs/*' --jobs=$(JOBS)

@@ -14,6 +14,7 @@
  *   kiln/jit.h     tracing, lower -> compile -> call, the jit cache
  *   kiln/tree.h    tree descriptors: C structs of tensors as function arguments
  *   kiln/parse.h   reading StableHLO text
+ *   kiln/nn.h      layers, losses, optimizers, models, weights on disk, digits data
  */
 #ifndef KILN_KILN_H
 #define KILN_KILN_H
@@ -25,6 +26,7 @@
 #include "kiln/dtype.h"
 #include "kiln/export.h"
 #include "kiln/jit.h"
+#include "kiln/nn.h"
 #include "kiln/npy.h"
 #include "kiln/ops.h"
 #include "kiln/parse.h"

@@ -29,6 +29,7 @@ echo "flags: $flags"
 libdir=$(PKG_CONFIG_PATH="$pcdir" pkg-config --variable=libdir kiln)
 LD_LIBRARY_PATH="$libdir" "$work/consumer-pc"
 "$cc" -std=c17 "$consumer_src/main.c" -o "$work/consumer-pc-static" \
-      $(PKG_CONFIG_PATH="$pcdir" pkg-config --cflags kiln) "$libdir/libkiln.a" $(pkg-config --libs openblas) $(pkg-config --libs sleef 2>/dev/null || true) -lm
+      $(PKG_CONFIG_PATH="$pcdir" pkg-config --cflags kiln) "$libdir/libkiln.a" \
+      $(PKG_CONFIG_PATH="$pcdir" pkg-config --static --libs kiln | sed 's/ -lkiln\b//')
 "$work/consumer-pc-static"
 echo "install: ok"

@@ -138,4 +138,18 @@ kiln_status kiln__ad_unimplemented(kiln__emitter *e, const kiln__ad_op *op, cons
  * (vjp) or forward (jvp) mode. */
 bool kiln__ad_rule_is_default(kiln_op kind, bool reverse);
 
+/* Defines the rules of an op through which nothing flows: a zero derivative (piecewise
+ * constant ops) or none (integer and boolean results, constants, random bits). */
+#define KILN__AD_NO_DERIVATIVE(NAME)                                                               \
+    kiln_status kiln__vjp_##NAME(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts, \
+                                 kiln__value **out_cts) {                                          \
+        (void)op, (void)cts, (void)out_cts;                                                        \
+        return kiln_ctx_status(e->cx);                                                             \
+    }                                                                                              \
+    kiln_status kiln__jvp_##NAME(kiln__emitter *e, const kiln__ad_op *op,                          \
+                                 kiln__value *const *tangents, kiln__value **out_tangents) {       \
+        (void)op, (void)tangents, (void)out_tangents;                                              \
+        return kiln_ctx_status(e->cx);                                                             \
+    }
+
 #endif

@@ -106,17 +106,7 @@ UNARY(TANH, d_tanh)
 
 /* Zero derivative (piecewise constant), or no derivative (integer and boolean results):
  * nothing flows. */
-#define ZERO(NAME)                                                                                 \
-    kiln_status kiln__vjp_##NAME(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts, \
-                                 kiln__value **out_cts) {                                          \
-        (void)op, (void)cts, (void)out_cts;                                                        \
-        return kiln_ctx_status(e->cx);                                                             \
-    }                                                                                              \
-    kiln_status kiln__jvp_##NAME(kiln__emitter *e, const kiln__ad_op *op,                          \
-                                 kiln__value *const *tangents, kiln__value **out_tangents) {       \
-        (void)op, (void)tangents, (void)out_tangents;                                              \
-        return kiln_ctx_status(e->cx);                                                             \
-    }
+#define ZERO(NAME) KILN__AD_NO_DERIVATIVE(NAME)
 
 ZERO(SIGN)
 ZERO(FLOOR)

@@ -8,17 +8,7 @@
 extern const char kiln__rules_movement_linked;
 const char kiln__rules_movement_linked = 1;
 
-#define NONE(NAME)                                                                                 \
-    kiln_status kiln__vjp_##NAME(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts, \
-                                 kiln__value **out_cts) {                                          \
-        (void)op, (void)cts, (void)out_cts;                                                        \
-        return kiln_ctx_status(e->cx);                                                             \
-    }                                                                                              \
-    kiln_status kiln__jvp_##NAME(kiln__emitter *e, const kiln__ad_op *op,                          \
-                                 kiln__value *const *tangents, kiln__value **out_tangents) {       \
-        (void)op, (void)tangents, (void)out_tangents;                                              \
-        return kiln_ctx_status(e->cx);                                                             \
-    }
+#define NONE(NAME) KILN__AD_NO_DERIVATIVE(NAME)
 
 NONE(CONSTANT)
 NONE(IOTA)

@@ -19,9 +19,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCALE = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
 # Cases the peers cannot run, said in the report.
-PEERLESS = [("comptime", "VGG11 train step",
-             "no torch.jit.script peer: scripting a module's backward pass and SGD step is "
-             "not comparable")]
+PEERLESS = []
 
 # Issue #7's speed targets. kind:
 #   "faster": peer time / kiln time >= want (kiln at least `want` times faster);

@@ -209,6 +209,57 @@ for depth in [11] if args.quick else VGG_STAGES:
     r.emit("comptime", case, times[1:], "ms", metric="compile", impl="torch-script")
     del net
 
+# comptime "VGG11 train step": torch.jit.script of a function doing what kiln's case lowers
+# and compiles: VGG11's forward at f32[16,3,224,224] on 22 explicit weights, loss
+# sum(logits^2)/16, torch.autograd.grad of every weight, SGD (w - 0.01 g). Scripting only
+# (as for the forward cases): each repetition scripts a freshly defined function.
+def vgg11_train_source(i):
+    lines = [f"def step{i}(x: torch.Tensor, ws: List[torch.Tensor]) -> List[torch.Tensor]:",
+             "    ws = [w.detach().requires_grad_(True) for w in ws]",
+             "    h = x"]
+    k = 0
+    for v in [64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"]:
+        if v == "M":
+            lines.append("    h = torch.max_pool2d(h, [2, 2], [2, 2])")
+        else:
+            lines.append(f"    h = torch.relu(torch.conv2d(h, ws[{k}], ws[{k + 1}], [1, 1], [1, 1]))")
+            k += 2
+    lines.append("    h = torch.flatten(h, 1)")
+    for j in range(3):
+        act = "torch.relu(" if j < 2 else "("
+        lines.append(f"    h = {act}torch.nn.functional.linear(h, ws[{k}], ws[{k + 1}]))")
+        k += 2
+    lines += ["    loss = torch.sum(h * h) / 16.0",
+              "    g = torch.autograd.grad([loss], ws)",
+              "    out: List[torch.Tensor] = []",
+              "    for w, gw in zip(ws, g):",
+              "        assert gw is not None",
+              "        out.append(w.detach() - 0.01 * gw)",
+              "    return out", ""]
+    return "\n".join(lines)
+
+
+if r.wanted("comptime", "VGG11 train step") and args.threads == 1:
+    reps = 2 if args.quick else 11
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+        f.write("import torch\nfrom typing import List\n" +
+                "".join(vgg11_train_source(i) for i in range(reps + 1)))
+    spec = importlib.util.spec_from_file_location("kiln_comptime_vgg_train", f.name)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    times = []
+    try:
+        for i in range(reps + 1):
+            t0 = time.perf_counter()
+            torch.jit.script(getattr(mod, f"step{i}"))
+            times.append(time.perf_counter() - t0)
+        r.emit("comptime", "VGG11 train step", times[1:], "ms", metric="compile",
+               impl="torch-script")
+    except Exception as e:  # noqa: BLE001 -- reported, not fatal
+        print(f"torch-script: comptime VGG11 train step: {type(e).__name__}: {e}",
+              file=sys.stderr)
+    os.unlink(f.name)
+
 vgg_cases = [s for s in common.quick_filter(args.quick, common.VGG, [])
              if r.wanted("vgg", "VGG11 %dx%dx%dx%d" % s)]
 if vgg_cases:

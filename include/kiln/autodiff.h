@@ -24,14 +24,14 @@
  *
  * The differentiated function receives its inputs as arguments; the other tensors it uses
  * are held constant (nothing flows back to them): concrete tensors, and inside a trace the
- * enclosing trace's tensors too (a batch a jitted training step received, say). Only floating-point inputs (f16, bf16, f32,
- * f64) have gradients; integer and boolean inputs get no gradient (NULL in list mode)
- * unless asked for by argnums, which is INVALID_ARGUMENT naming the argument.
- * Results belong to the ctx's current scope. Errors are sticky as for builders; each
- * function returns the ctx's status (a ctx already holding an error returns it at once).
- * Eagerly every call traces, transforms and compiles afresh (no cache): differentiate
- * inside a kiln_jit function to compile once and call many times. None of these functions
- * is thread-safe on one ctx; different ctxs may be used from different threads.
+ * enclosing trace's tensors too (a batch a jitted training step received, say). Only floating-point
+ * inputs (f16, bf16, f32, f64) have gradients; integer and boolean inputs get no gradient (NULL in
+ * list mode) unless asked for by argnums, which is INVALID_ARGUMENT naming the argument. Results
+ * belong to the ctx's current scope. Errors are sticky as for builders; each function returns the
+ * ctx's status (a ctx already holding an error returns it at once; a NULL cx is INVALID_ARGUMENT,
+ * recorded nowhere). Eagerly every call traces, transforms and compiles afresh (no cache):
+ * differentiate inside a kiln_jit function to compile once and call many times. None of these
+ * functions is thread-safe on one ctx; different ctxs may be used from different threads.
  */
 #ifndef KILN_AUTODIFF_H
 #define KILN_AUTODIFF_H
@@ -74,8 +74,9 @@ KILN_API kiln_grad_options kiln_grad_options_default(void);
  * `cotangents` (one per result, same dtype and shape; a NULL entry means zeros) back to
  * the inputs. Writes the n_out results into out_results (may be NULL) and one cotangent
  * per input into out_cotangents (NULL for an input that has none: integer or boolean).
- * Errors: INVALID_ARGUMENT (NULL f or arrays, counts, a cotangent of the wrong type),
- * whatever f reports, UNIMPLEMENTED for an op with no rule (naming it). */
+ * Errors: INVALID_ARGUMENT (NULL f or arrays: out_cotangents when n_in > 0, cotangents
+ * when n_out > 0; counts outside 0..4096; a cotangent of the wrong type), whatever f
+ * reports, UNIMPLEMENTED for an op with no rule (naming it), RESOURCE_EXHAUSTED. */
 KILN_API kiln_status kiln_vjp(kiln_ctx *cx, const kiln_region *f, int32_t n_in,
                               kiln_tensor *const *primals, int32_t n_out,
                               kiln_tensor *const *cotangents, kiln_tensor **out_results,
@@ -83,11 +84,11 @@ KILN_API kiln_status kiln_vjp(kiln_ctx *cx, const kiln_region *f, int32_t n_in,
 
 /* Forward mode. Runs f at `primals` and pushes `tangents` (one per input; NULL means
  * zeros) forward. Writes the n_out results into out_results (may be NULL) and their
- * tangents into out_tangents. Errors as for kiln_vjp. */
+ * tangents into out_tangents (which must not be NULL when n_out > 0). Errors as for
+ * kiln_vjp (here a NULL tangents array with n_in > 0 or a tangent of the wrong type). */
 KILN_API kiln_status kiln_jvp(kiln_ctx *cx, const kiln_region *f, int32_t n_in,
                               kiln_tensor *const *primals, kiln_tensor *const *tangents,
-                              int32_t n_out, kiln_tensor **out_results,
-                              kiln_tensor **out_tangents);
+                              int32_t n_out, kiln_tensor **out_results, kiln_tensor **out_tangents);
 
 /* The gradient of a scalar-valued f (a rank-0 floating-point first result) with respect
  * to the arguments options->argnums (default: argument 0). out_grads has one entry per
@@ -101,7 +102,7 @@ KILN_API kiln_status kiln_grad(kiln_ctx *cx, const kiln_region *f, int32_t n_in,
                                kiln_tensor **out_grads);
 
 /* kiln_grad that also returns f's results (the value first, then the auxiliary results
- * with has_aux): n_out of them into out_results. */
+ * with has_aux): n_out of them into out_results (not NULL). Errors as for kiln_grad. */
 KILN_API kiln_status kiln_value_and_grad(kiln_ctx *cx, const kiln_region *f, int32_t n_in,
                                          kiln_tensor *const *args, int32_t n_out,
                                          const kiln_grad_options *options,
@@ -118,15 +119,15 @@ KILN_API kiln_status kiln_value_and_grad(kiln_ctx *cx, const kiln_region *f, int
 KILN_API kiln_status kiln_value_and_grad_tree(kiln_ctx *cx, kiln_jit_fn fn, void *user,
                                               const kiln_tree_def *in_def, const void *in,
                                               const kiln_tree_def *out_def, void *out,
-                                              const kiln_grad_options *options,
-                                              void *out_grads);
+                                              const kiln_grad_options *options, void *out_grads);
 
 /* The identity on values whose derivative is zero: nothing flows back through the result
  * to x. Eagerly it returns a tensor equal to x (a new reference in the current scope); in
  * a trace it records a marker that differentiation treats as a constant: an
  * optimization_barrier tagged in memory, so a printed module shows a plain barrier (the
- * identity) and a module parsed back from text no longer stops gradients. NULL x: NULL
- * (without a new error). */
+ * identity) and a module parsed back from text no longer stops gradients. NULL cx or x:
+ * NULL (without a new error). Otherwise NULL on error, with the errors of
+ * kiln_optimization_barrier (RESOURCE_EXHAUSTED ...). */
 KILN_API kiln_tensor *kiln_stop_gradient(kiln_ctx *cx, kiln_tensor *x);
 
 /* A function with a user-supplied derivative (JAX's custom_vjp): differentiating through
@@ -148,8 +149,10 @@ typedef struct kiln_custom_vjp {
  * is recorded with its custom rule. `def` is copied, but not what its regions' `user`
  * pointers point to: that must stay valid while a module holding the call may still be
  * differentiated (bwd is traced when the derivative is built); a module printed and
- * parsed back keeps the call but not its rule. Errors: INVALID_ARGUMENT
- * (NULL def or regions, counts: n_out >= 1), whatever fwd reports; when differentiated,
+ * parsed back keeps the call but not its rule. Results are new tensors in the ctx's
+ * current scope. Errors: INVALID_ARGUMENT (NULL def, regions, args or out_results; counts:
+ * n_out >= 1, each count at most 4096), whatever fwd reports, RESOURCE_EXHAUSTED; when
+ * differentiated,
  * whatever bwd reports, and INVALID_ARGUMENT for a bwd result of the wrong type. */
 KILN_API kiln_status kiln_custom_vjp_call(kiln_ctx *cx, const kiln_custom_vjp *def,
                                           kiln_tensor *const *args, kiln_tensor **out_results);

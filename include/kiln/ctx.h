@@ -70,7 +70,7 @@ typedef struct kiln_ctx_options {
     int num_threads;
 } kiln_ctx_options;
 
-/* Options with every field at its default. */
+/* Options with every field at its default. Pure; thread-safe. */
 KILN_API kiln_ctx_options kiln_ctx_options_default(void);
 
 /* Creates a ctx. `options` may be NULL (all defaults); a struct from an older kiln with a
@@ -87,36 +87,45 @@ KILN_API KILN_NODISCARD kiln_status kiln_ctx_create(const kiln_ctx_options *opti
  * retained stay valid as long as the allocator does. NULL is a no-op. */
 KILN_API void kiln_ctx_release(kiln_ctx *cx);
 
-/* The first error since creation or the last kiln_ctx_clear_error, or KILN_OK. */
+/* The first error since creation or the last kiln_ctx_clear_error, or KILN_OK.
+ * INVALID_ARGUMENT for a NULL cx. */
 KILN_API kiln_status kiln_ctx_status(const kiln_ctx *cx);
 
 /* The message of that error ("" when there is none). Borrowed: valid until the error is
- * cleared or the ctx released. */
+ * cleared or the ctx released. A NULL cx gives a static message saying so. */
 KILN_API const char *kiln_ctx_error_message(const kiln_ctx *cx);
 
-/* Forgets the sticky error, so that the ctx can be used again after a failure. */
+/* Forgets the sticky error, so that the ctx can be used again after a failure. NULL is a
+ * no-op. */
 KILN_API void kiln_ctx_clear_error(kiln_ctx *cx);
 
 /* Records an error on behalf of user code (e.g. a callback that failed), with a printf
- * format. Like every error it is sticky: it is ignored when one is already recorded.
- * Returns `status`. */
+ * format (NULL: "(no message)"; the message is cut at 1023 bytes). Like every error it is
+ * sticky: it is ignored when one is already recorded. Returns `status`; KILN_OK or a NULL
+ * cx records nothing. */
 KILN_API kiln_status kiln_ctx_set_error(kiln_ctx *cx, kiln_status status, const char *fmt, ...)
     KILN_PRINTF_LIKE(3, 4);
 
-/* The ctx's allocator (borrowed, lives as long as the ctx) and default device. */
+/* The ctx's allocator (borrowed, lives as long as the ctx) and default device. A NULL cx
+ * gives the default allocator and the CPU. */
 KILN_API const kiln_allocator *kiln_ctx_allocator(const kiln_ctx *cx);
 KILN_API kiln_device kiln_ctx_device(const kiln_ctx *cx);
 
-/* The effective log level, and a way to change it. */
+/* The effective log level (KILN_LOG_OFF for a NULL cx), and a way to change it: a NULL
+ * cx, or a level outside KILN_LOG_OFF..KILN_LOG_DEBUG (KILN_LOG_UNSET included), is
+ * ignored. */
 KILN_API kiln_log_level kiln_ctx_log_level(const kiln_ctx *cx);
 KILN_API void kiln_ctx_set_log_level(kiln_ctx *cx, kiln_log_level level);
 
-/* Logs a line through the ctx's sink if `level` is enabled. */
+/* Logs a line through the ctx's sink if `level` is enabled; the line is cut at 1023
+ * bytes. A NULL cx or fmt, or a level outside KILN_LOG_ERROR..KILN_LOG_DEBUG, logs
+ * nothing. Records no error. */
 KILN_API void kiln_ctx_log(kiln_ctx *cx, kiln_log_level level, const char *fmt, ...)
     KILN_PRINTF_LIKE(3, 4);
 
-/* Parses "error", "warn", "info", "debug" or "off" (any case). Returns false and leaves
- * *out_level alone for anything else. */
+/* Parses "error", "warn" or "warning", "info", "debug", "off" or "none" (any case). Returns
+ * false and leaves *out_level alone for anything else, or when an argument is NULL. Pure;
+ * thread-safe. */
 KILN_API bool kiln_log_level_parse(const char *text, kiln_log_level *out_level);
 
 /* Scopes own the tensors made while they are the innermost open scope. kiln_scope_end
@@ -124,11 +133,13 @@ KILN_API bool kiln_log_level_parse(const char *text, kiln_log_level *out_level);
  * retained it (kiln_tensor_retain) or it was moved out (kiln_scope_escape). Scopes nest;
  * the ctx has an outermost scope of its own that kiln_ctx_release ends.
  * kiln_scope_begin fails only with RESOURCE_EXHAUSTED; kiln_scope_end without a matching
- * begin is FAILED_PRECONDITION. Both return the status and record errors in the ctx. */
+ * begin is FAILED_PRECONDITION. Both return the status and record errors in the ctx; a
+ * NULL cx is INVALID_ARGUMENT (nothing recorded). */
 KILN_API kiln_status kiln_scope_begin(kiln_ctx *cx);
 KILN_API kiln_status kiln_scope_end(kiln_ctx *cx);
 
-/* The number of open scopes, not counting the ctx's own: 0 right after creation. */
+/* The number of open scopes, not counting the ctx's own: 0 right after creation (and
+ * for a NULL cx). */
 KILN_API int kiln_scope_depth(const kiln_ctx *cx);
 
 #ifdef __cplusplus

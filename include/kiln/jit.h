@@ -154,7 +154,8 @@ typedef struct kiln_compile_options {
     bool disable_fusion;
 } kiln_compile_options;
 
-/* Options with every field at its default. */
+/* Options with every field at its default (the ctx's device; constant folding, passes and
+ * fusion on). Pure; thread-safe. */
 KILN_API kiln_compile_options kiln_compile_options_default(void);
 
 /* Verifies the module, runs the passes (canonicalize, cse and dead-code elimination, in place
@@ -203,7 +204,8 @@ KILN_API kiln_status kiln_exe_call(kiln_ctx *cx, kiln_exe *exe, kiln_tensor *con
 KILN_API kiln_status kiln_exe_call_n(kiln_ctx *cx, kiln_exe *exe, kiln_tensor *const *args,
                                      int32_t n_args, kiln_tensor **out_results, int32_t n_results);
 
-/* What the compiler decided. Arrays are borrowed from the executable. */
+/* What the compiler decided. Arrays are borrowed from the executable and live as long as
+ * it does. */
 typedef struct kiln_exe_info {
     int32_t n_args, n_results;
     const int32_t *aliases;   /* per result: the donated argument whose buffer it reuses, or -1 */
@@ -215,7 +217,8 @@ typedef struct kiln_exe_info {
     int32_t n_fused_ops;      /* module ops those kernels replace */
 } kiln_exe_info;
 
-/* Errors: INVALID_ARGUMENT for a NULL argument. Thread-safe. */
+/* Fills *out_info. Errors: INVALID_ARGUMENT for a NULL argument (a NULL ctx returns it
+ * without recording). Thread-safe. */
 KILN_API kiln_status kiln_exe_info_get(kiln_ctx *cx, const kiln_exe *exe, kiln_exe_info *out_info);
 
 /* What the compiler built, as text: every op in call order (a fused kernel with its
@@ -237,8 +240,8 @@ KILN_API kiln_status kiln_exe_info_get(kiln_ctx *cx, const kiln_exe *exe, kiln_e
  * kiln_exe_to_string returns a NUL-terminated string allocated through the ctx (free it
  * with kiln_string_free); NULL on error. kiln_exe_print writes the same text to `stream`.
  * Errors: INVALID_ARGUMENT for a NULL exe or stream (a NULL ctx returns NULL /
- * INVALID_ARGUMENT without recording), RESOURCE_EXHAUSTED, UNAVAILABLE when writing fails.
- * Thread-safe: the executable is only read. */
+ * INVALID_ARGUMENT without recording), RESOURCE_EXHAUSTED (nothing is written), UNAVAILABLE
+ * when writing fails. Thread-safe: the executable is only read. */
 KILN_API char *kiln_exe_to_string(kiln_ctx *cx, const kiln_exe *exe);
 KILN_API kiln_status kiln_exe_print(kiln_ctx *cx, const kiln_exe *exe, FILE *stream);
 

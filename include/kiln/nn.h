@@ -142,8 +142,8 @@ KILN_API kiln_tensor *kiln_nn_key_tensor(kiln_ctx *cx, kiln_key key);
  * 1 / (1 - rate), or set to 0. The mask comes from kiln_rng_bit_generator (Philox) on
  * `key` (a state from kiln_nn_key_tensor, or a previous *out_next_key), so it is the
  * same eagerly and compiled. *out_next_key (may be NULL) receives the advanced state for
- * the next dropout. 0 <= rate < 1; rate 0 returns a new tensor with x's values, and a copy
- * of key as the next key. */
+ * the next dropout (a new tensor owned by the scope; NULL on error). 0 <= rate < 1; rate 0
+ * returns a new tensor with x's values, and a copy of key as the next key. */
 KILN_API kiln_tensor *kiln_nn_dropout(kiln_ctx *cx, kiln_tensor *x, double rate, kiln_tensor *key,
                                       kiln_tensor **out_next_key);
 
@@ -255,7 +255,12 @@ KILN_API kiln_status kiln_nn_optimizer_init(kiln_ctx *cx, const kiln_nn_optimize
  * from params), *out_step = step + 1, and the new slots into out_mu / out_nu (only those
  * the optimizer uses). Works eagerly and inside a trace. A NULL gradient leaf (as
  * kiln_value_and_grad_tree gives for leaves it does not differentiate) leaves that
- * parameter and its slots unchanged. out_* may alias the corresponding inputs. */
+ * parameter and its slots unchanged: those output leaves are the input tensors themselves,
+ * not new references. The other output tensors are new, owned by the scope. out_* may alias the
+ * corresponding inputs. Errors: INVALID_ARGUMENT (a NULL argument or slot the optimizer
+ * uses, an invalid descriptor, a bad optimizer setting naming the field, a step that is not a
+ * rank-0 integer, a grads/mu/nu leaf whose dtype or shape differs from the parameter's, a gradient
+ * for a non-float parameter), RESOURCE_EXHAUSTED; on error the outputs are not written. */
 KILN_API kiln_status kiln_nn_optimizer_update(kiln_ctx *cx, const kiln_nn_optimizer *opt,
                                               const kiln_tree_def *params_def, const void *params,
                                               const void *grads, kiln_tensor *step, const void *mu,
@@ -302,7 +307,10 @@ KILN_TREE_DEF(kiln_nn_batch_norm_state, KILN_FIELD(kiln_nn_batch_norm_state, mea
  * weights for layers followed by ReLU, Glorot-uniform for the output layer, zero biases;
  * batch-norm scale 1, bias 0, running mean 0, var 1)
  * and a forward function returning logits. Builders write tensors owned by the scope into
- * the caller's struct, and on error leave every tensor member NULL. */
+ * the caller's struct, and on error (INVALID_ARGUMENT for a bad size or depth, naming it;
+ * RESOURCE_EXHAUSTED) leave every tensor member NULL; a NULL config, sizes or out_params
+ * (INVALID_ARGUMENT), or a ctx already holding an error (returned at once), leaves the struct
+ * untouched. */
 
 /* MLP: dense layers with ReLU between them (none after the last). */
 #define KILN_NN_MLP_MAX_LAYERS 8
@@ -369,7 +377,8 @@ typedef struct kiln_nn_vgg_config {
     int64_t height, width; /* multiples of 32 */
     int64_t hidden;        /* the classifier's hidden width (4096 in the paper) */
     int64_t classes;       /* 1000 for ImageNet */
-    int32_t width_divisor; /* 0 or 1: 64..512 channels; k > 1 divides them by k (tests) */
+    int32_t width_divisor; /* 0 or 1: 64..512 channels; k > 1, a divisor of 64, divides
+                              them by k (tests) */
 } kiln_nn_vgg_config;
 
 typedef struct kiln_nn_vgg {
@@ -385,9 +394,11 @@ typedef struct kiln_nn_vgg_state {
     kiln_nn_batch_norm_state bns[KILN_NN_VGG_MAX_CONVS];
 } kiln_nn_vgg_state;
 
-/* The config for depth 11/13/16/19 at [*, 3, 224, 224], 4096 hidden, 1000 classes. */
+/* The config for depth 11/13/16/19 at [*, 3, 224, 224], 4096 hidden, 1000 classes. Pure;
+ * thread-safe; the depth is not checked here (kiln_nn_vgg_create reports a bad one). */
 KILN_API kiln_nn_vgg_config kiln_nn_vgg_config_imagenet(int32_t depth, bool batch_norm);
-/* The number of convolutions of a VGG of this depth (8, 10, 13, 16), or -1. */
+/* The number of convolutions of a VGG of this depth (8, 10, 13, 16), or -1. Pure;
+ * thread-safe. */
 KILN_API int32_t kiln_nn_vgg_n_convs(int32_t depth);
 /* Descriptors of kiln_nn_vgg (leaves convs[i].w/b for the used convolutions, then bns[i]
  * scale/bias with batch_norm, then fcs[0..2]; statics depth and batch_norm) and of
@@ -418,8 +429,10 @@ KILN_API kiln_tensor *kiln_nn_vgg_forward(kiln_ctx *cx, const kiln_nn_vgg *param
 /* Saves every tensor leaf of `tree` (a struct described by def; eager tensors) to a
  * safetensors file at `path`, named by its tree path ("conv1.w", "layers[0].b"), with
  * n_metadata key/value pairs (metadata_kv = {k0, v0, k1, v1, ...}, may be NULL when
- * n_metadata is 0) plus "kiln.tree" = the descriptor's type name. Errors: those of
- * kiln_tree_flatten and kiln_safetensors_save. */
+ * n_metadata is 0) plus "kiln.tree" = the descriptor's type name. Errors: INVALID_ARGUMENT
+ * for a NULL path, def or tree, or a negative n_metadata or NULL metadata_kv with
+ * n_metadata > 0 (a key "kiln.tree" of the caller's is a repeated key); those of
+ * kiln_tree_flatten and kiln_safetensors_save; RESOURCE_EXHAUSTED. */
 KILN_API kiln_status kiln_nn_save(kiln_ctx *cx, const char *path, const kiln_tree_def *def,
                                   const void *tree, const char *const *metadata_kv,
                                   int32_t n_metadata);
@@ -429,8 +442,9 @@ KILN_API kiln_status kiln_nn_save(kiln_ctx *cx, const char *path, const kiln_tre
  * shapes, e.g. freshly built parameters) must be in the file with that dtype and shape;
  * statics are copied from `like`. Tensors are owned by the scope. Extra tensors in the
  * file are ignored. Errors: NOT_FOUND naming the path missing from the file,
- * INVALID_ARGUMENT naming the path whose dtype or shape differs (both shown), and the
- * errors of kiln_safetensors_load. On error out_tree is not written. */
+ * INVALID_ARGUMENT naming the path whose dtype or shape differs (both shown) or for a NULL
+ * argument, the errors of kiln_tree_flatten on `like` and of kiln_safetensors_load,
+ * RESOURCE_EXHAUSTED. On error out_tree is not written. */
 KILN_API kiln_status kiln_nn_load(kiln_ctx *cx, const char *path, const kiln_tree_def *def,
                                   const void *like, void *out_tree);
 
@@ -453,8 +467,11 @@ typedef struct kiln_nn_digits {
  * shuffle (the same seed gives the same split everywhere): round(n * test_fraction) test
  * rows, 0 < test_fraction < 1. Tensors are owned by the scope. Errors: NOT_FOUND when the
  * file is missing, whose message says to install Debian's python3-sklearn (`apt-get
- * install python3-sklearn`, or `make deps`); DATA_LOSS naming the line for a malformed,
- * truncated or out-of-range row; INVALID_ARGUMENT for test_fraction. */
+ * install python3-sklearn`, or `make deps`); PERMISSION_DENIED or UNAVAILABLE when it
+ * cannot be opened; DATA_LOSS for a file that is not valid gzip, naming the line for a
+ * malformed, truncated or out-of-range row, or for too few rows to split;
+ * INVALID_ARGUMENT for a NULL out or test_fraction; RESOURCE_EXHAUSTED. On error the
+ * tensors of *out are NULL (when out is not NULL and the ctx held no error before). */
 KILN_API kiln_status kiln_nn_digits_load(kiln_ctx *cx, const char *path, uint64_t seed,
                                          double test_fraction, kiln_nn_digits *out);
 

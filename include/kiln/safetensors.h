@@ -38,7 +38,8 @@
  * a bad entry, byte ranges with a gap or overlap, a range whose size does not fit its dtype
  * and shape); UNIMPLEMENTED for a dtype kiln lacks; DATA_LOSS when the file is shorter or
  * longer than its header says; RESOURCE_EXHAUSTED when memory runs out. Each function records
- * its error in the ctx (kiln_ctx_error_message) and returns the status.
+ * its error in the ctx (kiln_ctx_error_message) and returns the status; a NULL cx is
+ * INVALID_ARGUMENT, recorded nowhere.
  *
  * Thread-safety: a kiln_safetensors is immutable once loaded, so the functions that take
  * only a `const kiln_safetensors *` may be called from any thread at once; those that take
@@ -70,13 +71,14 @@ extern "C" {
 typedef struct kiln_safetensors kiln_safetensors;
 
 /* Reads and checks a safetensors file. On success *out is a new object owned by the caller
- * (free with kiln_safetensors_release); on error *out is NULL. Errors as above; messages
+ * (free with kiln_safetensors_release); on error *out is NULL. Errors as above, and
+ * INVALID_ARGUMENT for a NULL path or out or a path that is not a regular file; messages
  * name `path`. */
 KILN_API kiln_status kiln_safetensors_load(kiln_ctx *cx, const char *path, kiln_safetensors **out);
 
 /* Like kiln_safetensors_load for `size` bytes in memory. `data` is only read and need not
  * outlive the call; it may be NULL when size is 0 (which is then a DATA_LOSS error, as
- * every file has at least an 8-byte length). */
+ * every file has at least an 8-byte length); NULL with size > 0 is INVALID_ARGUMENT. */
 KILN_API kiln_status kiln_safetensors_load_buffer(kiln_ctx *cx, const void *data, size_t size,
                                                   kiln_safetensors **out);
 
@@ -125,9 +127,9 @@ KILN_API void kiln_safetensors_release(kiln_safetensors *st);
  * and not "__metadata__"; metadata keys must be distinct, and keys and values valid UTF-8;
  * tensors must be eager (not traced), alive and in host memory. Metadata is written in the
  * order given; the caller's arrays are only read. Errors: INVALID_ARGUMENT naming the function and
- * the argument at fault (NULL arrays or entries, a negative count, a bad or repeated name, a header
- * over 100 MB); FAILED_PRECONDITION for a traced or donated tensor; UNIMPLEMENTED for a tensor on
- * another device; the file errors above. */
+ * the argument at fault (a NULL path, NULL arrays or entries, a negative count, a bad or repeated
+ * name, a header over 100 MB); FAILED_PRECONDITION for a traced or donated tensor; UNIMPLEMENTED
+ * for a tensor on another device; the file errors above. */
 KILN_API kiln_status kiln_safetensors_save(kiln_ctx *cx, const char *path, const char *const *names,
                                            kiln_tensor *const *tensors, int32_t n,
                                            const char *const *metadata_kv, int32_t n_metadata);
@@ -135,7 +137,8 @@ KILN_API kiln_status kiln_safetensors_save(kiln_ctx *cx, const char *path, const
 /* Like kiln_safetensors_save, but returns the file's bytes: *out_data is allocated with the
  * ctx's allocator and owned by the caller, who frees it with
  * kiln_buffer_free(cx, *out_data, *out_size) (kiln/npy.h). On error *out_data is NULL and
- * *out_size 0. */
+ * *out_size 0. Errors as for kiln_safetensors_save without the file errors, and
+ * INVALID_ARGUMENT for a NULL out_data or out_size. */
 KILN_API kiln_status kiln_safetensors_save_buffer(kiln_ctx *cx, const char *const *names,
                                                   kiln_tensor *const *tensors, int32_t n,
                                                   const char *const *metadata_kv,

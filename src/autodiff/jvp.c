@@ -1,6 +1,4 @@
 /* Forward mode: copy each op and run its jvp rule right after it. */
-#include <string.h>
-
 #include "autodiff/transform.h"
 #include "base/alloc.h"
 

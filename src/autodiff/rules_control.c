@@ -30,16 +30,11 @@ kiln_status kiln__jvp_OPTIMIZATION_BARRIER(kiln__emitter *e, const kiln__ad_op *
     return kiln_ctx_status(e->cx);
 }
 
-static bool put(kiln__ad *ad, kiln__vmap *m, const kiln__value *k, kiln__value *v) {
-    (void)ad; /* the map records out of memory in the transform's ctx */
-    return kiln__vmap_put(m, k, v);
-}
-
 /* Adds ct to the cotangent of src value k. */
 static bool accumulate(kiln__ad *ad, const kiln__value *k, kiln__value *ct) {
     if (!ct) return true;
     kiln__value *sum = kiln__emit_add_any(&ad->e, kiln__vmap_get(&ad->deriv, k), ct);
-    return sum && put(ad, &ad->deriv, k, sum);
+    return sum && kiln__vmap_put(&ad->deriv, k, sum);
 }
 
 /* ---- call: inlined ---------------------------------------------------------------------- */
@@ -60,7 +55,7 @@ kiln_status kiln__vjp_CALL(kiln__emitter *e, const kiln__ad_op *op, kiln__value 
     if (n_fv < 0)
         return kiln__emit_error(e, KILN_UNIMPLEMENTED, "a call uses too many outer values");
     for (int32_t i = 0; i < b->n_args; i++)
-        if (!put(ad, &ad->primal, b->args[i], op->primals[i])) return kiln_ctx_status(e->cx);
+        if (!kiln__vmap_put(&ad->primal, b->args[i], op->primals[i])) return kiln_ctx_status(e->cx);
     kiln_status s = region_vjp(ad, b, cts, fv, n_fv, fv_cts, out_cts);
     for (int32_t k = 0; k < n_fv && s == KILN_OK; k++)
         if (!accumulate(ad, fv[k], fv_cts[k])) s = kiln_ctx_status(e->cx);
@@ -73,12 +68,13 @@ kiln_status kiln__jvp_CALL(kiln__emitter *e, const kiln__ad_op *op, kiln__value 
     if (!ad) return kiln_ctx_status(e->cx);
     const kiln__block *b = op->op->regions[0];
     for (int32_t i = 0; i < b->n_args; i++)
-        if (!put(ad, &ad->primal, b->args[i], op->primals[i]) ||
-            !put(ad, &ad->deriv, b->args[i], tangents[i]))
+        if (!kiln__vmap_put(&ad->primal, b->args[i], op->primals[i]) ||
+            !kiln__vmap_put(&ad->deriv, b->args[i], tangents[i]))
             return kiln_ctx_status(e->cx);
     kiln_status s = kiln__ad_jvp_ops(ad, b);
     for (int32_t j = 0; j < b->n_results && s == KILN_OK; j++) {
-        if (!put(ad, &ad->primal, op->op->results[j], kiln__vmap_get(&ad->primal, b->results[j])))
+        if (!kiln__vmap_put(&ad->primal, op->op->results[j],
+                            kiln__vmap_get(&ad->primal, b->results[j])))
             return kiln_ctx_status(e->cx);
         out_tangents[j] = kiln__vmap_get(&ad->deriv, b->results[j]);
     }
@@ -86,6 +82,39 @@ kiln_status kiln__jvp_CALL(kiln__emitter *e, const kiln__ad_op *op, kiln__value 
 }
 
 /* ---- if and case: forward ------------------------------------------------------------------ */
+
+/* Sets b's results after the jvp of region sb: sb's n primal results, then the tangents of
+ * its results float_of[0..nf) (zeros where none reached). */
+static kiln_status set_jvp_results(kiln__ad *ad, kiln__block *b, const kiln__block *sb, int32_t n,
+                                   const int32_t *float_of, int32_t nf) {
+    kiln__value *res[MAX_VALUES];
+    kiln_status s = KILN_OK;
+    for (int32_t j = 0; j < n; j++)
+        res[j] = kiln__vmap_get(&ad->primal, sb->results[j]);
+    for (int32_t k = 0; k < nf && s == KILN_OK; k++) {
+        const kiln__value *v = sb->results[float_of[k]];
+        res[n + k] = kiln__vmap_get(&ad->deriv, v);
+        if (!res[n + k]) res[n + k] = kiln__emit_zeros(&ad->e, &v->type);
+        if (!res[n + k]) s = kiln_ctx_status(ad->e.cx);
+    }
+    if (s == KILN_OK) s = kiln__block_set_results(ad->e.m, b, res, n + nf);
+    return s;
+}
+
+/* After the rebuilt op nop (status s so far): maps src's n results to nop's first n and
+ * gives the tangents of src's results float_of[0..nf) as nop's next nf. */
+static kiln_status take_jvp_results(kiln__ad *ad, kiln_status s, const kiln__ir_op *src,
+                                    const kiln__ir_op *nop, int32_t n, const int32_t *float_of,
+                                    int32_t nf, kiln__value **out_tangents) {
+    kiln_ctx *cx = ad->e.cx;
+    if (s != KILN_OK) return kiln_ctx_status(cx) != KILN_OK ? kiln_ctx_status(cx) : s;
+    for (int32_t j = 0; j < n; j++)
+        if (!kiln__vmap_put(&ad->primal, src->results[j], nop->results[j]))
+            return kiln_ctx_status(cx);
+    for (int32_t k = 0; k < nf; k++)
+        out_tangents[float_of[k]] = nop->results[n + k];
+    return KILN_OK;
+}
 
 static kiln_status branches_jvp(kiln__emitter *e, const kiln__ad_op *op,
                                 kiln__value **out_tangents) {
@@ -116,24 +145,10 @@ static kiln_status branches_jvp(kiln__emitter *e, const kiln__ad_op *op,
         ad->e.block = b;
         const kiln__block *sb = src->regions[r];
         s = kiln__ad_jvp_ops(ad, sb);
-        kiln__value *res[MAX_VALUES];
-        for (int32_t j = 0; j < n && s == KILN_OK; j++)
-            res[j] = kiln__vmap_get(&ad->primal, sb->results[j]);
-        for (int32_t k = 0; k < nf && s == KILN_OK; k++) {
-            const kiln__value *v = sb->results[float_of[k]];
-            res[n + k] = kiln__vmap_get(&ad->deriv, v);
-            if (!res[n + k]) res[n + k] = kiln__emit_zeros(&ad->e, &v->type);
-            if (!res[n + k]) s = kiln_ctx_status(e->cx);
-        }
-        if (s == KILN_OK) s = kiln__block_set_results(ad->e.m, b, res, n + nf);
+        if (s == KILN_OK) s = set_jvp_results(ad, b, sb, n, float_of, nf);
         ad->e.block = outer;
     }
-    if (s != KILN_OK) return kiln_ctx_status(e->cx) != KILN_OK ? kiln_ctx_status(e->cx) : s;
-    for (int32_t j = 0; j < n; j++)
-        if (!put(ad, &ad->primal, src->results[j], nop->results[j])) return kiln_ctx_status(e->cx);
-    for (int32_t k = 0; k < nf; k++)
-        out_tangents[float_of[k]] = nop->results[n + k];
-    return KILN_OK;
+    return take_jvp_results(ad, s, src, nop, n, float_of, nf, out_tangents);
 }
 
 kiln_status kiln__jvp_IF(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *tangents,
@@ -178,15 +193,15 @@ static kiln_status region_vjp(kiln__ad *ad, const kiln__block *sb, kiln__value *
     kiln__value *saved[MAX_VALUES];
     for (int32_t k = 0; k < n_fv; k++) {
         saved[k] = kiln__vmap_get(&ad->deriv, fv[k]);
-        if (!put(ad, &ad->deriv, fv[k], NULL)) return kiln_ctx_status(ad->e.cx);
+        if (!kiln__vmap_put(&ad->deriv, fv[k], NULL)) return kiln_ctx_status(ad->e.cx);
     }
     for (int32_t i = 0; i < sb->n_args; i++)
-        if (!put(ad, &ad->deriv, sb->args[i], NULL)) return kiln_ctx_status(ad->e.cx);
+        if (!kiln__vmap_put(&ad->deriv, sb->args[i], NULL)) return kiln_ctx_status(ad->e.cx);
     kiln_status s = kiln__ad_forward(ad, sb);
     /* Forward values of the region are fresh: drop stale cotangents of earlier visits. */
     for (const kiln__ir_op *o = sb->first; o && s == KILN_OK; o = o->next)
         for (int32_t j = 0; j < o->n_results; j++)
-            if (!put(ad, &ad->deriv, o->results[j], NULL)) s = kiln_ctx_status(ad->e.cx);
+            if (!kiln__vmap_put(&ad->deriv, o->results[j], NULL)) s = kiln_ctx_status(ad->e.cx);
     for (int32_t j = 0; j < sb->n_results && s == KILN_OK; j++)
         if (cts[j] && kiln_dtype_is_float(sb->results[j]->type.dtype) &&
             !accumulate(ad, sb->results[j], cts[j]))
@@ -194,7 +209,8 @@ static kiln_status region_vjp(kiln__ad *ad, const kiln__block *sb, kiln__value *
     if (s == KILN_OK) s = kiln__ad_backward(ad, sb);
     for (int32_t k = 0; k < n_fv; k++) {
         fv_cts[k] = kiln__vmap_get(&ad->deriv, fv[k]);
-        if (!put(ad, &ad->deriv, fv[k], saved[k]) && s == KILN_OK) s = kiln_ctx_status(ad->e.cx);
+        if (!kiln__vmap_put(&ad->deriv, fv[k], saved[k]) && s == KILN_OK)
+            s = kiln_ctx_status(ad->e.cx);
     }
     if (arg_cts)
         for (int32_t i = 0; i < sb->n_args; i++)
@@ -287,39 +303,23 @@ kiln_status kiln__jvp_WHILE(kiln__emitter *e, const kiln__ad_op *op, kiln__value
         if (!b) return kiln_ctx_status(e->cx);
         ad->e.block = b;
         for (int32_t j = 0; j < n; j++)
-            if (!put(ad, &ad->primal, sb->args[j], b->args[j]) ||
-                !put(ad, &ad->deriv, sb->args[j], NULL))
+            if (!kiln__vmap_put(&ad->primal, sb->args[j], b->args[j]) ||
+                !kiln__vmap_put(&ad->deriv, sb->args[j], NULL))
                 s = kiln_ctx_status(e->cx);
         for (int32_t k = 0; k < nf && s == KILN_OK; k++)
-            if (!put(ad, &ad->deriv, sb->args[float_of[k]], b->args[n + k]))
+            if (!kiln__vmap_put(&ad->deriv, sb->args[float_of[k]], b->args[n + k]))
                 s = kiln_ctx_status(e->cx);
-        kiln__value *res[MAX_VALUES];
         if (r == 0) {
+            /* cond: forward only, its one result the predicate */
             if (s == KILN_OK) s = kiln__ad_forward(ad, sb);
-            if (s == KILN_OK) {
-                res[0] = kiln__vmap_get(&ad->primal, sb->results[0]);
-                s = kiln__block_set_results(ad->e.m, b, res, 1);
-            }
+            if (s == KILN_OK) s = set_jvp_results(ad, b, sb, 1, NULL, 0);
         } else {
             if (s == KILN_OK) s = kiln__ad_jvp_ops(ad, sb);
-            for (int32_t j = 0; j < n && s == KILN_OK; j++)
-                res[j] = kiln__vmap_get(&ad->primal, sb->results[j]);
-            for (int32_t k = 0; k < nf && s == KILN_OK; k++) {
-                const kiln__value *v = sb->results[float_of[k]];
-                res[n + k] = kiln__vmap_get(&ad->deriv, v);
-                if (!res[n + k]) res[n + k] = kiln__emit_zeros(&ad->e, &v->type);
-                if (!res[n + k]) s = kiln_ctx_status(e->cx);
-            }
-            if (s == KILN_OK) s = kiln__block_set_results(ad->e.m, b, res, n + nf);
+            if (s == KILN_OK) s = set_jvp_results(ad, b, sb, n, float_of, nf);
         }
         ad->e.block = outer;
     }
-    if (s != KILN_OK) return kiln_ctx_status(e->cx) != KILN_OK ? kiln_ctx_status(e->cx) : s;
-    for (int32_t j = 0; j < n; j++)
-        if (!put(ad, &ad->primal, src->results[j], nop->results[j])) return kiln_ctx_status(e->cx);
-    for (int32_t k = 0; k < nf; k++)
-        out_tangents[float_of[k]] = nop->results[n + k];
-    return KILN_OK;
+    return take_jvp_results(ad, s, src, nop, n, float_of, nf, out_tangents);
 }
 
 /* ---- while: reverse -------------------------------------------------------------------------- */
@@ -433,7 +433,7 @@ static kiln__ir_op *stacking_loop(kiln__ad *ad, const kiln__ir_op *w, kiln__valu
     kiln__value *res[MAX_VALUES];
     kiln__value *k = kiln__emit_sub(&ad->e, fb->args[0], i64(&ad->e, lower));
     for (int32_t j = 0; j < n && s == KILN_OK; j++) {
-        if (!put(ad, &ad->primal, body->args[j], fb->args[j])) s = kiln_ctx_status(e->cx);
+        if (!kiln__vmap_put(&ad->primal, body->args[j], fb->args[j])) s = kiln_ctx_status(e->cx);
         if (j == 0) continue;
         kiln_shape one = with_lead(&types[j].shape, 1);
         kiln__value *u = kiln__emit_reshape(&ad->e, fb->args[j], &one);
@@ -447,7 +447,7 @@ static kiln__ir_op *stacking_loop(kiln__ad *ad, const kiln__ir_op *w, kiln__valu
     ad->e.block = outer;
     if (s != KILN_OK || kiln_ctx_status(e->cx) != KILN_OK) return NULL;
     for (int32_t j = 1; j < n; j++)
-        if (!put(ad, &ad->stacks, w->results[j], fw->results[n + j - 1])) return NULL;
+        if (!kiln__vmap_put(&ad->stacks, w->results[j], fw->results[n + j - 1])) return NULL;
     return fw;
 }
 
@@ -469,7 +469,8 @@ kiln_status kiln__ad_forward_loop(kiln__ad *ad, const kiln__ir_op *w, bool *done
     kiln__ir_op *fw = stacking_loop(ad, w, prims, lower, n_iter);
     if (!fw) return kiln_ctx_status(ad->e.cx);
     for (int32_t j = 0; j < w->n_operands; j++)
-        if (!put(ad, &ad->primal, w->results[j], fw->results[j])) return kiln_ctx_status(ad->e.cx);
+        if (!kiln__vmap_put(&ad->primal, w->results[j], fw->results[j]))
+            return kiln_ctx_status(ad->e.cx);
     *done = true;
     return KILN_OK;
 }
@@ -543,12 +544,13 @@ kiln_status kiln__vjp_WHILE(kiln__emitter *e, const kiln__ad_op *op, kiln__value
         kiln__value *res[MAX_VALUES] = {0}, *arg_cts[MAX_VALUES] = {0}, *fv_cts[MAX_VALUES] = {0};
         kiln__value *k = kiln__emit_sub(&ad->e, i64(&ad->e, n_iter - 1), rb->args[0]);
         kiln__value *counter = kiln__emit_add(&ad->e, k, i64(&ad->e, lower));
-        if (!counter || !put(ad, &ad->primal, body->args[0], counter)) s = kiln_ctx_status(e->cx);
+        if (!counter || !kiln__vmap_put(&ad->primal, body->args[0], counter))
+            s = kiln_ctx_status(e->cx);
         for (int32_t j = 1; j < n && s == KILN_OK; j++) {
             kiln__value *stack = stacks[j];
             kiln__value *row = dyn_index(&ad->e, stack, NULL, k, stack->type.shape.rank);
             kiln__value *c = kiln__emit_reshape(&ad->e, row, &types[j].shape);
-            if (!c || !put(ad, &ad->primal, body->args[j], c)) s = kiln_ctx_status(e->cx);
+            if (!c || !kiln__vmap_put(&ad->primal, body->args[j], c)) s = kiln_ctx_status(e->cx);
         }
         kiln__value *body_cts[MAX_VALUES] = {0};
         for (int32_t q = 0; q < nf; q++)

@@ -124,8 +124,7 @@ kiln_status kiln__vjp_DOT_GENERAL(kiln__emitter *e, const kiln__ad_op *op, kiln_
 static kiln__value *same_op(kiln__emitter *e, const kiln__ir_op *o, kiln__value *a,
                             kiln__value *b) {
     kiln__value *operands[2] = {a, b};
-    kiln__attrs attrs = o->attrs;
-    return kiln__emit(e, o->kind, &attrs, operands, 2);
+    return kiln__emit(e, o->kind, &o->attrs, operands, 2);
 }
 
 /* d(a * b) = da * b + a * db for a bilinear op. */
@@ -228,9 +227,8 @@ static kiln__value *conv_input_cotangent(kiln__emitter *e, const kiln_conv_param
     const kiln_shape *ks = &kernel->type.shape;
     kiln__value *w = move_group_factor(e, kernel, (int32_t)p->kernel_output_feature_dimension,
                                        (int32_t)p->kernel_input_feature_dimension, groups);
-    kiln_dims rev = p->kernel_spatial_dimensions;
     kiln__attrs ra = {0};
-    ra.u.reverse_dims = rev;
+    ra.u.reverse_dims = p->kernel_spatial_dimensions;
     ra.fn = e->fn;
     if (S > 0) w = kiln__emit(e, KILN_OP_REVERSE, &ra, &w, 1);
 

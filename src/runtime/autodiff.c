@@ -257,6 +257,28 @@ static kiln_status run_module(kiln_ctx *cx, const char *fn, kiln_module *dst,
 
 static bool is_float(kiln_tensor *t) { return kiln_dtype_is_float(kiln_tensor_dtype(t)); }
 
+/* Runs dst (run_module) on the n_in primals followed by extra[i] for each take[i] (n_extra
+ * entries), into its n_results results. */
+static kiln_status run_derivative(kiln_ctx *cx, const char *fn, kiln_module *dst, const source *src,
+                                  kiln_tensor *const *primals, int32_t n_in,
+                                  kiln_tensor *const *extra, const bool *take, int32_t n_extra,
+                                  kiln_tensor **results, int32_t n_results) {
+    int32_t n_args = n_in;
+    for (int32_t i = 0; i < n_extra; i++)
+        n_args += take[i];
+    size_t bytes = (size_t)(n_args + 1) * sizeof(kiln_tensor *);
+    kiln_tensor **args = kiln__calloc(cx, bytes, _Alignof(void *), fn);
+    if (!args) return KILN_RESOURCE_EXHAUSTED;
+    int32_t k = 0;
+    for (int32_t i = 0; i < n_in; i++)
+        args[k++] = primals[i];
+    for (int32_t i = 0; i < n_extra; i++)
+        if (take[i]) args[k++] = extra[i];
+    kiln_status s = run_module(cx, fn, dst, args, n_args, src, n_in, results, n_results);
+    kiln__free(cx, args, bytes);
+    return s;
+}
+
 static kiln_status check_tensors(kiln_ctx *cx, const char *fn, const char *what,
                                  kiln_tensor *const *ts, int32_t n) {
     if (n > 0 && !ts) return kiln__null_argument(cx, fn, what);
@@ -292,7 +314,7 @@ static kiln_status vjp_core(kiln_ctx *cx, const char *fn, const kiln_region *f, 
     if (s != KILN_OK) return s;
     const kiln__block *body = src.func.body;
     bool *flags = kiln__calloc(cx, (size_t)(n_in + n_out + 1), 1, fn);
-    int32_t n_args = n_in, n_wrt = 0;
+    int32_t n_wrt = 0;
     if (!flags) s = KILN_RESOURCE_EXHAUSTED;
     bool *seed = flags ? flags + n_in : NULL;
     for (int32_t j = 0; j < n_out && s == KILN_OK; j++) {
@@ -309,7 +331,6 @@ static kiln_status vjp_core(kiln_ctx *cx, const char *fn, const kiln_region *f, 
             break;
         }
         seed[j] = kiln_dtype_is_float(t->dtype);
-        n_args += seed[j];
     }
     for (int32_t i = 0; i < n_in && s == KILN_OK; i++) {
         flags[i] = wrt[i];
@@ -322,21 +343,13 @@ static kiln_status vjp_core(kiln_ctx *cx, const char *fn, const kiln_region *f, 
         if (s == KILN_OK)
             s = kiln__vjp_func(cx, fn, &src.func, src.fv, src.n_fv, dst, flags, seed, &hooks, &g);
     }
-    kiln_tensor **args = NULL, **res = NULL;
-    size_t abytes = (size_t)(n_args + 1) * sizeof *args;
+    kiln_tensor **res = NULL;
     size_t rbytes = (size_t)(n_out + n_wrt + 1) * sizeof *res;
     if (s == KILN_OK) {
-        args = kiln__calloc(cx, abytes, _Alignof(void *), fn);
-        res = args ? kiln__calloc(cx, rbytes, _Alignof(void *), fn) : NULL;
-        if (!res) s = KILN_RESOURCE_EXHAUSTED;
-    }
-    if (s == KILN_OK) {
-        int32_t k = 0;
-        for (int32_t i = 0; i < n_in; i++)
-            args[k++] = primals[i];
-        for (int32_t j = 0; j < n_out; j++)
-            if (seed[j]) args[k++] = cts[j];
-        s = run_module(cx, fn, dst, args, n_args, &src, n_in, res, n_out + n_wrt);
+        res = kiln__calloc(cx, rbytes, _Alignof(void *), fn);
+        s = res ? run_derivative(cx, fn, dst, &src, primals, n_in, cts, seed, n_out, res,
+                                 n_out + n_wrt)
+                : KILN_RESOURCE_EXHAUSTED;
     }
     if (s == KILN_OK) {
         for (int32_t j = 0; j < n_out; j++)
@@ -344,7 +357,6 @@ static kiln_status vjp_core(kiln_ctx *cx, const char *fn, const kiln_region *f, 
         for (int32_t i = 0, k = n_out; i < n_in; i++)
             out_cts[i] = wrt[i] ? res[k++] : NULL;
     }
-    if (args) kiln__free(cx, args, abytes);
     if (res) kiln__free(cx, res, rbytes);
     if (flags) kiln__free(cx, flags, (size_t)(n_in + n_out + 1));
     source_fini(&src);
@@ -414,12 +426,10 @@ kiln_status kiln_jvp(kiln_ctx *cx, const kiln_region *f, int32_t n_in, kiln_tens
     if ((s = trace_source(cx, fn, f, n_in, primals, n_out, &src)) != KILN_OK) return s;
     const kiln__block *body = src.func.body;
     bool *wrt = kiln__calloc(cx, (size_t)n_in + 1, 1, fn);
-    int32_t n_args = n_in, n_float = 0;
+    int32_t n_float = 0;
     if (!wrt) s = KILN_RESOURCE_EXHAUSTED;
-    for (int32_t i = 0; i < n_in && s == KILN_OK; i++) {
+    for (int32_t i = 0; i < n_in && s == KILN_OK; i++)
         wrt[i] = tangents[i] && is_float(primals[i]);
-        n_args += wrt[i];
-    }
     for (int32_t j = 0; j < n_out; j++)
         n_float += kiln_dtype_is_float(body->results[j]->type.dtype);
     if (s == KILN_OK) {
@@ -428,21 +438,13 @@ kiln_status kiln_jvp(kiln_ctx *cx, const kiln_region *f, int32_t n_in, kiln_tens
         s = dst ? kiln__jvp_func(cx, fn, &src.func, src.fv, src.n_fv, dst, wrt, &hooks, &g)
                 : oom(cx, fn);
     }
-    kiln_tensor **args = NULL, **res = NULL;
-    size_t abytes = (size_t)(n_args + 1) * sizeof *args;
+    kiln_tensor **res = NULL;
     size_t rbytes = (size_t)(n_out + n_float + 1) * sizeof *res;
     if (s == KILN_OK) {
-        args = kiln__calloc(cx, abytes, _Alignof(void *), fn);
-        res = args ? kiln__calloc(cx, rbytes, _Alignof(void *), fn) : NULL;
-        if (!res) s = KILN_RESOURCE_EXHAUSTED;
-    }
-    if (s == KILN_OK) {
-        int32_t k = 0;
-        for (int32_t i = 0; i < n_in; i++)
-            args[k++] = primals[i];
-        for (int32_t i = 0; i < n_in; i++)
-            if (wrt[i]) args[k++] = tangents[i];
-        s = run_module(cx, fn, dst, args, n_args, &src, n_in, res, n_out + n_float);
+        res = kiln__calloc(cx, rbytes, _Alignof(void *), fn);
+        s = res ? run_derivative(cx, fn, dst, &src, primals, n_in, tangents, wrt, n_in, res,
+                                 n_out + n_float)
+                : KILN_RESOURCE_EXHAUSTED;
     }
     if (s == KILN_OK) {
         for (int32_t j = 0, k = n_out; j < n_out; j++) {
@@ -450,7 +452,6 @@ kiln_status kiln_jvp(kiln_ctx *cx, const kiln_region *f, int32_t n_in, kiln_tens
             if (kiln_dtype_is_float(body->results[j]->type.dtype)) out_tangents[j] = res[k++];
         }
     }
-    if (args) kiln__free(cx, args, abytes);
     if (res) kiln__free(cx, res, rbytes);
     if (wrt) kiln__free(cx, wrt, (size_t)n_in + 1);
     source_fini(&src);

@@ -215,6 +215,8 @@ typedef struct kiln_exe_info {
     int32_t n_buffers;        /* intermediate values placed in the arena */
     int32_t n_kernels;        /* fused kernels among the n_ops */
     int32_t n_fused_ops;      /* module ops those kernels replace */
+    int32_t n_conv_epilogues; /* convolutions that add their bias and apply ReLU inside the
+                                 convolution library call (counted in n_ops once) */
 } kiln_exe_info;
 
 /* Fills *out_info. Errors: INVALID_ARGUMENT for a NULL argument (a NULL ctx returns it

@@ -3,7 +3,9 @@
  * One forward walk over the body groups ops; a group stays open until something outside
  * it uses one of its values (then it is sealed), so that every kernel can run at the
  * position of its last op: its inputs are made before it, and its values are used after
- * it. A backward walk then decides which views something other than a kernel needs. */
+ * it. The same walk gives a convolution the bias add and ReLU that follow it as its
+ * epilogue (take_epilogue). A backward walk then decides which views something other than
+ * a kernel needs. */
 #include <string.h>
 
 #include "passes/passes.h"
@@ -215,11 +217,92 @@ static bool all_const_operands(const fuser *z, const kiln__ir_op *op) {
 
 static bool reduce_dtype_ok(kiln_dtype dt) { return dt != KILN_F16 && dt != KILN_BF16; }
 
+/* ---- convolution epilogues ---------------------------------------------------------------- */
+
+static bool is_float(kiln_dtype dt) {
+    return dt == KILN_F16 || dt == KILN_BF16 || dt == KILN_F32 || dt == KILN_F64;
+}
+
+/* The value v reads element c of at output feature c (nothing else varies), or NULL: the
+ * bias of `add(conv, broadcast(bias))`, through whatever views made the broadcast. The bias
+ * holds just those values: [C], or [1, C, 1, 1] and the like. */
+static const kiln__value *feature_vector(const fuser *z, const kiln__value *v, int64_t fdim) {
+    view w = view_of(z, v);
+    const kiln__value *b = w.base;
+    const kiln_shape *s = &v->type.shape;
+    if (!b || w.off != 0 || b->type.dtype != v->type.dtype ||
+        numel(&b->type.shape) != s->dims[fdim])
+        return NULL;
+    int32_t big = 0;
+    for (int32_t d = 0; d < b->type.shape.rank; d++)
+        big += b->type.shape.dims[d] != 1;
+    if (big > 1) return NULL;
+    for (int32_t d = 0; d < s->rank; d++)
+        if (s->dims[d] != 1 && w.st[d] != (d == fdim ? 1 : 0)) return NULL;
+    return b;
+}
+
+/* Does v read only +0 (all bits zero) from a constant? maximum(x, +0) is the ReLU the library
+ * call applies; -0 would differ at x = -0. */
+static bool reads_plus_zero(const fuser *z, const kiln__value *v) {
+    const kiln__value *b = view_of(z, v).base;
+    const kiln__ir_op *d = b ? b->def : NULL;
+    if (!d || d->kind != KILN_OP_CONSTANT || !d->attrs.u.constant) return false;
+    const kiln_tensor *t = d->attrs.u.constant;
+    const unsigned char *p = kiln_tensor_data(t);
+    size_t n = (size_t)kiln_tensor_numel(t) * kiln_dtype_size(kiln_tensor_dtype(t));
+    for (size_t i = 0; i < n; i++)
+        if (p[i]) return false;
+    return true;
+}
+
+/* Op k as the next epilogue op of a convolution: an add of a feature vector or a maximum
+ * with +0, whose other operand is the convolution's result or its last epilogue op's, used
+ * nowhere else. */
+static bool take_epilogue(fuser *z, int32_t k) {
+    kiln__fusion *f = z->f;
+    const kiln__ir_op *op = z->ops[k];
+    if ((op->kind != KILN_OP_ADD && op->kind != KILN_OP_MAXIMUM) || op->n_operands != 2 ||
+        op->n_results != 1 || !is_float(op->results[0]->type.dtype))
+        return false;
+    for (int32_t i = 0; i < 2; i++) {
+        const kiln__value *x = op->operands[i], *other = op->operands[1 - i];
+        int32_t d = z->def[x->id];
+        if (d < 0 || x->uses != 1 || z->is_const[x->id]) continue;
+        int32_t e = f->epilogue[d];
+        bool fresh = z->ops[d]->kind == KILN_OP_CONVOLUTION && f->role[d] == KILN__FUSE_NONE &&
+                     e < 0 && z->ops[d]->n_results == 1;
+        if (!fresh && !(f->role[d] == KILN__FUSE_EPILOGUE && f->epilogues[e].last == d)) continue;
+        kiln__conv_epilogue cand = fresh ? (kiln__conv_epilogue){.conv = d} : f->epilogues[e];
+        const kiln__ir_op *conv = z->ops[cand.conv];
+        const kiln__value *bias = NULL;
+        if (op->kind == KILN_OP_ADD && !cand.bias && !cand.relu)
+            bias = feature_vector(z, other, conv->attrs.u.conv.output_feature_dimension);
+        bool relu = op->kind == KILN_OP_MAXIMUM && !cand.relu && reads_plus_zero(z, other);
+        if (!bias && !relu) continue;
+        if (fresh) {
+            e = f->n_epilogues++;
+            f->epilogue[d] = e;
+        }
+        if (bias) cand.bias = bias;
+        cand.relu |= relu;
+        cand.last = k;
+        f->epilogues[e] = cand;
+        f->role[k] = KILN__FUSE_EPILOGUE;
+        f->epilogue[k] = e;
+        /* The call runs here: the kernel making the bias must have run. */
+        seal_base(z, other);
+        return true;
+    }
+    return false;
+}
+
 static void walk(fuser *z) {
     kiln__fusion *f = z->f;
     for (int32_t k = 0; k < z->n_ops; k++) {
         const kiln__ir_op *op = z->ops[k];
         f->kernel[k] = -1;
+        f->epilogue[k] = -1;
         if (op->kind == KILN_OP_CONSTANT) {
             z->is_const[op->results[0]->id] = true;
             continue;
@@ -248,6 +331,7 @@ static void walk(fuser *z) {
                 seal_base(z, op->operands[i]);
             continue;
         }
+        if (z->o->conv_epilogue && take_epilogue(z, k)) continue;
         if (kiln__op_has(op->kind, KILN_OPF_ELEMENTWISE) && op->n_results == 1 &&
             op->n_regions == 0) {
             const kiln_shape *shape = &op->results[0]->type.shape;
@@ -305,7 +389,7 @@ static void walk(fuser *z) {
 static void materialize(fuser *z) {
     kiln__fusion *f = z->f;
     for (int32_t k = 0; k < z->n_ops; k++) {
-        if (f->role[k] != KILN__FUSE_MEMBER) continue;
+        if (f->role[k] != KILN__FUSE_MEMBER && f->role[k] != KILN__FUSE_EPILOGUE) continue;
         const kiln__ir_op *op = z->ops[k];
         for (int32_t i = 0; i < op->n_operands; i++) {
             int32_t d = z->def[op->operands[i]->id];
@@ -479,9 +563,11 @@ kiln_status kiln__fusion_plan(kiln_ctx *cx, const kiln__block *b, const kiln__fu
     z.groups = FNEW(&z, group, n_ops);
     out->role = FNEW(&z, uint8_t, n_ops);
     out->kernel = FNEW(&z, int32_t, n_ops);
+    out->epilogue = FNEW(&z, int32_t, n_ops);
+    out->epilogues = FNEW(&z, kiln__conv_epilogue, n_ops);
     int32_t *reg_of_op = FNEW(&z, int32_t, n_ops);
     if (!z.ops || !z.def || !z.views || !z.is_const || !z.in_group || !z.absorbed || !z.groups ||
-        !out->role || !out->kernel || !reg_of_op)
+        !out->role || !out->kernel || !out->epilogue || !out->epilogues || !reg_of_op)
         return KILN_RESOURCE_EXHAUSTED;
     for (int32_t i = 0; i < b->n_args; i++) {
         b->args[i]->id = i;
@@ -508,6 +594,14 @@ kiln_status kiln__fusion_plan(kiln_ctx *cx, const kiln__block *b, const kiln__fu
     return KILN_OK;
 }
 
+/* The value id of the result of op `index` of b. */
+static int32_t result_id_of_op(const kiln__block *b, int32_t index) {
+    const kiln__ir_op *op = b->first;
+    for (int32_t k = 0; op && k < index; k++)
+        op = op->next;
+    return op && op->n_results ? op->results[0]->id : -1;
+}
+
 void kiln__fusion_print(kiln__strbuf *sb, const kiln__block *b, const kiln__fusion *f) {
     int32_t k = 0;
     for (const kiln__ir_op *op = b->first; op && k < f->n_ops; op = op->next, k++) {
@@ -516,7 +610,18 @@ void kiln__fusion_print(kiln__strbuf *sb, const kiln__block *b, const kiln__fusi
         switch (f->role[k]) {
         case KILN__FUSE_MEMBER: kiln__strbuf_printf(sb, "kernel #%d\n", (int)f->kernel[k]); break;
         case KILN__FUSE_VIEW: kiln__strbuf_puts(sb, "view\n"); break;
-        default: kiln__strbuf_puts(sb, op->kind == KILN_OP_CONSTANT ? "constant\n" : "op\n");
+        case KILN__FUSE_EPILOGUE:
+            kiln__strbuf_printf(sb, "epilogue of convolution %%%d\n",
+                                (int)result_id_of_op(b, f->epilogues[f->epilogue[k]].conv));
+            break;
+        default:
+            if (f->epilogue[k] >= 0) {
+                const kiln__conv_epilogue *e = &f->epilogues[f->epilogue[k]];
+                kiln__strbuf_printf(sb, "op with epilogue%s%s\n", e->bias ? " bias" : "",
+                                    e->relu ? " relu" : "");
+            } else {
+                kiln__strbuf_puts(sb, op->kind == KILN_OP_CONSTANT ? "constant\n" : "op\n");
+            }
         }
     }
     for (int32_t i = 0; i < f->n_kernels; i++)

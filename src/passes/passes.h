@@ -57,7 +57,24 @@ enum {
     KILN__FUSE_NONE = 0, /* runs as a single op (constants: owned by the executable) */
     KILN__FUSE_MEMBER,   /* part of a kernel */
     KILN__FUSE_VIEW,     /* not run: kernels read it through an access pattern */
+    KILN__FUSE_EPILOGUE, /* runs inside its convolution's library call (kiln__conv_epilogue) */
 };
+
+/* A convolution whose bias add and ReLU run inside its library call, so that the
+ * convolution's result never goes through memory again:
+ *     y = maximum(add(convolution(lhs, rhs), broadcast(bias)), broadcast(+0))
+ * with either of the two epilogue ops absent. `bias` is a value of the result's dtype
+ * holding one element per output feature ([C], or [1, C, 1, 1] and the like), read through
+ * any chain of views that puts element c at feature c; the ReLU operand is a constant of +0
+ * bits. Each epilogue op is the only user of
+ * the value before it. The call runs at the position of the last epilogue op and makes its
+ * result; the convolution's own result is never stored. */
+typedef struct kiln__conv_epilogue {
+    int32_t conv;            /* op index of the convolution */
+    int32_t last;            /* op index of the last epilogue op */
+    const kiln__value *bias; /* or NULL */
+    bool relu;
+} kiln__conv_epilogue;
 
 typedef struct kiln__fusion_options {
     /* The most instructions in a kernel (0: KILN__KERNEL_MAX_INSTRS). */
@@ -67,6 +84,9 @@ typedef struct kiln__fusion_options {
     size_t fold_max_bytes;
     /* The builtin combiner of a reduce op, or KILN__KREDUCE_NONE; NULL fuses no reduce. */
     kiln__kreduce (*reduce_kind)(const kiln__ir_op *op);
+    /* Whether convolutions with a float result (f16, bf16, f32, f64) take a bias add and
+     * ReLU epilogue (kiln__conv_epilogue): the backend's library call can run them. */
+    bool conv_epilogue;
     /* Where the plan's memory comes from (it lives as long as that memory). NULL on failure:
      * the allocator records the error. */
     void *(*alloc)(void *user, size_t size, size_t align);
@@ -79,6 +99,10 @@ typedef struct kiln__fusion {
     int32_t n_ops;   /* ops of the body */
     uint8_t *role;   /* per op: KILN__FUSE_* */
     int32_t *kernel; /* per op: the index of its kernel, or -1 */
+    kiln__conv_epilogue *epilogues;
+    int32_t n_epilogues;
+    int32_t *epilogue; /* per op: for a convolution and its epilogue ops, the index into
+                          epilogues, or -1 */
 } kiln__fusion;
 
 /* Plans the fusion of block `b` (a function body whose values the plan refers to; values'

@@ -291,6 +291,47 @@ static bool emit_kernel(compiler *c, const cscope *self, kiln__xblock *b, const 
     return true;
 }
 
+/* A convolution and its epilogue become one op at the position of the last epilogue op,
+ * `last`, making that op's result. */
+static bool emit_conv_epilogue(compiler *c, const cscope *self, kiln__xblock *b,
+                               const kiln__conv_epilogue *e, const kiln__ir_op *last) {
+    const kiln__ir_op *conv = c->fused_ir->first;
+    for (int32_t k = 0; conv && k < e->conv; k++)
+        conv = conv->next;
+    int32_t n_in = e->bias ? 3 : 2;
+    kiln__xref *in = XNEW(c, kiln__xref, n_in);
+    int32_t *out = XNEW(c, int32_t, 1);
+    kiln__attrs *attrs = XNEW(c, kiln__attrs, 1);
+    if (!conv || !in || !out || !attrs) return false;
+    for (int32_t i = 0; i < 2; i++)
+        if (!resolve(c, self, conv->operands[i], &in[i])) return false;
+    if (e->bias && !resolve(c, self, e->bias, &in[2])) return false;
+    out[0] = last->results[0]->id;
+    *attrs = conv->attrs;
+    b->ops[b->n_ops] = (kiln__xop){.kind = KILN_OP_CONVOLUTION,
+                                   .n_in = n_in,
+                                   .n_out = 1,
+                                   .in = in,
+                                   .out = out,
+                                   .attrs = attrs,
+                                   .conv_epilogue = true,
+                                   .activation = e->relu ? KILN__ACT_RELU : KILN__ACT_NONE};
+    if (n_in > b->max_in) b->max_in = n_in;
+    if (1 > b->max_out) b->max_out = 1;
+    b->n_ops++;
+    c->exe->n_epilogues++;
+    kiln__type types[4] = {conv->operands[0]->type, conv->operands[1]->type};
+    if (e->bias) types[2] = e->bias->type;
+    types[n_in] = last->results[0]->type;
+    const kiln__backend *be = kiln__cpu_backend();
+    kiln_status s = be->prepare_op ? be->prepare_op(c->cx, KILN_OP_CONVOLUTION, attrs, types, n_in,
+                                                    types + n_in, 1)
+                                   : KILN_OK;
+    if (s != KILN_OK && kiln_ctx_status(c->cx) == KILN_OK)
+        kiln_ctx_set_error(c->cx, s, "%s: preparing convolution failed", compile_fn);
+    return s == KILN_OK;
+}
+
 static kiln__xblock *compile_block(compiler *c, const kiln__block *ir, const cscope *parent) {
     kiln__xblock *b = XNEW(c, kiln__xblock, 1);
     if (!b) return NULL;
@@ -328,6 +369,12 @@ static kiln__xblock *compile_block(compiler *c, const kiln__block *ir, const csc
         }
         if (fz && fz->role[index] == KILN__FUSE_VIEW) {
             c->exe->n_views++;
+            continue;
+        }
+        if (fz && fz->epilogue[index] >= 0) {
+            const kiln__conv_epilogue *e = &fz->epilogues[fz->epilogue[index]];
+            if (e->last != index) continue; /* the call runs at its last epilogue op */
+            if (!emit_conv_epilogue(c, &self, b, e, op)) return NULL;
             continue;
         }
         if (fz && fz->role[index] == KILN__FUSE_MEMBER) {
@@ -700,6 +747,7 @@ static kiln_status build(compiler *c, kiln_module *m, const kiln_compile_options
     if (!o->disable_fusion) {
         kiln__fusion_options fo = {.fold_max_bytes = c->fold ? FOLD_MAX_BYTES : 0,
                                    .reduce_kind = reduce_kind,
+                                   .conv_epilogue = true,
                                    .alloc = xalloc_cb,
                                    .alloc_user = c};
         kiln_status fs = kiln__fusion_plan(c->cx, body, &fo, &fusion);
@@ -810,7 +858,8 @@ kiln_status kiln_exe_info_get(kiln_ctx *cx, const kiln_exe *exe, kiln_exe_info *
                                 .arena_bytes = exe->arena_bytes,
                                 .n_buffers = exe->n_arena,
                                 .n_kernels = exe->n_kernels,
-                                .n_fused_ops = exe->n_fused_ops};
+                                .n_fused_ops = exe->n_fused_ops,
+                                .n_conv_epilogues = exe->n_epilogues};
     return KILN_OK;
 }
 
@@ -837,9 +886,10 @@ static void exe_text(kiln__strbuf *sb, const kiln_exe *exe) {
     kiln__kcost total = {0};
     kiln__strbuf_printf(sb,
                         "executable @%s: %d args, %d results, %d ops (%d fused kernels replacing "
-                        "%d ops; %d views read in place)\n",
+                        "%d ops; %d views read in place; %d convolution epilogues)\n",
                         exe->name, (int)exe->n_args, (int)exe->n_results, (int)exe->n_ops,
-                        (int)exe->n_kernels, (int)exe->n_fused_ops, (int)exe->n_views);
+                        (int)exe->n_kernels, (int)exe->n_fused_ops, (int)exe->n_views,
+                        (int)exe->n_epilogues);
     for (int32_t k = 0; k < b->n_ops; k++) {
         const kiln__xop *op = &b->ops[k];
         kiln__strbuf_printf(sb, "op %d: ", (int)k);
@@ -861,6 +911,9 @@ static void exe_text(kiln__strbuf *sb, const kiln_exe *exe) {
             continue;
         }
         kiln__strbuf_printf(sb, "%s", kiln__op_get_info(op->kind)->name);
+        if (op->conv_epilogue)
+            kiln__strbuf_printf(sb, " with epilogue%s%s", op->n_in > 2 ? " bias" : "",
+                                op->activation == KILN__ACT_RELU ? " relu" : "");
         for (int32_t i = 0; i < op->n_in; i++)
             kiln__strbuf_printf(sb, "%s%%%d", i ? ", " : " ", (int)op->in[i].slot);
         kiln__strbuf_puts(sb, " ->");

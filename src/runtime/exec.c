@@ -62,7 +62,10 @@ static kiln_status run_op(kiln_ctx *cx, const kiln__xop *op, const env *e, kiln_
                           kiln_tensor **out) {
     const kiln__backend *be = kiln__cpu_backend();
     kiln_status s;
-    if (op->n_regions == 0) {
+    if (op->conv_epilogue) {
+        s = kiln__cpu_conv_bias_act(cx, op->attrs, in[0], in[1], op->n_in > 2 ? in[2] : NULL,
+                                    op->activation, out[0]);
+    } else if (op->n_regions == 0) {
         s = be->eval_op(cx, op->kind, op->attrs, in, op->n_in, out, op->n_out);
     } else {
         kiln_region fixed_r[FIXED_REGIONS];

@@ -25,6 +25,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "backends/cpu/eval_linalg.h"
 #include "backends/cpu/fused.h"
 #include "core/tensor_internal.h"
 #include "kiln/jit.h"
@@ -51,6 +52,10 @@ typedef struct kiln__xop {
      * then its reduction's result. NULL for a single op. */
     const kiln__fused *kernel;
     const kiln__kernel *desc; /* its description, for printing (the executable's copy) */
+    /* A convolution with a fused epilogue (kiln__conv_epilogue): in[2], when n_in is 3, is
+     * the bias; then the activation (KILN__ACT_*). Runs as kiln__cpu_conv_bias_act. */
+    bool conv_epilogue;
+    int32_t activation;
 } kiln__xop;
 
 struct kiln__xblock {
@@ -124,6 +129,7 @@ struct kiln_exe {
     int32_t n_ops;
     int32_t n_kernels, n_fused_ops; /* kernels among the ops, and the module ops they replace */
     int32_t n_views;                /* view ops that kernels read in place */
+    int32_t n_epilogues;            /* convolutions with a fused epilogue */
 
     kiln_tensor **owned; /* constants and folded values, released with the executable */
     int32_t n_owned, cap_owned;

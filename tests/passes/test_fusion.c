@@ -25,6 +25,8 @@ static kiln__kreduce reduce_kind(const kiln__ir_op *op) {
 
 /* The printed plan of m's body (simplified first); `max_instrs` 0 for the default, `fold`
  * the constant folding size (0: none). Releases m. */
+static bool conv_epilogues; /* the options' conv_epilogue in the next check */
+
 static void check_module(kiln_ctx *cx, kiln_module *m, int32_t max_instrs, size_t fold,
                          const char *golden, const char *tag) {
     kiln__passes_simplify(m);
@@ -33,6 +35,7 @@ static void check_module(kiln_ctx *cx, kiln_module *m, int32_t max_instrs, size_
     kiln__fusion_options o = {.max_instrs = max_instrs,
                               .fold_max_bytes = fold,
                               .reduce_kind = reduce_kind,
+                              .conv_epilogue = conv_epilogues,
                               .alloc = arena_alloc,
                               .alloc_user = &arena};
     kiln__fusion f;
@@ -329,4 +332,176 @@ Test(fusion, an_allocation_failure_is_reported) {
     expect_error(cx, KILN_RESOURCE_EXHAUSTED, "no memory");
     kiln_module_release(m);
     kiln_ctx_release(cx);
+}
+
+/* ---- convolution epilogues ---------------------------------------------------------------- */
+
+#define CONV_ATTRS                                                                               \
+    "dim_numbers = [b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1], window = {stride = [1, 1], pad = "   \
+    "[[1, 1], [1, 1]], lhs_dilate = [1, 1], rhs_dilate = [1, 1]} {batch_group_count = 1 : i64, " \
+    "feature_group_count = 1 : i64}"
+#define CONV_F32(res, lhs, rhs)                                       \
+    "  " res " = stablehlo.convolution(" lhs ", " rhs ") " CONV_ATTRS \
+    " : (tensor<2x3x5x5xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x5x5xf32>\n"
+#define ARGS_F32 "%arg0: tensor<2x3x5x5xf32>, %arg1: tensor<4x3x3x3xf32>, %arg2: tensor<4xf32>"
+
+static void check_conv(const char *body, const char *result_type, const char *golden,
+                       const char *tag) {
+    char text[4096];
+    snprintf(text, sizeof text, "func.func @main(%s) -> %s {\n%s}\n", ARGS_F32, result_type, body);
+    conv_epilogues = true;
+    check_text(text, 0, 0, golden, tag);
+    conv_epilogues = false;
+}
+
+/* nn's conv2d + relu: the bias (reshaped to [C,1,1], broadcast) and the maximum with a zero
+ * splat run inside the convolution call; what reads the result is a kernel of its own. */
+Test(fusion, a_convolution_takes_its_bias_and_relu) {
+    check_conv(
+        CONV_F32("%0", "%arg0",
+                 "%arg1") "  %1 = stablehlo.reshape %arg2 : (tensor<4xf32>) -> tensor<4x1x1xf32>\n"
+                          "  %2 = stablehlo.broadcast_in_dim %1, dims = [1, 2, 3] : "
+                          "(tensor<4x1x1xf32>) -> "
+                          "tensor<2x4x5x5xf32>\n"
+                          "  %3 = stablehlo.add %0, %2 : tensor<2x4x5x5xf32>\n"
+                          "  %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>\n"
+                          "  %4 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> "
+                          "tensor<2x4x5x5xf32>\n"
+                          "  %5 = stablehlo.maximum %4, %3 : tensor<2x4x5x5xf32>\n"
+                          "  %6 = stablehlo.multiply %5, %5 : tensor<2x4x5x5xf32>\n"
+                          "  return %6 : tensor<2x4x5x5xf32>\n",
+        "tensor<2x4x5x5xf32>",
+        "%3 = convolution: op with epilogue bias relu\n"
+        "%4 = reshape: view\n"
+        "%5 = broadcast_in_dim: view\n"
+        "%6 = add: epilogue of convolution %3\n"
+        "%7 = constant: constant\n"
+        "%8 = broadcast_in_dim: view\n"
+        "%9 = maximum: epilogue of convolution %3\n"
+        "%10 = multiply: kernel #0\n"
+        "kernel #0 f32[2,4,5,5] (1 ops: multiply)\n"
+        "  in0 = contiguous %9 f32[2,4,5,5]\n"
+        "  r1 = multiply in0, in0 : f32\n"
+        "  out r1 -> %10\n",
+        "bias_relu");
+}
+
+/* A bias made by a kernel after the convolution: that kernel is closed at the add, so it
+ * runs before the call; the bias enters with the feature dimension in place (dims = [1]). */
+Test(fusion, a_bias_computed_after_the_convolution_is_made_first) {
+    check_conv(
+        CONV_F32("%0", "%arg0",
+                 "%arg1") "  %1 = stablehlo.multiply %arg2, %arg2 : tensor<4xf32>\n"
+                          "  %2 = stablehlo.broadcast_in_dim %1, dims = [1] : (tensor<4xf32>) -> "
+                          "tensor<2x4x5x5xf32>\n"
+                          "  %3 = stablehlo.add %2, %0 : tensor<2x4x5x5xf32>\n"
+                          "  %4 = stablehlo.negate %1 : tensor<4xf32>\n"
+                          "  return %3, %4 : tensor<2x4x5x5xf32>, tensor<4xf32>\n",
+        "(tensor<2x4x5x5xf32>, tensor<4xf32>)",
+        "%3 = convolution: op with epilogue bias\n"
+        "%4 = multiply: kernel #0\n"
+        "%5 = broadcast_in_dim: view\n"
+        "%6 = add: epilogue of convolution %3\n"
+        "%7 = negate: kernel #1\n"
+        "kernel #0 f32[4] (1 ops: multiply)\n"
+        "  in0 = contiguous %2 f32[4]\n"
+        "  r1 = multiply in0, in0 : f32\n"
+        "  out r1 -> %4\n"
+        "kernel #1 f32[4] (1 ops: negate)\n"
+        "  in0 = contiguous %4 f32[4]\n"
+        "  r1 = negate in0 : f32\n"
+        "  out r1 -> %7\n",
+        "bias_after");
+}
+
+/* What does not fit the library call stays a kernel: a convolution result used twice, a
+ * "bias" varying along a spatial dimension, a maximum with -0 (not StableHLO's relu at -0)
+ * or with 1. */
+Test(fusion, what_is_not_a_bias_or_relu_stays_a_kernel) {
+    check_conv(
+        CONV_F32(
+            "%0", "%arg0",
+            "%arg1") "  %1 = stablehlo.broadcast_in_dim %arg2, dims = [1] : (tensor<4xf32>) -> "
+                     "tensor<2x4x5x5xf32>\n"
+                     "  %2 = stablehlo.add %0, %1 : tensor<2x4x5x5xf32>\n"
+                     "  %3 = stablehlo.add %2, %0 : tensor<2x4x5x5xf32>\n"
+                     "  return %3 : tensor<2x4x5x5xf32>\n",
+        "tensor<2x4x5x5xf32>",
+        "%3 = convolution: op\n"
+        "%4 = broadcast_in_dim: view\n"
+        "%5 = add: kernel #0\n"
+        "%6 = add: kernel #0\n"
+        "kernel #0 f32[2,4,5,5] (2 ops: add add)\n"
+        "  in0 = contiguous %3 f32[2,4,5,5]\n"
+        "  in1 = broadcast %2 f32[4] offset 0 strides [0,1,0,0]\n"
+        "  r2 = add in0, in1 : f32\n"
+        "  r3 = add r2, in0 : f32\n"
+        "  out r3 -> %6\n",
+        "used_twice");
+    check_conv(
+        CONV_F32("%0", "%arg0",
+                 "%arg1") "  %cst = stablehlo.constant dense<-0.000000e+00> : tensor<f32>\n"
+                          "  %1 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> "
+                          "tensor<2x4x5x5xf32>\n"
+                          "  %2 = stablehlo.maximum %0, %1 : tensor<2x4x5x5xf32>\n"
+                          "  return %2 : tensor<2x4x5x5xf32>\n",
+        "tensor<2x4x5x5xf32>",
+        "%3 = convolution: op\n"
+        "%4 = constant: constant\n"
+        "%5 = broadcast_in_dim: view\n"
+        "%6 = maximum: kernel #0\n"
+        "kernel #0 f32[2,4,5,5] (1 ops: maximum)\n"
+        "  in0 = contiguous %3 f32[2,4,5,5]\n"
+        "  in1 = scalar %4 f32[] = -0.000000e+00\n"
+        "  r2 = maximum in0, in1 : f32\n"
+        "  out r2 -> %6\n",
+        "minus_zero");
+    check_conv(
+        CONV_F32(
+            "%0", "%arg0",
+            "%arg1") "  %1 = stablehlo.broadcast_in_dim %arg2, dims = [1] : (tensor<4xf32>) -> "
+                     "tensor<2x4x5x5xf32>\n"
+                     "  %2 = stablehlo.add %0, %1 : tensor<2x4x5x5xf32>\n"
+                     "  %cst = stablehlo.constant dense<1.000000e+00> : tensor<f32>\n"
+                     "  %3 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> "
+                     "tensor<2x4x5x5xf32>\n"
+                     "  %4 = stablehlo.maximum %2, %3 : tensor<2x4x5x5xf32>\n"
+                     "  return %4 : tensor<2x4x5x5xf32>\n",
+        "tensor<2x4x5x5xf32>",
+        "%3 = convolution: op with epilogue bias\n"
+        "%4 = broadcast_in_dim: view\n"
+        "%5 = add: epilogue of convolution %3\n"
+        "%6 = constant: constant\n"
+        "%7 = broadcast_in_dim: view\n"
+        "%8 = maximum: kernel #0\n"
+        "kernel #0 f32[2,4,5,5] (1 ops: maximum)\n"
+        "  in0 = contiguous %5 f32[2,4,5,5]\n"
+        "  in1 = scalar %6 f32[] = 1.000000e+00\n"
+        "  r2 = maximum in0, in1 : f32\n"
+        "  out r2 -> %8\n",
+        "max_one");
+}
+
+/* A "bias" that varies along a spatial dimension is an ordinary broadcast operand. */
+Test(fusion, a_vector_along_another_dimension_is_not_a_bias) {
+    conv_epilogues = true;
+    check_text(
+        "func.func @main(%arg0: tensor<2x3x5x5xf32>, %arg1: tensor<4x3x3x3xf32>, %arg2: "
+        "tensor<5xf32>) -> tensor<2x4x5x5xf32> {\n" CONV_F32(
+            "%0", "%arg0",
+            "%arg1") "  %1 = stablehlo.broadcast_in_dim %arg2, dims = [3] : (tensor<5xf32>) -> "
+                     "tensor<2x4x5x5xf32>\n"
+                     "  %2 = stablehlo.add %0, %1 : tensor<2x4x5x5xf32>\n"
+                     "  return %2 : tensor<2x4x5x5xf32>\n}\n",
+        0, 0,
+        "%3 = convolution: op\n"
+        "%4 = broadcast_in_dim: view\n"
+        "%5 = add: kernel #0\n"
+        "kernel #0 f32[2,4,5,5] (1 ops: add)\n"
+        "  in0 = contiguous %3 f32[2,4,5,5]\n"
+        "  in1 = broadcast %2 f32[5] offset 0 strides [0,0,0,1]\n"
+        "  r2 = add in0, in1 : f32\n"
+        "  out r2 -> %5\n",
+        "spatial");
+    conv_epilogues = false;
 }

@@ -579,7 +579,7 @@ Test(fused, the_executable_prints_its_kernels_memory_plan_and_cost) {
     char *text = kiln_exe_to_string(cx, exe);
     cr_assert_not_null(text, "%s", kiln_ctx_error_message(cx));
     const char *want[] = {
-        "1 ops (1 fused kernels replacing 19 ops; 9 views read in place)",
+        "1 ops (1 fused kernels replacing 19 ops; 9 views read in place; 0 convolution epilogues)",
         "kernel #0 f32[10,10] (19 ops: add multiply add",
         "in0 = contiguous %0 f32[10,10]",
         "= scalar %",
@@ -695,5 +695,155 @@ Test(fused, row_reductions_are_the_same_for_every_thread_count) {
         kiln_exe_release(exe);
         kiln_exe_release(ref);
     }
+    kiln_ctx_release(cx);
+}
+
+/* ---- convolution epilogues ---------------------------------------------------------------- */
+
+/* Inputs in [-1, 1) (the sums stay far from overflow, so fused and unfused agree up to the
+ * order of f32 additions), with a NaN and an infinity planted in the image. */
+static kiln_tensor *smooth_tensor(kiln_ctx *cx, kiln_dtype dt, kiln_shape shape, bool plant) {
+    int64_t n = 1;
+    for (int32_t d = 0; d < shape.rank; d++)
+        n *= shape.dims[d];
+    double *v = calloc((size_t)n, sizeof *v);
+    cr_assert_not_null(v);
+    for (int64_t i = 0; i < n; i++)
+        v[i] = (double)(next_bits() % 2048) / 1024.0 - 1.0;
+    if (plant && n > 40) v[7] = NAN, v[40] = INFINITY;
+    kiln_tensor *t64 = kiln_tensor_from_host(cx, KILN_F64, shape, v, (size_t)n * sizeof *v);
+    free(v);
+    kiln_tensor *t = kiln_convert(cx, t64, dt);
+    cr_assert_not_null(t, "%s", kiln_ctx_error_message(cx));
+    return t;
+}
+
+/* conv2d (3x3, padding 1) + bias + relu as kiln/nn.h writes them; user: with relu. */
+FN(conv_bias_relu) {
+    kiln_nn_conv2d_params p = {.padding = {1, 1}};
+    kiln_tensor *y = kiln_nn_conv2d(cx, in[0], in[1], in[2], &p);
+    out[0] = user ? kiln_nn_relu(cx, y) : y;
+    return kiln_ctx_status(cx);
+}
+
+/* The call with the epilogue agrees with the ops one by one: f32 through oneDNN up to the
+ * order of additions; f64 and f16 through the loops bit for bit. NaN stays NaN, ReLU gives
+ * +0, never -0. */
+Test(fused, a_convolution_runs_its_bias_and_relu_in_one_call) {
+    kiln_ctx *cx = test_ctx();
+    const kiln_dtype dts[] = {KILN_F32, KILN_F64, KILN_F16};
+    const kiln_shape shapes[][3] = {
+        {KILN_SHAPE(2, 3, 9, 9), KILN_SHAPE(4, 3, 3, 3), KILN_SHAPE(4)},
+        /* big enough for oneDNN (f32) */
+        {KILN_SHAPE(2, 16, 24, 24), KILN_SHAPE(32, 16, 3, 3), KILN_SHAPE(32)},
+    };
+    for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            for (int relu = 0; relu < 2; relu++) {
+                kiln_scope_begin(cx);
+                kiln_arg_spec a[3];
+                kiln_tensor *in[3];
+                for (int i = 0; i < 3; i++) {
+                    a[i] = (kiln_arg_spec){.dtype = dts[d], .shape = shapes[s][i]};
+                    in[i] = smooth_tensor(cx, dts[d], shapes[s][i], i == 0);
+                }
+                void *user = relu ? (void *)1 : NULL;
+                kiln_exe *ref = compile(cx, conv_bias_relu, user, a, 3, 1, false);
+                kiln_exe *fused = compile(cx, conv_bias_relu, user, a, 3, 1, true);
+                kiln_exe_info info;
+                cr_assert_eq(kiln_exe_info_get(cx, fused, &info), KILN_OK);
+                cr_assert_eq(info.n_conv_epilogues, 1, "%s relu %d", kiln_dtype_name(dts[d]), relu);
+                cr_assert_eq(info.n_ops, 1, "the convolution call is the only op");
+                cr_assert_eq(info.n_buffers, 0, "nothing goes through the arena");
+                kiln_exe_info ref_info;
+                cr_assert_eq(kiln_exe_info_get(cx, ref, &ref_info), KILN_OK);
+                cr_assert_eq(ref_info.n_conv_epilogues, 0, "disable_fusion keeps the ops");
+                kiln_tensor *want, *got;
+                cr_assert_eq(kiln_exe_call(cx, ref, in, &want), KILN_OK, "%s",
+                             kiln_ctx_error_message(cx));
+                cr_assert_eq(kiln_exe_call(cx, fused, in, &got), KILN_OK, "%s",
+                             kiln_ctx_error_message(cx));
+                char tag[64];
+                snprintf(tag, sizeof tag, "%s shape %zu relu %d", kiln_dtype_name(dts[d]), s, relu);
+                expect_same(want, got, dts[d] == KILN_F32 ? 1e-5 : 0, tag);
+                kiln_tensor *g64 = kiln_convert(cx, got, KILN_F64);
+                const double *g = kiln_tensor_data(g64);
+                int64_t nans = 0;
+                for (int64_t i = 0; i < kiln_tensor_numel(g64); i++) {
+                    nans += isnan(g[i]);
+                    if (relu) cr_assert(!signbit(g[i]) || isnan(g[i]), "%s: -0 or < 0", tag);
+                }
+                cr_assert_gt(nans, 0, "%s: the planted NaN reaches the result", tag);
+                kiln_exe_release(ref);
+                kiln_exe_release(fused);
+                kiln_scope_end(cx);
+            }
+    expect_ok(cx);
+    kiln_ctx_release(cx);
+}
+
+/* A bias computed from an argument after the convolution, a donated image, the result
+ * written over nothing it still reads, and the same bits on 1 and 2 threads. */
+FN(conv_bias_after) {
+    (void)user;
+    kiln_conv_params cp = kiln_conv_params_nchw(2);
+    cp.padding_low = cp.padding_high = KILN_DIMS(1, 1);
+    kiln_tensor *c = kiln_convolution(cx, in[0], in[1], &cp, KILN_DTYPE_COUNT);
+    kiln_tensor *b = kiln_multiply(cx, in[2], in[2]);
+    kiln_tensor *y =
+        kiln_add(cx, kiln_broadcast_in_dim(cx, b, *kiln_tensor_shape(c), KILN_DIMS(1)), c);
+    out[0] = kiln_nn_relu(cx, y);
+    out[1] = kiln_negate(cx, b);
+    return kiln_ctx_status(cx);
+}
+
+Test(fused, a_convolution_epilogue_with_a_computed_bias_and_a_donated_image) {
+    kiln_ctx *cx = test_ctx();
+    kiln_arg_spec a[3] = {{.dtype = KILN_F32, .shape = KILN_SHAPE(2, 16, 20, 20), .donate = true},
+                          {.dtype = KILN_F32, .shape = KILN_SHAPE(16, 16, 3, 3)},
+                          {.dtype = KILN_F32, .shape = KILN_SHAPE(16)}};
+    kiln_region fn = {conv_bias_after, NULL};
+    kiln_module *m = NULL;
+    cr_assert_eq(kiln_lower(cx, &fn, a, 3, 2, NULL, &m), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    kiln_compile_options o = kiln_compile_options_default();
+    kiln_exe *fused = NULL, *ref = NULL;
+    cr_assert_eq(kiln_compile(cx, m, &o, &fused), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    o.disable_fusion = true;
+    cr_assert_eq(kiln_compile(cx, m, &o, &ref), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    kiln_module_release(m);
+    kiln_exe_info info;
+    cr_assert_eq(kiln_exe_info_get(cx, fused, &info), KILN_OK);
+    cr_assert_eq(info.n_conv_epilogues, 1);
+    char *text = kiln_exe_to_string(cx, fused);
+    cr_assert_not_null(text);
+    cr_assert(strstr(text, "convolution with epilogue bias relu"), "%s", text);
+    cr_assert(strstr(text, "1 convolution epilogues"), "%s", text);
+    kiln_string_free(cx, text);
+    kiln_tensor *first[2] = {NULL, NULL};
+    for (int threads = 1; threads <= 2; threads++) {
+        kiln__threads_set_count(threads);
+        rng = 5; /* the same inputs on each count, and an image for each executable */
+        kiln_tensor *x = smooth_tensor(cx, KILN_F32, a[0].shape, false);
+        rng = 5;
+        kiln_tensor *x_ref = smooth_tensor(cx, KILN_F32, a[0].shape, false);
+        kiln_tensor *w = smooth_tensor(cx, KILN_F32, a[1].shape, false);
+        kiln_tensor *b = smooth_tensor(cx, KILN_F32, a[2].shape, false);
+        kiln_tensor *want[2], *got[2];
+        cr_assert_eq(kiln_exe_call(cx, ref, (kiln_tensor *[]){x_ref, w, b}, want), KILN_OK, "%s",
+                     kiln_ctx_error_message(cx));
+        cr_assert_eq(kiln_exe_call(cx, fused, (kiln_tensor *[]){x, w, b}, got), KILN_OK, "%s",
+                     kiln_ctx_error_message(cx));
+        for (int r = 0; r < 2; r++) {
+            expect_same(want[r], got[r], 1e-5, "computed bias");
+            if (!first[r])
+                first[r] = got[r];
+            else
+                expect_same(first[r], got[r], 0, "threads");
+        }
+    }
+    kiln__threads_set_count(0);
+    kiln_exe_release(fused);
+    kiln_exe_release(ref);
+    expect_ok(cx);
     kiln_ctx_release(cx);
 }

@@ -1543,6 +1543,10 @@ static void iotaize(kiln_ctx *cx, kiln_module *m) {
     }
 }
 
+/* Convolutions compiled with a fused bias/ReLU epilogue, in this test process (so that a
+ * batch can tell that the generator's epilogue patterns reach that path). */
+static long conv_epilogues_seen;
+
 /* Lowers, compiles and calls p on copies of `in` (copies, because donation kills them). */
 static bool run_compiled(kiln_ctx *cx, const prog *p, kiln_tensor *const *in, const variant *v,
                          kiln_tensor **out, char **text, char *why, size_t size) {
@@ -1585,6 +1589,8 @@ static bool run_compiled(kiln_ctx *cx, const prog *p, kiln_tensor *const *in, co
         snprintf(why, size, "%s: compile: %s", v->name, kiln_ctx_error_message(cx));
         return false;
     }
+    kiln_exe_info info;
+    if (kiln_exe_info_get(cx, exe, &info) == KILN_OK) conv_epilogues_seen += info.n_conv_epilogues;
     kiln_tensor *args[MAX_IN];
     for (int i = 0; i < p->n_in; i++)
         args[i] = kiln_tensor_from_host(cx, kiln_tensor_dtype(in[i]), *kiln_tensor_shape(in[i]),
@@ -1859,7 +1865,11 @@ static void run_batch(int batch) {
     }
     free(p);
     if (getenv("KILN_RPG_SECONDS"))
-        fprintf(stderr, "random_programs batch %d: %ld programs\n", batch, done);
+        fprintf(stderr, "random_programs batch %d: %ld programs, %ld convolution epilogues\n",
+                batch, done, conv_epilogues_seen);
+    /* About one program in 25 has one (a bias add after a convolution of a float dtype). */
+    cr_assert(done < 250 || failures > 0 || conv_epilogues_seen > 0,
+              "%ld programs compiled no convolution epilogue", done);
     cr_assert_eq(failures, 0, "%ld of %ld random programs differ (the reports above)", failures,
                  done);
 }

@@ -38,8 +38,10 @@ static kiln_status eval_op(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs,
 static kiln_status prepare_op(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs,
                               const kiln__type *operands, int n_operands, const kiln__type *results,
                               int n_results) {
-    if (op == KILN_OP_CONVOLUTION && n_operands == 2 && n_results == 1)
-        return kiln__dnnl_conv_prepare(cx, attrs, &operands[0], &operands[1], &results[0], false);
+    /* A third operand is the bias of a fused epilogue (kiln__cpu_conv_bias_act). */
+    if (op == KILN_OP_CONVOLUTION && (n_operands == 2 || n_operands == 3) && n_results == 1)
+        return kiln__dnnl_conv_prepare(cx, attrs, &operands[0], &operands[1], &results[0],
+                                       n_operands == 3);
     return KILN_OK;
 }
 

@@ -433,8 +433,12 @@ kiln_status kiln__cpu_conv_bias_act(kiln_ctx *cx, const kiln__attrs *conv, kiln_
                                   (long long)fdim, (int)os->rank);
     int64_t F = os->dims[fdim];
     if (bias) {
+        /* F values in order: [F], or [1, F, 1, 1] as a broadcast's source often is. */
         const kiln_shape *bs = kiln_tensor_shape(bias);
-        if (bs->rank != 1 || bs->dims[0] != F || kiln_tensor_dtype(bias) != dt)
+        int32_t big = 0;
+        for (int32_t d = 0; d < bs->rank; d++)
+            big += bs->dims[d] != 1;
+        if (kiln_tensor_numel(bias) != F || big > 1 || kiln_tensor_dtype(bias) != dt)
             return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
                                       "kiln__cpu_conv_bias_act: bias must be %s[%lld] (one "
                                       "value per output feature), got %s of rank %d",

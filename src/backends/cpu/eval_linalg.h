@@ -97,7 +97,8 @@ enum { KILN__ACT_NONE = 0, KILN__ACT_RELU = 1 };
 
 /* out = activation(convolution(lhs, rhs) + bias), one fused kernel: `conv` holds the
  * convolution's attributes (u.conv and result_dtype, as kiln__eval_convolution reads them);
- * `bias` is NULL or a rank-1 tensor over the output feature dimension, of out's dtype;
+ * `bias` is NULL or the output features' values in order, of out's dtype: shape [F], or any
+ * shape whose dimensions are all 1 but one of size F;
  * `activation` is KILN__ACT_NONE or KILN__ACT_RELU (max(x, 0), NaN propagates). `out` is
  * preallocated with the convolution's inferred type. Uses oneDNN post-ops where available
  * (f32, the layouts oneDNN takes), else the convolution followed by loops; results agree

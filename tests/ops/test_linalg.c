@@ -1616,12 +1616,14 @@ Test(linalg, conv_bias_act_errors) {
         KILN_INVALID_ARGUMENT);
     expect_error(cx, KILN_INVALID_ARGUMENT, "rank 2");
     /* [1, 3, 1] holds the three values in order: taken. */
-    cr_assert_eq(kiln__cpu_conv_bias_act(cx, &at, l, r,
-                                         kiln_ones(cx, KILN_F32, KILN_SHAPE(1, 3, 1)), 0, out),
-                 KILN_OK, "%s", kiln_ctx_error_message(cx));
+    kiln_tensor *zero_w = kiln_zeros(cx, KILN_F32, KILN_SHAPE(3, 2, 1, 1));
+    kiln_tensor *b131 = kiln_iota(cx, KILN_F32, KILN_SHAPE(1, 3, 1), 1);
+    cr_assert_eq(kiln__cpu_conv_bias_act(cx, &at, l, zero_w, b131, 0, out), KILN_OK, "%s",
+                 kiln_ctx_error_message(cx));
     const float *o = kiln_tensor_data(out);
     for (int64_t i = 0; i < kiln_tensor_numel(out); i++)
-        cr_assert_eq(o[i], 1.0f, "iota(0) weights give 0, plus the bias 1 at %lld", (long long)i);
+        cr_assert_eq(o[i], (float)(i / 16), "zero weights: the bias of channel %lld at %lld",
+                     (long long)(i / 16), (long long)i);
     cr_assert_eq(kiln__cpu_conv_bias_act(cx, &at, l, r, b3, 2, out), KILN_INVALID_ARGUMENT);
     expect_error(cx, KILN_INVALID_ARGUMENT, "unknown activation 2");
     cr_assert_eq(kiln__cpu_conv_bias_act(cx, &at, NULL, r, b3, 0, out), KILN_INVALID_ARGUMENT);

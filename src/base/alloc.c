@@ -7,9 +7,21 @@
 
 #include "base/ctx_internal.h"
 
+/* Blocks of at least KILN_HUGE_BLOCK bytes start on a 2 MiB boundary (a transparent huge
+ * page), so that a huge-page advice on the block (the runtime gives one to executables'
+ * large results) covers all of it but the tail: a 40 MB result at any 64-byte boundary
+ * keeps ~550 4 KiB page faults at its two ends besides its 19 huge ones, ~1.3 ms on these
+ * machines. The cost is at most 2 MiB of address space per block: glibc leaves the skipped
+ * head untouched (or returns it to its free lists), so it takes no memory. */
+static size_t block_alignment(size_t size, size_t alignment) {
+    if (alignment < sizeof(void *)) alignment = sizeof(void *);
+    if (size >= KILN_HUGE_BLOCK && alignment < KILN_HUGE_PAGE) alignment = KILN_HUGE_PAGE;
+    return alignment;
+}
+
 static void *libc_alloc(void *user, size_t size, size_t alignment) {
     (void)user;
-    if (alignment < sizeof(void *)) alignment = sizeof(void *);
+    alignment = block_alignment(size, alignment);
     void *p = NULL;
     if (posix_memalign(&p, alignment, size) != 0) return NULL;
     return p;

@@ -10,6 +10,12 @@
 /* The alignment of tensor data: a cache line, and enough for any vector unit. */
 #define KILN_DATA_ALIGNMENT 64
 
+/* A transparent huge page, and the size from which the default allocator starts blocks on
+ * one (and the runtime advises huge pages for results): below four huge pages the advice
+ * saves little. */
+#define KILN_HUGE_PAGE ((size_t)2 << 20)
+#define KILN_HUGE_BLOCK (4 * KILN_HUGE_PAGE)
+
 /* Allocates through `a`; NULL when out of memory or size is 0. Records nothing. */
 void *kiln__raw_alloc(const kiln_allocator *a, size_t size, size_t alignment);
 void kiln__raw_free(const kiln_allocator *a, void *ptr, size_t size);

@@ -157,8 +157,8 @@ void kiln__advise_huge(void *data, size_t nbytes) {
 #ifdef MADV_HUGEPAGE
     /* Below a few huge pages the advice saves little; above, a fresh buffer faults in
      * 2 MiB at a time instead of 4 KiB (a 40 MB result: 20 faults, not 10,000). */
-    const uintptr_t huge = (uintptr_t)2 << 20;
-    if (!data || nbytes < 4 * huge) return;
+    const uintptr_t huge = KILN_HUGE_PAGE;
+    if (!data || nbytes < KILN_HUGE_BLOCK) return;
     uintptr_t begin = ((uintptr_t)data + huge - 1) & ~(huge - 1);
     uintptr_t end = ((uintptr_t)data + nbytes) & ~(huge - 1);
     if (end > begin) (void)madvise((void *)begin, end - begin, MADV_HUGEPAGE);

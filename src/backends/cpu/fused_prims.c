@@ -1,14 +1,15 @@
 /* The fused engine's vectorized primitives over f32/f64 tiles (fused_internal.h). Every
  * one computes exactly what the evaluator's kernel for the op computes on f32/f64 (the same
- * expressions, the same SLEEF functions, the same NaN and -0 rules), so a fused kernel's
- * results are bitwise the evaluator's. Each exists twice: compiled for the baseline ISA and
- * for AVX2+FMA; the CPU decides which, once, when a kernel is built. */
+ * expressions, the same SLEEF and vmath.h functions, the same NaN and -0 rules), so a fused
+ * kernel's results are bitwise the evaluator's. Each exists twice: compiled for the baseline
+ * ISA and for AVX2+FMA; the CPU decides which, once, when a kernel is built. */
 #include "backends/cpu/fused_internal.h"
 
 #include <math.h>
 #include <stdatomic.h>
 
 #include "backends/cpu/eval_elementwise.h"
+#include "backends/cpu/vmath.h"
 
 #define AVX2_TARGET __attribute__((target("avx2,fma")))
 
@@ -131,8 +132,6 @@ SCALAR_LOOP(exp_f32s, float, expf(x))
 SCALAR_LOOP(expm1_f32s, float, expm1f(x))
 SCALAR_LOOP(log_f32s, float, logf(x))
 SCALAR_LOOP(log1p_f32s, float, log1pf(x))
-SCALAR_LOOP(sin_f32s, float, sinf(x))
-SCALAR_LOOP(cos_f32s, float, cosf(x))
 SCALAR_LOOP(tan_f32s, float, tanf(x))
 SCALAR_LOOP(tanh_f32s, float, tanhf(x))
 SCALAR_LOOP(cbrt_f32s, float, cbrtf(x))
@@ -189,7 +188,7 @@ static AVX2_TARGET __m256d log1p_v4(__m256d v) {
 }
 
 /* Whole vectors, then the last partial one through a padded copy (as the evaluator). */
-#define VEC_PRIM(name, V32, V64)                                                                  \
+#define VEC_PRIM32(name, V32)                                                                     \
     static AVX2_TARGET void name##_f32v(void *r_, const void *a_, const void *b_, const void *c_, \
                                         int64_t n) {                                              \
         (void)b_, (void)c_;                                                                       \
@@ -209,7 +208,8 @@ static AVX2_TARGET __m256d log1p_v4(__m256d v) {
             for (int64_t j = 0; j < n - i; j++)                                                   \
                 r[i + j] = buf[j];                                                                \
         }                                                                                         \
-    }                                                                                             \
+    }
+#define VEC_PRIM64(name, V64)                                                                     \
     static AVX2_TARGET void name##_f64v(void *r_, const void *a_, const void *b_, const void *c_, \
                                         int64_t n) {                                              \
         (void)b_, (void)c_;                                                                       \
@@ -230,21 +230,22 @@ static AVX2_TARGET __m256d log1p_v4(__m256d v) {
                 r[i + j] = buf[j];                                                                \
         }                                                                                         \
     }
+#define VEC_PRIM(name, V32, V64) VEC_PRIM32(name, V32) VEC_PRIM64(name, V64)
 #define SLEEF_PRIM(name) VEC_PRIM(name, Sleef_##name##f8_u10avx2(v), Sleef_##name##d4_u10avx2(v))
 SLEEF_PRIM(exp)
 SLEEF_PRIM(expm1)
 SLEEF_PRIM(log)
-SLEEF_PRIM(sin)
-SLEEF_PRIM(cos)
+VEC_PRIM64(sin, Sleef_sind4_u10avx2(v))
+VEC_PRIM64(cos, Sleef_cosd4_u10avx2(v))
 SLEEF_PRIM(tan)
 SLEEF_PRIM(tanh)
 SLEEF_PRIM(cbrt)
 VEC_PRIM(log1p, log1p_v8(v), log1p_v4(v))
 VEC_PRIM(logistic, sigmoid_v8(v), sigmoid_v4(v))
-/* AVX-512 for exp, sin and cos: the same SLEEF functions 16 floats or 8 doubles at a time,
- * whose results equal the 8-wide ones' element by element (tests/runtime/test_fused.c
- * compares them with the evaluator's bit for bit; log, for one, does not agree on every
- * input, so the others stay 8 wide). */
+/* AVX-512 for exp (f32, f64) and f64 sin and cos: the same SLEEF functions 16 floats or 8
+ * doubles at a time, whose results equal the 8-wide ones' element by element
+ * (tests/runtime/test_fused.c compares them with the evaluator's bit for bit; log, for one, does
+ * not agree on every input, so the others stay 8 wide). */
 #define AVX512_TARGET __attribute__((target("avx512f,avx512dq,avx2,fma")))
 
 #define SLEEF_DECL512(f)                                           \
@@ -274,7 +275,7 @@ static bool have_avx512(void) {
 }
 
 /* Whole vectors, then the last partial one under a mask (masked lanes read nothing). */
-#define VEC512_PRIM(name, V32, V64)                                                 \
+#define VEC512_PRIM32(name, V32)                                                    \
     static AVX512_TARGET void name##_f32w(void *r_, const void *a_, const void *b_, \
                                           const void *c_, int64_t n) {              \
         (void)b_, (void)c_;                                                         \
@@ -290,7 +291,8 @@ static bool have_avx512(void) {
             __m512 v = _mm512_maskz_loadu_ps(m, a + i);                             \
             _mm512_mask_storeu_ps(r + i, m, (V32));                                 \
         }                                                                           \
-    }                                                                               \
+    }
+#define VEC512_PRIM64(name, V64)                                                    \
     static AVX512_TARGET void name##_f64w(void *r_, const void *a_, const void *b_, \
                                           const void *c_, int64_t n) {              \
         (void)b_, (void)c_;                                                         \
@@ -307,21 +309,35 @@ static bool have_avx512(void) {
             _mm512_mask_storeu_pd(r + i, m, (V64));                                 \
         }                                                                           \
     }
+#define VEC512_PRIM(name, V32, V64) VEC512_PRIM32(name, V32) VEC512_PRIM64(name, V64)
 #define SLEEF_PRIM512(name) \
     VEC512_PRIM(name, Sleef_##name##f16_u10avx512f(v), Sleef_##name##d8_u10avx512f(v))
 SLEEF_PRIM512(exp)
-SLEEF_PRIM512(sin)
-SLEEF_PRIM512(cos)
+VEC512_PRIM64(sin, Sleef_sind8_u10avx512f(v))
+VEC512_PRIM64(cos, Sleef_cosd8_u10avx512f(v))
 
 #define TRANSCENDENTAL(name, f64)                      \
     (have_avx2() ? ((f64) ? name##_f64v : name##_f32v) \
                  : ((f64) ? name##_f64s_base : name##_f32s_base))
 #define TRANSCENDENTAL512(name, f64) \
     (have_avx512() ? ((f64) ? name##_f64w : name##_f32w) : TRANSCENDENTAL(name, f64))
+#define F64_TRANSCENDENTAL512(name) \
+    (have_avx512() ? name##_f64w : have_avx2() ? name##_f64v : name##_f64s_base)
 #else
 #define TRANSCENDENTAL(name, f64) ((f64) ? name##_f64s_base : name##_f32s_base)
 #define TRANSCENDENTAL512(name, f64) TRANSCENDENTAL(name, f64)
+#define F64_TRANSCENDENTAL512(name) name##_f64s_base
 #endif
+
+/* sin and cos of f32 (f16/bf16 registers hold f32): vmath.h, the evaluator's kernels. */
+static void sin_f32_vm(void *r, const void *a, const void *b, const void *c, int64_t n) {
+    (void)b, (void)c;
+    kiln__vm_get(KILN__VM_SIN, KILN__VM_BEST)(a, r, n);
+}
+static void cos_f32_vm(void *r, const void *a, const void *b, const void *c, int64_t n) {
+    (void)b, (void)c;
+    kiln__vm_get(KILN__VM_COS, KILN__VM_BEST)(a, r, n);
+}
 
 #define PICK(name) (avx2 ? name##_avx2 : name##_base)
 #define PICK3(name) (scalar == 1 ? PICK(name##_vs) : scalar == 0 ? PICK(name##_sv) : PICK(name))
@@ -348,8 +364,8 @@ kiln__fprim kiln__fused_prim(kiln_op op, kiln_dtype dtype, int scalar) {
     case KILN_OP_EXPONENTIAL_MINUS_ONE: return TRANSCENDENTAL(expm1, f64);
     case KILN_OP_LOG: return TRANSCENDENTAL(log, f64);
     case KILN_OP_LOG_PLUS_ONE: return TRANSCENDENTAL(log1p, f64);
-    case KILN_OP_SINE: return TRANSCENDENTAL512(sin, f64);
-    case KILN_OP_COSINE: return TRANSCENDENTAL512(cos, f64);
+    case KILN_OP_SINE: return f64 ? F64_TRANSCENDENTAL512(sin) : sin_f32_vm;
+    case KILN_OP_COSINE: return f64 ? F64_TRANSCENDENTAL512(cos) : cos_f32_vm;
     case KILN_OP_TAN: return TRANSCENDENTAL(tan, f64);
     case KILN_OP_TANH: return TRANSCENDENTAL(tanh, f64);
     case KILN_OP_CBRT: return TRANSCENDENTAL(cbrt, f64);

@@ -5,10 +5,20 @@
  * NHWC or HWIO data is read in place.
  *
  * oneDNN picks its own (blocked) layouts for the fastest kernel; the operands are reordered
- * into them and the result back, each call. Primitives (the convolution and the reorders)
- * are built once per geometry, at compile time through prepare_op or at the first call, and
- * kept in a process-wide cache guarded by a mutex; oneDNN's primitives may run on several
- * threads at once, and each call brings its own scratchpad and stream. */
+ * into them and the result back, each call. The input stays in its own layout when an
+ * optimized direct kernel reads it so (oneDNN has one for few input channels in NCHW, a
+ * network's first layer: 2-4x faster than its blocked kernel after a reorder there).
+ * Primitives (the convolution and the reorders) are built once per geometry, at compile
+ * time through prepare_op or at the first call, and kept in a process-wide cache guarded by
+ * a mutex; oneDNN's primitives may run on several threads at once, and each call brings its
+ * own stream. The reordered operands and the scratchpad live in a workspace per calling
+ * thread, kept between calls: fresh buffers of this size cost a page fault per 4 KiB on
+ * every call (VGG11 at 224x224 moves ~75 MB of activations and weights per call). The
+ * layout changes that are plain transposes (NCHW <-> NHWC, OIHW -> O-blocked weights) run as
+ * kiln__transpose_f32 (VGG11 at 224x224 on one thread: ~12 ms per call, oneDNN's
+ * reorders ~15 ms). */
+#define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE /* madvise advice values */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,15 +28,18 @@
 #include "base/alloc.h"
 #include "base/threads.h"
 
-static atomic_bool forced_off, any_size;
+static atomic_bool forced_off, any_size, no_workspace;
 
 void kiln__dnnl_conv_force_off(bool on) { atomic_store(&forced_off, on); }
+
+void kiln__dnnl_conv_no_workspace(bool on) { atomic_store(&no_workspace, on); }
 
 void kiln__dnnl_conv_any_size(bool on) { atomic_store(&any_size, on); }
 
 #ifdef KILN_HAVE_DNNL
 #include <oneapi/dnnl/dnnl.h>
 #include <pthread.h>
+#include <sys/mman.h>
 
 /* Below this many multiply-adds, im2col + GEMM (see make_key). */
 #define DNNL_MIN_MACS 262144.0
@@ -44,10 +57,18 @@ typedef struct conv_key {
     int64_t stride[3], dil[3], pl[3], pr[3];
 } conv_key;
 
+/* A layout change that is a batch of plain matrix transposes (kiln__transpose_f32), run
+ * instead of oneDNN's reorder. */
+typedef struct xpose {
+    bool on;
+    int64_t batch, rows, cols, group, stride;
+} xpose;
+
 typedef struct conv_entry {
     conv_key key;
     bool ok; /* false: oneDNN has no implementation; the caller falls back */
     dnnl_primitive_t conv, r_src, r_wei, r_dst; /* reorders: NULL when not needed */
+    xpose t_src, t_wei, t_dst;                  /* when on, used instead of r_src, r_wei, r_dst */
     dnnl_memory_desc_t usr_src, usr_wei, usr_dst, src, wei, dst, bias;
     size_t scratch;
     struct conv_entry *next;
@@ -174,6 +195,75 @@ static dnnl_primitive_t make_reorder(const dnnl_memory_desc_t *a, const dnnl_mem
     return r;
 }
 
+/* True when md is the layout `tag` of these 4 dimensions. */
+static bool md_is(const dnnl_memory_desc_t *md, const int64_t *dims, dnnl_format_tag_t tag) {
+    dnnl_memory_desc_t t;
+    dnnl_dims_t d = {dims[0], dims[1], dims[2], dims[3]};
+    return dnnl_memory_desc_init_by_tag(&t, 4, d, dnnl_f32, tag) == dnnl_success &&
+           dnnl_memory_desc_equal(&t, md);
+}
+
+/* The layout changes of 2-d convolutions as transposes: NCHW -> NHWC (the input), OIHW ->
+ * O/B HWI Bo for B = 16, 32, 64 (the weights), NHWC -> NCHW and NC/16HW16c -> NCHW (the
+ * result). */
+static void plan_transposes(conv_entry *e) {
+    if (e->key.S != 2) return;
+    const int64_t *sd = e->key.src_dims, *dd = e->key.dst_dims, *wd = e->key.wei_dims;
+    static const struct {
+        dnnl_format_tag_t tag;
+        int64_t block;
+    } wfmt[] = {{dnnl_Acdb16a, 16}, {dnnl_Acdb32a, 32}, {dnnl_Acdb64a, 64}};
+    for (size_t i = 0; e->r_wei && e->key.G == 1 && i < sizeof wfmt / sizeof wfmt[0]; i++) {
+        int64_t B = wfmt[i].block, khw = wd[2] * wd[3];
+        if (wd[0] % B == 0 && md_is(&e->usr_wei, wd, dnnl_abcd) && md_is(&e->wei, wd, wfmt[i].tag))
+            e->t_wei = (xpose){true, wd[0] / B, B, wd[1] * khw, khw, B * wd[1] * khw};
+    }
+    if (e->r_src && md_is(&e->usr_src, sd, dnnl_abcd) && md_is(&e->src, sd, dnnl_acdb))
+        e->t_src = (xpose){true, sd[0], sd[1], sd[2] * sd[3], 1, sd[1] * sd[2] * sd[3]};
+    if (e->r_dst && md_is(&e->usr_dst, dd, dnnl_abcd)) {
+        int64_t hw = dd[2] * dd[3];
+        if (md_is(&e->dst, dd, dnnl_acdb))
+            e->t_dst = (xpose){true, dd[0], hw, dd[1], 1, dd[1] * hw};
+        else if (dd[1] % 16 == 0 && md_is(&e->dst, dd, dnnl_aBcd16b))
+            e->t_dst = (xpose){true, dd[0] * dd[1] / 16, hw, 16, 1, 16 * hw};
+    }
+}
+
+/* What a convolution descriptor needs besides its input. */
+typedef struct conv_geom {
+    const dnnl_memory_desc_t *bias, *wei, *dst;
+    const dnnl_dim_t *st, *dl, *pl, *pr;
+} conv_geom;
+
+/* True for oneDNN's optimized direct kernels: not its reference loops (slower than im2col +
+ * GEMM), and, with direct_only, not its own im2col + GEMM either (which it picks for an
+ * input in a plain layout, at half the blocked kernels' speed on VGG's layers). */
+static bool good_impl(dnnl_primitive_desc_t pd, bool direct_only) {
+    const char *impl = NULL;
+    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success ||
+        !impl || strncmp(impl, "ref", 3) == 0)
+        return false;
+    return !direct_only || strstr(impl, "gemm") == NULL;
+}
+
+/* The convolution's primitive descriptor with input layout src, or NULL when oneDNN has no
+ * good implementation for it (see good_impl). */
+static dnnl_primitive_desc_t make_conv_pd(const conv_geom *g, const dnnl_memory_desc_t *src,
+                                          const_dnnl_primitive_attr_t attr, bool direct_only) {
+    dnnl_convolution_desc_t cd;
+    dnnl_primitive_desc_t pd = NULL;
+    if (dnnl_dilated_convolution_forward_desc_init(
+            &cd, dnnl_forward_inference, dnnl_convolution_direct, src, g->wei, g->bias, g->dst,
+            g->st, g->dl, g->pl, g->pr) != dnnl_success ||
+        dnnl_primitive_desc_create(&pd, &cd, attr, engine, NULL) != dnnl_success)
+        return NULL;
+    if (!good_impl(pd, direct_only)) {
+        dnnl_primitive_desc_destroy(pd);
+        return NULL;
+    }
+    return pd;
+}
+
 /* Builds the primitives of a geometry (engine created). NULL only when out of memory; an
  * entry with ok false when oneDNN has no implementation. */
 static conv_entry *entry_build(const conv_key *k) {
@@ -202,23 +292,14 @@ static conv_entry *entry_build(const conv_key *k) {
         dnnl_memory_desc_init_by_tag(&any_dst, nd, dd, dnnl_f32, dnnl_format_tag_any) ==
             dnnl_success &&
         dnnl_memory_desc_init_by_tag(&e->bias, 1, bd, dnnl_f32, dnnl_a) == dnnl_success;
-    dnnl_convolution_desc_t cd;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_primitive_desc_t pd = NULL;
-    ok = ok &&
-         dnnl_dilated_convolution_forward_desc_init(
-             &cd, dnnl_forward_inference, dnnl_convolution_direct, &any_src, &any_wei,
-             k->has_bias ? &e->bias : NULL, &any_dst, st, dl, pl, pr) == dnnl_success &&
-         dnnl_primitive_attr_create(&attr) == dnnl_success &&
-         dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success &&
-         dnnl_primitive_desc_create(&pd, &cd, attr, engine, NULL) == dnnl_success;
-    if (ok) {
-        /* oneDNN's reference kernels are naive loops, slower than im2col + GEMM. */
-        const char *impl = NULL;
-        if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success ||
-            !impl || strncmp(impl, "ref", 3) == 0)
-            ok = false;
-    }
+    ok = ok && dnnl_primitive_attr_create(&attr) == dnnl_success &&
+         dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success;
+    conv_geom g = {k->has_bias ? &e->bias : NULL, &any_wei, &any_dst, st, dl, pl, pr};
+    if (ok) pd = make_conv_pd(&g, &e->usr_src, attr, true);
+    if (ok && !pd) pd = make_conv_pd(&g, &any_src, attr, false);
+    ok = ok && pd;
     if (ok) {
         e->src = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
         e->wei = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
@@ -232,6 +313,7 @@ static conv_entry *entry_build(const conv_key *k) {
         e->r_wei = make_reorder(&e->usr_wei, &e->wei, &ok);
         e->r_dst = make_reorder(&e->dst, &e->usr_dst, &ok);
     }
+    if (ok) plan_transposes(e);
     if (pd) dnnl_primitive_desc_destroy(pd);
     if (attr) dnnl_primitive_attr_destroy(attr);
     if (!ok) {
@@ -288,12 +370,84 @@ kiln_status kiln__dnnl_conv_prepare(kiln_ctx *cx, const kiln__attrs *a, const ki
     return KILN_OK;
 }
 
+/* ---- the calling thread's workspace ------------------------------------------------------ */
+
+/* Workspaces above this size are not kept: the call allocates its own. It bounds the memory
+ * a calling thread keeps; VGG11 at 1x3x224x224 needs at most 12.3 MiB, batches of 4 fit. */
+#define WS_MAX_KEPT ((size_t)64 << 20)
+/* Large workspaces ask for transparent huge pages (fewer TLB misses in the reorders). */
+#define WS_HUGE ((size_t)2 << 20)
+
+/* One per thread that calls convolutions (oneDNN's worker threads never call in); `busy`
+ * guards against a nested call on the same thread. The key frees the buffer when the thread
+ * exits; the main thread's stays reachable through its TLS until the process ends. */
+typedef struct workspace {
+    void *p;
+    size_t cap;
+    bool busy;
+} workspace;
+
+static _Thread_local workspace tls_ws;
+static pthread_key_t ws_key;
+static bool ws_key_ok;
+static pthread_once_t ws_once = PTHREAD_ONCE_INIT;
+
+static void ws_key_make(void) { ws_key_ok = pthread_key_create(&ws_key, free) == 0; }
+
+/* The thread's workspace of at least `bytes` (grown when smaller), marked busy; NULL when
+ * busy, too large to keep, or out of memory. */
+static void *ws_claim(size_t bytes) {
+    workspace *w = &tls_ws;
+    pthread_once(&ws_once, ws_key_make);
+    if (w->busy || bytes > WS_MAX_KEPT || !ws_key_ok ||
+        atomic_load_explicit(&no_workspace, memory_order_relaxed))
+        return NULL;
+    if (w->cap < bytes) {
+        size_t align = bytes >= WS_HUGE ? WS_HUGE : 4096;
+        size_t cap = (bytes + align - 1) / align * align;
+        void *p = NULL;
+        if (posix_memalign(&p, align, cap) != 0) return NULL;
+#ifdef MADV_HUGEPAGE
+        if (cap >= WS_HUGE) (void)madvise(p, cap, MADV_HUGEPAGE);
+#endif
+        if (pthread_setspecific(ws_key, p) != 0) {
+            free(p);
+            return NULL;
+        }
+        free(w->p);
+        w->p = p, w->cap = cap;
+    }
+    w->busy = true;
+    return w->p;
+}
+
+static void ws_release(void) { tls_ws.busy = false; }
+
+/* ---- running a convolution ---------------------------------------------------------------- */
+
+/* Where a call's reordered operands and scratchpad go: offsets into one block of memory,
+ * the thread's workspace or (when that is busy or too large) a block of the call's own. */
+typedef struct layout {
+    size_t src, wei, dst, scratch, total;
+} layout;
+
+static size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
+
+static layout layout_of(const conv_entry *e) {
+    layout l = {0};
+    size_t at = 0;
+    /* Page-aligned parts, so that no two share a cache line or a page's first touch. */
+    if (e->r_src) l.src = at, at += round_up(dnnl_memory_desc_get_size(&e->src), 4096);
+    if (e->r_wei) l.wei = at, at += round_up(dnnl_memory_desc_get_size(&e->wei), 4096);
+    if (e->r_dst) l.dst = at, at += round_up(dnnl_memory_desc_get_size(&e->dst), 4096);
+    if (e->scratch) l.scratch = at, at += round_up(e->scratch, 4096);
+    l.total = at;
+    return l;
+}
+
 typedef struct mems {
     dnnl_memory_t m[8];
     int n;
-    void *buf[4];
-    size_t bytes[4];
-    int nb;
 } mems;
 
 static dnnl_memory_t mem_make(mems *ms, const dnnl_memory_desc_t *md, void *data) {
@@ -303,55 +457,47 @@ static dnnl_memory_t mem_make(mems *ms, const dnnl_memory_desc_t *md, void *data
     return m;
 }
 
-static void *buf_make(kiln_ctx *cx, mems *ms, size_t bytes) {
-    void *p = kiln__alloc(cx, bytes ? bytes : 1, KILN_DATA_ALIGNMENT, "convolution");
-    if (!p) return NULL;
-    ms->buf[ms->nb] = p;
-    ms->bytes[ms->nb++] = bytes ? bytes : 1;
-    return p;
-}
-
 static bool exec(dnnl_primitive_t p, dnnl_stream_t s, dnnl_memory_t from, dnnl_memory_t to) {
     dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
     return dnnl_primitive_execute(p, s, 2, args) == dnnl_success;
 }
 
-/* Runs the entry on the tensors; the status of the call. */
-static kiln_status run(kiln_ctx *cx, const conv_entry *e, const kiln_tensor *lhs,
-                       const kiln_tensor *rhs, const kiln_tensor *bias, kiln_tensor *out) {
+/* Runs the reorders and the convolution with the reordered operands and the scratchpad at
+ * `l` in `base`; true when every primitive ran. */
+static bool run_in(const conv_entry *e, const layout *l, unsigned char *base,
+                   const kiln_tensor *lhs, const kiln_tensor *rhs, const kiln_tensor *bias,
+                   kiln_tensor *out) {
     mems ms = {0};
     dnnl_stream_t stream = NULL;
-    kiln_status st = KILN_OK;
-    kiln__threads_sync_blas(); /* oneDNN sizes its OpenMP team like BLAS does */
     dnnl_memory_t usrc = mem_make(&ms, &e->usr_src, (void *)kiln__in(lhs));
     dnnl_memory_t uwei = mem_make(&ms, &e->usr_wei, (void *)kiln__in(rhs));
     dnnl_memory_t udst = mem_make(&ms, &e->usr_dst, kiln__out(out));
     dnnl_memory_t src = usrc, wei = uwei, dst = udst, bmem = NULL, smem = NULL;
     bool ok = usrc && uwei && udst &&
               dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) == dnnl_success;
-    if (ok && e->r_src) {
-        void *p = buf_make(cx, &ms, dnnl_memory_desc_get_size(&e->src));
-        if (!p) st = KILN_RESOURCE_EXHAUSTED;
-        ok = p && (src = mem_make(&ms, &e->src, p)) && exec(e->r_src, stream, usrc, src);
+    if (ok && e->t_src.on) {
+        const xpose *t = &e->t_src;
+        kiln__transpose_f32(kiln__in(lhs), (float *)(void *)(base + l->src), t->batch, t->rows,
+                            t->cols, t->group, t->stride, t->stride);
+        ok = (src = mem_make(&ms, &e->src, base + l->src)) != NULL;
+    } else if (ok && e->r_src) {
+        ok = (src = mem_make(&ms, &e->src, base + l->src)) && exec(e->r_src, stream, usrc, src);
     }
-    if (ok && e->r_wei) {
-        void *p = buf_make(cx, &ms, dnnl_memory_desc_get_size(&e->wei));
-        if (!p) st = KILN_RESOURCE_EXHAUSTED;
-        ok = p && (wei = mem_make(&ms, &e->wei, p)) && exec(e->r_wei, stream, uwei, wei);
+    if (ok && e->t_wei.on) {
+        const xpose *t = &e->t_wei;
+        kiln__transpose_f32(kiln__in(rhs), (float *)(void *)(base + l->wei), t->batch, t->rows,
+                            t->cols, t->group, t->stride, t->stride);
+        ok = (wei = mem_make(&ms, &e->wei, base + l->wei)) != NULL;
+    } else if (ok && e->r_wei) {
+        ok = (wei = mem_make(&ms, &e->wei, base + l->wei)) && exec(e->r_wei, stream, uwei, wei);
     }
-    if (ok && e->r_dst) {
-        void *p = buf_make(cx, &ms, dnnl_memory_desc_get_size(&e->dst));
-        if (!p) st = KILN_RESOURCE_EXHAUSTED;
-        ok = p && (dst = mem_make(&ms, &e->dst, p));
-    }
+    if (ok && e->r_dst) ok = (dst = mem_make(&ms, &e->dst, base + l->dst)) != NULL;
     if (ok && bias) ok = (bmem = mem_make(&ms, &e->bias, (void *)kiln__in(bias))) != NULL;
     if (ok && e->scratch) {
-        void *p = buf_make(cx, &ms, e->scratch);
         dnnl_memory_desc_t smd;
         dnnl_dims_t sdim = {(dnnl_dim_t)e->scratch};
-        if (!p) st = KILN_RESOURCE_EXHAUSTED;
-        ok = p && dnnl_memory_desc_init_by_tag(&smd, 1, sdim, dnnl_u8, dnnl_a) == dnnl_success &&
-             (smem = mem_make(&ms, &smd, p));
+        ok = dnnl_memory_desc_init_by_tag(&smd, 1, sdim, dnnl_u8, dnnl_a) == dnnl_success &&
+             (smem = mem_make(&ms, &smd, base + l->scratch));
     }
     if (ok) {
         dnnl_exec_arg_t args[5] = {
@@ -361,16 +507,42 @@ static kiln_status run(kiln_ctx *cx, const conv_entry *e, const kiln_tensor *lhs
         if (smem) args[n++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, smem};
         ok = dnnl_primitive_execute(e->conv, stream, n, args) == dnnl_success;
     }
-    if (ok && e->r_dst) ok = exec(e->r_dst, stream, dst, udst);
+    if (ok && e->r_dst && !e->t_dst.on) ok = exec(e->r_dst, stream, dst, udst);
     if (ok) ok = dnnl_stream_wait(stream) == dnnl_success;
+    if (ok && e->t_dst.on) {
+        const xpose *t = &e->t_dst;
+        kiln__transpose_f32((const float *)(const void *)(base + l->dst), kiln__out(out), t->batch,
+                            t->rows, t->cols, t->group, t->stride, t->stride);
+    }
     if (stream) dnnl_stream_destroy(stream);
     for (int i = 0; i < ms.n; i++)
         dnnl_memory_destroy(ms.m[i]);
-    for (int i = 0; i < ms.nb; i++)
-        kiln__free(cx, ms.buf[i], ms.bytes[i]);
-    if (!ok && st == KILN_OK)
-        st = kiln_ctx_set_error(cx, KILN_INTERNAL, "convolution: a oneDNN primitive failed to run");
-    return st;
+    return ok;
+}
+
+/* Runs the entry on the tensors; the status of the call. */
+static kiln_status run(kiln_ctx *cx, const conv_entry *e, const kiln_tensor *lhs,
+                       const kiln_tensor *rhs, const kiln_tensor *bias, kiln_tensor *out) {
+    kiln__threads_sync_blas(); /* oneDNN sizes its OpenMP team like BLAS does */
+    layout l = layout_of(e);
+    void *own = NULL, *base = NULL;
+    if (l.total > 0) {
+        base = ws_claim(l.total);
+        if (!base) {
+            own = kiln__alloc(cx, l.total, KILN_DATA_ALIGNMENT, "convolution");
+            if (!own) return KILN_RESOURCE_EXHAUSTED;
+            base = own;
+        }
+    }
+    bool ok = run_in(e, &l, base, lhs, rhs, bias, out);
+    if (own)
+        kiln__free(cx, own, l.total);
+    else if (base)
+        ws_release();
+    if (!ok)
+        return kiln_ctx_set_error(cx, KILN_INTERNAL,
+                                  "convolution: a oneDNN primitive failed to run");
+    return KILN_OK;
 }
 
 bool kiln__dnnl_conv(kiln_ctx *cx, const kiln__attrs *a, const kiln_tensor *lhs,

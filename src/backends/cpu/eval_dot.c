@@ -4,8 +4,9 @@
  * f32/f64 products go to OpenBLAS with transposes folded into its flags; the exceptions,
  * measured on the reference machine: tiny products run as loops, small transposed operands
  * are copied untransposed first (OpenBLAS's small-matrix kernels take only that layout), a
- * vector times a matrix runs as blocks of GEMV, larger products as chunks of rows or columns,
- * and batches of small products are split across kiln's threads. BLAS itself always runs
+ * vector times a matrix runs as blocks of GEMV (or, f32 against a matrix with contiguous
+ * output columns, as kiln__gemv_f32's single stream), larger products as chunks of rows or
+ * columns, and batches of small products are split across kiln's threads. BLAS itself always runs
  * single-threaded, kiln's threads spreading the blocks and chunks. Which path runs, and how
  * a product is cut, depends on the shapes only, so every path gives the same bits on any
  * thread count. */
@@ -494,6 +495,10 @@ static void blas_gemm(kiln__lk k, bool trans_a, bool trans_b, int64_t m, int64_t
         int64_t outs = row ? n : m;
         j.rows = j.trans ? kk : outs;
         j.cols = j.trans ? outs : kk;
+        if (!j.f64 && j.trans && j.incy == 1 && kiln__gemv_f32_available()) {
+            kiln__gemv_f32(j.x, j.incx, j.m, j.ld, kk, outs, j.y);
+            return;
+        }
         /* Below ~64k multiply-adds per block the wake-up costs more than the block. */
         int64_t per_block = kk * (outs < GEMV_BLOCK ? outs : GEMV_BLOCK);
         int64_t grain = per_block >= 65536 ? 1 : 65536 / per_block;

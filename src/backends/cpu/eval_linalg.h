@@ -64,6 +64,23 @@ bool kiln__lk_perm_is_trivial(int32_t rank, const int64_t *shape, const int32_t 
 void kiln__lk_gemm(kiln__lk k, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t kk,
                    const void *a, int64_t lda, const void *b, int64_t ldb, void *c, int64_t ldc);
 
+/* y[0..n) = x M for f32 x (k elements, incx apart) and M row-major [k x n] (rows ld apart),
+ * streaming M once (gemv_f32.c): y[j] = x[0] M[0][j], then fma(x[i], M[i][j], y[j]) for
+ * i = 1 .. k-1, so the bits do not depend on the thread count. Split across kiln's threads
+ * by columns. Only when kiln__gemv_f32_available() (AVX2 and FMA at run time). */
+bool kiln__gemv_f32_available(void);
+void kiln__gemv_f32(const float *x, int64_t incx, const float *m, int64_t ld, int64_t k, int64_t n,
+                    float *y);
+
+/* For b < batch: dst + b * dst_stride (cols x rows, row-major) = the transpose of
+ * src + b * src_stride (rows x cols, row-major), f32, split across kiln's threads
+ * (transpose_f32.c). With group > 1 the columns are [cols / group][group] and the
+ * destination's rows come in the order [group][cols / group] (OIHW weights to O-blocked
+ * HWI: group = H * W). The matrices must not overlap; nothing is done unless group >= 1
+ * divides cols. */
+void kiln__transpose_f32(const float *src, float *dst, int64_t batch, int64_t rows, int64_t cols,
+                         int64_t group, int64_t src_stride, int64_t dst_stride);
+
 /* Keeps OpenBLAS's own thread count in step with kiln's (registers the hook of
  * base/threads.h once per process). Thread-safe and cheap after the first call; called
  * before any BLAS use. */
@@ -91,6 +108,10 @@ void kiln__dnnl_conv_force_off(bool on);
  * otherwise go to im2col + GEMM), so that small cases exercise it. */
 void kiln__dnnl_conv_any_size(bool on);
 bool kiln__dnnl_conv_available(void);
+/* Tests only: with true, every oneDNN call allocates its reorder and scratchpad memory
+ * through the ctx (as when the thread's workspace is busy or would be too large), so that
+ * path and its out-of-memory error can be tested. */
+void kiln__dnnl_conv_no_workspace(bool on);
 
 /* Activations that kiln__cpu_conv_bias_act can apply after the bias. */
 enum { KILN__ACT_NONE = 0, KILN__ACT_RELU = 1 };

@@ -15,6 +15,8 @@
  * the current candidate whenever select(selected, current) is false. Then
  * result[selected] = scatter(result[selected], source element); the result starts as the
  * init value everywhere. A window without candidates scatters nothing. */
+#include <immintrin.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "backends/cpu/eval_reduce.h"
@@ -349,6 +351,70 @@ POOL_NHWC(pool_nhwc_max_f64, double, int64_t, key_f64, unkey_f64, MAX_OP)
 POOL_NHWC(pool_nhwc_add_f32, float, float, ID, ID, ADD_OP)
 POOL_NHWC(pool_nhwc_add_f64, double, double, ID, ID, ADD_OP)
 
+/* The 2 x 2, stride 2, unpadded f32 max pooling of NCHW images (every VGG pooling layer):
+ * eight outputs per step from two rows of sixteen inputs, on the same keys as the general
+ * loops (init included), so the bits are theirs. */
+#define AVX2_TARGET __attribute__((target("avx2")))
+
+static bool have_avx2(void) {
+    static atomic_int cached = -1;
+    int v = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (v < 0) {
+        __builtin_cpu_init();
+        v = __builtin_cpu_supports("avx2") ? 1 : 0;
+        atomic_store_explicit(&cached, v, memory_order_relaxed);
+    }
+    return v == 1;
+}
+
+/* key_f32 of eight floats. */
+AVX2_TARGET static inline __m256i keys8(const float *p) {
+    const __m256i mag = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
+    __m256i u = _mm256_castps_si256(_mm256_loadu_ps(p));
+    __m256i k = _mm256_xor_si256(u, _mm256_and_si256(_mm256_srai_epi32(u, 31), mag));
+    __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, mag), inf);
+    return _mm256_blendv_epi8(k, _mm256_set1_epi32(INT32_MAX), nan);
+}
+
+AVX2_TARGET static void pool2_max_f32_avx2(void *user, int64_t begin, int64_t end) {
+    const pool_job *j = user;
+    const int64_t W = j->W, OW = j->OW;
+    const int32_t init = key_f32(*(const float *)j->init);
+    const __m256i mag = _mm256_set1_epi32(0x7fffffff), vinit = _mm256_set1_epi32(init);
+    for (int64_t plane = begin; plane < end; plane++) {
+        const float *x = (const float *)j->x + plane * j->H * W;
+        float *o = (float *)j->out + plane * j->OH * OW;
+        for (int64_t oh = 0; oh < j->OH; oh++, o += OW) {
+            const float *r0 = x + 2 * oh * W, *r1 = r0 + W;
+            int64_t q = 0;
+            for (; q + 8 <= OW; q += 8) {
+                __m256i m0 = _mm256_max_epi32(keys8(r0 + 2 * q), keys8(r1 + 2 * q));
+                __m256i m1 = _mm256_max_epi32(keys8(r0 + 2 * q + 8), keys8(r1 + 2 * q + 8));
+                __m256 f0 = _mm256_castsi256_ps(m0), f1 = _mm256_castsi256_ps(m1);
+                /* Even and odd columns; lanes come out as outputs 0 1 4 5 | 2 3 6 7. */
+                __m256i ev = _mm256_castps_si256(_mm256_shuffle_ps(f0, f1, 0x88));
+                __m256i od = _mm256_castps_si256(_mm256_shuffle_ps(f0, f1, 0xDD));
+                __m256i k = _mm256_permute4x64_epi64(_mm256_max_epi32(ev, od), 0xD8);
+                k = _mm256_max_epi32(k, vinit);
+                k = _mm256_xor_si256(k, _mm256_and_si256(_mm256_srai_epi32(k, 31), mag));
+                _mm256_storeu_ps(o + q, _mm256_castsi256_ps(k));
+            }
+            for (; q < OW; q++) {
+                int32_t a = key_f32(r0[2 * q]), b = key_f32(r0[2 * q + 1]);
+                int32_t c = key_f32(r1[2 * q]), d = key_f32(r1[2 * q + 1]);
+                o[q] = unkey_f32(MAX_OP(MAX_OP(MAX_OP(a, b), MAX_OP(c, d)), init));
+            }
+        }
+    }
+}
+
+/* True for the pooling pool2_max_f32_avx2 computes: windows of 2 x 2 at stride 2 that all
+ * lie inside the image. */
+static bool is_pool2(const pool_job *j) {
+    return j->kh == 2 && j->kw == 2 && j->sh == 2 && j->sw == 2 && j->ph == 0 && j->pw == 0 &&
+           2 * j->OH <= j->H && 2 * j->OW <= j->W && have_avx2();
+}
+
 /* Runs the direct kernel when the call is one it covers; false otherwise. */
 static bool window_pool(const kiln__attrs *attrs, kiln__region_kind kind, const kiln_tensor *x,
                         const kiln_tensor *init, kiln_tensor *out) {
@@ -405,6 +471,7 @@ static bool window_pool(const kiln__attrs *attrs, kiln__region_kind kind, const 
     if (!last) {
         fn = mx ? (f32 ? pool_nchw_max_f32 : pool_nchw_max_f64)
                 : (f32 ? pool_nchw_add_f32 : pool_nchw_add_f64);
+        if (mx && f32 && is_pool2(&j)) fn = pool2_max_f32_avx2;
         items = j.N * j.C;
         per_item = j.OH * j.OW * j.kh * j.kw;
     } else {

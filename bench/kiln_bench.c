@@ -1120,8 +1120,8 @@ static void vgg_run_case(bench *b, int64_t n, int64_t hw) {
     if (!check(b)) return;
     run_spec rs = spec_fast(b);
     rs.flops = flops;
-    rs.note = hw == 32 ? "VGG11, classifier 512->4096->4096->1000 (1x1 map); conv+dense on OpenBLAS"
-                       : "VGG11, classifier 25088->4096->4096->1000; conv+dense on OpenBLAS";
+    rs.note = hw == 32 ? "VGG11, classifier 512->4096->4096->1000 (1x1 map); convolutions on oneDNN"
+                       : "VGG11, classifier 25088->4096->4096->1000; convolutions on oneDNN";
     rs.calls = policy_slow(hw == 32 ? 11 : 5);
     rs.compiles = (reps_policy){1, 3, 11};
     kiln_region fn = {fn_vgg, &c};

@@ -224,13 +224,6 @@ static void state_return(kiln_exe *exe, kiln__call_state *st) {
     unlock(exe);
 }
 
-kiln_status kiln__exe_prime(kiln_ctx *cx, kiln_exe *exe) {
-    kiln__call_state *st = state_new(cx, exe);
-    if (!st) return kiln_ctx_status(cx);
-    state_return(exe, st);
-    return KILN_OK;
-}
-
 /* ---- result buffers ----------------------------------------------------------------------- */
 
 /* The pool's own reference and one per buffer it made (waiting here or held by a tensor),
@@ -271,7 +264,8 @@ static bool same_allocator(const kiln_allocator *a, const kiln_allocator *b) {
     return a->alloc == b->alloc && a->free == b->free && a->user == b->user;
 }
 
-void kiln__exe_make_result_pool(kiln_exe *exe) {
+/* The bytes of the result buffers one call makes afresh. */
+static size_t fresh_result_bytes(const kiln_exe *exe) {
     size_t per_call = 0;
     for (int32_t r = 0; r < exe->n_results; r++) {
         const kiln__result_plan *rp = &exe->results[r];
@@ -281,6 +275,11 @@ void kiln__exe_make_result_pool(kiln_exe *exe) {
                           &nbytes);
         per_call += nbytes;
     }
+    return per_call;
+}
+
+void kiln__exe_make_result_pool(kiln_exe *exe) {
+    size_t per_call = fresh_result_bytes(exe);
     if (per_call == 0 || per_call > SIZE_MAX / 2) return;
     kiln__result_pool *p = kiln__raw_alloc(&exe->allocator, sizeof *p, _Alignof(kiln__result_pool));
     if (!p) return;
@@ -293,6 +292,33 @@ void kiln__exe_make_result_pool(kiln_exe *exe) {
     p->cap = 2 * per_call;
     p->allocator = exe->allocator;
     exe->result_pool = p;
+}
+
+/* Small results are made at compile time too: a first call then allocates no result buffer
+ * (a quarter of the first call of the 100-element EMLX step). Large ones are not: a fresh
+ * buffer that nobody writes yet costs nothing but memory, and they are where memory counts. */
+#define PRIME_RESULT_BYTES 4096
+
+kiln_status kiln__exe_prime(kiln_ctx *cx, kiln_exe *exe) {
+    kiln__call_state *st = state_new(cx, exe);
+    if (!st) return kiln_ctx_status(cx);
+    state_return(exe, st);
+    kiln__result_pool *p = exe->result_pool;
+    if (!p || fresh_result_bytes(exe) > PRIME_RESULT_BYTES) return KILN_OK;
+    for (int32_t r = 0; r < exe->n_results; r++) {
+        const kiln__result_plan *rp = &exe->results[r];
+        if (rp->kind != KILN__RESULT_DIRECT && rp->kind != KILN__RESULT_COPY) continue;
+        size_t nbytes = 0;
+        const kiln__type *t = &exe->entry->types[rp->slot];
+        if (!kiln_shape_nbytes(&t->shape, t->dtype, &nbytes) || nbytes == 0) continue;
+        kiln__storage *s = kiln__storage_new(cx, "kiln_compile", nbytes);
+        if (!s) return kiln_ctx_status(cx);
+        atomic_fetch_add_explicit(&p->refs, 1, memory_order_relaxed);
+        s->recycle = result_recycle;
+        s->recycle_user = p;
+        result_recycle(s); /* waits in the pool for the first call */
+    }
+    return KILN_OK;
 }
 
 /* A result tensor: a waiting buffer of the same size, allocator and device as cx's, or a

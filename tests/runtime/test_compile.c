@@ -516,7 +516,9 @@ Test(compile, allocation_failure_at_every_point_of_a_call_leaks_nothing) {
                          kiln_ctx_error_message(cx));
             kiln_ctx_clear_error(cx);
         }
-        cr_assert_gt(k, 2);
+        /* The EMLX step's small result buffer is made at compile time: its call allocates
+         * only the result's tensor header. */
+        cr_assert_gt(k, f ? 2 : 0, "%d allocation points in call %d", (int)k, f);
         /* Again with one executable, whose pooled call state is reused after failures. */
         kiln_exe *exe = NULL;
         cr_assert_eq(kiln_compile(cx, m, NULL, &exe), KILN_OK);

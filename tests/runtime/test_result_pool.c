@@ -296,3 +296,46 @@ Test(result_pool, a_tensor_over_too_small_storage_is_refused) {
     kiln_ctx_release(cx);
     cr_expect_eq(fa.live_bytes, 0, "the refused storages were not released");
 }
+
+static kiln_status negate_fn(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *user) {
+    (void)user;
+    out[0] = kiln_negate(cx, in[0]);
+    return kiln_ctx_status(cx);
+}
+
+/* Bytes the first call of negate over f32[n] leaves allocated (its result held). */
+static int64_t first_call_bytes(int64_t n) {
+    failing_allocator fa;
+    failing_allocator_init(&fa, -1);
+    kiln_ctx_options o = kiln_ctx_options_default();
+    o.allocator = &fa.allocator;
+    kiln_ctx *cx = NULL;
+    cr_assert_eq(kiln_ctx_create(&o, &cx), KILN_OK);
+    kiln_region fn = {negate_fn, NULL};
+    kiln_arg_spec arg = {.dtype = KILN_F32, .shape = KILN_SHAPE(n)};
+    kiln_module *m = NULL;
+    cr_assert_eq(kiln_lower(cx, &fn, &arg, 1, 1, NULL, &m), KILN_OK);
+    kiln_exe *exe = NULL;
+    cr_assert_eq(kiln_compile(cx, m, NULL, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    kiln_module_release(m);
+    kiln_tensor *x = kiln_iota(cx, KILN_F32, KILN_SHAPE(n), 0);
+    int64_t live = fa.live_bytes;
+    kiln_tensor *r = call(cx, exe, x);
+    int64_t grown = fa.live_bytes - live;
+    const float *p = kiln_tensor_data(r);
+    for (int64_t i = 0; i < n; i++)
+        cr_assert_eq(p[i], -(float)i);
+    kiln_tensor_release(r);
+    kiln_tensor_release(x);
+    kiln_exe_release(exe);
+    kiln_ctx_release(cx);
+    cr_expect_eq(fa.live_bytes, 0, "the pooled first result is freed with the executable");
+    return grown;
+}
+
+Test(result_pool, small_results_of_a_first_call_are_made_at_compile_time) {
+    /* 4 KiB of results: made by kiln_compile, the call adds only a tensor header. */
+    cr_expect_lt(first_call_bytes(1024), 1024 * (int64_t)sizeof(float));
+    /* Above that, the first call allocates its result. */
+    cr_expect_geq(first_call_bytes(1025), 1025 * (int64_t)sizeof(float));
+}

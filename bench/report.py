@@ -227,7 +227,11 @@ def targets(kiln_all, peers):
                 if not met:
                     goal = pt / want
                     fl = (f"needs <= {fmt_time(goal)}; " + fl) if fl else f"needs <= {fmt_time(goal)}"
-                    if floor and seconds(floor) and seconds(floor) > goal:
+                    if floor and seconds(floor) and seconds(floor) > pt:
+                        # The peer itself beats the floor: it was computed from a rate
+                        # (sgemm's) that the peer's own kernels exceed, so it bounds nothing.
+                        fl += f"; {peer[0]} runs below this floor (its kernels beat that rate)"
+                    elif floor and seconds(floor) and seconds(floor) > goal:
                         fl += "; the floor is above the goal: not reachable on this machine"
             else:
                 got, met = "-", None

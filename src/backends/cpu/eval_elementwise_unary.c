@@ -1,6 +1,7 @@
 /* Evaluator kernels for the unary elementwise ops. Floating-point ops are typed loops over
  * f32/f64 arrays (f16/bf16 computed in f32, rounded once); integer ops wrap instead of
  * overflowing (abs(INT_MIN) = INT_MIN, negate of unsigned wraps). */
+#include "backends/cpu/cpu_features.h"
 #include "backends/cpu/eval_elementwise.h"
 #include "backends/cpu/vmath.h"
 
@@ -72,10 +73,6 @@ SLEEF_DECL(tanh)
 SLEEF_DECL(cbrt)
 #undef SLEEF_DECL
 
-static bool have_avx2_fma(void) {
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-}
-
 /* V32/V64: expressions of the vector v (__m256 / __m256d). */
 #define VEC_UNARY_F32(name, E32, V32)                                                   \
     static KILN_AVX2 __m256 name##_v8(__m256 v) { return (V32); }                       \
@@ -94,7 +91,7 @@ static bool have_avx2_fma(void) {
         }                                                                               \
     }                                                                                   \
     static void name##_f32(const float *restrict px, float *restrict pr, int64_t n) {   \
-        if (have_avx2_fma()) {                                                          \
+        if (kiln__cpu_avx2_fma()) {                                                     \
             name##_f32_avx2(px, pr, n);                                                 \
             return;                                                                     \
         }                                                                               \
@@ -120,7 +117,7 @@ static bool have_avx2_fma(void) {
         }                                                                                 \
     }                                                                                     \
     static void name##_f64(const double *restrict px, double *restrict pr, int64_t n) {   \
-        if (have_avx2_fma()) {                                                            \
+        if (kiln__cpu_avx2_fma()) {                                                       \
             name##_f64_avx2(px, pr, n);                                                   \
             return;                                                                       \
         }                                                                                 \

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backends/cpu/cpu_features.h"
 #include "backends/cpu/eval_reduce.h"
 #include "base/alloc.h"
 #include "base/threads.h"
@@ -535,13 +536,7 @@ void kiln__reduce_force_baseline(bool on) {
 }
 
 static bool red_use_avx2(void) {
-    static int cached = -1; /* benign race: every thread computes the same value */
-    int c = __atomic_load_n(&cached, __ATOMIC_RELAXED);
-    if (c < 0) {
-        c = __builtin_cpu_supports("avx2") ? 1 : 0;
-        __atomic_store_n(&cached, c, __ATOMIC_RELAXED);
-    }
-    return c == 1 && !__atomic_load_n(&red_force_baseline, __ATOMIC_RELAXED);
+    return kiln__cpu_avx2() && !__atomic_load_n(&red_force_baseline, __ATOMIC_RELAXED);
 }
 #else
 #define KILN_RED_HAVE_AVX2 0

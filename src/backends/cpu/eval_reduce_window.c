@@ -16,9 +16,9 @@
  * result[selected] = scatter(result[selected], source element); the result starts as the
  * init value everywhere. A window without candidates scatters nothing. */
 #include <immintrin.h>
-#include <stdatomic.h>
 #include <string.h>
 
+#include "backends/cpu/cpu_features.h"
 #include "backends/cpu/eval_reduce.h"
 #include "base/alloc.h"
 #include "base/threads.h"
@@ -356,17 +356,6 @@ POOL_NHWC(pool_nhwc_add_f64, double, double, ID, ID, ADD_OP)
  * loops (init included), so the bits are theirs. */
 #define AVX2_TARGET __attribute__((target("avx2")))
 
-static bool have_avx2(void) {
-    static atomic_int cached = -1;
-    int v = atomic_load_explicit(&cached, memory_order_relaxed);
-    if (v < 0) {
-        __builtin_cpu_init();
-        v = __builtin_cpu_supports("avx2") ? 1 : 0;
-        atomic_store_explicit(&cached, v, memory_order_relaxed);
-    }
-    return v == 1;
-}
-
 /* key_f32 of eight floats. */
 AVX2_TARGET static inline __m256i keys8(const float *p) {
     const __m256i mag = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
@@ -412,7 +401,7 @@ AVX2_TARGET static void pool2_max_f32_avx2(void *user, int64_t begin, int64_t en
  * lie inside the image. */
 static bool is_pool2(const pool_job *j) {
     return j->kh == 2 && j->kw == 2 && j->sh == 2 && j->sw == 2 && j->ph == 0 && j->pw == 0 &&
-           2 * j->OH <= j->H && 2 * j->OW <= j->W && have_avx2();
+           2 * j->OH <= j->H && 2 * j->OW <= j->W && kiln__cpu_avx2();
 }
 
 /* Runs the direct kernel when the call is one it covers; false otherwise. */

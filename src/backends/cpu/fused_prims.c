@@ -3,27 +3,15 @@
  * expressions, the same SLEEF and vmath.h functions, the same NaN and -0 rules), so a fused
  * kernel's results are bitwise the evaluator's. Each exists twice: compiled for the baseline
  * ISA and for AVX2+FMA; the CPU decides which, once, when a kernel is built. */
+#include "backends/cpu/cpu_features.h"
 #include "backends/cpu/fused_internal.h"
 
 #include <math.h>
-#include <stdatomic.h>
 
 #include "backends/cpu/eval_elementwise.h"
 #include "backends/cpu/vmath.h"
 
 #define AVX2_TARGET __attribute__((target("avx2,fma")))
-
-/* Asked once; several threads may compile at once (relaxed atomics: any of them computes
- * the same answer). */
-static bool have_avx2(void) {
-    static atomic_int cached = -1;
-    int v = atomic_load_explicit(&cached, memory_order_relaxed);
-    if (v < 0) {
-        v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 1 : 0;
-        atomic_store_explicit(&cached, v, memory_order_relaxed);
-    }
-    return v == 1;
-}
 
 /* ---- elementwise loops -------------------------------------------------------------------- */
 
@@ -262,18 +250,6 @@ SLEEF_DECL512(tanh)
 SLEEF_DECL512(cbrt)
 #undef SLEEF_DECL512
 
-static bool have_avx512(void) {
-    static atomic_int cached = -1;
-    int v = atomic_load_explicit(&cached, memory_order_relaxed);
-    if (v < 0) {
-        v = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") && have_avx2()
-                ? 1
-                : 0;
-        atomic_store_explicit(&cached, v, memory_order_relaxed);
-    }
-    return v == 1;
-}
-
 /* Whole vectors, then the last partial one under a mask (masked lanes read nothing). */
 #define VEC512_PRIM32(name, V32)                                                    \
     static AVX512_TARGET void name##_f32w(void *r_, const void *a_, const void *b_, \
@@ -316,13 +292,13 @@ SLEEF_PRIM512(exp)
 VEC512_PRIM64(sin, Sleef_sind8_u10avx512f(v))
 VEC512_PRIM64(cos, Sleef_cosd8_u10avx512f(v))
 
-#define TRANSCENDENTAL(name, f64)                      \
-    (have_avx2() ? ((f64) ? name##_f64v : name##_f32v) \
-                 : ((f64) ? name##_f64s_base : name##_f32s_base))
+#define TRANSCENDENTAL(name, f64)                               \
+    (kiln__cpu_avx2_fma() ? ((f64) ? name##_f64v : name##_f32v) \
+                          : ((f64) ? name##_f64s_base : name##_f32s_base))
 #define TRANSCENDENTAL512(name, f64) \
-    (have_avx512() ? ((f64) ? name##_f64w : name##_f32w) : TRANSCENDENTAL(name, f64))
+    (kiln__cpu_avx512() ? ((f64) ? name##_f64w : name##_f32w) : TRANSCENDENTAL(name, f64))
 #define F64_TRANSCENDENTAL512(name) \
-    (have_avx512() ? name##_f64w : have_avx2() ? name##_f64v : name##_f64s_base)
+    (kiln__cpu_avx512() ? name##_f64w : kiln__cpu_avx2_fma() ? name##_f64v : name##_f64s_base)
 #else
 #define TRANSCENDENTAL(name, f64) ((f64) ? name##_f64s_base : name##_f32s_base)
 #define TRANSCENDENTAL512(name, f64) TRANSCENDENTAL(name, f64)
@@ -343,7 +319,7 @@ static void cos_f32_vm(void *r, const void *a, const void *b, const void *c, int
 #define PICK3(name) (scalar == 1 ? PICK(name##_vs) : scalar == 0 ? PICK(name##_sv) : PICK(name))
 
 kiln__fprim kiln__fused_prim(kiln_op op, kiln_dtype dtype, int scalar) {
-    bool f64 = dtype == KILN_F64, avx2 = have_avx2();
+    bool f64 = dtype == KILN_F64, avx2 = kiln__cpu_avx2_fma();
     if (dtype != KILN_F32 && dtype != KILN_F64) return NULL;
     bool binary = op == KILN_OP_ADD || op == KILN_OP_SUBTRACT || op == KILN_OP_MULTIPLY ||
                   op == KILN_OP_DIVIDE || op == KILN_OP_MAXIMUM || op == KILN_OP_MINIMUM;

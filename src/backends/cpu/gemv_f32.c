@@ -13,8 +13,8 @@
  * the vector body, and results do not depend on the thread count. */
 #include <immintrin.h>
 #include <math.h>
-#include <stdatomic.h>
 
+#include "backends/cpu/cpu_features.h"
 #include "backends/cpu/eval_linalg.h"
 #include "base/threads.h"
 
@@ -26,18 +26,7 @@
 /* Work items of less than this many multiply-adds per thread stay on one thread. */
 #define GEMV_PAR_MACS 65536
 
-static bool have_fma(void) {
-    static atomic_int cached = -1;
-    int v = atomic_load_explicit(&cached, memory_order_relaxed);
-    if (v < 0) {
-        __builtin_cpu_init();
-        v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 1 : 0;
-        atomic_store_explicit(&cached, v, memory_order_relaxed);
-    }
-    return v == 1;
-}
-
-bool kiln__gemv_f32_available(void) { return have_fma(); }
+bool kiln__gemv_f32_available(void) { return kiln__cpu_avx2_fma(); }
 
 /* y[j0..j1) = x[0] * row 0. */
 FMA_TARGET static void first_row(const float *m, float x0, float *y, int64_t j0, int64_t j1) {

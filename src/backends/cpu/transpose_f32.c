@@ -7,8 +7,8 @@
  * and write whole 64-byte lines, so every line is fetched and written once. Pure data
  * movement: the bits do not depend on how the work is split. */
 #include <immintrin.h>
-#include <stdatomic.h>
 
+#include "backends/cpu/cpu_features.h"
 #include "backends/cpu/eval_linalg.h"
 #include "base/threads.h"
 
@@ -16,17 +16,6 @@
 #define TILE 16
 /* Elements per thread at least: a thread's share must outweigh waking it. */
 #define MIN_ELEMS_PER_THREAD 65536
-
-static bool have_avx2(void) {
-    static atomic_int cached = -1;
-    int v = atomic_load_explicit(&cached, memory_order_relaxed);
-    if (v < 0) {
-        __builtin_cpu_init();
-        v = __builtin_cpu_supports("avx2") ? 1 : 0;
-        atomic_store_explicit(&cached, v, memory_order_relaxed);
-    }
-    return v == 1;
-}
 
 /* Rows d[0..8) (each 8 wide) = the transpose of src (8 x 8, ld lds). */
 AVX2_TARGET static inline void t8x8(const float *src, int64_t lds, float *const *d) {
@@ -131,7 +120,7 @@ void kiln__transpose_f32(const float *src, float *dst, int64_t batch, int64_t ro
                        .src_stride = src_stride,
                        .dst_stride = dst_stride,
                        .bands = (rows + TILE - 1) / TILE,
-                       .avx2 = have_avx2()};
+                       .avx2 = kiln__cpu_avx2()};
     int64_t per_item = TILE * cols;
     int64_t grain = per_item >= MIN_ELEMS_PER_THREAD ? 1 : MIN_ELEMS_PER_THREAD / per_item;
     kiln__parallel_for(batch * j.bands, grain, transpose_range, &j);

@@ -16,9 +16,9 @@
  * form keeps sin(-0) = -0. Each step below is one IEEE double operation (fma() is one
  * rounding), so the scalar form and the vector forms give the same bits. */
 #include "backends/cpu/vmath.h"
+#include "backends/cpu/cpu_features.h"
 
 #include <math.h>
-#include <stdatomic.h>
 #include <string.h>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -215,18 +215,11 @@ static AVX512_TARGET void cos_avx512(const float *x, float *r, int64_t n) {
     run_avx512(x, r, n, true);
 }
 
-/* The widest instruction set the CPU has, asked once (concurrent first calls store the same
- * answer). */
+/* The widest instruction set the CPU has. */
 static kiln__vm_isa cpu_isa(void) {
-    static atomic_int cached = -1;
-    int v = atomic_load_explicit(&cached, memory_order_relaxed);
-    if (v < 0) {
-        bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-        bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
-        v = avx2 && avx512 ? KILN__VM_AVX512 : avx2 ? KILN__VM_AVX2 : KILN__VM_BASELINE;
-        atomic_store_explicit(&cached, v, memory_order_relaxed);
-    }
-    return (kiln__vm_isa)v;
+    return kiln__cpu_avx512()     ? KILN__VM_AVX512
+           : kiln__cpu_avx2_fma() ? KILN__VM_AVX2
+                                  : KILN__VM_BASELINE;
 }
 
 #else

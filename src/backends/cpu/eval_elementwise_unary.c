@@ -3,6 +3,7 @@
  * overflowing (abs(INT_MIN) = INT_MIN, negate of unsigned wraps). */
 #include "backends/cpu/cpu_features.h"
 #include "backends/cpu/eval_elementwise.h"
+#include "backends/cpu/sleef_avx2.h"
 #include "backends/cpu/vmath.h"
 
 #define KERNEL(NAME)                                                            \
@@ -55,23 +56,7 @@ FLOAT_UNARY(rsqrt, 1.0f / sqrtf(x), 1.0 / sqrt(x))
  * result does not depend on its position. Otherwise (and always for the scalar expressions
  * E32/E64) scalar libm. */
 #ifdef KILN_HAVE_SLEEF
-#include <immintrin.h>
-
-#define KILN_AVX2 __attribute__((target("avx2,fma")))
-
-#define SLEEF_DECL(f)                                      \
-    extern KILN_AVX2 __m256 Sleef_##f##f8_u10avx2(__m256); \
-    extern KILN_AVX2 __m256d Sleef_##f##d4_u10avx2(__m256d);
-SLEEF_DECL(exp)
-SLEEF_DECL(expm1)
-SLEEF_DECL(log)
-SLEEF_DECL(log1p)
-SLEEF_DECL(sin)
-SLEEF_DECL(cos)
-SLEEF_DECL(tan)
-SLEEF_DECL(tanh)
-SLEEF_DECL(cbrt)
-#undef SLEEF_DECL
+#define KILN_AVX2 KILN_SLEEF_AVX2
 
 /* V32/V64: expressions of the vector v (__m256 / __m256d). */
 #define VEC_UNARY_F32(name, E32, V32)                                                   \
@@ -129,35 +114,11 @@ SLEEF_DECL(cbrt)
 #define VEC_UNARY(name, E32, E64, V32, V64) \
     VEC_UNARY_F32(name, E32, V32) VEC_UNARY_F64(name, E64, V64)
 
-/* logistic: e = exp(-|x|); x < 0 ? e / (1 + e) : 1 / (1 + e), as the scalar form. */
-static KILN_AVX2 __m256 sigmoid_v8(__m256 v) {
-    __m256 one = _mm256_set1_ps(1.0f);
-    __m256 e = Sleef_expf8_u10avx2(_mm256_or_ps(v, _mm256_set1_ps(-0.0f)));
-    __m256 d = _mm256_add_ps(one, e);
-    __m256 neg = _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ);
-    return _mm256_div_ps(_mm256_blendv_ps(one, e, neg), d);
-}
-static KILN_AVX2 __m256d sigmoid_v4(__m256d v) {
-    __m256d one = _mm256_set1_pd(1.0);
-    __m256d e = Sleef_expd4_u10avx2(_mm256_or_pd(v, _mm256_set1_pd(-0.0)));
-    __m256d d = _mm256_add_pd(one, e);
-    __m256d neg = _mm256_cmp_pd(v, _mm256_setzero_pd(), _CMP_LT_OQ);
-    return _mm256_div_pd(_mm256_blendv_pd(one, e, neg), d);
-}
-/* SLEEF's log1p overflows to inf above about 1e38 (f32) / 1e307 (f64); there
- * log1p(x) == log(x) to far below an ulp, so take log for x > 1e30 / 1e300. */
-static KILN_AVX2 __m256 log1p_big_v8(__m256 v) {
-    __m256 big = _mm256_cmp_ps(v, _mm256_set1_ps(1e30f), _CMP_GT_OQ);
-    return _mm256_blendv_ps(Sleef_log1pf8_u10avx2(v), Sleef_logf8_u10avx2(v), big);
-}
-static KILN_AVX2 __m256d log1p_big_v4(__m256d v) {
-    __m256d big = _mm256_cmp_pd(v, _mm256_set1_pd(1e300), _CMP_GT_OQ);
-    return _mm256_blendv_pd(Sleef_log1pd4_u10avx2(v), Sleef_logd4_u10avx2(v), big);
-}
-#define LOG1P_UNARY(E32, E64) VEC_UNARY(log1p, E32, E64, log1p_big_v8(v), log1p_big_v4(v))
+#define LOG1P_UNARY(E32, E64) VEC_UNARY(log1p, E32, E64, kiln__log1p_v8(v), kiln__log1p_v4(v))
 #define SLEEF_UNARY(name, E32, E64) \
     VEC_UNARY(name, E32, E64, Sleef_##name##f8_u10avx2(v), Sleef_##name##d4_u10avx2(v))
-#define LOGISTIC_UNARY(E32, E64) VEC_UNARY(logistic, E32, E64, sigmoid_v8(v), sigmoid_v4(v))
+#define LOGISTIC_UNARY(E32, E64) \
+    VEC_UNARY(logistic, E32, E64, kiln__sigmoid_v8(v), kiln__sigmoid_v4(v))
 #define SLEEF_UNARY_F64(name, E64) VEC_UNARY_F64(name, E64, Sleef_##name##d4_u10avx2(v))
 #else
 #define SLEEF_UNARY(name, E32, E64) FLOAT_UNARY(name, E32, E64)

@@ -9,6 +9,7 @@
 #include <math.h>
 
 #include "backends/cpu/eval_elementwise.h"
+#include "backends/cpu/sleef_avx2.h"
 #include "backends/cpu/vmath.h"
 
 #define AVX2_TARGET __attribute__((target("avx2,fma")))
@@ -136,45 +137,6 @@ SCALAR_LOOP(cbrt_f64s, double, cbrt(x))
 SCALAR_LOOP(logistic_f64s, double, x < 0.0 ? exp(x) / (1.0 + exp(x)) : 1.0 / (1.0 + exp(-x)))
 
 #ifdef KILN_HAVE_SLEEF
-#include <immintrin.h>
-
-#define SLEEF_DECL(f)                                        \
-    extern AVX2_TARGET __m256 Sleef_##f##f8_u10avx2(__m256); \
-    extern AVX2_TARGET __m256d Sleef_##f##d4_u10avx2(__m256d);
-SLEEF_DECL(exp)
-SLEEF_DECL(expm1)
-SLEEF_DECL(log)
-SLEEF_DECL(log1p)
-SLEEF_DECL(sin)
-SLEEF_DECL(cos)
-SLEEF_DECL(tan)
-SLEEF_DECL(tanh)
-SLEEF_DECL(cbrt)
-#undef SLEEF_DECL
-
-static AVX2_TARGET __m256 sigmoid_v8(__m256 v) {
-    __m256 one = _mm256_set1_ps(1.0f);
-    __m256 e = Sleef_expf8_u10avx2(_mm256_or_ps(v, _mm256_set1_ps(-0.0f)));
-    __m256 d = _mm256_add_ps(one, e);
-    __m256 neg = _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ);
-    return _mm256_div_ps(_mm256_blendv_ps(one, e, neg), d);
-}
-static AVX2_TARGET __m256d sigmoid_v4(__m256d v) {
-    __m256d one = _mm256_set1_pd(1.0);
-    __m256d e = Sleef_expd4_u10avx2(_mm256_or_pd(v, _mm256_set1_pd(-0.0)));
-    __m256d d = _mm256_add_pd(one, e);
-    __m256d neg = _mm256_cmp_pd(v, _mm256_setzero_pd(), _CMP_LT_OQ);
-    return _mm256_div_pd(_mm256_blendv_pd(one, e, neg), d);
-}
-static AVX2_TARGET __m256 log1p_v8(__m256 v) {
-    __m256 big = _mm256_cmp_ps(v, _mm256_set1_ps(1e30f), _CMP_GT_OQ);
-    return _mm256_blendv_ps(Sleef_log1pf8_u10avx2(v), Sleef_logf8_u10avx2(v), big);
-}
-static AVX2_TARGET __m256d log1p_v4(__m256d v) {
-    __m256d big = _mm256_cmp_pd(v, _mm256_set1_pd(1e300), _CMP_GT_OQ);
-    return _mm256_blendv_pd(Sleef_log1pd4_u10avx2(v), Sleef_logd4_u10avx2(v), big);
-}
-
 /* Whole vectors, then the last partial one through a padded copy (as the evaluator). */
 #define VEC_PRIM32(name, V32)                                                                     \
     static AVX2_TARGET void name##_f32v(void *r_, const void *a_, const void *b_, const void *c_, \
@@ -228,8 +190,8 @@ VEC_PRIM64(cos, Sleef_cosd4_u10avx2(v))
 SLEEF_PRIM(tan)
 SLEEF_PRIM(tanh)
 SLEEF_PRIM(cbrt)
-VEC_PRIM(log1p, log1p_v8(v), log1p_v4(v))
-VEC_PRIM(logistic, sigmoid_v8(v), sigmoid_v4(v))
+VEC_PRIM(log1p, kiln__log1p_v8(v), kiln__log1p_v4(v))
+VEC_PRIM(logistic, kiln__sigmoid_v8(v), kiln__sigmoid_v4(v))
 /* AVX-512 for exp (f32, f64) and f64 sin and cos: the same SLEEF functions 16 floats or 8
  * doubles at a time, whose results equal the 8-wide ones' element by element
  * (tests/runtime/test_fused.c compares them with the evaluator's bit for bit; log, for one, does

@@ -1023,11 +1023,8 @@ static kiln_status grad_everything(kiln_ctx *cx, kiln_tensor *const *in, kiln_te
 Test(autodiff, allocation_failure_at_every_point_leaks_nothing) {
     for (int traced = 0; traced < 2; traced++) {
         failing_allocator fa;
-        failing_allocator_init(&fa, -1);
-        kiln_ctx_options opts = kiln_ctx_options_default();
-        opts.allocator = &fa.allocator;
-        kiln_ctx *cx = NULL;
-        cr_assert_eq(kiln_ctx_create(&opts, &cx), KILN_OK);
+        kiln_ctx *cx = failing_allocator_ctx(&fa);
+        cr_assert_not_null(cx);
         kiln_arg_spec a = {.dtype = KILN_F64, .shape = KILN_SHAPE(3)};
         int64_t base = fa.live_blocks, k = 0;
         for (;; k++) {

@@ -232,11 +232,8 @@ Test(scope, nest_and_unbalanced_end_is_an_error) {
 
 Test(alloc, every_allocation_goes_through_the_injected_allocator) {
     failing_allocator fa;
-    failing_allocator_init(&fa, -1);
-    kiln_ctx_options o = kiln_ctx_options_default();
-    o.allocator = &fa.allocator;
-    kiln_ctx *cx = NULL;
-    cr_assert_eq(kiln_ctx_create(&o, &cx), KILN_OK);
+    kiln_ctx *cx = failing_allocator_ctx(&fa);
+    cr_assert_not_null(cx);
     cr_assert_eq(fa.allocations, 1); /* the ctx itself */
     cr_assert_eq(kiln_ctx_allocator(cx)->user, &fa);
     kiln_scope_begin(cx);

@@ -123,11 +123,8 @@ Test(print, to_a_stream, .init = cr_redirect_stdout) {
 Test(print, allocation_failure_is_reported) {
     for (int64_t n = 4; n < 12; n++) {
         failing_allocator fa;
-        failing_allocator_init(&fa, -1);
-        kiln_ctx_options o = kiln_ctx_options_default();
-        o.allocator = &fa.allocator;
-        kiln_ctx *cx = NULL;
-        cr_assert_eq(kiln_ctx_create(&o, &cx), KILN_OK);
+        kiln_ctx *cx = failing_allocator_ctx(&fa);
+        cr_assert_not_null(cx);
         kiln_tensor *t = kiln_arange(cx, KILN_F32, 0, 500, 1);
         fa.fail_after = fa.allocations + (n - 4); /* let a few string blocks through */
         char *s = kiln_tensor_to_string(cx, t, NULL);

@@ -166,11 +166,8 @@ Test(tensor, wrap_host_failure_leaves_the_memory_to_the_caller) {
 
 Test(scope, end_frees_unretained_tensors_and_retained_ones_survive) {
     failing_allocator fa;
-    failing_allocator_init(&fa, -1);
-    kiln_ctx_options o = kiln_ctx_options_default();
-    o.allocator = &fa.allocator;
-    kiln_ctx *cx = NULL;
-    cr_assert_eq(kiln_ctx_create(&o, &cx), KILN_OK);
+    kiln_ctx *cx = failing_allocator_ctx(&fa);
+    cr_assert_not_null(cx);
     int64_t base = fa.live_blocks;
     kiln_scope_begin(cx);
     kiln_tensor *a = kiln_ones(cx, KILN_F32, KILN_SHAPE(8));

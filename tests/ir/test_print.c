@@ -1332,11 +1332,8 @@ Test(print, allocation_failures_return_null_without_leaks) {
     bool completed = false;
     for (int64_t n = 0; n < 64 && !completed; n++) {
         failing_allocator fa;
-        failing_allocator_init(&fa, -1);
-        kiln_ctx_options o = kiln_ctx_options_default();
-        o.allocator = &fa.allocator;
-        kiln_ctx *cx = NULL;
-        cr_assert_eq(kiln_ctx_create(&o, &cx), KILN_OK);
+        kiln_ctx *cx = failing_allocator_ctx(&fa);
+        cr_assert_not_null(cx);
         kiln_arg_spec args[3] = {arg(KILN_F32, KILN_SHAPE(2)), arg(KILN_I32, KILN_SHAPE_SCALAR),
                                  arg(KILN_F32, KILN_SHAPE(2))};
         kiln_module *big = lower(cx, many_steps, &steps, args, 1, 1);

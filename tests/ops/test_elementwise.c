@@ -1458,11 +1458,8 @@ Test(elementwise, allocation_failure) {
         int64_t failing_runs = 0;
         for (int64_t k = 0; k < 64; k++) {
             failing_allocator fa;
-            failing_allocator_init(&fa, -1);
-            kiln_ctx_options o = kiln_ctx_options_default();
-            o.allocator = &fa.allocator;
-            kiln_ctx *cx = NULL;
-            cr_assert_eq(kiln_ctx_create(&o, &cx), KILN_OK);
+            kiln_ctx *cx = failing_allocator_ctx(&fa);
+            cr_assert_not_null(cx);
             kiln_tensor *a =
                 make_shaped(cx, KILN_F32, KILN_SHAPE(2, 3), (const float[]){1, 2, 3, 4, 5, 6});
             kiln_tensor *b = make_shaped(cx, KILN_F32, KILN_SHAPE(3), (const float[]){1, 2, 3});

@@ -1138,11 +1138,8 @@ Test(indexing, allocation_failures_are_reported_without_leaks) {
     op_under_test ops[5] = {run_gather, run_scatter, run_sort, run_take, run_one_hot};
     for (int o = 0; o < 5; o++) {
         failing_allocator fa;
-        failing_allocator_init(&fa, -1);
-        kiln_ctx_options opt = kiln_ctx_options_default();
-        opt.allocator = &fa.allocator;
-        kiln_ctx *cx = NULL;
-        cr_assert_eq(kiln_ctx_create(&opt, &cx), KILN_OK);
+        kiln_ctx *cx = failing_allocator_ctx(&fa);
+        cr_assert_not_null(cx);
         kiln_tensor *in[3] = {counting(cx, KILN_SHAPE(4, 3)),
                               make_i64(cx, KILN_SHAPE(2, 1), I64S(3, 1)),
                               counting(cx, KILN_SHAPE(2, 3))};

@@ -1266,11 +1266,8 @@ Test(linalg, allocation_failures_are_reported_without_leaks) {
         for (int64_t k = 0; !done; k++) {
             cr_assert_lt(k, 200);
             failing_allocator fa;
-            failing_allocator_init(&fa, -1);
-            kiln_ctx_options o = kiln_ctx_options_default();
-            o.allocator = &fa.allocator;
-            kiln_ctx *cx = NULL;
-            cr_assert_eq(kiln_ctx_create(&o, &cx), KILN_OK);
+            kiln_ctx *cx = failing_allocator_ctx(&fa);
+            cr_assert_not_null(cx);
             kiln_tensor *a = kiln_iota(cx, KILN_F16, KILN_SHAPE(2, 3, 4), 1);
             kiln_tensor *b = kiln_iota(cx, KILN_F16, KILN_SHAPE(4, 3, 2), 0);
             kiln_tensor *c = kiln_iota(cx, KILN_I8, KILN_SHAPE(2, 3, 5, 4), 2);

@@ -620,11 +620,8 @@ Test(fused, printing_rejects_null_arguments) {
 
 Test(fused, printing_reports_an_allocation_failure) {
     failing_allocator fa;
-    failing_allocator_init(&fa, -1);
-    kiln_ctx_options o = kiln_ctx_options_default();
-    o.allocator = &fa.allocator;
-    kiln_ctx *cx = NULL;
-    cr_assert_eq(kiln_ctx_create(&o, &cx), KILN_OK);
+    kiln_ctx *cx = failing_allocator_ctx(&fa);
+    cr_assert_not_null(cx);
     kiln_arg_spec a = {.dtype = KILN_F32, .shape = KILN_SHAPE(3)};
     kiln_exe *exe = compile(cx, expsin, NULL, &a, 1, 1, true);
     fa.fail_after = fa.allocations;

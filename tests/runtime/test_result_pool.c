@@ -60,11 +60,8 @@ static kiln_tensor *call(kiln_ctx *cx, kiln_exe *exe, kiln_tensor *x) {
 
 Test(result_pool, a_released_result_buffer_is_reused) {
     failing_allocator fa;
-    failing_allocator_init(&fa, -1);
-    kiln_ctx_options o = kiln_ctx_options_default();
-    o.allocator = &fa.allocator;
-    kiln_ctx *cx = NULL;
-    cr_assert_eq(kiln_ctx_create(&o, &cx), KILN_OK);
+    kiln_ctx *cx = failing_allocator_ctx(&fa);
+    cr_assert_not_null(cx);
     kiln_exe *exe = compile_square(cx, false);
     kiln_tensor *x1 = input(cx, 1), *x2 = input(cx, 2);
     kiln_tensor *r = call(cx, exe, x1);
@@ -144,11 +141,8 @@ Test(result_pool, results_outlive_the_executable) {
 
 Test(result_pool, pooled_bytes_are_bounded_and_freed_with_the_executable) {
     failing_allocator fa;
-    failing_allocator_init(&fa, -1);
-    kiln_ctx_options o = kiln_ctx_options_default();
-    o.allocator = &fa.allocator;
-    kiln_ctx *cx = NULL;
-    cr_assert_eq(kiln_ctx_create(&o, &cx), KILN_OK);
+    kiln_ctx *cx = failing_allocator_ctx(&fa);
+    cr_assert_not_null(cx);
     kiln_exe *exe = compile_square(cx, false);
     kiln_tensor *x = input(cx, 4);
     int64_t before = fa.live_bytes;
@@ -170,11 +164,8 @@ Test(result_pool, pooled_bytes_are_bounded_and_freed_with_the_executable) {
 
 Test(result_pool, a_ctx_with_another_allocator_gets_its_own_buffer) {
     failing_allocator fa;
-    failing_allocator_init(&fa, -1);
-    kiln_ctx_options o = kiln_ctx_options_default();
-    o.allocator = &fa.allocator;
-    kiln_ctx *other = NULL;
-    cr_assert_eq(kiln_ctx_create(&o, &other), KILN_OK);
+    kiln_ctx *other = failing_allocator_ctx(&fa);
+    cr_assert_not_null(other);
     kiln_ctx *cx = test_ctx();
     kiln_exe *exe = compile_square(cx, false);
     kiln_tensor *x = input(cx, 5);
@@ -196,11 +187,8 @@ Test(result_pool, a_ctx_with_another_allocator_gets_its_own_buffer) {
 
 Test(result_pool, out_of_memory_for_a_result_is_reported) {
     failing_allocator fa;
-    failing_allocator_init(&fa, -1);
-    kiln_ctx_options o = kiln_ctx_options_default();
-    o.allocator = &fa.allocator;
-    kiln_ctx *cx = NULL;
-    cr_assert_eq(kiln_ctx_create(&o, &cx), KILN_OK);
+    kiln_ctx *cx = failing_allocator_ctx(&fa);
+    cr_assert_not_null(cx);
     kiln_exe *exe = compile_square(cx, false);
     kiln_tensor *x = input(cx, 6);
     kiln_tensor *warm = call(cx, exe, x); /* the call state exists now */
@@ -276,11 +264,8 @@ Test(result_pool, two_threads_share_an_executable) {
 
 Test(result_pool, a_tensor_over_too_small_storage_is_refused) {
     failing_allocator fa;
-    failing_allocator_init(&fa, -1);
-    kiln_ctx_options o = kiln_ctx_options_default();
-    o.allocator = &fa.allocator;
-    kiln_ctx *cx = NULL;
-    cr_assert_eq(kiln_ctx_create(&o, &cx), KILN_OK);
+    kiln_ctx *cx = failing_allocator_ctx(&fa);
+    cr_assert_not_null(cx);
     kiln__storage *s = kiln__storage_new(cx, "test", 16);
     cr_assert_not_null(s);
     cr_expect_null(kiln__tensor_new_on(cx, "test", KILN_F32, KILN_SHAPE(5), s));
@@ -306,11 +291,8 @@ static kiln_status negate_fn(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor *
 /* Bytes the first call of negate over f32[n] leaves allocated (its result held). */
 static int64_t first_call_bytes(int64_t n) {
     failing_allocator fa;
-    failing_allocator_init(&fa, -1);
-    kiln_ctx_options o = kiln_ctx_options_default();
-    o.allocator = &fa.allocator;
-    kiln_ctx *cx = NULL;
-    cr_assert_eq(kiln_ctx_create(&o, &cx), KILN_OK);
+    kiln_ctx *cx = failing_allocator_ctx(&fa);
+    cr_assert_not_null(cx);
     kiln_region fn = {negate_fn, NULL};
     kiln_arg_spec arg = {.dtype = KILN_F32, .shape = KILN_SHAPE(n)};
     kiln_module *m = NULL;

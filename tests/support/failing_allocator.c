@@ -40,3 +40,11 @@ void failing_allocator_init(failing_allocator *fa, int64_t fail_after) {
     fa->fail_after = fail_after;
     fa->allocator = (kiln_allocator){.alloc = fa_alloc, .free = fa_free, .user = fa};
 }
+
+kiln_ctx *failing_allocator_ctx(failing_allocator *fa) {
+    failing_allocator_init(fa, -1);
+    kiln_ctx_options o = kiln_ctx_options_default();
+    o.allocator = &fa->allocator;
+    kiln_ctx *cx = NULL;
+    return kiln_ctx_create(&o, &cx) == KILN_OK ? cx : NULL;
+}

@@ -18,4 +18,8 @@ typedef struct failing_allocator {
 
 void failing_allocator_init(failing_allocator *fa, int64_t fail_after);
 
+/* Initialises fa (never failing until fail_after is set) and returns a new ctx allocating
+ * through it (the caller releases it), or NULL when the ctx cannot be made. */
+kiln_ctx *failing_allocator_ctx(failing_allocator *fa);
+
 #endif

@@ -1981,6 +1981,49 @@ Test(random_programs, comparison_detects_differences) {
 
 /* ---- regressions: programs this generator found, minimised ---------------------------- */
 
+/* Lowers fn over args (lower options lo, may be NULL) and compiles it. */
+static kiln_exe *lower_and_compile(kiln_ctx *cx, kiln_region_fn fn, const kiln_arg_spec *args,
+                                   int32_t n_args, int32_t n_results,
+                                   const kiln_lower_options *lo) {
+    kiln_region r = {fn, NULL};
+    kiln_module *m = NULL;
+    cr_assert_eq(kiln_lower(cx, &r, args, n_args, n_results, lo, &m), KILN_OK, "%s",
+                 kiln_ctx_error_message(cx));
+    kiln_exe *exe = NULL;
+    cr_assert_eq(kiln_compile(cx, m, NULL, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    kiln_module_release(m);
+    return exe;
+}
+
+/* Calls exe (two f32[4] arguments x, y; results x + y and x) and checks both results. */
+static void expect_sum_and_x(kiln_ctx *cx, kiln_exe *exe) {
+    float xv[4] = {1, 2, 3, 4}, yv[4] = {10, 20, 30, 40};
+    kiln_tensor *x = kiln_tensor_from_host(cx, KILN_F32, KILN_SHAPE(4), xv, sizeof xv);
+    kiln_tensor *y = kiln_tensor_from_host(cx, KILN_F32, KILN_SHAPE(4), yv, sizeof yv);
+    kiln_tensor *out[2];
+    cr_assert_eq(kiln_exe_call(cx, exe, (kiln_tensor *[]){x, y}, out), KILN_OK, "%s",
+                 kiln_ctx_error_message(cx));
+    const float *sum = kiln_tensor_data(out[0]), *same_x = kiln_tensor_data(out[1]);
+    for (int i = 0; i < 4; i++) {
+        cr_expect_eq(sum[i], xv[i] + yv[i], "sum[%d] = %g", i, (double)sum[i]);
+        cr_expect_eq(same_x[i], xv[i], "result 1 [%d] = %g, expected %g", i, (double)same_x[i],
+                     (double)xv[i]);
+    }
+}
+
+/* Calls exe on args with 1 and with 2 threads: result 0 must be the same bits. */
+static void expect_same_bits_on_1_and_2_threads(kiln_ctx *cx, kiln_exe *exe,
+                                                kiln_tensor *const *args) {
+    kiln_tensor *r1[1], *r2[1];
+    kiln__threads_set_count(1);
+    cr_assert_eq(kiln_exe_call(cx, exe, args, r1), KILN_OK);
+    kiln__threads_set_count(2);
+    cr_assert_eq(kiln_exe_call(cx, exe, args, r2), KILN_OK);
+    kiln__threads_set_count(0);
+    char why[512];
+    cr_expect(same(r1[0], r2[0], 0, why, sizeof why), "2 threads against 1: %s", why);
+}
+
 static kiln_status donated_forwarded(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
                                      void *user) {
     (void)user;
@@ -1994,28 +2037,12 @@ static kiln_status donated_forwarded(kiln_ctx *cx, kiln_tensor *const *in, kiln_
  * now marks such a result preserved and drops the other result's alias). */
 Test(random_programs, regression_donated_argument_forwarded_by_passes) {
     kiln_ctx *cx = test_ctx();
-    kiln_region fn = {donated_forwarded, NULL};
     kiln_arg_spec a[2] = {{.dtype = KILN_F32, .shape = KILN_SHAPE(4)},
                           {.dtype = KILN_F32, .shape = KILN_SHAPE(4)}};
     kiln_lower_options lo = kiln_lower_options_default();
     lo.donate_all = true;
-    kiln_module *m = NULL;
-    cr_assert_eq(kiln_lower(cx, &fn, a, 2, 2, &lo, &m), KILN_OK, "%s", kiln_ctx_error_message(cx));
-    kiln_exe *exe = NULL;
-    cr_assert_eq(kiln_compile(cx, m, NULL, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
-    kiln_module_release(m);
-    float xv[4] = {1, 2, 3, 4}, yv[4] = {10, 20, 30, 40};
-    kiln_tensor *x = kiln_tensor_from_host(cx, KILN_F32, KILN_SHAPE(4), xv, sizeof xv);
-    kiln_tensor *y = kiln_tensor_from_host(cx, KILN_F32, KILN_SHAPE(4), yv, sizeof yv);
-    kiln_tensor *out[2];
-    cr_assert_eq(kiln_exe_call(cx, exe, (kiln_tensor *[]){x, y}, out), KILN_OK, "%s",
-                 kiln_ctx_error_message(cx));
-    const float *sum = kiln_tensor_data(out[0]), *same_x = kiln_tensor_data(out[1]);
-    for (int i = 0; i < 4; i++) {
-        cr_expect_eq(sum[i], xv[i] + yv[i], "sum[%d] = %g", i, (double)sum[i]);
-        cr_expect_eq(same_x[i], xv[i], "reshape(x)[%d] = %g, expected %g", i, (double)same_x[i],
-                     (double)xv[i]);
-    }
+    kiln_exe *exe = lower_and_compile(cx, donated_forwarded, a, 2, 2, &lo);
+    expect_sum_and_x(cx, exe);
     kiln_exe_release(exe);
     kiln_ctx_release(cx);
 }
@@ -2033,17 +2060,11 @@ static kiln_status i8_sum(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **ou
  * 4 - 12 instead of 4 - 32). */
 Test(random_programs, regression_i8_sum_of_fused_producer) {
     kiln_ctx *cx = test_ctx();
-    kiln_region fn = {i8_sum, NULL};
     static const int64_t sizes[] = {15, 16, 17, 32, 33, 100};
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
         int64_t n = sizes[k];
         kiln_arg_spec a = {.dtype = KILN_I8, .shape = KILN_SHAPE(n)};
-        kiln_module *m = NULL;
-        cr_assert_eq(kiln_lower(cx, &fn, &a, 1, 2, NULL, &m), KILN_OK, "%s",
-                     kiln_ctx_error_message(cx));
-        kiln_exe *exe = NULL;
-        cr_assert_eq(kiln_compile(cx, m, NULL, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
-        kiln_module_release(m);
+        kiln_exe *exe = lower_and_compile(cx, i8_sum, &a, 1, 2, NULL);
         int8_t v[100];
         for (int64_t i = 0; i < n; i++)
             v[i] = (int8_t)(i % 3 - 1); /* -1, 0, 1, ... */
@@ -2080,25 +2101,13 @@ static kiln_status big_dot(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **o
  * against ...116 at [39, 9, 7]); results must not depend on the thread count. */
 Test(random_programs, regression_dot_f64_bits_per_thread_count) {
     kiln_ctx *cx = test_ctx();
-    kiln_region fn = {big_dot, NULL};
     kiln_arg_spec a[2] = {{.dtype = KILN_F64, .shape = KILN_SHAPE(60, 61, 2)},
                           {.dtype = KILN_F64, .shape = KILN_SHAPE(19, 2, 60, 17)}};
-    kiln_module *m = NULL;
-    cr_assert_eq(kiln_lower(cx, &fn, a, 2, 1, NULL, &m), KILN_OK, "%s", kiln_ctx_error_message(cx));
-    kiln_exe *exe = NULL;
-    cr_assert_eq(kiln_compile(cx, m, NULL, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
-    kiln_module_release(m);
+    kiln_exe *exe = lower_and_compile(cx, big_dot, a, 2, 1, NULL);
     /* The data of the minimised program (its inputs' seeds). */
     kiln_tensor *x = random_tensor(cx, UINT64_C(3942478486504282552), KILN_F64, a[0].shape);
     kiln_tensor *y = random_tensor(cx, UINT64_C(4708212403713858285), KILN_F64, a[1].shape);
-    kiln_tensor *r1[1], *r2[1];
-    kiln__threads_set_count(1);
-    cr_assert_eq(kiln_exe_call(cx, exe, (kiln_tensor *[]){x, y}, r1), KILN_OK);
-    kiln__threads_set_count(2);
-    cr_assert_eq(kiln_exe_call(cx, exe, (kiln_tensor *[]){x, y}, r2), KILN_OK);
-    kiln__threads_set_count(0);
-    char why[512];
-    cr_expect(same(r1[0], r2[0], 0, why, sizeof why), "2 threads against 1: %s", why);
+    expect_same_bits_on_1_and_2_threads(cx, exe, (kiln_tensor *[]){x, y});
     kiln_exe_release(exe);
     kiln_ctx_release(cx);
 }
@@ -2121,24 +2130,12 @@ static kiln_status grouped_conv(kiln_ctx *cx, kiln_tensor *const *in, kiln_tenso
  * on 2 threads than on 1 (2.6070058345794678 against 2.6070055961608887 at [0, 0, 0]). */
 Test(random_programs, regression_grouped_conv_bits_per_thread_count) {
     kiln_ctx *cx = test_ctx();
-    kiln_region fn = {grouped_conv, NULL};
     kiln_arg_spec a[2] = {{.dtype = KILN_F32, .shape = KILN_SHAPE(1, 3, 2)},
                           {.dtype = KILN_F32, .shape = KILN_SHAPE(6, 1, 3)}};
-    kiln_module *m = NULL;
-    cr_assert_eq(kiln_lower(cx, &fn, a, 2, 1, NULL, &m), KILN_OK, "%s", kiln_ctx_error_message(cx));
-    kiln_exe *exe = NULL;
-    cr_assert_eq(kiln_compile(cx, m, NULL, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
-    kiln_module_release(m);
+    kiln_exe *exe = lower_and_compile(cx, grouped_conv, a, 2, 1, NULL);
     kiln_tensor *args[2] = {random_tensor(cx, UINT64_C(7700876380726), KILN_F32, a[0].shape),
                             random_tensor(cx, UINT64_C(5003933868078492007), KILN_F32, a[1].shape)};
-    kiln_tensor *r1[1], *r2[1];
-    kiln__threads_set_count(1);
-    cr_assert_eq(kiln_exe_call(cx, exe, args, r1), KILN_OK);
-    kiln__threads_set_count(2);
-    cr_assert_eq(kiln_exe_call(cx, exe, args, r2), KILN_OK);
-    kiln__threads_set_count(0);
-    char why[512];
-    cr_expect(same(r1[0], r2[0], 0, why, sizeof why), "2 threads against 1: %s", why);
+    expect_same_bits_on_1_and_2_threads(cx, exe, args);
     kiln_exe_release(exe);
     kiln_ctx_release(cx);
 }
@@ -2163,18 +2160,7 @@ Test(random_programs, regression_returned_argument_also_aliased) {
     kiln_exe *exe = NULL;
     cr_assert_eq(kiln_compile(cx, m, &o, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
     kiln_module_release(m);
-    float xv[4] = {1, 2, 3, 4}, yv[4] = {10, 20, 30, 40};
-    kiln_tensor *x = kiln_tensor_from_host(cx, KILN_F32, KILN_SHAPE(4), xv, sizeof xv);
-    kiln_tensor *y = kiln_tensor_from_host(cx, KILN_F32, KILN_SHAPE(4), yv, sizeof yv);
-    kiln_tensor *out[2];
-    cr_assert_eq(kiln_exe_call(cx, exe, (kiln_tensor *[]){x, y}, out), KILN_OK, "%s",
-                 kiln_ctx_error_message(cx));
-    const float *sum = kiln_tensor_data(out[0]), *same_x = kiln_tensor_data(out[1]);
-    for (int i = 0; i < 4; i++) {
-        cr_expect_eq(sum[i], xv[i] + yv[i], "sum[%d] = %g", i, (double)sum[i]);
-        cr_expect_eq(same_x[i], xv[i], "result 1 [%d] = %g, expected %g", i, (double)same_x[i],
-                     (double)xv[i]);
-    }
+    expect_sum_and_x(cx, exe);
     kiln_exe_release(exe);
     kiln_ctx_release(cx);
 }

@@ -6,18 +6,15 @@
 #include "kiln/npy.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "base/alloc.h"
 #include "base/ctx_internal.h"
 #include "core/tensor_internal.h"
+#include "io/file.h"
 
 #define NPY_MAGIC "\x93NUMPY"
 #define NPY_MAGIC_LEN 6
@@ -361,30 +358,19 @@ kiln_status kiln_npy_load_buffer(kiln_ctx *cx, const void *data, size_t size,
     return KILN_OK;
 }
 
-static kiln_status io_error(kiln_ctx *cx, const char *path, const char *what, int err) {
-    kiln_status s = err == ENOENT                                     ? KILN_NOT_FOUND
-                    : (err == EACCES || err == EPERM || err == EROFS) ? KILN_PERMISSION_DENIED
-                                                                      : KILN_UNAVAILABLE;
-    return kiln_ctx_set_error(cx, s, "%s: cannot %s: %s", path, what, strerror(err));
-}
-
 static kiln_status read_exact(kiln_ctx *cx, const char *path, FILE *f, void *dst, size_t n,
                               const char *what) {
     if (n == 0) return KILN_OK;
     size_t got = fread(dst, 1, n, f);
     if (got == n) return KILN_OK;
-    if (ferror(f)) return io_error(cx, path, "read", errno ? errno : EIO);
+    if (ferror(f)) return kiln__io_error(cx, path, "read", errno ? errno : EIO);
     return kiln_ctx_set_error(cx, KILN_DATA_LOSS, "%s: truncated .npy %s: %zu of %zu bytes", path,
                               what, got, n);
 }
 
-static kiln_status load_file(kiln_ctx *cx, const char *path, FILE *f, kiln_tensor **out) {
+static kiln_status load_file(kiln_ctx *cx, const char *path, FILE *f, size_t file_size,
+                             kiln_tensor **out) {
     static const char fn[] = "kiln_npy_load";
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0) return io_error(cx, path, "stat", errno);
-    if (!S_ISREG(st.st_mode))
-        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT, "%s: not a regular file", path);
-    size_t file_size = (size_t)st.st_size;
     unsigned char pre[12];
     size_t pre_len = file_size < sizeof pre ? file_size : sizeof pre;
     kiln_status s = read_exact(cx, path, f, pre, pre_len, "preamble");
@@ -396,7 +382,7 @@ static kiln_status load_file(kiln_ctx *cx, const char *path, FILE *f, kiln_tenso
         return kiln_ctx_set_error(cx, KILN_DATA_LOSS,
                                   "%s: truncated .npy header: %zu bytes announced, %zu present",
                                   path, header_len, file_size - prefix);
-    if (fseek(f, (long)prefix, SEEK_SET) != 0) return io_error(cx, path, "seek", errno);
+    if (fseek(f, (long)prefix, SEEK_SET) != 0) return kiln__io_error(cx, path, "seek", errno);
     char *header = header_len ? kiln__alloc(cx, header_len, 1, "kiln_npy_load: header") : NULL;
     if (header_len && !header) return KILN_RESOURCE_EXHAUSTED;
     s = read_exact(cx, path, f, header, header_len, "header");
@@ -425,17 +411,11 @@ kiln_status kiln_npy_load(kiln_ctx *cx, const char *path, kiln_tensor **out_tens
     if (!out_tensor) return kiln__null_argument(cx, "kiln_npy_load", "out_tensor");
     *out_tensor = NULL;
     if (!path) return kiln__null_argument(cx, "kiln_npy_load", "path");
-    /* O_NONBLOCK so that opening a FIFO does not wait for a writer; load_file then
-     * refuses anything but a regular file, for which the flag changes nothing. */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) return io_error(cx, path, "open for reading", errno);
-    FILE *f = fdopen(fd, "rb");
-    if (!f) {
-        kiln_status e = io_error(cx, path, "open for reading", errno);
-        close(fd);
-        return e;
-    }
-    kiln_status s = load_file(cx, path, f, out_tensor);
+    FILE *f;
+    size_t size;
+    kiln_status s = kiln__io_open_read(cx, path, &f, &size);
+    if (s != KILN_OK) return s;
+    s = load_file(cx, path, f, size, out_tensor);
     fclose(f);
     return s;
 }
@@ -519,6 +499,20 @@ void kiln_buffer_free(kiln_ctx *cx, void *data, size_t size) {
     if (cx && data) kiln__free(cx, data, size);
 }
 
+/* What kiln_npy_save writes: the header, then the data. */
+typedef struct npy_write {
+    const char *header;
+    size_t header_len;
+    const kiln_tensor *t;
+} npy_write;
+
+static bool write_npy(void *user, FILE *f) {
+    const npy_write *w = user;
+    size_t n = w->t->nbytes;
+    return fwrite(w->header, 1, w->header_len, f) == w->header_len &&
+           (!n || fwrite(kiln_tensor_data(w->t), 1, n, f) == n);
+}
+
 kiln_status kiln_npy_save(kiln_ctx *cx, const char *path, const kiln_tensor *t) {
     static const char fn[] = "kiln_npy_save";
     if (!cx) return KILN_INVALID_ARGUMENT;
@@ -530,37 +524,6 @@ kiln_status kiln_npy_save(kiln_ctx *cx, const char *path, const kiln_tensor *t) 
     size_t hlen = format_header(t, header, sizeof header);
     if (hlen == 0) return kiln_ctx_set_error(cx, KILN_INTERNAL, "%s: header too long", fn);
 
-    /* Write beside the target under a unique name, then rename over it. */
-    static atomic_uint counter;
-    size_t plen = strlen(path);
-    size_t tmp_size = plen + 48;
-    char *tmp = kiln__alloc(cx, tmp_size, 1, "kiln_npy_save: temporary name");
-    if (!tmp) return KILN_RESOURCE_EXHAUSTED;
-    kiln_status s = KILN_OK;
-    int fd = -1;
-    for (int attempt = 0; attempt < 16 && fd < 0; attempt++) {
-        snprintf(tmp, tmp_size, "%s.tmp%ld.%u", path, (long)getpid(),
-                 atomic_fetch_add(&counter, 1u));
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd < 0 && errno != EEXIST) break;
-    }
-    if (fd < 0) {
-        s = io_error(cx, path, "create a file beside", errno);
-        kiln__free(cx, tmp, tmp_size);
-        return s;
-    }
-    FILE *f = fdopen(fd, "wb");
-    if (!f) {
-        s = io_error(cx, path, "open for writing", errno);
-        close(fd);
-    } else {
-        if (fwrite(header, 1, hlen, f) != hlen ||
-            (t->nbytes && fwrite(kiln_tensor_data(t), 1, t->nbytes, f) != t->nbytes))
-            s = io_error(cx, path, "write", errno ? errno : EIO);
-        if (fclose(f) != 0 && s == KILN_OK) s = io_error(cx, path, "write", errno);
-    }
-    if (s == KILN_OK && rename(tmp, path) != 0) s = io_error(cx, path, "replace", errno);
-    if (s != KILN_OK) unlink(tmp);
-    kiln__free(cx, tmp, tmp_size);
-    return s;
+    npy_write w = {header, hlen, t};
+    return kiln__io_save_atomic(cx, fn, path, write_npy, &w);
 }

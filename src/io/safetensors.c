@@ -11,19 +11,16 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "base/alloc.h"
 #include "base/ctx_internal.h"
 #include "core/tensor_internal.h"
+#include "io/file.h"
 
 #define ST_MAX_HEADER 100000000u
 #define ST_METADATA_KEY "__metadata__"
@@ -86,13 +83,6 @@ struct kiln_safetensors {
 };
 
 /* ---- small helpers -------------------------------------------------------------------- */
-
-static kiln_status io_error(kiln_ctx *cx, const char *path, const char *what, int err) {
-    kiln_status s = err == ENOENT                                     ? KILN_NOT_FOUND
-                    : (err == EACCES || err == EPERM || err == EROFS) ? KILN_PERMISSION_DENIED
-                                                                      : KILN_UNAVAILABLE;
-    return kiln_ctx_set_error(cx, s, "%s: cannot %s: %s", path, what, strerror(err));
-}
 
 static uint64_t read_le64(const unsigned char *b) {
     uint64_t v = 0;
@@ -560,21 +550,15 @@ static kiln_status read_exact(kiln_ctx *cx, const char *path, FILE *f, void *dst
     if (n == 0) return KILN_OK;
     size_t got = fread(dst, 1, n, f);
     if (got == n) return KILN_OK;
-    if (ferror(f)) return io_error(cx, path, "read", errno ? errno : EIO);
+    if (ferror(f)) return kiln__io_error(cx, path, "read", errno ? errno : EIO);
     return kiln_ctx_set_error(cx, KILN_DATA_LOSS,
                               "%s: truncated safetensors %s: %zu of %zu bytes (the file shrank "
                               "while it was read)",
                               path, what, got, n);
 }
 
-static kiln_status load_file(kiln_ctx *cx, const char *path, FILE *f, kiln_safetensors **out) {
-    struct stat sb;
-    if (fstat(fileno(f), &sb) != 0) return io_error(cx, path, "stat", errno);
-    if (!S_ISREG(sb.st_mode))
-        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT, "%s: not a regular file", path);
-    if ((uintmax_t)sb.st_size > SIZE_MAX)
-        return kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "%s: file too large", path);
-    size_t file_size = (size_t)sb.st_size;
+static kiln_status load_file(kiln_ctx *cx, const char *path, FILE *f, size_t file_size,
+                             kiln_safetensors **out) {
     parser p = {.cx = cx, .source = path};
     unsigned char first8[8];
     size_t pre = file_size < 8 ? file_size : 8;
@@ -618,17 +602,11 @@ kiln_status kiln_safetensors_load(kiln_ctx *cx, const char *path, kiln_safetenso
     if (!out) return kiln__null_argument(cx, fn, "out");
     *out = NULL;
     if (!path) return kiln__null_argument(cx, fn, "path");
-    /* O_NONBLOCK so that opening a FIFO does not wait for a writer; load_file then
-     * refuses anything but a regular file, for which the flag changes nothing. */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) return io_error(cx, path, "open for reading", errno);
-    FILE *f = fdopen(fd, "rb");
-    if (!f) {
-        kiln_status e = io_error(cx, path, "open for reading", errno);
-        close(fd);
-        return e;
-    }
-    kiln_status s = load_file(cx, path, f, out);
+    FILE *f;
+    size_t size;
+    kiln_status s = kiln__io_open_read(cx, path, &f, &size);
+    if (s != KILN_OK) return s;
+    s = load_file(cx, path, f, size, out);
     fclose(f);
     return s;
 }
@@ -970,6 +948,22 @@ kiln_status kiln_safetensors_save_buffer(kiln_ctx *cx, const char *const *names,
     return KILN_OK;
 }
 
+/* What kiln_safetensors_save writes: the header, then every tensor's bytes in order. */
+typedef struct save_write {
+    const save_plan *plan;
+    int32_t n;
+} save_write;
+
+static bool write_safetensors(void *user, FILE *f) {
+    const save_write *w = user;
+    bool ok = fwrite(w->plan->header, 1, w->plan->header_size, f) == w->plan->header_size;
+    for (int32_t i = 0; ok && i < w->n; i++) {
+        const kiln_tensor *t = w->plan->items[i].t;
+        ok = !t->nbytes || fwrite(kiln_tensor_data(t), 1, t->nbytes, f) == t->nbytes;
+    }
+    return ok;
+}
+
 kiln_status kiln_safetensors_save(kiln_ctx *cx, const char *path, const char *const *names,
                                   kiln_tensor *const *tensors, int32_t n,
                                   const char *const *metadata_kv, int32_t n_metadata) {
@@ -980,44 +974,8 @@ kiln_status kiln_safetensors_save(kiln_ctx *cx, const char *path, const char *co
     kiln_status s = plan_save(cx, fn, names, tensors, n, metadata_kv, n_metadata, &plan);
     if (s != KILN_OK) return s;
 
-    /* Write beside the target under a unique name, then rename over it. */
-    static atomic_uint counter;
-    size_t tmp_size = strlen(path) + 48;
-    char *tmp = kiln__alloc(cx, tmp_size, 1, "kiln_safetensors_save: temporary name");
-    if (!tmp) {
-        plan_free(cx, &plan);
-        return KILN_RESOURCE_EXHAUSTED;
-    }
-    int fd = -1;
-    for (int attempt = 0; attempt < 16 && fd < 0; attempt++) {
-        snprintf(tmp, tmp_size, "%s.tmp%ld.%u", path, (long)getpid(),
-                 atomic_fetch_add(&counter, 1u));
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd < 0 && errno != EEXIST) break;
-    }
-    if (fd < 0) {
-        s = io_error(cx, path, "create a file beside", errno);
-        kiln__free(cx, tmp, tmp_size);
-        plan_free(cx, &plan);
-        return s;
-    }
-    FILE *f = fdopen(fd, "wb");
-    if (!f) {
-        s = io_error(cx, path, "open for writing", errno);
-        close(fd);
-    } else {
-        errno = 0;
-        bool ok = fwrite(plan.header, 1, plan.header_size, f) == plan.header_size;
-        for (int32_t i = 0; ok && i < n; i++) {
-            const kiln_tensor *t = plan.items[i].t;
-            ok = !t->nbytes || fwrite(kiln_tensor_data(t), 1, t->nbytes, f) == t->nbytes;
-        }
-        if (!ok) s = io_error(cx, path, "write", errno ? errno : EIO);
-        if (fclose(f) != 0 && s == KILN_OK) s = io_error(cx, path, "write", errno);
-    }
-    if (s == KILN_OK && rename(tmp, path) != 0) s = io_error(cx, path, "replace", errno);
-    if (s != KILN_OK) unlink(tmp);
-    kiln__free(cx, tmp, tmp_size);
+    save_write w = {&plan, n};
+    s = kiln__io_save_atomic(cx, fn, path, write_safetensors, &w);
     plan_free(cx, &plan);
     return s;
 }

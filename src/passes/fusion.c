@@ -273,8 +273,9 @@ static bool take_epilogue(fuser *z, int32_t k) {
         bool fresh = z->ops[d]->kind == KILN_OP_CONVOLUTION && f->role[d] == KILN__FUSE_NONE &&
                      e < 0 && z->ops[d]->n_results == 1;
         if (!fresh && !(f->role[d] == KILN__FUSE_EPILOGUE && f->epilogues[e].last == d)) continue;
-        kiln__conv_epilogue cand = fresh ? (kiln__conv_epilogue){.conv = d} : f->epilogues[e];
-        const kiln__ir_op *conv = z->ops[cand.conv];
+        kiln__conv_epilogue cand =
+            fresh ? (kiln__conv_epilogue){.conv = z->ops[d]} : f->epilogues[e];
+        const kiln__ir_op *conv = cand.conv;
         const kiln__value *bias = NULL;
         if (op->kind == KILN_OP_ADD && !cand.bias && !cand.relu)
             bias = feature_vector(z, other, conv->attrs.u.conv.output_feature_dimension);
@@ -594,14 +595,6 @@ kiln_status kiln__fusion_plan(kiln_ctx *cx, const kiln__block *b, const kiln__fu
     return KILN_OK;
 }
 
-/* The value id of the result of op `index` of b. */
-static int32_t result_id_of_op(const kiln__block *b, int32_t index) {
-    const kiln__ir_op *op = b->first;
-    for (int32_t k = 0; op && k < index; k++)
-        op = op->next;
-    return op && op->n_results ? op->results[0]->id : -1;
-}
-
 void kiln__fusion_print(kiln__strbuf *sb, const kiln__block *b, const kiln__fusion *f) {
     int32_t k = 0;
     for (const kiln__ir_op *op = b->first; op && k < f->n_ops; op = op->next, k++) {
@@ -612,7 +605,7 @@ void kiln__fusion_print(kiln__strbuf *sb, const kiln__block *b, const kiln__fusi
         case KILN__FUSE_VIEW: kiln__strbuf_puts(sb, "view\n"); break;
         case KILN__FUSE_EPILOGUE:
             kiln__strbuf_printf(sb, "epilogue of convolution %%%d\n",
-                                (int)result_id_of_op(b, f->epilogues[f->epilogue[k]].conv));
+                                (int)f->epilogues[f->epilogue[k]].conv->results[0]->id);
             break;
         default:
             if (f->epilogue[k] >= 0) {

@@ -70,7 +70,7 @@ enum {
  * the value before it. The call runs at the position of the last epilogue op and makes its
  * result; the convolution's own result is never stored. */
 typedef struct kiln__conv_epilogue {
-    int32_t conv;            /* op index of the convolution */
+    const kiln__ir_op *conv; /* the convolution */
     int32_t last;            /* op index of the last epilogue op */
     const kiln__value *bias; /* or NULL */
     bool relu;

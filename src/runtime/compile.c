@@ -197,10 +197,22 @@ static bool fold(compiler *c, const cscope *s, const kiln__ir_op *op, const kiln
     return ok;
 }
 
-/* The backend's optional compile-time preparation of a single op. */
-static bool prepare(compiler *c, const kiln__ir_op *op) {
+/* The backend's optional compile-time preparation of an op of `kind` with these operand
+ * and result types. */
+static bool prepare_types(compiler *c, kiln_op kind, const kiln__attrs *attrs,
+                          const kiln__type *types, int32_t n_in, int32_t n_out) {
     const kiln__backend *be = kiln__cpu_backend();
     if (!be->prepare_op) return true;
+    kiln_status s = be->prepare_op(c->cx, kind, attrs, types, n_in, types + n_in, n_out);
+    if (s != KILN_OK && kiln_ctx_status(c->cx) == KILN_OK)
+        kiln_ctx_set_error(c->cx, s, "%s: preparing %s failed", compile_fn,
+                           kiln__op_get_info(kind)->name);
+    return s == KILN_OK;
+}
+
+/* prepare_types for a single op of the module. */
+static bool prepare(compiler *c, const kiln__ir_op *op) {
+    if (!kiln__cpu_backend()->prepare_op) return true;
     kiln__type fixed[16];
     int32_t n = op->n_operands + op->n_results;
     kiln__type *types = n <= 16 ? fixed : XNEW(c, kiln__type, n);
@@ -209,12 +221,7 @@ static bool prepare(compiler *c, const kiln__ir_op *op) {
         types[i] = op->operands[i]->type;
     for (int32_t r = 0; r < op->n_results; r++)
         types[op->n_operands + r] = op->results[r]->type;
-    kiln_status s = be->prepare_op(c->cx, op->kind, &op->attrs, types, op->n_operands,
-                                   types + op->n_operands, op->n_results);
-    if (s != KILN_OK && kiln_ctx_status(c->cx) == KILN_OK)
-        kiln_ctx_set_error(c->cx, s, "%s: preparing %s failed", compile_fn,
-                           kiln__op_get_info(op->kind)->name);
-    return s == KILN_OK;
+    return prepare_types(c, op->kind, &op->attrs, types, op->n_operands, op->n_results);
 }
 
 static void *xalloc_cb(void *user, size_t size, size_t align) { return xalloc(user, size, align); }
@@ -295,14 +302,12 @@ static bool emit_kernel(compiler *c, const cscope *self, kiln__xblock *b, const 
  * `last`, making that op's result. */
 static bool emit_conv_epilogue(compiler *c, const cscope *self, kiln__xblock *b,
                                const kiln__conv_epilogue *e, const kiln__ir_op *last) {
-    const kiln__ir_op *conv = c->fused_ir->first;
-    for (int32_t k = 0; conv && k < e->conv; k++)
-        conv = conv->next;
+    const kiln__ir_op *conv = e->conv;
     int32_t n_in = e->bias ? 3 : 2;
     kiln__xref *in = XNEW(c, kiln__xref, n_in);
     int32_t *out = XNEW(c, int32_t, 1);
     kiln__attrs *attrs = XNEW(c, kiln__attrs, 1);
-    if (!conv || !in || !out || !attrs) return false;
+    if (!in || !out || !attrs) return false;
     for (int32_t i = 0; i < 2; i++)
         if (!resolve(c, self, conv->operands[i], &in[i])) return false;
     if (e->bias && !resolve(c, self, e->bias, &in[2])) return false;
@@ -323,13 +328,7 @@ static bool emit_conv_epilogue(compiler *c, const cscope *self, kiln__xblock *b,
     kiln__type types[4] = {conv->operands[0]->type, conv->operands[1]->type};
     if (e->bias) types[2] = e->bias->type;
     types[n_in] = last->results[0]->type;
-    const kiln__backend *be = kiln__cpu_backend();
-    kiln_status s = be->prepare_op ? be->prepare_op(c->cx, KILN_OP_CONVOLUTION, attrs, types, n_in,
-                                                    types + n_in, 1)
-                                   : KILN_OK;
-    if (s != KILN_OK && kiln_ctx_status(c->cx) == KILN_OK)
-        kiln_ctx_set_error(c->cx, s, "%s: preparing convolution failed", compile_fn);
-    return s == KILN_OK;
+    return prepare_types(c, KILN_OP_CONVOLUTION, attrs, types, n_in, 1);
 }
 
 static kiln__xblock *compile_block(compiler *c, const kiln__block *ir, const cscope *parent) {

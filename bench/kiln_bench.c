@@ -7,9 +7,12 @@
  * case x implementation x metric (suite, case, impl, metric, median, p10, p90, unit, reps,
  * threads, optional note) in bench/results/latest.json (or --json PATH).
  *
- * Usage: kiln-bench [--quick] [--filter PATTERN] [--json PATH] [--threads N]
+ * Usage: kiln-bench [--quick] [--filter PATTERN] [--json PATH] [--check-dir DIR] [--threads N]
  *   --filter PATTERN  runs the cases whose "suite/case" contains PATTERN (case-insensitive)
  *   --quick           fewer repetitions, the largest sizes trimmed (make bench-quick)
+ *   --check-dir DIR   where each case's inputs and kiln's result go as .npy files, for the
+ *                     peers to compute from the same data and compare (default
+ *                     bench/results/check; "" writes none)
  *   --threads N       the thread count of the cases measured on "all threads" (default: all
  *                     cores). kiln's pool (its kernels and OpenBLAS) is set through
  *                     kiln_ctx_options.num_threads before each case: most cases run on 1
@@ -55,10 +58,11 @@ static struct {
     int quick;
     const char *filter;
     const char *json_path;
+    const char *check_dir; /* where results for the peers' checks go ("": nowhere) */
     int threads;   /* the "all threads" count of multi-thread cases */
     int cores;     /* online CPUs */
     double target; /* seconds of steady-state calls per measurement */
-} opt = {.json_path = "bench/results/latest.json"};
+} opt = {.json_path = "bench/results/latest.json", .check_dir = "bench/results/check"};
 
 static double now(void) {
     struct timespec ts;
@@ -425,6 +429,67 @@ static int check(bench *b) {
     return 0;
 }
 
+/* ---- results for the peers' checks -------------------------------------------------------- */
+
+/* A case's file stem: "suite case" with every run of other characters than letters and digits
+ * turned into one '_' ("emlx scalar f32[10,10]" -> "emlx_scalar_f32_10_10"); the peers
+ * (bench/peers/common.py, case_stem) make the same. */
+static void case_stem(const bench *b, char *out, size_t size) {
+    char full[128];
+    snprintf(full, sizeof full, "%s %s", b->suite, b->name);
+    size_t n = 0;
+    for (const char *p = full; *p && n + 1 < size; p++) {
+        if (isalnum((unsigned char)*p))
+            out[n++] = (char)tolower((unsigned char)*p);
+        else if (n > 0 && out[n - 1] != '_')
+            out[n++] = '_';
+    }
+    while (n > 0 && out[n - 1] == '_')
+        n--;
+    out[n] = 0;
+}
+
+static int mkdir_p(const char *dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s", dir);
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(path, 0777) != 0 && errno != EEXIST) return 0;
+        *p = '/';
+    }
+    return mkdir(path, 0777) == 0 || errno == EEXIST;
+}
+
+/* Writes the inputs and kiln's result of a case (its 1-thread run only) as
+ * <check_dir>/<stem>.in<i>.npy and <stem>.out.npy, so that each peer computes from the same
+ * data and compares its result with kiln's. A write that fails is reported, not fatal. */
+static void save_check(bench *b, kiln_tensor *const *in, int n_in, const kiln_tensor *out) {
+    if (!opt.check_dir || !*opt.check_dir || b->threads != 1 || !out) return;
+    if (!mkdir_p(opt.check_dir)) {
+        fprintf(stderr, "kiln-bench: cannot create %s: %s\n", opt.check_dir, strerror(errno));
+        return;
+    }
+    char stem[96], path[4096];
+    case_stem(b, stem, sizeof stem);
+    for (int i = 0; i < n_in; i++) {
+        snprintf(path, sizeof path, "%s/%s.in%d.npy", opt.check_dir, stem, i);
+        kiln_npy_save(b->cx, path, in[i]);
+    }
+    snprintf(path, sizeof path, "%s/%s.out.npy", opt.check_dir, stem);
+    kiln_npy_save(b->cx, path, out);
+    check(b);
+}
+
+/* Calls exe once on in and saves inputs and result for the peers (save_check). */
+static void call_and_save(bench *b, kiln_exe *exe, kiln_tensor **in, int n_in) {
+    if (!opt.check_dir || !*opt.check_dir || b->threads != 1) return;
+    kiln_tensor *out = NULL;
+    if (kiln_exe_call(b->cx, exe, in, &out) == KILN_OK) save_check(b, in, n_in, out);
+    check(b);
+    kiln_tensor_release(out);
+}
+
 static const char *limits_bw(char *buf, size_t size) {
     snprintf(buf, size, "read %.1f GB/s (1 thr); triad %.1f GB/s (1 thr), %.1f (%d thr)",
              machine.read1 / 1e9, machine.triad1 / 1e9, machine.triadN / 1e9, opt.threads);
@@ -488,7 +553,7 @@ static int lower_compile(bench *b, const kiln_region *fn, const kiln_arg_spec *a
     return check(b) && ok && n > 0;
 }
 
-/* ---- comptime: lower + compile, nothing executed ---------------------------------------- */
+/* ---- comptime: lower + compile (small cases run once more, for the peers' checks) ------ */
 
 static kiln_status fn_sum(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *user) {
     (void)user;
@@ -520,10 +585,22 @@ static void warm_up_engine(kiln_ctx *cx) {
     kiln_ctx_clear_error(cx);
 }
 
+/* The comptime cases' f64[2,10] argument for the peers' checks: uniform in [-3, 3). */
+static void comptime_check(bench *b, kiln_exe *exe) {
+    kiln_tensor *x =
+        kiln_random_uniform(b->cx, kiln_key_from_seed(6), KILN_F64, KILN_SHAPE(2, 10), -3, 3);
+    if (check(b)) call_and_save(b, exe, &x, 1);
+    kiln_tensor_release(x);
+}
+
 static void comptime_small(bench *b, const kiln_region *fn) {
     kiln_arg_spec arg = {.dtype = KILN_F64, .shape = KILN_SHAPE(2, 10)};
     comptime_stats s;
-    if (!lower_compile(b, fn, &arg, 1, 1, policy_fast(), &s, NULL)) return;
+    kiln_exe *exe = NULL;
+    int ok = lower_compile(b, fn, &arg, 1, 1, policy_fast(), &s, &exe);
+    if (ok) comptime_check(b, exe);
+    kiln_exe_release(exe);
+    if (!ok) return;
     emit_time(b->suite, b->name, "kiln", "lower", s.lower, 1, "kiln_lower");
     emit_time(b->suite, b->name, "kiln", "compile", s.compile, 1, "kiln_compile");
     emit_time(b->suite, b->name, "kiln", "total", s.total, 1, "lower + compile");
@@ -646,7 +723,11 @@ static void case_comptime_grad_cos(bench *b) {
     kiln_region fn = {fn_grad_cos, NULL};
     comptime_stats s;
     if (!lowers(b, &fn, &arg, 1, 1, "kiln_grad")) return;
-    if (!lower_compile(b, &fn, &arg, 1, 1, policy_fast(), &s, NULL)) return;
+    kiln_exe *exe = NULL;
+    int ok = lower_compile(b, &fn, &arg, 1, 1, policy_fast(), &s, &exe);
+    if (ok) comptime_check(b, exe);
+    kiln_exe_release(exe);
+    if (!ok) return;
     emit_time(b->suite, b->name, "kiln", "lower", s.lower, 1, "kiln_lower (with kiln_grad)");
     emit_time(b->suite, b->name, "kiln", "compile", s.compile, 1, "kiln_compile");
     emit_time(b->suite, b->name, "kiln", "total", s.total, 1, "lower + compile");
@@ -815,6 +896,7 @@ static int run_compiled(bench *b, const char *impl, const kiln_region *fn,
     double first = now() - t0;
     stats s = measure(call_once, &cs, rs.calls);
     double peak = peak_mib(base);
+    call_and_save(b, exe, in, n_args);
     kiln_exe_release(exe);
     if (!cs.ok || !check(b)) return 0;
     emit_time(b->suite, b->name, impl, "first_call_cold", single(cold), rs.threads,
@@ -1190,7 +1272,7 @@ static int wanted(const char *suite, const char *name) {
 }
 
 static int usage(const char *argv0) {
-    fprintf(stderr, "usage: %s [--quick] [--filter PATTERN] [--json PATH] [--threads N]\n", argv0);
+    fprintf(stderr, "usage: %s [--quick] [--filter PATTERN] [--json PATH] [--check-dir DIR] [--threads N]\n", argv0);
     return 2;
 }
 
@@ -1206,6 +1288,8 @@ int main(int argc, char **argv) {
             opt.filter = argv[++i];
         else if (strcmp(argv[i], "--json") == 0 && i + 1 < argc)
             opt.json_path = argv[++i];
+        else if (strcmp(argv[i], "--check-dir") == 0 && i + 1 < argc)
+            opt.check_dir = argv[++i];
         else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
             opt.threads = atoi(argv[++i]);
             if (opt.threads < 1 || opt.threads > 64) return usage(argv[0]);

@@ -51,34 +51,34 @@ demo: deps
 	$(MAKE) build
 	./$(BUILD)/examples/kiln-demo --out $(BUILD)/kiln_digits_cnn.safetensors $(DEMO_ARGS)
 
-# kiln-bench writes a table to stdout and bench/results/latest.json (bench/README.md).
-# Benchmarks: kiln's cases (bench/results/latest.json), then the peers that are installed
-# (numpy, PyTorch, ONNX Runtime; bench/results/peers.json), then the ratio table,
-# bench/RESULTS.md and bench/results/ratios.png.
-bench: deps bench-node
+# Benchmarks: kiln's cases (bench/results/latest.json, and each case's inputs and results in
+# bench/results/check), then the peers computing the same from the same inputs (numpy, JAX,
+# PyTorch eager / torch.compile / torch.jit.script, ONNX Runtime, time_to_load processes;
+# bench/results/peers.json), then the ratio table, bench/RESULTS.md and
+# bench/results/ratios.png (bench/README.md). The peers live in bench/.venv, which
+# bench-env makes from the pinned bench/requirements.txt: only `make bench` installs them.
+BENCH_PY := bench/.venv/bin/python
+bench: deps bench-env
 	$(MAKE) build
 	./$(BUILD)/bench/kiln-bench
 	bench/run_peers.sh
-	/usr/bin/python3 bench/report.py
+	$(BENCH_PY) bench/report.py
 
-bench-quick: deps bench-node
+bench-quick: deps bench-env
 	$(MAKE) build
 	./$(BUILD)/bench/kiln-bench --quick
 	bench/run_peers.sh --quick
-	/usr/bin/python3 bench/report.py
+	$(BENCH_PY) bench/report.py
 
-# onnxruntime-node for the ONNX Runtime peer (CPU only: the install script must not
-# download GPU files). A failure only makes that peer "missing".
-.PHONY: bench-node
-bench-node:
-	@[ -d bench/node_modules/onnxruntime-node ] || \
-	  (cd bench && ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund) || \
-	  echo "bench: onnxruntime-node not installed; the ONNX Runtime peer will be missing"
+.PHONY: bench-env
+bench-env:
+	sh scripts/bench_env.sh
 
 install: build
 	cmake --install $(BUILD)
 
 format:
+	DEPS_EXTRA=clang-format sh scripts/deps.sh
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:

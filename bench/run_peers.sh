@@ -1,15 +1,17 @@
 #!/bin/sh
-# Runs kiln-bench's peers (numpy, PyTorch eager/script, ONNX Runtime) with 1 thread and with
-# all threads, each under a time limit, and merges their JSON records into
-# bench/results/peers.json. A peer that is not installed is listed as missing; one that fails
-# or runs out of time keeps the records it printed. Never fails the build.
-# Usage: bench/run_peers.sh [--quick]      (env: PYTHON, PEER_TIMEOUT seconds per peer run)
+# Runs kiln-bench's peers (numpy, JAX, PyTorch eager / torch.compile / torch.jit.script, ONNX
+# Runtime) with 1 thread and with all threads, then the time_to_load processes, each under a
+# time limit, and merges their JSON records into bench/results/peers.json with the peers'
+# versions. The peers run in bench/.venv (scripts/bench_env.sh makes it) and read kiln-bench's
+# inputs from bench/results/check. A peer that is not installed is listed as missing; one
+# that fails or runs out of time keeps the records it printed. Never fails the build.
+# Usage: bench/run_peers.sh [--quick]   (env: PYTHON, PEER_TIMEOUT seconds per peer run)
 set -u
 cd "$(dirname "$0")"
 QUICK=""
 [ "${1:-}" = "--quick" ] && QUICK="--quick"
-PY=${PYTHON:-/usr/bin/python3}
-if [ -n "$QUICK" ]; then LIMIT=${PEER_TIMEOUT:-20}; else LIMIT=${PEER_TIMEOUT:-200}; fi
+PY=${PYTHON:-.venv/bin/python}
+if [ -n "$QUICK" ]; then LIMIT=${PEER_TIMEOUT:-120}; else LIMIT=${PEER_TIMEOUT:-1800}; fi
 ALL=$(nproc)
 mkdir -p results
 tmp=$(mktemp -d)
@@ -23,28 +25,40 @@ run() { # name, command...
     shift
     echo "$*" >>"$tmp/commands"
     start=$(date +%s)
-    timeout "$LIMIT" "$@" >"$tmp/out" 2>"$tmp/err"
+    PYTHONUNBUFFERED=1 timeout "$LIMIT" "$@" >"$tmp/out" 2>"$tmp/err"
     rc=$?
     cat "$tmp/out" >>"$tmp/records"
-    echo "peers: $name: $(wc -l <"$tmp/out") records in $(($(date +%s) - start)) s (rc $rc)" >&2
-    [ $rc -eq 0 ] || sed 's/^/  /' "$tmp/err" | tail -5 >&2
+    echo "peers: $name: $(grep -c '^{' "$tmp/out") records in $(($(date +%s) - start)) s (rc $rc)" >&2
+    grep -i "differs\|error\|failed" "$tmp/err" | grep -v "^ " | head -5 | sed 's/^/  /' >&2
+    [ $rc -eq 0 ] || tail -5 "$tmp/err" | sed 's/^/  /' >&2
     [ $rc -eq 124 ] && echo "$name: ran past ${LIMIT} s; partial" >>"$tmp/missing"
     return 0
 }
 
-have_numpy=0 have_torch=0 have_ort=0
-$PY -c 'import numpy' 2>/dev/null && have_numpy=1 || echo "numpy: not installed (make deps: python3-numpy)" >>"$tmp/missing"
-$PY -c 'import torch' 2>/dev/null && have_torch=1 || echo "torch: not installed (make deps: python3-torch)" >>"$tmp/missing"
-if command -v node >/dev/null && [ -d node_modules/onnxruntime-node ]; then have_ort=1
-else echo "ort: not installed (cd bench && ONNXRUNTIME_NODE_INSTALL=skip npm ci)" >>"$tmp/missing"; fi
+have() { # module, peer name
+    if [ -x "$PY" ] && "$PY" -c "import $1" 2>/dev/null; then return 0; fi
+    echo "$2: not installed in $PY (make bench-env)" >>"$tmp/missing"
+    return 1
+}
 
+have_numpy=0 have_jax=0 have_torch=0 have_ort=0
+have numpy numpy && have_numpy=1
+have jax jax && have_jax=1
+have torch torch && have_torch=1
+have onnxruntime ort && have_ort=1
 for t in 1 "$ALL"; do
     [ $have_numpy = 1 ] && run "numpy threads=$t" $PY peers/numpy_peer.py --threads "$t" $QUICK
-    [ $have_torch = 1 ] && run "torch threads=$t" $PY peers/torch_peer.py --threads "$t" $QUICK --onnx-dir results
-    [ $have_ort = 1 ] && [ -z "$QUICK" ] && run "ort threads=$t" node peers/ort_peer.js --threads "$t" --onnx-dir results
+    [ $have_jax = 1 ] && run "jax threads=$t" $PY peers/jax_peer.py --threads "$t" $QUICK
+    [ $have_torch = 1 ] && run "torch threads=$t" $PY peers/torch_peer.py --threads "$t" $QUICK
+    [ $have_ort = 1 ] && run "ort threads=$t" $PY peers/ort_peer.py --threads "$t" $QUICK
 done
+if [ -x "$PY" ] && [ -x ../build/bench/kiln-bench ]; then
+    run "time_to_load" $PY peers/load_peer.py --kiln-child ../build/bench/kiln-bench $QUICK
+fi
 
-$PY - "$tmp" <<'PYEOF'
+MERGE_PY=$PY
+[ -x "$MERGE_PY" ] || MERGE_PY=/usr/bin/python3
+$MERGE_PY - "$tmp" <<'PYEOF'
 import json, sys
 d = sys.argv[1]
 recs = []
@@ -55,7 +69,14 @@ for line in open(f"{d}/records"):
             recs.append(json.loads(line))
         except ValueError:
             pass
-out = {"records": recs,
+versions = {}
+for mod in ("numpy", "jax", "jaxlib", "torch", "onnxruntime", "onnx"):
+    try:
+        versions[mod] = __import__(mod).__version__
+    except Exception:
+        pass
+versions["python"] = sys.version.split()[0]
+out = {"records": recs, "versions": versions,
        "missing": [l.strip() for l in open(f"{d}/missing") if l.strip()],
        "commands": [l.strip() for l in open(f"{d}/commands") if l.strip()]}
 json.dump(out, open("results/peers.json", "w"), indent=1)

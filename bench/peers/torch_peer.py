@@ -1,13 +1,16 @@
-#!/usr/bin/python3
-"""PyTorch peer of kiln-bench (Debian's python3-torch, 1.13): the same suites and case names,
-one JSON record per line on stdout (see common.py). Impls: torch-eager (op by op) and
-torch-script (torch.jit.script; for VGG, script + freeze + optimize_for_inference). comptime:
-torch.jit.script of a fresh function plus the calls that run the profiling executor's
-optimization (2 calls), impl torch-script. With --onnx-dir it also exports VGG11 (one
-file per input shape) and the EMLX, elementwise and reduction functions (at the shapes
-kiln-bench uses) to ONNX for ort_peer.js.
-Usage: torch_peer.py [--threads N|all] [--quick] [--filter SUBSTRING] [--onnx-dir DIR]"""
+"""PyTorch peer of kiln-bench (PyTorch 2.13, CPU build, from bench/.venv): the same suites
+and case names, one JSON record per line on stdout (see common.py), computed from kiln-bench's
+inputs and checked against its results. Impls:
+- torch-eager: op by op;
+- torch-compile: torch.compile (TorchInductor, which generates fused, vectorized C++);
+- torch-script: torch.jit.script (for VGG: script + freeze + optimize_for_inference).
+comptime: torch.jit.script of a fresh function plus the calls that run the profiling
+executor's optimization (2 calls), impl torch-script; and torch.compile's compile time, the
+first call of a freshly compiled function (dynamo reset, inductor's caches fresh and empty)
+minus a steady call of it, impl torch-compile.
+Usage: torch_peer.py [--threads N|all] [--quick] [--filter SUBSTRING] [--check-dir DIR]"""
 
+import atexit
 import importlib.util
 import os
 import sys
@@ -17,38 +20,23 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 
-args = common.parse_args(__doc__.splitlines()[0],
-                         lambda ap: ap.add_argument("--onnx-dir", default=None))
+args = common.parse_args(__doc__.splitlines()[0])
 common.pin_threads(args.threads)
 
 import torch  # noqa: E402
+import torch._inductor.config as inductor_config  # noqa: E402
+import torch._inductor.utils as inductor_utils  # noqa: E402
 import torch.nn as nn  # noqa: E402
 
 torch.set_num_threads(args.threads)
 torch.set_grad_enabled(False)
+# Compile times are real compiles: no FX graph or AOT-autograd cache across repetitions,
+# and fresh_cache() below gives every compile an empty code cache.
+inductor_config.fx_graph_cache = False
+torch._functorch.config.enable_autograd_cache = False
+fresh_cache = getattr(inductor_utils, "fresh_cache", None) or inductor_utils.fresh_inductor_cache
 r = common.Runner(args, "torch-eager")
 f32 = torch.float32
-
-
-def emlx_step(x, y):
-    acc = x
-    for i in range(1, 11):
-        acc = float(i) * acc + y
-    return acc
-
-
-def emlx_matmul(x, y):
-    acc = x
-    for i in range(1, 11):
-        acc = float(i) * torch.matmul(acc, y) + y
-    return acc
-
-
-def emlx_dot(x, y):
-    acc = x
-    for _ in range(10):
-        acc = torch.matmul(x, acc) + y
-    return acc
 
 
 def cos(x):
@@ -75,61 +63,103 @@ def gemm(a, b):
     return torch.matmul(a, b)
 
 
-def both(suite, case, fn, inputs, unit, **kw):
-    """Time fn eagerly and as torch.jit.script."""
-    r.time(suite, case, lambda: fn(*inputs), unit, impl="torch-eager", **kw)
-    if r.wanted(suite, case):
-        s = torch.jit.script(fn)
-        r.time(suite, case, lambda: s(*inputs), unit, impl="torch-script", warmup=3, **kw)
+def variants(suite, case, fn, unit, compiled=True, **kw):
+    """Times fn eagerly, as torch.jit.script and (compiled) as torch.compile, on the case's
+    inputs, checking each once."""
+    if not r.wanted(suite, case):
+        return
+    xs = r.inputs(suite, case)
+    if xs is None:
+        return
+    xs = [torch.from_numpy(x) for x in xs]
+    impls = [("torch-eager", fn, 2), ("torch-script", torch.jit.script(fn), 3)]
+    if compiled:
+        impls.append(("torch-compile", torch.compile(fn), 3))
+    for impl, f, warmup in impls:
+        try:
+            r.check(suite, case, f(*xs).numpy(), impl=impl)
+            r.time(suite, case, lambda: f(*xs), unit, impl=impl, warmup=warmup, **kw)
+        except Exception as e:  # noqa: BLE001 -- reported, the other impls go on
+            print(f"{impl}: {suite} {case}: {type(e).__name__}: {e}", file=sys.stderr)
 
 
-x = torch.arange(100, dtype=f32).reshape(10, 10) / 100  # as kiln-bench: iota / n^2
-both("emlx", "scalar f32[10,10]", emlx_step, (x, x), "us")
-both("emlx", "matmul f32[10,10]", emlx_matmul, (x, x), "us")
-for n in common.quick_filter(args.quick, common.EMLX_DOT, [10, 100]):
-    a = torch.arange(n * n, dtype=f32).reshape(n, n) / (n * n)
-    both("emlx", f"dot f32[{n},{n}]", emlx_dot, (a, a), "us" if n < 1000 else "ms")
-
-for op, size in common.quick_filter(args.quick, common.ELEMENTWISE,
-                                    [("cos", "1e6"), ("expsin", "1e6")]):
-    v = torch.linspace(-3, 3, int(float(size)), dtype=f32)
-    both("elementwise", f"{op} {size}", cos if op == "cos" else expsin, (v,), "ms")
-
-m = torch.randn(common.REDUCE_SHAPE, dtype=f32, generator=torch.Generator().manual_seed(0))
-shape = "%dx%d" % common.REDUCE_SHAPE
-both("reduction", f"sum all {shape}", sum_all, (m,), "ms")
-both("reduction", f"sum rows {shape}", sum_rows, (m,), "ms")
-both("reduction", f"sum cols {shape}", sum_cols, (m,), "ms")
-
-for n in common.quick_filter(args.quick, common.GEMM, [64, 256]):
-    g = torch.Generator().manual_seed(n)
-    a, b = torch.randn(n, n, generator=g), torch.randn(n, n, generator=g)
-    both("gemm", f"f32 {n}", gemm, (a, b), "ms")
+FUNCS = {"emlx_step": common.emlx_step, "emlx_matmul": common.emlx_matmul,
+         "emlx_dot": common.emlx_dot, "cos": cos, "expsin": expsin, "sum_all": sum_all,
+         "sum_rows": sum_rows, "sum_cols": sum_cols, "gemm": gemm}  # VGG: below
+# torch.compile for the cases the fused code generator is for (EMLX's elementwise steps,
+# elementwise chains, reductions); the contractions go to the same BLAS either way.
+COMPILED = {"emlx_step", "emlx_matmul", "cos", "expsin", "sum_all", "sum_rows", "sum_cols"}
+for suite, name, key, unit in common.call_cases(args.quick):
+    if key in FUNCS:
+        variants(suite, name, FUNCS[key], unit, compiled=key in COMPILED)
 
 
-# comptime: torch.jit.script of a fresh function (the compile cache is keyed by function
-# object, so each repetition scripts a new one), plus the two calls after which the profiling
-# executor has built its optimized plan.
+# ---- comptime -----------------------------------------------------------------------------
+
+# torch.jit.script of a fresh function (the compile cache is keyed by function object, so each
+# repetition scripts a new one), plus the two calls after which the profiling executor has
+# built its optimized plan.
 COMPTIME = {
-    "2D sum": ("def f{i}(x):\n    return torch.sum(x)\n", lambda: torch.ones(2, 10)),
-    "Basic cos": ("def f{i}(x):\n    return torch.cos(x)\n", lambda: torch.ones(2, 10)),
+    "2D sum": "def f{i}(x):\n    return torch.sum(x)\n",
+    "Basic cos": "def f{i}(x):\n    return torch.cos(x)\n",
     # the gradient of sum(cos x), by torch.autograd.grad inside the scripted function
     "Basic grad cos": ("def f{i}(x):\n    x = x.detach().requires_grad_(True)\n"
                        "    y = torch.sum(torch.cos(x))\n"
                        "    g = torch.autograd.grad([y], [x])\n"
-                       "    return g[0]\n", lambda: torch.ones(2, 10, dtype=torch.float64)),
+                       "    return g[0]\n"),
 }
-# Compile times are compared on one thread (kiln-bench measures them there).
-for case, (template, make_input) in COMPTIME.items():
-    if not r.wanted("comptime", case) or args.threads != 1:
-        continue
-    reps = 5 if args.quick else 21
+# torch.compile of the same functions (the gradient by torch.func.grad, which dynamo traces).
+COMPTIME_COMPILE = {
+    "2D sum": lambda: (lambda x: torch.sum(x)),
+    "Basic cos": lambda: (lambda x: torch.cos(x)),
+    "Basic grad cos": lambda: torch.func.grad(lambda x: torch.sum(torch.cos(x))),
+}
+
+
+def load_source(name, source):
+    """A module of the given source, from a file that stays until the process exits
+    (TorchScript reads a function's source from its file)."""
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
-        f.write("import torch\n" + "".join(template.format(i=i) for i in range(reps + 1)))
-    spec = importlib.util.spec_from_file_location(f"kiln_comptime_{len(case)}", f.name)
+        f.write(source)
+    atexit.register(os.unlink, f.name)
+    spec = importlib.util.spec_from_file_location(name, f.name)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    inp = make_input()
+    return mod
+
+
+def compile_time(make_fn, inputs, reps):
+    """torch.compile's compile time of a fresh function, reps times: its first call (which
+    compiles) minus its second (steady) call, each after torch._dynamo.reset() and with an
+    empty inductor cache. Returns (times, the last compiled function's result)."""
+    times, out = [], None
+    for _ in range(reps):
+        torch._dynamo.reset()
+        with fresh_cache():
+            f = torch.compile(make_fn())
+            t0 = time.perf_counter()
+            f(*inputs)
+            t1 = time.perf_counter()
+            out = f(*inputs)
+            t2 = time.perf_counter()
+        times.append(max((t1 - t0) - (t2 - t1), 0.0))
+    return times, out
+
+
+# Compile times are compared on one thread (kiln-bench measures them there).
+if args.threads == 1:
+    # A process that has compiled before: inductor's one-time start-up is not a compile time.
+    compile_time(lambda: (lambda x: torch.tanh(x) * 2.0), [torch.ones(4, 4)], 1)
+for case, template in COMPTIME.items():
+    if not r.wanted("comptime", case) or args.threads != 1:
+        continue
+    xs = r.inputs("comptime", case)
+    if xs is None:
+        continue
+    inp = torch.from_numpy(xs[0])
+    reps = 5 if args.quick else 21
+    mod = load_source(f"kiln_comptime_{len(case)}",
+                      "import torch\n" + "".join(template.format(i=i) for i in range(reps + 1)))
     times = []
     try:
         with torch.enable_grad():
@@ -137,50 +167,32 @@ for case, (template, make_input) in COMPTIME.items():
                 t0 = time.perf_counter()
                 s = torch.jit.script(getattr(mod, f"f{i}"))
                 s(inp)
-                s(inp)
+                out = s(inp)
                 times.append(time.perf_counter() - t0)
         r.emit("comptime", case, times[1:], "ms", metric="compile", impl="torch-script")
+        r.check("comptime", case, out.detach().numpy(), impl="torch-script")
     except Exception as e:  # noqa: BLE001 -- a case this torch cannot script is reported
         print(f"torch-script: comptime {case}: {type(e).__name__}: {e}", file=sys.stderr)
-    os.unlink(f.name)
-
-
-# VGG11 (torchvision's layout: 8 convs 3x3 + ReLU, 5 max-pools, adaptive avg-pool to 7x7,
-# 3 linear layers to 1000 classes), random weights, inference.
-class VGG11(nn.Module):
-    def __init__(self):
-        super().__init__()
-        layers, c = [], 3
-        for v in [64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"]:
-            if v == "M":
-                layers.append(nn.MaxPool2d(2, 2))
-            else:
-                layers += [nn.Conv2d(c, v, 3, padding=1), nn.ReLU(inplace=True)]
-                c = v
-        self.features = nn.Sequential(*layers)
-        self.avgpool = nn.AdaptiveAvgPool2d((7, 7))
-        self.classifier = nn.Sequential(
-            nn.Linear(512 * 7 * 7, 4096), nn.ReLU(True), nn.Dropout(),
-            nn.Linear(4096, 4096), nn.ReLU(True), nn.Dropout(), nn.Linear(4096, 1000))
-
-    def forward(self, x):
-        x = self.features(x)
-        if x.shape[2] == 1 and x.shape[3] == 1:  # 32x32 inputs: adaptive pooling replicates
-            x = x.expand(-1, -1, 7, 7)  # (same result; mkldnn rejects the 1x1 -> 7x7 pool)
-        else:
-            x = self.avgpool(x)
-        x = torch.flatten(x, 1)
-        return self.classifier(x)
+    try:
+        with torch.enable_grad():
+            times, out = compile_time(COMPTIME_COMPILE[case], [inp], 3 if args.quick else 7)
+        r.emit("comptime", case, times, "ms", metric="compile", impl="torch-compile",
+               note="first call - steady call of torch.compile(f), fresh caches")
+        r.check("comptime", case, out.detach().numpy(), impl="torch-compile")
+    except Exception as e:  # noqa: BLE001
+        print(f"torch-compile: comptime {case}: {type(e).__name__}: {e}", file=sys.stderr)
 
 
 VGG_STAGES = {11: [1, 1, 2, 2, 2], 13: [2, 2, 2, 2, 2], 16: [2, 2, 3, 3, 3],
               19: [2, 2, 4, 4, 4]}
 
 
-class VGGN(VGG11):
-    """VGG11/13/16/19 (the features' stages differ; same classifier)."""
+class VGG(nn.Module):
+    """kiln-bench's VGG (torchvision's layers without the adaptive pooling, which is the
+    identity at 224x224): conv3x3 + ReLU stages with 2x2 max-pools, flatten, three linear
+    layers to 1000 classes; the first takes dense_in = 512 * (H/32) * (W/32) inputs."""
 
-    def __init__(self, depth):
+    def __init__(self, depth, dense_in=25088):
         super().__init__()
         layers, c = [], 3
         for width, n in zip([64, 128, 256, 512, 512], VGG_STAGES[depth]):
@@ -189,30 +201,84 @@ class VGGN(VGG11):
                 c = width
             layers.append(nn.MaxPool2d(2, 2))
         self.features = nn.Sequential(*layers)
+        self.classifier = nn.Sequential(
+            nn.Linear(dense_in, 4096), nn.ReLU(True), nn.Linear(4096, 4096), nn.ReLU(True),
+            nn.Linear(4096, 1000))
+
+    def forward(self, x):
+        return self.classifier(torch.flatten(self.features(x), 1))
+
+    def load_kiln(self, ws):
+        """kiln's weights: (w OIHW, b) per conv, then (w [in, out], b) per dense layer."""
+        convs = [m for m in self.features if isinstance(m, nn.Conv2d)]
+        dense = [m for m in self.classifier if isinstance(m, nn.Linear)]
+        k = 0
+        for m in convs:
+            m.weight.copy_(torch.from_numpy(ws[k])), m.bias.copy_(torch.from_numpy(ws[k + 1]))
+            k += 2
+        for m in dense:
+            m.weight.copy_(torch.from_numpy(ws[k]).t()), m.bias.copy_(torch.from_numpy(ws[k + 1]))
+            k += 2
+        return self
 
 
-# comptime VGG11..19: torch.jit.script of the model (what kiln_lower + kiln_compile do for
-# f32[16,3,224,224]). TorchScript caches a compiled module type per Python class, so every
-# repetition gives the model a fresh subclass.
+# comptime VGG11..19 at f32[16,3,224,224]: torch.jit.script of the model (TorchScript caches
+# a compiled module type per Python class, so every repetition gives the model a fresh
+# subclass); and torch.compile of it (first call - steady call).
 for depth in [11] if args.quick else VGG_STAGES:
     case = f"VGG{depth}"
     if not r.wanted("comptime", case) or args.threads != 1:
         continue
     reps = 2 if args.quick else 11
-    net = VGGN(depth).eval()
+    net = VGG(depth).eval()
     times = []
     for i in range(reps + 1):
-        net.__class__ = type(f"VGG{depth}_{i}", (VGGN,), {})
+        net.__class__ = type(f"VGG{depth}_{i}", (VGG,), {})
         t0 = time.perf_counter()
         torch.jit.script(net)
         times.append(time.perf_counter() - t0)
-    r.emit("comptime", case, times[1:], "ms", metric="compile", impl="torch-script")
-    del net
+    r.emit("comptime", case, times[1:], "ms", metric="compile", impl="torch-script",
+           note="torch.jit.script of the model")
+    net.__class__ = VGG
+    x = torch.rand(16, 3, 224, 224)
+    try:
+        times, _ = compile_time(lambda net=net: net, [x], 1 if args.quick or depth > 11 else 2)
+        r.emit("comptime", case, times, "ms", metric="compile", impl="torch-compile",
+               note="first call - steady call of torch.compile(model), fresh caches")
+    except Exception as e:  # noqa: BLE001
+        print(f"torch-compile: comptime {case}: {type(e).__name__}: {e}", file=sys.stderr)
+    del net, x
 
-# comptime "VGG11 train step": torch.jit.script of a function doing what kiln's case lowers
-# and compiles: VGG11's forward at f32[16,3,224,224] on 22 explicit weights, loss
-# sum(logits^2)/16, torch.autograd.grad of every weight, SGD (w - 0.01 g). Scripting only
-# (as for the forward cases): each repetition scripts a freshly defined function.
+
+# comptime "VGG11 train step": what kiln's case lowers and compiles: VGG11's forward at
+# f32[16,3,224,224] on 22 explicit weights, loss sum(logits^2)/16, the gradient of every
+# weight, SGD (w - 0.01 g). torch-script: scripting a freshly defined function using
+# torch.autograd.grad (scripting only, as for the forward cases); torch-compile: the step with
+# torch.func.grad, first call - steady call.
+def vgg11_forward(x, ws):
+    h, k = x, 0
+    for n in VGG_STAGES[11]:
+        for _ in range(n):
+            h = torch.relu(torch.conv2d(h, ws[k], ws[k + 1], [1, 1], [1, 1]))
+            k += 2
+        h = torch.max_pool2d(h, [2, 2], [2, 2])
+    h = torch.flatten(h, 1)
+    for j in range(3):
+        h = h @ ws[k] + ws[k + 1]
+        k += 2
+        if j < 2:
+            h = torch.relu(h)
+    return h
+
+
+def vgg11_train_step(x, ws):
+    def loss(ws):
+        logits = vgg11_forward(x, ws)
+        return torch.sum(logits * logits) / x.shape[0]
+    g = torch.func.grad(loss)(ws)
+    return [w - 0.01 * gw for w, gw in zip(ws, g)]
+
+
 def vgg11_train_source(i):
     lines = [f"def step{i}(x: torch.Tensor, ws: List[torch.Tensor]) -> List[torch.Tensor]:",
              "    ws = [w.detach().requires_grad_(True) for w in ws]",
@@ -227,7 +293,7 @@ def vgg11_train_source(i):
     lines.append("    h = torch.flatten(h, 1)")
     for j in range(3):
         act = "torch.relu(" if j < 2 else "("
-        lines.append(f"    h = {act}torch.nn.functional.linear(h, ws[{k}], ws[{k + 1}]))")
+        lines.append(f"    h = {act}torch.matmul(h, ws[{k}]) + ws[{k + 1}])")
         k += 2
     lines += ["    loss = torch.sum(h * h) / 16.0",
               "    g = torch.autograd.grad([loss], ws)",
@@ -241,12 +307,8 @@ def vgg11_train_source(i):
 
 if r.wanted("comptime", "VGG11 train step") and args.threads == 1:
     reps = 2 if args.quick else 11
-    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
-        f.write("import torch\nfrom typing import List\n" +
-                "".join(vgg11_train_source(i) for i in range(reps + 1)))
-    spec = importlib.util.spec_from_file_location("kiln_comptime_vgg_train", f.name)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_source("kiln_comptime_vgg_train", "import torch\nfrom typing import List\n" +
+                      "".join(vgg11_train_source(i) for i in range(reps + 1)))
     times = []
     try:
         for i in range(reps + 1):
@@ -254,65 +316,47 @@ if r.wanted("comptime", "VGG11 train step") and args.threads == 1:
             torch.jit.script(getattr(mod, f"step{i}"))
             times.append(time.perf_counter() - t0)
         r.emit("comptime", "VGG11 train step", times[1:], "ms", metric="compile",
-               impl="torch-script")
+               impl="torch-script", note="torch.jit.script of the step")
     except Exception as e:  # noqa: BLE001 -- reported, not fatal
         print(f"torch-script: comptime VGG11 train step: {type(e).__name__}: {e}",
               file=sys.stderr)
-    os.unlink(f.name)
-
-vgg_cases = [s for s in common.quick_filter(args.quick, common.VGG, [])
-             if r.wanted("vgg", "VGG11 %dx%dx%dx%d" % s)]
-if vgg_cases:
-    torch.manual_seed(0)
-    model = VGG11().eval()
-    frozen = None
-    for s in vgg_cases:
-        case = "VGG11 %dx%dx%dx%d" % s
-        inp = torch.randn(*s)
-        r.time("vgg", case, lambda: model(inp), "ms", impl="torch-eager", max_reps=21)
-        if frozen is None:
-            frozen = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.script(model)))
-        r.time("vgg", case, lambda: frozen(inp), "ms", impl="torch-script", warmup=3,
-               max_reps=21)
-    if args.onnx_dir:  # one file per input shape (the export traces the pooling branch)
-        os.makedirs(args.onnx_dir, exist_ok=True)
-        for s in vgg_cases:
-            path = os.path.join(args.onnx_dir, "vgg11_%dx%dx%dx%d.onnx" % s)
-            if not os.path.exists(path):
-                torch.onnx.export(model, torch.randn(*s), path, input_names=["input"],
-                                  output_names=["logits"], opset_version=13)
-                print(f"torch: exported {path}", file=sys.stderr)
-
-
-# The small functions as ONNX models for ort_peer.js, at the shapes kiln-bench uses (static,
-# so ONNX Runtime can plan them fully).
-class Wrap(nn.Module):
-    def __init__(self, f):
-        super().__init__()
-        self.f = f
-
-    def forward(self, *xs):
-        return self.f(*xs)
-
-
-if args.onnx_dir:
-    os.makedirs(args.onnx_dir, exist_ok=True)
-    x10 = torch.arange(100, dtype=f32).reshape(10, 10) / 100
-    EXPORTS = [("emlx_scalar", emlx_step, (x10, x10.clone())),
-               ("emlx_matmul", emlx_matmul, (x10, x10.clone())),
-               ("cos_1e7", cos, (torch.zeros(10000000),)),
-               ("expsin_1e7", expsin, (torch.zeros(10000000),)),
-               ("sum_all", sum_all, (torch.zeros(common.REDUCE_SHAPE),)),
-               ("sum_rows", sum_rows, (torch.zeros(common.REDUCE_SHAPE),)),
-               ("sum_cols", sum_cols, (torch.zeros(common.REDUCE_SHAPE),))]
-    for name, fn, example in EXPORTS:
-        path = os.path.join(args.onnx_dir, name + ".onnx")
-        if os.path.exists(path):
-            continue
+    if not args.quick:
+        specs = [(64, 3, 3, 3), (64,), (128, 64, 3, 3), (128,), (256, 128, 3, 3), (256,),
+                 (256, 256, 3, 3), (256,), (512, 256, 3, 3), (512,), (512, 512, 3, 3), (512,),
+                 (512, 512, 3, 3), (512,), (512, 512, 3, 3), (512,), (25088, 4096), (4096,),
+                 (4096, 4096), (4096,), (4096, 1000), (1000,)]
+        ws = [torch.rand(*s) * 0.01 for s in specs]
         try:
-            torch.onnx.export(Wrap(fn), example, path, opset_version=13,
-                              input_names=[f"x{i}" for i in range(len(example))],
-                              output_names=["y"])
-            print(f"torch: exported {path}", file=sys.stderr)
-        except Exception as e:  # noqa: BLE001 -- ort_peer.js then reports the file missing
-            print(f"torch: export of {name}: {type(e).__name__}: {e}", file=sys.stderr)
+            with torch.enable_grad():
+                times, _ = compile_time(lambda: vgg11_train_step,
+                                        [torch.rand(16, 3, 224, 224), ws], 1)
+            r.emit("comptime", "VGG11 train step", times, "ms", metric="compile",
+                   impl="torch-compile",
+                   note="first call - steady call of torch.compile(step), fresh caches")
+        except Exception as e:  # noqa: BLE001
+            print(f"torch-compile: comptime VGG11 train step: {type(e).__name__}: {e}",
+                  file=sys.stderr)
+        del ws
+
+
+# ---- VGG11 forward, executed ------------------------------------------------------------------
+
+for suite, case, key, unit in common.call_cases(args.quick):
+    if key != "vgg11" or not r.wanted(suite, case):
+        continue
+    xs = r.inputs(suite, case)
+    if xs is None:
+        continue
+    model = VGG(11, dense_in=xs[-6].shape[0]).eval().load_kiln(xs[1:])
+    inp = torch.from_numpy(xs[0])
+    impls = [("torch-eager", model, 2),
+             ("torch-script",
+              torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.script(model))), 3),
+             ("torch-compile", torch.compile(model), 3)]
+    for impl, f, warmup in impls:
+        try:
+            r.check(suite, case, f(inp).numpy(), impl=impl)
+            r.time(suite, case, lambda: f(inp), unit, impl=impl, warmup=warmup, max_reps=21)
+        except Exception as e:  # noqa: BLE001
+            print(f"{impl}: {suite} {case}: {type(e).__name__}: {e}", file=sys.stderr)
+    del model, impls, xs

@@ -1,0 +1,44 @@
+#!/bin/sh
+# Sets up what `make bench` alone needs: the benchmark peers (JAX, PyTorch, ONNX Runtime,
+# numpy, matplotlib for the chart) in a virtual environment, bench/.venv, from the pinned
+# bench/requirements.txt (made once, and again whenever that file changes), and Debian's
+# hyperfine for the time_to_load peers. Building, testing and the demo never need these.
+#
+# The venv's interpreter: $BENCH_PYTHON if set, else python3.11, else python3 (on the
+# project's machines the pyenv CPython 3.11 on PATH, for which PyPI's torch==2.13.0 CPU build
+# is at hand; Debian's /usr/bin/python3 stays as it is).
+set -eu
+cd "$(dirname "$0")/.."
+VENV=bench/.venv
+REQ=bench/requirements.txt
+
+base=${BENCH_PYTHON:-$(command -v python3.11 || command -v python3 || true)}
+if [ -z "$base" ]; then
+    echo "bench_env: no python3 found (set BENCH_PYTHON)" >&2
+    exit 1
+fi
+want=$(sha256sum "$REQ" | cut -d' ' -f1)
+stamp="$VENV/.requirements.sha256"
+if [ -x "$VENV/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
+    echo "bench_env: $VENV is up to date"
+else
+    echo "bench_env: installing $REQ into $VENV (with $base; a few minutes the first time)"
+    rm -rf "$VENV"
+    "$base" -m venv "$VENV"
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r "$REQ"
+    echo "$want" >"$stamp"
+fi
+
+# hyperfine (Debian) times whole processes for time_to_load; without it those peers are
+# reported missing.
+if ! command -v hyperfine >/dev/null 2>&1; then
+    if [ "$(id -u)" -eq 0 ]; then
+        DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends hyperfine ||
+            (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y \
+                --no-install-recommends hyperfine) ||
+            echo "bench_env: hyperfine not installed; time_to_load peers will be missing" >&2
+    else
+        echo "bench_env: hyperfine missing (as root: apt-get install hyperfine);" \
+            "time_to_load peers will be missing" >&2
+    fi
+fi

@@ -1,10 +1,11 @@
-#!/usr/bin/python3
 """Compares kiln-bench's records (bench/results/latest.json) with its peers'
-(bench/results/peers.json, written by bench/run_peers.sh): prints the ratio table (kiln's
-median time over each peer's, per case and thread count; < 1 means kiln is faster), writes
-bench/RESULTS.md (its generated section; earlier hand-written sections are kept below) and
-bench/results/ratios.png (log-scale bar chart; needs python3-matplotlib, skipped otherwise).
-Case names match case-insensitively; unmatched names are printed.
+(bench/results/peers.json, written by bench/run_peers.sh): prints, per case and thread
+count, kiln against the best peer of that case and against JAX, then every pair (kiln's
+median time over the peer's; < 1 means kiln is faster); writes bench/RESULTS.md (its
+generated section; earlier hand-written sections are kept below) and
+bench/results/ratios.png (log-scale chart of kiln / best peer and kiln / JAX; needs
+matplotlib, which bench/.venv has). A peer whose result check failed is never the best
+peer. Case names match case-insensitively; unmatched names are printed.
 Usage: report.py [--kiln FILE] [--peers FILE] [--md FILE] [--png FILE] [--no-write]"""
 
 import argparse
@@ -13,7 +14,6 @@ import json
 import os
 import platform
 import re
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -111,17 +111,27 @@ def fmt_time(sec):
     return f"{sec / 1e-9:.3g} ns"
 
 
-# kiln's metric compared with the peers' times: the steady-state call, and for comptime the
-# total of lower + compile (against torch.jit.script + its optimizing calls).
-COMPARED = {"call", "time"}
-COMPARED_COMPTIME = {"total"}
+# kiln's metric -> the peers' metric it is compared with: the steady-state call with the
+# peers' calls, comptime's lower + compile with the peers' compile times, the first call of
+# a fresh executable with theirs, and time_to_load's whole process with theirs.
+KILN_TO_PEER = {"call": "time", "total": "compile", "first_call": "first_call", "wall": "wall"}
+# Peers that run op by op, the fair company of kiln's eager mode.
+EAGER_PEERS = {"numpy", "torch-eager"}
+# Records in peers.json that are kiln's own (the time_to_load process under hyperfine).
+NOT_PEERS = {"kiln-hyperfine"}
 
 
 def is_kiln(rec):
     if not str(rec.get("impl", "kiln")).lower().startswith("kiln"):
         return False
     m = norm(rec.get("metric", "call"))
-    return m in (COMPARED_COMPTIME if norm(rec.get("suite")) == "comptime" else COMPARED)
+    if norm(rec.get("suite")) == "comptime":
+        return m == "total"
+    return m in ("call", "first_call", "wall")
+
+
+def peer_metric(rec):
+    return KILN_TO_PEER.get(norm(rec.get("metric", "call")), "time")
 
 
 def key(rec, case=None):
@@ -129,27 +139,72 @@ def key(rec, case=None):
             int(rec.get("threads", 1) or 1))
 
 
+def checks(peers):
+    """(suite, case, threads, impl) -> the check record of that peer run."""
+    return {key(p) + (norm(p.get("impl")),): p for p in peers if norm(p.get("metric")) == "check"}
+
+
+def check_state(chk, p):
+    """'ok', 'failed' or 'unchecked' for a peer's time record."""
+    c = chk.get(key(p) + (norm(p.get("impl")),))
+    if c is None:  # a check made on 1 thread covers the same program on more
+        c = chk.get(key(p)[:2] + (1, norm(p.get("impl"))))
+    if c is None:
+        # time_to_load programs assert their value themselves (a wrong one fails the run)
+        return "ok" if norm(p.get("metric")) == "wall" else "unchecked"
+    return "ok" if c.get("ok") else "failed"
+
+
 def match(kiln, peers):
-    """Rows (kiln record, peer record, ratio) and the unmatched names on each side."""
+    """Rows (kiln record, peer record, ratio, check state) and the unmatched names."""
+    chk = checks(peers)
     by_key = {}
     for p in peers:
-        by_key.setdefault(key(p), []).append(p)
+        if norm(p.get("impl")) in NOT_PEERS or norm(p.get("metric")) == "check":
+            continue
+        by_key.setdefault(key(p) + (norm(p.get("metric")),), []).append(p)
     rows, used, unmatched_kiln = [], set(), []
     for k in kiln:
-        cands = by_key.get(key(k))
-        if not cands:  # "step f32[10,10] eager" -> "step f32[10,10]"
-            stripped = re.sub(r"\s*[,(]?\s*(eager|compiled)\)?\s*$", "", norm(k.get("case", "")))
-            cands = by_key.get(key(k, stripped))
+        cands = by_key.get(key(k) + (peer_metric(k),))
         if not cands:
-            unmatched_kiln.append(k)
+            if norm(k.get("metric")) in ("call", "total"):
+                unmatched_kiln.append(k)
             continue
         for p in cands:
             used.add(id(p))
             ks, ps = seconds(k), seconds(p)
-            rows.append((k, p, ks / ps if ks and ps else None))
+            rows.append((k, p, ks / ps if ks and ps else None, check_state(chk, p)))
     matched = {key(p)[:2] for p in peers if id(p) in used}
-    unmatched_peers = [p for p in peers if key(p)[:2] not in matched]
+    unmatched_peers = [p for p in peers if key(p)[:2] not in matched
+                       and norm(p.get("metric")) in ("time", "compile")]
     return rows, unmatched_kiln, unmatched_peers
+
+
+def best_rows(rows):
+    """Per kiln record: (kiln, best peer record or None, ratio, jax record or None, ratio,
+    excluded peers). kiln-eager is measured against the eager peers only; peers whose
+    check failed never count."""
+    groups = {}
+    for k, p, ratio, state in rows:
+        groups.setdefault(id(k), (k, []))[1].append((p, ratio, state))
+    out = []
+    for k, cands in groups.values():
+        eager = norm(k.get("impl")) == "kiln-eager"
+        ok = [(p, r) for p, r, st in cands if st != "failed" and r is not None
+              and (not eager or norm(p.get("impl")) in EAGER_PEERS)]
+        bad = sorted({p.get("impl") for p, r, st in cands if st == "failed"})
+        if not ok:
+            continue
+        best = min(ok, key=lambda x: seconds(x[0]))
+        jax = next(((p, r) for p, r in ok if norm(p.get("impl")) == "jax"), (None, None))
+        out.append((k, best[0], best[1], jax[0], jax[1], bad))
+    order = {"comptime": 0, "time_to_load": 1, "emlx": 2, "elementwise": 3, "reduction": 4,
+             "gemm": 5, "vgg": 6}
+    metric_order = {"total": 0, "call": 0, "wall": 0, "first_call": 1}
+    out.sort(key=lambda x: (order.get(norm(x[0].get("suite")), 9), x[0].get("case", ""),
+                            metric_order.get(norm(x[0].get("metric")), 2),
+                            x[0].get("impl", ""), int(x[0].get("threads", 1))))
+    return out
 
 
 def machine():
@@ -173,20 +228,12 @@ def machine():
     return f"{cpu}, {os.cpu_count()} cores, {mem} memory, {osname}, Linux {platform.release()}"
 
 
-def versions():
-    out = [f"Python {platform.python_version()}"]
-    for mod in ("numpy", "torch"):
-        try:
-            out.append(f"{mod} {__import__(mod).__version__}")
-        except Exception:
-            pass
-    try:
-        pj = json.load(open(os.path.join(HERE, "node_modules/onnxruntime-node/package.json")))
-        node = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout
-        out.append(f"onnxruntime-node {pj['version']} (node {node.strip()}, CPU)")
-    except Exception:
-        pass
-    return ", ".join(out)
+def versions(meta):
+    v = meta.get("versions", {})
+    names = [("python", "Python"), ("jax", "jax"), ("jaxlib", "jaxlib"), ("torch", "torch"),
+             ("onnxruntime", "onnxruntime"), ("onnx", "onnx"), ("numpy", "numpy")]
+    out = [f"{label} {v[k]}" for k, label in names if k in v]
+    return ", ".join(out) + " (bench/.venv, from bench/requirements.txt)" if out else "none"
 
 
 def find(recs, suite, case, impl, metric, threads):
@@ -200,8 +247,9 @@ def find(recs, suite, case, impl, metric, threads):
 
 
 def peer_time(kiln_all, peers, suite, case, impl, threads):
-    r = find(peers, suite, case, impl, None, threads) or find(kiln_all, suite, case, impl,
-                                                              "call", threads)
+    metric = "compile" if norm(suite) == "comptime" else "time"
+    r = find(peers, suite, case, impl, metric, threads) or find(kiln_all, suite, case, impl,
+                                                                "call", threads)
     return seconds(r) if r else None
 
 
@@ -274,15 +322,29 @@ def targets_md(rows):
 
 
 def table(rows):
-    head = ["suite", "case", "threads", "kiln", "kiln median", "peer", "peer median",
-            "kiln / peer"]
+    head = ["suite", "case", "threads", "kiln", "metric", "kiln median", "peer", "peer median",
+            "kiln / peer", "check"]
     body = []
-    for k, p, r in sorted(rows, key=lambda x: (x[0].get("suite", ""), x[0].get("case", ""),
-                                                x[0].get("threads", 1), x[0].get("impl", ""),
-                                                x[1].get("impl", ""))):
+    for k, p, r, st in sorted(rows, key=lambda x: (x[0].get("suite", ""), x[0].get("case", ""),
+                                                   x[0].get("threads", 1), x[0].get("impl", ""),
+                                                   x[0].get("metric", ""), x[1].get("impl", ""))):
         body.append([k.get("suite", ""), k.get("case", ""), str(k.get("threads", 1)),
-                     k.get("impl", "kiln"), fmt_time(seconds(k)), p.get("impl", ""),
-                     fmt_time(seconds(p)), "-" if r is None else f"{r:.3g}"])
+                     k.get("impl", "kiln"), k.get("metric", ""), fmt_time(seconds(k)),
+                     p.get("impl", ""), fmt_time(seconds(p)), "-" if r is None else f"{r:.3g}",
+                     st])
+    return head, body
+
+
+def best_table(best):
+    head = ["suite", "case", "threads", "kiln", "metric", "kiln median", "best peer",
+            "best median", "kiln / best", "jax median", "kiln / jax", "left out (check failed)"]
+    body = []
+    for k, p, r, j, rj, bad in best:
+        body.append([k.get("suite", ""), k.get("case", ""), str(k.get("threads", 1)),
+                     k.get("impl", "kiln"), k.get("metric", ""), fmt_time(seconds(k)),
+                     p.get("impl", ""), fmt_time(seconds(p)), f"{r:.3g}",
+                     fmt_time(seconds(j)) if j else "-", f"{rj:.3g}" if rj else "-",
+                     ", ".join(bad) or "-"])
     return head, body
 
 
@@ -292,55 +354,78 @@ def print_table(head, body):
         print("  ".join(str(c).ljust(w[i]) for i, c in enumerate(r)))
 
 
-def chart(rows, path):
+def chart(best, path):
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print("report: matplotlib missing (make deps: python3-matplotlib); no chart",
-              file=sys.stderr)
+        print("report: matplotlib missing (make bench-env); no chart", file=sys.stderr)
         return False
-    rows = [x for x in rows if x[2]]
-    if not rows:
+    if not best:
         return False
-    labels = [f"{k['suite']} {k['case']} ({k.get('impl', 'kiln')} / {p['impl']}, "
-              f"{k.get('threads', 1)}t)" for k, p, _ in rows]
-    ratios = [r for _, _, r in rows]
-    fig, ax = plt.subplots(figsize=(10, 0.28 * len(rows) + 1.5))
-    colors = ["tab:green" if r < 1 else "tab:red" for r in ratios]
-    ax.barh(range(len(rows)), ratios, color=colors, left=0)
+    labels = [f"{k['suite']} {k['case']} ({k.get('impl', 'kiln')} {k.get('metric')}, "
+              f"{k.get('threads', 1)}t; best: {p['impl']})" for k, p, _, _, _, _ in best]
+    ratios = [r for _, _, r, _, _, _ in best]
+    jax = [rj for _, _, _, _, rj, _ in best]
+    fig, ax = plt.subplots(figsize=(11, 0.3 * len(best) + 1.8))
+    ys = range(len(best))
+    ax.barh(ys, ratios, color=["tab:green" if r < 1 else "tab:red" for r in ratios],
+            label="kiln / best peer")
+    jy = [y for y, rj in zip(ys, jax) if rj]
+    ax.scatter([rj for rj in jax if rj], jy, marker="D", s=14, color="tab:blue", zorder=3,
+               label="kiln / JAX")
     ax.set_xscale("log")
     ax.axvline(1.0, color="black", linewidth=0.8)
-    ax.set_yticks(range(len(rows)))
+    ax.set_yticks(list(ys))
     ax.set_yticklabels(labels, fontsize=7)
     ax.invert_yaxis()
     ax.set_xlabel("kiln median time / peer median time (log; < 1: kiln faster)")
-    ax.set_title("kiln vs peers, same run")
+    ax.set_title("kiln against the best peer of each case, and against JAX (same run)")
+    ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=100)
     plt.close(fig)
     return True
 
 
-def markdown(rows, kiln, unmatched_kiln, unmatched_peers, missing, commands, png, target_rows,
+def markdown(rows, best, unmatched_kiln, unmatched_peers, meta, png, target_rows,
              kiln_pending=()):
     today = datetime.date.today().isoformat()
     L = [BEGIN, f"## {today}, kiln and its peers (generated by bench/report.py)", "",
-         f"Machine: {machine()}.", f"Peers: {versions()}.", "",
-         "Commands: `make bench` (`build/bench/kiln-bench` -> `bench/results/latest.json`, "
-         "`bench/run_peers.sh` -> `bench/results/peers.json`, `bench/report.py`). Peer runs:",
-         ""]
-    L += [f"    {c}" for c in commands] or ["    (none)"]
-    L += ["", "Medians over repetitions after warm-up (fast cases many, big ones few); the "
-          "ratio is kiln's median time over the peer's, per case and thread count (< 1: kiln "
-          "is faster).", ""]
-    L += targets_md(target_rows)
+         f"Machine: {machine()}.", f"Peers: {versions(meta)}.", "",
+         "Commands: `make bench` (`build/bench/kiln-bench` -> `bench/results/latest.json` and "
+         "`bench/results/check/`, `bench/run_peers.sh` -> `bench/results/peers.json`, "
+         "`bench/report.py`). Peer runs:", ""]
+    L += [f"    {c}" for c in meta.get("commands", [])] or ["    (none)"]
+    L += ["", "Medians over repetitions after warm-up (fast cases many, big ones few); a ratio "
+          "is kiln's median time over the peer's, per case and thread count (< 1: kiln is "
+          "faster). Every peer computes from kiln-bench's own inputs and its result is "
+          "compared with kiln's once per case (`check`); one that differs is never the best "
+          "peer. Compile times (comptime) are on 1 thread: kiln's lower + compile against "
+          "`jax.jit(f).lower(*args).compile()` with caches cleared, `torch.compile`'s first "
+          "call minus a steady call with empty caches, and `torch.jit.script`.", "",
+          "### kiln against the best peer of each case, and against JAX", "",
+          "kiln (compiled) is compared with every peer; kiln-eager with the op-by-op peers "
+          "(numpy, torch-eager) only.", ""]
     if png:
-        L += [f"![kiln / peer ratios]({png})", ""]
+        L += [f"![kiln / best peer and kiln / JAX]({png})", ""]
+    head, body = best_table(best)
+    L += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    L += ["| " + " | ".join(r) + " |" for r in body]
+    L += [""]
+    L += targets_md(target_rows)
+    L += ["### Every pair", ""]
     head, body = table(rows)
     L += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     L += ["| " + " | ".join(r) + " |" for r in body]
+    failed = sorted({f"{p.get('suite')} {p.get('case')} ({p.get('impl')}, "
+                     f"{p.get('threads')} thr): {p.get('note', '')}"
+                     for p in meta.get("records", []) if norm(p.get("metric")) == "check"
+                     and not p.get("ok")})
+    if failed:
+        L += ["", "Peer results that differ from kiln's (left out of the best peer):", ""]
+        L += [f"- {f}" for f in failed]
     if unmatched_kiln:
         L += ["", "kiln cases without a peer:", ""]
         L += [f"- {k.get('suite')} {k.get('case')} ({k.get('impl', 'kiln')}, "
@@ -354,8 +439,10 @@ def markdown(rows, kiln, unmatched_kiln, unmatched_peers, missing, commands, png
     if pend:
         L += ["", "Pending cases (kiln could not run them yet):", ""]
         L += [f"- {r.get('suite')} \"{r.get('case')}\": {r.get('note', '')}" for r in pend]
-    L += ["", "Cases without a peer by design:", ""]
-    L += [f"- {s} \"{c}\": {why}" for s, c, why in PEERLESS]
+    if PEERLESS:
+        L += ["", "Cases without a peer by design:", ""]
+        L += [f"- {s} \"{c}\": {why}" for s, c, why in PEERLESS]
+    missing = meta.get("missing", [])
     if missing:
         L += ["", "Peers missing or cut short in this run:", ""] + [f"- {m}" for m in missing]
     L += ["", END]
@@ -385,18 +472,24 @@ def main():
     kiln = [r for r in kiln_all if is_kiln(r)]
     kiln_pending = [r for r in kiln_all if norm(r.get("metric")) == "pending"]
     peers, meta = load(a.peers)
+    meta.setdefault("records", peers)
     if not kiln:
         print(f"report: no kiln records in {a.kiln} (run build/bench/kiln-bench first)",
               file=sys.stderr)
     rows, uk, up = match(kiln, peers)
-    head, body = table(rows)
-    print_table(head, body)
+    best = best_rows(rows)
+    print("kiln against the best peer of each case, and against JAX:")
+    print_table(*best_table(best))
     if uk:
         print("\nkiln cases without a peer: " +
               "; ".join(sorted({f"{k.get('suite')} {k.get('case')}" for k in uk})))
     if up:
         print("peer cases without kiln: " +
               "; ".join(sorted({f"{p.get('suite')} {p.get('case')}" for p in up})))
+    for p in peers:
+        if norm(p.get("metric")) == "check" and not p.get("ok"):
+            print(f"check failed: {p.get('suite')} {p.get('case')} ({p.get('impl')}, "
+                  f"{p.get('threads')} thr): {p.get('note')}")
     for m in meta.get("missing", []):
         print(f"missing peer: {m}")
     for r in kiln_pending:
@@ -409,11 +502,10 @@ def main():
     if a.no_write:
         return 0
     png = None
-    if chart(rows, a.png):
+    if chart(best, a.png):
         png = os.path.relpath(a.png, os.path.dirname(os.path.abspath(a.md)))
         print(f"report: wrote {a.png}")
-    write_md(a.md, markdown(rows, kiln, uk, up, meta.get("missing", []),
-                            meta.get("commands", []), png, target_rows, kiln_pending))
+    write_md(a.md, markdown(rows, best, uk, up, meta, png, target_rows, kiln_pending))
     print(f"report: wrote {a.md}")
     return 0
 

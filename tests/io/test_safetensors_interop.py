@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """safetensors files between kiln and an independent writer/reader, in both directions.
 
     test_safetensors_interop.py TEST_IO WORKDIR

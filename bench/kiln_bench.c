@@ -59,9 +59,9 @@ static struct {
     const char *filter;
     const char *json_path;
     const char *check_dir; /* where results for the peers' checks go ("": nowhere) */
-    int threads;   /* the "all threads" count of multi-thread cases */
-    int cores;     /* online CPUs */
-    double target; /* seconds of steady-state calls per measurement */
+    int threads;           /* the "all threads" count of multi-thread cases */
+    int cores;             /* online CPUs */
+    double target;         /* seconds of steady-state calls per measurement */
 } opt = {.json_path = "bench/results/latest.json", .check_dir = "bench/results/check"};
 
 static double now(void) {
@@ -1272,7 +1272,10 @@ static int wanted(const char *suite, const char *name) {
 }
 
 static int usage(const char *argv0) {
-    fprintf(stderr, "usage: %s [--quick] [--filter PATTERN] [--json PATH] [--check-dir DIR] [--threads N]\n", argv0);
+    fprintf(
+        stderr,
+        "usage: %s [--quick] [--filter PATTERN] [--json PATH] [--check-dir DIR] [--threads N]\n",
+        argv0);
     return 2;
 }
 

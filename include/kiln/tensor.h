@@ -57,12 +57,21 @@ typedef void (*kiln_deleter_fn)(void *data, void *user);
 
 /* A tensor over the caller's memory without copying. `data` must hold `nbytes` bytes,
  * equal to the shape's byte size, aligned to the dtype's size, and must not change while
- * the tensor lives. When the last reference goes, `deleter(data, user)` is called (if not
- * NULL). On failure NULL is returned and the deleter is NOT called: the memory stays the
- * caller's. */
+ * the tensor lives. kiln only reads it (it may be read-only memory): donating the tensor to
+ * kiln_exe_call kills the tensor as usual, but the result aliased to it goes to fresh
+ * memory and the caller's array keeps its values. When the last reference goes,
+ * `deleter(data, user)` is called (if not NULL). On failure NULL is returned and the
+ * deleter is NOT called: the memory stays the caller's. */
 KILN_API kiln_tensor *kiln_tensor_wrap_host(kiln_ctx *cx, kiln_dtype dtype, kiln_shape shape,
                                             void *data, size_t nbytes, kiln_deleter_fn deleter,
                                             void *user);
+/* kiln_tensor_wrap_host over memory that kiln may also write: donating the tensor lets the
+ * result aliased to it take the memory in place (as for kiln's own buffers), so the
+ * caller's array then holds that result, and the deleter runs when the last tensor using
+ * the memory (the result included) goes. Same arguments and errors. */
+KILN_API kiln_tensor *kiln_tensor_wrap_host_writable(kiln_ctx *cx, kiln_dtype dtype,
+                                                     kiln_shape shape, void *data, size_t nbytes,
+                                                     kiln_deleter_fn deleter, void *user);
 
 /* Tensors filled with 0, 1, or `value`. Integer dtypes truncate a fractional value toward
  * zero (as numpy does); a value outside the dtype's range, or NaN for an integer or bool,

@@ -225,9 +225,9 @@ kiln_tensor *kiln_tensor_from_host(kiln_ctx *cx, kiln_dtype dtype, kiln_shape sh
     return t;
 }
 
-kiln_tensor *kiln_tensor_wrap_host(kiln_ctx *cx, kiln_dtype dtype, kiln_shape shape, void *data,
-                                   size_t nbytes, kiln_deleter_fn deleter, void *user) {
-    static const char fn[] = "kiln_tensor_wrap_host";
+static kiln_tensor *wrap_host(kiln_ctx *cx, const char *fn, kiln_dtype dtype, kiln_shape shape,
+                              void *data, size_t nbytes, kiln_deleter_fn deleter, void *user,
+                              bool writable) {
     if (!cx) return NULL;
     int64_t numel;
     size_t need;
@@ -258,6 +258,7 @@ kiln_tensor *kiln_tensor_wrap_host(kiln_ctx *cx, kiln_dtype dtype, kiln_shape sh
     s->nbytes = nbytes;
     s->allocator = cx->allocator;
     s->wrapped = true;
+    s->read_only = !writable;
     kiln_tensor *t = tensor_around(cx, fn, dtype, &shape, numel, need, s);
     if (!t) {
         /* The memory stays the caller's: free our record without calling the deleter. */
@@ -267,6 +268,18 @@ kiln_tensor *kiln_tensor_wrap_host(kiln_ctx *cx, kiln_dtype dtype, kiln_shape sh
     s->deleter = deleter;
     s->deleter_user = user;
     return t;
+}
+
+kiln_tensor *kiln_tensor_wrap_host(kiln_ctx *cx, kiln_dtype dtype, kiln_shape shape, void *data,
+                                   size_t nbytes, kiln_deleter_fn deleter, void *user) {
+    return wrap_host(cx, "kiln_tensor_wrap_host", dtype, shape, data, nbytes, deleter, user, false);
+}
+
+kiln_tensor *kiln_tensor_wrap_host_writable(kiln_ctx *cx, kiln_dtype dtype, kiln_shape shape,
+                                            void *data, size_t nbytes, kiln_deleter_fn deleter,
+                                            void *user) {
+    return wrap_host(cx, "kiln_tensor_wrap_host_writable", dtype, shape, data, nbytes, deleter,
+                     user, true);
 }
 
 kiln_dtype kiln_tensor_dtype(const kiln_tensor *t) { return t ? t->dtype : KILN_DTYPE_COUNT; }

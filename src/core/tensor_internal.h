@@ -18,6 +18,9 @@ typedef struct kiln__storage {
     kiln_deleter_fn deleter;  /* wrapped memory: the user's deleter (may be NULL) */
     void *deleter_user;
     bool wrapped;
+    /* Memory kiln must not write (kiln_tensor_wrap_host): donating its tensor never lets a
+     * result take it in place. */
+    bool read_only;
     /* A pooled buffer (an executable's result pool): when set, the last release hands the
      * storage to recycle instead of freeing it; recycle then owns it (keeps it for reuse, or
      * frees it with kiln__storage_free). recycle_next links it while it waits in a pool. */

@@ -479,8 +479,10 @@ static kiln_status prepare(kiln_ctx *cx, kiln_exe *exe, kiln_tensor *const *args
     for (int32_t i = 0; i < exe->n_args; i++) {
         exclusive[i] = false;
         if (!exe->donated[i]) continue;
-        /* A buffer no other tensor shares can take a result in place. */
-        exclusive[i] = atomic_load_explicit(&args[i]->storage->refs, memory_order_acquire) == 1;
+        /* A buffer no other tensor shares can take a result in place, unless it is the
+         * caller's memory that kiln may only read (kiln_tensor_wrap_host). */
+        exclusive[i] = !args[i]->storage->read_only &&
+                       atomic_load_explicit(&args[i]->storage->refs, memory_order_acquire) == 1;
         if (exe->arg_names[i])
             snprintf(label, sizeof label, "'%s'", exe->arg_names[i]);
         else

@@ -1,7 +1,10 @@
 /* Donation: a donated argument's buffer takes the result aliased to it, and the argument is
  * dead afterwards, for every use. Includes Reactant.jl's buffer-donation cases. */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #include <math.h>
 #include <stdio.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "test_util.h"
 
@@ -374,5 +377,80 @@ Test(donation, a_preserved_argument_may_be_donated_and_donate_all_skips_it) {
     cr_assert_eq(kiln_tensor_item(cx, rs[0], 2), 2);
     kiln_exe_release(exe);
     expect_ok(cx);
+    kiln_ctx_release(cx);
+}
+
+/* ---- wrapped memory ------------------------------------------------------------------------ */
+
+static void count_deleter(void *data, void *user) {
+    (void)data;
+    (*(int *)user)++;
+}
+
+Test(donation, wrapped_read_only_memory_is_never_written) {
+    kiln_ctx *cx = test_ctx();
+    kiln_arg_spec a = {.dtype = KILN_F32, .shape = KILN_SHAPE(4), .donate = true};
+    kiln_exe *exe = compile_fn(cx, plus_one, &a, 1, 1, "plus_one", true);
+    /* A page the process may only read: a write into it would fault. */
+    long page = sysconf(_SC_PAGESIZE);
+    float *mem =
+        mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    cr_assert_neq(mem, MAP_FAILED);
+    for (int i = 0; i < 4; i++)
+        mem[i] = (float)(i + 1);
+    cr_assert_eq(mprotect(mem, (size_t)page, PROT_READ), 0);
+    int deleted = 0;
+    kiln_tensor *x =
+        kiln_tensor_wrap_host(cx, KILN_F32, KILN_SHAPE(4), mem, 16, count_deleter, &deleted);
+    kiln_tensor *r = NULL;
+    cr_assert_eq(kiln_exe_call(cx, exe, &x, &r), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    expect_all(cx, r, (const float[]){2, 3, 4, 5});
+    cr_assert_neq(kiln_tensor_data(r), (const void *)mem);
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(mem[i], (float)(i + 1), "the caller's memory changed");
+    cr_assert_null(kiln_tensor_data(x), "a donated tensor is dead, wrapped or not");
+    cr_assert_eq(deleted, 1, "the memory goes back to its owner once the tensor died");
+    munmap(mem, (size_t)page);
+
+    /* Writable memory wrapped read-only keeps its values too (1,2,3,4 stays 1,2,3,4). */
+    float user[4] = {1, 2, 3, 4};
+    x = kiln_tensor_wrap_host(cx, KILN_F32, KILN_SHAPE(4), user, sizeof user, NULL, NULL);
+    cr_assert_eq(kiln_exe_call(cx, exe, &x, &r), KILN_OK);
+    expect_all(cx, r, (const float[]){2, 3, 4, 5});
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(user[i], (float)(i + 1), "the caller's array changed");
+    kiln_exe_release(exe);
+    expect_ok(cx);
+    kiln_ctx_release(cx);
+}
+
+Test(donation, wrapped_writable_memory_takes_the_result_in_place) {
+    kiln_ctx *cx = test_ctx();
+    kiln_arg_spec a = {.dtype = KILN_F32, .shape = KILN_SHAPE(4), .donate = true};
+    kiln_exe *exe = compile_fn(cx, plus_one, &a, 1, 1, "plus_one", true);
+    float user[4] = {1, 2, 3, 4};
+    int deleted = 0;
+    kiln_tensor *x = kiln_tensor_wrap_host_writable(cx, KILN_F32, KILN_SHAPE(4), user, sizeof user,
+                                                    count_deleter, &deleted);
+    cr_assert_not_null(x, "%s", kiln_ctx_error_message(cx));
+    kiln_tensor *r = NULL;
+    cr_assert_eq(kiln_exe_call(cx, exe, &x, &r), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    cr_assert_eq(kiln_tensor_data(r), (const void *)user, "the result takes the memory");
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(user[i], (float)(i + 2));
+    cr_assert_null(kiln_tensor_data(x));
+    cr_assert_eq(deleted, 0, "the result still uses the memory");
+    kiln_tensor_release(r);
+    cr_assert_eq(deleted, 1, "the deleter runs when the result goes");
+    kiln_exe_release(exe);
+
+    /* The same checks as kiln_tensor_wrap_host, named after this function. */
+    char bytes[32] = {0};
+    cr_assert_null(
+        kiln_tensor_wrap_host_writable(cx, KILN_F32, KILN_SHAPE(4), bytes + 1, 16, NULL, NULL));
+    expect_error(cx, KILN_INVALID_ARGUMENT, "kiln_tensor_wrap_host_writable: data");
+    cr_assert_null(
+        kiln_tensor_wrap_host_writable(cx, KILN_F32, KILN_SHAPE(4), user, 12, NULL, NULL));
+    expect_error(cx, KILN_INVALID_ARGUMENT, "kiln_tensor_wrap_host_writable");
     kiln_ctx_release(cx);
 }

@@ -20,8 +20,11 @@ bool cli_mode_parse(const char *text, cli_mode *out_mode);
 /* Reports a usage error ("kiln CMD: message", then a hint) and returns CLI_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Reads a whole file into a NUL-terminated malloc'ed buffer; NULL (errno set) on error. */
+/* Reads a whole regular file into a NUL-terminated malloc'ed buffer; NULL (errno set) on
+ * error, EINVAL for anything but a regular file (a FIFO is not waited on). */
 char *cli_read_file(const char *path, size_t *out_size);
+/* What a failed cli_read_file left in errno, as text ("not a regular file" for EINVAL). */
+const char *cli_file_error(int err);
 
 /* One summary line of a tensor: "f32[2,3] = [0, 1, 2, 3, 4, 5]" (at most `max_values`
  * values, then "..."). Writes to `stream`. */

@@ -104,7 +104,7 @@ static char *dup_n(const char *s, size_t n) {
 static bool tiers_load(conform *c, const char *path) {
     char *text = cli_read_file(path, NULL);
     if (!text) {
-        fprintf(stderr, "kiln conform: %s: %s\n", path, strerror(errno));
+        fprintf(stderr, "kiln conform: %s: %s\n", path, cli_file_error(errno));
         return false;
     }
     size_t cap = 0;
@@ -670,7 +670,7 @@ static bool conform_file(conform *c, const char *path, const char *name) {
     size_t size;
     char *text = cli_read_file(path, &size);
     if (!text) {
-        fprintf(stderr, "kiln conform: %s: %s\n", path, strerror(errno));
+        fprintf(stderr, "kiln conform: %s: %s\n", path, cli_file_error(errno));
         return false;
     }
     c->file_text = text;

@@ -1,10 +1,14 @@
+#define _POSIX_C_SOURCE 200809L /* open flags, fdopen */
 /* Shared helpers of the kiln tool: modes, usage errors, files, tensor summaries. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -31,8 +35,22 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) {
 }
 
 char *cli_read_file(const char *path, size_t *out_size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
+    /* Regular files only (else EINVAL): a FIFO would block (O_NONBLOCK keeps the open from
+     * waiting for a writer) and /dev/zero would never end. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return NULL;
+    struct stat sb;
+    int err = fstat(fd, &sb) != 0 ? errno : !S_ISREG(sb.st_mode) ? EINVAL : 0;
+    if (err) {
+        close(fd);
+        errno = err;
+        return NULL;
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return NULL;
+    }
     size_t cap = 1 << 16, n = 0;
     char *buf = malloc(cap);
     while (buf) {
@@ -64,6 +82,8 @@ char *cli_read_file(const char *path, size_t *out_size) {
     if (out_size) *out_size = n;
     return buf;
 }
+
+const char *cli_file_error(int err) { return err == EINVAL ? "not a regular file" : strerror(err); }
 
 static void print_value(double v, kiln_dtype dtype, FILE *stream) {
     if (dtype == KILN_BOOL)

@@ -53,7 +53,10 @@ KILN_API kiln_parse_options kiln_parse_options_default(void);
 KILN_API kiln_status kiln_module_parse(kiln_ctx *cx, const char *text, size_t length,
                                        const kiln_parse_options *options, kiln_module **out_module);
 
-/* Reads and parses a file; options->filename defaults to the path. */
+/* Reads and parses a file; options->filename defaults to the path. Only a regular file is
+ * read (a FIFO or a device is INVALID_ARGUMENT, "<path>: not a regular file"). Errors
+ * besides kiln_module_parse's: NOT_FOUND (no such file), PERMISSION_DENIED, UNAVAILABLE
+ * (a read error), each naming the path; RESOURCE_EXHAUSTED. */
 KILN_API kiln_status kiln_module_parse_file(kiln_ctx *cx, const char *path,
                                             const kiln_parse_options *options,
                                             kiln_module **out_module);

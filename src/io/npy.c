@@ -13,8 +13,8 @@
 
 #include "base/alloc.h"
 #include "base/ctx_internal.h"
+#include "base/file.h"
 #include "core/tensor_internal.h"
-#include "io/file.h"
 
 #define NPY_MAGIC "\x93NUMPY"
 #define NPY_MAGIC_LEN 6
@@ -363,7 +363,7 @@ static kiln_status read_exact(kiln_ctx *cx, const char *path, FILE *f, void *dst
     if (n == 0) return KILN_OK;
     size_t got = fread(dst, 1, n, f);
     if (got == n) return KILN_OK;
-    if (ferror(f)) return kiln__io_error(cx, path, "read", errno ? errno : EIO);
+    if (ferror(f)) return kiln__file_error(cx, path, "read", errno ? errno : EIO);
     return kiln_ctx_set_error(cx, KILN_DATA_LOSS, "%s: truncated .npy %s: %zu of %zu bytes", path,
                               what, got, n);
 }
@@ -382,7 +382,7 @@ static kiln_status load_file(kiln_ctx *cx, const char *path, FILE *f, size_t fil
         return kiln_ctx_set_error(cx, KILN_DATA_LOSS,
                                   "%s: truncated .npy header: %zu bytes announced, %zu present",
                                   path, header_len, file_size - prefix);
-    if (fseek(f, (long)prefix, SEEK_SET) != 0) return kiln__io_error(cx, path, "seek", errno);
+    if (fseek(f, (long)prefix, SEEK_SET) != 0) return kiln__file_error(cx, path, "seek", errno);
     char *header = header_len ? kiln__alloc(cx, header_len, 1, "kiln_npy_load: header") : NULL;
     if (header_len && !header) return KILN_RESOURCE_EXHAUSTED;
     s = read_exact(cx, path, f, header, header_len, "header");
@@ -413,7 +413,7 @@ kiln_status kiln_npy_load(kiln_ctx *cx, const char *path, kiln_tensor **out_tens
     if (!path) return kiln__null_argument(cx, "kiln_npy_load", "path");
     FILE *f;
     size_t size;
-    kiln_status s = kiln__io_open_read(cx, path, &f, &size);
+    kiln_status s = kiln__file_open_read(cx, path, &f, &size);
     if (s != KILN_OK) return s;
     s = load_file(cx, path, f, size, out_tensor);
     fclose(f);
@@ -525,5 +525,5 @@ kiln_status kiln_npy_save(kiln_ctx *cx, const char *path, const kiln_tensor *t) 
     if (hlen == 0) return kiln_ctx_set_error(cx, KILN_INTERNAL, "%s: header too long", fn);
 
     npy_write w = {header, hlen, t};
-    return kiln__io_save_atomic(cx, fn, path, write_npy, &w);
+    return kiln__file_save_atomic(cx, fn, path, write_npy, &w);
 }

@@ -19,8 +19,8 @@
 
 #include "base/alloc.h"
 #include "base/ctx_internal.h"
+#include "base/file.h"
 #include "core/tensor_internal.h"
-#include "io/file.h"
 
 #define ST_MAX_HEADER 100000000u
 #define ST_METADATA_KEY "__metadata__"
@@ -550,7 +550,7 @@ static kiln_status read_exact(kiln_ctx *cx, const char *path, FILE *f, void *dst
     if (n == 0) return KILN_OK;
     size_t got = fread(dst, 1, n, f);
     if (got == n) return KILN_OK;
-    if (ferror(f)) return kiln__io_error(cx, path, "read", errno ? errno : EIO);
+    if (ferror(f)) return kiln__file_error(cx, path, "read", errno ? errno : EIO);
     return kiln_ctx_set_error(cx, KILN_DATA_LOSS,
                               "%s: truncated safetensors %s: %zu of %zu bytes (the file shrank "
                               "while it was read)",
@@ -604,7 +604,7 @@ kiln_status kiln_safetensors_load(kiln_ctx *cx, const char *path, kiln_safetenso
     if (!path) return kiln__null_argument(cx, fn, "path");
     FILE *f;
     size_t size;
-    kiln_status s = kiln__io_open_read(cx, path, &f, &size);
+    kiln_status s = kiln__file_open_read(cx, path, &f, &size);
     if (s != KILN_OK) return s;
     s = load_file(cx, path, f, size, out);
     fclose(f);
@@ -975,7 +975,7 @@ kiln_status kiln_safetensors_save(kiln_ctx *cx, const char *path, const char *co
     if (s != KILN_OK) return s;
 
     save_write w = {&plan, n};
-    s = kiln__io_save_atomic(cx, fn, path, write_safetensors, &w);
+    s = kiln__file_save_atomic(cx, fn, path, write_safetensors, &w);
     plan_free(cx, &plan);
     return s;
 }

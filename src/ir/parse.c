@@ -12,6 +12,7 @@
 
 #include "base/alloc.h"
 #include "base/ctx_internal.h"
+#include "base/file.h"
 #include "core/element.h"
 #include "ir/ir.h"
 #include "kiln/parse.h"
@@ -3210,31 +3211,27 @@ kiln_status kiln_module_parse_file(kiln_ctx *cx, const char *path,
     if (!out_module) return kiln__null_argument(cx, "kiln_module_parse_file", "out_module");
     *out_module = NULL;
     if (!path) return kiln__null_argument(cx, "kiln_module_parse_file", "path");
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return kiln_ctx_set_error(cx, KILN_NOT_FOUND, "kiln_module_parse_file: cannot open '%s'",
-                                  path);
-    size_t cap = 1 << 16, n = 0;
-    char *buf = kiln__alloc(cx, cap, 16, "parser file");
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (n < cap) break;
-        char *nb = kiln__alloc(cx, cap * 2, 16, "parser file");
-        if (nb) memcpy(nb, buf, n);
-        kiln__free(cx, buf, cap);
-        buf = nb;
-        cap *= 2;
-    }
-    bool err = ferror(f);
+    /* A regular file only, read to its size: a FIFO is never waited on and a device such
+     * as /dev/zero is not read without end. */
+    FILE *f = NULL;
+    size_t size = 0;
+    kiln_status st = kiln__file_open_read(cx, path, &f, &size);
+    if (st != KILN_OK) return st;
+    size_t cap = size ? size : 1, n = 0;
+    char *buf = kiln__alloc(cx, cap, 16, "kiln_module_parse_file");
+    if (buf) n = fread(buf, 1, size, f);
+    bool err = buf && n != size;
     fclose(f);
     if (!buf)
         return kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED,
-                                  "kiln_module_parse_file: out of memory reading '%s'", path);
+                                  "kiln_module_parse_file: out of memory reading '%s' (%zu bytes)",
+                                  path, size);
     if (err) {
         kiln__free(cx, buf, cap);
         return kiln_ctx_set_error(cx, KILN_UNAVAILABLE,
-                                  "kiln_module_parse_file: reading '%s' failed", path);
+                                  "kiln_module_parse_file: reading '%s' failed after %zu of %zu "
+                                  "bytes",
+                                  path, n, size);
     }
     kiln_parse_options o = kiln_parse_options_default();
     if (options) {

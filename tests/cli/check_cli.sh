@@ -104,6 +104,14 @@ errors)
     expect 1 "bad\\.mlir:3:[0-9]+: error" "$kiln" run "$work/bad.mlir"
     expect 1 "bad\\.mlir:3:[0-9]+: error" "$kiln" print "$work/bad.mlir"
     expect 1 "missing\\.mlir" "$kiln" run "$work/missing.mlir"
+    expect 1 "missing\\.mlir: cannot open for reading" "$kiln" print "$work/missing.mlir"
+    # Only regular files are read: a device would never end, a FIFO never get a writer.
+    expect 1 "/dev/zero: not a regular file" "$kiln" print /dev/zero
+    expect 1 "/dev/zero: not a regular file" "$kiln" run /dev/zero
+    expect 1 "/dev/zero: not a regular file" "$kiln" conform /dev/zero
+    mkfifo "$work/fifo.mlir"
+    expect 1 "fifo\\.mlir: not a regular file" timeout 10 "$kiln" print "$work/fifo.mlir"
+    expect 1 "fifo\\.mlir: not a regular file" timeout 10 "$kiln" conform "$work/fifo.mlir"
     ;;
 help)
     expect 0 'run PROGRAM' "$kiln" --help

@@ -1,10 +1,13 @@
 /* The StableHLO text parser: round trips of the printer's goldens, literals, JAX modules,
  * func.call, the check dialect, conformance chunks compiled and run, errors with their
  * positions, and every prefix of a valid program. */
+#define _DEFAULT_SOURCE /* mkdtemp, mkfifo */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "goldens.h"
 #include "ir/ir.h"
@@ -408,5 +411,38 @@ Test(parse, deep_nesting_is_an_error) {
     text[o] = '\0';
     kiln_module *m;
     cr_assert_eq(kiln_module_parse(cx, text, o, NULL, &m), KILN_INVALID_ARGUMENT);
+    kiln_ctx_release(cx);
+}
+
+Test(parse, files_are_read_only_when_regular) {
+    kiln_ctx *cx = test_ctx();
+    kiln_module *m = NULL;
+    /* A device would never end and a FIFO would wait for a writer: both are refused. */
+    cr_assert_eq(kiln_module_parse_file(cx, "/dev/zero", NULL, &m), KILN_INVALID_ARGUMENT);
+    cr_assert_null(m);
+    expect_error(cx, KILN_INVALID_ARGUMENT, "/dev/zero: not a regular file");
+    char fifo[] = "/tmp/kiln_parse_fifo_XXXXXX";
+    cr_assert_not_null(mkdtemp(fifo));
+    char path[sizeof fifo + 16];
+    snprintf(path, sizeof path, "%s/p.mlir", fifo);
+    cr_assert_eq(mkfifo(path, 0600), 0);
+    cr_assert_eq(kiln_module_parse_file(cx, path, NULL, &m), KILN_INVALID_ARGUMENT);
+    expect_error(cx, KILN_INVALID_ARGUMENT, "p.mlir: not a regular file");
+    unlink(path);
+    rmdir(fifo);
+    cr_assert_eq(kiln_module_parse_file(cx, "/nonexistent/m.mlir", NULL, &m), KILN_NOT_FOUND);
+    expect_error(cx, KILN_NOT_FOUND, "/nonexistent/m.mlir: cannot open for reading");
+    /* A regular file is read to its size and parsed, with its path in positions. */
+    char file[] = "/tmp/kiln_parse_file_XXXXXX";
+    int fd = mkstemp(file);
+    cr_assert_geq(fd, 0);
+    const char text[] = "func.func @main(%x: tensor<f32>) -> tensor<f32> {\n  return %y : "
+                        "tensor<f32>\n}\n";
+    cr_assert_eq(write(fd, text, sizeof text - 1), (ssize_t)(sizeof text - 1));
+    close(fd);
+    cr_assert_eq(kiln_module_parse_file(cx, file, NULL, &m), KILN_INVALID_ARGUMENT);
+    cr_assert(strstr(kiln_ctx_error_message(cx), file) != NULL, "%s", kiln_ctx_error_message(cx));
+    kiln_ctx_clear_error(cx);
+    unlink(file);
     kiln_ctx_release(cx);
 }

@@ -26,8 +26,10 @@
  * the byte ranges are in order, contiguous, non-overlapping, of the size the dtype and
  * shape need, and cover the data exactly. A malformed, truncated or oversized file is an
  * error whose message names the file (or "<buffer>") and what is wrong; it never crashes
- * or reads out of bounds. Bool bytes load as 0 or 1. Offsets and dimensions above 2^53 are
- * refused (the JSON numbers are read as doubles).
+ * or reads out of bounds. Bool bytes load as 0 or 1. Offsets and dimensions of 2^53 or more
+ * are refused, not rounded (the JSON numbers are read as doubles, exact only below 2^53); so
+ * are strings holding \u0000 (a name would be cut there) and JSON nested deeper than 1000
+ * levels, each with the byte where it happens.
  *
  * Saving writes what the reference writer writes: tensors ordered by dtype alignment
  * (largest first) and then by name, "__metadata__" first in the header, the header padded

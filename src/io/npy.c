@@ -88,6 +88,27 @@ static bool streq(const char *s, size_t len, const char *lit) {
     return strlen(lit) == len && memcmp(s, lit, len) == 0;
 }
 
+/* Header text for a message: at most 32 bytes of s, printable ASCII as it is and every
+ * other byte as \xNN (a NUL would otherwise end the message unseen), "..." when cut. */
+typedef struct {
+    char text[32 * 4 + 4];
+} quoted;
+
+static quoted quote(const char *s, size_t len) {
+    quoted q;
+    size_t n = 0, shown = len > 32 ? 32 : len;
+    for (size_t i = 0; i < shown; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch >= 0x20 && ch < 0x7f && ch != '\\')
+            q.text[n++] = (char)ch;
+        else
+            n += (size_t)snprintf(q.text + n, sizeof q.text - n, "\\x%02x", ch);
+    }
+    if (shown < len) memcpy(q.text + n, "...", 3), n += 3;
+    q.text[n] = 0;
+    return q;
+}
+
 /* A numpy type string like '<f4'. */
 static kiln_status parse_typestr(cursor *c, const char *s, size_t len, npy_info *info) {
     if (len < 2) goto unsupported;
@@ -111,9 +132,9 @@ static kiln_status parse_typestr(cursor *c, const char *s, size_t len, npy_info 
     }
 unsupported:
     return kiln_ctx_set_error(c->cx, KILN_UNIMPLEMENTED,
-                              "%s: .npy dtype '%.*s' is not supported (kiln reads bool, i1-i8, "
+                              "%s: .npy dtype '%s' is not supported (kiln reads bool, i1-i8, "
                               "u1-u8, f2, f4, f8 and the bf16 convention of kiln/npy.h)",
-                              c->source, (int)(len > 32 ? 32 : len), s);
+                              c->source, quote(s, len).text);
 }
 
 static kiln_status parse_descr(cursor *c, npy_info *info) {
@@ -204,8 +225,8 @@ static kiln_status parse_dict(cursor *c, npy_info *info) {
         } else {
             return kiln_ctx_set_error(c->cx, KILN_INVALID_ARGUMENT,
                                       "%s: malformed .npy header: unexpected or repeated key "
-                                      "'%.*s'",
-                                      c->source, (int)(key_len > 32 ? 32 : key_len), key);
+                                      "'%s'",
+                                      c->source, quote(key, key_len).text);
         }
         if (s != KILN_OK) return s;
         if (accept(c, '}')) break;

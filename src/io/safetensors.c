@@ -152,13 +152,18 @@ static kiln_status bad_header(parser *p, const char *fmt_what, const char *name)
                               p->source, fmt_what);
 }
 
-/* A non-negative integer that a double holds exactly. */
-static bool json_index(const cJSON *item, uint64_t *out) {
-    if (!cJSON_IsNumber(item)) return false;
+/* A non-negative integer below 2^53, where every integer the JSON text can hold is read
+ * exactly (the JSON reader keeps numbers as doubles: 2^53 + 1 would arrive as 2^53). */
+typedef enum { INDEX_OK, INDEX_NOT_INTEGER, INDEX_TOO_LARGE } index_result;
+
+static index_result json_index(const cJSON *item, uint64_t *out) {
+    if (!cJSON_IsNumber(item)) return INDEX_NOT_INTEGER;
     double d = item->valuedouble;
-    if (!(d >= 0 && d <= ST_MAX_INTEGER) || d != (double)(uint64_t)d) return false;
+    if (!(d >= 0)) return INDEX_NOT_INTEGER;
+    if (d >= ST_MAX_INTEGER) return INDEX_TOO_LARGE; /* (every double this large is whole) */
+    if (d != (double)(uint64_t)d) return INDEX_NOT_INTEGER;
     *out = (uint64_t)d;
-    return true;
+    return INDEX_OK;
 }
 
 static kiln_status parse_dtype(parser *p, const char *name, const cJSON *item, kiln_dtype *out) {
@@ -187,7 +192,10 @@ static kiln_status parse_shape(parser *p, const char *name, const cJSON *item, k
     kiln_shape shape = {.rank = 0};
     for (const cJSON *d = item->child; d; d = d->next) {
         uint64_t v;
-        if (!json_index(d, &v))
+        index_result r = json_index(d, &v);
+        if (r == INDEX_TOO_LARGE)
+            return bad_header(p, "a dimension of \"shape\" is 2^53 or more", name);
+        if (r != INDEX_OK)
             return bad_header(p, "a dimension of \"shape\" is not a non-negative integer", name);
         if (shape.rank == KILN_MAX_RANK)
             return kiln_ctx_set_error(p->cx, KILN_INVALID_ARGUMENT,
@@ -203,7 +211,15 @@ static kiln_status parse_shape(parser *p, const char *name, const cJSON *item, k
 static kiln_status parse_offsets(parser *p, const char *name, const cJSON *item, st_entry *e) {
     const cJSON *b = cJSON_IsArray(item) ? item->child : NULL;
     const cJSON *end = b ? b->next : NULL;
-    if (!b || !end || end->next || !json_index(b, &e->begin) || !json_index(end, &e->end))
+    if (!b || !end || end->next)
+        return bad_header(p, "\"data_offsets\" is not an array of two non-negative integers", name);
+    index_result rb = json_index(b, &e->begin), re = json_index(end, &e->end);
+    if (rb == INDEX_TOO_LARGE || re == INDEX_TOO_LARGE)
+        return bad_header(p,
+                          "an offset of \"data_offsets\" is 2^53 or more (no file is that large, "
+                          "and JSON numbers are not exact there)",
+                          name);
+    if (rb != INDEX_OK || re != INDEX_OK)
         return bad_header(p, "\"data_offsets\" is not an array of two non-negative integers", name);
     return KILN_OK;
 }
@@ -432,6 +448,41 @@ static kiln_status build(parser *p, const cJSON *root, size_t data_size, kiln_sa
     return KILN_OK;
 }
 
+/* What the JSON reader cannot say well, found before it runs: nesting deeper than its limit
+ * (it would only report invalid JSON) and a \u0000 escape in a string (it would cut the
+ * string there, so that two names could read as one). Returns KILN_OK or the error. */
+static kiln_status prescan_json(parser *p, const char *text, size_t len) {
+    int depth = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < len; i++) {
+        char ch = text[i];
+        if (in_string) {
+            if (ch == '"') {
+                in_string = false;
+            } else if (ch == '\\' && i + 1 < len) {
+                if (text[i + 1] == 'u' && i + 5 < len && memcmp(text + i + 2, "0000", 4) == 0)
+                    return kiln_ctx_set_error(p->cx, KILN_INVALID_ARGUMENT,
+                                              "%s: malformed safetensors header: a string holds "
+                                              "\\u0000 (NUL) at byte %zu; names and metadata "
+                                              "cannot",
+                                              p->source, i);
+                i++; /* the escaped character */
+            }
+        } else if (ch == '"') {
+            in_string = true;
+        } else if (ch == '{' || ch == '[') {
+            if (++depth > CJSON_NESTING_LIMIT)
+                return kiln_ctx_set_error(p->cx, KILN_INVALID_ARGUMENT,
+                                          "%s: malformed safetensors header: nested deeper than "
+                                          "%d levels at byte %zu",
+                                          p->source, CJSON_NESTING_LIMIT, i);
+        } else if (ch == '}' || ch == ']') {
+            depth--;
+        }
+    }
+    return KILN_OK;
+}
+
 /* Parses `len` header bytes at `text` (which must be followed by a readable NUL: cJSON is
  * then safe even where it would peek one byte ahead). */
 static kiln_status parse_header(parser *p, const char *text, size_t len, size_t data_size,
@@ -441,6 +492,8 @@ static kiln_status parse_header(parser *p, const char *text, size_t len, size_t 
         return kiln_ctx_set_error(p->cx, KILN_INVALID_ARGUMENT,
                                   "%s: malformed safetensors header: invalid UTF-8 at byte %zu",
                                   p->source, good);
+    kiln_status pre = prescan_json(p, text, len);
+    if (pre != KILN_OK) return pre;
     /* cJSON records the last parse error in a process-wide variable on every parse, so
      * loads on different ctxs and threads take turns parsing. */
     static pthread_mutex_t cjson_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -136,7 +136,24 @@ Test(safetensors_errors, bad_json) {
         deep[at++] = ']';
     deep[at++] = '}';
     deep[at] = '\0';
-    expect_header_error(cx, deep, 0, KILN_INVALID_ARGUMENT, "invalid JSON");
+    expect_header_error(cx, deep, 0, KILN_INVALID_ARGUMENT,
+                        "nested deeper than 1000 levels at byte 1004");
+    /* 1000 levels are within the limit (and then merely not a tensor's fields). */
+    at = 5;
+    for (int i = 0; i < 999; i++)
+        deep[at++] = '[';
+    for (int i = 0; i < 999; i++)
+        deep[at++] = ']';
+    deep[at++] = '}';
+    deep[at] = '\0';
+    expect_header_error(cx, deep, 0, KILN_INVALID_ARGUMENT, "its value is not an object");
+    /* A \u0000 escape would cut a name short: refused, where it is. An escaped backslash
+     * before "u0000" is no such escape. */
+    expect_header_error(cx, "{\"a\\u0000b\":{}}", 0, KILN_INVALID_ARGUMENT,
+                        "a string holds \\u0000 (NUL) at byte 3");
+    expect_header_error(cx, "{\"__metadata__\":{\"k\":\"v\\u0000\"}}", 0, KILN_INVALID_ARGUMENT,
+                        "\\u0000 (NUL) at byte 23");
+    expect_header_ok(cx, "{\"__metadata__\":{\"k\":\"a\\\\u0000\"}}", 0);
     /* Whitespace padding, the writer's, is fine, and so is an empty object. */
     expect_header_ok(cx, "{}        ", 0);
     expect_header_ok(cx, " \n{ }\t\r\n", 0);
@@ -168,7 +185,7 @@ Test(safetensors_errors, entries) {
     expect_header_error(cx, ONE("\"F32\"", "[\"1\"]", "[0,4]"), 4, KILN_INVALID_ARGUMENT,
                         "not a non-negative integer");
     expect_header_error(cx, ONE("\"F32\"", "[18014398509481984]", "[0,4]"), 4,
-                        KILN_INVALID_ARGUMENT, "not a non-negative integer");
+                        KILN_INVALID_ARGUMENT, "a dimension of \"shape\" is 2^53 or more");
     expect_header_error(cx, ONE("\"F32\"", "[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]", "[0,4]"), 4,
                         KILN_INVALID_ARGUMENT, "more than 16 dimensions");
     expect_header_ok(cx, ONE("\"F32\"", "[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]", "[0,4]"), 4);
@@ -181,7 +198,7 @@ Test(safetensors_errors, entries) {
     expect_header_error(cx, ONE("\"F32\"", "[]", "{\"a\":0,\"b\":4}"), 4, KILN_INVALID_ARGUMENT,
                         "\"data_offsets\" is not an array");
     expect_header_error(cx, ONE("\"F32\"", "[]", "[0,18014398509481984]"), 4, KILN_INVALID_ARGUMENT,
-                        "\"data_offsets\" is not an array");
+                        "an offset of \"data_offsets\" is 2^53 or more");
     /* Byte sizes that overflow: 2^52 elements of 8 bytes twice over. */
     expect_header_error(cx, ONE("\"F64\"", "[4503599627370496,4503599627370496]", "[0,8]"), 8,
                         KILN_INVALID_ARGUMENT, "its byte size overflows");
@@ -243,6 +260,18 @@ Test(safetensors_errors, offsets) {
                         "{\"a\":{\"dtype\":\"I32\",\"shape\":[2],\"data_offsets\":[0,8]},"
                         "\"b\":{\"dtype\":\"I32\",\"shape\":[2],\"data_offsets\":[0,8]}}",
                         8, KILN_INVALID_ARGUMENT, "the ranges overlap");
+    /* Offsets of 2^53 or more are refused, not rounded (2^53 + 1 would read as 2^53), and
+     * so are dimensions; a fraction or a negative number is no integer. */
+    expect_header_error(cx, ONE("\"U8\"", "[1]", "[0,9007199254740993]"), 1, KILN_INVALID_ARGUMENT,
+                        "an offset of \"data_offsets\" is 2^53 or more");
+    expect_header_error(cx, ONE("\"U8\"", "[1]", "[4611686018427387904,0]"), 1,
+                        KILN_INVALID_ARGUMENT, "an offset of \"data_offsets\" is 2^53 or more");
+    expect_header_error(cx, ONE("\"U8\"", "[4611686018427387904]", "[0,1]"), 1,
+                        KILN_INVALID_ARGUMENT, "a dimension of \"shape\" is 2^53 or more");
+    expect_header_error(cx, ONE("\"U8\"", "[1]", "[0,0.5]"), 1, KILN_INVALID_ARGUMENT,
+                        "is not an array of two non-negative integers");
+    expect_header_error(cx, ONE("\"U8\"", "[1]", "[-1,0]"), 1, KILN_INVALID_ARGUMENT,
+                        "is not an array of two non-negative integers");
     /* In any JSON order, contiguous ranges are fine. */
     expect_header_ok(cx,
                      "{\"b\":{\"dtype\":\"I32\",\"shape\":[1],\"data_offsets\":[8,12]},"

@@ -14,6 +14,7 @@
 #include "base/ctx_internal.h"
 #include "base/file.h"
 #include "core/element.h"
+#include "core/tensor_internal.h"
 #include "ir/ir.h"
 #include "kiln/parse.h"
 
@@ -713,7 +714,20 @@ static bool store_elem(parser *p, const elem *e, kiln_dtype dt, unsigned char *o
     return true;
 }
 
-/* The literal as a tensor of type t (a new reference, not owned by a scope), or NULL. */
+/* Fills numel elements of esize bytes at buf from the first one, by doubling copies (a
+ * splat of millions of elements costs a few dozen memcpys, not one call per element). */
+static void splat_fill(unsigned char *buf, int64_t numel, size_t esize) {
+    size_t total = (size_t)numel * esize, have = esize;
+    while (have < total) {
+        size_t n = have < total - have ? have : total - have;
+        memcpy(buf + have, buf, n);
+        have += n;
+    }
+}
+
+/* The literal as a tensor of type t (a new reference, not owned by a scope), or NULL. The
+ * literal is checked against the type before any memory is taken, and its elements are
+ * written straight into the tensor. */
 static kiln_tensor *dense_tensor(parser *p, const dense *d, const kiln__type *t) {
     int64_t numel;
     if (!kiln_shape_numel(&t->shape, &numel) || numel > (INT64_C(1) << 40)) {
@@ -722,59 +736,55 @@ static kiln_tensor *dense_tensor(parser *p, const dense *d, const kiln__type *t)
     }
     size_t esize = kiln_dtype_size(t->dtype);
     size_t nbytes = (size_t)numel * esize;
-    unsigned char *buf = kiln__alloc(p->cx, nbytes ? nbytes : 1, 16, "parser constant");
-    if (!buf) {
-        oom(p);
+    char tb[64];
+    if (d->empty && numel != 0) {
+        perr(p, d->pos, "dense<> has no elements but %s has %" PRId64, type_str(t, tb, sizeof tb),
+             numel);
         return NULL;
     }
-    bool ok = true;
-    char tb[64];
-    if (d->empty) {
-        if (numel != 0)
-            ok = perr(p, d->pos, "dense<> has no elements but %s has %" PRId64,
-                      type_str(t, tb, sizeof tb), numel);
-    } else if (d->blob) {
-        const char *h = p->s + d->blob_pos;
-        if (d->blob_len == nbytes) {
-            for (size_t i = 0; i < nbytes; i++)
-                buf[i] = (unsigned char)(hexval((unsigned char)h[2 * i]) * 16 +
-                                         hexval((unsigned char)h[2 * i + 1]));
-        } else if (d->blob_len == esize && numel > 0) {
-            for (size_t i = 0; i < esize; i++)
-                buf[i] = (unsigned char)(hexval((unsigned char)h[2 * i]) * 16 +
-                                         hexval((unsigned char)h[2 * i + 1]));
-            for (int64_t i = 1; i < numel; i++)
-                memcpy(buf + (size_t)i * esize, buf, esize);
-        } else {
-            ok = perr(p, d->pos, "hex blob has %zu bytes; %s needs %zu", d->blob_len,
-                      type_str(t, tb, sizeof tb), nbytes);
-        }
-        if (ok && t->dtype == KILN_BOOL)
-            for (size_t i = 0; i < nbytes; i++)
-                if (buf[i] > 1) ok = perr(p, d->pos, "i1 blob byte %zu is not 0 or 1", i);
-    } else if (!d->list) {
-        if (numel > 0) ok = store_elem(p, &d->e[0], t->dtype, buf);
-        for (int64_t i = 1; ok && i < numel; i++)
-            memcpy(buf + (size_t)i * esize, buf, esize);
-    } else {
+    if (d->blob && d->blob_len != nbytes && !(d->blob_len == esize && numel > 0)) {
+        perr(p, d->pos, "hex blob has %zu bytes; %s needs %zu", d->blob_len,
+             type_str(t, tb, sizeof tb), nbytes);
+        return NULL;
+    }
+    if (d->list) {
         bool shape_ok = d->rank == t->shape.rank;
         for (int32_t i = 0; shape_ok && i < d->rank; i++)
             shape_ok = d->dims[i] == t->shape.dims[i];
         if (d->leaf_depth >= 0 && d->n > 0 && d->leaf_depth != d->rank) shape_ok = false;
         if (!shape_ok || d->n != numel) {
-            ok = perr(p, d->pos, "dense literal shape does not match %s",
-                      type_str(t, tb, sizeof tb));
-        } else {
-            for (int32_t i = 0; ok && i < d->n; i++)
-                ok = store_elem(p, &d->e[i], t->dtype, buf + (size_t)i * esize);
+            perr(p, d->pos, "dense literal shape does not match %s", type_str(t, tb, sizeof tb));
+            return NULL;
         }
     }
-    kiln_tensor *tensor = NULL;
-    if (ok) {
-        tensor = kiln_tensor_from_host(p->cx, t->dtype, t->shape, buf, nbytes);
-        if (!tensor) oom(p);
+    kiln_tensor *tensor = kiln__tensor_new(p->cx, "parser constant", t->dtype, t->shape);
+    if (!tensor) {
+        oom(p);
+        return NULL;
     }
-    kiln__free(p->cx, buf, nbytes ? nbytes : 1);
+    unsigned char *buf = kiln__tensor_mutable_data(tensor);
+    bool ok = true;
+    if (d->blob) {
+        const char *h = p->s + d->blob_pos;
+        size_t n = d->blob_len == nbytes ? nbytes : esize;
+        for (size_t i = 0; i < n; i++)
+            buf[i] = (unsigned char)(hexval((unsigned char)h[2 * i]) * 16 +
+                                     hexval((unsigned char)h[2 * i + 1]));
+        if (n < nbytes) splat_fill(buf, numel, esize);
+        if (t->dtype == KILN_BOOL)
+            for (size_t i = 0; ok && i < n; i++)
+                if (buf[i] > 1) ok = perr(p, d->pos, "i1 blob byte %zu is not 0 or 1", i);
+    } else if (!d->list && !d->empty) {
+        if (numel > 0) ok = store_elem(p, &d->e[0], t->dtype, buf);
+        if (ok && numel > 1) splat_fill(buf, numel, esize);
+    } else if (d->list) {
+        for (int32_t i = 0; ok && i < d->n; i++)
+            ok = store_elem(p, &d->e[i], t->dtype, buf + (size_t)i * esize);
+    }
+    if (!ok) {
+        kiln_tensor_release(tensor);
+        return NULL;
+    }
     return tensor;
 }
 

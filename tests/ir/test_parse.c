@@ -446,3 +446,66 @@ Test(parse, files_are_read_only_when_regular) {
     unlink(file);
     kiln_ctx_release(cx);
 }
+
+/* An allocator that refuses blocks over 64 MiB and remembers the largest one asked for. */
+static void *capped_alloc(void *user, size_t size, size_t alignment) {
+    size_t *largest = user;
+    if (size > *largest) *largest = size;
+    if (size > ((size_t)64 << 20)) return NULL;
+    const kiln_allocator *a = kiln_allocator_default();
+    return a->alloc(a->user, size, alignment);
+}
+
+static void capped_free(void *user, void *ptr, size_t size) {
+    (void)user;
+    const kiln_allocator *a = kiln_allocator_default();
+    a->free(a->user, ptr, size);
+}
+
+Test(parse, literals_are_checked_before_memory_is_taken) {
+    size_t largest = 0;
+    kiln_allocator capped = {capped_alloc, capped_free, &largest};
+    kiln_ctx_options o = kiln_ctx_options_default();
+    o.allocator = &capped;
+    kiln_ctx *cx;
+    cr_assert_eq(kiln_ctx_create(&o, &cx), KILN_OK);
+    /* Literals that do not fit a type of 2^32 elements (16 GiB of f32) fail as such, having
+     * allocated nothing of that size. */
+    static const char *const wrong[][2] = {
+        {"dense<[1.0, 2.0]>", "dense literal shape does not match"},
+        {"dense<\"0x0000803F0000803F\">", "hex blob has 8 bytes"},
+        {"dense<>", "dense<> has no elements"}};
+    for (size_t i = 0; i < sizeof wrong / sizeof wrong[0]; i++) {
+        char text[256];
+        snprintf(text, sizeof text,
+                 "func.func @main() -> tensor<4294967296xf32> {\n"
+                 "  %%0 = stablehlo.constant %s : tensor<4294967296xf32>\n"
+                 "  return %%0 : tensor<4294967296xf32>\n}\n",
+                 wrong[i][0]);
+        kiln_module *m = NULL;
+        largest = 0;
+        cr_assert_neq(kiln_module_parse(cx, text, strlen(text), NULL, &m), KILN_OK);
+        expect_error(cx, KILN_INVALID_ARGUMENT, wrong[i][1]);
+        cr_assert_lt(largest, (size_t)1 << 20, "%s: a block of %zu bytes was asked for",
+                     wrong[i][0], largest);
+    }
+    /* A splat of 2^24 elements is written into the constant directly, every element. */
+    const char splat[] = "func.func @main() -> tensor<16777216xf32> {\n"
+                         "  %0 = stablehlo.constant dense<2.5> : tensor<16777216xf32>\n"
+                         "  return %0 : tensor<16777216xf32>\n}\n";
+    kiln_module *m = NULL;
+    largest = 0;
+    cr_assert_eq(kiln_module_parse(cx, splat, sizeof splat - 1, NULL, &m), KILN_OK, "%s",
+                 kiln_ctx_error_message(cx));
+    cr_assert_leq(largest, (size_t)64 << 20, "the splat is allocated once: %zu", largest);
+    kiln_exe *exe = NULL;
+    cr_assert_eq(kiln_compile(cx, m, NULL, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    kiln_tensor *r = NULL;
+    cr_assert_eq(kiln_exe_call(cx, exe, NULL, &r), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    const float *v = kiln_tensor_data(r);
+    for (int64_t i = 0; i < kiln_tensor_numel(r); i++)
+        if (v[i] != 2.5f) cr_assert_fail("element %lld is %g", (long long)i, v[i]);
+    kiln_exe_release(exe);
+    kiln_module_release(m);
+    kiln_ctx_release(cx);
+}

@@ -1,5 +1,5 @@
-/* The transforms (vjp.c, jvp.c): whole functions, and the block-level steps the control
- * flow rules (rules_control.c) recurse with. */
+/* The transforms (vjp.c, jvp.c, their shared state in transform.c): whole functions, and
+ * the block-level steps the control flow rules (rules_control.c) recurse with. */
 #ifndef KILN_AUTODIFF_TRANSFORM_H
 #define KILN_AUTODIFF_TRANSFORM_H
 

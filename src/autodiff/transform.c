@@ -1,0 +1,114 @@
+/* The transform state that both modes (vjp.c, jvp.c) and the control-flow rules
+ * (rules_control.c) share: setting a transform up and finding it from an emitter, the
+ * markers, the free values of a block, and copying a block's forward ops. */
+#include <string.h>
+
+#include "autodiff/transform.h"
+#include "base/alloc.h"
+
+#define AD_MAGIC 0x61647631u
+
+/* ---- the transform and its markers --------------------------------------------------- */
+
+kiln_status kiln__ad_init(kiln__ad *ad, kiln_ctx *cx, const char *fn, kiln_module *dst,
+                          kiln__block *block, const kiln__ad_hooks *hooks) {
+    memset(ad, 0, sizeof *ad);
+    ad->e = (kiln__emitter){.cx = cx, .m = dst, .block = block, .fn = fn};
+    ad->magic = AD_MAGIC;
+    ad->hooks = hooks;
+    kiln__vmap_init(&ad->primal, cx);
+    kiln__vmap_init(&ad->deriv, cx);
+    kiln__vmap_init(&ad->stacks, cx);
+    return KILN_OK;
+}
+
+void kiln__ad_fini(kiln__ad *ad) {
+    kiln__vmap_free(&ad->primal);
+    kiln__vmap_free(&ad->deriv);
+    kiln__vmap_free(&ad->stacks);
+    ad->magic = 0;
+}
+
+bool kiln__ad_is_stop_gradient(const kiln__ir_op *op) {
+    return op->kind == KILN_OP_OPTIMIZATION_BARRIER && op->attrs.fn &&
+           strcmp(op->attrs.fn, KILN__STOP_GRADIENT_FN) == 0;
+}
+
+bool kiln__ad_is_custom_vjp(const kiln__ir_op *op) {
+    return op->kind == KILN_OP_CALL && op->attrs.fn &&
+           strcmp(op->attrs.fn, KILN__CUSTOM_VJP_FN) == 0 && op->attrs.u.constant;
+}
+
+kiln__ad *kiln__ad_of(kiln__emitter *e) {
+    kiln__ad *ad = (kiln__ad *)e;
+    if (ad->magic != AD_MAGIC) {
+        kiln__emit_error(e, KILN_INTERNAL, "internal: a control-flow rule outside a transform");
+        return NULL;
+    }
+    return ad;
+}
+
+/* ---- free values ----------------------------------------------------------------------- */
+
+static bool defined_within(const kiln__value *v, const kiln__block *b) {
+    const kiln__block *home = v->def ? v->def->block : v->block;
+    for (; home; home = home->parent ? home->parent->block : NULL)
+        if (home == b) return true;
+    return false;
+}
+
+typedef struct free_walk {
+    const kiln__block *root;
+    bool float_only;
+    const kiln__value **out;
+    int32_t cap, n;
+    kiln__vmap seen;
+    bool failed;
+} free_walk;
+
+static void free_use(free_walk *w, const kiln__value *v) {
+    if (w->failed || defined_within(v, w->root)) return;
+    if (w->float_only && !kiln_dtype_is_float(v->type.dtype)) return;
+    if (kiln__vmap_get(&w->seen, v)) return;
+    if (w->n >= w->cap || !kiln__vmap_put(&w->seen, v, (kiln__value *)v)) {
+        w->failed = true;
+        return;
+    }
+    w->out[w->n++] = v;
+}
+
+static void free_block(free_walk *w, const kiln__block *b) {
+    for (const kiln__ir_op *op = b->first; op; op = op->next) {
+        for (int32_t i = 0; i < op->n_operands; i++)
+            free_use(w, op->operands[i]);
+        for (int32_t r = 0; r < op->n_regions; r++)
+            if (op->regions[r]) free_block(w, op->regions[r]);
+    }
+    for (int32_t i = 0; i < b->n_results; i++)
+        free_use(w, b->results[i]);
+}
+
+int32_t kiln__ad_free_values(kiln_ctx *cx, const kiln__block *b, bool float_only,
+                             const kiln__value **out, int32_t cap) {
+    free_walk w = {.root = b, .float_only = float_only, .out = out, .cap = cap};
+    kiln__vmap_init(&w.seen, cx);
+    free_block(&w, b);
+    kiln__vmap_free(&w.seen);
+    return w.failed ? -1 : w.n;
+}
+
+/* ---- the forward ops of a block ----------------------------------------------------------- */
+
+kiln_status kiln__ad_forward(kiln__ad *ad, const kiln__block *src) {
+    if (kiln_ctx_status(ad->e.cx) != KILN_OK) return kiln_ctx_status(ad->e.cx);
+    for (const kiln__ir_op *op = src->first; op; op = op->next) {
+        bool done = false;
+        if (ad->reverse && op->kind == KILN_OP_WHILE) {
+            kiln_status s = kiln__ad_forward_loop(ad, op, &done);
+            if (s != KILN_OK) return s;
+        }
+        if (!done && !kiln__clone_op(ad->e.m, ad->e.block, op, &ad->primal))
+            return kiln_ctx_status(ad->e.cx);
+    }
+    return KILN_OK;
+}

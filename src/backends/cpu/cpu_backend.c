@@ -1,21 +1,5 @@
 #include "backends/cpu/eval.h"
 #include "backends/cpu/eval_linalg.h"
-#include "base/threads.h"
-#include "core/tensor_internal.h"
-
-#include <pthread.h>
-
-/* OpenBLAS's own setter (every flavour has it). */
-void openblas_set_num_threads(int num_threads);
-
-static void blas_count(int n) { openblas_set_num_threads(n); }
-
-static void threads_hook(void) { kiln__threads_on_count_change(blas_count); }
-
-void kiln__cpu_threads_init(void) {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, threads_hook);
-}
 
 static const kiln__eval_fn table[] = {
 #define KILN_OP(name, text, nin, nout, flags) kiln__eval_##name,
@@ -58,6 +42,3 @@ const kiln__backend *kiln__cpu_backend(void) {
     kiln__cpu_threads_init();
     return &cpu;
 }
-
-const void *kiln__in(const kiln_tensor *t) { return kiln_tensor_data(t); }
-void *kiln__out(kiln_tensor *t) { return kiln__tensor_mutable_data(t); }

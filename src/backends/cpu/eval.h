@@ -6,6 +6,7 @@
 
 #include "backend/backend.h"
 #include "backend/region.h"
+#include "core/tensor_internal.h"
 
 #define KILN_OP(name, text, nin, nout, flags)                                   \
     kiln_status kiln__eval_##name(kiln_ctx *cx, const kiln__attrs *attrs,       \
@@ -17,8 +18,10 @@
 /* The CPU backend's vtable. */
 const kiln__backend *kiln__cpu_backend(void);
 
-/* Element pointers of a tensor: const for operands, writable for preallocated results. */
-const void *kiln__in(const kiln_tensor *t);
-void *kiln__out(kiln_tensor *t);
+/* Element pointers of a tensor: const for operands, writable for preallocated results.
+ * Inline, so that every kernel file (dnnl_conv.c among them) needs nothing of
+ * cpu_backend.c but the vtable. */
+static inline const void *kiln__in(const kiln_tensor *t) { return kiln_tensor_data(t); }
+static inline void *kiln__out(kiln_tensor *t) { return kiln__tensor_mutable_data(t); }
 
 #endif

@@ -1,0 +1,19 @@
+/* OpenBLAS's thread count kept in step with kiln's pool (kiln__cpu_threads_init,
+ * eval_linalg.h): the BLAS callers and the backend's vtable both call it, so it lives apart
+ * from either. */
+#include <pthread.h>
+
+#include "backends/cpu/eval_linalg.h"
+#include "base/threads.h"
+
+/* OpenBLAS's own setter (every flavour has it). */
+void openblas_set_num_threads(int num_threads);
+
+static void blas_count(int n) { openblas_set_num_threads(n); }
+
+static void threads_hook(void) { kiln__threads_on_count_change(blas_count); }
+
+void kiln__cpu_threads_init(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, threads_hook);
+}

@@ -76,6 +76,10 @@ typedef struct parser {
     int32_t n_funcs, cap_funcs;
     pfunc *cur;  /* the function being parsed */
     bool nested; /* inside a region */
+    /* MAX_VALUES types (some 70 KB, too much for a stack frame that regions nest in), made
+     * on first use and kept for the parse, for code that parses no region while it holds
+     * them (leaf_types). */
+    kiln__type *leaf;
 } parser;
 
 /* ---- errors and characters --------------------------------------------------------------- */
@@ -396,6 +400,23 @@ static bool functional_type(parser *p, sig *s) {
     if (!tensor_type(p, &s->out[0])) return false;
     s->n_out = 1;
     return true;
+}
+
+/* The parser's scratch types (see parser.leaf), or NULL with the error recorded. */
+static kiln__type *leaf_types(parser *p) {
+    if (!p->leaf) p->leaf = kiln__alloc(p->cx, MAX_VALUES * sizeof *p->leaf, 16, "parser types");
+    if (!p->leaf) oom(p);
+    return p->leaf;
+}
+
+/* Reads a functional type whose types are not needed (a sig lives on the heap here: two
+ * arrays of MAX_VALUES types). */
+static bool skip_functional_type(parser *p) {
+    sig *s = kiln__alloc(p->cx, sizeof *s, _Alignof(sig), "parser types");
+    if (!s) return oom(p);
+    bool ok = functional_type(p, s);
+    kiln__free(p->cx, s, sizeof *s);
+    return ok;
 }
 
 /* ---- dense literals ------------------------------------------------------------------ */
@@ -1781,6 +1802,99 @@ static bool pretty_type(parser *p, opdesc *o) {
 }
 
 /* The pretty forms, after the op name. */
+/* Names and types of a region's arguments, kept on the heap: the regions they open nest
+ * (a while in a while ...), and arrays of MAX_VALUES types in every level's stack frame
+ * would overflow a thread's stack long before the nesting limit. */
+typedef struct region_args {
+    const char *names[MAX_VALUES];
+    size_t lens[MAX_VALUES];
+    kiln__type types[MAX_VALUES];
+    const char *pair_names[MAX_VALUES];
+    size_t pair_lens[MAX_VALUES];
+    kiln__type pair_types[MAX_VALUES];
+} region_args;
+
+static bool with_region_args(parser *p, opdesc *o, bool (*fn)(parser *, opdesc *, region_args *)) {
+    region_args *a = kiln__alloc(p->cx, sizeof *a, _Alignof(region_args), "parser region");
+    if (!a) return oom(p);
+    bool ok = fn(p, o, a);
+    kiln__free(p->cx, a, sizeof *a);
+    return ok;
+}
+
+/* After "reducer": reducer(%a: T, %c: T) (%b: T, %d: T) { ... } */
+static bool reducer_region(parser *p, opdesc *o, region_args *a) {
+    const char **names = a->names;
+    size_t *lens = a->lens;
+    kiln__type *types = a->types;
+    int32_t na = 0;
+    for (int g = 0; g < 2; g++) {
+        if (!expect(p, '(', "to open reducer arguments")) return false;
+        do {
+            if (na >= MAX_VALUES) return perr(p, p->pos, "too many reducer arguments");
+            if (!value_name(p, &names[na], &lens[na]) ||
+                !expect(p, ':', "after a reducer argument") || !tensor_type(p, &types[na]))
+                return false;
+            na++;
+        } while (accept(p, ','));
+        if (!expect(p, ')', "to close reducer arguments")) return false;
+    }
+    /* JAX prints (%acc, %x) pairs per input: the region takes the accumulators, then the
+     * inputs. */
+    const char **rn = a->pair_names;
+    size_t *rl = a->pair_lens;
+    kiln__type *rt = a->pair_types;
+    int32_t half = na / 2;
+    for (int32_t i = 0; i < half; i++) {
+        rn[i] = names[2 * i];
+        rl[i] = lens[2 * i];
+        rt[i] = types[2 * i];
+        rn[half + i] = names[2 * i + 1];
+        rl[half + i] = lens[2 * i + 1];
+        rt[half + i] = types[2 * i + 1];
+    }
+    return region(p, &o->regions[o->n_regions++], rt, na, rn, rl);
+}
+
+/* After "stablehlo.while": (%iterArg = %c, ...) : T, T cond { } do { } */
+static bool while_regions(parser *p, opdesc *o, region_args *a) {
+    if (!expect(p, '(', "to open the loop variables")) return false;
+    const char **names = a->names;
+    size_t *lens = a->lens;
+    int32_t n = 0;
+    if (!accept(p, ')')) {
+        do {
+            if (n >= MAX_VALUES) return perr(p, p->pos, "too many loop variables");
+            if (!value_name(p, &names[n], &lens[n]) || !expect(p, '=', "after a loop variable"))
+                return false;
+            kiln__value *v = use_value(p);
+            if (!v) return false;
+            o->operands[n++] = v;
+        } while (accept(p, ','));
+        if (!expect(p, ')', "to close the loop variables")) return false;
+    }
+    o->n_operands = n;
+    kiln__type *types = a->types;
+    int32_t nt = 0;
+    if (n > 0) {
+        if (!expect(p, ':', "before the loop types")) return false;
+        size_t tp = p->pos;
+        if (!type_list(p, types, MAX_VALUES, &nt)) return false;
+        if (nt != n) return perr(p, tp, "%d loop variables but %d types", (int)n, (int)nt);
+    }
+    o->s.n_in = o->s.n_out = n;
+    for (int32_t i = 0; i < n; i++)
+        o->s.in[i] = o->s.out[i] = types[i];
+    o->s.functional = true;
+    o->have_sig = true;
+    if (!expect_kw(p, "cond", "after the loop variables")) return false;
+    if (!region(p, &o->regions[0], types, n, names, lens)) return false;
+    if (!expect_kw(p, "do", "after the loop condition")) return false;
+    if (!region(p, &o->regions[1], types, n, names, lens)) return false;
+    o->n_regions = 2;
+    return true;
+}
+
 static bool pretty_op(parser *p, opdesc *o, kiln__value **result_hint) {
     (void)result_hint;
     switch (o->kind) {
@@ -2026,8 +2140,10 @@ static bool pretty_op(parser *p, opdesc *o, kiln__value **result_hint) {
     case KILN_OP_REDUCE: {
         /* (%a init: %b), ... applies stablehlo.add across dimensions = [1] : type
            or ... across dimensions = [..] : type reducer(%a: T, %b: T) (...) { ... } */
+        /* The inputs go to operands[0..k-1], the inits first to the upper half, then right
+         * after the inputs (no arrays on the stack of a frame that regions nest in). */
         int32_t k = 0;
-        kiln__value *ins[MAX_VALUES], *inits[MAX_VALUES];
+        kiln__value **ins = o->operands, **inits = o->operands + MAX_VALUES / 2;
         do {
             if (k >= MAX_VALUES / 2) return perr(p, p->pos, "too many operands");
             if (!expect(p, '(', "to open a reduce operand")) return false;
@@ -2038,10 +2154,8 @@ static bool pretty_op(parser *p, opdesc *o, kiln__value **result_hint) {
             if (!expect(p, ')', "to close a reduce operand")) return false;
             k++;
         } while (accept(p, ','));
-        for (int32_t i = 0; i < k; i++) {
-            o->operands[i] = ins[i];
+        for (int32_t i = 0; i < k; i++)
             o->operands[k + i] = inits[i];
-        }
         o->n_operands = 2 * k;
         kiln_op body = KILN_OP_COUNT;
         size_t body_pos = 0;
@@ -2086,77 +2200,11 @@ static bool pretty_op(parser *p, opdesc *o, kiln__value **result_hint) {
         } else {
             /* reducer(%a: T, %c: T) (%b: T, %d: T) { ... } */
             if (!expect_kw(p, "reducer", "after the reduce's type")) return false;
-            const char *names[MAX_VALUES];
-            size_t lens[MAX_VALUES];
-            kiln__type types[MAX_VALUES];
-            int32_t na = 0;
-            for (int g = 0; g < 2; g++) {
-                if (!expect(p, '(', "to open reducer arguments")) return false;
-                do {
-                    if (na >= MAX_VALUES) return perr(p, p->pos, "too many reducer arguments");
-                    if (!value_name(p, &names[na], &lens[na]) ||
-                        !expect(p, ':', "after a reducer argument") || !tensor_type(p, &types[na]))
-                        return false;
-                    na++;
-                } while (accept(p, ','));
-                if (!expect(p, ')', "to close reducer arguments")) return false;
-            }
-            /* pairs: (a_i, b_i) in order a0..ak-1 from first group? JAX prints (%acc, %x) pairs per
-             * input */
-            const char *rn[MAX_VALUES];
-            size_t rl[MAX_VALUES];
-            kiln__type rt[MAX_VALUES];
-            int32_t half = na / 2;
-            for (int32_t i = 0; i < half; i++) {
-                rn[i] = names[2 * i];
-                rl[i] = lens[2 * i];
-                rt[i] = types[2 * i];
-                rn[half + i] = names[2 * i + 1];
-                rl[half + i] = lens[2 * i + 1];
-                rt[half + i] = types[2 * i + 1];
-            }
-            if (!region(p, &o->regions[o->n_regions++], rt, na, rn, rl)) return false;
+            if (!with_region_args(p, o, reducer_region)) return false;
         }
         return true;
     }
-    case KILN_OP_WHILE: {
-        /* (%iterArg = %c, ...) : T, T cond { } do { } */
-        if (!expect(p, '(', "to open the loop variables")) return false;
-        const char *names[MAX_VALUES];
-        size_t lens[MAX_VALUES];
-        int32_t n = 0;
-        if (!accept(p, ')')) {
-            do {
-                if (n >= MAX_VALUES) return perr(p, p->pos, "too many loop variables");
-                if (!value_name(p, &names[n], &lens[n]) || !expect(p, '=', "after a loop variable"))
-                    return false;
-                kiln__value *v = use_value(p);
-                if (!v) return false;
-                o->operands[n++] = v;
-            } while (accept(p, ','));
-            if (!expect(p, ')', "to close the loop variables")) return false;
-        }
-        o->n_operands = n;
-        kiln__type types[MAX_VALUES];
-        int32_t nt = 0;
-        if (n > 0) {
-            if (!expect(p, ':', "before the loop types")) return false;
-            size_t tp = p->pos;
-            if (!type_list(p, types, MAX_VALUES, &nt)) return false;
-            if (nt != n) return perr(p, tp, "%d loop variables but %d types", (int)n, (int)nt);
-        }
-        o->s.n_in = o->s.n_out = n;
-        for (int32_t i = 0; i < n; i++)
-            o->s.in[i] = o->s.out[i] = types[i];
-        o->s.functional = true;
-        o->have_sig = true;
-        if (!expect_kw(p, "cond", "after the loop variables")) return false;
-        if (!region(p, &o->regions[0], types, n, names, lens)) return false;
-        if (!expect_kw(p, "do", "after the loop condition")) return false;
-        if (!region(p, &o->regions[1], types, n, names, lens)) return false;
-        o->n_regions = 2;
-        return true;
-    }
+    case KILN_OP_WHILE: return with_region_args(p, o, while_regions);
     case KILN_OP_OPTIMIZATION_BARRIER:
         if (accept(p, '(')) {
             if (!expect(p, ')', "after stablehlo.optimization_barrier(")) return false;
@@ -2245,7 +2293,8 @@ static kiln_status never_called(kiln_ctx *cx, kiln_tensor *const *args, kiln_ten
 /* The check dialect */
 static bool check_op(parser *p, size_t pos, const char *name, size_t len, bool custom);
 
-static bool append_op(parser *p, kiln__block *b, opdesc *o, lhs *l) {
+/* Not inlined: its arrays live only while an op is appended, not while regions nest. */
+static __attribute__((noinline)) bool append_op(parser *p, kiln__block *b, opdesc *o, lhs *l) {
     const kiln__op_info *info = kiln__op_get_info(o->kind);
     char tb[80], tb2[80];
     if (!o->have_sig) return perr(p, o->pos, "missing type");
@@ -2317,7 +2366,8 @@ static bool append_op(parser *p, kiln__block *b, opdesc *o, lhs *l) {
     }
     /* region signatures */
     for (int32_t r = 0; r < o->n_regions && o->kind != KILN_OP_CALL; r++) {
-        kiln__type args[MAX_VALUES];
+        kiln__type *args = leaf_types(p);
+        if (!args) return false;
         int32_t n_res = 0;
         int32_t n = kiln__region_signature(p->cx, o->kind, &op->attrs, o->s.in, o->n_operands, r,
                                            args, MAX_VALUES, &n_res);
@@ -2358,7 +2408,8 @@ static bool append_op(parser *p, kiln__block *b, opdesc *o, lhs *l) {
         kiln__attrs bound;
         kiln_region storage[MAX_VALUES];
         kiln__ir_bind_regions(op, &bound, storage, never_called);
-        kiln__type out[MAX_VALUES];
+        kiln__type *out = leaf_types(p);
+        if (!out) return false;
         if (kiln__infer(p->cx, o->kind, &bound, o->s.in, o->n_operands, out, o->s.n_out) !=
             KILN_OK) {
             char msg[400];
@@ -2531,6 +2582,45 @@ static bool op_line(parser *p, kiln__block *b) {
 }
 
 /* Ops up to the terminator, then '}'. */
+/* A block's terminator after its keyword (or, generic, at its quoted name): the returned
+ * values, their types, and the closing brace. Not inlined: its arrays (some 80 KB) then
+ * live only while a terminator is read, not in every nesting level of block_body. */
+static __attribute__((noinline)) bool block_terminator(parser *p, kiln__block *b, bool generic) {
+    if (generic) {
+        const char *s;
+        size_t l;
+        string_lit(p, &s, &l);
+        kiln__value *vals[MAX_VALUES];
+        int32_t n = 0;
+        if (!expect(p, '(', "to open the operands") || !operand_list(p, vals, &n, NULL) ||
+            !expect(p, ')', "to close the operands"))
+            return false;
+        if (!expect(p, ':', "before the type") || !skip_functional_type(p)) return false;
+        if (kiln__block_set_results(p->m, b, vals, n) != KILN_OK) return oom(p);
+        return expect(p, '}', "after the terminator");
+    }
+    kiln__value *vals[MAX_VALUES];
+    int32_t n = 0;
+    skip(p);
+    if (!operand_list(p, vals, &n, NULL)) return false;
+    if (n > 0) {
+        if (!expect(p, ':', "before the returned types")) return false;
+        kiln__type *ts = leaf_types(p);
+        int32_t nt;
+        size_t tp = p->pos;
+        if (!ts || !type_list(p, ts, MAX_VALUES, &nt)) return false;
+        if (nt != n) return perr(p, tp, "%d values returned but %d types", (int)n, (int)nt);
+        char tb[80], tb2[80];
+        for (int32_t i = 0; i < n; i++)
+            if (!same_type(&vals[i]->type, &ts[i]))
+                return perr(p, tp, "type mismatch: returned value %d is %s, declared %s", (int)i,
+                            type_str(&vals[i]->type, tb, sizeof tb),
+                            type_str(&ts[i], tb2, sizeof tb2));
+    }
+    if (kiln__block_set_results(p->m, b, vals, n) != KILN_OK) return oom(p);
+    return expect(p, '}', "after the terminator");
+}
+
 static bool block_body(parser *p, kiln__block *b, bool function, size_t open_pos) {
     for (;;) {
         skip(p);
@@ -2551,41 +2641,9 @@ static bool block_body(parser *p, kiln__block *b, bool function, size_t open_pos
         } else if (ch(p) == '"' && (p->n - p->pos > 18) &&
                    (memcmp(p->s + p->pos, "\"stablehlo.return\"", 18) == 0 ||
                     memcmp(p->s + p->pos, "\"func.return\"", 13) == 0)) {
-            const char *s;
-            size_t l;
-            string_lit(p, &s, &l);
-            kiln__value *vals[MAX_VALUES];
-            int32_t n = 0;
-            if (!expect(p, '(', "to open the operands") || !operand_list(p, vals, &n, NULL) ||
-                !expect(p, ')', "to close the operands"))
-                return false;
-            sig s2;
-            if (!expect(p, ':', "before the type") || !functional_type(p, &s2)) return false;
-            if (kiln__block_set_results(p->m, b, vals, n) != KILN_OK) return oom(p);
-            return expect(p, '}', "after the terminator");
+            return block_terminator(p, b, true);
         }
-        if (term) {
-            kiln__value *vals[MAX_VALUES];
-            int32_t n = 0;
-            skip(p);
-            if (!operand_list(p, vals, &n, NULL)) return false;
-            if (n > 0) {
-                if (!expect(p, ':', "before the returned types")) return false;
-                kiln__type ts[MAX_VALUES];
-                int32_t nt;
-                size_t tp = p->pos;
-                if (!type_list(p, ts, MAX_VALUES, &nt)) return false;
-                if (nt != n) return perr(p, tp, "%d values returned but %d types", (int)n, (int)nt);
-                char tb[80], tb2[80];
-                for (int32_t i = 0; i < n; i++)
-                    if (!same_type(&vals[i]->type, &ts[i]))
-                        return perr(p, tp, "type mismatch: returned value %d is %s, declared %s",
-                                    (int)i, type_str(&vals[i]->type, tb, sizeof tb),
-                                    type_str(&ts[i], tb2, sizeof tb2));
-            }
-            if (kiln__block_set_results(p->m, b, vals, n) != KILN_OK) return oom(p);
-            return expect(p, '}', "after the terminator");
-        }
+        if (term) return block_terminator(p, b, false);
         if (!op_line(p, b)) return false;
     }
 }
@@ -2709,12 +2767,11 @@ static bool check_op(parser *p, size_t pos, const char *name, size_t len, bool c
         const attr *mx = dict_get(&more, "max_ulp_difference");
         if (mx && mx->kind == A_INT) c.check.max_ulp = mx->i;
     }
-    sig s;
     if (has_const) {
     } else if (!expect(p, ':', "before the check's type")) {
         return false;
     } else if (custom) {
-        if (!functional_type(p, &s)) return false;
+        if (!skip_functional_type(p)) return false;
     } else {
         kiln__type ts[2];
         int32_t nt;
@@ -2757,8 +2814,9 @@ static bool check_op(parser *p, size_t pos, const char *name, size_t len, bool c
 
 /* ---- functions and the module ---------------------------------------------------------- */
 
-static bool func_def(parser *p, bool in_module) {
-    (void)in_module;
+/* One func.func; results: room for MAX_VALUES declared result types (on the heap: the
+ * body's regions nest below this frame). */
+static bool func_def_into(parser *p, kiln__type *results) {
     skip(p);
     size_t fpos = p->pos;
     if (!expect_kw(p, "func.func", "")) return false;
@@ -2842,7 +2900,6 @@ static bool func_def(parser *p, bool in_module) {
         } while (accept(p, ','));
         if (!expect(p, ')', "to close the arguments")) return false;
     }
-    kiln__type results[MAX_VALUES];
     int32_t n_results = 0;
     size_t rpos = p->pos;
     skip(p);
@@ -2900,6 +2957,14 @@ static bool func_def(parser *p, bool in_module) {
     return true;
 }
 
+static bool func_def(parser *p) {
+    kiln__type *results = kiln__alloc(p->cx, MAX_VALUES * sizeof *results, 16, "parser types");
+    if (!results) return oom(p);
+    bool ok = func_def_into(p, results);
+    kiln__free(p->cx, results, MAX_VALUES * sizeof *results);
+    return ok;
+}
+
 /* ---- calls: clone the callee's body ------------------------------------------------------ */
 
 typedef struct vmap {
@@ -2944,26 +3009,55 @@ static bool vmap_put(parser *p, vmap *m, const kiln__value *from, kiln__value *t
 static bool resolve_call(parser *p, kiln__ir_op *call, const char *name, size_t len, size_t pos,
                          int depth);
 
+/* One op of clone_block, its regions left empty; NULL on error. Not inlined: its operand
+ * array then lives only while the op is appended, not in every level of the recursion over
+ * regions and calls (the types are the parser's leaf_types). */
+static __attribute__((noinline)) kiln__ir_op *clone_one(parser *p, const kiln__ir_op *op,
+                                                        kiln__block *dst, vmap *map) {
+    kiln__value *ops[MAX_VALUES];
+    kiln__type *types = leaf_types(p);
+    if (!types) return NULL;
+    if (op->n_operands > MAX_VALUES || op->n_results > MAX_VALUES) {
+        perr(p, 0, "op too large to clone");
+        return NULL;
+    }
+    for (int32_t i = 0; i < op->n_operands; i++)
+        if (!(ops[i] = vmap_get(map, op->operands[i]))) {
+            perr(p, 0, "internal: clone lost a value");
+            return NULL;
+        }
+    for (int32_t i = 0; i < op->n_results; i++)
+        types[i] = op->results[i]->type;
+    kiln__ir_op *c = kiln__block_append(p->m, dst, op->kind, &op->attrs, ops, op->n_operands, types,
+                                        op->n_results, op->n_regions);
+    if (!c) {
+        oom(p);
+        return NULL;
+    }
+    for (int32_t i = 0; i < op->n_results; i++)
+        if (!vmap_put(p, map, op->results[i], c->results[i])) return NULL;
+    return c;
+}
+
+/* The results of a cloned block. Not inlined, as clone_one. */
+static __attribute__((noinline)) bool clone_results(parser *p, const kiln__block *src,
+                                                    kiln__block *dst, vmap *map) {
+    kiln__value *vals[MAX_VALUES];
+    if (src->n_results > MAX_VALUES) return perr(p, 0, "too many results to clone");
+    for (int32_t i = 0; i < src->n_results; i++)
+        if (!(vals[i] = vmap_get(map, src->results[i])))
+            return perr(p, 0, "internal: clone lost a value");
+    return kiln__block_set_results(p->m, dst, vals, src->n_results) == KILN_OK || oom(p);
+}
+
 static bool clone_block(parser *p, const kiln__block *src, kiln__block *dst, vmap *map, int depth) {
     for (int32_t i = 0; i < src->n_args; i++) {
         kiln__value *v = kiln__block_add_arg(p->m, dst, src->args[i]->type);
         if (!v || !vmap_put(p, map, src->args[i], v)) return v ? false : oom(p);
     }
-    kiln__value *ops[MAX_VALUES];
-    kiln__type types[MAX_VALUES];
     for (const kiln__ir_op *op = src->first; op; op = op->next) {
-        if (op->n_operands > MAX_VALUES || op->n_results > MAX_VALUES)
-            return perr(p, 0, "op too large to clone");
-        for (int32_t i = 0; i < op->n_operands; i++)
-            if (!(ops[i] = vmap_get(map, op->operands[i])))
-                return perr(p, 0, "internal: clone lost a value");
-        for (int32_t i = 0; i < op->n_results; i++)
-            types[i] = op->results[i]->type;
-        kiln__ir_op *c = kiln__block_append(p->m, dst, op->kind, &op->attrs, ops, op->n_operands,
-                                            types, op->n_results, op->n_regions);
-        if (!c) return oom(p);
-        for (int32_t i = 0; i < op->n_results; i++)
-            if (!vmap_put(p, map, op->results[i], c->results[i])) return false;
+        kiln__ir_op *c = clone_one(p, op, dst, map);
+        if (!c) return false;
         if (op->kind == KILN_OP_CALL && op->n_regions == 1 && !op->regions[0]) {
             /* an unresolved call inside the callee */
             int32_t k = 0;
@@ -2982,11 +3076,7 @@ static bool clone_block(parser *p, const kiln__block *src, kiln__block *dst, vma
             if (!clone_block(p, op->regions[r], nb, map, depth)) return false;
         }
     }
-    if (src->n_results > MAX_VALUES) return perr(p, 0, "too many results to clone");
-    for (int32_t i = 0; i < src->n_results; i++)
-        if (!(ops[i] = vmap_get(map, src->results[i])))
-            return perr(p, 0, "internal: clone lost a value");
-    return kiln__block_set_results(p->m, dst, ops, src->n_results) == KILN_OK || oom(p);
+    return clone_results(p, src, dst, map);
 }
 
 static bool resolve_call(parser *p, kiln__ir_op *call, const char *name, size_t len, size_t pos,
@@ -3165,7 +3255,7 @@ static bool module_text(parser *p, const char *entry) {
             if (p->pos < p->n) return perr(p, p->pos, "unexpected text after the module");
             break;
         }
-        if (!func_def(p, wrapped)) return false;
+        if (!func_def(p)) return false;
     }
     return finish(p, entry);
 }
@@ -3207,6 +3297,7 @@ kiln_status kiln_module_parse(kiln_ctx *cx, const char *text, size_t length,
     if (p.names) kiln__free(cx, p.names, (size_t)p.cap_names * sizeof *p.names);
     if (p.calls) kiln__free(cx, p.calls, (size_t)p.cap_calls * sizeof *p.calls);
     if (p.funcs) kiln__free(cx, p.funcs, (size_t)p.cap_funcs * sizeof *p.funcs);
+    if (p.leaf) kiln__free(cx, p.leaf, MAX_VALUES * sizeof *p.leaf);
     if (!ok) {
         kiln_module_release(p.m);
         return kiln_ctx_status(cx) != KILN_OK ? kiln_ctx_status(cx) : KILN_INVALID_ARGUMENT;

@@ -3,6 +3,7 @@
  * positions, and every prefix of a valid program. */
 #define _DEFAULT_SOURCE /* mkdtemp, mkfifo */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -508,4 +509,82 @@ Test(parse, literals_are_checked_before_memory_is_taken) {
     kiln_exe_release(exe);
     kiln_module_release(m);
     kiln_ctx_release(cx);
+}
+
+/* n nested stablehlo.if: each region but the innermost holds the next if. */
+static char *nested_ifs(int n, size_t *out_len) {
+    size_t cap = 256 + (size_t)n * 200, len = 0;
+    char *t = malloc(cap);
+    cr_assert_not_null(t);
+    len +=
+        (size_t)snprintf(t + len, cap - len,
+                         "func.func @main(%%p: tensor<i1>, %%x: tensor<f32>) -> tensor<f32> {\n");
+    for (int i = 0; i < n; i++)
+        len += (size_t)snprintf(t + len, cap - len, "%%v%d = \"stablehlo.if\"(%%p) ({\n", i);
+    len += (size_t)snprintf(t + len, cap - len, "stablehlo.return %%x : tensor<f32>\n");
+    for (int i = n - 1; i >= 0; i--)
+        len += (size_t)snprintf(t + len, cap - len,
+                                "}, {\nstablehlo.return %%x : tensor<f32>\n"
+                                "}) : (tensor<i1>) -> tensor<f32>\n%s %%v%d : tensor<f32>\n",
+                                i ? "stablehlo.return" : "return", i);
+    len += (size_t)snprintf(t + len, cap - len, "}\n");
+    *out_len = len;
+    return t;
+}
+
+typedef struct {
+    const char *text;
+    size_t len;
+    kiln_status status;
+    char message[256];
+} parse_job;
+
+static void *parse_on_thread(void *user) {
+    parse_job *j = user;
+    kiln_ctx *cx = NULL;
+    if (kiln_ctx_create(NULL, &cx) != KILN_OK) return NULL;
+    kiln_module *m = NULL;
+    j->status = kiln_module_parse(cx, j->text, j->len, NULL, &m);
+    snprintf(j->message, sizeof j->message, "%s", kiln_ctx_error_message(cx));
+    kiln_module_release(m);
+    kiln_ctx_release(cx);
+    return NULL;
+}
+
+/* Parses on a thread with a stack of stack_kib KiB (musl's default is 128). */
+static parse_job parse_with_stack(const char *text, size_t len, size_t stack_kib) {
+    parse_job j = {text, len, KILN_INTERNAL, ""};
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    cr_assert_eq(pthread_attr_setstacksize(&a, stack_kib * 1024), 0);
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, &a, parse_on_thread, &j), 0);
+    pthread_join(t, NULL);
+    pthread_attr_destroy(&a);
+    return j;
+}
+
+Test(parse, nesting_to_the_limit_fits_a_small_thread_stack) {
+    size_t len;
+    /* A few ops, and then the deepest nesting the parser takes (its limit counts regions
+     * and attribute lists alike), on a 128 KiB stack; a level more is a clear error. */
+    const char small[] = "func.func @main(%x: tensor<f32>) -> tensor<f32> {\n"
+                         "  %0 = stablehlo.add %x, %x : tensor<f32>\n"
+                         "  %1 = stablehlo.multiply %0, %x : tensor<f32>\n"
+                         "  return %1 : tensor<f32>\n}\n";
+    parse_job j = parse_with_stack(small, sizeof small - 1, 128);
+    cr_assert_eq(j.status, KILN_OK, "%s", j.message);
+    char *deep = nested_ifs(24, &len);
+    j = parse_with_stack(deep, len, 1024);
+    cr_assert_eq(j.status, KILN_OK, "%s", j.message);
+    free(deep);
+    deep = nested_ifs(47, &len);
+    j = parse_with_stack(deep, len, 1024);
+    cr_assert_eq(j.status, KILN_OK, "47 levels: %s", j.message);
+    free(deep);
+    deep = nested_ifs(60, &len);
+    j = parse_with_stack(deep, len, 1024);
+    cr_assert_eq(j.status, KILN_INVALID_ARGUMENT);
+    cr_assert(strstr(j.message, "nesting too deep") != NULL, "%s", j.message);
+    free(deep);
 }

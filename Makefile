@@ -102,7 +102,8 @@ fuzz:
 	mkdir -p $(FUZZ_BUILD)/corpus/parse
 	cd $(FUZZ_BUILD) && ./tests/fuzz_parse_libfuzzer -max_total_time=$(FUZZ_SECONDS) \
 	      -max_len=65536 -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
-	      corpus/parse $(abspath $(FUZZ_CORPUS))
+	      -dict=$(abspath tests/fuzz/parse.dict) \
+	      corpus/parse $(abspath tests/fuzz/corpus/parse) $(abspath $(FUZZ_CORPUS))
 
 # Random programs, eager against compiled (tests/runtime/test_random_programs.c), far more
 # than `make test` runs: each of the 4 batches for RPG_SECONDS (a few hundred programs a second

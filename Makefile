@@ -6,12 +6,13 @@ MAKEFLAGS += --no-print-directory
 
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
 JOBS       ?= $(shell nproc)
 # CI sets CI=true: warnings become errors there.
 WERROR     := $(if $(CI),ON,OFF)
 CMAKE_FLAGS ?=
 
-.PHONY: all build deps configure test test-release test-asan demo bench bench-quick format clean install
+.PHONY: all build deps configure test test-release test-asan test-tsan demo bench bench-quick format clean install
 
 all: build
 
@@ -25,21 +26,33 @@ $(ASAN_BUILD)/CMakeCache.txt:
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DKILN_SANITIZE=ON \
 	      -DKILN_WERROR=$(WERROR) $(CMAKE_FLAGS)
 
+$(TSAN_BUILD)/CMakeCache.txt:
+	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_TSAN=ON \
+	      -DKILN_BUILD_EXAMPLES=OFF -DKILN_WERROR=$(WERROR) $(CMAKE_FLAGS)
+
 configure: $(BUILD)/CMakeCache.txt
 
 build: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
 # The whole suite twice: optimized, then under AddressSanitizer + UndefinedBehaviorSanitizer,
-# with a short libFuzzer run on the StableHLO parser in between.
+# with a short libFuzzer run on the StableHLO parser in between; then the threaded scenarios
+# under ThreadSanitizer.
 test: deps
 	$(MAKE) test-release
 	$(MAKE) fuzz FUZZ_SECONDS=$(CI_FUZZ_SECONDS)
+	$(MAKE) test-tsan
 	$(MAKE) test-asan
 
 test-release: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# One executable called from many threads, regions and donation included: data races are
+# ThreadSanitizer reports, which fail the test (tests/tsan/threads_tsan.c).
+test-tsan: $(TSAN_BUILD)/CMakeCache.txt
+	cmake --build $(TSAN_BUILD) -j $(JOBS) --target threads_tsan
+	cd $(TSAN_BUILD) && ctest --output-on-failure
 
 test-asan: $(ASAN_BUILD)/CMakeCache.txt
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
@@ -82,7 +95,7 @@ format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)
 
 # Fuzzing the StableHLO text parser with libFuzzer (clang): the library itself is built
 # with coverage instrumentation in $(FUZZ_BUILD), seeded with the conformance files.

@@ -1,159 +1,16 @@
-/* One executable called from several threads at once, each thread with its own ctx, and
- * every result compared with the function run eagerly on that thread. */
-#include <pthread.h>
-#include <stdio.h>
-
+/* One executable called from several threads at once (tests/support/threads_scenarios.c,
+ * which the ThreadSanitizer build also runs). */
 #include "test_util.h"
+#include "threads_scenarios.h"
 
-#define THREADS 8
-#define CALLS 150
-
-static kiln_status emlx_step(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
-    (void)u;
-    kiln_tensor *acc = in[0];
-    for (int i = 1; i <= 10; i++)
-        acc = kiln_add(cx, kiln_multiply(cx, kiln_scalar(cx, i, KILN_F32), acc), in[1]);
-    out[0] = acc;
-    out[1] = in[1]; /* returned unchanged: a view of the caller's tensor */
-    return kiln_ctx_status(cx);
+static void scenario(int which) {
+    char err[512];
+    cr_assert(kiln_test_thread_scenario(which, err, sizeof err), "%s: %s",
+              kiln_test_thread_scenarios[which], err);
 }
 
-static kiln_status count_cond(kiln_ctx *cx, kiln_tensor *const *a, kiln_tensor **r, void *u) {
-    (void)u;
-    r[0] = kiln_compare(cx, a[0], kiln_scalar(cx, 3, KILN_I32), KILN_CMP_LT, KILN_CMP_DEFAULT);
-    return kiln_ctx_status(cx);
-}
+Test(threads, one_executable_from_many_threads) { scenario(0); }
 
-static kiln_status max_plus(kiln_ctx *cx, kiln_tensor *const *a, kiln_tensor **r, void *u) {
-    kiln_tensor *bias = u;
-    r[0] = kiln_maximum(cx, a[0], kiln_add(cx, a[1], bias));
-    return kiln_ctx_status(cx);
-}
+Test(threads, regions_interpreted_on_many_threads) { scenario(1); }
 
-/* A loop whose body runs a custom reduce whose region uses a value of the function. */
-typedef struct loop_env {
-    kiln_tensor *y, *bias;
-} loop_env;
-
-static kiln_status body(kiln_ctx *cx, kiln_tensor *const *a, kiln_tensor **r, void *u) {
-    loop_env *e = u;
-    kiln_region region = {max_plus, e->bias};
-    kiln_tensor *lowest = kiln_scalar(cx, -1e30, KILN_F32), *m = NULL;
-    kiln_reduce(cx, &a[1], &lowest, 1, KILN_DIMS(1), &region, &m);
-    r[0] = kiln_add(cx, a[0], kiln_scalar(cx, 1, KILN_I32));
-    r[1] = kiln_subtract(cx, kiln_multiply(cx, a[1], e->y),
-                         kiln_broadcast_in_dim(cx, m, KILN_SHAPE(4, 5), KILN_DIMS(0)));
-    return kiln_ctx_status(cx);
-}
-
-static kiln_status looped(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
-    (void)u;
-    loop_env e = {.y = in[1],
-                  .bias = kiln_reshape(
-                      cx, kiln_slice(cx, in[1], KILN_DIMS(0, 0), KILN_DIMS(1, 1), KILN_DIMS_NONE),
-                      KILN_SHAPE_SCALAR)};
-    kiln_region cond = {count_cond, NULL}, b = {body, &e};
-    kiln_tensor *init[2] = {kiln_scalar(cx, 0, KILN_I32), in[0]}, *w[2];
-    if (kiln_while(cx, init, 2, &cond, &b, w) != KILN_OK) return kiln_ctx_status(cx);
-    out[0] = w[1];
-    out[1] = kiln_tanh(cx, w[1]);
-    return kiln_ctx_status(cx);
-}
-
-typedef struct job {
-    kiln_exe *exe;
-    kiln_region fn;
-    kiln_shape shape;
-    kiln_tensor *shared_y; /* made on the main thread, read by every thread */
-    bool donate;
-    int id, calls, done;
-    char error[512];
-} job;
-
-static kiln_tensor *values(kiln_ctx *cx, kiln_shape shape, double start, double step) {
-    kiln_tensor *t = kiln_iota(cx, KILN_F32, shape, shape.rank - 1);
-    return kiln_add(cx, kiln_multiply(cx, t, kiln_scalar(cx, step, KILN_F32)),
-                    kiln_scalar(cx, start, KILN_F32));
-}
-
-static bool same(const kiln_tensor *a, const kiln_tensor *b) {
-    return a && b && kiln_tensor_nbytes(a) == kiln_tensor_nbytes(b) &&
-           memcmp(kiln_tensor_data(a), kiln_tensor_data(b), kiln_tensor_nbytes(a)) == 0;
-}
-
-static void *worker(void *p) {
-    job *j = p;
-    kiln_ctx *cx = NULL;
-    if (kiln_ctx_create(NULL, &cx) != KILN_OK) {
-        snprintf(j->error, sizeof j->error, "thread %d: no ctx", j->id);
-        return NULL;
-    }
-    for (int i = 0; i < j->calls && !j->error[0]; i++) {
-        kiln_scope_begin(cx);
-        double start = 0.01 * (j->id * 1000 + i);
-        kiln_tensor *x = values(cx, j->shape, start, 0.125), *want[2] = {NULL, NULL};
-        kiln_tensor *y = j->shared_y;
-        j->fn.fn(cx, (kiln_tensor *[]){x, y}, want, j->fn.user);
-        kiln_tensor *r[2] = {NULL, NULL};
-        kiln_status s = kiln_exe_call(cx, j->exe, (kiln_tensor *[]){x, y}, r);
-        if (s != KILN_OK)
-            snprintf(j->error, sizeof j->error, "thread %d call %d: %s", j->id, i,
-                     kiln_ctx_error_message(cx));
-        else if (!same(r[0], want[0]) || !same(r[1], want[1]))
-            snprintf(j->error, sizeof j->error, "thread %d call %d: results differ", j->id, i);
-        else if (j->donate && kiln_tensor_data(x))
-            snprintf(j->error, sizeof j->error, "thread %d call %d: x not donated", j->id, i);
-        else
-            j->done++;
-        kiln_scope_end(cx);
-    }
-    kiln_ctx_release(cx);
-    kiln_exe_release(j->exe); /* each thread holds a reference; the last one frees */
-    return NULL;
-}
-
-static void run_threads(kiln_region_fn f, kiln_shape shape, bool donate) {
-    kiln_ctx *cx = test_ctx();
-    kiln_arg_spec args[2] = {{.dtype = KILN_F32, .shape = shape, .donate = donate},
-                             {.dtype = KILN_F32, .shape = shape}};
-    kiln_region fn = {f, NULL};
-    kiln_module *m = NULL;
-    cr_assert_eq(kiln_lower(cx, &fn, args, 2, 2, NULL, &m), KILN_OK, "%s",
-                 kiln_ctx_error_message(cx));
-    kiln_exe *exe = NULL;
-    cr_assert_eq(kiln_compile(cx, m, NULL, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
-    kiln_module_release(m);
-    kiln_tensor *y = values(cx, shape, -0.5, 0.0625);
-    job jobs[THREADS];
-    pthread_t threads[THREADS];
-    for (int t = 0; t < THREADS; t++) {
-        jobs[t] = (job){.exe = kiln_exe_retain(exe),
-                        .fn = fn,
-                        .shape = shape,
-                        .shared_y = y,
-                        .donate = donate,
-                        .id = t,
-                        .calls = CALLS};
-        cr_assert_eq(pthread_create(&threads[t], NULL, worker, &jobs[t]), 0);
-    }
-    kiln_exe_release(exe); /* the threads keep it alive */
-    for (int t = 0; t < THREADS; t++) {
-        cr_assert_eq(pthread_join(threads[t], NULL), 0);
-        cr_assert_eq(jobs[t].error[0], '\0', "%s", jobs[t].error);
-        cr_assert_eq(jobs[t].done, CALLS);
-    }
-    cr_assert_eq(kiln_tensor_item(cx, y, 0), -0.5); /* shared, never written */
-    expect_ok(cx);
-    kiln_ctx_release(cx);
-}
-
-Test(threads, one_executable_from_many_threads) {
-    run_threads(emlx_step, KILN_SHAPE(10, 10), false);
-}
-
-Test(threads, regions_interpreted_on_many_threads) { run_threads(looped, KILN_SHAPE(4, 5), false); }
-
-Test(threads, donation_on_many_threads) {
-    run_threads(emlx_step, KILN_SHAPE(10, 10), true);
-    run_threads(looped, KILN_SHAPE(4, 5), true);
-}
+Test(threads, donation_on_many_threads) { scenario(2); }

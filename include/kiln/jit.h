@@ -68,7 +68,8 @@ KILN_API kiln_lower_options kiln_lower_options_default(void);
  * results (fn must store that many tensors). `options` may be NULL. On success
  * *out_module is a new module (kiln_module_release). Errors: INVALID_ARGUMENT (bad specs,
  * a NULL result, a result not made by the trace), whatever fn reports (its error is kept),
- * RESOURCE_EXHAUSTED. */
+ * RESOURCE_EXHAUSTED (out of memory; regions and traces, kiln_grad's included, nested more
+ * than 128 levels deep or deeper than the calling thread's stack has room for). */
 KILN_API kiln_status kiln_lower(kiln_ctx *cx, const kiln_region *fn, const kiln_arg_spec *args,
                                 int32_t n_args, int32_t n_results,
                                 const kiln_lower_options *options, kiln_module **out_module);

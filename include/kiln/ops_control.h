@@ -4,7 +4,9 @@
  * Control flow takes its bodies as regions (kiln_region: a callback over tensors). Eagerly
  * the callbacks simply run, each call in a scope of its own (what it makes is released
  * when it returns; only its results survive); when traced they become regions. A callback
- * may use any builder, including nested control flow.
+ * may use any builder, including nested control flow: traced regions nest up to 128 levels
+ * (deeper is RESOURCE_EXHAUSTED naming the op, as is nesting deeper than the thread's
+ * stack has room for).
  *
  *     static kiln_status less_than_10(kiln_ctx *cx, kiln_tensor *const *s, kiln_tensor **r,
  *                                     void *user) {

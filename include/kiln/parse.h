@@ -50,9 +50,11 @@ KILN_API kiln_parse_options kiln_parse_options_default(void);
 
 /* Parses `length` bytes of text (need not be NUL-terminated) into a new module
  * (kiln_module_release). `options` may be NULL. Regions, lists and attributes nest at most
- * 48 levels deep (deeper is INVALID_ARGUMENT, "nesting too deep"); parsing uses a few KiB
- * of stack per level, so it runs on small thread stacks (128 KiB) too. A literal is
- * checked against its type before memory for it is taken. */
+ * 160 levels deep, above tracing's 128, so every module kiln prints reads back (deeper is
+ * INVALID_ARGUMENT, "nesting too deep"); parsing uses a few KiB of stack per level and runs
+ * on small thread stacks (a 128 KiB one), where nesting that does not fit is the same error
+ * ("for this thread's stack"), not a crash. A literal is checked against its type before
+ * memory for it is taken. */
 KILN_API kiln_status kiln_module_parse(kiln_ctx *cx, const char *text, size_t length,
                                        const kiln_parse_options *options, kiln_module **out_module);
 

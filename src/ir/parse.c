@@ -13,12 +13,13 @@
 #include "base/alloc.h"
 #include "base/ctx_internal.h"
 #include "base/file.h"
+#include "base/stack.h"
 #include "core/element.h"
 #include "core/tensor_internal.h"
 #include "ir/ir.h"
 #include "kiln/parse.h"
 
-#define MAX_DEPTH 48   /* nesting of regions, lists and attributes */
+#define MAX_DEPTH 160  /* nesting of regions, lists and attributes (tracing stops at 128) */
 #define MAX_VALUES 512 /* operands, results, arguments of one op or function */
 #define MAX_CALL_DEPTH 64
 
@@ -226,6 +227,8 @@ static bool int64_lit(parser *p, int64_t *out, const char *what) {
 static bool enter(parser *p) {
     if (++p->depth > MAX_DEPTH)
         return perr(p, p->pos, "nesting too deep (more than %d levels)", MAX_DEPTH);
+    if (kiln__stack_low(KILN__STACK_RESERVE))
+        return perr(p, p->pos, "nesting too deep for this thread's stack (%d levels)", p->depth);
     return true;
 }
 static void leave(parser *p) { p->depth--; }

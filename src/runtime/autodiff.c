@@ -71,10 +71,13 @@ static kiln_status trace_into(kiln_ctx *cx, const char *fn, const kiln_region *f
         if (!in[i]) s = oom(cx, fn);
     }
     if (s == KILN_OK) {
-        kiln__trace tr = {.module = m, .block = body, .outer = current_trace(cx)};
+        kiln__trace tr;
         void *saved = cx->trace;
-        cx->trace = &tr;
-        s = f->fn(cx, in, outs, f->user);
+        s = kiln__trace_nest(cx, fn, &tr, current_trace(cx), m, body);
+        if (s == KILN_OK) {
+            cx->trace = &tr;
+            s = f->fn(cx, in, outs, f->user);
+        }
         if (s == KILN_OK && kiln_ctx_status(cx) != KILN_OK) s = kiln_ctx_status(cx);
         if (s != KILN_OK && kiln_ctx_status(cx) == KILN_OK)
             kiln_ctx_set_error(cx, s, "%s: the function failed with %s", fn, kiln_status_name(s));
@@ -171,10 +174,13 @@ static kiln_status custom_bwd(kiln__emitter *e, const kiln__ir_op *call,
         if (!args[i]) s = oom(cx, e->fn);
     }
     if (s == KILN_OK) {
-        kiln__trace tr = {.module = e->m, .block = e->block, .outer = current_trace(cx)};
+        kiln__trace tr;
         void *saved = cx->trace;
-        cx->trace = &tr;
-        s = rec->bwd.fn(cx, args, res, rec->bwd.user);
+        s = kiln__trace_nest(cx, e->fn, &tr, current_trace(cx), e->m, e->block);
+        if (s == KILN_OK) {
+            cx->trace = &tr;
+            s = rec->bwd.fn(cx, args, res, rec->bwd.user);
+        }
         if (s == KILN_OK && kiln_ctx_status(cx) != KILN_OK) s = kiln_ctx_status(cx);
         if (s != KILN_OK && kiln_ctx_status(cx) == KILN_OK)
             kiln_ctx_set_error(cx, s, "%s: the custom_vjp backward function failed with %s", e->fn,

@@ -4,6 +4,7 @@
 
 #include "backend/region.h"
 #include "base/ctx_internal.h"
+#include "base/stack.h"
 #include "core/tensor_internal.h"
 
 #define MAX_TYPES 64
@@ -63,6 +64,22 @@ kiln_tensor *kiln__trace_capture(kiln_ctx *cx, const char *fn, kiln_tensor *t) {
     return kiln__tensor_new_traced(cx, fn, v->type.dtype, v->type.shape, v);
 }
 
+kiln_status kiln__trace_nest(kiln_ctx *cx, const char *what, kiln__trace *inner, kiln__trace *outer,
+                             kiln_module *m, kiln__block *b) {
+    *inner = (kiln__trace){
+        .module = m, .block = b, .outer = outer, .depth = outer ? outer->depth + 1 : 0};
+    if (inner->depth > KILN__MAX_TRACE_DEPTH)
+        return kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED,
+                                  "%s: regions and traces nested deeper than %d levels", what,
+                                  KILN__MAX_TRACE_DEPTH);
+    if (kiln__stack_low(KILN__STACK_RESERVE))
+        return kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED,
+                                  "%s: regions and traces nested too deep for this thread's "
+                                  "stack (%d levels)",
+                                  what, inner->depth);
+    return KILN_OK;
+}
+
 kiln_status kiln__trace_region(kiln_ctx *cx, const char *what, const kiln_region *region,
                                kiln__ir_op *parent, int32_t index, const kiln__type *arg_types,
                                int32_t n_args, int32_t n_results) {
@@ -70,6 +87,9 @@ kiln_status kiln__trace_region(kiln_ctx *cx, const char *what, const kiln_region
     kiln_module *m = outer->module;
     if (!region || !region->fn)
         return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT, "%s is NULL", what);
+    kiln__trace inner;
+    kiln_status nested = kiln__trace_nest(cx, what, &inner, outer, m, NULL);
+    if (nested != KILN_OK) return nested;
     kiln__block *b = kiln__block_new(m, parent);
     if (!b) return kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "out of memory tracing");
     parent->regions[index] = b;
@@ -89,7 +109,7 @@ kiln_status kiln__trace_region(kiln_ctx *cx, const char *what, const kiln_region
         if (!args[i])
             s = kiln_ctx_status(cx) != KILN_OK ? kiln_ctx_status(cx) : KILN_RESOURCE_EXHAUSTED;
     }
-    kiln__trace inner = {.module = m, .block = b, .outer = outer};
+    inner.block = b;
     if (s == KILN_OK) {
         for (int32_t i = 0; i < n_results; i++)
             results[i] = NULL;

@@ -8,7 +8,18 @@ typedef struct kiln__trace {
     kiln_module *module;
     kiln__block *block; /* where ops are recorded now */
     struct kiln__trace *outer;
+    int depth; /* how many traces enclose this one (regions, nested transforms) */
 } kiln__trace;
+
+/* How deep regions and traces may nest: deeper is RESOURCE_EXHAUSTED, never a crash. The
+ * parser takes what tracing makes (src/ir/parse.c allows more, for lists and attributes). */
+#define KILN__MAX_TRACE_DEPTH 128
+
+/* Sets *inner up to record into block b of m one level inside outer (NULL: the top); fails
+ * with RESOURCE_EXHAUSTED naming `what` when that nests deeper than KILN__MAX_TRACE_DEPTH
+ * or than the calling thread's stack has room for. */
+kiln_status kiln__trace_nest(kiln_ctx *cx, const char *what, kiln__trace *inner, kiln__trace *outer,
+                             kiln_module *m, kiln__block *b);
 
 /* True while kiln_lower traces a function on cx. */
 bool kiln__tracing(const kiln_ctx *cx);

@@ -564,10 +564,9 @@ static parse_job parse_with_stack(const char *text, size_t len, size_t stack_kib
     return j;
 }
 
-Test(parse, nesting_to_the_limit_fits_a_small_thread_stack) {
+Test(parse, nesting_to_the_limit_and_small_thread_stacks) {
     size_t len;
-    /* A few ops, and then the deepest nesting the parser takes (its limit counts regions
-     * and attribute lists alike), on a 128 KiB stack; a level more is a clear error. */
+    /* A few ops on a 128 KiB stack, then nesting on larger ones. */
     const char small[] = "func.func @main(%x: tensor<f32>) -> tensor<f32> {\n"
                          "  %0 = stablehlo.add %x, %x : tensor<f32>\n"
                          "  %1 = stablehlo.multiply %0, %x : tensor<f32>\n"
@@ -582,9 +581,23 @@ Test(parse, nesting_to_the_limit_fits_a_small_thread_stack) {
     j = parse_with_stack(deep, len, 1024);
     cr_assert_eq(j.status, KILN_OK, "47 levels: %s", j.message);
     free(deep);
-    deep = nested_ifs(60, &len);
-    j = parse_with_stack(deep, len, 1024);
+    /* The parser's limit (160 levels of regions, lists and attributes) is above tracing's
+     * (128), so that kiln reads back what it prints; past it, an error. */
+    deep = nested_ifs(140, &len);
+    j = parse_with_stack(deep, len, 8192);
+    cr_assert_eq(j.status, KILN_OK, "140 levels: %s", j.message);
+    free(deep);
+    deep = nested_ifs(170, &len);
+    j = parse_with_stack(deep, len, 8192);
     cr_assert_eq(j.status, KILN_INVALID_ARGUMENT);
-    cr_assert(strstr(j.message, "nesting too deep") != NULL, "%s", j.message);
+    cr_assert(strstr(j.message, "nesting too deep (more than 160 levels)") != NULL, "%s",
+              j.message);
+    free(deep);
+    /* Where the stack is too small for the nesting, an error rather than a crash. */
+    deep = nested_ifs(140, &len);
+    j = parse_with_stack(deep, len, 128);
+    cr_assert_eq(j.status, KILN_INVALID_ARGUMENT);
+    cr_assert(strstr(j.message, "nesting too deep for this thread's stack") != NULL, "%s",
+              j.message);
     free(deep);
 }

@@ -3,7 +3,6 @@
  * positions, and every prefix of a valid program. */
 #define _DEFAULT_SOURCE /* mkdtemp, mkfifo */
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -551,16 +550,10 @@ static void *parse_on_thread(void *user) {
     return NULL;
 }
 
-/* Parses on a thread with a stack of stack_kib KiB (musl's default is 128). */
+/* Parses on a thread with a stack of stack_kib KiB. */
 static parse_job parse_with_stack(const char *text, size_t len, size_t stack_kib) {
     parse_job j = {text, len, KILN_INTERNAL, ""};
-    pthread_attr_t a;
-    pthread_attr_init(&a);
-    cr_assert_eq(pthread_attr_setstacksize(&a, stack_kib * 1024), 0);
-    pthread_t t;
-    cr_assert_eq(pthread_create(&t, &a, parse_on_thread, &j), 0);
-    pthread_join(t, NULL);
-    pthread_attr_destroy(&a);
+    test_run_with_stack(parse_on_thread, &j, stack_kib);
     return j;
 }
 

@@ -2,7 +2,6 @@
  * stage (lower, compile, call, print, parse, grad) handles that; one level more, or nesting
  * deeper than a thread's stack allows, is a clear error, never a crash. */
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 
 #include "kiln/autodiff.h"
@@ -134,13 +133,7 @@ static void *lower_on_thread(void *u) {
 
 Test(nesting, a_small_thread_stack_is_an_error_not_a_crash) {
     stack_job j = {.depth = 128, .status = KILN_INTERNAL};
-    pthread_attr_t a;
-    pthread_attr_init(&a);
-    cr_assert_eq(pthread_attr_setstacksize(&a, 256 * 1024), 0);
-    pthread_t t;
-    cr_assert_eq(pthread_create(&t, &a, lower_on_thread, &j), 0);
-    pthread_join(t, NULL);
-    pthread_attr_destroy(&a);
+    test_run_with_stack(lower_on_thread, &j, 256);
     cr_assert_eq(j.status, KILN_RESOURCE_EXHAUSTED, "%s", j.message);
     cr_assert(strstr(j.message, "nested too deep for this thread's stack") != NULL, "%s",
               j.message);

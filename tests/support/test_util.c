@@ -1,8 +1,19 @@
 #define _POSIX_C_SOURCE 200809L
 #include "test_util.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <unistd.h>
+
+void test_run_with_stack(void *(*fn)(void *), void *arg, size_t stack_kib) {
+    pthread_attr_t a;
+    cr_assert_eq(pthread_attr_init(&a), 0);
+    cr_assert_eq(pthread_attr_setstacksize(&a, stack_kib * 1024), 0);
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, &a, fn, arg), 0);
+    cr_assert_eq(pthread_join(t, NULL), 0);
+    pthread_attr_destroy(&a);
+}
 
 kiln_ctx *test_ctx(void) {
     kiln_ctx *cx = NULL;

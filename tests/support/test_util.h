@@ -7,6 +7,10 @@
 #include <kiln/kiln.h>
 #include <string.h>
 
+/* Runs fn(arg) on a new thread with a stack of stack_kib KiB (musl's default is 128) and
+ * waits for it; fails the test if the thread cannot be made. */
+void test_run_with_stack(void *(*fn)(void *), void *arg, size_t stack_kib);
+
 /* A ctx with default options, failing the test if it cannot be made. */
 kiln_ctx *test_ctx(void);
 

@@ -9,6 +9,9 @@ const kiln__region_tag kiln__region_tags[KILN_REGION_KIND_COUNT] = {
     {KILN_REGION_GREATER}, {KILN_REGION_GREATER_EQUAL}, {KILN_REGION_LESS_EQUAL},
 };
 
+const int kiln__argmax_tag = 1;
+const int kiln__argmin_tag = 2;
+
 kiln__region_kind kiln__region_kind_of(const kiln_region *region) {
     if (!region) return KILN_REGION_CUSTOM;
     const kiln__region_tag *tag = region->user;

@@ -27,6 +27,14 @@ typedef struct kiln__region_tag {
 } kiln__region_tag;
 extern const kiln__region_tag kiln__region_tags[KILN_REGION_KIND_COUNT];
 
+/* The `user` of the regions that kiln_argmax and kiln_argmin reduce with: a two-input
+ * reduce of (values, i64 indices along the one reduced dimension) keeping the first
+ * maximum (minimum); NaN counts as the extreme. A backend's reduce may recognise these tags
+ * and run without calling back; the index operand is then the iota along the reduced
+ * dimension (the builders make it so). */
+extern const int kiln__argmax_tag;
+extern const int kiln__argmin_tag;
+
 /* The kind of a region: KILN_REGION_CUSTOM unless it is one of the builtins. */
 kiln__region_kind kiln__region_kind_of(const kiln_region *region);
 

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backends/cpu/eval_reduce.h"
+#include "backend/region.h"
 #include "base/alloc.h"
 #include "base/ctx_internal.h"
 #include "core/tensor_internal.h"

@@ -30,9 +30,6 @@
 #include "base/threads.h"
 #include "core/tensor_internal.h"
 
-const int kiln__argmax_tag = 1;
-const int kiln__argmin_tag = 2;
-
 /* ---- scalar regions -------------------------------------------------------------------- */
 
 kiln_status kiln__scalar_region_init(kiln__scalar_region *s, kiln_ctx *cx,

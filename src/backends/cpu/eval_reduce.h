@@ -13,13 +13,6 @@
 #include "backends/cpu/eval.h"
 #include "core/half.h"
 
-/* The `user` of the regions that kiln_argmax and kiln_argmin reduce with: a two-input
- * reduce of (values, i64 indices along the one reduced dimension) keeping the first
- * maximum (minimum); NaN counts as the extreme. The reduce kernel recognises these tags
- * and runs without calling back; the index operand must then be the iota along the
- * reduced dimension (the builders make it so). */
-extern const int kiln__argmax_tag;
-extern const int kiln__argmin_tag;
 
 /* ---- calling a region on rank-0 values ------------------------------------------------ */
 

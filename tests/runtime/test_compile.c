@@ -471,6 +471,64 @@ Test(compile, allocation_failure_at_every_point_of_compile_leaks_nothing) {
     }
 }
 
+/* One allocation failing at a time, anywhere in compile: either the compile fails with
+ * RESOURCE_EXHAUSTED, or it succeeds (an optimization that could not get memory, such as
+ * cse's table, is skipped) and computes the same as eagerly. */
+static kiln_status dup_terms(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
+    (void)u;
+    kiln_tensor *acc = in[1];
+    for (int i = 0; i < 6; i++) /* the same sin(x) * x, six times: cse's work */
+        acc = kiln_add(cx, acc, kiln_multiply(cx, kiln_sine(cx, in[0]), in[0]));
+    out[0] = acc;
+    return kiln_ctx_status(cx);
+}
+
+Test(compile, one_failed_allocation_anywhere_in_compile_fails_cleanly_or_changes_nothing) {
+    failing_allocator fa;
+    kiln_ctx *cx = failing_ctx(&fa);
+    kiln_arg_spec args[2] = {{.dtype = KILN_F32, .shape = KILN_SHAPE(3, 4)},
+                             {.dtype = KILN_F32, .shape = KILN_SHAPE(3, 4)}};
+    kiln_region fn = {dup_terms, NULL};
+    kiln_module *m = NULL;
+    cr_assert_eq(kiln_lower(cx, &fn, args, 2, 1, NULL, &m), KILN_OK);
+    kiln_tensor *x = filled(cx, KILN_F32, KILN_SHAPE(3, 4), -1),
+                *y = filled(cx, KILN_F32, KILN_SHAPE(3, 4), 2);
+    kiln_tensor *want = NULL;
+    cr_assert_eq(dup_terms(cx, (kiln_tensor *[]){x, y}, &want, NULL), KILN_OK);
+    int succeeded = 0, failed = 0;
+    for (int64_t k = 0;; k++) {
+        fa.fail_once = true;
+        fa.fail_after = fa.allocations + k;
+        int64_t failures = fa.failures;
+        kiln_exe *exe = NULL;
+        kiln_status s = kiln_compile(cx, m, NULL, &exe);
+        bool hit = fa.failures > failures;
+        fa.fail_after = -1;
+        fa.fail_once = false;
+        if (s != KILN_OK) {
+            cr_assert_eq(s, KILN_RESOURCE_EXHAUSTED, "failure %d: %s", (int)k,
+                         kiln_ctx_error_message(cx));
+            cr_assert_null(exe);
+            kiln_ctx_clear_error(cx);
+            failed++;
+            continue;
+        }
+        kiln_tensor *got = NULL;
+        cr_assert_eq(kiln_exe_call(cx, exe, (kiln_tensor *[]){x, y}, &got), KILN_OK, "%s",
+                     kiln_ctx_error_message(cx));
+        expect_equal(got, want);
+        kiln_exe_release(exe);
+        succeeded++;
+        if (!hit) break; /* past the compile's last allocation */
+    }
+    cr_assert_gt(failed, 3);
+    /* some failures only cost an optimization (cse's table among them) */
+    cr_assert_gt(succeeded, 1, "%d compiles succeeded", succeeded);
+    kiln_module_release(m);
+    expect_ok(cx);
+    kiln_ctx_release(cx);
+}
+
 Test(compile, allocation_failure_at_every_point_of_a_call_leaks_nothing) {
     for (int f = 0; f < 3; f++) {
         failing_allocator fa;

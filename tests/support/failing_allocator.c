@@ -11,6 +11,7 @@ static void *fa_alloc(void *user, size_t size, size_t alignment) {
     failing_allocator *fa = user;
     if (fa->fail_after >= 0 && fa->allocations >= fa->fail_after) {
         fa->failures++;
+        if (fa->fail_once) fa->fail_after = -1;
         return NULL;
     }
     if (alignment > HEADER) abort(); /* kiln never asks for more than this here */

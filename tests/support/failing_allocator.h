@@ -4,6 +4,7 @@
 #define KILN_TEST_FAILING_ALLOCATOR_H
 
 #include <kiln/kiln.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef struct failing_allocator {
@@ -13,6 +14,7 @@ typedef struct failing_allocator {
     int64_t live_blocks;
     int64_t live_bytes;
     int64_t failures;
+    bool fail_once; /* fail one allocation (the first after fail_after), then none */
     kiln_allocator allocator;
 } failing_allocator;
 

@@ -31,6 +31,7 @@ typedef struct pname {
     uint32_t hash;
     kiln__value **vals;
     int32_t n;
+    int32_t chain; /* the entry defined before this one in its hash bucket, or -1 */
 } pname;
 
 typedef struct pcall {
@@ -69,8 +70,11 @@ typedef struct parser {
     bool failed;
     int depth;
     kiln_module *m;
-    pname *names;
+    pname *names; /* in definition order; regions pop theirs (names_pop) */
     int32_t n_names, cap_names;
+    int32_t *name_heads;             /* per hash bucket, the newest entry of names in it, or -1 */
+    int32_t cap_heads;               /* a power of two, at least twice n_names */
+    struct op_scratch *free_scratch; /* scratch of ops not being parsed (op_line) */
     pcall *calls;
     int32_t n_calls, cap_calls;
     pfunc *funcs;
@@ -1527,13 +1531,41 @@ static bool value_name(parser *p, const char **name, size_t *len) {
     return true;
 }
 
+/* Names are found through hash buckets (each a chain from its newest entry back), so a
+ * lookup costs the same in a program of a million values as in one of ten. */
 static pname *find_name(parser *p, const char *name, size_t len) {
+    if (!p->name_heads) return NULL;
     uint32_t h = hash_name(name, len);
-    for (int32_t i = p->n_names - 1; i >= 0; i--)
+    for (int32_t i = p->name_heads[h & (uint32_t)(p->cap_heads - 1)]; i >= 0; i = p->names[i].chain)
         if (p->names[i].hash == h && p->names[i].len == len &&
             memcmp(p->names[i].name, name, len) == 0)
             return &p->names[i];
     return NULL;
+}
+
+/* Rebuilds the buckets for cap of them (a power of two). */
+static bool names_rehash(parser *p, int32_t cap) {
+    int32_t *heads =
+        kiln__alloc(p->cx, (size_t)cap * sizeof *heads, _Alignof(int32_t), "parser names");
+    if (!heads) return oom(p);
+    for (int32_t i = 0; i < cap; i++)
+        heads[i] = -1;
+    for (int32_t i = 0; i < p->n_names; i++) {
+        int32_t *head = &heads[p->names[i].hash & (uint32_t)(cap - 1)];
+        p->names[i].chain = *head;
+        *head = i;
+    }
+    if (p->name_heads) kiln__free(p->cx, p->name_heads, (size_t)p->cap_heads * sizeof *heads);
+    p->name_heads = heads;
+    p->cap_heads = cap;
+    return true;
+}
+
+/* Forgets the names defined after the first `mark` (a region's, at its end). */
+static void names_pop(parser *p, int32_t mark) {
+    for (int32_t i = p->n_names - 1; i >= mark; i--)
+        p->name_heads[p->names[i].hash & (uint32_t)(p->cap_heads - 1)] = p->names[i].chain;
+    if (mark < p->n_names) p->n_names = mark;
 }
 
 static bool define(parser *p, size_t pos, const char *name, size_t len, kiln__value **vals,
@@ -1550,7 +1582,13 @@ static bool define(parser *p, size_t pos, const char *name, size_t len, kiln__va
         p->names = items;
         p->cap_names = cap;
     }
-    p->names[p->n_names++] = (pname){name, len, hash_name(name, len), vals, n};
+    if (2 * (p->n_names + 1) > p->cap_heads &&
+        !names_rehash(p, p->cap_heads ? 2 * p->cap_heads : 128))
+        return false;
+    uint32_t h = hash_name(name, len);
+    int32_t *head = &p->name_heads[h & (uint32_t)(p->cap_heads - 1)];
+    p->names[p->n_names] = (pname){name, len, h, vals, n, *head};
+    *head = p->n_names++;
     return true;
 }
 
@@ -1634,6 +1672,12 @@ typedef struct opdesc {
 
 static bool block_body(parser *p, kiln__block *b, bool function, size_t open_pos);
 
+typedef struct op_scratch {
+    lhs l;
+    opdesc o;
+    struct op_scratch *next; /* in parser.free_scratch */
+} op_scratch;
+
 static bool dict_add(parser *p, attr *d, const char *key, attr v) {
     int32_t cap = d->n; /* grows by reallocating: few entries */
     attr *items = aalloc(p, (size_t)(cap + 1) * sizeof *items);
@@ -1716,7 +1760,7 @@ static bool region(parser *p, kiln__block **out, const kiln__type *args, int32_t
         if (!expect(p, ':', "after the block header")) return false;
     }
     if (!block_body(p, b, false, open)) return false;
-    p->n_names = mark;
+    names_pop(p, mark);
     p->nested = saved_nested;
     leave(p);
     *out = b;
@@ -2451,18 +2495,36 @@ static __attribute__((noinline)) bool append_op(parser *p, kiln__block *b, opdes
 }
 
 /* One op line (not a terminator). */
+/* An op's scratch (its left-hand side and description, some 160 KB of arrays) comes from
+ * the parser's free list: one per nesting level is made for the whole parse, instead of an
+ * allocation per op, and only the fields before the arrays are cleared. */
+static op_scratch *scratch_get(parser *p) {
+    op_scratch *s = p->free_scratch;
+    if (s)
+        p->free_scratch = s->next;
+    else if (!(s = kiln__alloc(p->cx, sizeof *s, _Alignof(op_scratch), "parser op")))
+        return NULL;
+    lhs *l = &s->l;
+    l->n_names = 0, l->count = -1, l->grouped = false;
+    opdesc *o = &s->o;
+    o->kind = (kiln_op)0, o->pos = 0, o->n_operands = 0, o->n_regions = 0;
+    memset(&o->dict, 0, sizeof o->dict);
+    o->s.n_in = o->s.n_out = 0, o->s.functional = false, o->s.pos = 0;
+    o->have_sig = false, o->callee = NULL, o->callee_len = 0, o->callee_pos = 0;
+    return s;
+}
+
+static void scratch_put(parser *p, op_scratch *s) {
+    s->next = p->free_scratch;
+    p->free_scratch = s;
+}
+
 static bool op_line(parser *p, kiln__block *b) {
-    lhs *l = kiln__alloc(p->cx, sizeof *l, _Alignof(lhs), "parser op");
-    opdesc *o = kiln__alloc(p->cx, sizeof *o, _Alignof(opdesc), "parser op");
-    bool ok = l && o;
-    if (!ok) {
-        if (l) kiln__free(p->cx, l, sizeof *l);
-        if (o) kiln__free(p->cx, o, sizeof *o);
-        return oom(p);
-    }
-    memset(l, 0, sizeof *l);
-    memset(o, 0, sizeof *o);
-    l->count = -1;
+    op_scratch *scratch = scratch_get(p);
+    if (!scratch) return oom(p);
+    lhs *l = &scratch->l;
+    opdesc *o = &scratch->o;
+    bool ok = true;
     skip(p);
     if (ch(p) == '%') {
         l->count = 0;
@@ -2579,8 +2641,7 @@ static bool op_line(parser *p, kiln__block *b) {
             }
         }
     }
-    kiln__free(p->cx, l, sizeof *l);
-    kiln__free(p->cx, o, sizeof *o);
+    scratch_put(p, scratch);
     return ok;
 }
 
@@ -2848,7 +2909,7 @@ static bool func_def_into(parser *p, kiln__type *results) {
                         f.name);
     f.body = kiln__block_new(p->m, NULL);
     if (!f.body) return oom(p);
-    p->n_names = 0;
+    names_pop(p, 0);
     if (!expect(p, '(', "to open the arguments")) return false;
     int32_t cap = 0;
     if (!accept(p, ')')) {
@@ -3298,6 +3359,12 @@ kiln_status kiln_module_parse(kiln_ctx *cx, const char *text, size_t length,
         return kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "kiln_module_parse: out of memory");
     bool ok = module_text(&p, o.entry);
     if (p.names) kiln__free(cx, p.names, (size_t)p.cap_names * sizeof *p.names);
+    if (p.name_heads) kiln__free(cx, p.name_heads, (size_t)p.cap_heads * sizeof *p.name_heads);
+    while (p.free_scratch) {
+        struct op_scratch *next = p.free_scratch->next;
+        kiln__free(cx, p.free_scratch, sizeof *p.free_scratch);
+        p.free_scratch = next;
+    }
     if (p.calls) kiln__free(cx, p.calls, (size_t)p.cap_calls * sizeof *p.calls);
     if (p.funcs) kiln__free(cx, p.funcs, (size_t)p.cap_funcs * sizeof *p.funcs);
     if (p.leaf) kiln__free(cx, p.leaf, MAX_VALUES * sizeof *p.leaf);

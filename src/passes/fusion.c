@@ -477,9 +477,9 @@ static int32_t add_input(fuser *z, kiln__kernel *k, const kiln__value *u) {
     return k->n_inputs++;
 }
 
-static kiln_status build_kernel(fuser *z, int32_t g, kiln__kernel *k, int32_t *reg_of_op) {
-    kiln__fusion *f = z->f;
-    int32_t n_members = z->groups[g].n_members;
+/* Builds kernel g from its members, the ops members[0..n_members-1] in block order. */
+static kiln_status build_kernel(fuser *z, int32_t g, kiln__kernel *k, int32_t *reg_of_op,
+                                const int32_t *members, int32_t n_members) {
     k->id = g;
     k->shape = z->groups[g].shape;
     k->ops = FNEW(z, const kiln__ir_op *, n_members);
@@ -491,8 +491,8 @@ static kiln_status build_kernel(fuser *z, int32_t g, kiln__kernel *k, int32_t *r
         return KILN_RESOURCE_EXHAUSTED;
     /* Inputs first (registers 0..n_inputs-1), then one register per instruction. */
     for (int32_t pass = 0; pass < 2; pass++) {
-        for (int32_t j = 0; j < z->n_ops; j++) {
-            if (f->role[j] != KILN__FUSE_MEMBER || f->kernel[j] != g) continue;
+        for (int32_t m = 0; m < n_members; m++) {
+            int32_t j = members[m];
             const kiln__ir_op *op = z->ops[j];
             if (op->kind == KILN_OP_REDUCE) {
                 if (pass == 1) {
@@ -586,9 +586,22 @@ kiln_status kiln__fusion_plan(kiln_ctx *cx, const kiln__block *b, const kiln__fu
     if (kiln_ctx_status(cx) != KILN_OK) return kiln_ctx_status(cx);
     materialize(&z);
     out->kernels = FNEW(&z, kiln__kernel, z.n_groups);
-    if (!out->kernels) return KILN_RESOURCE_EXHAUSTED;
+    /* Each kernel's members, in block order: one pass over the ops for all kernels, not
+     * one per kernel. */
+    int32_t *first = FNEW(&z, int32_t, z.n_groups + 1), *members = FNEW(&z, int32_t, n_ops);
+    if (!out->kernels || !first || !members) return KILN_RESOURCE_EXHAUSTED;
+    for (int32_t j = 0; j < n_ops; j++)
+        if (out->role[j] == KILN__FUSE_MEMBER) first[out->kernel[j] + 1]++;
+    for (int32_t g = 0; g < z.n_groups; g++)
+        first[g + 1] += first[g];
+    int32_t *fill = FNEW(&z, int32_t, z.n_groups + 1);
+    if (!fill) return KILN_RESOURCE_EXHAUSTED;
+    memcpy(fill, first, (size_t)(z.n_groups + 1) * sizeof *fill);
+    for (int32_t j = 0; j < n_ops; j++)
+        if (out->role[j] == KILN__FUSE_MEMBER) members[fill[out->kernel[j]]++] = j;
     for (int32_t g = 0; g < z.n_groups; g++) {
-        kiln_status s = build_kernel(&z, g, &out->kernels[g], reg_of_op);
+        kiln_status s = build_kernel(&z, g, &out->kernels[g], reg_of_op, members + first[g],
+                                     first[g + 1] - first[g]);
         if (s != KILN_OK) return s;
     }
     out->n_kernels = z.n_groups;

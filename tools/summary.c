@@ -1,5 +1,5 @@
-#define _POSIX_C_SOURCE 200809L /* open flags, fdopen */
 /* Shared helpers of the kiln tool: modes, usage errors, files, tensor summaries. */
+#define _POSIX_C_SOURCE 200809L /* open flags, fdopen */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>

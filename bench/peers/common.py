@@ -65,7 +65,10 @@ class Runner:
         self.min_reps = 3 if args.quick else 5
 
     def inputs(self, suite, case):
-        """The case's inputs as kiln-bench wrote them (numpy arrays), or None when absent."""
+        """The case's inputs as kiln-bench wrote them (numpy arrays), or None when the case is
+        filtered out (--filter) or its inputs are absent (said on stderr)."""
+        if not self.wanted(suite, case):
+            return None
         return load_inputs(self.args.check_dir, suite, case)
 
     def check(self, suite, case, got, impl=None, tol=None):

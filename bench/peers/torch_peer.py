@@ -66,8 +66,6 @@ def gemm(a, b):
 def variants(suite, case, fn, unit, compiled=True, **kw):
     """Times fn eagerly, as torch.jit.script and (compiled) as torch.compile, on the case's
     inputs, checking each once."""
-    if not r.wanted(suite, case):
-        return
     xs = r.inputs(suite, case)
     if xs is None:
         return
@@ -342,7 +340,7 @@ if r.wanted("comptime", "VGG11 train step") and args.threads == 1:
 # ---- VGG11 forward, executed ------------------------------------------------------------------
 
 for suite, case, key, unit in common.call_cases(args.quick):
-    if key != "vgg11" or not r.wanted(suite, case):
+    if key != "vgg11":
         continue
     xs = r.inputs(suite, case)
     if xs is None:

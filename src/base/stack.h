@@ -1,7 +1,7 @@
 /* How much stack the calling thread has left: recursive walks over nested programs (the
- * parser, tracing, transforms) check it so that nesting too deep for the thread's stack is
- * an error, never a crash, whatever the stack's size (a musl thread's 128 KiB, a main
- * thread's 8 MiB). */
+ * parser, tracing and the transforms traced inside it) check it so that nesting too deep for the
+ * thread's stack is an error, never a crash, whatever the stack's size (a musl thread's 128 KiB, a
+ * main thread's 8 MiB). */
 #ifndef KILN_BASE_STACK_H
 #define KILN_BASE_STACK_H
 

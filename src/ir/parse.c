@@ -1565,7 +1565,7 @@ static bool names_rehash(parser *p, int32_t cap) {
 static void names_pop(parser *p, int32_t mark) {
     for (int32_t i = p->n_names - 1; i >= mark; i--)
         p->name_heads[p->names[i].hash & (uint32_t)(p->cap_heads - 1)] = p->names[i].chain;
-    if (mark < p->n_names) p->n_names = mark;
+    p->n_names = mark;
 }
 
 static bool define(parser *p, size_t pos, const char *name, size_t len, kiln__value **vals,
@@ -1848,7 +1848,6 @@ static bool pretty_type(parser *p, opdesc *o) {
     return true;
 }
 
-/* The pretty forms, after the op name. */
 /* Names and types of a region's arguments, kept on the heap: the regions they open nest
  * (a while in a while ...), and arrays of MAX_VALUES types in every level's stack frame
  * would overflow a thread's stack long before the nesting limit. */
@@ -1942,6 +1941,7 @@ static bool while_regions(parser *p, opdesc *o, region_args *a) {
     return true;
 }
 
+/* The pretty forms, after the op name. */
 static bool pretty_op(parser *p, opdesc *o, kiln__value **result_hint) {
     (void)result_hint;
     switch (o->kind) {
@@ -2494,7 +2494,6 @@ static __attribute__((noinline)) bool append_op(parser *p, kiln__block *b, opdes
     return true;
 }
 
-/* One op line (not a terminator). */
 /* An op's scratch (its left-hand side and description, some 160 KB of arrays) comes from
  * the parser's free list: one per nesting level is made for the whole parse, instead of an
  * allocation per op, and only the fields before the arrays are cleared. */
@@ -2519,6 +2518,7 @@ static void scratch_put(parser *p, op_scratch *s) {
     p->free_scratch = s;
 }
 
+/* One op line (not a terminator). */
 static bool op_line(parser *p, kiln__block *b) {
     op_scratch *scratch = scratch_get(p);
     if (!scratch) return oom(p);
@@ -2645,7 +2645,6 @@ static bool op_line(parser *p, kiln__block *b) {
     return ok;
 }
 
-/* Ops up to the terminator, then '}'. */
 /* A block's terminator after its keyword (or, generic, at its quoted name): the returned
  * values, their types, and the closing brace. Not inlined: its arrays (some 80 KB) then
  * live only while a terminator is read, not in every nesting level of block_body. */
@@ -2685,6 +2684,7 @@ static __attribute__((noinline)) bool block_terminator(parser *p, kiln__block *b
     return expect(p, '}', "after the terminator");
 }
 
+/* Ops up to the terminator, then '}'. */
 static bool block_body(parser *p, kiln__block *b, bool function, size_t open_pos) {
     for (;;) {
         skip(p);

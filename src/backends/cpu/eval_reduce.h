@@ -13,7 +13,6 @@
 #include "backends/cpu/eval.h"
 #include "core/half.h"
 
-
 /* ---- calling a region on rank-0 values ------------------------------------------------ */
 
 /* A region called over and over with rank-0 arguments, each call checked: every result

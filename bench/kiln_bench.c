@@ -790,6 +790,47 @@ static void case_vgg13_ct(bench *b) { case_comptime_vgg(b, 13); }
 static void case_vgg16_ct(bench *b) { case_comptime_vgg(b, 16); }
 static void case_vgg19_ct(bench *b) { case_comptime_vgg(b, 19); }
 
+/* The 1-D heat equation on f32[4096], unrolled: per step three slices, the stencil
+ * u + 0.1 (l - 2c + r) on the interior and a concatenate with the two boundary values
+ * (13 ops a step). What a user's Python loop over steps traces to: compile time must
+ * stay linear in the program's size. */
+static kiln_status fn_heat(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *user) {
+    const int steps = *(const int *)user;
+    kiln_tensor *x = in[0];
+    const int64_t n = kiln_tensor_dim(x, 0);
+    for (int s = 0; s < steps; s++) {
+        kiln_tensor *l = kiln_slice(cx, x, KILN_DIMS(0), KILN_DIMS(n - 2), KILN_DIMS_NONE);
+        kiln_tensor *c = kiln_slice(cx, x, KILN_DIMS(1), KILN_DIMS(n - 1), KILN_DIMS_NONE);
+        kiln_tensor *r = kiln_slice(cx, x, KILN_DIMS(2), KILN_DIMS(n), KILN_DIMS_NONE);
+        kiln_tensor *lap = kiln_add(
+            cx, kiln_subtract(cx, l, kiln_multiply(cx, kiln_scalar(cx, 2, KILN_F32), c)), r);
+        kiln_tensor *parts[3] = {
+            kiln_slice(cx, x, KILN_DIMS(0), KILN_DIMS(1), KILN_DIMS_NONE),
+            kiln_add(cx, c, kiln_multiply(cx, kiln_scalar(cx, 0.1, KILN_F32), lap)),
+            kiln_slice(cx, x, KILN_DIMS(n - 1), KILN_DIMS(n), KILN_DIMS_NONE)};
+        x = kiln_concatenate(cx, parts, 3, 0);
+    }
+    out[0] = x;
+    return kiln_ctx_status(cx);
+}
+
+static void case_comptime_heat(bench *b, int steps) {
+    kiln_arg_spec arg = {.dtype = KILN_F32, .shape = KILN_SHAPE(4096)};
+    kiln_region fn = {fn_heat, &steps};
+    comptime_stats s;
+    reps_policy p = {1, opt.quick ? 2 : 5, opt.quick ? 5 : 201};
+    if (!lower_compile(b, &fn, &arg, 1, 1, p, &s, NULL)) return;
+    char note[96];
+    snprintf(note, sizeof note, "f32[4096], %d steps unrolled (%d ops)", steps, 13 * steps);
+    emit_time(b->suite, b->name, "kiln", "lower", s.lower, 1, note);
+    emit_time(b->suite, b->name, "kiln", "compile", s.compile, 1, NULL);
+    emit_time(b->suite, b->name, "kiln", "total", s.total, 1, "lower + compile");
+}
+
+static void case_heat100_ct(bench *b) { case_comptime_heat(b, 100); }
+static void case_heat1000_ct(bench *b) { case_comptime_heat(b, 1000); }
+static void case_heat10000_ct(bench *b) { case_comptime_heat(b, 10000); }
+
 /* ---- time_to_load: a fresh process ------------------------------------------------------- */
 
 /* The child: load libkiln (dynamic linking), create a ctx, compile and run cos(f32[10]). */
@@ -1231,6 +1272,9 @@ static const bench_case cases[] = {
     {"comptime", "VGG13", case_vgg13_ct, 0},
     {"comptime", "VGG16", case_vgg16_ct, 0},
     {"comptime", "VGG19", case_vgg19_ct, 0},
+    {"comptime", "heat 100 steps", case_heat100_ct, 0},
+    {"comptime", "heat 1000 steps", case_heat1000_ct, 0},
+    {"comptime", "heat 10000 steps", case_heat10000_ct, 0},
     {"comptime", "VGG11 train step", case_comptime_vgg11_train, 0},
     {"time_to_load", "one-op process", case_time_to_load, 0},
     {"emlx", "scalar f32[10,10]", case_emlx, 0},

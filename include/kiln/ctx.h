@@ -68,6 +68,12 @@ typedef struct kiln_ctx_options {
      * KILN_NUM_THREADS from the environment, else the cores available). Negative:
      * INVALID_ARGUMENT. Results are bitwise the same for every count. */
     int num_threads;
+    /* Logical CPU devices, cpu:0 .. cpu:(cpu_devices-1), like XLA's host platform device
+     * count: they share the cores and host memory but are distinct devices for placement
+     * (a tensor and an executable belong to one) and, later, collectives. 0: the count
+     * KILN_CPU_DEVICES names in the environment (1 to 256; otherwise 1). Negative or above
+     * 256: INVALID_ARGUMENT. `device` must be one of them. */
+    int cpu_devices;
 } kiln_ctx_options;
 
 /* Options with every field at its default. Pure; thread-safe. */
@@ -77,9 +83,10 @@ KILN_API kiln_ctx_options kiln_ctx_options_default(void);
  * smaller struct_size is accepted, the missing fields taking their defaults.
  * On success stores the new ctx in *out_ctx (owned by the caller: kiln_ctx_release) and
  * returns KILN_OK. Errors: INVALID_ARGUMENT (out_ctx NULL, struct_size 0 or too small,
- * an allocator without alloc or free, a bad log level, an unsupported device or
- * a negative num_threads), RESOURCE_EXHAUSTED. On error *out_ctx is set to NULL (when
- * out_ctx is not NULL); there is no ctx to hold a message. Thread-safe. */
+ * an allocator without alloc or free, a bad log level, a device that is not one of the
+ * ctx's CPU devices, a negative num_threads or a bad cpu_devices), RESOURCE_EXHAUSTED. On error
+ * *out_ctx is set to NULL (when out_ctx is not NULL); there is no ctx to hold a message.
+ * Thread-safe. */
 KILN_API KILN_NODISCARD kiln_status kiln_ctx_create(const kiln_ctx_options *options,
                                                     kiln_ctx **out_ctx);
 

@@ -138,7 +138,9 @@ typedef struct kiln_exe kiln_exe;
 typedef struct kiln_compile_options {
     size_t struct_size; /* sizeof(kiln_compile_options) */
     /* The device to compile for; type 0 (the default) means the compiling ctx's device.
-     * Only the CPU exists today (another device is UNIMPLEMENTED). */
+     * One of the ctx's devices (kiln_device_count); a device type no backend runs on is
+     * UNIMPLEMENTED, an id the ctx does not have INVALID_ARGUMENT. The executable runs
+     * only on tensors of this device. */
     kiln_device device;
     /* Fail the compile (FAILED_PRECONDITION naming the result) unless every result reuses
      * a donated or preserved buffer, so that calls allocate no result memory. */
@@ -153,6 +155,12 @@ typedef struct kiln_compile_options {
      * elementwise ops, their broadcasts, transposes, slices and iotas, and reductions of
      * them into fused kernels (for comparisons and tests). */
     bool disable_fusion;
+    /* The backend to compile with, by name (kiln/device.h lists them): NULL, the default,
+     * means the preferred available backend for the device's type ("cpu" on CPU devices);
+     * "interpreter" runs every op on its own through the evaluator, the reference for the
+     * compiled backends. An unknown name is NOT_FOUND; an unavailable backend reports its
+     * reason. A struct from an older kiln, without this field, takes the default. */
+    const char *backend;
 } kiln_compile_options;
 
 /* Options with every field at its default (the ctx's device; constant folding, passes and
@@ -166,8 +174,12 @@ KILN_API kiln_compile_options kiln_compile_options_default(void);
  * executable. `options` may be NULL. On success *out_exe is a new executable
  * (kiln_exe_release) whose memory comes from cx's allocator; the module may be released
  * at once: the executable keeps copies of what it needs (it shares the storage of the
- * module's constants). Errors: INVALID_ARGUMENT (NULL arguments, options->struct_size),
- * UNIMPLEMENTED (the device), INTERNAL (a module the verifier rejects),
+ * module's constants). The backend (options->backend, else the device's preferred one)
+ * builds the executable; the description above is the "cpu" backend's, while
+ * "interpreter" keeps the ops as they are and runs them one at a time.
+ * Errors: INVALID_ARGUMENT (NULL arguments, options->struct_size, a device the ctx does not
+ * have), UNIMPLEMENTED (a device type no backend runs on), NOT_FOUND (an unknown backend
+ * name), UNAVAILABLE (a backend that cannot run here), INTERNAL (a module the verifier rejects),
  * FAILED_PRECONDITION (assert_nonallocating; a constant that was donated),
  * RESOURCE_EXHAUSTED. */
 KILN_API kiln_status kiln_compile(kiln_ctx *cx, kiln_module *m, const kiln_compile_options *options,
@@ -188,6 +200,9 @@ KILN_API void kiln_exe_release(kiln_exe *exe);
  * when no other tensor shares that buffer; either way the argument is dead once the run
  * has begun (also when it then fails): any later use reports FAILED_PRECONDITION with
  * "tensor was donated to '<module name>' as '<argument name>'" (or "as args[i]").
+ *
+ * Results are on the executable's device; so are the tensors control flow and regions
+ * make while it runs.
  *
  * Thread-safe for one exe across threads, each with its own ctx. Intermediates live in a
  * per-call arena planned at compile time and pooled in the executable: once it has served
@@ -218,6 +233,8 @@ typedef struct kiln_exe_info {
     int32_t n_fused_ops;      /* module ops those kernels replace */
     int32_t n_conv_epilogues; /* convolutions that add their bias and apply ReLU inside the
                                  convolution library call (counted in n_ops once) */
+    const char *backend;      /* the backend that compiled it ("cpu", "interpreter", ...) */
+    kiln_device device;       /* the device it runs on */
 } kiln_exe_info;
 
 /* Fills *out_info. Errors: INVALID_ARGUMENT for a NULL argument (a NULL ctx returns it

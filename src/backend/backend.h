@@ -1,16 +1,41 @@
-/* The backend interface: what a device offers kiln. Versioned, so that later backends
- * (the compiled engine, CUDA) plug in behind the same calls. */
+/* The backend interface, version 2: what a backend offers kiln, and all a backend needs of
+ * kiln besides the op table (ops/), the IR (ir/) and the core objects (core/).
+ *
+ * A backend describes itself and its devices (each with its memory spaces), moves buffers
+ * between the host and its devices, runs single ops for eager mode (eval_op), and turns a
+ * verified, optimized module into an executable of its own that it runs on one of its
+ * devices. The runtime (src/runtime/) calls backends only through this table, found in
+ * the registry (backend/registry.h); no file above this folder includes a concrete
+ * backend.
+ *
+ * Growth: `struct_size` is the size of the table the backend was built with and `version`
+ * the interface version it implements. A field past struct_size, or an optional entry left
+ * NULL, is treated as absent; required entries are marked below. Every entry must be
+ * thread-safe: one executable may run on several threads at once, each with its own ctx.
+ *
+ * Buffers are core's refcounted storage (core/tensor_internal.h), tagged with the device
+ * they live on; tensors are views over them. Copies may complete asynchronously: each
+ * returns an event (backend/event.h) that the caller waits on or queries. The CPU backend
+ * completes them at once, but callers must not assume so.
+ */
 #ifndef KILN_BACKEND_BACKEND_H
 #define KILN_BACKEND_BACKEND_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
 
+#include "backend/event.h"
+#include "base/strbuf.h"
+#include "core/tensor_internal.h"
+#include "ir/ir.h"
+#include "kiln/jit.h"
 #include "kiln/tensor.h"
 #include "ops/attrs.h"
 #include "ops/infer.h"
 #include "ops/op.h"
 
-#define KILN_BACKEND_VERSION 1
+#define KILN_BACKEND_VERSION 2
 
 /* Runs one op on concrete tensors. For ops without the CONTROL flag the results are
  * preallocated with the inferred types and the kernel fills them; CONTROL ops store new
@@ -19,21 +44,133 @@ typedef kiln_status (*kiln__eval_fn)(kiln_ctx *cx, const kiln__attrs *attrs,
                                      kiln_tensor *const *operands, int n_operands,
                                      kiln_tensor **results, int n_results);
 
+/* Where a device keeps bytes (PJRT's memory kinds). */
+typedef enum kiln__memory_kind {
+    KILN__MEMORY_DEVICE,      /* the device's own memory */
+    KILN__MEMORY_PINNED_HOST, /* host memory the device reads and writes directly */
+    KILN__MEMORY_HOST,        /* ordinary host memory */
+} kiln__memory_kind;
+
+typedef struct kiln__memory_space {
+    kiln__memory_kind kind;
+    const char *name;  /* "device", "pinned_host", "unpinned_host" (static) */
+    bool host_visible; /* the host reads its bytes in place (kiln_tensor_data works) */
+} kiln__memory_space;
+
+typedef struct kiln__device_info {
+    kiln_device device;
+    const char *kind; /* what the device is, for people: "cpu", "H200", ... (static) */
+    int32_t n_memories;
+    const kiln__memory_space *memories; /* memories[0] is the default (static) */
+} kiln__device_info;
+
+/* What the runtime asks a backend to compile: the module after verification and the
+ * backend-neutral passes, the device, the options, and the calling convention the runtime
+ * decided (per argument: donated; per result: the argument it returns unchanged or -1,
+ * the donated argument whose buffer it may take or -1). The module is only lent: the
+ * executable must keep copies of what it needs (it may share constants' storage). */
+typedef struct kiln__compile_request {
+    kiln_module *module; /* lent for the call; values' scratch ids (kiln__value.id) may be set */
+    kiln_device device;
+    const kiln_compile_options *options;
+    int32_t n_args, n_results;
+    const bool *donated;
+    const int32_t *preserved, *aliases;
+} kiln__compile_request;
+
+/* One execution: args[0..n_args-1] are alive, typed as compiled, on the executable's
+ * device. reusable[i] says the runtime lets a result take donated argument i's buffer
+ * (it holds the only reference, and the memory may be written); the backend may clear
+ * entries it takes. The backend stores n_results new tensors, owned by cx's innermost
+ * scope, in results (all NULL on error), and sets *started once it may have written into
+ * an argument's buffer. The runtime kills donated arguments afterwards, unless the call
+ * failed before it started (then the caller keeps them). */
+typedef struct kiln__execute_args {
+    kiln_tensor *const *args;
+    int32_t n_args;
+    bool *reusable;
+    kiln_tensor **results;
+    int32_t n_results;
+    bool *started;
+} kiln__execute_args;
+
+/* A backend's executable (opaque to the runtime). */
+typedef struct kiln__executable kiln__executable;
+
+/* What kiln_exe_info reports of the plan (a backend without a plan reports n_ops only). */
+typedef struct kiln__executable_info {
+    int32_t n_ops;
+    size_t arena_bytes;
+    int32_t n_buffers, n_kernels, n_fused_ops, n_conv_epilogues;
+} kiln__executable_info;
+
 typedef struct kiln__backend {
-    int version; /* KILN_BACKEND_VERSION */
-    const char *name;
-    kiln_device_type device;
+    size_t struct_size;           /* sizeof(kiln__backend) as the backend was built (required) */
+    int version;                  /* KILN_BACKEND_VERSION (required) */
+    const char *name;             /* "cpu", "interpreter", ... (required, static) */
+    kiln_device_type device_type; /* the kind of device it runs on (required) */
+
+    /* Optional (NULL: always available). KILN_OK when the backend can run in this
+     * process; otherwise a status (UNAVAILABLE, typically) and a reason written into
+     * reason[0..cap-1] ("libcuda.so.1 not found"). Called once per ctx by the registry. */
+    kiln_status (*available)(char *reason, size_t cap);
+
+    /* The number of devices it offers to cx (required). Device ids are 0..count-1. */
+    int32_t (*device_count)(const kiln_ctx *cx);
+    /* Describes device `id` (required). */
+    kiln_status (*device_info)(const kiln_ctx *cx, int32_t id, kiln__device_info *out);
+
+    /* Eager ops (required). eval_op runs one op on tensors of one of its devices. */
     bool (*supports_op)(kiln_op op);
     kiln_status (*eval_op)(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs,
                            kiln_tensor *const *operands, int n_operands, kiln_tensor **results,
                            int n_results);
-    /* Optional (NULL: nothing to prepare). Called by kiln_compile once per op of an
-     * executable, with the op's operand and result types, so that a kernel can build and
-     * cache what it needs (library primitives, packed constants) before the first call.
-     * May fail (the compile fails with its error). Thread-safe. */
+
+    /* Buffers (optional: NULL for a backend whose devices keep host-visible memory, which
+     * core allocates from the ctx's allocator and copies with memcpy).
+     * buffer_alloc makes nbytes uninitialised bytes on a device, as storage with one
+     * reference whose last release frees it. The copies move bytes between a buffer and
+     * the host, or between two buffers (possibly of two devices of the backend), and store
+     * an event that completes when the bytes have arrived (or NULL when they already
+     * have). */
+    kiln_status (*buffer_alloc)(kiln_ctx *cx, kiln_device device, size_t nbytes,
+                                kiln__storage **out_storage);
+    kiln_status (*copy_to_host)(kiln_ctx *cx, const kiln__storage *src, size_t offset, void *dst,
+                                size_t nbytes, kiln__event **out_event);
+    kiln_status (*copy_from_host)(kiln_ctx *cx, const void *src, kiln__storage *dst, size_t offset,
+                                  size_t nbytes, kiln__event **out_event);
+    kiln_status (*copy_buffer)(kiln_ctx *cx, const kiln__storage *src, size_t src_offset,
+                               kiln__storage *dst, size_t dst_offset, size_t nbytes,
+                               kiln__event **out_event);
+
+    /* Executables (required). compile builds one for req->device; the backend may refuse
+     * (UNIMPLEMENTED naming the op it cannot run) or refine the backend-neutral plans
+     * (fusion, buffers) it is offered in src/passes/. execute runs it (see
+     * kiln__execute_args) and stores an event that completes with the run, or NULL when
+     * the run is over. release frees it (NULL is a no-op). All but compile are called
+     * with the executable's memory still valid, from any thread. */
+    kiln_status (*compile)(kiln_ctx *cx, const kiln__compile_request *req,
+                           kiln__executable **out_exe);
+    kiln_status (*execute)(kiln_ctx *cx, const kiln__executable *exe,
+                           const kiln__execute_args *args, kiln__event **out_event);
+    void (*release)(kiln__executable *exe);
+
+    /* Optional: the plan's figures, and the text kiln_exe_print shows after the
+     * runtime's header line (every op, kernels, the memory plan). */
+    void (*info)(const kiln__executable *exe, kiln__executable_info *out);
+    void (*print)(kiln__strbuf *sb, const kiln__executable *exe);
+
+    /* Optional (NULL: nothing to prepare). Called by a backend's own compile once per op,
+     * with the op's operand and result types, so that a kernel can build and cache what
+     * it needs (library primitives, packed constants) before the first call. May fail
+     * (the compile fails with its error). */
     kiln_status (*prepare_op)(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs,
-                              const kiln__type *operands, int n_operands,
-                              const kiln__type *results, int n_results);
+                              const kiln__type *operands, int n_operands, const kiln__type *results,
+                              int n_results);
 } kiln__backend;
+
+/* Is entry `field` present in backend b (inside its struct_size, and not NULL)? */
+#define KILN__BACKEND_HAS(b, field) \
+    ((b)->struct_size >= offsetof(kiln__backend, field) + sizeof((b)->field) && (b)->field)
 
 #endif

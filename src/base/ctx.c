@@ -20,6 +20,7 @@ kiln_ctx_options kiln_ctx_options_default(void) {
         .log_level = KILN_LOG_UNSET,
         .device = KILN_DEVICE_CPU,
         .num_threads = 0,
+        .cpu_devices = 0,
     };
 }
 
@@ -40,6 +41,16 @@ bool kiln_log_level_parse(const char *text, kiln_log_level *out_level) {
     return false;
 }
 
+/* KILN_CPU_DEVICES: a count from 1 to KILN__MAX_CPU_DEVICES; anything else means 1. */
+static int32_t cpu_devices_from_env(void) {
+    const char *env = getenv("KILN_CPU_DEVICES");
+    if (!env || !*env) return 1;
+    char *end = NULL;
+    long n = strtol(env, &end, 10);
+    if (*end != '\0' || n < 1 || n > KILN__MAX_CPU_DEVICES) return 1;
+    return (int32_t)n;
+}
+
 /* Copies the fields an options struct of `struct_size` bytes actually has. */
 #define HAS_FIELD(opts, field) \
     ((opts)->struct_size >= offsetof(kiln_ctx_options, field) + sizeof((opts)->field))
@@ -56,10 +67,14 @@ kiln_status kiln_ctx_create(const kiln_ctx_options *options, kiln_ctx **out_ctx)
         if (HAS_FIELD(options, log_level)) o.log_level = options->log_level;
         if (HAS_FIELD(options, device)) o.device = options->device;
         if (HAS_FIELD(options, num_threads)) o.num_threads = options->num_threads;
+        if (HAS_FIELD(options, cpu_devices)) o.cpu_devices = options->cpu_devices;
     }
+    if (o.cpu_devices < 0 || o.cpu_devices > KILN__MAX_CPU_DEVICES) return KILN_INVALID_ARGUMENT;
+    if (o.cpu_devices == 0) o.cpu_devices = cpu_devices_from_env();
     if (o.allocator && (!o.allocator->alloc || !o.allocator->free)) return KILN_INVALID_ARGUMENT;
     if (o.log_level < KILN_LOG_UNSET || o.log_level > KILN_LOG_DEBUG) return KILN_INVALID_ARGUMENT;
-    if (o.device.type != KILN_DEVICE_TYPE_CPU || o.device.id != 0) return KILN_INVALID_ARGUMENT;
+    if (o.device.type != KILN_DEVICE_TYPE_CPU || o.device.id < 0 || o.device.id >= o.cpu_devices)
+        return KILN_INVALID_ARGUMENT;
     if (o.num_threads < 0) return KILN_INVALID_ARGUMENT;
 
     const kiln_allocator *a = o.allocator ? o.allocator : kiln_allocator_default();
@@ -70,6 +85,7 @@ kiln_status kiln_ctx_create(const kiln_ctx_options *options, kiln_ctx **out_ctx)
     cx->log_fn = o.log_fn;
     cx->log_user = o.log_user;
     cx->device = o.device;
+    cx->cpu_devices = o.cpu_devices;
     cx->status = KILN_OK;
     kiln__scope_init(&cx->root_scope, NULL);
     cx->scope = &cx->root_scope;

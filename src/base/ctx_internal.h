@@ -8,12 +8,35 @@
 /* Error messages live in the ctx, so that recording one never allocates. */
 #define KILN_ERROR_MESSAGE_MAX 1024
 
+/* The most logical CPU devices a ctx may ask for (kiln_ctx_options.cpu_devices). */
+#define KILN__MAX_CPU_DEVICES 256
+
+/* The most backends one ctx lists (src/backend/registry.h). */
+#define KILN__MAX_BACKENDS 16
+
+struct kiln__backend;
+
+/* A backend as the ctx lists it: its table (opaque here) and whether it can run. */
+typedef struct kiln__backend_entry {
+    const struct kiln__backend *backend;
+    kiln_status status; /* of its availability check */
+    char reason[160];   /* why it cannot run ("" when it can) */
+} kiln__backend_entry;
+
 struct kiln_ctx {
     kiln_allocator allocator;
     kiln_log_fn log_fn;
     void *log_user;
     kiln_log_level log_level;
-    kiln_device device;
+    kiln_device device;  /* where new tensors go; an eager op sets it to its operands' */
+    int32_t cpu_devices; /* logical CPU devices 0..cpu_devices-1 */
+
+    /* The backends this ctx sees (backend/registry.c fills the list on first use), and
+     * the one eager ops on CPU devices run on, once looked up. */
+    kiln__backend_entry backends[KILN__MAX_BACKENDS];
+    int32_t n_backends;
+    bool backends_listed;
+    const struct kiln__backend *cpu_eager;
 
     kiln_status status;
     char message[KILN_ERROR_MESSAGE_MAX];

@@ -8,8 +8,8 @@
 #include "base/alloc.h"
 #include "base/ctx_internal.h"
 #include "core/tensor_internal.h"
+#include "frontend/trace.h"
 #include "kiln/autodiff.h"
-#include "runtime/trace.h"
 
 #define MAX_ARGS 4096
 

@@ -10,9 +10,9 @@
 #include "base/alloc.h"
 #include "base/ctx_internal.h"
 #include "core/tensor_internal.h"
+#include "frontend/trace.h"
 #include "ir/ir.h"
 #include "runtime/jit_key.h"
-#include "runtime/trace.h"
 #include "runtime/tree_internal.h"
 
 #define JIT_MAX_ARGS 4096

@@ -4,7 +4,7 @@
 #include "base/alloc.h"
 #include "base/ctx_internal.h"
 #include "core/tensor_internal.h"
-#include "runtime/trace.h"
+#include "frontend/trace.h"
 
 kiln_lower_options kiln_lower_options_default(void) {
     return (kiln_lower_options){.struct_size = sizeof(kiln_lower_options), .name = "kiln"};

@@ -12,7 +12,7 @@
 
 #include "failing_allocator.h"
 #include "op_cases.h"
-#include "runtime/op_run.h"
+#include "frontend/op_run.h"
 #include "test_util.h"
 
 /* ---- helpers ------------------------------------------------------------------------- */

@@ -9,7 +9,7 @@
 
 #include "ir/ir.h"
 #include "ops/op.h"
-#include "runtime/op_run.h"
+#include "frontend/op_run.h"
 #include "test_util.h"
 
 #define MAX_IN 6

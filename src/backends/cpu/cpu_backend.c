@@ -1,5 +1,9 @@
+/* The CPU backend's table: the evaluator for eager ops, the compiled engine (exe_*.c) for
+ * executables, and the ctx's logical CPU devices, which share host memory. */
 #include "backends/cpu/eval.h"
 #include "backends/cpu/eval_linalg.h"
+#include "backends/cpu/exe.h"
+#include "base/ctx_internal.h"
 
 static const kiln__eval_fn table[] = {
 #define KILN_OP(name, text, nin, nout, flags) kiln__eval_##name,
@@ -10,9 +14,9 @@ _Static_assert(sizeof table / sizeof table[0] == KILN_OP_COUNT, "one kernel per 
 
 static bool supports_op(kiln_op op) { return (int)op >= 0 && op < KILN_OP_COUNT; }
 
-static kiln_status eval_op(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs,
-                           kiln_tensor *const *operands, int n_operands, kiln_tensor **results,
-                           int n_results) {
+kiln_status kiln__cpu_eval_op(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs,
+                              kiln_tensor *const *operands, int n_operands, kiln_tensor **results,
+                              int n_results) {
     if (!supports_op(op))
         return kiln_ctx_set_error(cx, KILN_UNIMPLEMENTED, "cpu: op %d is not supported", (int)op);
     return table[op](cx, attrs, operands, n_operands, results, n_results);
@@ -29,12 +33,35 @@ static kiln_status prepare_op(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs
     return KILN_OK;
 }
 
+int32_t kiln__cpu_device_count(const kiln_ctx *cx) { return cx->cpu_devices; }
+
+static const kiln__memory_space host_memory[] = {
+    {.kind = KILN__MEMORY_HOST, .name = "unpinned_host", .host_visible = true},
+};
+
+kiln_status kiln__cpu_device_info(const kiln_ctx *cx, int32_t id, kiln__device_info *out) {
+    if (id < 0 || id >= cx->cpu_devices) return KILN_INVALID_ARGUMENT;
+    *out = (kiln__device_info){.device = {.type = KILN_DEVICE_TYPE_CPU, .id = id},
+                               .kind = "cpu",
+                               .n_memories = 1,
+                               .memories = host_memory};
+    return KILN_OK;
+}
+
 static const kiln__backend cpu = {
+    .struct_size = sizeof(kiln__backend),
     .version = KILN_BACKEND_VERSION,
     .name = "cpu",
-    .device = KILN_DEVICE_TYPE_CPU,
+    .device_type = KILN_DEVICE_TYPE_CPU,
+    .device_count = kiln__cpu_device_count,
+    .device_info = kiln__cpu_device_info,
     .supports_op = supports_op,
-    .eval_op = eval_op,
+    .eval_op = kiln__cpu_eval_op,
+    .compile = kiln__cpu_compile,
+    .execute = kiln__cpu_execute,
+    .release = kiln__cpu_release,
+    .info = kiln__cpu_info,
+    .print = kiln__cpu_print,
     .prepare_op = prepare_op,
 };
 

@@ -18,6 +18,14 @@
 /* The CPU backend's vtable. */
 const kiln__backend *kiln__cpu_backend(void);
 
+/* Its entries that the interpreter backend shares: the evaluator's kernel for op, and the
+ * ctx's logical CPU devices. */
+kiln_status kiln__cpu_eval_op(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs,
+                              kiln_tensor *const *operands, int n_operands, kiln_tensor **results,
+                              int n_results);
+int32_t kiln__cpu_device_count(const kiln_ctx *cx);
+kiln_status kiln__cpu_device_info(const kiln_ctx *cx, int32_t id, kiln__device_info *out);
+
 /* Element pointers of a tensor: const for operands, writable for preallocated results.
  * Inline, so that every kernel file (dnnl_conv.c among them) needs nothing of
  * cpu_backend.c but the vtable. */

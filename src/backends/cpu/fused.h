@@ -5,10 +5,10 @@
  * iota inputs are gathered; scalars are filled once), each instruction runs as one
  * precompiled vectorized primitive over the tile (f32/f64 with AVX2/FMA when the CPU has
  * it; SLEEF's 1-ulp functions for exp, log, tanh and the rest, vmath.c's f32 sin and cos
- * (at most 0.502 ulp), exactly the evaluator's), and the outputs are stored. f16/bf16 registers hold f32 values rounded to
- * their dtype after every instruction, as the evaluator computes them. Instructions
- * without a fast primitive (every integer and bool op, compare, convert, floor, ...) run
- * the evaluator's own kernel on the tile, so results equal the evaluator's bit for bit.
+ * (at most 0.502 ulp), exactly the evaluator's), and the outputs are stored. f16/bf16 registers
+ * hold f32 values rounded to their dtype after every instruction, as the evaluator computes them.
+ * Instructions without a fast primitive (every integer and bool op, compare, convert, floor, ...)
+ * run the evaluator's own kernel on the tile, so results equal the evaluator's bit for bit.
  *
  * Tiles are split across threads (kiln__parallel_for) when a kernel is large enough;
  * each tile writes its own outputs, so results do not depend on the thread count. A

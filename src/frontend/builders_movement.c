@@ -6,7 +6,7 @@
 #include "base/alloc.h"
 #include "base/ctx_internal.h"
 #include "core/tensor_internal.h"
-#include "runtime/op_run.h"
+#include "frontend/op_run.h"
 
 kiln_tensor *kiln_broadcast_in_dim(kiln_ctx *cx, kiln_tensor *x, kiln_shape shape, kiln_dims dims) {
     kiln__attrs a = {.fn = "kiln_broadcast_in_dim"};

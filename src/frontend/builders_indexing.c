@@ -6,7 +6,7 @@
 #include "base/alloc.h"
 #include "base/ctx_internal.h"
 #include "core/element.h"
-#include "runtime/op_run.h"
+#include "frontend/op_run.h"
 
 kiln_tensor *kiln_gather(kiln_ctx *cx, kiln_tensor *operand, kiln_tensor *indices,
                          const kiln_gather_params *params) {

@@ -1,7 +1,7 @@
 /* Running an op from a builder: check operands, infer result types, then evaluate on
  * the tensors' device (or, later, record it in the trace). */
-#ifndef KILN_RUNTIME_OP_RUN_H
-#define KILN_RUNTIME_OP_RUN_H
+#ifndef KILN_FRONTEND_OP_RUN_H
+#define KILN_FRONTEND_OP_RUN_H
 
 #include "ops/attrs.h"
 #include "ops/infer.h"

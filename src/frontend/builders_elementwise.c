@@ -4,8 +4,8 @@
 
 #include "base/ctx_internal.h"
 #include "core/tensor_internal.h"
-#include "runtime/op_run.h"
-#include "runtime/trace.h"
+#include "frontend/op_run.h"
+#include "frontend/trace.h"
 
 /* kiln__broadcast_operands for operands numbered from `first` in messages. */
 static kiln_status broadcast_from(kiln_ctx *cx, const char *fn, kiln_tensor **operands, int n,

@@ -8,7 +8,7 @@
 #include "base/alloc.h"
 #include "base/ctx_internal.h"
 #include "core/tensor_internal.h"
-#include "runtime/op_run.h"
+#include "frontend/op_run.h"
 
 /* Checks a count (>= 0) and the array it sizes (not NULL when the count is positive). */
 static kiln_status check_list(kiln_ctx *cx, const char *fn, const char *count_name, int32_t n,

@@ -1,17 +1,33 @@
-#include "runtime/op_run.h"
+#include "frontend/op_run.h"
 
 #include <stdio.h>
 
-#include "backends/cpu/eval.h"
+#include "backend/registry.h"
 #include "base/alloc.h"
 #include "base/ctx_internal.h"
 #include "core/tensor_internal.h"
-#include "runtime/trace.h"
+#include "frontend/trace.h"
 
 #define MAX_FIXED 8
 
 kiln__type kiln__type_of(const kiln_tensor *t) {
     return (kiln__type){.dtype = t->dtype, .shape = t->shape};
+}
+
+/* Are all operands on one device? Records an error naming the first two that differ. */
+static kiln_status same_device(kiln_ctx *cx, const char *fn, kiln_tensor *const *operands,
+                               int n_operands) {
+    for (int i = 1; i < n_operands; i++) {
+        kiln_device a = operands[0]->storage->device, b = operands[i]->storage->device;
+        if (a.type == b.type && a.id == b.id) continue;
+        char da[48], db[48];
+        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                  "%s: operand 1 is on device %s and operand %d on device %s; "
+                                  "move one with kiln_tensor_to_device",
+                                  fn, kiln__device_text(a, da, sizeof da), i + 1,
+                                  kiln__device_text(b, db, sizeof db));
+    }
+    return KILN_OK;
 }
 
 kiln_status kiln__op_run(kiln_ctx *cx, kiln_op op, kiln__attrs *attrs, kiln_tensor *const *operands,
@@ -58,7 +74,13 @@ kiln_status kiln__op_run(kiln_ctx *cx, kiln_op op, kiln__attrs *attrs, kiln_tens
         out[i] = (kiln__type){0};
 
     kiln_status s = kiln__infer(cx, op, attrs, in, n_operands, out, n_results);
-    const kiln__backend *backend = kiln__cpu_backend();
+    /* The op runs where its operands are (the ctx's device for an op without operands),
+     * and so do the tensors it makes. */
+    kiln_device saved = cx->device, device = n_operands ? operands[0]->storage->device : saved;
+    const kiln__backend *backend = NULL;
+    if (s == KILN_OK) s = same_device(cx, fn, operands, n_operands);
+    if (s == KILN_OK && !(backend = kiln__backend_eager(cx, fn, device))) s = kiln_ctx_status(cx);
+    cx->device = device;
     if (s == KILN_OK && !kiln__op_has(op, KILN_OPF_CONTROL)) {
         for (int i = 0; i < n_results && s == KILN_OK; i++) {
             results[i] = kiln__tensor_new(cx, fn, out[i].dtype, out[i].shape);
@@ -66,6 +88,7 @@ kiln_status kiln__op_run(kiln_ctx *cx, kiln_op op, kiln__attrs *attrs, kiln_tens
         }
     }
     if (s == KILN_OK) s = backend->eval_op(cx, op, attrs, operands, n_operands, results, n_results);
+    cx->device = saved;
     if (s != KILN_OK) {
         for (int i = 0; i < n_results; i++) {
             kiln_tensor_release(results[i]);

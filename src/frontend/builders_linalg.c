@@ -4,7 +4,7 @@
 #include <stdio.h>
 
 #include "base/ctx_internal.h"
-#include "runtime/op_run.h"
+#include "frontend/op_run.h"
 
 /* The result dtype: as given, or the operands' when they agree (left as KILN_DTYPE_COUNT
  * otherwise, for inference to report). */

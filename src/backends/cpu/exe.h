@@ -1,4 +1,6 @@
-/* Executables: what kiln_compile builds (compile.c) and kiln_exe_call runs (exec.c).
+/* The CPU backend's executables: what its compile builds (exe_build.c, exe_plan.c) and its
+ * execute runs (exe_run.c); kiln_compile and kiln_exe_call (src/runtime/) reach them only
+ * through the backend interface.
  *
  * Compiling copies the module into blocks of its own (kiln__xblock): every value of a block
  * is a slot; an operand names a slot of its block or of an enclosing one (regions may use
@@ -7,7 +9,7 @@
  * not builtins are interpreted, op by op, over an environment chain of slot arrays.
  *
  * In the entry block, groups of ops that fusion (src/passes/fusion.c) put together are one
- * op each: a fused kernel run by the tiled engine (src/backends/cpu/fused.h) at the
+ * op each: a fused kernel run by the tiled engine (fused.h) at the
  * position of its last module op; the views and values used only inside a kernel are never
  * stored (KILN__SLOT_UNUSED).
  *
@@ -17,20 +19,28 @@
  * (or into a donated argument's buffer), and CONTROL ops (while, if, case, call) hand back
  * tensors of their own. The executable is immutable after compiling; each call takes a call
  * state (the arena, tensor headers over it, the slot array) from a pool, or makes one. */
-#ifndef KILN_RUNTIME_EXEC_H
-#define KILN_RUNTIME_EXEC_H
+#ifndef KILN_BACKENDS_CPU_EXE_H
+#define KILN_BACKENDS_CPU_EXE_H
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "backend/backend.h"
 #include "backends/cpu/eval_linalg.h"
 #include "backends/cpu/fused.h"
 #include "core/tensor_internal.h"
 #include "kiln/jit.h"
 #include "ops/attrs.h"
 #include "ops/infer.h"
+
+/* The bytes of a value of type t (0 when they overflow, which verification rules out). */
+static inline size_t kiln__type_bytes(const kiln__type *t) {
+    size_t n = 0;
+    kiln_shape_nbytes(&t->shape, t->dtype, &n);
+    return n;
+}
 
 /* A value: `depth` blocks out from the block using it (0: its own), slot `slot` there. */
 typedef struct kiln__xref {
@@ -104,18 +114,14 @@ typedef struct kiln__call_state kiln__call_state;
  * buffers are still in use. */
 typedef struct kiln__result_pool kiln__result_pool;
 
-struct kiln_exe {
-    atomic_int refs;
+typedef struct kiln__cpu_exe {
     kiln_allocator allocator; /* of the compiling ctx: the executable's memory, call states */
     kiln__xmem_block *mem;
     kiln_device device;
-    const char *name;       /* the module's */
-    const char **arg_names; /* per argument, or NULL entries */
+    const char *name; /* the module's */
     int32_t n_args, n_results;
-    kiln__type *arg_types;
-    bool *donated;
-    int32_t *preserved, *aliases;
-    int32_t n_donated;
+    int32_t *aliases; /* per result: the donated argument whose buffer it may take, or -1 */
+    int32_t *preserved;
 
     kiln__xblock *entry;
     uint8_t *slot_kind;   /* per entry slot */
@@ -135,13 +141,12 @@ struct kiln_exe {
     int32_t n_owned, cap_owned;
 
     /* Call states: one allocation of state_bytes, laid out at these offsets. */
-    size_t state_bytes, off_arena, off_tensors, off_vals, off_scratch, off_outs, off_msgs,
-        off_exclusive;
+    size_t state_bytes, off_arena, off_tensors, off_vals, off_scratch, off_outs;
     pthread_mutex_t lock; /* guards pool */
     bool lock_made;
     kiln__call_state *pool;
     kiln__result_pool *result_pool; /* NULL: results are always fresh buffers */
-};
+} kiln__cpu_exe;
 
 /* A call state (exec.c makes and pools them). */
 struct kiln__call_state {
@@ -154,19 +159,36 @@ struct kiln__call_state {
 void kiln__advise_huge(void *data, size_t nbytes);
 
 /* Frees the pooled call states and closes the result pool (exe release). */
-void kiln__exe_free_states(kiln_exe *exe);
+void kiln__exe_free_states(kiln__cpu_exe *exe);
 
 /* Makes exe's result pool, holding at most twice the bytes of one call's fresh results
  * (so that a caller keeping one call's results while making the next still reuses).
  * Without one (no fresh results, or out of memory) results are fresh buffers. */
-void kiln__exe_make_result_pool(kiln_exe *exe);
+void kiln__exe_make_result_pool(kiln__cpu_exe *exe);
 
 /* Makes the first call state ahead of the first call (kiln_compile), so that the first
  * call costs about what later ones do. Errors: RESOURCE_EXHAUSTED. */
-kiln_status kiln__exe_prime(kiln_ctx *cx, kiln_exe *exe);
+kiln_status kiln__exe_prime(kiln_ctx *cx, kiln__cpu_exe *exe);
 
 /* Can an elementwise op write its result over operand `i` (same shape and element size,
  * and a kernel that reads each element before writing it)? */
 bool kiln__xop_inplace_ok(const kiln__xblock *b, const kiln__xop *op, int32_t i);
+
+/* Memory that lives as long as exe (zero-filled): NULL with RESOURCE_EXHAUSTED recorded. */
+void *kiln__cpu_exe_alloc(kiln_ctx *cx, kiln__cpu_exe *exe, size_t size, size_t align);
+
+/* Plans the entry block's buffers (exe_plan.c): slot kinds, arena offsets, how each result
+ * is made, the call state's layout. Errors: RESOURCE_EXHAUSTED, FAILED_PRECONDITION (an
+ * assert_nonallocating result that reuses nothing). */
+kiln_status kiln__cpu_plan(kiln_ctx *cx, kiln__cpu_exe *exe, bool assert_nonallocating);
+
+/* The backend interface's executable entries (kiln__cpu_backend()). */
+kiln_status kiln__cpu_compile(kiln_ctx *cx, const kiln__compile_request *req,
+                              kiln__executable **out_exe);
+kiln_status kiln__cpu_execute(kiln_ctx *cx, const kiln__executable *exe,
+                              const kiln__execute_args *args, kiln__event **out_event);
+void kiln__cpu_release(kiln__executable *exe);
+void kiln__cpu_info(const kiln__executable *exe, kiln__executable_info *out);
+void kiln__cpu_print(kiln__strbuf *sb, const kiln__executable *exe);
 
 #endif

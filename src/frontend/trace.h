@@ -1,6 +1,6 @@
 /* Tracing: while kiln_lower runs a function, builders with traced operands record ops. */
-#ifndef KILN_RUNTIME_TRACE_H
-#define KILN_RUNTIME_TRACE_H
+#ifndef KILN_FRONTEND_TRACE_H
+#define KILN_FRONTEND_TRACE_H
 
 #include "ir/ir.h"
 

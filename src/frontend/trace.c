@@ -1,4 +1,4 @@
-#include "runtime/trace.h"
+#include "frontend/trace.h"
 
 #include <stdio.h>
 

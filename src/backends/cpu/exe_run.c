@@ -1,12 +1,12 @@
-/* kiln_exe_call: runs an executable (exec.h) on concrete tensors.
+/* The CPU backend's execute: runs an executable (exe.h) on concrete tensors that
+ * kiln_exe_call (src/runtime/call.c) has checked.
  *
- * A call checks its arguments, takes a call state from the executable's pool, prepares the
- * result tensors (views of preserved arguments and constants, donated buffers, or new
- * tensors), runs the entry block's ops (fused kernels on the tiled engine, other ops with
- * the evaluator kernels) over the planned arena,
- * finishes the results that need a copy, and kills the donated arguments. Regions that are
- * not builtins are interpreted op by op; their ops' results are ordinary tensors owned by
- * the scope the kernel opened for the region call. */
+ * A call takes a call state from the executable's pool, prepares the result tensors
+ * (views of preserved arguments and constants, donated buffers the runtime lets it reuse,
+ * pooled or new tensors), runs the entry block's ops (fused kernels on the tiled engine,
+ * other ops with the evaluator kernels) over the planned arena, and finishes the results
+ * that need a copy. Regions that are not builtins are interpreted op by op; their ops'
+ * results are ordinary tensors owned by the scope the kernel opened for the region call. */
 #define _POSIX_C_SOURCE 200809L
 #define _DEFAULT_SOURCE /* madvise advice values */
 #include <limits.h>
@@ -16,9 +16,9 @@
 #include <sys/mman.h>
 
 #include "backends/cpu/eval.h"
+#include "backends/cpu/exe.h"
 #include "base/alloc.h"
 #include "base/ctx_internal.h"
-#include "runtime/exec.h"
 
 /* The reference count of the tensor headers inside a call state: never reaches zero, so
  * that nothing frees or adopts them. */
@@ -167,7 +167,7 @@ void kiln__advise_huge(void *data, size_t nbytes) {
 #endif
 }
 
-static kiln__call_state *state_new(kiln_ctx *cx, kiln_exe *exe) {
+static kiln__call_state *state_new(kiln_ctx *cx, kiln__cpu_exe *exe) {
     kiln__call_state *st = kiln__raw_alloc(&exe->allocator, exe->state_bytes, 64);
     if (!st) {
         kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED,
@@ -205,11 +205,11 @@ static kiln__call_state *state_new(kiln_ctx *cx, kiln_exe *exe) {
     return st;
 }
 
-static void lock(kiln_exe *exe) { pthread_mutex_lock(&exe->lock); }
+static void lock(kiln__cpu_exe *exe) { pthread_mutex_lock(&exe->lock); }
 
-static void unlock(kiln_exe *exe) { pthread_mutex_unlock(&exe->lock); }
+static void unlock(kiln__cpu_exe *exe) { pthread_mutex_unlock(&exe->lock); }
 
-static kiln__call_state *state_acquire(kiln_ctx *cx, kiln_exe *exe) {
+static kiln__call_state *state_acquire(kiln_ctx *cx, kiln__cpu_exe *exe) {
     lock(exe);
     kiln__call_state *st = exe->pool;
     if (st) exe->pool = st->next;
@@ -217,7 +217,7 @@ static kiln__call_state *state_acquire(kiln_ctx *cx, kiln_exe *exe) {
     return st ? st : state_new(cx, exe);
 }
 
-static void state_return(kiln_exe *exe, kiln__call_state *st) {
+static void state_return(kiln__cpu_exe *exe, kiln__call_state *st) {
     lock(exe);
     st->next = exe->pool;
     exe->pool = st;
@@ -265,7 +265,7 @@ static bool same_allocator(const kiln_allocator *a, const kiln_allocator *b) {
 }
 
 /* The bytes of the result buffers one call makes afresh. */
-static size_t fresh_result_bytes(const kiln_exe *exe) {
+static size_t fresh_result_bytes(const kiln__cpu_exe *exe) {
     size_t per_call = 0;
     for (int32_t r = 0; r < exe->n_results; r++) {
         const kiln__result_plan *rp = &exe->results[r];
@@ -278,7 +278,7 @@ static size_t fresh_result_bytes(const kiln_exe *exe) {
     return per_call;
 }
 
-void kiln__exe_make_result_pool(kiln_exe *exe) {
+void kiln__exe_make_result_pool(kiln__cpu_exe *exe) {
     size_t per_call = fresh_result_bytes(exe);
     if (per_call == 0 || per_call > SIZE_MAX / 2) return;
     kiln__result_pool *p = kiln__raw_alloc(&exe->allocator, sizeof *p, _Alignof(kiln__result_pool));
@@ -299,7 +299,7 @@ void kiln__exe_make_result_pool(kiln_exe *exe) {
  * buffer that nobody writes yet costs nothing but memory, and they are where memory counts. */
 #define PRIME_RESULT_BYTES 4096
 
-kiln_status kiln__exe_prime(kiln_ctx *cx, kiln_exe *exe) {
+kiln_status kiln__exe_prime(kiln_ctx *cx, kiln__cpu_exe *exe) {
     kiln__call_state *st = state_new(cx, exe);
     if (!st) return kiln_ctx_status(cx);
     state_return(exe, st);
@@ -323,7 +323,7 @@ kiln_status kiln__exe_prime(kiln_ctx *cx, kiln_exe *exe) {
 
 /* A result tensor: a waiting buffer of the same size, allocator and device as cx's, or a
  * fresh one that will come back to the pool. */
-static kiln_tensor *result_new(kiln_ctx *cx, kiln_exe *exe, const kiln__type *t) {
+static kiln_tensor *result_new(kiln_ctx *cx, kiln__cpu_exe *exe, const kiln__type *t) {
     kiln__result_pool *p = exe->result_pool;
     size_t nbytes = 0;
     if (!p || !kiln_shape_nbytes(&t->shape, t->dtype, &nbytes) || nbytes == 0) {
@@ -357,7 +357,7 @@ static kiln_tensor *result_new(kiln_ctx *cx, kiln_exe *exe, const kiln__type *t)
     return kiln__tensor_new_on(cx, call_fn, t->dtype, t->shape, s);
 }
 
-void kiln__exe_free_states(kiln_exe *exe) {
+void kiln__exe_free_states(kiln__cpu_exe *exe) {
     while (exe->pool) {
         kiln__call_state *st = exe->pool;
         exe->pool = st->next;
@@ -383,66 +383,8 @@ void kiln__exe_free_states(kiln_exe *exe) {
 
 /* ---- calls -------------------------------------------------------------------------------- */
 
-/* " ('params.w1')" for a named argument, "" otherwise. */
-static const char *arg_label(const kiln_exe *exe, int32_t i, char *buf, size_t cap) {
-    buf[0] = '\0';
-    if (exe->arg_names[i]) snprintf(buf, cap, " ('%s')", exe->arg_names[i]);
-    return buf;
-}
-
-static kiln_status check_args(kiln_ctx *cx, const kiln_exe *exe, kiln_tensor *const *args) {
-    char what[48], label[96];
-    for (int32_t i = 0; i < exe->n_args; i++) {
-        const kiln_tensor *t = args[i];
-        const kiln__type *want = &exe->arg_types[i];
-        /* The common case first, without formatting any message. */
-        if (t && !t->trace && !t->dead && t->dtype == want->dtype &&
-            kiln_shape_equal(&t->shape, &want->shape) && t->storage &&
-            t->storage->device.type == exe->device.type && t->storage->device.id == exe->device.id)
-            continue;
-        snprintf(what, sizeof what, "args[%d]", (int)i);
-        if (!t) return kiln__null_argument(cx, call_fn, what);
-        if (t->trace || t->dead) {
-            char fn[96];
-            snprintf(fn, sizeof fn, "%s: %s%s", call_fn, what,
-                     arg_label(exe, i, label, sizeof label));
-            return t->trace ? kiln__traced_error(cx, fn) : kiln__dead_error(cx, fn, t);
-        }
-        if (t->dtype != want->dtype || !kiln_shape_equal(&t->shape, &want->shape)) {
-            char have_text[KILN__TYPE_TEXT], want_text[KILN__TYPE_TEXT];
-            kiln__type have = {t->dtype, t->shape};
-            return kiln_ctx_set_error(
-                cx, KILN_INVALID_ARGUMENT, "%s: %s%s has type %s; expected %s", call_fn, what,
-                arg_label(exe, i, label, sizeof label), kiln__type_text(&have, have_text),
-                kiln__type_text(want, want_text));
-        }
-        if (!t->storage || t->storage->device.type != exe->device.type ||
-            t->storage->device.id != exe->device.id)
-            return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
-                                      "%s: %s%s is not on the executable's device (%s:%d)", call_fn,
-                                      what, arg_label(exe, i, label, sizeof label),
-                                      kiln_device_type_name(exe->device.type), (int)exe->device.id);
-    }
-    for (int32_t i = 0; i < exe->n_args && exe->n_donated; i++) {
-        if (!exe->donated[i]) continue;
-        for (int32_t j = 0; j < exe->n_args; j++) {
-            if (j == i || args[j] != args[i]) continue;
-            if (exe->donated[j])
-                return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
-                                          "%s: args[%d] and args[%d] are the same tensor, donated "
-                                          "twice",
-                                          call_fn, (int)(i < j ? i : j), (int)(i < j ? j : i));
-            return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
-                                      "%s: args[%d] is donated, and the same tensor is also "
-                                      "args[%d]",
-                                      call_fn, (int)i, (int)j);
-        }
-    }
-    return KILN_OK;
-}
-
 /* Runs the entry block's ops over vals. */
-static kiln_status run_entry(kiln_ctx *cx, const kiln_exe *exe, kiln_tensor **vals,
+static kiln_status run_entry(kiln_ctx *cx, const kiln__cpu_exe *exe, kiln_tensor **vals,
                              kiln_tensor **scratch) {
     const kiln__xblock *b = exe->entry;
     const env e = {.blk = b, .vals = vals, .parent = NULL};
@@ -473,23 +415,8 @@ static void release_outs(kiln_tensor **outs, int32_t n) {
 }
 
 /* The result tensors made before the run. */
-static kiln_status prepare(kiln_ctx *cx, kiln_exe *exe, kiln_tensor *const *args,
-                           kiln_tensor **vals, kiln_tensor **outs, char **msgs, bool *exclusive) {
-    char text[320], label[200];
-    for (int32_t i = 0; i < exe->n_args; i++) {
-        exclusive[i] = false;
-        if (!exe->donated[i]) continue;
-        /* A buffer no other tensor shares can take a result in place, unless it is the
-         * caller's memory that kiln may only read (kiln_tensor_wrap_host). */
-        exclusive[i] = !args[i]->storage->read_only &&
-                       atomic_load_explicit(&args[i]->storage->refs, memory_order_acquire) == 1;
-        if (exe->arg_names[i])
-            snprintf(label, sizeof label, "'%s'", exe->arg_names[i]);
-        else
-            snprintf(label, sizeof label, "args[%d]", (int)i);
-        snprintf(text, sizeof text, "tensor was donated to '%s' as %s", exe->name, label);
-        if (!(msgs[i] = kiln__dead_message_new(cx, args[i], text))) return KILN_RESOURCE_EXHAUSTED;
-    }
+static kiln_status prepare(kiln_ctx *cx, const kiln__cpu_exe *exe, kiln_tensor *const *args,
+                           bool *reusable, kiln_tensor **vals, kiln_tensor **outs) {
     const kiln__xblock *b = exe->entry;
     for (int32_t r = 0; r < exe->n_results; r++) {
         const kiln__result_plan *rp = &exe->results[r];
@@ -502,11 +429,11 @@ static kiln_status prepare(kiln_ctx *cx, kiln_exe *exe, kiln_tensor *const *args
             break;
         case KILN__RESULT_DIRECT:
         case KILN__RESULT_COPY:
-            if (rp->alias >= 0 && exclusive[rp->alias]) {
+            if (rp->alias >= 0 && reusable[rp->alias]) {
                 o = kiln__tensor_view(cx, call_fn, args[rp->alias], t->dtype, t->shape);
-                exclusive[rp->alias] = false;
+                reusable[rp->alias] = false;
             } else {
-                o = result_new(cx, exe, t);
+                o = result_new(cx, (kiln__cpu_exe *)exe, t);
             }
             if (o && rp->kind == KILN__RESULT_DIRECT) vals[rp->slot] = o;
             break;
@@ -518,50 +445,24 @@ static kiln_status prepare(kiln_ctx *cx, kiln_exe *exe, kiln_tensor *const *args
     return KILN_OK;
 }
 
-kiln_status kiln_exe_call_n(kiln_ctx *cx, kiln_exe *exe, kiln_tensor *const *args, int32_t n_args,
-                            kiln_tensor **out_results, int32_t n_results) {
-    if (!cx) return KILN_INVALID_ARGUMENT;
-    if (!exe) return kiln__null_argument(cx, call_fn, "exe");
-    if (n_results > 0 && !out_results) return kiln__null_argument(cx, call_fn, "out_results");
-    for (int32_t r = 0; r < n_results; r++)
-        out_results[r] = NULL;
-    if (n_results != exe->n_results)
-        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
-                                  "%s: room for %d results given; the executable returns %d",
-                                  call_fn, (int)n_results, (int)exe->n_results);
-    if (n_args != exe->n_args)
-        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
-                                  "%s: %d arguments given; the executable takes %d", call_fn,
-                                  (int)n_args, (int)exe->n_args);
-    if (n_args > 0 && !args) return kiln__null_argument(cx, call_fn, "args");
-    kiln_status s = check_args(cx, exe, args);
-    if (s != KILN_OK) return s;
-
+kiln_status kiln__cpu_execute(kiln_ctx *cx, const kiln__executable *x, const kiln__execute_args *a,
+                              kiln__event **out_event) {
+    kiln__cpu_exe *exe = (kiln__cpu_exe *)x; /* only its pools change, under their locks */
+    *out_event = NULL;
     kiln__call_state *st = state_acquire(cx, exe);
     if (!st) return KILN_RESOURCE_EXHAUSTED;
     kiln_tensor **vals = at(st, exe->off_vals), **scratch = at(st, exe->off_scratch);
     kiln_tensor **outs = at(st, exe->off_outs);
-    char **msgs = at(st, exe->off_msgs);
-    bool *exclusive = at(st, exe->off_exclusive);
-    for (int32_t i = 0; i < exe->n_args; i++) {
-        vals[i] = args[i];
-        msgs[i] = NULL;
-    }
+    for (int32_t i = 0; i < exe->n_args; i++)
+        vals[i] = a->args[i];
     for (int32_t r = 0; r < exe->n_results; r++)
         outs[r] = NULL;
 
-    s = prepare(cx, exe, args, vals, outs, msgs, exclusive);
-    if (s != KILN_OK) {
-        release_outs(outs, exe->n_results);
-        for (int32_t i = 0; i < exe->n_args; i++) {
-            kiln__dead_message_free(args[i], msgs[i]);
-            msgs[i] = NULL;
-        }
-        state_return(exe, st);
-        return s;
+    kiln_status s = prepare(cx, exe, a->args, a->reusable, vals, outs);
+    if (s == KILN_OK) {
+        *a->started = true;
+        s = run_entry(cx, exe, vals, scratch);
     }
-
-    s = run_entry(cx, exe, vals, scratch);
     /* Copies first: a value taken for one result may be copied for another. */
     for (int32_t r = 0; r < exe->n_results && s == KILN_OK; r++) {
         const kiln__result_plan *rp = &exe->results[r];
@@ -581,25 +482,12 @@ kiln_status kiln_exe_call_n(kiln_ctx *cx, kiln_exe *exe, kiln_tensor *const *arg
         kiln_tensor_release(vals[v]);
         vals[v] = NULL;
     }
-    /* Donated arguments die once the run has begun: their buffers may hold results. */
-    for (int32_t i = 0; i < exe->n_args; i++) {
-        if (!exe->donated[i]) continue;
-        kiln__tensor_kill(args[i], msgs[i]);
-        msgs[i] = NULL;
-    }
     if (s != KILN_OK) {
         release_outs(outs, exe->n_results);
     } else {
         for (int32_t r = 0; r < exe->n_results; r++)
-            out_results[r] = outs[r];
+            a->results[r] = outs[r];
     }
     state_return(exe, st);
     return s;
-}
-
-kiln_status kiln_exe_call(kiln_ctx *cx, kiln_exe *exe, kiln_tensor *const *args,
-                          kiln_tensor **out_results) {
-    if (!cx) return KILN_INVALID_ARGUMENT;
-    if (!exe) return kiln__null_argument(cx, call_fn, "exe");
-    return kiln_exe_call_n(cx, exe, args, exe->n_args, out_results, exe->n_results);
 }

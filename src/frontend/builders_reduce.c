@@ -9,7 +9,7 @@
 #include "base/alloc.h"
 #include "base/ctx_internal.h"
 #include "core/tensor_internal.h"
-#include "runtime/op_run.h"
+#include "frontend/op_run.h"
 
 #define MAX_VARIADIC (1 << 20)
 

@@ -1,0 +1,194 @@
+/* The per-ctx list of backends (registry.h) and the public listing (kiln/device.h). */
+#include "backend/registry.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "base/ctx_internal.h"
+
+typedef kiln__backend_entry entry;
+
+/* The ctx's list (KILN__MAX_BACKENDS entries in the ctx itself: listing allocates
+ * nothing). */
+typedef struct kiln__registry {
+    entry *entries;
+    int32_t n;
+} kiln__registry;
+
+const char *kiln__device_text(kiln_device device, char *buf, size_t cap) {
+    snprintf(buf, cap, "%s:%d", kiln_device_type_name(device.type), (int)device.id);
+    return buf;
+}
+
+/* Why backend b cannot be listed, or NULL when it can. */
+static const char *invalid(const kiln__backend *b) {
+    if (b->struct_size < offsetof(kiln__backend, prepare_op))
+        return "its table is smaller than interface version 2's";
+    if (b->version != KILN_BACKEND_VERSION) return "it implements another interface version";
+    if (!b->name || !b->name[0]) return "it has no name";
+    if (!b->device_count || !b->device_info || !b->supports_op || !b->eval_op || !b->compile ||
+        !b->execute || !b->release)
+        return "a required entry is NULL";
+    return NULL;
+}
+
+static void add(kiln__registry *r, const kiln__backend *b) {
+    entry *e = &r->entries[r->n++];
+    e->backend = b;
+    e->reason[0] = '\0';
+    e->status =
+        KILN__BACKEND_HAS(b, available) ? b->available(e->reason, sizeof e->reason) : KILN_OK;
+    if (e->status != KILN_OK && !e->reason[0])
+        snprintf(e->reason, sizeof e->reason, "%s", kiln_status_name(e->status));
+}
+
+/* cx's list, filled with the builtins on first use. */
+static kiln__registry registry(kiln_ctx *cx) {
+    if (!cx->backends_listed) {
+        kiln__registry r = {.entries = cx->backends, .n = 0};
+        const kiln__backend *b;
+        for (int32_t i = 0; (b = kiln__builtin_backend(i)) && r.n < KILN__MAX_BACKENDS; i++)
+            if (!invalid(b)) add(&r, b);
+        cx->n_backends = r.n;
+        cx->backends_listed = true;
+    }
+    return (kiln__registry){.entries = cx->backends, .n = cx->n_backends};
+}
+
+static const entry *find(const kiln__registry *r, const char *name) {
+    for (int32_t i = 0; i < r->n; i++)
+        if (strcmp(r->entries[i].backend->name, name) == 0) return &r->entries[i];
+    return NULL;
+}
+
+kiln_status kiln__backend_register(kiln_ctx *cx, const kiln__backend *b) {
+    static const char fn[] = "kiln__backend_register";
+    if (!cx) return KILN_INVALID_ARGUMENT;
+    if (!b) return kiln__null_argument(cx, fn, "backend");
+    const char *why = invalid(b);
+    if (why)
+        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT, "%s: backend '%s' is refused: %s", fn,
+                                  b->name ? b->name : "(unnamed)", why);
+    kiln__registry reg = registry(cx), *r = &reg;
+    if (find(r, b->name))
+        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                  "%s: a backend named '%s' is already listed", fn, b->name);
+    if (r->n == KILN__MAX_BACKENDS)
+        return kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "%s: %d backends are listed already",
+                                  fn, KILN__MAX_BACKENDS);
+    add(r, b);
+    cx->n_backends = r->n;
+    return KILN_OK;
+}
+
+/* "cpu, interpreter" */
+static void names(const kiln__registry *r, char *buf, size_t cap) {
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int32_t i = 0; i < r->n && used < cap; i++) {
+        int w =
+            snprintf(buf + used, cap - used, "%s%s", i ? ", " : "", r->entries[i].backend->name);
+        if (w < 0) break;
+        used += (size_t)w;
+    }
+}
+
+const kiln__backend *kiln__backend_for(kiln_ctx *cx, const char *fn, kiln_device device,
+                                       const char *name) {
+    kiln__registry reg = registry(cx), *r = &reg;
+    char dev[48];
+    kiln__device_text(device, dev, sizeof dev);
+    const entry *e = NULL;
+    if (name) {
+        if (!(e = find(r, name))) {
+            char known[256];
+            names(r, known, sizeof known);
+            kiln_ctx_set_error(cx, KILN_NOT_FOUND, "%s: no backend named '%s' (known: %s)", fn,
+                               name, known);
+            return NULL;
+        }
+    } else {
+        const entry *unavailable = NULL;
+        for (int32_t i = 0; i < r->n && !e; i++) {
+            const entry *c = &r->entries[i];
+            if (c->backend->device_type != device.type) continue;
+            if (c->status == KILN_OK)
+                e = c;
+            else if (!unavailable)
+                unavailable = c;
+        }
+        if (!e) {
+            if (unavailable)
+                kiln_ctx_set_error(cx, unavailable->status,
+                                   "%s: device %s: backend '%s' is unavailable: %s", fn, dev,
+                                   unavailable->backend->name, unavailable->reason);
+            else
+                kiln_ctx_set_error(cx, KILN_UNIMPLEMENTED,
+                                   "%s: device %s: no backend runs on %s devices", fn, dev,
+                                   kiln_device_type_name(device.type));
+            return NULL;
+        }
+    }
+    const kiln__backend *b = e->backend;
+    if (e->status != KILN_OK) {
+        kiln_ctx_set_error(cx, e->status, "%s: backend '%s' is unavailable: %s", fn, b->name,
+                           e->reason);
+        return NULL;
+    }
+    if (b->device_type != device.type) {
+        kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                           "%s: backend '%s' runs on %s devices, not on %s", fn, b->name,
+                           kiln_device_type_name(b->device_type), dev);
+        return NULL;
+    }
+    int32_t count = b->device_count(cx);
+    if (device.id < 0 || device.id >= count) {
+        kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                           "%s: no device %s (backend '%s' offers %s:0 to %s:%d)", fn, dev, b->name,
+                           kiln_device_type_name(device.type), kiln_device_type_name(device.type),
+                           (int)count - 1);
+        return NULL;
+    }
+    return b;
+}
+
+const kiln__backend *kiln__backend_eager(kiln_ctx *cx, const char *fn, kiln_device device) {
+    if (device.type == KILN_DEVICE_TYPE_CPU && cx->cpu_eager && device.id >= 0 &&
+        device.id < cx->cpu_devices)
+        return cx->cpu_eager;
+    const kiln__backend *b = kiln__backend_for(cx, fn, device, NULL);
+    if (b && device.type == KILN_DEVICE_TYPE_CPU) cx->cpu_eager = b;
+    return b;
+}
+
+int32_t kiln_backend_count(kiln_ctx *cx) { return cx ? registry(cx).n : 0; }
+
+kiln_status kiln_backend_info_get(kiln_ctx *cx, int32_t index, kiln_backend_info *out_info) {
+    static const char fn[] = "kiln_backend_info_get";
+    if (!cx) return KILN_INVALID_ARGUMENT;
+    if (!out_info) return kiln__null_argument(cx, fn, "out_info");
+    kiln__registry reg = registry(cx), *r = &reg;
+    if (index < 0 || index >= r->n)
+        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                  "%s: index %d is out of range (%d backends)", fn, (int)index,
+                                  (int)r->n);
+    const entry *e = &r->entries[index];
+    *out_info =
+        (kiln_backend_info){.name = e->backend->name,
+                            .device_type = e->backend->device_type,
+                            .available = e->status == KILN_OK,
+                            .reason = e->reason,
+                            .n_devices = e->status == KILN_OK ? e->backend->device_count(cx) : 0};
+    return KILN_OK;
+}
+
+int32_t kiln_device_count(kiln_ctx *cx, kiln_device_type type) {
+    if (!cx) return 0;
+    kiln__registry reg = registry(cx), *r = &reg;
+    for (int32_t i = 0; i < r->n; i++) {
+        const entry *e = &r->entries[i];
+        if (e->backend->device_type == type && e->status == KILN_OK)
+            return e->backend->device_count(cx);
+    }
+    return 0;
+}

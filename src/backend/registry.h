@@ -1,0 +1,38 @@
+/* The registry: the backends a ctx sees, by name and by device type.
+ *
+ * On first use in a ctx the registry lists the builtin backends (kiln__builtin_backend,
+ * defined by src/backends/builtin.c, the only file that names concrete backends) and asks
+ * each whether it can run here; one that cannot (CUDA without a driver) stays listed as
+ * unavailable, with its reason, and every lookup of it reports that reason. Backends
+ * built outside the library register with kiln__backend_register. Lookups are cheap
+ * (a short array scan); eager ops on CPU devices use a cached pointer. */
+#ifndef KILN_BACKEND_REGISTRY_H
+#define KILN_BACKEND_REGISTRY_H
+
+#include "backend/backend.h"
+
+/* Builtin backend `index` (0, 1, ...; NULL past the last), in order of preference for
+ * their device type: the first available one of a type runs eager ops and is the default
+ * compile target. Thread-safe. */
+const kiln__backend *kiln__builtin_backend(int32_t index);
+
+/* Adds a backend to cx's list (after the builtins). INVALID_ARGUMENT for a table of
+ * another interface version, too small a struct_size, a missing required entry or a name
+ * already listed; RESOURCE_EXHAUSTED when the list is full. The table must outlive cx. */
+kiln_status kiln__backend_register(kiln_ctx *cx, const kiln__backend *b);
+
+/* The available backend called `name`, or (name NULL) the preferred available backend for
+ * device.type; checks that device.id is one of its devices. NULL with an error naming
+ * `fn` recorded: no such backend (listing the known ones), the backend is unavailable (its
+ * reason), it runs on another kind of device, or no such device. */
+const kiln__backend *kiln__backend_for(kiln_ctx *cx, const char *fn, kiln_device device,
+                                       const char *name);
+
+/* The backend that runs eager ops on `device` (cached for CPU devices); NULL with an
+ * error recorded as kiln__backend_for does. */
+const kiln__backend *kiln__backend_eager(kiln_ctx *cx, const char *fn, kiln_device device);
+
+/* "cpu:1" into buf (at least 32 bytes); returns buf. */
+const char *kiln__device_text(kiln_device device, char *buf, size_t cap);
+
+#endif

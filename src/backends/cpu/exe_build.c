@@ -1,0 +1,539 @@
+/* The CPU backend's compile: copy the module into the executable's own blocks (fusion's
+ * kernels built for the tiled engine, convolution epilogues, small constant ops folded),
+ * then plan the entry block's buffers (exe_plan.c). kiln_compile (src/runtime/compile.c)
+ * has verified the module and run the backend-neutral passes already. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <string.h>
+
+#include "backend/region.h"
+#include "backends/cpu/eval.h"
+#include "backends/cpu/exe.h"
+#include "backends/cpu/fused.h"
+#include "base/alloc.h"
+#include "base/ctx_internal.h"
+#include "ir/ir.h"
+#include "passes/passes.h"
+
+/* Ops whose operands are all constants are run at compile time when their results take at
+ * most this many bytes (a broadcast scalar, an iota index vector, ...). */
+#define FOLD_MAX_BYTES 4096
+#define XMEM_BLOCK 16384
+
+static const char compile_fn[] = "kiln_compile";
+
+/* ---- the executable's memory -------------------------------------------------------------- */
+
+struct kiln__xmem_block {
+    kiln__xmem_block *next;
+    size_t size, used;
+    _Alignas(64) unsigned char data[];
+};
+
+typedef struct compiler {
+    kiln_ctx *cx;
+    kiln__cpu_exe *exe;
+    bool fold;                   /* evaluate small all-constant ops now */
+    const kiln__fusion *fusion;  /* the entry block's, or NULL */
+    const kiln__block *fused_ir; /* the block it plans */
+} compiler;
+
+static size_t align_up(size_t x, size_t a) { return (x + a - 1) & ~(a - 1); }
+
+static void *exe_alloc(kiln_ctx *cx, kiln__cpu_exe *exe, size_t size, size_t align) {
+    if (size == 0) size = 1;
+    kiln__xmem_block *b = exe->mem;
+    if (b) {
+        size_t off = align_up(b->used, align);
+        if (off <= b->size && size <= b->size - off) {
+            b->used = off + size;
+            return b->data + off;
+        }
+    }
+    size_t data = size + align > XMEM_BLOCK ? size + align : XMEM_BLOCK;
+    kiln__xmem_block *nb = kiln__raw_alloc(&exe->allocator, sizeof *nb + data, 64);
+    if (!nb) {
+        kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "%s: out of memory", compile_fn);
+        return NULL;
+    }
+    nb->next = exe->mem;
+    nb->size = data;
+    nb->used = size;
+    exe->mem = nb;
+    return nb->data;
+}
+
+static void *xalloc(compiler *c, size_t size, size_t align) {
+    return exe_alloc(c->cx, c->exe, size, align);
+}
+
+void *kiln__cpu_exe_alloc(kiln_ctx *cx, kiln__cpu_exe *exe, size_t size, size_t align) {
+    void *p = exe_alloc(cx, exe, size, align);
+    if (p) memset(p, 0, size ? size : 1);
+    return p;
+}
+
+static void *xcalloc(compiler *c, size_t size, size_t align) {
+    return kiln__cpu_exe_alloc(c->cx, c->exe, size, align);
+}
+
+#define XNEW(c, type, n) ((type *)xcalloc((c), (size_t)(n) * sizeof(type), _Alignof(type)))
+
+/* Keeps t (a reference the caller holds, in no scope) for the executable's life. */
+static bool own(compiler *c, kiln_tensor *t) {
+    kiln__cpu_exe *exe = c->exe;
+    if (exe->n_owned == exe->cap_owned) {
+        int32_t cap = exe->cap_owned ? exe->cap_owned * 2 : 16;
+        kiln_tensor **p = kiln__raw_alloc(&exe->allocator, (size_t)cap * sizeof *p, 16);
+        if (!p) {
+            kiln_ctx_set_error(c->cx, KILN_RESOURCE_EXHAUSTED, "%s: out of memory", compile_fn);
+            kiln_tensor_release(t);
+            return false;
+        }
+        if (exe->owned) {
+            memcpy(p, exe->owned, (size_t)exe->n_owned * sizeof *p);
+            kiln__raw_free(&exe->allocator, exe->owned, (size_t)exe->cap_owned * sizeof *p);
+        }
+        exe->owned = p;
+        exe->cap_owned = cap;
+    }
+    exe->owned[exe->n_owned++] = t;
+    return true;
+}
+
+/* ---- copying blocks ----------------------------------------------------------------------- */
+
+typedef struct cscope {
+    const kiln__block *ir;
+    kiln__xblock *x;
+    const struct cscope *parent;
+} cscope;
+
+static bool resolve(compiler *c, const cscope *s, const kiln__value *v, kiln__xref *out) {
+    const kiln__block *home = v->def ? v->def->block : v->block;
+    for (int32_t d = 0; s; s = s->parent, d++) {
+        if (s->ir == home) {
+            *out = (kiln__xref){.depth = d, .slot = v->id};
+            return true;
+        }
+    }
+    kiln_ctx_set_error(c->cx, KILN_INTERNAL, "%s: internal: a value used outside its block",
+                       compile_fn);
+    return false;
+}
+
+static kiln_tensor *const_of(const cscope *s, kiln__xref r) {
+    for (int32_t d = 0; d < r.depth; d++)
+        s = s->parent;
+    return s->x->consts[r.slot];
+}
+
+/* The executable's view of a constant op's value (shared storage, no copy). */
+static kiln_tensor *constant_view(compiler *c, const kiln__ir_op *op) {
+    kiln_tensor *t = (kiln_tensor *)op->attrs.u.constant;
+    if (!t || t->trace) {
+        kiln_ctx_set_error(c->cx, KILN_INTERNAL, "%s: internal: a constant without a value",
+                           compile_fn);
+        return NULL;
+    }
+    if (t->dead) {
+        kiln__dead_error(c->cx, "kiln_compile: a constant of the module", t);
+        return NULL;
+    }
+    kiln_tensor *v = kiln__tensor_view(c->cx, compile_fn, t, t->dtype, t->shape);
+    if (!v) return NULL;
+    kiln__owned_unlink(&v->owned);
+    return own(c, v) ? v : NULL;
+}
+
+static bool foldable(const compiler *c, const cscope *s, const kiln__ir_op *op,
+                     const kiln__xref *in) {
+    if (!c->fold) return false;
+    if (kiln__op_has(op->kind, KILN_OPF_CONTROL) || op->n_regions > 0) return false;
+    size_t bytes = 0;
+    for (int32_t r = 0; r < op->n_results; r++) {
+        bytes += kiln__type_bytes(&op->results[r]->type);
+        if (bytes > FOLD_MAX_BYTES) return false;
+    }
+    for (int32_t i = 0; i < op->n_operands; i++)
+        if (!const_of(s, in[i])) return false;
+    return true;
+}
+
+/* Runs op now on its constant operands; its results become constants of the block. */
+static bool fold(compiler *c, const cscope *s, const kiln__ir_op *op, const kiln__xref *in,
+                 int32_t first) {
+    kiln_ctx *cx = c->cx;
+    int32_t n = op->n_operands + op->n_results;
+    kiln_tensor *fixed[16];
+    kiln_tensor **ts = fixed;
+    size_t bytes = (size_t)n * sizeof *ts;
+    if (n > 16 && !(ts = kiln__alloc(cx, bytes, _Alignof(kiln_tensor *), compile_fn))) return false;
+    kiln_tensor **ins = ts, **outs = ts + op->n_operands;
+    for (int32_t i = 0; i < op->n_operands; i++)
+        ins[i] = const_of(s, in[i]);
+    bool ok = true;
+    for (int32_t r = 0; r < op->n_results && ok; r++) {
+        const kiln__type *t = &op->results[r]->type;
+        outs[r] = kiln__tensor_new(cx, compile_fn, t->dtype, t->shape);
+        if (outs[r]) kiln__owned_unlink(&outs[r]->owned);
+        ok = outs[r] && own(c, outs[r]);
+        if (ok) s->x->consts[first + r] = outs[r];
+    }
+    if (ok) {
+        kiln_status st = kiln__cpu_backend()->eval_op(cx, op->kind, &op->attrs, ins, op->n_operands,
+                                                      outs, op->n_results);
+        if (st != KILN_OK && kiln_ctx_status(cx) == KILN_OK)
+            kiln_ctx_set_error(cx, st, "%s: folding %s failed", compile_fn,
+                               kiln__op_get_info(op->kind)->name);
+        ok = st == KILN_OK;
+    }
+    if (ts != fixed) kiln__free(cx, ts, bytes);
+    return ok;
+}
+
+/* The backend's optional compile-time preparation of an op of `kind` with these operand
+ * and result types. */
+static bool prepare_types(compiler *c, kiln_op kind, const kiln__attrs *attrs,
+                          const kiln__type *types, int32_t n_in, int32_t n_out) {
+    const kiln__backend *be = kiln__cpu_backend();
+    if (!be->prepare_op) return true;
+    kiln_status s = be->prepare_op(c->cx, kind, attrs, types, n_in, types + n_in, n_out);
+    if (s != KILN_OK && kiln_ctx_status(c->cx) == KILN_OK)
+        kiln_ctx_set_error(c->cx, s, "%s: preparing %s failed", compile_fn,
+                           kiln__op_get_info(kind)->name);
+    return s == KILN_OK;
+}
+
+/* prepare_types for a single op of the module. */
+static bool prepare(compiler *c, const kiln__ir_op *op) {
+    if (!kiln__cpu_backend()->prepare_op) return true;
+    kiln__type fixed[16];
+    int32_t n = op->n_operands + op->n_results;
+    kiln__type *types = n <= 16 ? fixed : XNEW(c, kiln__type, n);
+    if (!types) return false;
+    for (int32_t i = 0; i < op->n_operands; i++)
+        types[i] = op->operands[i]->type;
+    for (int32_t r = 0; r < op->n_results; r++)
+        types[op->n_operands + r] = op->results[r]->type;
+    return prepare_types(c, op->kind, &op->attrs, types, op->n_operands, op->n_results);
+}
+
+static void *xalloc_cb(void *user, size_t size, size_t align) { return xalloc(user, size, align); }
+
+/* A copy of a kernel's description that outlives the module, for printing: the module's
+ * values and ops it names become copies holding only their types, numbers and kinds. */
+static kiln__value *keep_value(compiler *c, const kiln__value *v) {
+    kiln__value *copy = XNEW(c, kiln__value, 1);
+    if (copy) *copy = (kiln__value){.type = v->type, .index = v->index, .id = v->id};
+    return copy;
+}
+
+static const kiln__kernel *keep_kernel(compiler *c, const kiln__kernel *k) {
+    kiln__kernel *d = XNEW(c, kiln__kernel, 1);
+    if (!d) return NULL;
+    *d = *k;
+    d->operands = XNEW(c, const kiln__value *, k->n_operands);
+    d->inputs = XNEW(c, kiln__kinput, k->n_inputs);
+    d->instrs = XNEW(c, kiln__kinstr, k->n_instrs);
+    d->outputs = XNEW(c, kiln__koutput, k->n_outputs);
+    d->ops = XNEW(c, const kiln__ir_op *, k->n_ops);
+    if (!d->operands || !d->inputs || !d->instrs || !d->outputs || !d->ops) return NULL;
+    for (int32_t i = 0; i < k->n_operands; i++)
+        if (!(d->operands[i] = keep_value(c, k->operands[i]))) return NULL;
+    memcpy(d->inputs, k->inputs, (size_t)k->n_inputs * sizeof *d->inputs);
+    for (int32_t j = 0; j < k->n_instrs; j++) {
+        d->instrs[j] = k->instrs[j];
+        d->instrs[j].src = NULL;
+    }
+    for (int32_t o = 0; o < k->n_outputs; o++) {
+        d->outputs[o].reg = k->outputs[o].reg;
+        if (!(d->outputs[o].value = keep_value(c, k->outputs[o].value))) return NULL;
+    }
+    for (int32_t i = 0; i < k->n_ops; i++) {
+        kiln__ir_op *op = XNEW(c, kiln__ir_op, 1);
+        if (!op) return NULL;
+        op->kind = k->ops[i]->kind;
+        d->ops[i] = op;
+    }
+    d->reduce_op = NULL;
+    if (k->reduce_value && !(d->reduce_value = keep_value(c, k->reduce_value))) return NULL;
+    return d;
+}
+
+/* A fused kernel becomes one op of the block, at the position of its last op. */
+static bool emit_kernel(compiler *c, const cscope *self, kiln__xblock *b, const kiln__kernel *k) {
+    int32_t n_out = k->n_outputs + (k->reduce != KILN__KREDUCE_NONE);
+    kiln__xref *in = XNEW(c, kiln__xref, k->n_operands);
+    int32_t *out = XNEW(c, int32_t, n_out);
+    if (!in || !out) return false;
+    for (int32_t i = 0; i < k->n_operands; i++)
+        if (!resolve(c, self, k->operands[i], &in[i])) return false;
+    for (int32_t o = 0; o < k->n_outputs; o++)
+        out[o] = k->outputs[o].value->id;
+    if (k->reduce != KILN__KREDUCE_NONE) out[k->n_outputs] = k->reduce_value->id;
+    const kiln__fused *fk = kiln__fused_build(c->cx, k, xalloc_cb, c);
+    const kiln__kernel *kept = fk ? keep_kernel(c, k) : NULL;
+    if (!kept) return false;
+    const kiln__ir_op *last = k->ops[k->n_ops - 1];
+    b->ops[b->n_ops] = (kiln__xop){.kind = last->kind,
+                                   .n_in = k->n_operands,
+                                   .n_out = n_out,
+                                   .in = in,
+                                   .out = out,
+                                   .regions = NULL,
+                                   .attrs = &last->attrs,
+                                   .kernel = fk,
+                                   .desc = kept};
+    if (k->n_operands > b->max_in) b->max_in = k->n_operands;
+    if (n_out > b->max_out) b->max_out = n_out;
+    b->n_ops++;
+    c->exe->n_kernels++;
+    c->exe->n_fused_ops += k->n_ops;
+    return true;
+}
+
+/* A convolution and its epilogue become one op at the position of the last epilogue op,
+ * `last`, making that op's result. */
+static bool emit_conv_epilogue(compiler *c, const cscope *self, kiln__xblock *b,
+                               const kiln__conv_epilogue *e, const kiln__ir_op *last) {
+    const kiln__ir_op *conv = e->conv;
+    int32_t n_in = e->bias ? 3 : 2;
+    kiln__xref *in = XNEW(c, kiln__xref, n_in);
+    int32_t *out = XNEW(c, int32_t, 1);
+    kiln__attrs *attrs = XNEW(c, kiln__attrs, 1);
+    if (!in || !out || !attrs) return false;
+    for (int32_t i = 0; i < 2; i++)
+        if (!resolve(c, self, conv->operands[i], &in[i])) return false;
+    if (e->bias && !resolve(c, self, e->bias, &in[2])) return false;
+    out[0] = last->results[0]->id;
+    *attrs = conv->attrs;
+    b->ops[b->n_ops] = (kiln__xop){.kind = KILN_OP_CONVOLUTION,
+                                   .n_in = n_in,
+                                   .n_out = 1,
+                                   .in = in,
+                                   .out = out,
+                                   .attrs = attrs,
+                                   .conv_epilogue = true,
+                                   .activation = e->relu ? KILN__ACT_RELU : KILN__ACT_NONE};
+    if (n_in > b->max_in) b->max_in = n_in;
+    if (1 > b->max_out) b->max_out = 1;
+    b->n_ops++;
+    c->exe->n_epilogues++;
+    kiln__type types[4] = {conv->operands[0]->type, conv->operands[1]->type};
+    if (e->bias) types[2] = e->bias->type;
+    types[n_in] = last->results[0]->type;
+    return prepare_types(c, KILN_OP_CONVOLUTION, attrs, types, n_in, 1);
+}
+
+static kiln__xblock *compile_block(compiler *c, const kiln__block *ir, const cscope *parent) {
+    kiln__xblock *b = XNEW(c, kiln__xblock, 1);
+    if (!b) return NULL;
+    int32_t n_ops = 0, n_slots = ir->n_args;
+    for (const kiln__ir_op *op = ir->first; op; op = op->next) {
+        n_ops++;
+        n_slots += op->n_results;
+    }
+    b->n_args = ir->n_args;
+    b->n_slots = n_slots;
+    b->n_results = ir->n_results;
+    b->types = XNEW(c, kiln__type, n_slots);
+    b->consts = XNEW(c, kiln_tensor *, n_slots);
+    b->ops = XNEW(c, kiln__xop, n_ops);
+    b->results = XNEW(c, kiln__xref, ir->n_results);
+    if (!b->types || !b->consts || !b->ops || !b->results) return NULL;
+    cscope self = {.ir = ir, .x = b, .parent = parent};
+    for (int32_t i = 0; i < ir->n_args; i++) {
+        ir->args[i]->id = i;
+        b->types[i] = ir->args[i]->type;
+    }
+    int32_t slot = ir->n_args;
+    const kiln__fusion *fz = c->fused_ir == ir ? c->fusion : NULL;
+    int32_t index = -1;
+    for (const kiln__ir_op *op = ir->first; op; op = op->next) {
+        index++;
+        int32_t first = slot;
+        for (int32_t r = 0; r < op->n_results; r++) {
+            op->results[r]->id = slot;
+            b->types[slot++] = op->results[r]->type;
+        }
+        if (op->kind == KILN_OP_CONSTANT) {
+            if (!(b->consts[first] = constant_view(c, op))) return NULL;
+            continue;
+        }
+        if (fz && fz->role[index] == KILN__FUSE_VIEW) {
+            c->exe->n_views++;
+            continue;
+        }
+        if (fz && fz->epilogue[index] >= 0) {
+            const kiln__conv_epilogue *e = &fz->epilogues[fz->epilogue[index]];
+            if (e->last != index) continue; /* the call runs at its last epilogue op */
+            if (!emit_conv_epilogue(c, &self, b, e, op)) return NULL;
+            continue;
+        }
+        if (fz && fz->role[index] == KILN__FUSE_MEMBER) {
+            const kiln__kernel *k = &fz->kernels[fz->kernel[index]];
+            if (k->ops[k->n_ops - 1] != op) continue; /* the kernel runs at its last op */
+            if (!emit_kernel(c, &self, b, k)) return NULL;
+            continue;
+        }
+        kiln__xref *in = XNEW(c, kiln__xref, op->n_operands);
+        if (!in) return NULL;
+        for (int32_t i = 0; i < op->n_operands; i++)
+            if (!resolve(c, &self, op->operands[i], &in[i])) return NULL;
+        if (foldable(c, &self, op, in)) {
+            if (!fold(c, &self, op, in, first)) return NULL;
+            continue;
+        }
+        kiln__xop *x = &b->ops[b->n_ops];
+        int32_t *out = XNEW(c, int32_t, op->n_results);
+        kiln__xblock **regions = XNEW(c, kiln__xblock *, op->n_regions);
+        kiln__attrs *attrs = XNEW(c, kiln__attrs, 1);
+        if (!out || !regions || !attrs) return NULL;
+        for (int32_t r = 0; r < op->n_results; r++)
+            out[r] = first + r;
+        *attrs = op->attrs;
+        attrs->regions = NULL;
+        attrs->n_regions = op->n_regions;
+        for (int32_t i = 0; i < op->n_regions; i++) {
+            const kiln_region *builtin = i < 2 ? op->attrs.region[i] : NULL;
+            if (builtin) continue;
+            if (!op->regions[i]) {
+                kiln_ctx_set_error(c->cx, KILN_INTERNAL, "%s: internal: a missing region",
+                                   compile_fn);
+                return NULL;
+            }
+            if (!(regions[i] = compile_block(c, op->regions[i], &self))) return NULL;
+        }
+        *x = (kiln__xop){.kind = op->kind,
+                         .control = kiln__op_has(op->kind, KILN_OPF_CONTROL),
+                         .n_in = op->n_operands,
+                         .n_out = op->n_results,
+                         .n_regions = op->n_regions,
+                         .in = in,
+                         .out = out,
+                         .regions = regions,
+                         .attrs = attrs};
+        if (x->n_in > b->max_in) b->max_in = x->n_in;
+        if (x->n_out > b->max_out) b->max_out = x->n_out;
+        b->n_ops++;
+        if (!prepare(c, op)) return NULL;
+    }
+    for (int32_t i = 0; i < ir->n_results; i++)
+        if (!resolve(c, &self, ir->results[i], &b->results[i])) return NULL;
+    return b;
+}
+
+/* ---- compile ------------------------------------------------------------------------------ */
+
+/* The combiner of a reduce that a kernel can end with (a builtin region). */
+static kiln__kreduce reduce_kind(const kiln__ir_op *op) {
+    if (op->n_regions != 1 || !op->attrs.region[0]) return KILN__KREDUCE_NONE;
+    kiln_dtype dt = op->operands[0]->type.dtype;
+    bool is_float = dt == KILN_F16 || dt == KILN_BF16 || dt == KILN_F32 || dt == KILN_F64;
+    switch (kiln__region_kind_of(op->attrs.region[0])) {
+    case KILN_REGION_ADD: return KILN__KREDUCE_ADD;
+    case KILN_REGION_MULTIPLY: return KILN__KREDUCE_MUL;
+    case KILN_REGION_MAXIMUM: return KILN__KREDUCE_MAX;
+    case KILN_REGION_MINIMUM: return KILN__KREDUCE_MIN;
+    case KILN_REGION_AND: return is_float ? KILN__KREDUCE_NONE : KILN__KREDUCE_AND;
+    case KILN_REGION_OR: return is_float ? KILN__KREDUCE_NONE : KILN__KREDUCE_OR;
+    default: return KILN__KREDUCE_NONE;
+    }
+}
+
+static const char *copy_string(compiler *c, const char *text) {
+    if (!text) return NULL;
+    size_t n = strlen(text) + 1;
+    char *s = xalloc(c, n, 1);
+    if (s) memcpy(s, text, n);
+    return s;
+}
+
+static kiln_status build(compiler *c, const kiln__compile_request *req) {
+    kiln__cpu_exe *exe = c->exe;
+    const kiln_compile_options *o = req->options;
+    kiln_module *m = req->module;
+    const kiln__block *body = m->funcs[0]->body;
+    exe->n_args = req->n_args;
+    exe->n_results = req->n_results;
+    exe->name = copy_string(c, m->name ? m->name : "kiln");
+    exe->preserved = XNEW(c, int32_t, exe->n_results);
+    exe->aliases = XNEW(c, int32_t, exe->n_results);
+    if (!exe->name || !exe->preserved || !exe->aliases) return KILN_RESOURCE_EXHAUSTED;
+    memcpy(exe->preserved, req->preserved, (size_t)exe->n_results * sizeof *exe->preserved);
+    memcpy(exe->aliases, req->aliases, (size_t)exe->n_results * sizeof *exe->aliases);
+    c->fold = !o->disable_constant_folding;
+    kiln__fusion fusion;
+    if (!o->disable_fusion) {
+        kiln__fusion_options fo = {.fold_max_bytes = c->fold ? FOLD_MAX_BYTES : 0,
+                                   .reduce_kind = reduce_kind,
+                                   .conv_epilogue = true,
+                                   .alloc = xalloc_cb,
+                                   .alloc_user = c};
+        kiln_status fs = kiln__fusion_plan(c->cx, body, &fo, &fusion);
+        if (fs != KILN_OK) return fs;
+        c->fusion = &fusion;
+        c->fused_ir = body;
+    }
+    exe->entry = compile_block(c, body, NULL);
+    c->fusion = NULL;
+    if (!exe->entry)
+        return kiln_ctx_status(c->cx) != KILN_OK ? kiln_ctx_status(c->cx) : KILN_RESOURCE_EXHAUSTED;
+    return kiln__cpu_plan(c->cx, exe, o->assert_nonallocating);
+}
+
+kiln_status kiln__cpu_compile(kiln_ctx *cx, const kiln__compile_request *req,
+                              kiln__executable **out_exe) {
+    *out_exe = NULL;
+    kiln__cpu_exe *exe = kiln__calloc(cx, sizeof *exe, _Alignof(kiln__cpu_exe), compile_fn);
+    if (!exe) return KILN_RESOURCE_EXHAUSTED;
+    exe->allocator = cx->allocator;
+    if (pthread_mutex_init(&exe->lock, NULL) != 0) {
+        kiln__free(cx, exe, sizeof *exe);
+        return kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "%s: no mutex", compile_fn);
+    }
+    exe->lock_made = true;
+    exe->device = req->device;
+    compiler c = {.cx = cx, .exe = exe};
+    kiln_status s = build(&c, req);
+    if (s == KILN_OK) {
+        kiln__exe_make_result_pool(exe);
+        s = kiln__exe_prime(cx, exe);
+    }
+    if (s != KILN_OK) {
+        if (kiln_ctx_status(cx) == KILN_OK)
+            kiln_ctx_set_error(cx, s, "%s: out of memory", compile_fn);
+        kiln__cpu_release((kiln__executable *)exe);
+        return s;
+    }
+    *out_exe = (kiln__executable *)exe;
+    return KILN_OK;
+}
+
+void kiln__cpu_release(kiln__executable *x) {
+    kiln__cpu_exe *exe = (kiln__cpu_exe *)x;
+    if (!exe) return;
+    kiln_allocator a = exe->allocator;
+    kiln__exe_free_states(exe);
+    if (exe->lock_made) pthread_mutex_destroy(&exe->lock);
+    for (int32_t i = 0; i < exe->n_owned; i++)
+        kiln_tensor_release(exe->owned[i]);
+    if (exe->owned) kiln__raw_free(&a, exe->owned, (size_t)exe->cap_owned * sizeof *exe->owned);
+    for (kiln__xmem_block *b = exe->mem; b;) {
+        kiln__xmem_block *next = b->next;
+        kiln__raw_free(&a, b, sizeof *b + b->size);
+        b = next;
+    }
+    kiln__raw_free(&a, exe, sizeof *exe);
+}
+
+void kiln__cpu_info(const kiln__executable *x, kiln__executable_info *out) {
+    const kiln__cpu_exe *exe = (const kiln__cpu_exe *)x;
+    *out = (kiln__executable_info){.n_ops = exe->n_ops,
+                                   .arena_bytes = exe->arena_bytes,
+                                   .n_buffers = exe->n_arena,
+                                   .n_kernels = exe->n_kernels,
+                                   .n_fused_ops = exe->n_fused_ops,
+                                   .n_conv_epilogues = exe->n_epilogues};
+}

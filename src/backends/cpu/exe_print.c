@@ -1,0 +1,91 @@
+/* Printing a CPU executable (kiln_exe_print): every op and kernel, the memory plan, how
+ * each result is made, the kernels' summed cost. */
+#include "backends/cpu/exe.h"
+#include "base/strbuf.h"
+
+static const char *slot_kind_name(uint8_t kind) {
+    switch (kind) {
+    case KILN__SLOT_ARG: return "argument";
+    case KILN__SLOT_CONST: return "constant";
+    case KILN__SLOT_ARENA: return "arena";
+    case KILN__SLOT_OUTPUT: return "result";
+    case KILN__SLOT_CONTROL: return "made by its op";
+    default: return "never stored";
+    }
+}
+
+static void print_slot(kiln__strbuf *sb, const kiln__cpu_exe *exe, int32_t v) {
+    char t[KILN__TYPE_TEXT];
+    kiln__strbuf_printf(sb, "%%%d %s", (int)v, kiln__type_text(&exe->entry->types[v], t));
+}
+
+void kiln__cpu_print(kiln__strbuf *sb, const kiln__executable *x) {
+    const kiln__cpu_exe *exe = (const kiln__cpu_exe *)x;
+    const kiln__xblock *b = exe->entry;
+    kiln__kcost total = {0};
+    kiln__strbuf_printf(sb,
+                        "executable @%s: %d args, %d results, %d ops (%d fused kernels replacing "
+                        "%d ops; %d views read in place; %d convolution epilogues)\n",
+                        exe->name, (int)exe->n_args, (int)exe->n_results, (int)exe->n_ops,
+                        (int)exe->n_kernels, (int)exe->n_fused_ops, (int)exe->n_views,
+                        (int)exe->n_epilogues);
+    for (int32_t k = 0; k < b->n_ops; k++) {
+        const kiln__xop *op = &b->ops[k];
+        kiln__strbuf_printf(sb, "op %d: ", (int)k);
+        if (op->desc) {
+            kiln__kcost c = kiln__kernel_cost(op->desc);
+            total.flops += c.flops;
+            total.transcendentals += c.transcendentals;
+            total.bytes_read += c.bytes_read;
+            total.bytes_written += c.bytes_written;
+            kiln__strbuf_printf(sb, "fused, tile %lld elements, %d instructions on the evaluator\n",
+                                (long long)kiln__fused_tile(op->kernel),
+                                (int)kiln__fused_n_fallback(op->kernel));
+            kiln__kernel_print(sb, op->desc, "  ");
+            kiln__strbuf_printf(sb,
+                                "  cost: %lld flops, %lld transcendentals, %lld bytes read, %lld "
+                                "bytes written\n",
+                                (long long)c.flops, (long long)c.transcendentals,
+                                (long long)c.bytes_read, (long long)c.bytes_written);
+            continue;
+        }
+        kiln__strbuf_printf(sb, "%s", kiln__op_get_info(op->kind)->name);
+        if (op->conv_epilogue)
+            kiln__strbuf_printf(sb, " with epilogue%s%s", op->n_in > 2 ? " bias" : "",
+                                op->activation == KILN__ACT_RELU ? " relu" : "");
+        for (int32_t i = 0; i < op->n_in; i++)
+            kiln__strbuf_printf(sb, "%s%%%d", i ? ", " : " ", (int)op->in[i].slot);
+        kiln__strbuf_puts(sb, " ->");
+        for (int32_t i = 0; i < op->n_out; i++)
+            kiln__strbuf_printf(sb, "%s%%%d", i ? ", " : " ", (int)op->out[i]);
+        kiln__strbuf_puts(sb, "\n");
+    }
+    kiln__strbuf_printf(sb, "memory plan: arena peak %zu bytes, %d buffers\n", exe->arena_bytes,
+                        (int)exe->n_arena);
+    for (int32_t v = b->n_args; v < b->n_slots; v++) {
+        uint8_t kind = exe->slot_kind[v];
+        if (kind == KILN__SLOT_CONST || kind == KILN__SLOT_UNUSED) continue;
+        kiln__strbuf_puts(sb, "  ");
+        print_slot(sb, exe, v);
+        if (kind == KILN__SLOT_ARENA)
+            kiln__strbuf_printf(sb, ": offset %zu, %zu bytes\n", exe->slot_offset[v],
+                                kiln__type_bytes(&b->types[v]));
+        else
+            kiln__strbuf_printf(sb, ": %s\n", slot_kind_name(kind));
+    }
+    static const char *const result_kind[] = {"argument", "constant", "written in place",
+                                              "made by its op", "copied"};
+    for (int32_t r = 0; r < exe->n_results; r++) {
+        const kiln__result_plan *rp = &exe->results[r];
+        kiln__strbuf_printf(sb, "result %d: ", (int)r);
+        print_slot(sb, exe, rp->slot);
+        kiln__strbuf_printf(sb, " %s", result_kind[rp->kind]);
+        if (rp->alias >= 0) kiln__strbuf_printf(sb, ", into donated argument %d", (int)rp->alias);
+        kiln__strbuf_puts(sb, "\n");
+    }
+    kiln__strbuf_printf(sb,
+                        "kernel cost: %lld flops, %lld transcendentals, %lld bytes read, %lld "
+                        "bytes written\n",
+                        (long long)total.flops, (long long)total.transcendentals,
+                        (long long)total.bytes_read, (long long)total.bytes_written);
+}

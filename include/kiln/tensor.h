@@ -126,6 +126,15 @@ KILN_API bool kiln_tensor_is_traced(const kiln_tensor *t);
 KILN_API kiln_status kiln_tensor_to_host(kiln_ctx *cx, const kiln_tensor *t, void *dst,
                                          size_t nbytes);
 
+/* A tensor with t's dtype, shape and values on `device` (one of cx's devices:
+ * kiln_device_count), owned by cx's innermost scope. A tensor already on that device
+ * comes back as a new tensor sharing its buffer (no copy); otherwise the bytes are copied
+ * by the devices' backends and the copy has completed when the call returns. Errors:
+ * INVALID_ARGUMENT (a NULL tensor, a device cx does not have), UNIMPLEMENTED (a device
+ * type no backend runs on), FAILED_PRECONDITION (a traced or dead tensor),
+ * RESOURCE_EXHAUSTED, and what a backend's copy reports; NULL on error. */
+KILN_API kiln_tensor *kiln_tensor_to_device(kiln_ctx *cx, kiln_tensor *t, kiln_device device);
+
 /* Element `index` (row-major flat index) converted to double, as a convenience for tests
  * and printing (i64/u64 beyond 2^53 are rounded). Out of range is OUT_OF_RANGE, returning
  * NaN. */

@@ -169,6 +169,15 @@ typedef struct kiln__backend {
                               int n_results);
 } kiln__backend;
 
+/* Adds a backend to cx's list, after the builtins (backend/registry.c): a backend built
+ * outside the library registers itself this way, and is then found by name
+ * (kiln_compile_options.backend) and listed by kiln_backend_info_get. INVALID_ARGUMENT for
+ * a table of another interface version, too small a struct_size, a missing required
+ * entry or a name already listed; RESOURCE_EXHAUSTED when the list is full; an
+ * `available` check that fails leaves it listed as unavailable. The table must outlive
+ * cx. */
+kiln_status kiln__backend_register(kiln_ctx *cx, const kiln__backend *b);
+
 /* Is entry `field` present in backend b (inside its struct_size, and not NULL)? */
 #define KILN__BACKEND_HAS(b, field) \
     ((b)->struct_size >= offsetof(kiln__backend, field) + sizeof((b)->field) && (b)->field)

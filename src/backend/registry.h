@@ -16,11 +16,6 @@
  * compile target. Thread-safe. */
 const kiln__backend *kiln__builtin_backend(int32_t index);
 
-/* Adds a backend to cx's list (after the builtins). INVALID_ARGUMENT for a table of
- * another interface version, too small a struct_size, a missing required entry or a name
- * already listed; RESOURCE_EXHAUSTED when the list is full. The table must outlive cx. */
-kiln_status kiln__backend_register(kiln_ctx *cx, const kiln__backend *b);
-
 /* The available backend called `name`, or (name NULL) the preferred available backend for
  * device.type; checks that device.id is one of its devices. NULL with an error naming
  * `fn` recorded: no such backend (listing the known ones), the backend is unavailable (its

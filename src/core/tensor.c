@@ -52,7 +52,7 @@ void kiln__storage_free(kiln__storage *s) {
     kiln__raw_free(&a, s, sizeof *s);
 }
 
-static void storage_release(kiln__storage *s) {
+void kiln__storage_release(kiln__storage *s) {
     if (!s) return; /* a traced tensor */
     if (atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1) return;
     if (s->recycle) {
@@ -115,7 +115,7 @@ kiln_tensor *kiln__tensor_new(kiln_ctx *cx, const char *fn, kiln_dtype dtype, ki
     kiln__storage *s = kiln__storage_new(cx, fn, nbytes);
     if (!s) return NULL;
     kiln_tensor *t = tensor_around(cx, fn, dtype, &shape, numel, nbytes, s);
-    if (!t) storage_release(s);
+    if (!t) kiln__storage_release(s);
     return t;
 }
 
@@ -131,7 +131,7 @@ kiln_tensor *kiln__tensor_new_on(kiln_ctx *cx, const char *fn, kiln_dtype dtype,
             kiln_ctx_set_error(cx, KILN_INTERNAL, "%s: a tensor of %zu bytes over storage of %zu",
                                fn, nbytes, storage->nbytes);
     }
-    if (!t) storage_release(storage);
+    if (!t) kiln__storage_release(storage);
     return t;
 }
 
@@ -175,7 +175,7 @@ void kiln__dead_message_free(const kiln_tensor *t, char *message) {
 
 void kiln__tensor_kill(kiln_tensor *t, char *message) {
     t->dead = message;
-    storage_release(t->storage);
+    kiln__storage_release(t->storage);
     t->storage = NULL;
     t->byte_offset = 0;
 }
@@ -358,7 +358,7 @@ void kiln_tensor_release(kiln_tensor *t) {
     if (!t) return;
     if (atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) != 1) return;
     kiln__owned_unlink(&t->owned); /* an early release of a scope-owned tensor */
-    storage_release(t->storage);
+    kiln__storage_release(t->storage);
     kiln_allocator a = t->allocator;
     if (t->dead) kiln__raw_free(&a, t->dead, strlen(t->dead) + 1);
     kiln__raw_free(&a, t, sizeof *t);

@@ -57,6 +57,10 @@ bool kiln__check_dtype_shape(kiln_ctx *cx, const char *fn, kiln_dtype dtype,
  * one reference; NULL with RESOURCE_EXHAUSTED recorded (naming fn) when out of memory. */
 kiln__storage *kiln__storage_new(kiln_ctx *cx, const char *fn, size_t nbytes);
 
+/* Drops one reference; the last frees the storage (or hands it to its recycle hook, or to
+ * the deleter of wrapped memory). NULL is a no-op. */
+void kiln__storage_release(kiln__storage *s);
+
 /* Frees an unwrapped storage and its data with its allocator, whatever its count (for a
  * recycle hook that does not keep it). */
 void kiln__storage_free(kiln__storage *s);

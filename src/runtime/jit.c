@@ -144,6 +144,7 @@ static void destroy(kiln_jit *f) {
     if (f->donate) jit_free(&f->allocator, f->donate, (size_t)f->layout.n_in * sizeof *f->donate);
     kiln__jit_layout_free(&f->allocator, &f->layout);
     jit_strfree(&f->allocator, f->name);
+    jit_strfree(&f->allocator, (char *)f->compile.backend);
     pthread_mutex_destroy(&f->mutex);
     kiln_allocator a = f->allocator;
     jit_free(&a, f, sizeof *f);
@@ -202,21 +203,26 @@ static kiln_status finish_create(kiln_ctx *cx, const char *api, kiln_jit *f,
                                    "%s: donate path '%s' matches no argument of %s", api,
                                    o->donate_paths[p], f->name);
     }
+    if (s == KILN_OK && o->compile) {
+        f->has_compile = true;
+        f->compile = *o->compile;
+        /* The backend's name is the caller's string: keep a copy. */
+        if (o->compile->backend &&
+            !(f->compile.backend = jit_strdup(cx, &f->allocator, o->compile->backend, api)))
+            s = KILN_RESOURCE_EXHAUSTED;
+    }
     if (s == KILN_OK && pthread_mutex_init(&f->mutex, NULL) != 0)
         s = kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "%s: cannot make a mutex", api);
     if (s != KILN_OK) {
         if (f->donate) jit_free(&f->allocator, f->donate, (size_t)n * sizeof *f->donate);
         kiln__jit_layout_free(&f->allocator, &f->layout);
         jit_strfree(&f->allocator, f->name);
+        jit_strfree(&f->allocator, (char *)f->compile.backend);
         kiln_allocator a = f->allocator;
         jit_free(&a, f, sizeof *f);
         return s;
     }
     f->donate_all = o->donate_all;
-    if (o->compile) {
-        f->has_compile = true;
-        f->compile = *o->compile;
-    }
     f->max_entries = o->max_entries;
     f->max_bytes = o->max_bytes;
     f->max_specializations = o->max_specializations;

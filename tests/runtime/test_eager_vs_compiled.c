@@ -7,9 +7,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "frontend/op_run.h"
 #include "ir/ir.h"
 #include "ops/op.h"
-#include "frontend/op_run.h"
 #include "test_util.h"
 
 #define MAX_IN 6
@@ -198,33 +198,45 @@ static bool run_case(const ev_case *c, bool allow_unsupported) {
     cr_assert_str_eq(again, text, "%s: the printed module does not round-trip", c->name);
     kiln_string_free(cx, again);
     kiln_string_free(cx, text);
-    kiln_exe *exe = NULL;
-    s = kiln_compile(cx, m, NULL, &exe);
-    cr_assert_eq(s, KILN_OK, "%s: compile: %s", c->name, kiln_ctx_error_message(cx));
-    kiln_module_release(m);
-    kiln_exe *exe_parsed = NULL;
-    s = kiln_compile(cx, parsed, NULL, &exe_parsed);
-    cr_assert_eq(s, KILN_OK, "%s: compile of the parsed module: %s", c->name,
-                 kiln_ctx_error_message(cx));
-    kiln_module_release(parsed);
-    cr_assert_eq(kiln_scope_begin(cx), KILN_OK);
-    s = kiln_exe_call(cx, exe_parsed, in, comp);
-    cr_assert_eq(s, KILN_OK, "%s: call of the parsed module: %s", c->name,
-                 kiln_ctx_error_message(cx));
-    for (int32_t r = 0; r < c->n_out; r++)
-        expect_same(c->name, r, eager[r], comp[r], c->approx);
-    kiln_scope_end(cx);
-    kiln_exe_release(exe_parsed);
-    /* Twice: the second call runs on a pooled call state. */
-    for (int round = 0; round < 2; round++) {
+    /* Every registered backend (the interpreter, the reference, among them) agrees with
+     * eager mode, on the module as traced and as read back from its text. */
+    const char *backends[TEST_MAX_BACKENDS];
+    int n_backends = test_backends(backends, TEST_MAX_BACKENDS);
+    for (int b = 0; b < n_backends; b++) {
+        /* The interpreter runs the evaluator's kernels, as eager mode does: bit for bit. */
+        bool approx = c->approx && strcmp(backends[b], "interpreter") != 0;
+        kiln_compile_options o = kiln_compile_options_default();
+        o.backend = backends[b];
+        kiln_exe *exe = NULL;
+        s = kiln_compile(cx, m, &o, &exe);
+        cr_assert_eq(s, KILN_OK, "%s: %s: compile: %s", c->name, backends[b],
+                     kiln_ctx_error_message(cx));
+        kiln_exe *exe_parsed = NULL;
+        s = kiln_compile(cx, parsed, &o, &exe_parsed);
+        cr_assert_eq(s, KILN_OK, "%s: %s: compile of the parsed module: %s", c->name, backends[b],
+                     kiln_ctx_error_message(cx));
         cr_assert_eq(kiln_scope_begin(cx), KILN_OK);
-        s = kiln_exe_call(cx, exe, in, comp);
-        cr_assert_eq(s, KILN_OK, "%s: call: %s", c->name, kiln_ctx_error_message(cx));
+        s = kiln_exe_call(cx, exe_parsed, in, comp);
+        cr_assert_eq(s, KILN_OK, "%s: %s: call of the parsed module: %s", c->name, backends[b],
+                     kiln_ctx_error_message(cx));
         for (int32_t r = 0; r < c->n_out; r++)
-            expect_same(c->name, r, eager[r], comp[r], c->approx);
+            expect_same(c->name, r, eager[r], comp[r], approx);
         kiln_scope_end(cx);
+        kiln_exe_release(exe_parsed);
+        /* Twice: the second call runs on a pooled call state. */
+        for (int round = 0; round < 2; round++) {
+            cr_assert_eq(kiln_scope_begin(cx), KILN_OK);
+            s = kiln_exe_call(cx, exe, in, comp);
+            cr_assert_eq(s, KILN_OK, "%s: %s: call: %s", c->name, backends[b],
+                         kiln_ctx_error_message(cx));
+            for (int32_t r = 0; r < c->n_out; r++)
+                expect_same(c->name, r, eager[r], comp[r], approx);
+            kiln_scope_end(cx);
+        }
+        kiln_exe_release(exe);
     }
-    kiln_exe_release(exe);
+    kiln_module_release(m);
+    kiln_module_release(parsed);
     for (int32_t r = 0; r < c->n_out; r++)
         kiln_tensor_release(eager[r]);
     expect_ok(cx);

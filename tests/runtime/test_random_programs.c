@@ -1489,8 +1489,9 @@ static bool same(const kiln_tensor *ref, const kiln_tensor *got, double bound, c
 typedef struct variant {
     const char *name;
     bool donate, no_passes;
-    int threads;  /* 0: leave the count alone */
-    bool reparse; /* compile the module read back from its printed text */
+    int threads;         /* 0: leave the count alone */
+    bool reparse;        /* compile the module read back from its printed text */
+    const char *backend; /* NULL: the default ("cpu") */
 } variant;
 
 static bool verbose(void) {
@@ -1579,6 +1580,7 @@ static bool run_compiled(kiln_ctx *cx, const prog *p, kiln_tensor *const *in, co
         m = back;
     }
     kiln_compile_options co = kiln_compile_options_default();
+    co.backend = v->backend;
     co.disable_passes = v->no_passes;
     /* Without passes, also without folding: every op then runs at call time. */
     co.disable_constant_folding = v->no_passes;
@@ -1844,12 +1846,29 @@ static void run_batch(int batch) {
     } else {
         base = (uint64_t)batch << 40;
     }
-    const variant variants[] = {
-        {"compiled", false, false, 0, false},
-        {"compiled without passes or folding", false, true, 0, false},
-        {"compiled with donate_all", true, false, 0, false},
-        {"printed, parsed back and compiled", false, false, 0, true},
+    /* The same four variants on every registered backend; the first of each backend's on
+     * every program, all of them on some. */
+    static const variant kinds[] = {
+        {"compiled", false, false, 0, false, NULL},
+        {"compiled without passes or folding", false, true, 0, false, NULL},
+        {"compiled with donate_all", true, false, 0, false, NULL},
+        {"printed, parsed back and compiled", false, false, 0, true, NULL},
     };
+    enum { N_KINDS = sizeof kinds / sizeof kinds[0] };
+    const char *backends[TEST_MAX_BACKENDS];
+    int n_backends = test_backends(backends, TEST_MAX_BACKENDS);
+    variant variants[TEST_MAX_BACKENDS * N_KINDS], cheap[TEST_MAX_BACKENDS];
+    char names[TEST_MAX_BACKENDS * N_KINDS][96];
+    for (int b = 0; b < n_backends; b++) {
+        for (int k = 0; k < N_KINDS; k++) {
+            variant *v = &variants[b * N_KINDS + k];
+            *v = kinds[k];
+            snprintf(names[b * N_KINDS + k], sizeof names[0], "%s: %s", backends[b], kinds[k].name);
+            v->name = names[b * N_KINDS + k];
+            v->backend = backends[b];
+        }
+        cheap[b] = variants[b * N_KINDS];
+    }
     prog *p = malloc(sizeof *p);
     cr_assert_not_null(p);
     double start = now_seconds();
@@ -1857,9 +1876,10 @@ static void run_batch(int batch) {
     for (long i = 0; seconds > 0 ? now_seconds() - start < seconds : i < count; i++) {
         uint64_t seed = base + (uint64_t)i;
         gen_program(p, seed, false);
-        /* Cheap variants on every program, the others on some. */
-        int nv = i % 3 == 0 ? 4 : 1;
-        if (!check_and_minimise(p, variants, nv, false)) failures++;
+        bool all = i % 3 == 0;
+        if (!check_and_minimise(p, all ? variants : cheap, all ? n_backends * N_KINDS : n_backends,
+                                false))
+            failures++;
         done++;
         if (failures >= env_long("KILN_RPG_MAX_FAILURES", 3)) break;
     }
@@ -1884,10 +1904,10 @@ Test(random_programs, batch_3) { run_batch(3); }
  * splits the work), and agrees with eager. */
 Test(random_programs, threads) {
     const variant v[] = {
-        {"compiled, 1 thread", false, false, 1, false},
-        {"compiled, 2 threads", false, false, 2, false},
-        {"compiled, 3 threads, donate_all", true, false, 3, false},
-        {"compiled, 4 threads", false, false, 4, false},
+        {"compiled, 1 thread", false, false, 1, false, NULL},
+        {"compiled, 2 threads", false, false, 2, false, NULL},
+        {"compiled, 3 threads, donate_all", true, false, 3, false, NULL},
+        {"compiled, 4 threads", false, false, 4, false, NULL},
     };
     const char *fixed = getenv("KILN_RPG_SEED");
     uint64_t base = fixed && *fixed ? strtoull(fixed, NULL, 10) : (uint64_t)7 << 40;

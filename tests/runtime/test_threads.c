@@ -14,3 +14,7 @@ Test(threads, one_executable_from_many_threads) { scenario(0); }
 Test(threads, regions_interpreted_on_many_threads) { scenario(1); }
 
 Test(threads, donation_on_many_threads) { scenario(2); }
+
+Test(threads, executables_on_two_devices_at_once) { scenario(3); }
+
+Test(threads, interpreter_backend_on_many_threads) { scenario(4); }

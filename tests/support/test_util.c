@@ -31,3 +31,22 @@ const char *test_tmp_path(const char *name) {
 #endif
     return buf;
 }
+
+int test_backends(const char **names, int cap) {
+    kiln_ctx *cx = test_ctx();
+    int n = 0;
+    for (int32_t i = 0; i < kiln_backend_count(cx); i++) {
+        kiln_backend_info info;
+        cr_assert_eq(kiln_backend_info_get(cx, i, &info), KILN_OK, "%s",
+                     kiln_ctx_error_message(cx));
+        if (!info.available) {
+            fprintf(stderr, "note: backend '%s' is unavailable here, not tested: %s\n", info.name,
+                    info.reason);
+            continue;
+        }
+        if (n < cap) names[n++] = info.name;
+    }
+    kiln_ctx_release(cx);
+    cr_assert_gt(n, 0, "no backend is available");
+    return n;
+}

@@ -29,6 +29,15 @@ kiln_ctx *test_ctx(void);
     cr_assert_eq(kiln_ctx_status(cx), KILN_OK, "unexpected error %s: %s", \
                  kiln_status_name(kiln_ctx_status(cx)), kiln_ctx_error_message(cx))
 
+/* The most backends the tests expect a ctx to list. */
+#define TEST_MAX_BACKENDS 16
+
+/* The names of the backends a default ctx lists as available, in registry order (the
+ * names are the backends' static strings), at most cap of them; fails the test when there
+ * is none. A listed backend that is unavailable is reported on stderr, loudly, with its
+ * reason. */
+int test_backends(const char **names, int cap);
+
 /* A path under the build's test scratch folder, unique to the process. */
 const char *test_tmp_path(const char *name);
 

@@ -65,6 +65,7 @@ static kiln_status looped(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **ou
 
 typedef struct job {
     kiln_exe *exe;
+    int device, n_devices; /* the thread's logical CPU device, of n_devices */
     kiln_region fn;
     kiln_shape shape;
     kiln_tensor *shared_y; /* made on the main thread, read by every thread */
@@ -87,7 +88,10 @@ static bool same(const kiln_tensor *a, const kiln_tensor *b) {
 static void *worker(void *p) {
     job *j = p;
     kiln_ctx *cx = NULL;
-    if (kiln_ctx_create(NULL, &cx) != KILN_OK) {
+    kiln_ctx_options o = kiln_ctx_options_default();
+    o.cpu_devices = j->n_devices;
+    o.device = (kiln_device){KILN_DEVICE_TYPE_CPU, j->device};
+    if (kiln_ctx_create(&o, &cx) != KILN_OK) {
         snprintf(j->error, sizeof j->error, "thread %d: no ctx", j->id);
         return NULL;
     }
@@ -104,6 +108,9 @@ static void *worker(void *p) {
                      kiln_ctx_error_message(cx));
         else if (!same(r[0], want[0]) || !same(r[1], want[1]))
             snprintf(j->error, sizeof j->error, "thread %d call %d: results differ", j->id, i);
+        else if (kiln_tensor_device(r[0]).id != j->device)
+            snprintf(j->error, sizeof j->error, "thread %d call %d: a result on cpu:%d, not cpu:%d",
+                     j->id, i, (int)kiln_tensor_device(r[0]).id, j->device);
         else if (j->donate && kiln_tensor_data(x))
             snprintf(j->error, sizeof j->error, "thread %d call %d: x not donated", j->id, i);
         else
@@ -115,33 +122,49 @@ static void *worker(void *p) {
     return NULL;
 }
 
-/* Compiles f, calls it from THREADS threads CALLS times each (every result compared with f
- * run eagerly on that thread) and checks the shared argument stayed as it was. */
-static bool run_threads(kiln_region_fn f, kiln_shape shape, bool donate, char *err, size_t cap) {
+/* Compiles f with `backend` (NULL: the default) once for each of n_devices logical CPU
+ * devices, calls it from THREADS threads CALLS times each (thread t on device t %
+ * n_devices, with a ctx of its own there; every result compared with f run eagerly on that
+ * thread) and checks the shared argument stayed as it was. */
+static bool run_threads(kiln_region_fn f, kiln_shape shape, bool donate, const char *backend,
+                        int n_devices, char *err, size_t cap) {
     kiln_ctx *cx = NULL;
-    if (kiln_ctx_create(NULL, &cx) != KILN_OK) return snprintf(err, cap, "no ctx"), false;
+    kiln_ctx_options co = kiln_ctx_options_default();
+    co.cpu_devices = n_devices;
+    if (kiln_ctx_create(&co, &cx) != KILN_OK) return snprintf(err, cap, "no ctx"), false;
     kiln_arg_spec args[2] = {{.dtype = KILN_F32, .shape = shape, .donate = donate},
                              {.dtype = KILN_F32, .shape = shape}};
     kiln_region fn = {f, NULL};
-    kiln_module *m = NULL;
-    kiln_exe *exe = NULL;
-    if (kiln_lower(cx, &fn, args, 2, 2, NULL, &m) != KILN_OK ||
-        kiln_compile(cx, m, NULL, &exe) != KILN_OK) {
-        snprintf(err, cap, "compile: %s", kiln_ctx_error_message(cx));
-        kiln_module_release(m);
-        kiln_ctx_release(cx);
-        return false;
-    }
-    kiln_module_release(m);
+    kiln_exe *exes[2] = {NULL, NULL};
+    kiln_tensor *ys[2] = {NULL, NULL};
     kiln_tensor *y = values(cx, shape, -0.5, 0.0625);
+    for (int d = 0; d < n_devices; d++) {
+        kiln_module *m = NULL;
+        kiln_compile_options o = kiln_compile_options_default();
+        o.backend = backend;
+        o.device = (kiln_device){KILN_DEVICE_TYPE_CPU, d};
+        ys[d] = kiln_tensor_to_device(cx, y, o.device);
+        if (!ys[d] || kiln_lower(cx, &fn, args, 2, 2, NULL, &m) != KILN_OK ||
+            kiln_compile(cx, m, &o, &exes[d]) != KILN_OK) {
+            snprintf(err, cap, "compile for cpu:%d: %s", d, kiln_ctx_error_message(cx));
+            kiln_module_release(m);
+            kiln_exe_release(exes[0]);
+            kiln_ctx_release(cx);
+            return false;
+        }
+        kiln_module_release(m);
+    }
     job jobs[THREADS];
     pthread_t threads[THREADS];
     int started = 0;
     for (int t = 0; t < THREADS; t++) {
-        jobs[t] = (job){.exe = kiln_exe_retain(exe),
+        int d = t % n_devices;
+        jobs[t] = (job){.exe = kiln_exe_retain(exes[d]),
+                        .device = d,
+                        .n_devices = n_devices,
                         .fn = fn,
                         .shape = shape,
-                        .shared_y = y,
+                        .shared_y = ys[d],
                         .donate = donate,
                         .id = t,
                         .calls = CALLS};
@@ -152,7 +175,8 @@ static bool run_threads(kiln_region_fn f, kiln_shape shape, bool donate, char *e
         }
         started++;
     }
-    kiln_exe_release(exe); /* the threads keep it alive */
+    for (int d = 0; d < n_devices; d++)
+        kiln_exe_release(exes[d]); /* the threads keep them alive */
     bool ok = started == THREADS;
     for (int t = 0; t < started; t++) {
         pthread_join(threads[t], NULL);
@@ -164,10 +188,11 @@ static bool run_threads(kiln_region_fn f, kiln_shape shape, bool donate, char *e
             ok = false;
         }
     }
-    if (ok && kiln_tensor_item(cx, y, 0) != -0.5) {
-        snprintf(err, cap, "the shared argument was written"); /* shared, never written */
-        ok = false;
-    }
+    for (int d = 0; d < n_devices && ok; d++)
+        if (kiln_tensor_item(cx, ys[d], 0) != -0.5) {
+            snprintf(err, cap, "the shared argument was written"); /* shared, never written */
+            ok = false;
+        }
     if (ok && kiln_ctx_status(cx) != KILN_OK) {
         snprintf(err, cap, "%s", kiln_ctx_error_message(cx));
         ok = false;
@@ -178,16 +203,23 @@ static bool run_threads(kiln_region_fn f, kiln_shape shape, bool donate, char *e
 
 const char *const kiln_test_thread_scenarios[KILN_TEST_N_THREAD_SCENARIOS] = {
     "one_executable_from_many_threads", "regions_interpreted_on_many_threads",
-    "donation_on_many_threads"};
+    "donation_on_many_threads", "executables_on_two_devices_at_once",
+    "interpreter_backend_on_many_threads"};
 
 bool kiln_test_thread_scenario(int which, char *err, size_t cap) {
     err[0] = 0;
     switch (which) {
-    case 0: return run_threads(emlx_step, KILN_SHAPE(10, 10), false, err, cap);
-    case 1: return run_threads(looped, KILN_SHAPE(4, 5), false, err, cap);
+    case 0: return run_threads(emlx_step, KILN_SHAPE(10, 10), false, NULL, 1, err, cap);
+    case 1: return run_threads(looped, KILN_SHAPE(4, 5), false, NULL, 1, err, cap);
     case 2:
-        return run_threads(emlx_step, KILN_SHAPE(10, 10), true, err, cap) &&
-               run_threads(looped, KILN_SHAPE(4, 5), true, err, cap);
+        return run_threads(emlx_step, KILN_SHAPE(10, 10), true, NULL, 1, err, cap) &&
+               run_threads(looped, KILN_SHAPE(4, 5), true, NULL, 1, err, cap);
+    case 3:
+        return run_threads(emlx_step, KILN_SHAPE(10, 10), true, NULL, 2, err, cap) &&
+               run_threads(looped, KILN_SHAPE(4, 5), false, NULL, 2, err, cap);
+    case 4:
+        return run_threads(emlx_step, KILN_SHAPE(10, 10), true, "interpreter", 2, err, cap) &&
+               run_threads(looped, KILN_SHAPE(4, 5), false, "interpreter", 1, err, cap);
     default: snprintf(err, cap, "no scenario %d", which); return false;
     }
 }

@@ -1,0 +1,396 @@
+#define _POSIX_C_SOURCE 200809L
+/* The backend interface seen from outside: the registry and its listing, a toy backend
+ * built here against backend/backend.h alone, logical CPU devices, moving tensors between
+ * them, and events. */
+#include <pthread.h>
+
+#include "backend/event.h"
+#include "test_util.h"
+#include "toy_backend.h"
+
+static kiln_ctx *ctx_with_devices(int n) {
+    kiln_ctx_options o = kiln_ctx_options_default();
+    o.cpu_devices = n;
+    kiln_ctx *cx = NULL;
+    cr_assert_eq(kiln_ctx_create(&o, &cx), KILN_OK);
+    return cx;
+}
+
+static kiln_status axpy(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
+    (void)u;
+    kiln_tensor *two = kiln_full(cx, KILN_F32, KILN_SHAPE(4), 2.0);
+    out[0] = kiln_add(cx, kiln_multiply(cx, two, in[0]), kiln_negate(cx, in[1]));
+    return kiln_ctx_status(cx);
+}
+
+static kiln_module *lower_axpy(kiln_ctx *cx) {
+    kiln_arg_spec specs[2] = {{.dtype = KILN_F32, .shape = KILN_SHAPE(4)},
+                              {.dtype = KILN_F32, .shape = KILN_SHAPE(4)}};
+    kiln_region fn = {axpy, NULL};
+    kiln_module *m = NULL;
+    cr_assert_eq(kiln_lower(cx, &fn, specs, 2, 1, NULL, &m), KILN_OK, "%s",
+                 kiln_ctx_error_message(cx));
+    return m;
+}
+
+static kiln_tensor *vec4(kiln_ctx *cx, float a, float b, float c, float d) {
+    return kiln_tensor_from_host(cx, KILN_F32, KILN_SHAPE(4), (float[]){a, b, c, d},
+                                 4 * sizeof(float));
+}
+
+static void expect_values(const kiln_tensor *t, float a, float b, float c, float d) {
+    cr_assert_not_null(t);
+    const float *v = kiln_tensor_data(t), want[4] = {a, b, c, d};
+    cr_assert_not_null(v);
+    for (int i = 0; i < 4; i++)
+        cr_assert_float_eq(v[i], want[i], 0, "element %d: %g, expected %g", i, v[i], want[i]);
+}
+
+/* ---- the registry ------------------------------------------------------------------------ */
+
+Test(backend, the_builtin_backends_are_listed) {
+    kiln_ctx *cx = test_ctx();
+    cr_assert_geq(kiln_backend_count(cx), 2);
+    kiln_backend_info info;
+    cr_assert_eq(kiln_backend_info_get(cx, 0, &info), KILN_OK);
+    cr_assert_str_eq(info.name, "cpu");
+    cr_assert(info.available);
+    cr_assert_str_eq(info.reason, "");
+    cr_assert_eq(info.device_type, KILN_DEVICE_TYPE_CPU);
+    cr_assert_eq(info.n_devices, 1);
+    cr_assert_eq(kiln_backend_info_get(cx, 1, &info), KILN_OK);
+    cr_assert_str_eq(info.name, "interpreter");
+    cr_assert(info.available);
+    cr_assert_eq(kiln_backend_info_get(cx, 99, &info), KILN_INVALID_ARGUMENT);
+    expect_error(cx, KILN_INVALID_ARGUMENT, "kiln_backend_info_get: index 99 is out of range");
+    cr_assert_eq(kiln_backend_info_get(cx, 0, NULL), KILN_INVALID_ARGUMENT);
+    expect_error(cx, KILN_INVALID_ARGUMENT, "out_info is NULL");
+    cr_assert_eq(kiln_backend_info_get(NULL, 0, &info), KILN_INVALID_ARGUMENT);
+    cr_assert_eq(kiln_backend_count(NULL), 0);
+    cr_assert_eq(kiln_device_count(cx, KILN_DEVICE_TYPE_CPU), 1);
+    cr_assert_eq(kiln_device_count(cx, KILN_DEVICE_TYPE_CUDA), 0);
+    cr_assert_eq(kiln_device_count(NULL, KILN_DEVICE_TYPE_CPU), 0);
+    kiln_ctx_release(cx);
+}
+
+Test(backend, unknown_and_unavailable_backends_are_reported_not_crashed_on) {
+    kiln_ctx *cx = test_ctx();
+    kiln_module *m = lower_axpy(cx);
+    kiln_compile_options o = kiln_compile_options_default();
+    o.backend = "tpu";
+    kiln_exe *exe = NULL;
+    cr_assert_eq(kiln_compile(cx, m, &o, &exe), KILN_NOT_FOUND);
+    cr_assert_null(exe);
+    expect_error(cx, KILN_NOT_FOUND,
+                 "kiln_compile: no backend named 'tpu' (known: cpu, interpreter)");
+    /* A backend that cannot run here stays listed, with its reason. */
+    cr_assert_eq(kiln__backend_register(cx, &toy_missing_backend), KILN_OK);
+    kiln_backend_info info;
+    cr_assert_eq(kiln_backend_info_get(cx, kiln_backend_count(cx) - 1, &info), KILN_OK);
+    cr_assert_str_eq(info.name, "toy-missing");
+    cr_assert_not(info.available);
+    cr_assert_str_eq(info.reason, "no toy accelerator in this machine");
+    cr_assert_eq(info.n_devices, 0);
+    o.backend = "toy-missing";
+    cr_assert_eq(kiln_compile(cx, m, &o, &exe), KILN_UNAVAILABLE);
+    expect_error(cx, KILN_UNAVAILABLE,
+                 "backend 'toy-missing' is unavailable: no toy accelerator in this machine");
+    /* Its device type: the unavailable backend's reason, not a crash. */
+    o.backend = NULL;
+    o.device = (kiln_device){KILN_DEVICE_TYPE_CUDA, 0};
+    cr_assert_eq(kiln_compile(cx, m, &o, &exe), KILN_UNAVAILABLE);
+    expect_error(cx, KILN_UNAVAILABLE, "device cuda:0: backend 'toy-missing' is unavailable");
+    kiln_tensor *x = vec4(cx, 1, 2, 3, 4);
+    cr_assert_null(kiln_tensor_to_device(cx, x, o.device));
+    expect_error(cx, KILN_UNAVAILABLE, "kiln_tensor_to_device: device cuda:0");
+    cr_assert_eq(kiln_device_count(cx, KILN_DEVICE_TYPE_CUDA), 0);
+    kiln_module_release(m);
+    kiln_ctx_release(cx);
+}
+
+Test(backend, bad_tables_are_refused) {
+    kiln_ctx *cx = test_ctx();
+    kiln__backend b = toy_backend;
+    b.version = 1;
+    cr_assert_eq(kiln__backend_register(cx, &b), KILN_INVALID_ARGUMENT);
+    expect_error(cx, KILN_INVALID_ARGUMENT, "backend 'toy' is refused: it implements another");
+    b = toy_backend;
+    b.struct_size = 16;
+    cr_assert_eq(kiln__backend_register(cx, &b), KILN_INVALID_ARGUMENT);
+    expect_error(cx, KILN_INVALID_ARGUMENT, "smaller than interface version 2");
+    b = toy_backend;
+    b.execute = NULL;
+    cr_assert_eq(kiln__backend_register(cx, &b), KILN_INVALID_ARGUMENT);
+    expect_error(cx, KILN_INVALID_ARGUMENT, "a required entry is NULL");
+    b = toy_backend;
+    b.name = "cpu";
+    cr_assert_eq(kiln__backend_register(cx, &b), KILN_INVALID_ARGUMENT);
+    expect_error(cx, KILN_INVALID_ARGUMENT, "a backend named 'cpu' is already listed");
+    cr_assert_eq(kiln__backend_register(cx, NULL), KILN_INVALID_ARGUMENT);
+    expect_error(cx, KILN_INVALID_ARGUMENT, "backend is NULL");
+    cr_assert_eq(kiln_backend_count(cx), 2);
+    kiln_ctx_release(cx);
+}
+
+/* ---- a backend from outside ------------------------------------------------------------- */
+
+Test(backend, a_toy_backend_built_on_the_interface_alone_runs_a_program) {
+    kiln_ctx *cx = test_ctx();
+    cr_assert_eq(kiln__backend_register(cx, &toy_backend), KILN_OK, "%s",
+                 kiln_ctx_error_message(cx));
+    kiln_module *m = lower_axpy(cx);
+    kiln_compile_options o = kiln_compile_options_default();
+    o.backend = "toy";
+    kiln_exe *exe = NULL;
+    cr_assert_eq(kiln_compile(cx, m, &o, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    kiln_exe_info info;
+    cr_assert_eq(kiln_exe_info_get(cx, exe, &info), KILN_OK);
+    cr_assert_str_eq(info.backend, "toy");
+    cr_assert_eq(info.device.type, KILN_DEVICE_TYPE_CPU);
+    char *text = kiln_exe_to_string(cx, exe);
+    cr_assert_not_null(text);
+    cr_assert(strstr(text, "backend toy prints nothing"), "%s", text);
+    kiln_string_free(cx, text);
+    /* Each call finishes on the toy's worker thread, through the interface's event. */
+    for (int round = 0; round < 3; round++) {
+        kiln_scope_begin(cx);
+        kiln_tensor *x = vec4(cx, 1, 2, 3, (float)round), *y = vec4(cx, 10, 20, 30, 40), *r = NULL;
+        cr_assert_eq(kiln_exe_call(cx, exe, (kiln_tensor *[]){x, y}, &r), KILN_OK, "%s",
+                     kiln_ctx_error_message(cx));
+        expect_values(r, -8, -16, -24, 2.0f * (float)round - 40);
+        kiln_scope_end(cx);
+    }
+    kiln_exe_release(exe);
+    kiln_module_release(m);
+    expect_ok(cx);
+    kiln_ctx_release(cx);
+}
+
+static kiln_status uses_exp(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
+    (void)u;
+    out[0] = kiln_exponential(cx, in[0]);
+    return kiln_ctx_status(cx);
+}
+
+Test(backend, a_backend_refuses_what_it_cannot_run) {
+    kiln_ctx *cx = test_ctx();
+    cr_assert_eq(kiln__backend_register(cx, &toy_backend), KILN_OK);
+    kiln_arg_spec spec = {.dtype = KILN_F32, .shape = KILN_SHAPE(4)};
+    kiln_region fn = {uses_exp, NULL};
+    kiln_module *m = NULL;
+    cr_assert_eq(kiln_lower(cx, &fn, &spec, 1, 1, NULL, &m), KILN_OK);
+    kiln_compile_options o = kiln_compile_options_default();
+    o.backend = "toy";
+    kiln_exe *exe = NULL;
+    cr_assert_eq(kiln_compile(cx, m, &o, &exe), KILN_UNIMPLEMENTED);
+    cr_assert_null(exe);
+    expect_error(cx, KILN_UNIMPLEMENTED, "toy: cannot compile exponential");
+    /* The builtins still compile it. */
+    o.backend = NULL;
+    cr_assert_eq(kiln_compile(cx, m, &o, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    kiln_exe_release(exe);
+    kiln_module_release(m);
+    kiln_ctx_release(cx);
+}
+
+/* ---- logical CPU devices ---------------------------------------------------------------- */
+
+Test(backend, cpu_devices_are_counted_and_checked) {
+    kiln_ctx *cx = ctx_with_devices(3);
+    cr_assert_eq(kiln_device_count(cx, KILN_DEVICE_TYPE_CPU), 3);
+    kiln_backend_info info;
+    cr_assert_eq(kiln_backend_info_get(cx, 0, &info), KILN_OK);
+    cr_assert_eq(info.n_devices, 3);
+    kiln_ctx_release(cx);
+    kiln_ctx_options o = kiln_ctx_options_default();
+    kiln_ctx *bad = (kiln_ctx *)1;
+    o.cpu_devices = 2;
+    o.device = (kiln_device){KILN_DEVICE_TYPE_CPU, 2};
+    cr_assert_eq(kiln_ctx_create(&o, &bad), KILN_INVALID_ARGUMENT);
+    cr_assert_null(bad);
+    o.device = KILN_DEVICE_CPU;
+    o.cpu_devices = -1;
+    cr_assert_eq(kiln_ctx_create(&o, &bad), KILN_INVALID_ARGUMENT);
+    o.cpu_devices = 257;
+    cr_assert_eq(kiln_ctx_create(&o, &bad), KILN_INVALID_ARGUMENT);
+    /* The default comes from KILN_CPU_DEVICES; nonsense there means 1. */
+    setenv("KILN_CPU_DEVICES", "4", 1);
+    cx = test_ctx();
+    cr_assert_eq(kiln_device_count(cx, KILN_DEVICE_TYPE_CPU), 4);
+    kiln_ctx_release(cx);
+    setenv("KILN_CPU_DEVICES", "lots", 1);
+    cx = test_ctx();
+    cr_assert_eq(kiln_device_count(cx, KILN_DEVICE_TYPE_CPU), 1);
+    kiln_ctx_release(cx);
+    unsetenv("KILN_CPU_DEVICES");
+}
+
+Test(backend, tensors_move_between_devices_and_ops_run_where_their_operands_are) {
+    kiln_ctx *cx = ctx_with_devices(2);
+    kiln_device d0 = KILN_DEVICE_CPU, d1 = {KILN_DEVICE_TYPE_CPU, 1};
+    kiln_tensor *x = vec4(cx, 1, 2, 3, 4);
+    cr_assert_eq(kiln_tensor_device(x).id, 0);
+    kiln_tensor *x1 = kiln_tensor_to_device(cx, x, d1);
+    cr_assert_not_null(x1, "%s", kiln_ctx_error_message(cx));
+    cr_assert_eq(kiln_tensor_device(x1).id, 1);
+    cr_assert_neq(kiln_tensor_data(x1), kiln_tensor_data(x), "a copy, not a view");
+    expect_values(x1, 1, 2, 3, 4);
+    /* An eager op runs on its operands' device, and its result lives there. */
+    kiln_tensor *y1 = kiln_multiply(cx, x1, x1);
+    cr_assert_not_null(y1, "%s", kiln_ctx_error_message(cx));
+    cr_assert_eq(kiln_tensor_device(y1).id, 1);
+    expect_values(y1, 1, 4, 9, 16);
+    /* Made without operands: on the ctx's device. */
+    cr_assert_eq(kiln_tensor_device(kiln_zeros(cx, KILN_F32, KILN_SHAPE(2))).id, 0);
+    /* Mixing devices is refused, naming both. */
+    cr_assert_null(kiln_add(cx, x, x1));
+    expect_error(cx, KILN_INVALID_ARGUMENT,
+                 "kiln_add: operand 1 is on device cpu:0 and operand 2 on device cpu:1");
+    /* Back again; to the same device is a view. */
+    kiln_tensor *back = kiln_tensor_to_device(cx, y1, d0);
+    cr_assert_eq(kiln_tensor_device(back).id, 0);
+    expect_values(back, 1, 4, 9, 16);
+    kiln_tensor *same = kiln_tensor_to_device(cx, back, d0);
+    cr_assert_eq(kiln_tensor_data(same), kiln_tensor_data(back));
+    /* Errors. */
+    cr_assert_null(kiln_tensor_to_device(cx, x, (kiln_device){KILN_DEVICE_TYPE_CPU, 2}));
+    expect_error(cx, KILN_INVALID_ARGUMENT, "kiln_tensor_to_device: no device cpu:2");
+    cr_assert_null(kiln_tensor_to_device(cx, NULL, d1));
+    expect_error(cx, KILN_INVALID_ARGUMENT, "kiln_tensor_to_device: tensor is NULL");
+    cr_assert_null(kiln_tensor_to_device(NULL, x, d1));
+    kiln_ctx_release(cx);
+}
+
+/* Runs an executable compiled for each device on its own thread, at once. */
+typedef struct device_job {
+    kiln_exe *exe;
+    int device;
+    float got[4];
+    char error[256];
+} device_job;
+
+static void *device_worker(void *p) {
+    device_job *j = p;
+    kiln_ctx *cx = ctx_with_devices(2);
+    kiln_device d = {KILN_DEVICE_TYPE_CPU, j->device};
+    for (int i = 0; i < 200 && !j->error[0]; i++) {
+        kiln_scope_begin(cx);
+        kiln_tensor *x = kiln_tensor_to_device(cx, vec4(cx, 1, 2, 3, (float)j->device), d);
+        kiln_tensor *y = kiln_tensor_to_device(cx, vec4(cx, 1, 1, 1, 1), d), *r = NULL;
+        if (kiln_exe_call(cx, j->exe, (kiln_tensor *[]){x, y}, &r) != KILN_OK)
+            snprintf(j->error, sizeof j->error, "%s", kiln_ctx_error_message(cx));
+        else if (kiln_tensor_device(r).id != j->device)
+            snprintf(j->error, sizeof j->error, "result on cpu:%d", kiln_tensor_device(r).id);
+        else
+            memcpy(j->got, kiln_tensor_data(r), sizeof j->got);
+        kiln_scope_end(cx);
+    }
+    kiln_ctx_release(cx);
+    return NULL;
+}
+
+Test(backend, an_executable_per_device_runs_concurrently_and_checks_its_arguments_device) {
+    kiln_ctx *cx = ctx_with_devices(2);
+    kiln_module *m = lower_axpy(cx);
+    device_job jobs[2] = {{0}, {0}};
+    for (int d = 0; d < 2; d++) {
+        kiln_compile_options o = kiln_compile_options_default();
+        o.device = (kiln_device){KILN_DEVICE_TYPE_CPU, d};
+        o.backend = d ? "interpreter" : NULL;
+        cr_assert_eq(kiln_compile(cx, m, &o, &jobs[d].exe), KILN_OK, "%s",
+                     kiln_ctx_error_message(cx));
+        kiln_exe_info info;
+        cr_assert_eq(kiln_exe_info_get(cx, jobs[d].exe, &info), KILN_OK);
+        cr_assert_eq(info.device.id, d);
+        cr_assert_str_eq(info.backend, d ? "interpreter" : "cpu");
+        jobs[d].device = d;
+    }
+    pthread_t t[2];
+    for (int d = 0; d < 2; d++)
+        cr_assert_eq(pthread_create(&t[d], NULL, device_worker, &jobs[d]), 0);
+    for (int d = 0; d < 2; d++) {
+        pthread_join(t[d], NULL);
+        cr_assert_str_eq(jobs[d].error, "", "device %d: %s", d, jobs[d].error);
+        cr_assert_float_eq(jobs[d].got[3], 2.0f * (float)d - 1, 0);
+    }
+    /* An argument on the other device is refused, naming both devices. */
+    kiln_tensor *x = vec4(cx, 1, 2, 3, 4), *r = NULL;
+    cr_assert_eq(kiln_exe_call(cx, jobs[1].exe, (kiln_tensor *[]){x, x}, &r),
+                 KILN_INVALID_ARGUMENT);
+    expect_error(cx, KILN_INVALID_ARGUMENT,
+                 "kiln_exe_call: args[0] is on device cpu:0, not on the executable's device cpu:1");
+    /* A device the ctx does not have. */
+    kiln_compile_options o = kiln_compile_options_default();
+    o.device = (kiln_device){KILN_DEVICE_TYPE_CPU, 5};
+    kiln_exe *exe = NULL;
+    cr_assert_eq(kiln_compile(cx, m, &o, &exe), KILN_INVALID_ARGUMENT);
+    expect_error(cx, KILN_INVALID_ARGUMENT,
+                 "kiln_compile: no device cpu:5 (backend 'cpu' offers cpu:0 to cpu:1)");
+    for (int d = 0; d < 2; d++)
+        kiln_exe_release(jobs[d].exe);
+    kiln_module_release(m);
+    kiln_ctx_release(cx);
+}
+
+static kiln_status double_it(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
+    (void)u;
+    out[0] = kiln_add(cx, in[0], in[0]);
+    return kiln_ctx_status(cx);
+}
+
+Test(backend, the_jit_cache_keys_on_the_device) {
+    kiln_ctx *c0 = ctx_with_devices(2);
+    kiln_ctx_options o = kiln_ctx_options_default();
+    o.cpu_devices = 2;
+    o.device = (kiln_device){KILN_DEVICE_TYPE_CPU, 1};
+    kiln_ctx *c1 = NULL;
+    cr_assert_eq(kiln_ctx_create(&o, &c1), KILN_OK);
+    kiln_jit *f = NULL;
+    cr_assert_eq(kiln_jit_create(c0, &(kiln_region){double_it, NULL}, 1, 1, NULL, &f), KILN_OK,
+                 "%s", kiln_ctx_error_message(c0));
+    kiln_ctx *cs[2] = {c0, c1};
+    for (int round = 0; round < 2; round++)
+        for (int d = 0; d < 2; d++) {
+            kiln_scope_begin(cs[d]);
+            kiln_tensor *x = vec4(cs[d], 1, 2, 3, 4), *y = NULL;
+            cr_assert_eq(kiln_tensor_device(x).id, d);
+            cr_assert_eq(kiln_jit_call_list(cs[d], f, &x, &y), KILN_OK, "%s",
+                         kiln_ctx_error_message(cs[d]));
+            cr_assert_eq(kiln_tensor_device(y).id, d);
+            expect_values(y, 2, 4, 6, 8);
+            kiln_scope_end(cs[d]);
+        }
+    kiln_jit_stats st;
+    cr_assert_eq(kiln_jit_stats_get(c0, f, &st), KILN_OK);
+    cr_assert_eq(st.compiles, 2, "one specialization per device");
+    kiln_jit_release(f);
+    kiln_ctx_release(c1);
+    kiln_ctx_release(c0);
+}
+
+/* ---- events ----------------------------------------------------------------------------- */
+
+static void *complete_later(void *p) {
+    kiln__event *e = p;
+    kiln__event_complete(e, KILN_DATA_LOSS, "the copy lost bytes");
+    kiln__event_complete(e, KILN_OK, NULL); /* the first completion stays */
+    kiln__event_release(e);
+    return NULL;
+}
+
+Test(backend, events_complete_on_another_thread_with_their_status) {
+    kiln_ctx *cx = test_ctx();
+    kiln__event *e = kiln__event_new(cx, "test");
+    cr_assert_not_null(e);
+    cr_assert_not(kiln__event_ready(e));
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, complete_later, kiln__event_retain(e)), 0);
+    cr_assert_eq(kiln__event_wait(cx, e), KILN_DATA_LOSS);
+    expect_error(cx, KILN_DATA_LOSS, "the copy lost bytes");
+    cr_assert(kiln__event_ready(e));
+    pthread_join(t, NULL);
+    kiln__event_release(e);
+    cr_assert(kiln__event_ready(NULL));
+    cr_assert_eq(kiln__event_finish(cx, NULL), KILN_OK);
+    kiln_ctx_release(cx);
+}

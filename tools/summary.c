@@ -117,13 +117,12 @@ void cli_tensor_summary(kiln_ctx *cx, const kiln_tensor *t, int max_values, FILE
 }
 
 kiln_status cli_compile(kiln_ctx *cx, kiln_module *m, cli_mode mode, kiln_exe **out_exe) {
-    /* eval: every traced op on its own through the evaluator's kernels (no passes, no
-     * fusion, no constant folding); compiled: passes and fused kernels. */
+    /* eval: every op as written, on its own, by the interpreter backend (the evaluator's
+     * kernels; no passes); compiled: the CPU backend, with passes and fused kernels. */
     kiln_compile_options o = kiln_compile_options_default();
     if (mode == CLI_MODE_EVAL) {
+        o.backend = "interpreter";
         o.disable_passes = true;
-        o.disable_fusion = true;
-        o.disable_constant_folding = true;
     }
     return kiln_compile(cx, m, &o, out_exe);
 }

@@ -74,6 +74,11 @@ typedef struct kiln_ctx_options {
      * KILN_CPU_DEVICES names in the environment (1 to 256; otherwise 1). Negative or above
      * 256: INVALID_ARGUMENT. `device` must be one of them. */
     int cpu_devices;
+    /* The backend kiln_compile uses, for devices of its type, when its options name none
+     * (kiln/device.h lists them): NULL takes KILN_BACKEND from the environment, and
+     * without it the device's preferred backend ("cpu" on CPU devices). Copied; a name longer than
+     * 63 bytes is INVALID_ARGUMENT. An unknown name is reported by kiln_compile (NOT_FOUND). */
+    const char *backend;
 } kiln_ctx_options;
 
 /* Options with every field at its default. Pure; thread-safe. */
@@ -84,9 +89,9 @@ KILN_API kiln_ctx_options kiln_ctx_options_default(void);
  * On success stores the new ctx in *out_ctx (owned by the caller: kiln_ctx_release) and
  * returns KILN_OK. Errors: INVALID_ARGUMENT (out_ctx NULL, struct_size 0 or too small,
  * an allocator without alloc or free, a bad log level, a device that is not one of the
- * ctx's CPU devices, a negative num_threads or a bad cpu_devices), RESOURCE_EXHAUSTED. On error
- * *out_ctx is set to NULL (when out_ctx is not NULL); there is no ctx to hold a message.
- * Thread-safe. */
+ * ctx's CPU devices, a negative num_threads, a bad cpu_devices or too long a backend),
+ * RESOURCE_EXHAUSTED. On error *out_ctx is set to NULL (when out_ctx is not NULL); there is no ctx
+ * to hold a message. Thread-safe. */
 KILN_API KILN_NODISCARD kiln_status kiln_ctx_create(const kiln_ctx_options *options,
                                                     kiln_ctx **out_ctx);
 

@@ -152,6 +152,12 @@ const kiln__backend *kiln__backend_for(kiln_ctx *cx, const char *fn, kiln_device
     return b;
 }
 
+const kiln__backend *kiln__backend_named(kiln_ctx *cx, const char *name) {
+    kiln__registry reg = registry(cx);
+    const entry *e = find(&reg, name);
+    return e ? e->backend : NULL;
+}
+
 const kiln__backend *kiln__backend_eager(kiln_ctx *cx, const char *fn, kiln_device device) {
     if (device.type == KILN_DEVICE_TYPE_CPU && cx->cpu_eager && device.id >= 0 &&
         device.id < cx->cpu_devices)

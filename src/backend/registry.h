@@ -23,6 +23,9 @@ const kiln__backend *kiln__builtin_backend(int32_t index);
 const kiln__backend *kiln__backend_for(kiln_ctx *cx, const char *fn, kiln_device device,
                                        const char *name);
 
+/* The listed backend called `name` (available or not), or NULL. Records nothing. */
+const kiln__backend *kiln__backend_named(kiln_ctx *cx, const char *name);
+
 /* The backend that runs eager ops on `device` (cached for CPU devices); NULL with an
  * error recorded as kiln__backend_for does. */
 const kiln__backend *kiln__backend_eager(kiln_ctx *cx, const char *fn, kiln_device device);

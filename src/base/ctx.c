@@ -68,7 +68,11 @@ kiln_status kiln_ctx_create(const kiln_ctx_options *options, kiln_ctx **out_ctx)
         if (HAS_FIELD(options, device)) o.device = options->device;
         if (HAS_FIELD(options, num_threads)) o.num_threads = options->num_threads;
         if (HAS_FIELD(options, cpu_devices)) o.cpu_devices = options->cpu_devices;
+        if (HAS_FIELD(options, backend)) o.backend = options->backend;
     }
+    if (!o.backend) o.backend = getenv("KILN_BACKEND");
+    if (o.backend && strlen(o.backend) >= sizeof((kiln_ctx *)0)->backend)
+        return KILN_INVALID_ARGUMENT;
     if (o.cpu_devices < 0 || o.cpu_devices > KILN__MAX_CPU_DEVICES) return KILN_INVALID_ARGUMENT;
     if (o.cpu_devices == 0) o.cpu_devices = cpu_devices_from_env();
     if (o.allocator && (!o.allocator->alloc || !o.allocator->free)) return KILN_INVALID_ARGUMENT;
@@ -86,6 +90,7 @@ kiln_status kiln_ctx_create(const kiln_ctx_options *options, kiln_ctx **out_ctx)
     cx->log_user = o.log_user;
     cx->device = o.device;
     cx->cpu_devices = o.cpu_devices;
+    if (o.backend) strcpy(cx->backend, o.backend);
     cx->status = KILN_OK;
     kiln__scope_init(&cx->root_scope, NULL);
     cx->scope = &cx->root_scope;

@@ -142,6 +142,12 @@ kiln_status kiln_compile(kiln_ctx *cx, kiln_module *m, const kiln_compile_option
         if (!HAS_FIELD(options, backend)) o.backend = NULL;
     }
     if (o.device.type == 0) o.device = cx->device;
+    /* The ctx's default backend (KILN_BACKEND) applies to devices of its type; an unknown
+     * name is reported below. */
+    if (!o.backend && cx->backend[0]) {
+        const kiln__backend *named = kiln__backend_named(cx, cx->backend);
+        if (!named || named->device_type == o.device.type) o.backend = cx->backend;
+    }
     const kiln__backend *be = kiln__backend_for(cx, compile_fn, o.device, o.backend);
     if (!be) return kiln_ctx_status(cx);
     if (m->n_funcs < 1)
@@ -171,7 +177,11 @@ kiln_status kiln_compile(kiln_ctx *cx, kiln_module *m, const kiln_compile_option
                                  .donated = exe->donated,
                                  .preserved = exe->preserved,
                                  .aliases = exe->aliases};
+    /* What the backend makes while compiling (folded constants) goes on the device. */
+    kiln_device saved = cx->device;
+    cx->device = o.device;
     s = be->compile(cx, &req, &exe->impl);
+    cx->device = saved;
     if (s != KILN_OK) {
         if (kiln_ctx_status(cx) == KILN_OK)
             kiln_ctx_set_error(cx, s, "%s: backend '%s' failed (%s)", compile_fn, be->name,

@@ -394,3 +394,96 @@ Test(backend, events_complete_on_another_thread_with_their_status) {
     cr_assert_eq(kiln__event_finish(cx, NULL), KILN_OK);
     kiln_ctx_release(cx);
 }
+
+static kiln_status constant_and_sum(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
+                                    void *u) {
+    (void)u;
+    kiln_tensor *c = kiln_tensor_from_host(cx, KILN_F32, KILN_SHAPE(4), (float[]){5, 6, 7, 8},
+                                           4 * sizeof(float));
+    out[0] = c; /* a constant of the module, made on the ctx's device (cpu:0) */
+    out[1] = kiln_add(cx, in[0], c);
+    return kiln_ctx_status(cx);
+}
+
+Test(backend, every_result_of_an_executable_is_on_its_device) {
+    kiln_ctx *cx = ctx_with_devices(2);
+    kiln_arg_spec spec = {.dtype = KILN_F32, .shape = KILN_SHAPE(4)};
+    kiln_region fn = {constant_and_sum, NULL};
+    kiln_device d1 = {KILN_DEVICE_TYPE_CPU, 1};
+    const char *backends[TEST_MAX_BACKENDS];
+    int n = test_backends(backends, TEST_MAX_BACKENDS);
+    for (int b = 0; b < n; b++) {
+        for (int fold = 0; fold < 2; fold++) {
+            kiln_module *m = NULL;
+            cr_assert_eq(kiln_lower(cx, &fn, &spec, 1, 2, NULL, &m), KILN_OK);
+            kiln_compile_options o = kiln_compile_options_default();
+            o.device = d1;
+            o.backend = backends[b];
+            o.disable_constant_folding = fold == 0;
+            kiln_exe *exe = NULL;
+            cr_assert_eq(kiln_compile(cx, m, &o, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
+            kiln_module_release(m);
+            kiln_scope_begin(cx);
+            kiln_tensor *x = kiln_tensor_to_device(cx, vec4(cx, 1, 1, 1, 1), d1), *r[2] = {0};
+            cr_assert_eq(kiln_exe_call(cx, exe, &x, r), KILN_OK, "%s", kiln_ctx_error_message(cx));
+            for (int i = 0; i < 2; i++)
+                cr_assert_eq(kiln_tensor_device(r[i]).id, 1, "%s: result %d on cpu:%d", backends[b],
+                             i, (int)kiln_tensor_device(r[i]).id);
+            expect_values(r[0], 5, 6, 7, 8);
+            expect_values(r[1], 6, 7, 8, 9);
+            kiln_scope_end(cx);
+            kiln_exe_release(exe);
+        }
+    }
+    kiln_ctx_release(cx);
+}
+
+Test(backend, the_ctx_names_kiln_compiles_default_backend) {
+    kiln_ctx_options o = kiln_ctx_options_default();
+    o.backend = "interpreter";
+    kiln_ctx *cx = NULL;
+    cr_assert_eq(kiln_ctx_create(&o, &cx), KILN_OK);
+    kiln_module *m = lower_axpy(cx);
+    kiln_exe *exe = NULL;
+    cr_assert_eq(kiln_compile(cx, m, NULL, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    kiln_exe_info info;
+    cr_assert_eq(kiln_exe_info_get(cx, exe, &info), KILN_OK);
+    cr_assert_str_eq(info.backend, "interpreter");
+    char *text = kiln_exe_to_string(cx, exe);
+    cr_assert(strstr(text, "(interpreter): 2 args, 1 results, 3 ops"), "%s", text);
+    cr_assert(strstr(text, "stablehlo.multiply"), "%s", text);
+    kiln_string_free(cx, text);
+    kiln_exe_release(exe);
+    /* The compile options still choose. */
+    kiln_compile_options co = kiln_compile_options_default();
+    co.backend = "cpu";
+    cr_assert_eq(kiln_compile(cx, m, &co, &exe), KILN_OK);
+    cr_assert_eq(kiln_exe_info_get(cx, exe, &info), KILN_OK);
+    cr_assert_str_eq(info.backend, "cpu");
+    kiln_exe_release(exe);
+    /* The interpreter makes every result afresh: it cannot promise no allocation. */
+    co.backend = "interpreter";
+    co.assert_nonallocating = true;
+    cr_assert_eq(kiln_compile(cx, m, &co, &exe), KILN_FAILED_PRECONDITION);
+    expect_error(cx, KILN_FAILED_PRECONDITION,
+                 "assert_nonallocating: the interpreter backend makes result 0 afresh");
+    kiln_module_release(m);
+    kiln_ctx_release(cx);
+
+    /* From the environment; an unknown name is reported when compiling. */
+    setenv("KILN_BACKEND", "abacus", 1);
+    cx = test_ctx();
+    m = lower_axpy(cx);
+    cr_assert_eq(kiln_compile(cx, m, NULL, &exe), KILN_NOT_FOUND);
+    expect_error(cx, KILN_NOT_FOUND, "no backend named 'abacus'");
+    kiln_module_release(m);
+    kiln_ctx_release(cx);
+    unsetenv("KILN_BACKEND");
+    char long_name[80];
+    memset(long_name, 'x', sizeof long_name - 1);
+    long_name[sizeof long_name - 1] = '\0';
+    o.backend = long_name;
+    cx = (kiln_ctx *)1;
+    cr_assert_eq(kiln_ctx_create(&o, &cx), KILN_INVALID_ARGUMENT);
+    cr_assert_null(cx);
+}

@@ -544,7 +544,9 @@ Test(eager_vs_compiled, iota_folded_and_run) {
         kiln_module_release(m);
         kiln_exe_info info;
         kiln_exe_info_get(cx, exe, &info);
-        cr_assert_eq(info.n_ops, ops_run[k]);
+        /* The CPU backend folds the small iota; the interpreter (KILN_BACKEND=interpreter)
+         * runs the iota and the add as written. */
+        cr_assert_eq(info.n_ops, strcmp(info.backend, "cpu") == 0 ? ops_run[k] : 2);
         spec sp = {.dtype = KILN_F32, .shape = shapes[k], .gen = GEN_ANY};
         rng_state = 7;
         kiln_tensor *x = random_tensor(cx, &sp), *r[2];

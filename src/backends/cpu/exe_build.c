@@ -140,8 +140,14 @@ static kiln_tensor *constant_view(compiler *c, const kiln__ir_op *op) {
         kiln__dead_error(c->cx, "kiln_compile: a constant of the module", t);
         return NULL;
     }
-    kiln_tensor *v = kiln__tensor_view(c->cx, compile_fn, t, t->dtype, t->shape);
+    /* A constant made on another CPU device is copied onto the executable's, so that what
+     * the executable hands out (a constant result) is on its device. */
+    kiln_device d = t->storage->device;
+    bool here = d.type == c->exe->device.type && d.id == c->exe->device.id;
+    kiln_tensor *v = here ? kiln__tensor_view(c->cx, compile_fn, t, t->dtype, t->shape)
+                          : kiln__tensor_new(c->cx, compile_fn, t->dtype, t->shape);
     if (!v) return NULL;
+    if (!here && t->nbytes) memcpy(kiln__tensor_mutable_data(v), kiln_tensor_data(t), t->nbytes);
     kiln__owned_unlink(&v->owned);
     return own(c, v) ? v : NULL;
 }

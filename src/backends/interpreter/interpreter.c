@@ -101,6 +101,12 @@ static void interp_release(kiln__executable *e) {
 static kiln_status interp_compile(kiln_ctx *cx, const kiln__compile_request *req,
                                   kiln__executable **out_exe) {
     *out_exe = NULL;
+    for (int32_t r = 0; r < req->n_results && req->options->assert_nonallocating; r++)
+        if (req->preserved[r] < 0)
+            return kiln_ctx_set_error(cx, KILN_FAILED_PRECONDITION,
+                                      "%s: assert_nonallocating: the interpreter backend makes "
+                                      "result %d afresh (it reuses no donated buffer)",
+                                      compile_fn, (int)r);
     interp_exe *x = kiln__calloc(cx, sizeof *x, _Alignof(interp_exe), compile_fn);
     if (!x) return KILN_RESOURCE_EXHAUSTED;
     x->allocator = cx->allocator;
@@ -264,12 +270,24 @@ static kiln_status interp_execute(kiln_ctx *cx, const kiln__executable *e,
             held[r] = NULL;
     }
     kiln_scope_end(cx);
-    /* Every result is a tensor of its own in the caller's scope, over the value's buffer. */
+    /* Every result is a tensor of its own in the caller's scope: a view of an argument or
+     * a constant returned as it is, else of the value the ops made; a value returned
+     * again, or a constant of another CPU device, is copied (onto cx's device, the
+     * executable's now), as the compiled backends make them. */
     for (int32_t r = 0; r < n; r++) {
         if (s == KILN_OK) {
             kiln_tensor *v = held[r];
-            a->results[r] = kiln__tensor_view(cx, call_fn, v, v->dtype, v->shape);
-            if (!a->results[r]) s = KILN_RESOURCE_EXHAUSTED;
+            const kiln__value *iv = x->entry->results[r];
+            bool made = iv->def && iv->def->kind != KILN_OP_CONSTANT, again = false;
+            for (int32_t q = 0; q < r && made && !again; q++)
+                again = held[q] == v;
+            kiln_device d = v->storage->device;
+            bool here = d.type == cx->device.type && d.id == cx->device.id && !again;
+            kiln_tensor *o = here ? kiln__tensor_view(cx, call_fn, v, v->dtype, v->shape)
+                                  : kiln__tensor_new(cx, call_fn, v->dtype, v->shape);
+            if (o && !here && v->nbytes)
+                memcpy(kiln__tensor_mutable_data(o), kiln_tensor_data(v), v->nbytes);
+            if (!(a->results[r] = o)) s = KILN_RESOURCE_EXHAUSTED;
         }
         kiln_tensor_release(held[r]);
     }

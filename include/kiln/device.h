@@ -33,6 +33,8 @@ typedef enum kiln_device_type {
     KILN_DEVICE_TYPE_CPU = 1,
     KILN_DEVICE_TYPE_CUDA = 2,
     KILN_DEVICE_TYPE_CUDA_HOST = 3,
+    /* DLPack's kDLExtDev: the devices of a backend registered from outside the library. */
+    KILN_DEVICE_TYPE_EXT = 12,
 } kiln_device_type;
 
 typedef struct kiln_device {
@@ -42,7 +44,7 @@ typedef struct kiln_device {
 
 #define KILN_DEVICE_CPU ((kiln_device){.type = KILN_DEVICE_TYPE_CPU, .id = 0})
 
-/* "cpu", "cuda", "cuda_host", or "unknown". Returns a static string. Thread-safe. */
+/* "cpu", "cuda", "cuda_host", "ext", or "unknown". Returns a static string. Thread-safe. */
 KILN_API const char *kiln_device_type_name(kiln_device_type type);
 
 typedef struct kiln_ctx kiln_ctx;

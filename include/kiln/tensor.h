@@ -113,16 +113,19 @@ KILN_API const kiln_shape *kiln_tensor_shape(const kiln_tensor *t);
 KILN_API int64_t kiln_tensor_numel(const kiln_tensor *t);
 KILN_API size_t kiln_tensor_nbytes(const kiln_tensor *t);
 KILN_API kiln_device kiln_tensor_device(const kiln_tensor *t);
-/* The row-major elements of a tensor on a host-visible device, borrowed: valid as long
- * as the tensor. NULL for an empty tensor, a NULL tensor or device memory. Read only. */
+/* The row-major elements of a tensor on a host-visible device (the CPU devices), borrowed:
+ * valid as long as the tensor. NULL for an empty tensor, a NULL tensor or device memory
+ * (read that with kiln_tensor_to_host). Read only. */
 KILN_API const void *kiln_tensor_data(const kiln_tensor *t);
 
 /* True for a traced tensor: a placeholder for a value inside kiln_lower (kiln/jit.h),
  * which has a dtype and shape but no data (reading it is FAILED_PRECONDITION). */
 KILN_API bool kiln_tensor_is_traced(const kiln_tensor *t);
 
-/* Copies the tensor's bytes into dst. nbytes must equal kiln_tensor_nbytes(t), else
- * INVALID_ARGUMENT naming both sizes (nothing is written). */
+/* Copies the tensor's bytes into dst, from whatever device it is on (device memory
+ * through its backend; the copy has completed when the call returns). nbytes must equal
+ * kiln_tensor_nbytes(t), else INVALID_ARGUMENT naming both sizes (nothing is written).
+ * FAILED_PRECONDITION for a traced or dead tensor; what the backend's copy reports. */
 KILN_API kiln_status kiln_tensor_to_host(kiln_ctx *cx, const kiln_tensor *t, void *dst,
                                          size_t nbytes);
 

@@ -29,6 +29,9 @@ static const char *invalid(const kiln__backend *b) {
     if (!b->device_count || !b->device_info || !b->supports_op || !b->eval_op || !b->compile ||
         !b->execute || !b->release)
         return "a required entry is NULL";
+    if (KILN__BACKEND_HAS(b, buffer_alloc) &&
+        (!KILN__BACKEND_HAS(b, copy_to_host) || !KILN__BACKEND_HAS(b, copy_from_host)))
+        return "it allocates device memory (buffer_alloc) but cannot copy to and from the host";
     return NULL;
 }
 
@@ -158,10 +161,7 @@ const kiln__backend *kiln__backend_named(kiln_ctx *cx, const char *name) {
     return e ? e->backend : NULL;
 }
 
-const kiln__backend *kiln__backend_eager(kiln_ctx *cx, const char *fn, kiln_device device) {
-    if (device.type == KILN_DEVICE_TYPE_CPU && cx->cpu_eager && device.id >= 0 &&
-        device.id < cx->cpu_devices)
-        return cx->cpu_eager;
+const kiln__backend *kiln__backend_eager_lookup(kiln_ctx *cx, const char *fn, kiln_device device) {
     const kiln__backend *b = kiln__backend_for(cx, fn, device, NULL);
     if (b && device.type == KILN_DEVICE_TYPE_CPU) cx->cpu_eager = b;
     return b;

@@ -9,7 +9,10 @@
 #ifndef KILN_BACKEND_REGISTRY_H
 #define KILN_BACKEND_REGISTRY_H
 
+#include <stdint.h>
+
 #include "backend/backend.h"
+#include "base/ctx_internal.h"
 
 /* Builtin backend `index` (0, 1, ...; NULL past the last), in order of preference for
  * their device type: the first available one of a type runs eager ops and is the default
@@ -26,9 +29,18 @@ const kiln__backend *kiln__backend_for(kiln_ctx *cx, const char *fn, kiln_device
 /* The listed backend called `name` (available or not), or NULL. Records nothing. */
 const kiln__backend *kiln__backend_named(kiln_ctx *cx, const char *name);
 
-/* The backend that runs eager ops on `device` (cached for CPU devices); NULL with an
- * error recorded as kiln__backend_for does. */
-const kiln__backend *kiln__backend_eager(kiln_ctx *cx, const char *fn, kiln_device device);
+/* kiln__backend_eager's lookup when the ctx's cache does not answer. */
+const kiln__backend *kiln__backend_eager_lookup(kiln_ctx *cx, const char *fn, kiln_device device);
+
+/* The backend that runs eager ops on `device` (cached in the ctx for CPU devices: this is
+ * on every eager op's path); NULL with an error recorded as kiln__backend_for does. */
+static inline const kiln__backend *kiln__backend_eager(kiln_ctx *cx, const char *fn,
+                                                       kiln_device device) {
+    if (device.type == KILN_DEVICE_TYPE_CPU && cx->cpu_eager &&
+        (uint32_t)device.id < (uint32_t)cx->cpu_devices)
+        return cx->cpu_eager;
+    return kiln__backend_eager_lookup(cx, fn, device);
+}
 
 /* "cpu:1" into buf (at least 32 bytes); returns buf. */
 const char *kiln__device_text(kiln_device device, char *buf, size_t cap);

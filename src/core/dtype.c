@@ -92,6 +92,7 @@ const char *kiln_device_type_name(kiln_device_type type) {
     case KILN_DEVICE_TYPE_CPU: return "cpu";
     case KILN_DEVICE_TYPE_CUDA: return "cuda";
     case KILN_DEVICE_TYPE_CUDA_HOST: return "cuda_host";
+    case KILN_DEVICE_TYPE_EXT: return "ext";
     }
     return "unknown";
 }

@@ -246,6 +246,7 @@ char *kiln_tensor_to_string(kiln_ctx *cx, const kiln_tensor *t, const kiln_print
         kiln__dead_error(cx, "kiln_tensor_to_string", t);
         return NULL;
     }
+    if (!t->trace && kiln__host_check(cx, "kiln_tensor_to_string", t) != KILN_OK) return NULL;
     printer p = {.t = t, .data = kiln_tensor_data(t)};
     if (!options_from(cx, options, &p.o)) return NULL;
     p.elide = t->numel > p.o.threshold;

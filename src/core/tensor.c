@@ -158,6 +158,15 @@ kiln_status kiln__dead_error(kiln_ctx *cx, const char *fn, const kiln_tensor *t)
     return kiln_ctx_set_error(cx, KILN_FAILED_PRECONDITION, "%s: %s", fn, t->dead);
 }
 
+kiln_status kiln__host_check(kiln_ctx *cx, const char *fn, const kiln_tensor *t) {
+    if (t->nbytes == 0 || kiln_tensor_data(t)) return KILN_OK;
+    kiln_device d = t->storage ? t->storage->device : KILN_DEVICE_CPU;
+    return kiln_ctx_set_error(cx, KILN_FAILED_PRECONDITION,
+                              "%s: the tensor is on device %s:%d, whose memory the host cannot "
+                              "read (copy it with kiln_tensor_to_host or kiln_tensor_to_device)",
+                              fn, kiln_device_type_name(d.type), (int)d.id);
+}
+
 char *kiln__dead_message_new(kiln_ctx *cx, const kiln_tensor *t, const char *text) {
     size_t n = strlen(text) + 1;
     char *m = kiln__raw_alloc(&t->allocator, n, 1);
@@ -310,22 +319,6 @@ const void *kiln_tensor_data(const kiln_tensor *t) {
     return (const char *)t->storage->data + t->byte_offset;
 }
 
-kiln_status kiln_tensor_to_host(kiln_ctx *cx, const kiln_tensor *t, void *dst, size_t nbytes) {
-    static const char fn[] = "kiln_tensor_to_host";
-    if (!cx) return KILN_INVALID_ARGUMENT;
-    if (!t) return kiln__null_argument(cx, fn, "tensor");
-    if (t->trace) return kiln__traced_error(cx, fn);
-    if (t->dead) return kiln__dead_error(cx, fn, t);
-    if (nbytes != t->nbytes)
-        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
-                                  "%s: nbytes is %zu; the %s tensor has %zu bytes", fn, nbytes,
-                                  kiln_dtype_name(t->dtype), t->nbytes);
-    if (nbytes == 0) return KILN_OK;
-    if (!dst) return kiln__null_argument(cx, fn, "dst");
-    memcpy(dst, kiln_tensor_data(t), nbytes);
-    return KILN_OK;
-}
-
 double kiln_tensor_item(kiln_ctx *cx, const kiln_tensor *t, int64_t index) {
     if (!cx) return NAN;
     if (!t) {
@@ -346,6 +339,7 @@ double kiln_tensor_item(kiln_ctx *cx, const kiln_tensor *t, int64_t index) {
                            (long long)index, (long long)t->numel);
         return NAN;
     }
+    if (kiln__host_check(cx, "kiln_tensor_item", t) != KILN_OK) return NAN;
     return kiln__element_load(kiln_tensor_data(t), t->dtype, index);
 }
 

@@ -91,6 +91,11 @@ static inline const char *kiln__tensor_dead(const kiln_tensor *t) { return t ? t
 /* Records FAILED_PRECONDITION "<fn>: <t's death message>" and returns it. */
 kiln_status kiln__dead_error(kiln_ctx *cx, const char *fn, const kiln_tensor *t);
 
+/* KILN_OK when the host can read t's bytes in place (kiln_tensor_data), or t has none;
+ * else records FAILED_PRECONDITION "<fn>: the tensor is on device <d>, whose memory the
+ * host cannot read ..." and returns it. */
+kiln_status kiln__host_check(kiln_ctx *cx, const char *fn, const kiln_tensor *t);
+
 /* A copy of `text` allocated with t's allocator, to kill t with later; NULL with
  * RESOURCE_EXHAUSTED recorded in cx. Free an unused one with kiln__dead_message_free. */
 char *kiln__dead_message_new(kiln_ctx *cx, const kiln_tensor *t, const char *text);

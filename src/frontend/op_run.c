@@ -14,11 +14,12 @@ kiln__type kiln__type_of(const kiln_tensor *t) {
     return (kiln__type){.dtype = t->dtype, .shape = t->shape};
 }
 
-/* Are all operands on one device? Records an error naming the first two that differ. */
+/* Are all operands on operand 1's device `a`? Records an error naming the first that is
+ * not. */
 static kiln_status same_device(kiln_ctx *cx, const char *fn, kiln_tensor *const *operands,
-                               int n_operands) {
+                               int n_operands, kiln_device a) {
     for (int i = 1; i < n_operands; i++) {
-        kiln_device a = operands[0]->storage->device, b = operands[i]->storage->device;
+        kiln_device b = operands[i]->storage->device;
         if (a.type == b.type && a.id == b.id) continue;
         char da[48], db[48];
         return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
@@ -78,12 +79,21 @@ kiln_status kiln__op_run(kiln_ctx *cx, kiln_op op, kiln__attrs *attrs, kiln_tens
      * and so do the tensors it makes. */
     kiln_device saved = cx->device, device = n_operands ? operands[0]->storage->device : saved;
     const kiln__backend *backend = NULL;
-    if (s == KILN_OK) s = same_device(cx, fn, operands, n_operands);
+    if (s == KILN_OK && n_operands > 1) s = same_device(cx, fn, operands, n_operands, device);
     if (s == KILN_OK && !(backend = kiln__backend_eager(cx, fn, device))) s = kiln_ctx_status(cx);
     cx->device = device;
     if (s == KILN_OK && !kiln__op_has(op, KILN_OPF_CONTROL)) {
+        bool device_memory = KILN__BACKEND_HAS(backend, buffer_alloc);
         for (int i = 0; i < n_results && s == KILN_OK; i++) {
-            results[i] = kiln__tensor_new(cx, fn, out[i].dtype, out[i].shape);
+            if (!device_memory) {
+                results[i] = kiln__tensor_new(cx, fn, out[i].dtype, out[i].shape);
+            } else {
+                size_t nbytes = 0;
+                kiln_shape_nbytes(&out[i].shape, out[i].dtype, &nbytes);
+                kiln__storage *st = kiln__storage_on(cx, backend, fn, device, nbytes);
+                results[i] =
+                    st ? kiln__tensor_new_on(cx, fn, out[i].dtype, out[i].shape, st) : NULL;
+            }
             if (!results[i]) s = KILN_RESOURCE_EXHAUSTED;
         }
     }

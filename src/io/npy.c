@@ -501,6 +501,7 @@ kiln_status kiln_npy_save_buffer(kiln_ctx *cx, const kiln_tensor *t, void **out_
     if (!t) return kiln__null_argument(cx, fn, "tensor");
     if (kiln__tensor_trace(t)) return kiln__traced_error(cx, fn);
     if (kiln__tensor_dead(t)) return kiln__dead_error(cx, fn, t);
+    if (kiln__host_check(cx, fn, t) != KILN_OK) return kiln_ctx_status(cx);
     char header[HEADER_CAP];
     size_t hlen = format_header(t, header, sizeof header);
     if (hlen == 0) return kiln_ctx_set_error(cx, KILN_INTERNAL, "%s: header too long", fn);
@@ -541,6 +542,7 @@ kiln_status kiln_npy_save(kiln_ctx *cx, const char *path, const kiln_tensor *t) 
     if (!t) return kiln__null_argument(cx, fn, "tensor");
     if (kiln__tensor_trace(t)) return kiln__traced_error(cx, fn);
     if (kiln__tensor_dead(t)) return kiln__dead_error(cx, fn, t);
+    if (kiln__host_check(cx, fn, t) != KILN_OK) return kiln_ctx_status(cx);
     char header[HEADER_CAP];
     size_t hlen = format_header(t, header, sizeof header);
     if (hlen == 0) return kiln_ctx_set_error(cx, KILN_INTERNAL, "%s: header too long", fn);

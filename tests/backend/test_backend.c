@@ -2,6 +2,7 @@
 /* The backend interface seen from outside: the registry and its listing, a toy backend
  * built here against backend/backend.h alone, logical CPU devices, moving tensors between
  * them, and events. */
+#include <math.h>
 #include <pthread.h>
 
 #include "backend/event.h"
@@ -486,4 +487,86 @@ Test(backend, the_ctx_names_kiln_compiles_default_backend) {
     cx = (kiln_ctx *)1;
     cr_assert_eq(kiln_ctx_create(&o, &cx), KILN_INVALID_ARGUMENT);
     cr_assert_null(cx);
+}
+
+/* ---- a backend with device memory ------------------------------------------------------- */
+
+Test(backend, device_memory_is_allocated_and_copied_by_its_backend_through_events) {
+    kiln_ctx *cx = test_ctx();
+    cr_assert_eq(kiln__backend_register(cx, &toy_device_backend), KILN_OK, "%s",
+                 kiln_ctx_error_message(cx));
+    cr_assert_eq(kiln_device_count(cx, KILN_DEVICE_TYPE_EXT), 2);
+    int live = atomic_load(&toy_live_buffers), copies = atomic_load(&toy_copies);
+    kiln_device e0 = {KILN_DEVICE_TYPE_EXT, 0}, e1 = {KILN_DEVICE_TYPE_EXT, 1};
+    kiln_scope_begin(cx);
+    kiln_tensor *x = vec4(cx, 1, 2, 3, 4);
+    kiln_tensor *xd = kiln_tensor_to_device(cx, x, e0); /* host -> device */
+    cr_assert_not_null(xd, "%s", kiln_ctx_error_message(cx));
+    cr_assert_eq(kiln_tensor_device(xd).type, KILN_DEVICE_TYPE_EXT);
+    cr_assert_eq(atomic_load(&toy_live_buffers), live + 1);
+    /* The host cannot read it in place: every reader says so. */
+    cr_assert_null(kiln_tensor_data(xd));
+    cr_assert(isnan(kiln_tensor_item(cx, xd, 0)));
+    expect_error(cx, KILN_FAILED_PRECONDITION,
+                 "kiln_tensor_item: the tensor is on device ext:0, whose memory the host cannot "
+                 "read");
+    cr_assert_null(kiln_tensor_to_string(cx, xd, NULL));
+    expect_error(cx, KILN_FAILED_PRECONDITION, "kiln_tensor_to_string: the tensor is on device");
+    void *npy = NULL;
+    size_t npy_size = 0;
+    cr_assert_eq(kiln_npy_save_buffer(cx, xd, &npy, &npy_size), KILN_FAILED_PRECONDITION);
+    expect_error(cx, KILN_FAILED_PRECONDITION, "kiln_npy_save_buffer: the tensor is on device");
+    /* Eager ops run on the device's backend, into its memory. */
+    kiln_tensor *yd = kiln_add(cx, xd, kiln_multiply(cx, xd, xd));
+    cr_assert_not_null(yd, "%s", kiln_ctx_error_message(cx));
+    cr_assert_eq(kiln_tensor_device(yd).type, KILN_DEVICE_TYPE_EXT);
+    float back[4];
+    cr_assert_eq(kiln_tensor_to_host(cx, yd, back, sizeof back), KILN_OK, "%s", /* device -> host */
+                 kiln_ctx_error_message(cx));
+    cr_assert_float_eq(back[3], 20, 0);
+    /* What the backend cannot run, and mixing memories, are refused. */
+    cr_assert_null(kiln_exponential(cx, xd));
+    expect_error(cx, KILN_UNIMPLEMENTED, "toy: exponential is not supported");
+    cr_assert_null(kiln_add(cx, x, xd));
+    expect_error(cx, KILN_INVALID_ARGUMENT,
+                 "operand 1 is on device cpu:0 and operand 2 on device ext:0");
+    /* Device to device, and back to a CPU device. */
+    kiln_tensor *y1 = kiln_tensor_to_device(cx, yd, e1);
+    cr_assert_eq(kiln_tensor_device(y1).id, 1);
+    kiln_tensor *yc = kiln_tensor_to_device(cx, y1, KILN_DEVICE_CPU);
+    expect_values(yc, 2, 6, 12, 20);
+    cr_assert_geq(atomic_load(&toy_copies), copies + 4, "every move went through the backend");
+    /* A program compiled for the device: the device type's only backend takes it. */
+    kiln_module *m = lower_axpy(cx);
+    kiln_compile_options o = kiln_compile_options_default();
+    o.device = e1;
+    kiln_exe *exe = NULL;
+    cr_assert_eq(kiln_compile(cx, m, &o, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    kiln_exe_info info;
+    cr_assert_eq(kiln_exe_info_get(cx, exe, &info), KILN_OK);
+    cr_assert_str_eq(info.backend, "toy-device");
+    kiln_tensor *r = NULL;
+    cr_assert_eq(kiln_exe_call(cx, exe, (kiln_tensor *[]){y1, y1}, &r), KILN_OK, "%s",
+                 kiln_ctx_error_message(cx));
+    cr_assert_eq(kiln_tensor_device(r).type, KILN_DEVICE_TYPE_EXT);
+    expect_values(kiln_tensor_to_device(cx, r, KILN_DEVICE_CPU), 2, 6, 12, 20);
+    cr_assert_eq(kiln_exe_call(cx, exe, (kiln_tensor *[]){x, x}, &r), KILN_INVALID_ARGUMENT);
+    expect_error(cx, KILN_INVALID_ARGUMENT,
+                 "args[0] is on device cpu:0, not on the executable's "
+                 "device ext:1");
+    kiln_exe_release(exe);
+    kiln_module_release(m);
+    kiln_scope_end(cx);
+    cr_assert_eq(atomic_load(&toy_live_buffers), live, "every device buffer was freed");
+    expect_ok(cx);
+    kiln_ctx_release(cx);
+}
+
+Test(backend, a_device_backend_without_copies_is_refused) {
+    kiln_ctx *cx = test_ctx();
+    kiln__backend b = toy_device_backend;
+    b.copy_to_host = NULL;
+    cr_assert_eq(kiln__backend_register(cx, &b), KILN_INVALID_ARGUMENT);
+    expect_error(cx, KILN_INVALID_ARGUMENT, "cannot copy to and from the host");
+    kiln_ctx_release(cx);
 }

@@ -2,10 +2,16 @@
  * (backend/backend.h): "toy" runs f32 programs of add, multiply and negate (and their
  * constants) with loops of its own, on one CPU device, and finishes every execution on a
  * worker thread of its own, completing the interface's event from there. It proves that a
- * backend needs nothing of kiln but the interface. */
+ * backend needs nothing of kiln but the interface.
+ *
+ * "toy-device" is the same engine on two devices of its own ("ext:0", "ext:1") with memory
+ * the host may not read in place: it allocates its buffers itself (counting them, freed
+ * through the storage's recycle hook), and copies between them and the host on worker
+ * threads, completing events, as a GPU backend would. */
 #include "toy_backend.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +22,8 @@ typedef struct toy_op {
 } toy_op;
 
 typedef struct toy_exe {
+    bool device_memory; /* compiled for toy-device: results in its own buffers */
+    kiln_device device;
     int32_t n_args, n_slots, n_ops, n_results;
     int64_t *numel; /* per slot */
     float **consts; /* per slot: a constant's values (owned), or NULL */
@@ -34,6 +42,11 @@ static void apply(kiln_op kind, const float *a, const float *b, float *r, int64_
         r[i] = kind == KILN_OP_ADD ? a[i] + b[i] : kind == KILN_OP_MULTIPLY ? a[i] * b[i] : -a[i];
 }
 
+/* A tensor's bytes, wherever they are (the toy's device memory is the host's, really). */
+static float *bytes_of(const kiln_tensor *t) {
+    return (float *)((char *)t->storage->data + t->byte_offset);
+}
+
 static kiln_status toy_eval(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs,
                             kiln_tensor *const *operands, int n_operands, kiln_tensor **results,
                             int n_results) {
@@ -41,8 +54,8 @@ static kiln_status toy_eval(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs,
     if (op == KILN_OP_CONSTANT || !toy_supports(op) || kiln_tensor_dtype(operands[0]) != KILN_F32)
         return kiln_ctx_set_error(cx, KILN_UNIMPLEMENTED, "toy: %s is not supported",
                                   kiln__op_get_info(op)->name);
-    apply(op, kiln_tensor_data(operands[0]), n_operands > 1 ? kiln_tensor_data(operands[1]) : NULL,
-          kiln__tensor_mutable_data(results[0]), kiln_tensor_numel(results[0]));
+    apply(op, bytes_of(operands[0]), n_operands > 1 ? bytes_of(operands[1]) : NULL,
+          bytes_of(results[0]), kiln_tensor_numel(results[0]));
     return KILN_OK;
 }
 
@@ -59,6 +72,110 @@ static kiln_status toy_device_info(const kiln_ctx *cx, int32_t id, kiln__device_
     if (id != 0) return KILN_INVALID_ARGUMENT;
     *out = (kiln__device_info){
         .device = KILN_DEVICE_CPU, .kind = "toy", .n_memories = 1, .memories = toy_memory};
+    return KILN_OK;
+}
+
+/* ---- toy-device's memory and copies ---------------------------------------------------- */
+
+atomic_int toy_live_buffers;
+
+static void toy_buffer_free(kiln__storage *s) {
+    atomic_fetch_sub(&toy_live_buffers, 1);
+    kiln__storage_free(s);
+}
+
+static kiln_status toy_buffer_alloc(kiln_ctx *cx, kiln_device device, size_t nbytes,
+                                    kiln__storage **out_storage) {
+    *out_storage = NULL;
+    if (device.type != KILN_DEVICE_TYPE_EXT || device.id < 0 || device.id > 1)
+        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT, "toy: no device ext:%d",
+                                  (int)device.id);
+    kiln__storage *s = kiln__storage_new(cx, "toy", nbytes);
+    if (!s) return kiln_ctx_status(cx);
+    s->device = device;
+    s->recycle = toy_buffer_free;
+    atomic_fetch_add(&toy_live_buffers, 1);
+    *out_storage = s;
+    return KILN_OK;
+}
+
+/* A copy finished on a worker thread. */
+typedef struct toy_copy {
+    void *dst;
+    const void *src;
+    size_t n;
+    kiln__event *done;
+} toy_copy;
+
+static void *copy_worker(void *arg) {
+    toy_copy *c = arg;
+    memcpy(c->dst, c->src, c->n);
+    kiln__event_complete(c->done, KILN_OK, NULL);
+    kiln__event_release(c->done);
+    free(c);
+    return NULL;
+}
+
+static kiln_status copy_async(kiln_ctx *cx, void *dst, const void *src, size_t n,
+                              kiln__event **out_event) {
+    *out_event = NULL;
+    toy_copy *c = malloc(sizeof *c);
+    if (!c) return kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "toy: out of memory");
+    *c = (toy_copy){.dst = dst, .src = src, .n = n, .done = kiln__event_new(cx, "toy")};
+    if (!c->done) {
+        free(c);
+        return kiln_ctx_status(cx);
+    }
+    *out_event = kiln__event_retain(c->done);
+    pthread_t t;
+    if (pthread_create(&t, NULL, copy_worker, c) != 0) {
+        memcpy(dst, src, n); /* no thread: copy now */
+        kiln__event_complete(c->done, KILN_OK, NULL);
+        kiln__event_release(c->done);
+        free(c);
+        return KILN_OK;
+    }
+    pthread_detach(t);
+    return KILN_OK;
+}
+
+atomic_int toy_copies;
+
+static kiln_status toy_copy_to_host(kiln_ctx *cx, const kiln__storage *src, size_t offset,
+                                    void *dst, size_t nbytes, kiln__event **out_event) {
+    atomic_fetch_add(&toy_copies, 1);
+    return copy_async(cx, dst, (const char *)src->data + offset, nbytes, out_event);
+}
+
+static kiln_status toy_copy_from_host(kiln_ctx *cx, const void *src, kiln__storage *dst,
+                                      size_t offset, size_t nbytes, kiln__event **out_event) {
+    atomic_fetch_add(&toy_copies, 1);
+    return copy_async(cx, (char *)dst->data + offset, src, nbytes, out_event);
+}
+
+static kiln_status toy_copy_buffer(kiln_ctx *cx, const kiln__storage *src, size_t src_offset,
+                                   kiln__storage *dst, size_t dst_offset, size_t nbytes,
+                                   kiln__event **out_event) {
+    atomic_fetch_add(&toy_copies, 1);
+    return copy_async(cx, (char *)dst->data + dst_offset, (const char *)src->data + src_offset,
+                      nbytes, out_event);
+}
+
+static int32_t toy_device_count2(const kiln_ctx *cx) {
+    (void)cx;
+    return 2;
+}
+
+static const kiln__memory_space toy_device_memory[] = {
+    {.kind = KILN__MEMORY_DEVICE, .name = "device", .host_visible = false}};
+
+static kiln_status toy_device_info2(const kiln_ctx *cx, int32_t id, kiln__device_info *out) {
+    (void)cx;
+    if (id < 0 || id > 1) return KILN_INVALID_ARGUMENT;
+    *out = (kiln__device_info){.device = {KILN_DEVICE_TYPE_EXT, id},
+                               .kind = "toy accelerator",
+                               .n_memories = 1,
+                               .memories = toy_device_memory};
     return KILN_OK;
 }
 
@@ -97,6 +214,8 @@ static kiln_status toy_compile(kiln_ctx *cx, const kiln__compile_request *req,
             return kiln_ctx_set_error(cx, KILN_UNIMPLEMENTED, "toy: argument %d is not f32",
                                       (int)i);
         }
+    x->device_memory = req->device.type == KILN_DEVICE_TYPE_EXT;
+    x->device = req->device;
     x->n_args = body->n_args;
     x->n_slots = n;
     x->n_results = body->n_results;
@@ -191,14 +310,22 @@ static kiln_status toy_execute(kiln_ctx *cx, const kiln__executable *e, const ki
     run->out = calloc((size_t)x->n_results + 1, sizeof *run->out);
     kiln_status s = run->in && run->out ? KILN_OK : KILN_RESOURCE_EXHAUSTED;
     for (int32_t i = 0; i < x->n_args && s == KILN_OK; i++)
-        run->in[i] = kiln_tensor_data(a->args[i]);
+        run->in[i] = bytes_of(a->args[i]);
     /* Results are made here, on the calling thread (scopes belong to it). */
     for (int32_t r = 0; r < x->n_results && s == KILN_OK; r++) {
-        a->results[r] = kiln__tensor_new(cx, "toy", KILN_F32, x->shapes[r]);
+        if (x->device_memory) {
+            kiln__storage *st = NULL;
+            size_t nbytes = (size_t)x->numel[x->results[r]] * sizeof(float);
+            s = toy_buffer_alloc(cx, x->device, nbytes, &st);
+            a->results[r] =
+                s == KILN_OK ? kiln__tensor_new_on(cx, "toy", KILN_F32, x->shapes[r], st) : NULL;
+        } else {
+            a->results[r] = kiln__tensor_new(cx, "toy", KILN_F32, x->shapes[r]);
+        }
         if (!a->results[r])
             s = KILN_RESOURCE_EXHAUSTED;
         else
-            run->out[r] = kiln__tensor_mutable_data(a->results[r]);
+            run->out[r] = bytes_of(a->results[r]);
     }
     if (s == KILN_OK && !(run->done = kiln__event_new(cx, "toy"))) s = KILN_RESOURCE_EXHAUSTED;
     pthread_t t;
@@ -256,6 +383,24 @@ const kiln__backend toy_missing_backend = {
     .device_info = toy_device_info,
     .supports_op = toy_supports,
     .eval_op = toy_eval,
+    .compile = toy_compile,
+    .execute = toy_execute,
+    .release = toy_release,
+};
+
+const kiln__backend toy_device_backend = {
+    .struct_size = sizeof(kiln__backend),
+    .version = KILN_BACKEND_VERSION,
+    .name = "toy-device",
+    .device_type = KILN_DEVICE_TYPE_EXT,
+    .device_count = toy_device_count2,
+    .device_info = toy_device_info2,
+    .supports_op = toy_supports,
+    .eval_op = toy_eval,
+    .buffer_alloc = toy_buffer_alloc,
+    .copy_to_host = toy_copy_to_host,
+    .copy_from_host = toy_copy_from_host,
+    .copy_buffer = toy_copy_buffer,
     .compile = toy_compile,
     .execute = toy_execute,
     .release = toy_release,

@@ -364,7 +364,9 @@ typedef struct kiln_jit_options {
     int32_t n_donate_paths;
     bool donate_all;
     /* Passed to kiln_compile (copied); NULL for its defaults. The device compiled for
-     * (this one's, or the calling ctx's when it has none) is part of the cache key. */
+     * (this one's, or the calling ctx's when it has none) is part of the cache key. Every
+     * entry compiles with one backend: the one named here, else the default backend of the
+     * ctx that creates the jit (kiln_ctx_options.backend, KILN_BACKEND). */
     const kiln_compile_options *compile;
 } kiln_jit_options;
 

@@ -12,6 +12,7 @@
 #include "core/tensor_internal.h"
 #include "frontend/trace.h"
 #include "ir/ir.h"
+#include "runtime/exe.h"
 #include "runtime/jit_key.h"
 #include "runtime/tree_internal.h"
 
@@ -203,12 +204,17 @@ static kiln_status finish_create(kiln_ctx *cx, const char *api, kiln_jit *f,
                                    "%s: donate path '%s' matches no argument of %s", api,
                                    o->donate_paths[p], f->name);
     }
-    if (s == KILN_OK && o->compile) {
+    /* Every entry compiles with one backend: the one the options name, else the default
+     * of the ctx creating the jit (KILN_BACKEND), so that calls from ctxs with other
+     * defaults share the cache. The name is the caller's string: keep a copy. */
+    const char *backend = o->compile && o->compile->backend ? o->compile->backend
+                          : cx->backend[0]                  ? cx->backend
+                                                            : NULL;
+    if (s == KILN_OK && (o->compile || backend)) {
         f->has_compile = true;
-        f->compile = *o->compile;
-        /* The backend's name is the caller's string: keep a copy. */
-        if (o->compile->backend &&
-            !(f->compile.backend = jit_strdup(cx, &f->allocator, o->compile->backend, api)))
+        f->compile = o->compile ? *o->compile : kiln_compile_options_default();
+        f->compile.backend = NULL;
+        if (backend && !(f->compile.backend = jit_strdup(cx, &f->allocator, backend, api)))
             s = KILN_RESOURCE_EXHAUSTED;
     }
     if (s == KILN_OK && pthread_mutex_init(&f->mutex, NULL) != 0)
@@ -531,8 +537,9 @@ static kiln_status miss(kiln_ctx *cx, kiln_jit *f, const void *in, kiln_tensor *
         remember(f, &use->key, use->exe);
         *out_exe = kiln_exe_retain(use->exe);
         if (l->n_out_statics > 0) write_out_statics(f, use->out_statics, out);
-        snprintf(line, sizeof line, "%s: %s; compiled specialization %lld in %.3f ms", f->name,
-                 reason, (long long)f->stats.compiles, (double)dt / 1e6);
+        snprintf(line, sizeof line, "%s: %s; compiled specialization %lld in %.3f ms (backend %s)",
+                 f->name, reason, (long long)f->stats.compiles, (double)dt / 1e6,
+                 use->exe->backend->name);
     }
     pthread_mutex_unlock(&f->mutex);
     if (s != KILN_OK || use != e) free_entry(f, e);

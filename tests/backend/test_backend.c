@@ -570,3 +570,44 @@ Test(backend, a_device_backend_without_copies_is_refused) {
     expect_error(cx, KILN_INVALID_ARGUMENT, "cannot copy to and from the host");
     kiln_ctx_release(cx);
 }
+
+static void keep_line(void *user, kiln_log_level level, const char *message) {
+    (void)level;
+    char *buf = user;
+    if (strstr(message, "compiled specialization")) snprintf(buf, 512, "%s", message);
+}
+
+Test(backend, a_jit_compiles_with_its_creating_ctxs_default_backend) {
+    char line_i[512] = "", line_d[512] = "";
+    kiln_ctx_options o = kiln_ctx_options_default();
+    o.backend = "interpreter";
+    o.log_fn = keep_line;
+    o.log_user = line_i;
+    o.log_level = KILN_LOG_INFO;
+    kiln_ctx *ci = NULL, *cd = NULL;
+    cr_assert_eq(kiln_ctx_create(&o, &ci), KILN_OK);
+    o.backend = NULL;
+    o.log_user = line_d;
+    cr_assert_eq(kiln_ctx_create(&o, &cd), KILN_OK);
+    kiln_jit *f = NULL;
+    cr_assert_eq(kiln_jit_create(ci, &(kiln_region){double_it, NULL}, 1, 1, NULL, &f), KILN_OK);
+    /* Called first from a ctx whose default is the cpu backend: the jit's is the
+     * interpreter, and both ctxs share its one entry. */
+    kiln_ctx *cs[2] = {cd, ci};
+    for (int i = 0; i < 2; i++) {
+        kiln_scope_begin(cs[i]);
+        kiln_tensor *x = vec4(cs[i], 1, 2, 3, 4), *y = NULL;
+        cr_assert_eq(kiln_jit_call_list(cs[i], f, &x, &y), KILN_OK, "%s",
+                     kiln_ctx_error_message(cs[i]));
+        expect_values(y, 2, 4, 6, 8);
+        kiln_scope_end(cs[i]);
+    }
+    cr_assert(strstr(line_d, "(backend interpreter)"), "%s", line_d);
+    cr_assert_str_eq(line_i, "", "one compile only");
+    kiln_jit_stats st;
+    cr_assert_eq(kiln_jit_stats_get(ci, f, &st), KILN_OK);
+    cr_assert_eq(st.compiles, 1);
+    kiln_jit_release(f);
+    kiln_ctx_release(cd);
+    kiln_ctx_release(ci);
+}

@@ -18,11 +18,19 @@
 /* The CPU backend's vtable. */
 const kiln__backend *kiln__cpu_backend(void);
 
-/* Its entries that the interpreter backend shares: the evaluator's kernel for op, and the
- * ctx's logical CPU devices. */
+/* The evaluator (kernels.c): runs op's reference kernel (UNIMPLEMENTED for an op outside
+ * the table), and builds what a kernel needs at compile time (oneDNN primitives for
+ * convolutions, with a third operand for a fused epilogue's bias). The compiled engine and
+ * the interpreter backend call these directly. */
+bool kiln__cpu_supports_op(kiln_op op);
 kiln_status kiln__cpu_eval_op(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs,
                               kiln_tensor *const *operands, int n_operands, kiln_tensor **results,
                               int n_results);
+kiln_status kiln__cpu_prepare_op(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs,
+                                 const kiln__type *operands, int n_operands,
+                                 const kiln__type *results, int n_results);
+
+/* The ctx's logical CPU devices (cpu_backend.c), which the interpreter backend shares. */
 int32_t kiln__cpu_device_count(const kiln_ctx *cx);
 kiln_status kiln__cpu_device_info(const kiln_ctx *cx, int32_t id, kiln__device_info *out);
 

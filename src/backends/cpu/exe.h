@@ -174,8 +174,11 @@ kiln_status kiln__exe_prime(kiln_ctx *cx, kiln__cpu_exe *exe);
  * and a kernel that reads each element before writing it)? */
 bool kiln__xop_inplace_ok(const kiln__xblock *b, const kiln__xop *op, int32_t i);
 
-/* Memory that lives as long as exe (zero-filled): NULL with RESOURCE_EXHAUSTED recorded. */
+/* Memory that lives as long as exe (exe_mem.c), zero-filled or not: NULL with
+ * RESOURCE_EXHAUSTED recorded. kiln__cpu_exe_free_mem frees all of it. */
 void *kiln__cpu_exe_alloc(kiln_ctx *cx, kiln__cpu_exe *exe, size_t size, size_t align);
+void *kiln__cpu_exe_alloc_raw(kiln_ctx *cx, kiln__cpu_exe *exe, size_t size, size_t align);
+void kiln__cpu_exe_free_mem(kiln__cpu_exe *exe);
 
 /* Plans the entry block's buffers (exe_plan.c): slot kinds, arena offsets, how each result
  * is made, the call state's layout. Errors: RESOURCE_EXHAUSTED, FAILED_PRECONDITION (an

@@ -18,17 +18,10 @@
 /* Ops whose operands are all constants are run at compile time when their results take at
  * most this many bytes (a broadcast scalar, an iota index vector, ...). */
 #define FOLD_MAX_BYTES 4096
-#define XMEM_BLOCK 16384
 
 static const char compile_fn[] = "kiln_compile";
 
 /* ---- the executable's memory -------------------------------------------------------------- */
-
-struct kiln__xmem_block {
-    kiln__xmem_block *next;
-    size_t size, used;
-    _Alignas(64) unsigned char data[];
-};
 
 typedef struct compiler {
     kiln_ctx *cx;
@@ -38,39 +31,8 @@ typedef struct compiler {
     const kiln__block *fused_ir; /* the block it plans */
 } compiler;
 
-static size_t align_up(size_t x, size_t a) { return (x + a - 1) & ~(a - 1); }
-
-static void *exe_alloc(kiln_ctx *cx, kiln__cpu_exe *exe, size_t size, size_t align) {
-    if (size == 0) size = 1;
-    kiln__xmem_block *b = exe->mem;
-    if (b) {
-        size_t off = align_up(b->used, align);
-        if (off <= b->size && size <= b->size - off) {
-            b->used = off + size;
-            return b->data + off;
-        }
-    }
-    size_t data = size + align > XMEM_BLOCK ? size + align : XMEM_BLOCK;
-    kiln__xmem_block *nb = kiln__raw_alloc(&exe->allocator, sizeof *nb + data, 64);
-    if (!nb) {
-        kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "%s: out of memory", compile_fn);
-        return NULL;
-    }
-    nb->next = exe->mem;
-    nb->size = data;
-    nb->used = size;
-    exe->mem = nb;
-    return nb->data;
-}
-
 static void *xalloc(compiler *c, size_t size, size_t align) {
-    return exe_alloc(c->cx, c->exe, size, align);
-}
-
-void *kiln__cpu_exe_alloc(kiln_ctx *cx, kiln__cpu_exe *exe, size_t size, size_t align) {
-    void *p = exe_alloc(cx, exe, size, align);
-    if (p) memset(p, 0, size ? size : 1);
-    return p;
+    return kiln__cpu_exe_alloc_raw(c->cx, c->exe, size, align);
 }
 
 static void *xcalloc(compiler *c, size_t size, size_t align) {
@@ -187,8 +149,8 @@ static bool fold(compiler *c, const cscope *s, const kiln__ir_op *op, const kiln
         if (ok) s->x->consts[first + r] = outs[r];
     }
     if (ok) {
-        kiln_status st = kiln__cpu_backend()->eval_op(cx, op->kind, &op->attrs, ins, op->n_operands,
-                                                      outs, op->n_results);
+        kiln_status st =
+            kiln__cpu_eval_op(cx, op->kind, &op->attrs, ins, op->n_operands, outs, op->n_results);
         if (st != KILN_OK && kiln_ctx_status(cx) == KILN_OK)
             kiln_ctx_set_error(cx, st, "%s: folding %s failed", compile_fn,
                                kiln__op_get_info(op->kind)->name);
@@ -202,9 +164,7 @@ static bool fold(compiler *c, const cscope *s, const kiln__ir_op *op, const kiln
  * and result types. */
 static bool prepare_types(compiler *c, kiln_op kind, const kiln__attrs *attrs,
                           const kiln__type *types, int32_t n_in, int32_t n_out) {
-    const kiln__backend *be = kiln__cpu_backend();
-    if (!be->prepare_op) return true;
-    kiln_status s = be->prepare_op(c->cx, kind, attrs, types, n_in, types + n_in, n_out);
+    kiln_status s = kiln__cpu_prepare_op(c->cx, kind, attrs, types, n_in, types + n_in, n_out);
     if (s != KILN_OK && kiln_ctx_status(c->cx) == KILN_OK)
         kiln_ctx_set_error(c->cx, s, "%s: preparing %s failed", compile_fn,
                            kiln__op_get_info(kind)->name);
@@ -213,7 +173,6 @@ static bool prepare_types(compiler *c, kiln_op kind, const kiln__attrs *attrs,
 
 /* prepare_types for a single op of the module. */
 static bool prepare(compiler *c, const kiln__ir_op *op) {
-    if (!kiln__cpu_backend()->prepare_op) return true;
     kiln__type fixed[16];
     int32_t n = op->n_operands + op->n_results;
     kiln__type *types = n <= 16 ? fixed : XNEW(c, kiln__type, n);
@@ -526,11 +485,7 @@ void kiln__cpu_release(kiln__executable *x) {
     for (int32_t i = 0; i < exe->n_owned; i++)
         kiln_tensor_release(exe->owned[i]);
     if (exe->owned) kiln__raw_free(&a, exe->owned, (size_t)exe->cap_owned * sizeof *exe->owned);
-    for (kiln__xmem_block *b = exe->mem; b;) {
-        kiln__xmem_block *next = b->next;
-        kiln__raw_free(&a, b, sizeof *b + b->size);
-        b = next;
-    }
+    kiln__cpu_exe_free_mem(exe);
     kiln__raw_free(&a, exe, sizeof *exe);
 }
 

@@ -60,13 +60,12 @@ static kiln_status interpret(kiln_ctx *cx, kiln_tensor *const *args, kiln_tensor
  * preallocated results. Regions that are not builtins are bound to `interpret` in `e`. */
 static kiln_status run_op(kiln_ctx *cx, const kiln__xop *op, const env *e, kiln_tensor *const *in,
                           kiln_tensor **out) {
-    const kiln__backend *be = kiln__cpu_backend();
     kiln_status s;
     if (op->conv_epilogue) {
         s = kiln__cpu_conv_bias_act(cx, op->attrs, in[0], in[1], op->n_in > 2 ? in[2] : NULL,
                                     op->activation, out[0]);
     } else if (op->n_regions == 0) {
-        s = be->eval_op(cx, op->kind, op->attrs, in, op->n_in, out, op->n_out);
+        s = kiln__cpu_eval_op(cx, op->kind, op->attrs, in, op->n_in, out, op->n_out);
     } else {
         kiln_region fixed_r[FIXED_REGIONS];
         frame fixed_f[FIXED_REGIONS];
@@ -93,7 +92,7 @@ static kiln_status run_op(kiln_ctx *cx, const kiln__xop *op, const env *e, kiln_
         kiln__attrs a = *op->attrs;
         a.regions = rs;
         a.n_regions = n;
-        s = be->eval_op(cx, op->kind, &a, in, op->n_in, out, op->n_out);
+        s = kiln__cpu_eval_op(cx, op->kind, &a, in, op->n_in, out, op->n_out);
         if (rs != fixed_r) {
             kiln__free(cx, rs, rb);
             kiln__free(cx, fs, fb);

@@ -490,7 +490,7 @@ static kiln_status eval_step(kiln_ctx *cx, const fstep *s, void *const *regs, vo
     bool half = is_half(s->dtype);
     make_tensor(&t[3], &sto[3], s->dtype, half ? scratch[3] : regs[s->dst], n);
     outs[0] = &t[3];
-    kiln_status st = kiln__cpu_backend()->eval_op(cx, s->op, s->attrs, ins, s->n_args, outs, 1);
+    kiln_status st = kiln__cpu_eval_op(cx, s->op, s->attrs, ins, s->n_args, outs, 1);
     if (st == KILN_OK && half) widen(s->dtype, scratch[3], regs[s->dst], n);
     return st;
 }

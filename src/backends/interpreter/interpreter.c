@@ -320,8 +320,6 @@ static void interp_print(kiln__strbuf *sb, const kiln__executable *e) {
     }
 }
 
-static bool supports_op(kiln_op op) { return (int)op >= 0 && op < KILN_OP_COUNT; }
-
 static const kiln__backend interpreter = {
     .struct_size = sizeof(kiln__backend),
     .version = KILN_BACKEND_VERSION,
@@ -329,7 +327,7 @@ static const kiln__backend interpreter = {
     .device_type = KILN_DEVICE_TYPE_CPU,
     .device_count = kiln__cpu_device_count,
     .device_info = kiln__cpu_device_info,
-    .supports_op = supports_op,
+    .supports_op = kiln__cpu_supports_op,
     .eval_op = kiln__cpu_eval_op,
     .compile = interp_compile,
     .execute = interp_execute,

@@ -1,0 +1,33 @@
+/* The CPU evaluator's kernel table, generated from ops.def, and the compile-time
+ * preparation of kernels: what the CPU backend's table, its compiled engine and the
+ * interpreter backend call to run or prepare one op. */
+#include "backends/cpu/eval.h"
+#include "backends/cpu/eval_linalg.h"
+
+static const kiln__eval_fn table[] = {
+#define KILN_OP(name, text, nin, nout, flags) kiln__eval_##name,
+#include "ops/ops.def"
+#undef KILN_OP
+};
+_Static_assert(sizeof table / sizeof table[0] == KILN_OP_COUNT, "one kernel per op");
+
+bool kiln__cpu_supports_op(kiln_op op) { return (int)op >= 0 && op < KILN_OP_COUNT; }
+
+kiln_status kiln__cpu_eval_op(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs,
+                              kiln_tensor *const *operands, int n_operands, kiln_tensor **results,
+                              int n_results) {
+    if (!kiln__cpu_supports_op(op))
+        return kiln_ctx_set_error(cx, KILN_UNIMPLEMENTED, "cpu: op %d is not supported", (int)op);
+    return table[op](cx, attrs, operands, n_operands, results, n_results);
+}
+
+/* Library primitives are built at compile time, so the first call runs at full speed. */
+kiln_status kiln__cpu_prepare_op(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs,
+                                 const kiln__type *operands, int n_operands,
+                                 const kiln__type *results, int n_results) {
+    /* A third operand is the bias of a fused epilogue (kiln__cpu_conv_bias_act). */
+    if (op == KILN_OP_CONVOLUTION && (n_operands == 2 || n_operands == 3) && n_results == 1)
+        return kiln__dnnl_conv_prepare(cx, attrs, &operands[0], &operands[1], &results[0],
+                                       n_operands == 3);
+    return KILN_OK;
+}

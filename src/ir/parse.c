@@ -17,6 +17,7 @@
 #include "core/element.h"
 #include "core/tensor_internal.h"
 #include "ir/ir.h"
+#include "ir/vhlo.h"
 #include "kiln/parse.h"
 
 #define MAX_DEPTH 160  /* nesting of regions, lists and attributes (tracing stops at 128) */
@@ -3346,6 +3347,9 @@ kiln_status kiln_module_parse(kiln_ctx *cx, const char *text, size_t length,
                 options->struct_size, sizeof(kiln_parse_options));
         o = *options;
     }
+    /* A portable artifact (MLIR bytecode) becomes text first. */
+    if (kiln__bc_is_bytecode(text, length))
+        return kiln__vhlo_parse(cx, text, length, &o, out_module);
     parser p;
     memset(&p, 0, sizeof p);
     p.cx = cx;

@@ -1,0 +1,1131 @@
+/* VHLO ops to StableHLO text (vhlo.h): the IR section's walk, the value scopes, and one
+ * table row per VHLO op kiln runs, naming the StableHLO op, the op's attributes in the
+ * order its properties store them (sorted by name, as MLIR's generated writers emit them)
+ * and how they are written back as StableHLO attributes. Regions nest in the text as they
+ * nest in the bytecode; value ids become names unique to their scope (%vS_I). */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "ir/vhlo.h"
+#include "kiln/dtype.h"
+#include "kiln/parse.h"
+
+#define MAX_ATTRS 32
+#define MAX_DIMS 64
+/* Regions nest at most this deep (the text parser's own bound is lower). */
+#define MAX_DEPTH 200
+
+typedef struct named {
+    const char *name;
+    uint32_t index;
+} named;
+
+typedef struct xlator xlator;
+
+/* Writes an op's attribute dictionary entries (", "-separated, without braces); returns
+ * false with the error recorded. */
+typedef bool (*attrs_fn)(xlator *x, const named *a, int n);
+
+typedef enum op_form { F_GENERIC, F_CONSTANT, F_FUNC, F_RETURN, F_CALL } op_form;
+
+typedef struct vop {
+    const char *vhlo;      /* without "vhlo." */
+    const char *stablehlo; /* the op written */
+    op_form form;
+    attrs_fn attrs;
+    const char *names[MAX_ATTRS]; /* sorted: the properties' order */
+} vop;
+
+/* One value scope: an isolated region's values, numbered from 0. */
+typedef struct scope {
+    uint32_t serial;   /* in the names: %v<serial>_<id> */
+    uint32_t reserved; /* ids taken by the open regions */
+    uint32_t *types;   /* per id: its type index, or UINT32_MAX before it is defined */
+    uint32_t cap;
+} scope;
+
+struct xlator {
+    kiln__bc *bc;
+    kiln__strbuf *sb;
+    const char *only_func;
+    uint32_t builtin, vhlo; /* dialect indices (UINT32_MAX if absent) */
+    scope *sc;
+    uint32_t next_serial;
+    int depth;
+    bool skip;           /* inside a function only_func excludes: nothing is written */
+    size_t at;           /* the op being written, for errors */
+    int64_t expect_args; /* a function body's argument count, or -1 */
+};
+
+/* ---- writing ------------------------------------------------------------------------------ */
+
+static void put(xlator *x, const char *s) {
+    if (!x->skip) kiln__strbuf_puts(x->sb, s);
+}
+
+static void putf(xlator *x, const char *fmt, ...) KILN_PRINTF_LIKE(2, 3);
+static void putf(xlator *x, const char *fmt, ...) {
+    if (x->skip) return;
+    char buf[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (n >= 0 && (size_t)n < sizeof buf)
+        kiln__strbuf_append(x->sb, buf, (size_t)n);
+    else
+        kiln__strbuf_puts(x->sb, "?");
+}
+
+static void indent(xlator *x) {
+    for (int i = 0; i < x->depth && i < 40; i++)
+        put(x, "  ");
+}
+
+static bool type_text(xlator *x, uint32_t type) {
+    if (x->skip) return true;
+    return kiln__vhlo_type_text(x->bc, x->sb, type);
+}
+
+static void value_name(xlator *x, uint32_t id) { putf(x, "%%v%u_%u", x->sc->serial, id); }
+
+/* ---- attributes --------------------------------------------------------------------------- */
+
+static const named *find(const named *a, int n, const char *name) {
+    for (int i = 0; i < n; i++)
+        if (strcmp(a[i].name, name) == 0) return &a[i];
+    return NULL;
+}
+
+static bool get(xlator *x, const named *a, int n, const char *name, kiln__vattr *out) {
+    const named *e = find(a, n, name);
+    if (!e) return kiln__bc_fail(x->bc, x->at, "missing attribute '%s'", name);
+    return kiln__vhlo_attr(x->bc, e->index, out);
+}
+
+static bool get_int(xlator *x, const named *a, int n, const char *name, int64_t *out) {
+    kiln__vattr v = {0};
+    if (!get(x, a, n, name, &v)) return false;
+    if (v.kind != KILN__VA_INT)
+        return kiln__bc_fail(x->bc, x->at, "attribute '%s' is not an integer", name);
+    kiln__vtype t = {0};
+    if (!kiln__vhlo_type(x->bc, v.type, &t)) return false;
+    unsigned w =
+        t.kind == KILN__VT_ELEMENT ? (unsigned)kiln_dtype_size((kiln_dtype)t.dtype) * 8 : 64;
+    uint64_t bits = v.value;
+    bool is_signed = t.kind == KILN__VT_ELEMENT && t.dtype >= KILN_I8 && t.dtype <= KILN_I64;
+    if (is_signed && w < 64 && (bits >> (w - 1)) & 1) bits |= ~UINT64_C(0) << w;
+    *out = (int64_t)bits;
+    return true;
+}
+
+static bool get_bool(xlator *x, const named *a, int n, const char *name, bool *out) {
+    kiln__vattr v = {0};
+    if (!get(x, a, n, name, &v)) return false;
+    if (v.kind != KILN__VA_BOOL)
+        return kiln__bc_fail(x->bc, x->at, "attribute '%s' is not a boolean", name);
+    *out = v.value;
+    return true;
+}
+
+static bool get_ints(xlator *x, const named *a, int n, const char *name, int64_t *out,
+                     int32_t *count, kiln__vtype *type) {
+    kiln__vattr v = {0};
+    return get(x, a, n, name, &v) && kiln__vhlo_tensor_ints(x->bc, &v, out, MAX_DIMS, count, type);
+}
+
+static void sep(xlator *x, bool *first) {
+    if (!*first) put(x, ", ");
+    *first = false;
+}
+
+static void int_list(xlator *x, const int64_t *v, int32_t n) {
+    put(x, "[");
+    for (int32_t i = 0; i < n; i++)
+        putf(x, "%s%" PRId64, i ? ", " : "", v[i]);
+    put(x, "]");
+}
+
+/* name = array<i64: ...> */
+static bool array_attr(xlator *x, const named *a, int n, const char *name, bool *first) {
+    int64_t v[MAX_DIMS];
+    int32_t count;
+    if (!get_ints(x, a, n, name, v, &count, NULL)) return false;
+    sep(x, first);
+    putf(x, "%s = array<i64", name);
+    for (int32_t i = 0; i < count; i++)
+        putf(x, "%s%" PRId64, i ? ", " : ": ", v[i]);
+    put(x, ">");
+    return true;
+}
+
+/* name = dense<[[lo, hi], ...]> : tensor<Nx2xi64> */
+static bool padding_attr(xlator *x, const named *a, int n, const char *name, bool *first) {
+    int64_t v[MAX_DIMS];
+    int32_t count;
+    kiln__vtype t = {0};
+    if (!get_ints(x, a, n, name, v, &count, &t)) return false;
+    if (t.rank != 2 || t.dims[1] != 2)
+        return kiln__bc_fail(x->bc, x->at, "'%s' is not an N x 2 list", name);
+    sep(x, first);
+    putf(x, "%s = dense<", name);
+    if (count == 0) {
+        put(x, "");
+    } else {
+        put(x, "[");
+        for (int32_t i = 0; i < count / 2; i++)
+            putf(x, "%s[%" PRId64 ", %" PRId64 "]", i ? ", " : "", v[2 * i], v[2 * i + 1]);
+        put(x, "]");
+    }
+    putf(x, "> : tensor<%" PRId64 "x2xi64>", t.dims[0]);
+    return true;
+}
+
+static bool int_attr(xlator *x, const named *a, int n, const char *name, bool *first) {
+    int64_t v;
+    if (!get_int(x, a, n, name, &v)) return false;
+    sep(x, first);
+    putf(x, "%s = %" PRId64 " : i64", name, v);
+    return true;
+}
+
+static bool bool_attr(xlator *x, const named *a, int n, const char *name, bool *first) {
+    bool v = false;
+    if (!get_bool(x, a, n, name, &v)) return false;
+    sep(x, first);
+    putf(x, "%s = %s", name, v ? "true" : "false");
+    return true;
+}
+
+/* Ops whose only attribute says how accurate a transcendental must be. kiln has one
+ * implementation of each (within about an ulp, SLEEF's u10 and kiln's own sin and cos),
+ * which is the most accurate it has: the attribute is read and, as the text parser does,
+ * not kept. */
+static bool attrs_accuracy(xlator *x, const named *a, int n) {
+    kiln__vattr v = {0};
+    if (!get(x, a, n, "result_accuracy", &v)) return false;
+    if (v.kind != KILN__VA_RESULT_ACCURACY)
+        return kiln__bc_fail(x->bc, x->at, "result_accuracy is not a ResultAccuracy attribute");
+    return true;
+}
+
+static bool attrs_compare(xlator *x, const named *a, int n) {
+    static const char *const dirs[] = {"EQ", "NE", "GE", "GT", "LE", "LT"};
+    static const char *const types[] = {"NOTYPE", "FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED"};
+    kiln__vattr d = {0}, t = {0};
+    if (!get(x, a, n, "comparison_direction", &d) || !get(x, a, n, "compare_type", &t))
+        return false;
+    if (d.kind != KILN__VA_ENUM || d.value > 5 || t.kind != KILN__VA_ENUM || t.value > 4)
+        return kiln__bc_fail(x->bc, x->at, "bad comparison attributes");
+    putf(x, "comparison_direction = #stablehlo<comparison_direction %s>", dirs[d.value]);
+    if (t.value != 0) putf(x, ", compare_type = #stablehlo<comparison_type %s>", types[t.value]);
+    return true;
+}
+
+static bool attrs_iota(xlator *x, const named *a, int n) {
+    bool first = true;
+    return int_attr(x, a, n, "iota_dimension", &first);
+}
+
+static bool attrs_rng(xlator *x, const named *a, int n) {
+    static const char *const algs[] = {"DEFAULT", "THREE_FRY", "PHILOX"};
+    kiln__vattr v = {0};
+    if (!get(x, a, n, "rng_algorithm", &v)) return false;
+    if (v.kind != KILN__VA_ENUM || v.value > 2)
+        return kiln__bc_fail(x->bc, x->at, "bad rng_algorithm");
+    putf(x, "rng_algorithm = #stablehlo<rng_algorithm %s>", algs[v.value]);
+    return true;
+}
+
+/* Ops whose attributes are integer lists, named as in StableHLO. */
+static bool attrs_arrays(xlator *x, const named *a, int n) {
+    bool first = true;
+    for (int i = 0; i < n; i++)
+        if (!array_attr(x, a, n, a[i].name, &first)) return false;
+    return true;
+}
+
+static bool attrs_dimension(xlator *x, const named *a, int n) {
+    bool first = true;
+    return int_attr(x, a, n, "dimension", &first);
+}
+
+static bool attrs_sort(xlator *x, const named *a, int n) {
+    bool first = true;
+    return int_attr(x, a, n, "dimension", &first) && bool_attr(x, a, n, "is_stable", &first);
+}
+
+static bool attrs_reduce_window(xlator *x, const named *a, int n) {
+    bool first = true;
+    return array_attr(x, a, n, "window_dimensions", &first) &&
+           array_attr(x, a, n, "window_strides", &first) &&
+           (!find(a, n, "base_dilations") || array_attr(x, a, n, "base_dilations", &first)) &&
+           (!find(a, n, "window_dilations") || array_attr(x, a, n, "window_dilations", &first)) &&
+           padding_attr(x, a, n, "padding", &first);
+}
+
+/* A struct attribute's field: name = [..] */
+static bool field(xlator *x, const named *a, int n, const char *name, const char *as, bool *first) {
+    int64_t v[MAX_DIMS];
+    int32_t count = 0;
+    if (find(a, n, name) && !get_ints(x, a, n, name, v, &count, NULL)) return false;
+    sep(x, first);
+    putf(x, "%s = ", as ? as : name);
+    int_list(x, v, count);
+    return true;
+}
+
+static bool attrs_dot_general(xlator *x, const named *a, int n) {
+    /* precision_config and the dot algorithm only bound the precision from below: kiln
+     * accumulates in the operands' type or wider, so they are not written. */
+    bool first = true;
+    put(x, "dot_dimension_numbers = #stablehlo.dot<");
+    bool ok = field(x, a, n, "lhs_batching_dimensions", NULL, &first) &&
+              field(x, a, n, "rhs_batching_dimensions", NULL, &first) &&
+              field(x, a, n, "lhs_contracting_dimensions", NULL, &first) &&
+              field(x, a, n, "rhs_contracting_dimensions", NULL, &first);
+    put(x, ">");
+    return ok;
+}
+
+static bool attrs_gather(xlator *x, const named *a, int n) {
+    bool first = true;
+    int64_t ivd;
+    put(x, "dimension_numbers = #stablehlo.gather<");
+    bool ok = field(x, a, n, "offset_dims", NULL, &first) &&
+              field(x, a, n, "collapsed_slice_dims", NULL, &first) &&
+              field(x, a, n, "operand_batching_dims", NULL, &first) &&
+              field(x, a, n, "start_indices_batching_dims", NULL, &first) &&
+              field(x, a, n, "start_index_map", NULL, &first) &&
+              get_int(x, a, n, "index_vector_dim", &ivd);
+    if (!ok) return false;
+    putf(x, ", index_vector_dim = %" PRId64 ">", ivd);
+    first = false;
+    return array_attr(x, a, n, "slice_sizes", &first) &&
+           bool_attr(x, a, n, "indices_are_sorted", &first);
+}
+
+static bool attrs_scatter(xlator *x, const named *a, int n) {
+    bool first = true;
+    int64_t ivd;
+    put(x, "scatter_dimension_numbers = #stablehlo.scatter<");
+    bool ok = field(x, a, n, "update_window_dims", NULL, &first) &&
+              field(x, a, n, "inserted_window_dims", NULL, &first) &&
+              field(x, a, n, "input_batching_dims", NULL, &first) &&
+              field(x, a, n, "scatter_indices_batching_dims", NULL, &first) &&
+              field(x, a, n, "scatter_dims_to_operand_dims", NULL, &first) &&
+              get_int(x, a, n, "index_vector_dim", &ivd);
+    if (!ok) return false;
+    putf(x, ", index_vector_dim = %" PRId64 ">", ivd);
+    first = false;
+    return bool_attr(x, a, n, "indices_are_sorted", &first) &&
+           bool_attr(x, a, n, "unique_indices", &first);
+}
+
+/* One operand's layout in #stablehlo.conv<[b, 0, 1, f]x...>: letters a, b at the given
+ * positions, spatial dimension k at position spatial[k]. */
+static bool conv_layout(xlator *x, int64_t pa, char ca, int64_t pb, char cb, const int64_t *sp,
+                        int32_t ns) {
+    int32_t rank = ns + 2;
+    char slot[MAX_DIMS + 2][8];
+    for (int32_t i = 0; i < rank; i++)
+        slot[i][0] = 0;
+    if (pa < 0 || pa >= rank || pb < 0 || pb >= rank || pa == pb)
+        return kiln__bc_fail(x->bc, x->at, "bad convolution dimension numbers");
+    snprintf(slot[pa], sizeof slot[pa], "%c", ca);
+    snprintf(slot[pb], sizeof slot[pb], "%c", cb);
+    for (int32_t k = 0; k < ns; k++) {
+        if (sp[k] < 0 || sp[k] >= rank || slot[sp[k]][0])
+            return kiln__bc_fail(x->bc, x->at, "bad convolution dimension numbers");
+        snprintf(slot[sp[k]], sizeof slot[sp[k]], "%d", (int)k);
+    }
+    put(x, "[");
+    for (int32_t i = 0; i < rank; i++)
+        putf(x, "%s%s", i ? ", " : "", slot[i]);
+    put(x, "]");
+    return true;
+}
+
+static bool attrs_convolution(xlator *x, const named *a, int n) {
+    int64_t ib, ifd, kif, kof, ob, of, is[MAX_DIMS], ks[MAX_DIMS], os[MAX_DIMS], rev[MAX_DIMS];
+    int32_t nis, nks, nos, nrev;
+    if (!get_int(x, a, n, "input_batch_dimension", &ib) ||
+        !get_int(x, a, n, "input_feature_dimension", &ifd) ||
+        !get_int(x, a, n, "kernel_input_feature_dimension", &kif) ||
+        !get_int(x, a, n, "kernel_output_feature_dimension", &kof) ||
+        !get_int(x, a, n, "output_batch_dimension", &ob) ||
+        !get_int(x, a, n, "output_feature_dimension", &of) ||
+        !get_ints(x, a, n, "input_spatial_dimensions", is, &nis, NULL) ||
+        !get_ints(x, a, n, "kernel_spatial_dimensions", ks, &nks, NULL) ||
+        !get_ints(x, a, n, "output_spatial_dimensions", os, &nos, NULL) ||
+        !get_ints(x, a, n, "window_reversal", rev, &nrev, NULL))
+        return false;
+    if (nks != nis || nos != nis)
+        return kiln__bc_fail(x->bc, x->at, "bad convolution dimension numbers");
+    for (int32_t i = 0; i < nrev; i++)
+        if (rev[i])
+            return kiln__bc_fail(x->bc, x->at, "unsupported window_reversal (kiln has none)");
+    put(x, "dimension_numbers = #stablehlo.conv<");
+    if (!conv_layout(x, ib, 'b', ifd, 'f', is, nis)) return false;
+    put(x, "x");
+    if (!conv_layout(x, kif, 'i', kof, 'o', ks, nks)) return false;
+    put(x, "->");
+    if (!conv_layout(x, ob, 'b', of, 'f', os, nos)) return false;
+    put(x, ">");
+    bool first = false;
+    return array_attr(x, a, n, "window_strides", &first) &&
+           padding_attr(x, a, n, "padding", &first) &&
+           array_attr(x, a, n, "lhs_dilation", &first) &&
+           array_attr(x, a, n, "rhs_dilation", &first) &&
+           int_attr(x, a, n, "feature_group_count", &first) &&
+           int_attr(x, a, n, "batch_group_count", &first);
+}
+
+#define ACC \
+    { "result_accuracy" }
+
+/* Every VHLO op kiln runs, by name (sorted, for bsearch). */
+static const vop ops[] = {
+    {"abs_v1", "abs", F_GENERIC, NULL, {0}},
+    {"add_v1", "add", F_GENERIC, NULL, {0}},
+    {"and_v1", "and", F_GENERIC, NULL, {0}},
+    {"atan2_v1", "atan2", F_GENERIC, NULL, {0}},
+    {"bitcast_convert_v1", "bitcast_convert", F_GENERIC, NULL, {0}},
+    {"broadcast_in_dim_v1", "broadcast_in_dim", F_GENERIC, attrs_arrays, {"broadcast_dimensions"}},
+    {"call_v1", "func.call", F_CALL, NULL, {"callee"}},
+    {"case_v1", "case", F_GENERIC, NULL, {0}},
+    {"cbrt_v1", "cbrt", F_GENERIC, NULL, {0}},
+    {"cbrt_v2", "cbrt", F_GENERIC, attrs_accuracy, ACC},
+    {"ceil_v1", "ceil", F_GENERIC, NULL, {0}},
+    {"clamp_v1", "clamp", F_GENERIC, NULL, {0}},
+    {"compare_v1", "compare", F_GENERIC, attrs_compare, {"compare_type", "comparison_direction"}},
+    {"concatenate_v1", "concatenate", F_GENERIC, attrs_dimension, {"dimension"}},
+    {"constant_v1", "constant", F_CONSTANT, NULL, {"value"}},
+    {"convert_v1", "convert", F_GENERIC, NULL, {0}},
+    {"convolution_v1",
+     "convolution",
+     F_GENERIC,
+     attrs_convolution,
+     {"batch_group_count", "feature_group_count", "input_batch_dimension",
+      "input_feature_dimension", "input_spatial_dimensions", "kernel_input_feature_dimension",
+      "kernel_output_feature_dimension", "kernel_spatial_dimensions", "lhs_dilation",
+      "output_batch_dimension", "output_feature_dimension", "output_spatial_dimensions", "padding",
+      "precision_config", "rhs_dilation", "window_reversal", "window_strides"}},
+    {"cosine_v1", "cosine", F_GENERIC, NULL, {0}},
+    {"cosine_v2", "cosine", F_GENERIC, attrs_accuracy, ACC},
+    {"count_leading_zeros_v1", "count_leading_zeros", F_GENERIC, NULL, {0}},
+    {"divide_v1", "divide", F_GENERIC, NULL, {0}},
+    {"dot_general_v1",
+     "dot_general",
+     F_GENERIC,
+     attrs_dot_general,
+     {"lhs_batching_dimensions", "lhs_contracting_dimensions", "precision_config",
+      "rhs_batching_dimensions", "rhs_contracting_dimensions"}},
+    {"dot_general_v2",
+     "dot_general",
+     F_GENERIC,
+     attrs_dot_general,
+     {"accumulation_type", "allow_imprecise_accumulation", "lhs_batching_dimensions",
+      "lhs_component_count", "lhs_contracting_dimensions", "lhs_precision_type",
+      "num_primitive_operations", "precision_config", "rhs_batching_dimensions",
+      "rhs_component_count", "rhs_contracting_dimensions", "rhs_precision_type"}},
+    {"dynamic_slice_v1", "dynamic_slice", F_GENERIC, attrs_arrays, {"slice_sizes"}},
+    {"dynamic_update_slice_v1", "dynamic_update_slice", F_GENERIC, NULL, {0}},
+    {"exponential_minus_one_v1", "exponential_minus_one", F_GENERIC, NULL, {0}},
+    {"exponential_minus_one_v2", "exponential_minus_one", F_GENERIC, attrs_accuracy, ACC},
+    {"exponential_v1", "exponential", F_GENERIC, NULL, {0}},
+    {"exponential_v2", "exponential", F_GENERIC, attrs_accuracy, ACC},
+    {"floor_v1", "floor", F_GENERIC, NULL, {0}},
+    {"func_v1",
+     "func.func",
+     F_FUNC,
+     NULL,
+     {"arg_attrs", "function_type", "res_attrs", "sym_name", "sym_visibility"}},
+    {"gather_v1",
+     "gather",
+     F_GENERIC,
+     attrs_gather,
+     {"collapsed_slice_dims", "index_vector_dim", "indices_are_sorted", "offset_dims",
+      "slice_sizes", "start_index_map"}},
+    {"gather_v2",
+     "gather",
+     F_GENERIC,
+     attrs_gather,
+     {"collapsed_slice_dims", "index_vector_dim", "indices_are_sorted", "offset_dims",
+      "operand_batching_dims", "slice_sizes", "start_index_map", "start_indices_batching_dims"}},
+    {"if_v1", "if", F_GENERIC, NULL, {0}},
+    {"iota_v1", "iota", F_GENERIC, attrs_iota, {"iota_dimension"}},
+    {"is_finite_v1", "is_finite", F_GENERIC, NULL, {0}},
+    {"log_plus_one_v1", "log_plus_one", F_GENERIC, NULL, {0}},
+    {"log_plus_one_v2", "log_plus_one", F_GENERIC, attrs_accuracy, ACC},
+    {"log_v1", "log", F_GENERIC, NULL, {0}},
+    {"log_v2", "log", F_GENERIC, attrs_accuracy, ACC},
+    {"logistic_v1", "logistic", F_GENERIC, NULL, {0}},
+    {"logistic_v2", "logistic", F_GENERIC, attrs_accuracy, ACC},
+    {"maximum_v1", "maximum", F_GENERIC, NULL, {0}},
+    {"minimum_v1", "minimum", F_GENERIC, NULL, {0}},
+    {"multiply_v1", "multiply", F_GENERIC, NULL, {0}},
+    {"negate_v1", "negate", F_GENERIC, NULL, {0}},
+    {"not_v1", "not", F_GENERIC, NULL, {0}},
+    {"optimization_barrier_v1", "optimization_barrier", F_GENERIC, NULL, {0}},
+    {"or_v1", "or", F_GENERIC, NULL, {0}},
+    {"pad_v1",
+     "pad",
+     F_GENERIC,
+     attrs_arrays,
+     {"edge_padding_high", "edge_padding_low", "interior_padding"}},
+    {"popcnt_v1", "popcnt", F_GENERIC, NULL, {0}},
+    {"power_v1", "power", F_GENERIC, NULL, {0}},
+    {"reduce_v1", "reduce", F_GENERIC, attrs_arrays, {"dimensions"}},
+    {"reduce_window_v1",
+     "reduce_window",
+     F_GENERIC,
+     attrs_reduce_window,
+     {"base_dilations", "padding", "window_dilations", "window_dimensions", "window_strides"}},
+    {"remainder_v1", "remainder", F_GENERIC, NULL, {0}},
+    {"reshape_v1", "reshape", F_GENERIC, NULL, {0}},
+    {"return_v1", "return", F_RETURN, NULL, {0}},
+    {"reverse_v1", "reverse", F_GENERIC, attrs_arrays, {"dimensions"}},
+    {"rng_bit_generator_v1", "rng_bit_generator", F_GENERIC, attrs_rng, {"rng_algorithm"}},
+    {"round_nearest_afz_v1", "round_nearest_afz", F_GENERIC, NULL, {0}},
+    {"round_nearest_even_v1", "round_nearest_even", F_GENERIC, NULL, {0}},
+    {"rsqrt_v1", "rsqrt", F_GENERIC, NULL, {0}},
+    {"rsqrt_v2", "rsqrt", F_GENERIC, attrs_accuracy, ACC},
+    {"scatter_v1",
+     "scatter",
+     F_GENERIC,
+     attrs_scatter,
+     {"index_vector_dim", "indices_are_sorted", "inserted_window_dims",
+      "scatter_dims_to_operand_dims", "unique_indices", "update_window_dims"}},
+    {"scatter_v2",
+     "scatter",
+     F_GENERIC,
+     attrs_scatter,
+     {"index_vector_dim", "indices_are_sorted", "input_batching_dims", "inserted_window_dims",
+      "scatter_dims_to_operand_dims", "scatter_indices_batching_dims", "unique_indices",
+      "update_window_dims"}},
+    {"select_and_scatter_v1",
+     "select_and_scatter",
+     F_GENERIC,
+     attrs_reduce_window,
+     {"padding", "window_dimensions", "window_strides"}},
+    {"select_v1", "select", F_GENERIC, NULL, {0}},
+    {"shift_left_v1", "shift_left", F_GENERIC, NULL, {0}},
+    {"shift_right_arithmetic_v1", "shift_right_arithmetic", F_GENERIC, NULL, {0}},
+    {"shift_right_logical_v1", "shift_right_logical", F_GENERIC, NULL, {0}},
+    {"sign_v1", "sign", F_GENERIC, NULL, {0}},
+    {"sine_v1", "sine", F_GENERIC, NULL, {0}},
+    {"sine_v2", "sine", F_GENERIC, attrs_accuracy, ACC},
+    {"slice_v1", "slice", F_GENERIC, attrs_arrays, {"limit_indices", "start_indices", "strides"}},
+    {"sort_v1", "sort", F_GENERIC, attrs_sort, {"dimension", "is_stable"}},
+    {"sqrt_v1", "sqrt", F_GENERIC, NULL, {0}},
+    {"sqrt_v2", "sqrt", F_GENERIC, attrs_accuracy, ACC},
+    {"subtract_v1", "subtract", F_GENERIC, NULL, {0}},
+    {"tan_v1", "tan", F_GENERIC, NULL, {0}},
+    {"tan_v2", "tan", F_GENERIC, attrs_accuracy, ACC},
+    {"tanh_v1", "tanh", F_GENERIC, NULL, {0}},
+    {"tanh_v2", "tanh", F_GENERIC, attrs_accuracy, ACC},
+    {"transpose_v1", "transpose", F_GENERIC, attrs_arrays, {"permutation"}},
+    {"while_v1", "while", F_GENERIC, NULL, {0}},
+    {"xor_v1", "xor", F_GENERIC, NULL, {0}},
+};
+
+static int cmp_vop(const void *key, const void *item) {
+    return strcmp(key, ((const vop *)item)->vhlo);
+}
+
+static int n_names(const vop *o) {
+    int n = 0;
+    while (n < MAX_ATTRS && o->names[n])
+        n++;
+    return n;
+}
+
+/* What an op of a function that is not written stands for: nothing of it is read but its
+ * structure. */
+static const vop skipped_op = {"(skipped)", "(skipped)", F_GENERIC, NULL, {0}};
+
+/* ---- the op header ------------------------------------------------------------------------ */
+
+typedef struct header {
+    size_t at;
+    const vop *op;
+    bool module; /* builtin.module */
+    uint8_t mask;
+    bool has_dict, has_props;
+    uint32_t dict, props;
+    uint32_t n_results, n_operands;
+    uint32_t results[MAX_ATTRS * 4], operands[MAX_ATTRS * 4];
+    named attrs[MAX_ATTRS];
+    int n_attrs;
+} header;
+
+#define MAX_IO (MAX_ATTRS * 4)
+
+/* The named attributes of an op: its properties in table order, or its dictionary. */
+static bool op_attrs(xlator *x, header *h, const char *opname) {
+    kiln__bc *bc = x->bc;
+    h->n_attrs = 0;
+    if (h->module) return true; /* sym_name and visibility only: kiln names modules itself */
+    int want = n_names(h->op);
+    if (h->has_props) {
+        if (h->props >= bc->n_props)
+            return kiln__bc_fail(bc, h->at, "properties index out of range");
+        kiln__bc_cursor c = kiln__bc_at(bc, bc->props[h->props]);
+        for (int i = 0; i < want; i++) {
+            uint32_t idx;
+            if (!kiln__bc_index(&c, bc->n_attrs, "attribute", &idx)) return false;
+            h->attrs[h->n_attrs++] = (named){.name = h->op->names[i], .index = idx};
+        }
+        if (!kiln__bc_done(&c))
+            return kiln__bc_fail(
+                bc, c.pos, "properties of vhlo.%s hold more than its %d attributes", opname, want);
+        return true;
+    }
+    if (!h->has_dict) {
+        if (want) return kiln__bc_fail(bc, h->at, "vhlo.%s without its attributes", opname);
+        return true;
+    }
+    kiln__vattr d = {0};
+    if (!kiln__vhlo_attr(bc, h->dict, &d)) return false;
+    if (d.kind != KILN__VA_DICT)
+        return kiln__bc_fail(bc, h->at, "an op's attributes are not a dictionary");
+    for (uint32_t i = 0; i < d.n; i++) {
+        uint32_t k, v;
+        kiln__vattr key = {0};
+        if (!kiln__vhlo_dict_item(bc, &d, i, &k, &v) || !kiln__vhlo_attr(bc, k, &key)) return false;
+        if (key.kind != KILN__VA_STRING)
+            return kiln__bc_fail(bc, h->at, "an attribute name is not a string");
+        for (int j = 0; j < want; j++)
+            if (strlen(h->op->names[j]) == key.len &&
+                memcmp(h->op->names[j], key.text, key.len) == 0 && h->n_attrs < MAX_ATTRS)
+                h->attrs[h->n_attrs++] = (named){.name = h->op->names[j], .index = v};
+        /* Any other (discardable) attribute is not kiln's to read. */
+    }
+    return true;
+}
+
+static bool skip_use_lists(kiln__bc_cursor *c, uint64_t range) {
+    uint64_t entries = 1;
+    if (range > 1 && !kiln__bc_varint(c, &entries)) return false;
+    if (entries > c->end - c->pos) return kiln__bc_fail(c->bc, c->pos, "use-list too long");
+    for (uint64_t e = 0; e < entries; e++) {
+        uint64_t v, n;
+        bool pair;
+        if (range > 1 && !kiln__bc_varint(c, &v)) return false;
+        if (!kiln__bc_varint_flag(c, &n, &pair)) return false;
+        if (n > c->end - c->pos) return kiln__bc_fail(c->bc, c->pos, "use-list too long");
+        for (uint64_t i = 0; i < n; i++)
+            if (!kiln__bc_varint(c, &v)) return false;
+    }
+    return true;
+}
+
+static bool read_header(xlator *x, kiln__bc_cursor *c, header *h) {
+    kiln__bc *bc = x->bc;
+    memset(h, 0, sizeof *h);
+    h->at = c->pos;
+    uint32_t name;
+    uint64_t loc;
+    if (!kiln__bc_index(c, bc->n_opnames, "op name", &name) || !kiln__bc_byte(c, &h->mask) ||
+        !kiln__bc_varint(c, &loc))
+        return false;
+    const kiln__bc_opname *on = &bc->opnames[name];
+    size_t len;
+    const char *s = kiln__bc_string(bc, on->name, &len);
+    char opname[96];
+    snprintf(opname, sizeof opname, "%.*s", (int)(len > 80 ? 80 : len), s);
+    if (on->dialect == x->builtin && strcmp(opname, "module") == 0) {
+        h->module = true;
+    } else if (on->dialect == x->vhlo) {
+        h->op = bsearch(opname, ops, sizeof ops / sizeof ops[0], sizeof ops[0], cmp_vop);
+        if (!h->op && x->skip) h->op = &skipped_op;
+        if (!h->op) return kiln__bc_fail(bc, h->at, "unsupported op vhlo.%s", opname);
+    } else if (x->skip) {
+        h->op = &skipped_op;
+    } else {
+        size_t dl;
+        const char *d = kiln__bc_string(bc, bc->dialects[on->dialect].name, &dl);
+        return kiln__bc_fail(bc, h->at, "unsupported op %.*s.%s (not VHLO)", (int)dl, d, opname);
+    }
+    if (h->mask & 0x01) {
+        h->has_dict = true;
+        if (!kiln__bc_index(c, bc->n_attrs, "attribute", &h->dict)) return false;
+    }
+    if (h->mask & 0x40) {
+        if (bc->version < 5)
+            return kiln__bc_fail(bc, h->at, "properties in bytecode version %llu",
+                                 (unsigned long long)bc->version);
+        h->has_props = true;
+        if (!kiln__bc_index(c, bc->n_props, "properties", &h->props)) return false;
+    }
+    if (h->mask & 0x02) {
+        uint64_t n;
+        if (!kiln__bc_varint(c, &n)) return false;
+        if (n > MAX_IO)
+            return kiln__bc_fail(bc, h->at, "an op with %llu results", (unsigned long long)n);
+        h->n_results = (uint32_t)n;
+        for (uint32_t i = 0; i < h->n_results; i++)
+            if (!kiln__bc_index(c, bc->n_types, "type", &h->results[i])) return false;
+    }
+    if (h->mask & 0x04) {
+        uint64_t n;
+        if (!kiln__bc_varint(c, &n)) return false;
+        if (n > MAX_IO)
+            return kiln__bc_fail(bc, h->at, "an op with %llu operands", (unsigned long long)n);
+        h->n_operands = (uint32_t)n;
+        for (uint32_t i = 0; i < h->n_operands; i++)
+            if (!kiln__bc_index(c, x->sc ? x->sc->reserved : 0, "value", &h->operands[i]))
+                return false;
+    }
+    if (h->mask & 0x08)
+        return kiln__bc_fail(bc, h->at, "an op with successors (kiln's regions have one block)");
+    if (bc->version >= 3 && (h->mask & 0x20) && !skip_use_lists(c, h->n_results)) return false;
+    x->at = h->at;
+    return x->skip && h->op != NULL && h->op->form != F_FUNC ? true : op_attrs(x, h, opname);
+}
+
+/* ---- scopes and regions ------------------------------------------------------------------- */
+
+static bool define(xlator *x, uint32_t id, uint32_t type) {
+    scope *s = x->sc;
+    if (id >= s->reserved) return kiln__bc_fail(x->bc, x->at, "value %u outside its region", id);
+    s->types[id] = type;
+    return true;
+}
+
+static bool operand_type(xlator *x, uint32_t id, uint32_t *type) {
+    if (x->sc->types[id] == UINT32_MAX)
+        return kiln__bc_fail(x->bc, x->at, "value %u used before it is defined", id);
+    *type = x->sc->types[id];
+    return true;
+}
+
+static bool reserve(xlator *x, kiln__bc_cursor *c, uint64_t n, uint32_t *base) {
+    scope *s = x->sc;
+    if (n > c->end - c->pos || s->reserved + n > UINT32_MAX / 2)
+        return kiln__bc_fail(x->bc, c->pos, "a region of %llu values", (unsigned long long)n);
+    uint32_t need = s->reserved + (uint32_t)n;
+    if (need > s->cap) {
+        uint32_t cap = s->cap ? s->cap : 16;
+        while (cap < need)
+            cap *= 2;
+        uint32_t *t = kiln__alloc(x->bc->cx, (size_t)cap * sizeof *t, 16, "bytecode values");
+        if (!t) return kiln__bc_fail(x->bc, c->pos, "out of memory");
+        if (s->types) {
+            memcpy(t, s->types, (size_t)s->cap * sizeof *t);
+            kiln__free(x->bc->cx, s->types, (size_t)s->cap * sizeof *t);
+        }
+        s->types = t;
+        s->cap = cap;
+    }
+    *base = s->reserved;
+    for (uint32_t i = s->reserved; i < need; i++)
+        s->types[i] = UINT32_MAX;
+    s->reserved = need;
+    return true;
+}
+
+static bool op(xlator *x, kiln__bc_cursor *c, const header *parent, uint32_t *next_id);
+
+/* A block's arguments; with a signature already written (a function's), only defined. */
+static bool block_args(xlator *x, kiln__bc_cursor *c, uint32_t *next_id, bool write) {
+    uint64_t n;
+    if (!kiln__bc_varint(c, &n)) return false;
+    if (n > c->end - c->pos) return kiln__bc_fail(x->bc, c->pos, "too many block arguments");
+    if (write) {
+        indent(x);
+        put(x, "^bb0(");
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t type, loc;
+        bool has_loc = true;
+        if (x->bc->version >= 4) {
+            if (!kiln__bc_varint_flag(c, &type, &has_loc)) return false;
+        } else if (!kiln__bc_varint(c, &type)) {
+            return false;
+        }
+        if (has_loc && !kiln__bc_varint(c, &loc)) return false;
+        if (type >= x->bc->n_types) return kiln__bc_fail(x->bc, c->pos, "type index out of range");
+        uint32_t id = (*next_id)++;
+        if (!define(x, id, (uint32_t)type)) return false;
+        if (write) {
+            if (i) put(x, ", ");
+            value_name(x, id);
+            put(x, ": ");
+            if (!type_text(x, (uint32_t)type)) return false;
+        }
+    }
+    if (write) put(x, "):\n");
+    if (x->bc->version >= 3) {
+        uint8_t mask;
+        if (!kiln__bc_byte(c, &mask)) return false;
+        if (mask && !skip_use_lists(c, n)) return false;
+    }
+    return true;
+}
+
+/* One region of `owner`; a function's body writes no block header (its signature did). */
+static bool region(xlator *x, kiln__bc_cursor *c, const header *owner, bool function_body) {
+    uint64_t n_blocks, n_values;
+    if (!kiln__bc_varint(c, &n_blocks)) return false;
+    if (n_blocks == 0) return true;
+    if (n_blocks > 1)
+        return kiln__bc_fail(x->bc, c->pos, "a region of %llu blocks (kiln's have one)",
+                             (unsigned long long)n_blocks);
+    uint32_t base = 0;
+    if (!kiln__bc_varint(c, &n_values) || !reserve(x, c, n_values, &base)) return false;
+    uint32_t next_id = base;
+    uint64_t n_ops;
+    bool has_args;
+    if (!kiln__bc_varint_flag(c, &n_ops, &has_args)) return false;
+    if (has_args && !block_args(x, c, &next_id, !function_body)) return false;
+    if (function_body && (int64_t)(next_id - base) != x->expect_args)
+        return kiln__bc_fail(x->bc, c->pos, "a function body with %u arguments for %lld inputs",
+                             next_id - base, (long long)x->expect_args);
+    if (n_ops > c->end - c->pos) return kiln__bc_fail(x->bc, c->pos, "too many ops");
+    for (uint64_t i = 0; i < n_ops; i++)
+        if (!op(x, c, owner, &next_id)) return false;
+    if (next_id - base > n_values)
+        return kiln__bc_fail(x->bc, c->pos, "a region with more values than it declares");
+    x->sc->reserved = base;
+    return true;
+}
+
+/* The regions of op h (after its header), in a new scope when they are isolated. */
+static bool regions(xlator *x, kiln__bc_cursor *c, const header *h, bool function_body,
+                    uint32_t *out_serial) {
+    if (!(h->mask & 0x10)) return true;
+    uint64_t n;
+    bool isolated;
+    if (!kiln__bc_varint_flag(c, &n, &isolated)) return false;
+    if (n > c->end - c->pos) return kiln__bc_fail(x->bc, c->pos, "too many regions");
+    kiln__bc_cursor inner = *c, *rc = c;
+    if (isolated && x->bc->version >= 2) {
+        uint8_t id;
+        uint64_t len;
+        size_t at = c->pos;
+        if (!kiln__bc_byte(c, &id) || !kiln__bc_varint(c, &len)) return false;
+        if ((id & 0x7f) != KILN__BC_IR)
+            return kiln__bc_fail(x->bc, at, "expected an IR section for a region");
+        if (id & 0x80) {
+            uint64_t align;
+            if (!kiln__bc_varint(c, &align)) return false;
+            if (align == 0 || (align & (align - 1)) || align > 4096)
+                return kiln__bc_fail(x->bc, at, "bad alignment");
+            while (c->pos % align) {
+                uint8_t pad;
+                if (!kiln__bc_byte(c, &pad)) return false;
+                if (pad != 0xcb) return kiln__bc_fail(x->bc, c->pos - 1, "bad alignment padding");
+            }
+        }
+        if (len > c->end - c->pos)
+            return kiln__bc_fail(x->bc, at, "a region section runs past its parent");
+        inner = (kiln__bc_cursor){.bc = x->bc, .pos = c->pos, .end = c->pos + (size_t)len};
+        c->pos += (size_t)len;
+        rc = &inner;
+    }
+    scope fresh = {.serial = x->next_serial++}, *outer = x->sc;
+    if (out_serial) *out_serial = fresh.serial;
+    if (isolated) x->sc = &fresh;
+    if (++x->depth > MAX_DEPTH) return kiln__bc_fail(x->bc, c->pos, "regions nest too deeply");
+    bool ok = true;
+    bool generic = !h->module && h->op->form == F_GENERIC;
+    for (uint64_t r = 0; r < n && ok; r++) {
+        if (generic) put(x, r ? ", {\n" : "{\n");
+        ok = region(x, rc, h, function_body);
+        if (generic && ok) {
+            x->depth--;
+            indent(x);
+            x->depth++;
+            put(x, "}");
+        }
+    }
+    x->depth--;
+    if (isolated) {
+        if (fresh.types)
+            kiln__free(x->bc->cx, fresh.types, (size_t)fresh.cap * sizeof *fresh.types);
+        x->sc = outer;
+    }
+    if (ok && rc == &inner && !kiln__bc_done(&inner))
+        return kiln__bc_fail(x->bc, inner.pos, "trailing bytes in a region section");
+    return ok;
+}
+
+/* ---- ops ---------------------------------------------------------------------------------- */
+
+static void result_names(xlator *x, const header *h, uint32_t first) {
+    for (uint32_t i = 0; i < h->n_results; i++) {
+        if (i) put(x, ", ");
+        value_name(x, first + i);
+    }
+    if (h->n_results) put(x, " = ");
+}
+
+static bool operand_types(xlator *x, const header *h) {
+    for (uint32_t i = 0; i < h->n_operands; i++) {
+        uint32_t t = 0;
+        if (i) put(x, ", ");
+        if (!operand_type(x, h->operands[i], &t) || !type_text(x, t)) return false;
+    }
+    return true;
+}
+
+static bool result_types(xlator *x, const header *h) {
+    for (uint32_t i = 0; i < h->n_results; i++) {
+        if (i) put(x, ", ");
+        if (!type_text(x, h->results[i])) return false;
+    }
+    return true;
+}
+
+static void operands(xlator *x, const header *h) {
+    for (uint32_t i = 0; i < h->n_operands; i++) {
+        if (i) put(x, ", ");
+        value_name(x, h->operands[i]);
+    }
+}
+
+static bool string_attr(xlator *x, const header *h, const char *name, kiln__vattr *out) {
+    return get(x, h->attrs, h->n_attrs, name, out) &&
+           (out->kind == KILN__VA_STRING ||
+            kiln__bc_fail(x->bc, h->at, "attribute '%s' is not a string", name));
+}
+
+static bool func(xlator *x, kiln__bc_cursor *c, header *h) {
+    kiln__vattr name = {0}, vis = {0}, ft = {0};
+    kiln__vtype fty = {0};
+    if (!string_attr(x, h, "sym_name", &name) || !string_attr(x, h, "sym_visibility", &vis) ||
+        !get(x, h->attrs, h->n_attrs, "function_type", &ft))
+        return false;
+    if (ft.kind != KILN__VA_TYPE || !kiln__vhlo_type(x->bc, ft.type, &fty) ||
+        fty.kind != KILN__VT_FUNCTION)
+        return kiln__bc_fail(x->bc, h->at, "a function without a function type");
+    bool skipped = x->skip;
+    if (x->only_func &&
+        (strlen(x->only_func) != name.len || memcmp(x->only_func, name.text, name.len) != 0))
+        x->skip = true;
+    /* A declaration (no body) is not written: kiln calls only functions it has. */
+    bool body = false;
+    if (h->mask & 0x10) {
+        kiln__bc_cursor peek = *c;
+        uint64_t n;
+        bool iso;
+        body = kiln__bc_varint_flag(&peek, &n, &iso) && n > 0;
+    }
+    if (!body) x->skip = true;
+    if (body) {
+        kiln__bc_cursor peek = *c;
+        uint64_t n;
+        bool iso;
+        if (!kiln__bc_varint_flag(&peek, &n, &iso)) return false;
+        if (!iso) return kiln__bc_fail(x->bc, h->at, "a function whose body is not isolated");
+    }
+    x->expect_args = fty.n_inputs;
+    /* The body's scope is numbered before it opens: its arguments are %v<serial>_<i>. */
+    uint32_t serial = x->next_serial;
+    put(x, "  func.func ");
+    if (vis.len == 7 && memcmp(vis.text, "private", 7) == 0) put(x, "private ");
+    put(x, "@");
+    if (!x->skip) kiln__strbuf_append(x->sb, name.text, name.len);
+    put(x, "(");
+    for (uint32_t i = 0; i < fty.n_inputs; i++) {
+        uint32_t t = 0;
+        if (!kiln__vhlo_function_type(x->bc, &fty, false, i, &t)) return false;
+        putf(x, "%s%%v%u_%u: ", i ? ", " : "", serial, i);
+        if (!type_text(x, t)) return false;
+    }
+    put(x, ") -> (");
+    for (uint32_t i = 0; i < fty.n_outputs; i++) {
+        uint32_t t = 0;
+        if (!kiln__vhlo_function_type(x->bc, &fty, true, i, &t)) return false;
+        if (i) put(x, ", ");
+        if (!type_text(x, t)) return false;
+    }
+    put(x, ") {\n");
+    x->depth++;
+    bool ok = regions(x, c, h, true, NULL);
+    x->depth--;
+    put(x, "  }\n");
+    x->skip = skipped;
+    return ok;
+}
+
+static bool op(xlator *x, kiln__bc_cursor *c, const header *parent, uint32_t *next_id) {
+    header h;
+    if (!read_header(x, c, &h)) return false;
+    kiln__bc *bc = x->bc;
+    uint32_t first = *next_id;
+    /* Results are values of this region (the top level's are not referable). */
+    if (x->sc) {
+        for (uint32_t i = 0; i < h.n_results; i++)
+            if (!define(x, (*next_id)++, h.results[i])) return false;
+    }
+    if (x->skip && !h.module && h.op->form != F_FUNC) return regions(x, c, &h, false, NULL);
+    if (h.module) {
+        if (parent) return kiln__bc_fail(bc, h.at, "a module inside an op");
+        put(x, "module {\n");
+        bool ok = regions(x, c, &h, false, NULL);
+        put(x, "}\n");
+        return ok;
+    }
+    if (!parent || !parent->module) {
+        if (h.op->form == F_FUNC) return kiln__bc_fail(bc, h.at, "a function inside an op");
+    } else if (h.op->form != F_FUNC) {
+        return kiln__bc_fail(bc, h.at, "vhlo.%s at the top of a module (only functions may be)",
+                             h.op->vhlo);
+    }
+    switch (h.op->form) {
+    case F_FUNC: return func(x, c, &h);
+    case F_RETURN:
+        indent(x);
+        if (parent->op && parent->op->form == F_FUNC) {
+            put(x, "func.return");
+            if (h.n_operands) {
+                put(x, " ");
+                operands(x, &h);
+                put(x, " : ");
+                if (!operand_types(x, &h)) return false;
+            }
+            put(x, "\n");
+        } else {
+            put(x, "\"stablehlo.return\"(");
+            operands(x, &h);
+            put(x, ") : (");
+            if (!operand_types(x, &h)) return false;
+            put(x, ") -> ()\n");
+        }
+        return regions(x, c, &h, false, NULL);
+    case F_CONSTANT: {
+        kiln__vattr v = {0};
+        if (h.n_results != 1 || !get(x, h.attrs, h.n_attrs, "value", &v)) return false;
+        if (v.kind != KILN__VA_TENSOR)
+            return kiln__bc_fail(bc, h.at, "a constant without a tensor");
+        indent(x);
+        result_names(x, &h, first);
+        put(x, "stablehlo.constant ");
+        if (!kiln__vhlo_dense_text(bc, x->sb, &v)) return false;
+        put(x, "\n");
+        return regions(x, c, &h, false, NULL);
+    }
+    case F_CALL: {
+        kiln__vattr callee = {0};
+        if (!string_attr(x, &h, "callee", &callee)) return false;
+        indent(x);
+        result_names(x, &h, first);
+        put(x, "func.call @");
+        if (!x->skip) kiln__strbuf_append(x->sb, callee.text, callee.len);
+        put(x, "(");
+        operands(x, &h);
+        put(x, ") : (");
+        if (!operand_types(x, &h)) return false;
+        put(x, ") -> (");
+        if (!result_types(x, &h)) return false;
+        put(x, ")\n");
+        return regions(x, c, &h, false, NULL);
+    }
+    case F_GENERIC: break;
+    }
+    indent(x);
+    result_names(x, &h, first);
+    putf(x, "\"stablehlo.%s\"(", h.op->stablehlo);
+    operands(x, &h);
+    put(x, ")");
+    if (h.mask & 0x10) {
+        put(x, " (");
+        if (!regions(x, c, &h, false, NULL)) return false;
+        put(x, ")");
+    }
+    if (h.op->attrs) {
+        put(x, " {");
+        if (!h.op->attrs(x, h.attrs, h.n_attrs)) return false;
+        put(x, "}");
+    }
+    put(x, " : (");
+    if (!operand_types(x, &h)) return false;
+    put(x, ") -> ");
+    if (h.n_results != 1) put(x, "(");
+    if (!result_types(x, &h)) return false;
+    if (h.n_results != 1) put(x, ")");
+    put(x, "\n");
+    return true;
+}
+
+/* "StableHLO_v1.2.3" -> 1, 2; false when the producer is not StableHLO's. */
+static bool producer_version(const char *p, unsigned *major, unsigned *minor) {
+    const char *prefix = "StableHLO_v";
+    if (strncmp(p, prefix, strlen(prefix)) != 0) return false;
+    char *end;
+    unsigned long a = strtoul(p + strlen(prefix), &end, 10);
+    if (*end != '.') return false;
+    unsigned long b = strtoul(end + 1, &end, 10);
+    *major = (unsigned)a;
+    *minor = (unsigned)b;
+    return true;
+}
+
+bool kiln__vhlo_to_text(kiln__bc *bc, kiln__strbuf *sb, const char *only_func) {
+    xlator x = {
+        .bc = bc, .sb = sb, .only_func = only_func, .builtin = UINT32_MAX, .vhlo = UINT32_MAX};
+    unsigned major, minor;
+    if (producer_version(bc->producer, &major, &minor) &&
+        (major > KILN__VHLO_MAX_MAJOR ||
+         (major == KILN__VHLO_MAX_MAJOR && minor > KILN__VHLO_MAX_MINOR)))
+        return kiln__bc_fail(bc, 4,
+                             "a portable artifact of %s, newer than this reader (StableHLO %d.%d)",
+                             bc->producer, KILN__VHLO_MAX_MAJOR, KILN__VHLO_MAX_MINOR);
+    for (uint32_t i = 0; i < bc->n_dialects; i++) {
+        if (kiln__bc_string_is(bc, bc->dialects[i].name, "builtin")) x.builtin = i;
+        if (kiln__bc_string_is(bc, bc->dialects[i].name, "vhlo")) x.vhlo = i;
+    }
+    kiln__bc_cursor c = kiln__bc_at(bc, bc->section[KILN__BC_IR]);
+    uint64_t n_ops;
+    bool has_args;
+    if (!kiln__bc_varint_flag(&c, &n_ops, &has_args)) return false;
+    if (has_args || n_ops != 1) return kiln__bc_fail(bc, c.pos, "expected one module at the top");
+    uint32_t next = 0;
+    if (!op(&x, &c, NULL, &next)) return false;
+    if (!kiln__bc_done(&c)) return kiln__bc_fail(bc, c.pos, "trailing bytes after the module");
+    if (sb->failed) return kiln__bc_fail(bc, 0, "out of memory");
+    return true;
+}
+
+kiln_status kiln__vhlo_parse(kiln_ctx *cx, const void *data, size_t size,
+                             const kiln_parse_options *options, kiln_module **out_module) {
+    const char *file = options && options->filename ? options->filename : "<bytecode>";
+    kiln__bc bc;
+    if (!kiln__bc_open(&bc, cx, data, size)) {
+        if (kiln_ctx_status(cx) != KILN_OK) return kiln_ctx_status(cx);
+        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT, "%s: portable artifact: %s", file,
+                                  bc.error);
+    }
+    kiln__strbuf sb;
+    kiln__strbuf_init(&sb, cx);
+    bool ok = kiln__vhlo_to_text(&bc, &sb, NULL);
+    char error[sizeof bc.error];
+    memcpy(error, bc.error, sizeof error);
+    char producer[64];
+    snprintf(producer, sizeof producer, "%s", bc.producer);
+    kiln__bc_close(&bc);
+    char *text = kiln__strbuf_take(&sb);
+    if (!ok || !text) {
+        if (text) kiln__strbuf_free_string(cx, text);
+        if (kiln_ctx_status(cx) != KILN_OK) return kiln_ctx_status(cx);
+        return kiln_ctx_set_error(cx, ok ? KILN_RESOURCE_EXHAUSTED : KILN_INVALID_ARGUMENT,
+                                  "%s: portable artifact (%s): %s", file, producer,
+                                  ok ? "out of memory" : error);
+    }
+    /* The text's errors name the artifact and say they are in its StableHLO form. */
+    char name[512];
+    snprintf(name, sizeof name, "%s (as StableHLO text)", file);
+    kiln_parse_options o = options ? *options : kiln_parse_options_default();
+    o.filename = name;
+    o.first_line = 1;
+    kiln_status s = kiln_module_parse(cx, text, strlen(text), &o, out_module);
+    kiln__strbuf_free_string(cx, text);
+    return s;
+}

@@ -960,7 +960,12 @@ static bool op(xlator *x, kiln__bc_cursor *c, const header *parent, uint32_t *ne
     if (!read_header(x, c, &h)) return false;
     kiln__bc *bc = x->bc;
     uint32_t first = *next_id;
-    /* Results are values of this region (the top level's are not referable). */
+    /* Operands were defined before the op; its results are values of this region (the
+     * top level's are not referable). */
+    for (uint32_t i = 0; i < h.n_operands; i++) {
+        uint32_t t = 0;
+        if (!operand_type(x, h.operands[i], &t)) return false;
+    }
     if (x->sc) {
         for (uint32_t i = 0; i < h.n_results; i++)
             if (!define(x, (*next_id)++, h.results[i])) return false;
@@ -1075,9 +1080,8 @@ bool kiln__vhlo_to_text(kiln__bc *bc, kiln__strbuf *sb, const char *only_func) {
     if (producer_version(bc->producer, &major, &minor) &&
         (major > KILN__VHLO_MAX_MAJOR ||
          (major == KILN__VHLO_MAX_MAJOR && minor > KILN__VHLO_MAX_MINOR)))
-        return kiln__bc_fail(bc, 4,
-                             "a portable artifact of %s, newer than this reader (StableHLO %d.%d)",
-                             bc->producer, KILN__VHLO_MAX_MAJOR, KILN__VHLO_MAX_MINOR);
+        return kiln__bc_fail(bc, 4, "newer than this reader (StableHLO %d.%d)",
+                             KILN__VHLO_MAX_MAJOR, KILN__VHLO_MAX_MINOR);
     for (uint32_t i = 0; i < bc->n_dialects; i++) {
         if (kiln__bc_string_is(bc, bc->dialects[i].name, "builtin")) x.builtin = i;
         if (kiln__bc_string_is(bc, bc->dialects[i].name, "vhlo")) x.vhlo = i;

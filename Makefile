@@ -97,26 +97,31 @@ format:
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)
 
-# Fuzzing the StableHLO text parser with libFuzzer (clang): the library itself is built
-# with coverage instrumentation in $(FUZZ_BUILD), seeded with the conformance files.
+# Fuzzing the StableHLO text parser and the portable-artifact reader with libFuzzer
+# (clang), FUZZ_SECONDS each: the library itself is built with coverage instrumentation in
+# $(FUZZ_BUILD), seeded with the conformance files and StableHLO's artifacts.
 # `make fuzz FUZZ_SECONDS=60` for a short run; crashes are written to $(FUZZ_BUILD)/.
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 600
 # The bounded libFuzzer run that `make test` (and so CI) does on the parser.
 CI_FUZZ_SECONDS ?= 30
 FUZZ_CORPUS  ?= ../shared/conformance/stablehlo-interpret
+BYTECODE_CORPUS ?= ../shared/conformance/vhlo
 .PHONY: fuzz
 fuzz:
 	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DKILN_FUZZ=ON \
 	      -DKILN_BUILD_EXAMPLES=OFF \
 	      -DCMAKE_C_FLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer" \
 	      $(CMAKE_FLAGS)
-	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_parse_libfuzzer
-	mkdir -p $(FUZZ_BUILD)/corpus/parse
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_parse_libfuzzer fuzz_bytecode_libfuzzer
+	mkdir -p $(FUZZ_BUILD)/corpus/parse $(FUZZ_BUILD)/corpus/bytecode
 	cd $(FUZZ_BUILD) && ./tests/fuzz_parse_libfuzzer -max_total_time=$(FUZZ_SECONDS) \
 	      -max_len=65536 -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
 	      -dict=$(abspath tests/fuzz/parse.dict) \
 	      corpus/parse $(abspath tests/fuzz/corpus/parse) $(abspath $(FUZZ_CORPUS))
+	cd $(FUZZ_BUILD) && ./tests/fuzz_bytecode_libfuzzer -max_total_time=$(FUZZ_SECONDS) \
+	      -max_len=65536 -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
+	      corpus/bytecode $(abspath tests/fuzz/corpus/bytecode) $(abspath $(BYTECODE_CORPUS))
 
 # Random programs, eager against compiled (tests/runtime/test_random_programs.c), far more
 # than `make test` runs: each of the 4 batches for RPG_SECONDS (a few hundred programs a second

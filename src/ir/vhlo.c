@@ -91,6 +91,29 @@ static bool type_text(xlator *x, uint32_t type) {
     return kiln__vhlo_type_text(x->bc, x->sb, type);
 }
 
+/* A symbol (after its '@'): bare when it is an identifier, else quoted ("<lambda>"). */
+static void symbol(xlator *x, const char *s, size_t len) {
+    bool bare = len > 0 && !(s[0] >= '0' && s[0] <= '9');
+    for (size_t i = 0; i < len && bare; i++) {
+        char c = s[i];
+        bare = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '_' || c == '.' || c == '$';
+    }
+    if (bare) {
+        if (!x->skip) kiln__strbuf_append(x->sb, s, len);
+        return;
+    }
+    put(x, "\"");
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\' || c < 0x20 || c >= 0x7f)
+            putf(x, "\\%02X", c);
+        else if (!x->skip)
+            kiln__strbuf_append(x->sb, (const char *)&s[i], 1);
+    }
+    put(x, "\"");
+}
+
 static void value_name(xlator *x, uint32_t id) { putf(x, "%%v%u_%u", x->sc->serial, id); }
 
 /* ---- attributes --------------------------------------------------------------------------- */
@@ -831,9 +854,10 @@ static bool regions(xlator *x, kiln__bc_cursor *c, const header *h, bool functio
     }
     scope fresh = {.serial = x->next_serial++}, *outer = x->sc;
     if (out_serial) *out_serial = fresh.serial;
-    if (isolated) x->sc = &fresh;
-    if (++x->depth > MAX_DEPTH) return kiln__bc_fail(x->bc, c->pos, "regions nest too deeply");
-    bool ok = true;
+    /* Top-level regions get a scope even when not marked isolated: nothing is above them. */
+    bool new_scope = isolated || !x->sc;
+    if (new_scope) x->sc = &fresh;
+    bool ok = ++x->depth <= MAX_DEPTH || kiln__bc_fail(x->bc, c->pos, "regions nest too deeply");
     bool generic = !h->module && h->op->form == F_GENERIC;
     for (uint64_t r = 0; r < n && ok; r++) {
         if (generic) put(x, r ? ", {\n" : "{\n");
@@ -846,7 +870,7 @@ static bool regions(xlator *x, kiln__bc_cursor *c, const header *h, bool functio
         }
     }
     x->depth--;
-    if (isolated) {
+    if (new_scope) {
         if (fresh.types)
             kiln__free(x->bc->cx, fresh.types, (size_t)fresh.cap * sizeof *fresh.types);
         x->sc = outer;
@@ -931,7 +955,7 @@ static bool func(xlator *x, kiln__bc_cursor *c, header *h) {
     put(x, "  func.func ");
     if (vis.len == 7 && memcmp(vis.text, "private", 7) == 0) put(x, "private ");
     put(x, "@");
-    if (!x->skip) kiln__strbuf_append(x->sb, name.text, name.len);
+    symbol(x, name.text, name.len);
     put(x, "(");
     for (uint32_t i = 0; i < fty.n_inputs; i++) {
         uint32_t t = 0;
@@ -1023,7 +1047,7 @@ static bool op(xlator *x, kiln__bc_cursor *c, const header *parent, uint32_t *ne
         indent(x);
         result_names(x, &h, first);
         put(x, "func.call @");
-        if (!x->skip) kiln__strbuf_append(x->sb, callee.text, callee.len);
+        symbol(x, callee.text, callee.len);
         put(x, "(");
         operands(x, &h);
         put(x, ") : (");

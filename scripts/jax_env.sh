@@ -1,0 +1,30 @@
+#!/bin/sh
+# Makes tests/.venv-jax from the pinned tests/requirements-jax.txt (once, and again when
+# that file changes), for the tests that check kiln against JAX-made portable artifacts.
+# The interpreter: $JAX_PYTHON if set, else python3.11, else python3. Exits non-zero, saying
+# why, when the packages cannot be installed (no network to PyPI, say).
+set -eu
+cd "$(dirname "$0")/.."
+VENV=tests/.venv-jax
+REQ=tests/requirements-jax.txt
+base=${JAX_PYTHON:-$(command -v python3.11 || command -v python3 || true)}
+if [ -z "$base" ]; then
+    echo "jax_env: no python3 found (set JAX_PYTHON)" >&2
+    exit 1
+fi
+want=$(sha256sum "$REQ" | cut -d' ' -f1)
+stamp="$VENV/.requirements.sha256"
+if [ -x "$VENV/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
+    exit 0
+fi
+echo "jax_env: installing $REQ into $VENV (with $base; about a minute the first time)"
+# One installer at a time (the optimized and the sanitizer suites may both ask).
+exec 9>"tests/.venv-jax.lock"
+flock 9
+if [ -x "$VENV/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
+    exit 0
+fi
+rm -rf "$VENV"
+"$base" -m venv "$VENV"
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r "$REQ"
+echo "$want" >"$stamp"

@@ -1,0 +1,37 @@
+#!/bin/sh
+# Runs JAX-made portable artifacts with `kiln run` and compares the results with JAX's on
+# XLA's CPU (tests/scripts/jax_artifacts.py). JAX comes from PyPI into tests/.venv-jax
+# (scripts/jax_env.sh); when it cannot be installed the test says so and exits 77, which
+# CTest reports as skipped, never as passed.
+# usage: jax_artifacts.sh KILN_CLI SOURCE_DIR WORK_DIR
+set -eu
+kiln=$1
+src=$2
+work=$3
+if ! sh "$src/scripts/jax_env.sh" >"$work.env.log" 2>&1; then
+    echo "SKIPPED: JAX could not be installed from PyPI (scripts/jax_env.sh):"
+    tail -5 "$work.env.log"
+    exit 77
+fi
+py="$src/tests/.venv-jax/bin/python"
+rm -rf "$work"
+mkdir -p "$work"
+"$py" "$src/tests/scripts/jax_artifacts.py" make "$work"
+status=0
+for bc in "$work"/*.mlir.bc; do
+    name=$(basename "$bc" .mlir.bc)
+    mkdir -p "$work/$name"
+    set --
+    i=0
+    while [ -f "$work/$name.in$i.npy" ]; do
+        set -- "$@" --input "$work/$name.in$i.npy"
+        i=$((i + 1))
+    done
+    if ! "$kiln" run "$bc" "$@" --output-dir "$work/$name" >"$work/$name.log" 2>&1; then
+        echo "$name: kiln run failed:"
+        cat "$work/$name.log"
+        status=1
+    fi
+done
+"$py" "$src/tests/scripts/jax_artifacts.py" check "$work" || status=1
+exit $status

@@ -25,7 +25,8 @@ static const char conform_help[] =
     "                    [--no-fork] [--quiet]\n"
     "\n"
     "Runs StableHLO interpreter test files (stablehlo/tests/interpret). PATH is a .mlir\n"
-    "file or a folder (searched recursively for .mlir files). Each file is split at lines\n"
+    "file, a portable artifact (.mlirbc or .mlir.bc, MLIR bytecode of VHLO: one case), or\n"
+    "a folder (searched recursively for both). Each text file is split at lines\n"
     "'// -----'; each chunk defining a function is a case: its entry function (@main, or\n"
     "the only function) runs and its check ops are evaluated: check.expect_eq,\n"
     "expect_eq_const, expect_almost_eq, expect_almost_eq_const, expect_close and the\n"
@@ -674,6 +675,15 @@ static bool conform_file(conform *c, const char *path, const char *name) {
         return false;
     }
     c->file_text = text;
+    /* A portable artifact (MLIR bytecode) is one case, whole. */
+    if (size >= 4 && memcmp(text, "ML\xefR", 4) == 0) {
+        char msg[4096];
+        enum outcome o = run_case_isolated(c, path, text, size, 1, msg, sizeof msg);
+        record(c, name, 1, o, msg);
+        c->file_text = NULL;
+        free(text);
+        return true;
+    }
     const char *end = text + size, *chunk_start = text, *p = text;
     int chunk = 1, line = 1, chunk_line = 1;
     while (p < end) {
@@ -747,7 +757,9 @@ static bool conform_dir(conform *c, const char *dir, const char *rel) {
             ok = conform_dir(c, path, rpath);
         else {
             size_t nl = strlen(names[i]);
-            if (nl > 5 && strcmp(names[i] + nl - 5, ".mlir") == 0)
+            if ((nl > 5 && strcmp(names[i] + nl - 5, ".mlir") == 0) ||
+                (nl > 7 && strcmp(names[i] + nl - 7, ".mlirbc") == 0) ||
+                (nl > 3 && strcmp(names[i] + nl - 3, ".bc") == 0))
                 ok = conform_file(c, path, rpath);
         }
         free(path);

@@ -7,7 +7,8 @@
 static const char print_help[] =
     "usage: kiln print PROGRAM.mlir [--stage parsed|optimized|fused] [--entry NAME]\n"
     "\n"
-    "Parses PROGRAM.mlir and prints the module as StableHLO text (kiln's printer, JAX's\n"
+    "Parses PROGRAM.mlir (StableHLO text, or a portable artifact: MLIR bytecode of VHLO)\n"
+    "and prints the module as StableHLO text (kiln's printer, JAX's\n"
     "form).\n"
     "\n"
     "options:\n"

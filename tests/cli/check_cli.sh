@@ -41,6 +41,18 @@ run_printed)
         "$kiln" run "$here/kiln_printed.mlir" --mode eval --input "$work/x.npy" \
         --input "$work/x.npy"
     ;;
+bytecode)
+    # A portable artifact (MLIR bytecode of VHLO) is read like text, by every command.
+    bc="$here/../fuzz/corpus/bytecode/add_f32.mlir.bc"
+    expect 0 'stablehlo\.add %arg0, %arg1 : tensor<4xf32>' "$kiln" print "$bc"
+    expect 1 "input 0 .*: kiln_exe_call: args\[0\] has type f32\[2,3\]; expected f32\[4\]" \
+        "$kiln" run "$bc" --input "$work/x.npy" --input "$work/x.npy"
+    expect 0 '^SKIP add_f32\.mlir\.bc#1: unsupported: the entry function takes 2 arguments' \
+        "$kiln" conform "$bc"
+    head -c 100 "$bc" >"$work/truncated.mlir.bc"
+    expect 1 'truncated\.mlir\.bc: portable artifact: section 1 of 12 bytes runs past the end at byte 91' \
+        "$kiln" print "$work/truncated.mlir.bc"
+    ;;
 run_jax)
     mkdir -p "$work/o"
     expect 0 '^out0: f32\[2,3\] = \[-1\.5, 1, 2\.0999999, 4, 6\.5, 3\.4028235e\+38\]$' \

@@ -17,17 +17,7 @@ if [ -z "$base" ]; then
     echo "bench_env: no python3 found (set BENCH_PYTHON)" >&2
     exit 1
 fi
-want=$(sha256sum "$REQ" | cut -d' ' -f1)
-stamp="$VENV/.requirements.sha256"
-if [ -x "$VENV/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
-    echo "bench_env: $VENV is up to date"
-else
-    echo "bench_env: installing $REQ into $VENV (with $base; a few minutes the first time)"
-    rm -rf "$VENV"
-    "$base" -m venv "$VENV"
-    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r "$REQ"
-    echo "$want" >"$stamp"
-fi
+sh scripts/venv.sh "$VENV" "$REQ" "$base" bench_env
 
 # hyperfine (Debian) times whole processes for time_to_load; without it those peers are
 # reported missing.

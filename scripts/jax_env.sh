@@ -12,19 +12,4 @@ if [ -z "$base" ]; then
     echo "jax_env: no python3 found (set JAX_PYTHON)" >&2
     exit 1
 fi
-want=$(sha256sum "$REQ" | cut -d' ' -f1)
-stamp="$VENV/.requirements.sha256"
-if [ -x "$VENV/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
-    exit 0
-fi
-echo "jax_env: installing $REQ into $VENV (with $base; about a minute the first time)"
-# One installer at a time (the optimized and the sanitizer suites may both ask).
-exec 9>"tests/.venv-jax.lock"
-flock 9
-if [ -x "$VENV/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
-    exit 0
-fi
-rm -rf "$VENV"
-"$base" -m venv "$VENV"
-"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r "$REQ"
-echo "$want" >"$stamp"
+exec sh scripts/venv.sh "$VENV" "$REQ" "$base" jax_env

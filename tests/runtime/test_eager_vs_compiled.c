@@ -153,12 +153,36 @@ static uint64_t seed_of(const char *name) {
     return h;
 }
 
+/* Compiles m with `backend`, calls it `calls` times on `in`, and compares each call's
+ * results with eager's. */
+static void compile_and_compare(kiln_ctx *cx, const ev_case *c, const char *backend, kiln_module *m,
+                                const char *what, int calls, kiln_tensor **in, kiln_tensor **eager,
+                                bool approx) {
+    kiln_compile_options o = kiln_compile_options_default();
+    o.backend = backend;
+    kiln_exe *exe = NULL;
+    kiln_status s = kiln_compile(cx, m, &o, &exe);
+    cr_assert_eq(s, KILN_OK, "%s: %s: compile of %s: %s", c->name, backend, what,
+                 kiln_ctx_error_message(cx));
+    kiln_tensor *comp[MAX_OUT] = {0};
+    for (int round = 0; round < calls; round++) {
+        cr_assert_eq(kiln_scope_begin(cx), KILN_OK);
+        s = kiln_exe_call(cx, exe, in, comp);
+        cr_assert_eq(s, KILN_OK, "%s: %s: call of %s: %s", c->name, backend, what,
+                     kiln_ctx_error_message(cx));
+        for (int32_t r = 0; r < c->n_out; r++)
+            expect_same(c->name, r, eager[r], comp[r], approx);
+        kiln_scope_end(cx);
+    }
+    kiln_exe_release(exe);
+}
+
 /* Runs one case; with allow_unsupported, an eager INVALID_ARGUMENT (a dtype the op does not
  * take) skips it and returns false. */
 static bool run_case(const ev_case *c, bool allow_unsupported) {
     kiln_ctx *cx = test_ctx();
     rng_state = seed_of(c->name);
-    kiln_tensor *in[MAX_IN], *eager[MAX_OUT] = {0}, *comp[MAX_OUT] = {0};
+    kiln_tensor *in[MAX_IN], *eager[MAX_OUT] = {0};
     kiln_arg_spec specs[MAX_IN];
     for (int32_t i = 0; i < c->n_in; i++) {
         in[i] = random_tensor(cx, &c->in[i]);
@@ -203,37 +227,11 @@ static bool run_case(const ev_case *c, bool allow_unsupported) {
     const char *backends[TEST_MAX_BACKENDS];
     int n_backends = test_backends(backends, TEST_MAX_BACKENDS);
     for (int b = 0; b < n_backends; b++) {
-        /* The interpreter runs the evaluator's kernels, as eager mode does: bit for bit. */
+        /* The interpreter runs the evaluator's kernels, as eager mode does: bit for bit.
+         * The traced module is called twice: the second call runs on a pooled call state. */
         bool approx = c->approx && strcmp(backends[b], "interpreter") != 0;
-        kiln_compile_options o = kiln_compile_options_default();
-        o.backend = backends[b];
-        kiln_exe *exe = NULL;
-        s = kiln_compile(cx, m, &o, &exe);
-        cr_assert_eq(s, KILN_OK, "%s: %s: compile: %s", c->name, backends[b],
-                     kiln_ctx_error_message(cx));
-        kiln_exe *exe_parsed = NULL;
-        s = kiln_compile(cx, parsed, &o, &exe_parsed);
-        cr_assert_eq(s, KILN_OK, "%s: %s: compile of the parsed module: %s", c->name, backends[b],
-                     kiln_ctx_error_message(cx));
-        cr_assert_eq(kiln_scope_begin(cx), KILN_OK);
-        s = kiln_exe_call(cx, exe_parsed, in, comp);
-        cr_assert_eq(s, KILN_OK, "%s: %s: call of the parsed module: %s", c->name, backends[b],
-                     kiln_ctx_error_message(cx));
-        for (int32_t r = 0; r < c->n_out; r++)
-            expect_same(c->name, r, eager[r], comp[r], approx);
-        kiln_scope_end(cx);
-        kiln_exe_release(exe_parsed);
-        /* Twice: the second call runs on a pooled call state. */
-        for (int round = 0; round < 2; round++) {
-            cr_assert_eq(kiln_scope_begin(cx), KILN_OK);
-            s = kiln_exe_call(cx, exe, in, comp);
-            cr_assert_eq(s, KILN_OK, "%s: %s: call: %s", c->name, backends[b],
-                         kiln_ctx_error_message(cx));
-            for (int32_t r = 0; r < c->n_out; r++)
-                expect_same(c->name, r, eager[r], comp[r], approx);
-            kiln_scope_end(cx);
-        }
-        kiln_exe_release(exe);
+        compile_and_compare(cx, c, backends[b], parsed, "the parsed module", 1, in, eager, approx);
+        compile_and_compare(cx, c, backends[b], m, "the module", 2, in, eager, approx);
     }
     kiln_module_release(m);
     kiln_module_release(parsed);

@@ -354,7 +354,7 @@ static bool attrs_scatter(xlator *x, const named *a, int n) {
 static bool conv_layout(xlator *x, int64_t pa, char ca, int64_t pb, char cb, const int64_t *sp,
                         int32_t ns) {
     int32_t rank = ns + 2;
-    char slot[MAX_DIMS + 2][8];
+    char slot[MAX_DIMS + 2][12];
     for (int32_t i = 0; i < rank; i++)
         slot[i][0] = 0;
     if (pa < 0 || pa >= rank || pb < 0 || pb >= rank || pa == pb)

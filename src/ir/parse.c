@@ -3350,6 +3350,10 @@ kiln_status kiln_module_parse(kiln_ctx *cx, const char *text, size_t length,
     /* A portable artifact (MLIR bytecode) becomes text first. */
     if (kiln__bc_is_bytecode(text, length))
         return kiln__vhlo_parse(cx, text, length, &o, out_module);
+    /* ... as does the one inside a file of jax.export's Exported.serialize(). */
+    size_t art_off, art_len;
+    if (kiln__jax_export_artifact(text, length, &art_off, &art_len))
+        return kiln__vhlo_parse(cx, text + art_off, art_len, &o, out_module);
     parser p;
     memset(&p, 0, sizeof p);
     p.cx = cx;

@@ -920,6 +920,35 @@ static bool string_attr(xlator *x, const header *h, const char *name, kiln__vatt
             kiln__bc_fail(x->bc, h->at, "attribute '%s' is not a string", name));
 }
 
+/* Argument i's calling convention, as JAX writes it in arg_attrs: the result a donated
+ * argument's buffer takes (tf.aliasing_output) or a donation without one
+ * (jax.buffer_donor). Other argument attributes (shardings, layouts) are not kiln's. */
+static bool arg_convention(xlator *x, const header *h, uint32_t i) {
+    kiln__vattr all = {0}, dict = {0};
+    uint32_t di = 0;
+    if (!find(h->attrs, h->n_attrs, "arg_attrs")) return true;
+    if (!get(x, h->attrs, h->n_attrs, "arg_attrs", &all)) return false;
+    if (all.kind != KILN__VA_ARRAY || i >= all.n) return true;
+    if (!kiln__vhlo_array_item(x->bc, &all, i, &di) || !kiln__vhlo_attr(x->bc, di, &dict))
+        return false;
+    if (dict.kind != KILN__VA_DICT) return true;
+    for (uint32_t k = 0; k < dict.n; k++) {
+        uint32_t ki = 0, vi = 0;
+        kiln__vattr key = {0}, value = {0};
+        if (!kiln__vhlo_dict_item(x->bc, &dict, k, &ki, &vi) || !kiln__vhlo_attr(x->bc, ki, &key) ||
+            !kiln__vhlo_attr(x->bc, vi, &value))
+            return false;
+        if (key.kind != KILN__VA_STRING) continue;
+        if (key.len == 18 && memcmp(key.text, "tf.aliasing_output", 18) == 0 &&
+            value.kind == KILN__VA_INT)
+            putf(x, " {tf.aliasing_output = %d : i32}", (int)(int32_t)value.value);
+        else if (key.len == 16 && memcmp(key.text, "jax.buffer_donor", 16) == 0 &&
+                 value.kind == KILN__VA_BOOL && value.value)
+            put(x, " {jax.buffer_donor = true}");
+    }
+    return true;
+}
+
 static bool func(xlator *x, kiln__bc_cursor *c, header *h) {
     kiln__vattr name = {0}, vis = {0}, ft = {0};
     kiln__vtype fty = {0};
@@ -961,7 +990,7 @@ static bool func(xlator *x, kiln__bc_cursor *c, header *h) {
         uint32_t t = 0;
         if (!kiln__vhlo_function_type(x->bc, &fty, false, i, &t)) return false;
         putf(x, "%s%%v%u_%u: ", i ? ", " : "", serial, i);
-        if (!type_text(x, t)) return false;
+        if (!type_text(x, t) || !arg_convention(x, h, i)) return false;
     }
     put(x, ") -> (");
     for (uint32_t i = 0; i < fty.n_outputs; i++) {

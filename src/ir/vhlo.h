@@ -94,6 +94,10 @@ bool kiln__vhlo_tensor_ints(kiln__bc *bc, const kiln__vattr *t, int64_t *out, in
  * function (for comparing one function at a time). False with bc->error set. */
 bool kiln__vhlo_to_text(kiln__bc *bc, kiln__strbuf *sb, const char *only_func);
 
+/* Finds the portable artifact inside a file of jax.export's Exported.serialize()
+ * (jax_export.c): true, with its span, when data is such a FlatBuffer. */
+bool kiln__jax_export_artifact(const void *data, size_t size, size_t *out_off, size_t *out_len);
+
 /* kiln_module_parse of a portable artifact: translated, then parsed as text (errors of
  * that stage name the file "(as StableHLO text)"). */
 kiln_status kiln__vhlo_parse(kiln_ctx *cx, const void *data, size_t size,

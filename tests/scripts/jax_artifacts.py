@@ -2,10 +2,12 @@
 
   jax_artifacts.py make DIR    writes, for each case, DIR/<case>.mlir.bc (jax.export's
                                serialized module, the artifact jaxlib also hands a PJRT
-                               plugin), its inputs <case>.in<i>.npy and JAX's results
+                               plugin), DIR/<case>.jax (Exported.serialize(), the file a
+                               user saves), its inputs <case>.in<i>.npy and JAX's results
                                <case>.want<i>.npy
-  jax_artifacts.py check DIR   compares DIR/<case>/out<i>.npy (kiln run's results) with
-                               them: bitwise for integers, rtol 1e-5 / atol 1e-6 for floats
+  jax_artifacts.py check DIR   compares DIR/<case>.mlir.bc.out/out<i>.npy and
+                               DIR/<case>.jax.out/out<i>.npy (kiln run's results) with them:
+                               bitwise for integers, rtol 1e-5 / atol 1e-6 for floats
 """
 import os
 import sys
@@ -42,6 +44,9 @@ def cases():
         "int_ops": (lambda a, b: (a // b, a % b, a << 2), [i32(7, -9, 13, 4), i32(2, 4, -5, 3)]),
         "mlp_step": (jax.jit(jax.grad(lambda w, x: jnp.mean((jnp.tanh(x @ w) - 1.0) ** 2))),
                      [f32(4, 2), f32(8, 4)]),
+        # Donation travels as tf.aliasing_output on the argument.
+        "donated_update": (jax.jit(lambda w, g: (w - 0.1 * g, g), donate_argnums=(0,)),
+                           [f32(3, 3), f32(3, 3)]),
     }
 
 
@@ -54,6 +59,8 @@ def make(out):
         exported = export.export(jax.jit(fn))(*args)
         with open(os.path.join(out, name + ".mlir.bc"), "wb") as f:
             f.write(exported.mlir_module_serialized)
+        with open(os.path.join(out, name + ".jax"), "wb") as f:
+            f.write(exported.serialize())
         results = jax.jit(fn)(*args)
         results = results if isinstance(results, tuple) else (results,)
         for i, a in enumerate(args):
@@ -63,35 +70,43 @@ def make(out):
     print(f"jax {jax.__version__}: {len(cases())} artifacts in {out}")
 
 
-def check(out):
-    bad = 0
-    names = sorted({f.split(".")[0] for f in os.listdir(out) if f.endswith(".mlir.bc")})
-    for name in names:
-        i = 0
-        while os.path.exists(os.path.join(out, f"{name}.want{i}.npy")):
-            want = np.load(os.path.join(out, f"{name}.want{i}.npy"))
-            got_path = os.path.join(out, name, f"out{i}.npy")
-            if not os.path.exists(got_path):
-                print(f"{name}: result {i} missing")
-                bad += 1
+def compare(name, got_dir, want_dir):
+    """Problems of one run's results, as lines."""
+    problems, i = [], 0
+    while os.path.exists(os.path.join(want_dir, f"{name}.want{i}.npy")):
+        want = np.load(os.path.join(want_dir, f"{name}.want{i}.npy"))
+        got_path = os.path.join(got_dir, f"out{i}.npy")
+        if not os.path.exists(got_path):
+            problems.append(f"result {i} missing")
+        else:
+            got = np.load(got_path)
+            if got.dtype != want.dtype or got.shape != want.shape:
+                ok = False
+            elif want.dtype.kind in "iub":
+                ok = np.array_equal(got, want)
             else:
-                got = np.load(got_path)
-                if got.dtype != want.dtype or got.shape != want.shape:
-                    ok = False
-                elif want.dtype.kind in "iub":
-                    ok = np.array_equal(got, want)
-                else:
-                    ok = np.allclose(got, want, rtol=1e-5, atol=1e-6)
-                if not ok:
-                    print(f"{name}: result {i} differs: kiln {got.dtype}{list(got.shape)} "
-                          f"{got.ravel()[:6]}, jax {want.dtype}{list(want.shape)} {want.ravel()[:6]}")
-                    bad += 1
-            i += 1
-        if i == 0:
-            print(f"{name}: no expected results")
-            bad += 1
-    print(f"jax artifacts: {len(names) - bad if bad <= len(names) else 0} of {len(names)} match JAX")
-    return 1 if bad else 0
+                ok = np.allclose(got, want, rtol=1e-5, atol=1e-6)
+            if not ok:
+                problems.append(f"result {i} differs: kiln {got.dtype}{list(got.shape)} "
+                                f"{got.ravel()[:6]}, jax {want.dtype}{list(want.shape)} "
+                                f"{want.ravel()[:6]}")
+        i += 1
+    if i == 0:
+        problems.append("no expected results")
+    return problems
+
+
+def check(out):
+    runs = sorted(d for d in os.listdir(out) if d.endswith(".out"))
+    bad = 0
+    for run in runs:
+        name = run.split(".")[0]
+        problems = compare(name, os.path.join(out, run), out)
+        for p in problems:
+            print(f"{run[:-4]}: {p}")
+        bad += bool(problems)
+    print(f"jax artifacts: {len(runs) - bad} of {len(runs)} runs match JAX")
+    return 1 if bad or not runs else 0
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 #!/bin/sh
-# Runs JAX-made portable artifacts with `kiln run` and compares the results with JAX's on
+# Runs JAX-made portable artifacts (jax.export's .mlir.bc and Exported.serialize()'s file)
+# with `kiln run` and compares the results with JAX's on
 # XLA's CPU (tests/scripts/jax_artifacts.py). JAX comes from PyPI into tests/.venv-jax
 # (scripts/jax_env.sh); when it cannot be installed the test says so and exits 77, which
 # CTest reports as skipped, never as passed.
@@ -18,18 +19,19 @@ rm -rf "$work"
 mkdir -p "$work"
 "$py" "$src/tests/scripts/jax_artifacts.py" make "$work"
 status=0
-for bc in "$work"/*.mlir.bc; do
-    name=$(basename "$bc" .mlir.bc)
-    mkdir -p "$work/$name"
+for artifact in "$work"/*.mlir.bc "$work"/*.jax; do
+    file=$(basename "$artifact")
+    name=${file%%.*}
+    mkdir -p "$work/$file.out"
     set --
     i=0
     while [ -f "$work/$name.in$i.npy" ]; do
         set -- "$@" --input "$work/$name.in$i.npy"
         i=$((i + 1))
     done
-    if ! "$kiln" run "$bc" "$@" --output-dir "$work/$name" >"$work/$name.log" 2>&1; then
-        echo "$name: kiln run failed:"
-        cat "$work/$name.log"
+    if ! "$kiln" run "$artifact" "$@" --output-dir "$work/$file.out" >"$work/$file.log" 2>&1; then
+        echo "$file: kiln run failed:"
+        cat "$work/$file.log"
         status=1
     fi
 done

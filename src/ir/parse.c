@@ -2,6 +2,7 @@
  * StableHLO interpreter tests (pretty and generic op forms, the check dialect). A
  * character-level recursive descent over `length` bytes (never NUL-terminated), with a
  * nesting limit; every error is "FILE:LINE:COL: error: message". */
+#include <ctype.h>
 #include <inttypes.h>
 #include <locale.h>
 #include <math.h>
@@ -120,6 +121,42 @@ static bool oom(parser *p) { return perr(p, p->pos, "out of memory"); }
 static int ch(const parser *p) { return p->pos < p->n ? (unsigned char)p->s[p->pos] : -1; }
 static int ch_at(const parser *p, size_t at) { return at < p->n ? (unsigned char)p->s[at] : -1; }
 
+/* If a location starts at `at` ("loc(" as a token of its own, or an alias definition
+ * "#loc12 = loc("), the position after its closing parenthesis; else `at`. Locations are
+ * debug information (JAX keeps them, with their aliases before and after the module):
+ * they are skipped as whitespace is. An unbalanced one is left for the parser to refuse. */
+static size_t after_location(const parser *p, size_t at) {
+    const char *s = p->s;
+    size_t n = p->n, q = at;
+    if (s[q] == '#') {
+        if (n - q < 4 || memcmp(s + q, "#loc", 4) != 0) return at;
+        for (q += 4; q < n && (isalnum((unsigned char)s[q]) || s[q] == '_'); q++) {
+        }
+        while (q < n && (s[q] == ' ' || s[q] == '\t'))
+            q++;
+        if (q >= n || s[q] != '=') return at;
+        for (q++; q < n && (s[q] == ' ' || s[q] == '\t'); q++) {
+        }
+    } else if (q > 0) {
+        char prev = s[q - 1];
+        if (isalnum((unsigned char)prev) || strchr("_.$%@#^!-\"", prev)) return at;
+    }
+    if (n - q < 4 || memcmp(s + q, "loc(", 4) != 0) return at;
+    int depth = 0;
+    for (q += 3; q < n; q++) {
+        char c = s[q];
+        if (c == '"') {
+            for (q++; q < n && s[q] != '"'; q++)
+                if (s[q] == '\\') q++;
+        } else if (c == '(') {
+            depth++;
+        } else if (c == ')' && --depth == 0) {
+            return q + 1;
+        }
+    }
+    return at;
+}
+
 static void skip(parser *p) {
     while (p->pos < p->n) {
         char c = p->s[p->pos];
@@ -128,6 +165,8 @@ static void skip(parser *p) {
         } else if (c == '/' && ch_at(p, p->pos + 1) == '/') {
             while (p->pos < p->n && p->s[p->pos] != '\n')
                 p->pos++;
+        } else if ((c == 'l' || c == '#') && after_location(p, p->pos) != p->pos) {
+            p->pos = after_location(p, p->pos);
         } else {
             break;
         }

@@ -1008,6 +1008,34 @@ static bool func(xlator *x, kiln__bc_cursor *c, header *h) {
     return ok;
 }
 
+/* The module's sym_name (a builtin string), if it has one: the first of its two optional
+ * properties (v >= 5), or an entry of its attribute dictionary. */
+static bool module_name(xlator *x, const header *h, kiln__vattr *out) {
+    kiln__bc *bc = x->bc;
+    out->kind = KILN__VA_OTHER;
+    if (h->has_props) {
+        kiln__bc_cursor c = kiln__bc_at(bc, bc->props[h->props]);
+        uint64_t v = 0;
+        if (!kiln__bc_varint(&c, &v)) return false;
+        if (!(v & 1)) return true;
+        if ((v >> 1) >= bc->n_attrs)
+            return kiln__bc_fail(bc, h->at, "attribute index out of range");
+        return kiln__vhlo_attr(bc, (uint32_t)(v >> 1), out);
+    }
+    if (!h->has_dict) return true;
+    kiln__vattr d = {0};
+    if (!kiln__vhlo_attr(bc, h->dict, &d)) return false;
+    if (d.kind != KILN__VA_DICT) return true;
+    for (uint32_t i = 0; i < d.n; i++) {
+        uint32_t k = 0, v = 0;
+        kiln__vattr key = {0};
+        if (!kiln__vhlo_dict_item(bc, &d, i, &k, &v) || !kiln__vhlo_attr(bc, k, &key)) return false;
+        if (key.kind == KILN__VA_STRING && key.len == 8 && memcmp(key.text, "sym_name", 8) == 0)
+            return kiln__vhlo_attr(bc, v, out);
+    }
+    return true;
+}
+
 static bool op(xlator *x, kiln__bc_cursor *c, const header *parent, uint32_t *next_id) {
     header h;
     if (!read_header(x, c, &h)) return false;
@@ -1026,7 +1054,15 @@ static bool op(xlator *x, kiln__bc_cursor *c, const header *parent, uint32_t *ne
     if (x->skip && !h.module && h.op->form != F_FUNC) return regions(x, c, &h, false, NULL);
     if (h.module) {
         if (parent) return kiln__bc_fail(bc, h.at, "a module inside an op");
-        put(x, "module {\n");
+        kiln__vattr name = {0};
+        if (!module_name(x, &h, &name)) return false;
+        put(x, "module ");
+        if (name.kind == KILN__VA_STRING && name.len) {
+            put(x, "@");
+            symbol(x, name.text, name.len);
+            put(x, " ");
+        }
+        put(x, "{\n");
         bool ok = regions(x, c, &h, false, NULL);
         put(x, "}\n");
         return ok;

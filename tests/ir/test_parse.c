@@ -594,3 +594,49 @@ Test(parse, nesting_to_the_limit_and_small_thread_stacks) {
               j.message);
     free(deep);
 }
+
+/* JAX's text with debug information: location aliases before and after the module and
+ * loc(...) after arguments, ops, bodies and the module. They are read as whitespace, so
+ * the module is the one without them; names that merely start with "loc" are untouched. */
+Test(parse, locations_are_read_and_dropped) {
+    static const char with_locs[] =
+        "#loc1 = loc(\"x\")\n"
+        "module @jit_f attributes {mhlo.num_partitions = 1 : i32} {\n"
+        "  func.func public @main(%arg0: tensor<4xf32> loc(\"x\")) -> (tensor<4xf32> "
+        "{jax.result_info = \"result\"}) {\n"
+        "    %loc = stablehlo.sine %arg0 : tensor<4xf32> loc(#loc7)\n"
+        "    %0 = func.call @loc(%loc) : (tensor<4xf32>) -> tensor<4xf32> loc(callsite(#loc3 at "
+        "#loc4))\n"
+        "    return %0 : tensor<4xf32> loc(#loc)\n"
+        "  } loc(#loc)\n"
+        "  func.func private @loc(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+        "    %1 = stablehlo.cosine %a : tensor<4xf32> loc(fused[\"a(b)\", #loc2])\n"
+        "    return %1 : tensor<4xf32>\n"
+        "  }\n"
+        "} loc(#loc)\n"
+        "#loc = loc(unknown)\n"
+        "#loc3 = loc(\"<string>\":5:4 to :69)\n";
+    static const char without[] =
+        "module @jit_f {\n"
+        "  func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n"
+        "    %loc = stablehlo.sine %arg0 : tensor<4xf32>\n"
+        "    %0 = func.call @loc(%loc) : (tensor<4xf32>) -> tensor<4xf32>\n"
+        "    return %0 : tensor<4xf32>\n"
+        "  }\n"
+        "  func.func private @loc(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+        "    %1 = stablehlo.cosine %a : tensor<4xf32>\n"
+        "    return %1 : tensor<4xf32>\n"
+        "  }\n"
+        "}\n";
+    kiln_ctx *cx = test_ctx();
+    char *a = reprint(cx, with_locs), *b = reprint(cx, without);
+    cr_assert_str_eq(a, b);
+    kiln_string_free(cx, a);
+    kiln_string_free(cx, b);
+    /* An unbalanced location is not skipped: the parser says where it is. */
+    static const char broken[] = "func.func @f() {\n  return loc(\"x\"\n}\n";
+    kiln_module *m = NULL;
+    cr_assert_eq(kiln_module_parse(cx, broken, strlen(broken), NULL, &m), KILN_INVALID_ARGUMENT);
+    expect_error(cx, KILN_INVALID_ARGUMENT, "<text>:2:");
+    kiln_ctx_release(cx);
+}

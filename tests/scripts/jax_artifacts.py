@@ -3,7 +3,8 @@
   jax_artifacts.py make DIR    writes, for each case, DIR/<case>.mlir.bc (jax.export's
                                serialized module, the artifact jaxlib also hands a PJRT
                                plugin), DIR/<case>.jax (Exported.serialize(), the file a
-                               user saves), its inputs <case>.in<i>.npy and JAX's results
+                               user saves), its text with JAX's locations <case>.txt, its
+                               inputs <case>.in<i>.npy and JAX's results
                                <case>.want<i>.npy
   jax_artifacts.py check DIR   compares DIR/<case>.mlir.bc.out/out<i>.npy and
                                DIR/<case>.jax.out/out<i>.npy (kiln run's results) with them:
@@ -61,6 +62,8 @@ def make(out):
             f.write(exported.mlir_module_serialized)
         with open(os.path.join(out, name + ".jax"), "wb") as f:
             f.write(exported.serialize())
+        with open(os.path.join(out, name + ".txt"), "w") as f:  # its text, locations kept
+            f.write(exported.mlir_module())
         results = jax.jit(fn)(*args)
         results = results if isinstance(results, tuple) else (results,)
         for i, a in enumerate(args):

@@ -35,5 +35,16 @@ for artifact in "$work"/*.mlir.bc "$work"/*.jax; do
         status=1
     fi
 done
+# The artifact and JAX's text of it (with locations) give the same module.
+for text in "$work"/*.txt; do
+    name=$(basename "$text" .txt)
+    "$kiln" print "$text" >"$work/$name.from_text" 2>&1 || echo "$name: kiln print of its text failed" >>"$work/$name.from_text"
+    "$kiln" print "$work/$name.mlir.bc" >"$work/$name.from_bc" 2>&1
+    if ! cmp -s "$work/$name.from_text" "$work/$name.from_bc"; then
+        echo "$name: the artifact and its text give different modules:"
+        diff "$work/$name.from_text" "$work/$name.from_bc" | head -20
+        status=1
+    fi
+done
 "$py" "$src/tests/scripts/jax_artifacts.py" check "$work" || status=1
 exit $status

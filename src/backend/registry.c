@@ -6,14 +6,9 @@
 
 #include "base/ctx_internal.h"
 
+/* The list lives in the ctx itself (cx->backends, KILN__MAX_BACKENDS entries): listing
+ * allocates nothing. */
 typedef kiln__backend_entry entry;
-
-/* The ctx's list (KILN__MAX_BACKENDS entries in the ctx itself: listing allocates
- * nothing). */
-typedef struct kiln__registry {
-    entry *entries;
-    int32_t n;
-} kiln__registry;
 
 const char *kiln__device_text(kiln_device device, char *buf, size_t cap) {
     snprintf(buf, cap, "%s:%d", kiln_device_type_name(device.type), (int)device.id);
@@ -35,8 +30,8 @@ static const char *invalid(const kiln__backend *b) {
     return NULL;
 }
 
-static void add(kiln__registry *r, const kiln__backend *b) {
-    entry *e = &r->entries[r->n++];
+static void add(kiln_ctx *cx, const kiln__backend *b) {
+    entry *e = &cx->backends[cx->n_backends++];
     e->backend = b;
     e->reason[0] = '\0';
     e->status =
@@ -45,22 +40,18 @@ static void add(kiln__registry *r, const kiln__backend *b) {
         snprintf(e->reason, sizeof e->reason, "%s", kiln_status_name(e->status));
 }
 
-/* cx's list, filled with the builtins on first use. */
-static kiln__registry registry(kiln_ctx *cx) {
-    if (!cx->backends_listed) {
-        kiln__registry r = {.entries = cx->backends, .n = 0};
-        const kiln__backend *b;
-        for (int32_t i = 0; (b = kiln__builtin_backend(i)) && r.n < KILN__MAX_BACKENDS; i++)
-            if (!invalid(b)) add(&r, b);
-        cx->n_backends = r.n;
-        cx->backends_listed = true;
-    }
-    return (kiln__registry){.entries = cx->backends, .n = cx->n_backends};
+/* Fills cx's list with the builtins on first use. */
+static void list(kiln_ctx *cx) {
+    if (cx->backends_listed) return;
+    cx->backends_listed = true;
+    const kiln__backend *b;
+    for (int32_t i = 0; (b = kiln__builtin_backend(i)) && cx->n_backends < KILN__MAX_BACKENDS; i++)
+        if (!invalid(b)) add(cx, b);
 }
 
-static const entry *find(const kiln__registry *r, const char *name) {
-    for (int32_t i = 0; i < r->n; i++)
-        if (strcmp(r->entries[i].backend->name, name) == 0) return &r->entries[i];
+static const entry *find(const kiln_ctx *cx, const char *name) {
+    for (int32_t i = 0; i < cx->n_backends; i++)
+        if (strcmp(cx->backends[i].backend->name, name) == 0) return &cx->backends[i];
     return NULL;
 }
 
@@ -72,25 +63,24 @@ kiln_status kiln__backend_register(kiln_ctx *cx, const kiln__backend *b) {
     if (why)
         return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT, "%s: backend '%s' is refused: %s", fn,
                                   b->name ? b->name : "(unnamed)", why);
-    kiln__registry reg = registry(cx), *r = &reg;
-    if (find(r, b->name))
+    list(cx);
+    if (find(cx, b->name))
         return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
                                   "%s: a backend named '%s' is already listed", fn, b->name);
-    if (r->n == KILN__MAX_BACKENDS)
+    if (cx->n_backends == KILN__MAX_BACKENDS)
         return kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "%s: %d backends are listed already",
                                   fn, KILN__MAX_BACKENDS);
-    add(r, b);
-    cx->n_backends = r->n;
+    add(cx, b);
     return KILN_OK;
 }
 
 /* "cpu, interpreter" */
-static void names(const kiln__registry *r, char *buf, size_t cap) {
+static void names(const kiln_ctx *cx, char *buf, size_t cap) {
     size_t used = 0;
     buf[0] = '\0';
-    for (int32_t i = 0; i < r->n && used < cap; i++) {
+    for (int32_t i = 0; i < cx->n_backends && used < cap; i++) {
         int w =
-            snprintf(buf + used, cap - used, "%s%s", i ? ", " : "", r->entries[i].backend->name);
+            snprintf(buf + used, cap - used, "%s%s", i ? ", " : "", cx->backends[i].backend->name);
         if (w < 0) break;
         used += (size_t)w;
     }
@@ -98,22 +88,22 @@ static void names(const kiln__registry *r, char *buf, size_t cap) {
 
 const kiln__backend *kiln__backend_for(kiln_ctx *cx, const char *fn, kiln_device device,
                                        const char *name) {
-    kiln__registry reg = registry(cx), *r = &reg;
+    list(cx);
     char dev[48];
     kiln__device_text(device, dev, sizeof dev);
     const entry *e = NULL;
     if (name) {
-        if (!(e = find(r, name))) {
+        if (!(e = find(cx, name))) {
             char known[256];
-            names(r, known, sizeof known);
+            names(cx, known, sizeof known);
             kiln_ctx_set_error(cx, KILN_NOT_FOUND, "%s: no backend named '%s' (known: %s)", fn,
                                name, known);
             return NULL;
         }
     } else {
         const entry *unavailable = NULL;
-        for (int32_t i = 0; i < r->n && !e; i++) {
-            const entry *c = &r->entries[i];
+        for (int32_t i = 0; i < cx->n_backends && !e; i++) {
+            const entry *c = &cx->backends[i];
             if (c->backend->device_type != device.type) continue;
             if (c->status == KILN_OK)
                 e = c;
@@ -156,8 +146,8 @@ const kiln__backend *kiln__backend_for(kiln_ctx *cx, const char *fn, kiln_device
 }
 
 const kiln__backend *kiln__backend_named(kiln_ctx *cx, const char *name) {
-    kiln__registry reg = registry(cx);
-    const entry *e = find(&reg, name);
+    list(cx);
+    const entry *e = find(cx, name);
     return e ? e->backend : NULL;
 }
 
@@ -167,18 +157,22 @@ const kiln__backend *kiln__backend_eager_lookup(kiln_ctx *cx, const char *fn, ki
     return b;
 }
 
-int32_t kiln_backend_count(kiln_ctx *cx) { return cx ? registry(cx).n : 0; }
+int32_t kiln_backend_count(kiln_ctx *cx) {
+    if (!cx) return 0;
+    list(cx);
+    return cx->n_backends;
+}
 
 kiln_status kiln_backend_info_get(kiln_ctx *cx, int32_t index, kiln_backend_info *out_info) {
     static const char fn[] = "kiln_backend_info_get";
     if (!cx) return KILN_INVALID_ARGUMENT;
     if (!out_info) return kiln__null_argument(cx, fn, "out_info");
-    kiln__registry reg = registry(cx), *r = &reg;
-    if (index < 0 || index >= r->n)
+    list(cx);
+    if (index < 0 || index >= cx->n_backends)
         return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
                                   "%s: index %d is out of range (%d backends)", fn, (int)index,
-                                  (int)r->n);
-    const entry *e = &r->entries[index];
+                                  (int)cx->n_backends);
+    const entry *e = &cx->backends[index];
     *out_info =
         (kiln_backend_info){.name = e->backend->name,
                             .device_type = e->backend->device_type,
@@ -190,9 +184,9 @@ kiln_status kiln_backend_info_get(kiln_ctx *cx, int32_t index, kiln_backend_info
 
 int32_t kiln_device_count(kiln_ctx *cx, kiln_device_type type) {
     if (!cx) return 0;
-    kiln__registry reg = registry(cx), *r = &reg;
-    for (int32_t i = 0; i < r->n; i++) {
-        const entry *e = &r->entries[i];
+    list(cx);
+    for (int32_t i = 0; i < cx->n_backends; i++) {
+        const entry *e = &cx->backends[i];
         if (e->backend->device_type == type && e->status == KILN_OK)
             return e->backend->device_count(cx);
     }

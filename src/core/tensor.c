@@ -91,11 +91,16 @@ static kiln_tensor *tensor_around(kiln_ctx *cx, const char *fn, kiln_dtype dtype
 }
 
 kiln__storage *kiln__storage_new(kiln_ctx *cx, const char *fn, size_t nbytes) {
+    return kiln__storage_new_on(cx, fn, nbytes, cx->device);
+}
+
+kiln__storage *kiln__storage_new_on(kiln_ctx *cx, const char *fn, size_t nbytes,
+                                    kiln_device device) {
     kiln__storage *s = kiln__alloc(cx, sizeof *s, _Alignof(kiln__storage), fn);
     if (!s) return NULL;
     memset(s, 0, sizeof *s);
     atomic_init(&s->refs, 1);
-    s->device = cx->device;
+    s->device = device;
     s->nbytes = nbytes;
     s->allocator = cx->allocator;
     if (nbytes > 0) {

@@ -56,6 +56,10 @@ bool kiln__check_dtype_shape(kiln_ctx *cx, const char *fn, kiln_dtype dtype,
 /* New storage of nbytes uninitialised bytes (data NULL when 0) from cx's allocator, with
  * one reference; NULL with RESOURCE_EXHAUSTED recorded (naming fn) when out of memory. */
 kiln__storage *kiln__storage_new(kiln_ctx *cx, const char *fn, size_t nbytes);
+/* The same, tagged with `device` (host-visible memory; a device with memory of its own
+ * allocates through its backend). */
+kiln__storage *kiln__storage_new_on(kiln_ctx *cx, const char *fn, size_t nbytes,
+                                    kiln_device device);
 
 /* Drops one reference; the last frees the storage (or hands it to its recycle hook, or to
  * the deleter of wrapped memory). NULL is a no-op. */

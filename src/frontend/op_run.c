@@ -7,6 +7,7 @@
 #include "base/ctx_internal.h"
 #include "core/tensor_internal.h"
 #include "frontend/trace.h"
+#include "frontend/transfer.h"
 
 #define MAX_FIXED 8
 

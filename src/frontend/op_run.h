@@ -3,7 +3,6 @@
 #ifndef KILN_FRONTEND_OP_RUN_H
 #define KILN_FRONTEND_OP_RUN_H
 
-#include "core/tensor_internal.h"
 #include "ops/attrs.h"
 #include "ops/infer.h"
 #include "ops/op.h"
@@ -23,13 +22,6 @@ kiln_tensor *kiln__op_run1(kiln_ctx *cx, kiln_op op, kiln__attrs *attrs,
  * ones whose shape differs by broadcast_in_dim results. Records "<fn>: operand i has shape
  * ...; expected ... or a shape that broadcasts with it" when they do not broadcast. */
 kiln_status kiln__broadcast_operands(kiln_ctx *cx, const char *fn, kiln_tensor **operands, int n);
-
-/* Storage of nbytes on `device`, whose backend is b: from the backend when it keeps device
- * memory (buffer_alloc), else host memory from cx's allocator. NULL with the error
- * recorded (naming fn). */
-struct kiln__backend;
-kiln__storage *kiln__storage_on(kiln_ctx *cx, const struct kiln__backend *b, const char *fn,
-                                kiln_device device, size_t nbytes);
 
 /* The type of a tensor. */
 kiln__type kiln__type_of(const kiln_tensor *t);

@@ -8,7 +8,7 @@
 #include "base/alloc.h"
 #include "base/ctx_internal.h"
 #include "core/tensor_internal.h"
-#include "frontend/op_run.h"
+#include "frontend/transfer.h"
 
 static const char to_device_fn[] = "kiln_tensor_to_device";
 
@@ -29,11 +29,7 @@ kiln__storage *kiln__storage_on(kiln_ctx *cx, const kiln__backend *b, const char
         }
         return s;
     }
-    kiln_device saved = cx->device;
-    cx->device = device;
-    kiln__storage *s = kiln__storage_new(cx, fn, nbytes);
-    cx->device = saved;
-    return s;
+    return kiln__storage_new_on(cx, fn, nbytes, device);
 }
 
 /* Copies t's bytes into dst (storage of at least as many bytes, on the destination device)

@@ -154,6 +154,36 @@ bool kiln__bc_string_is(const kiln__bc *bc, uint32_t i, const char *text) {
     return s && len == strlen(text) && memcmp(s, text, len) == 0;
 }
 
+bool kiln__bc_section(kiln__bc_cursor *c, unsigned *id, kiln__bc_span *data) {
+    size_t start = c->pos;
+    uint8_t id_align;
+    uint64_t len;
+    *id = 0;
+    *data = (kiln__bc_span){0};
+    if (!kiln__bc_byte(c, &id_align) || !kiln__bc_varint(c, &len)) return false;
+    *id = id_align & 0x7f;
+    if (id_align & 0x80) {
+        size_t at = c->pos;
+        uint64_t align;
+        if (!kiln__bc_varint(c, &align)) return false;
+        if (align == 0 || (align & (align - 1)) || align > 4096)
+            return kiln__bc_fail(c->bc, at, "bad section alignment %llu",
+                                 (unsigned long long)align);
+        /* Padding aligns the data to its offset in the file. */
+        while (c->pos % align) {
+            uint8_t pad;
+            if (!kiln__bc_byte(c, &pad)) return false;
+            if (pad != 0xcb) return kiln__bc_fail(c->bc, c->pos - 1, "bad alignment padding");
+        }
+    }
+    if (len > c->end - c->pos)
+        return kiln__bc_fail(c->bc, start, "section %u of %llu bytes runs past the end", *id,
+                             (unsigned long long)len);
+    *data = (kiln__bc_span){.off = c->pos, .len = (size_t)len};
+    c->pos += (size_t)len;
+    return true;
+}
+
 /* ---- opening ----------------------------------------------------------------------------- */
 
 /* An array of n items of `size` bytes, where the input guarantees at least n bytes for
@@ -186,31 +216,13 @@ static bool header_and_sections(kiln__bc *bc) {
     c.pos = (size_t)(nul - bc->data) + 1;
     while (!kiln__bc_done(&c)) {
         size_t start = c.pos;
-        uint8_t id_align;
-        uint64_t len;
-        if (!kiln__bc_byte(&c, &id_align) || !kiln__bc_varint(&c, &len)) return false;
-        unsigned id = id_align & 0x7f;
+        unsigned id;
+        kiln__bc_span data;
+        if (!kiln__bc_section(&c, &id, &data)) return false;
         if (id >= KILN__BC_SECTIONS) return kiln__bc_fail(bc, start, "invalid section id %u", id);
-        if (id_align & 0x80) {
-            size_t aat = c.pos;
-            uint64_t align;
-            if (!kiln__bc_varint(&c, &align)) return false;
-            if (align == 0 || (align & (align - 1)) || align > 4096)
-                return kiln__bc_fail(bc, aat, "bad section alignment %llu",
-                                     (unsigned long long)align);
-            while (c.pos % align) {
-                uint8_t pad;
-                if (!kiln__bc_byte(&c, &pad)) return false;
-                if (pad != 0xcb) return kiln__bc_fail(bc, c.pos - 1, "bad alignment padding");
-            }
-        }
         if (bc->present[id]) return kiln__bc_fail(bc, start, "duplicate section %u", id);
-        if (len > c.end - c.pos)
-            return kiln__bc_fail(bc, start, "section %u of %llu bytes runs past the end", id,
-                                 (unsigned long long)len);
         bc->present[id] = true;
-        bc->section[id] = (kiln__bc_span){.off = c.pos, .len = (size_t)len};
-        c.pos += (size_t)len;
+        bc->section[id] = data;
     }
     static const int required[] = {KILN__BC_STRING, KILN__BC_DIALECT, KILN__BC_ATTR_TYPE,
                                    KILN__BC_ATTR_TYPE_OFFSET, KILN__BC_IR};
@@ -270,13 +282,11 @@ static bool dialects(kiln__bc *bc) {
             if (name >= bc->n_strings) return kiln__bc_fail(bc, at, "dialect name out of range");
             d->name = (uint32_t)name;
             if (d->has_version) {
-                uint8_t id;
-                uint64_t len;
+                unsigned id;
                 at = c.pos;
-                if (!kiln__bc_byte(&c, &id) || !kiln__bc_varint(&c, &len)) return false;
-                if ((id & 0x7f) != KILN__BC_DIALECT_VERSIONS || (id & 0x80))
+                if (!kiln__bc_section(&c, &id, &d->version)) return false;
+                if (id != KILN__BC_DIALECT_VERSIONS)
                     return kiln__bc_fail(bc, at, "expected a dialect version section");
-                if (!kiln__bc_bytes(&c, (size_t)len, &d->version)) return false;
             }
         } else if (!kiln__bc_index(&c, bc->n_strings, "dialect name", &d->name)) {
             return false;

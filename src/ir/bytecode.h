@@ -110,6 +110,10 @@ bool kiln__bc_done(const kiln__bc_cursor *c); /* at the end of its span */
 bool kiln__bc_byte(kiln__bc_cursor *c, uint8_t *out);
 bool kiln__bc_varint(kiln__bc_cursor *c, uint64_t *out);
 bool kiln__bc_svarint(kiln__bc_cursor *c, int64_t *out);
+/* A section's framing (an id byte whose top bit says an alignment follows, the length, the
+ * alignment and its 0xCB padding) at the cursor: the id (without the flag) and the span
+ * of the data, which the cursor moves past. Top-level and nested sections alike. */
+bool kiln__bc_section(kiln__bc_cursor *c, unsigned *id, kiln__bc_span *data);
 /* A varint `(value << 1) | flag`. */
 bool kiln__bc_varint_flag(kiln__bc_cursor *c, uint64_t *value, bool *flag);
 /* A varint that must be below `limit` (an index or a count the input must hold), named

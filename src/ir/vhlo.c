@@ -16,6 +16,7 @@
 
 #define MAX_ATTRS 32
 #define MAX_DIMS 64
+#define MAX_IO (MAX_ATTRS * 4) /* operands or results of one op */
 /* Regions nest at most this deep (the text parser's own bound is lower). */
 #define MAX_DEPTH 200
 
@@ -582,12 +583,10 @@ typedef struct header {
     bool has_dict, has_props;
     uint32_t dict, props;
     uint32_t n_results, n_operands;
-    uint32_t results[MAX_ATTRS * 4], operands[MAX_ATTRS * 4];
+    uint32_t results[MAX_IO], operands[MAX_IO];
     named attrs[MAX_ATTRS];
     int n_attrs;
 } header;
-
-#define MAX_IO (MAX_ATTRS * 4)
 
 /* The named attributes of an op: its properties in table order, or its dictionary. */
 static bool op_attrs(xlator *x, header *h, const char *opname) {
@@ -820,8 +819,7 @@ static bool region(xlator *x, kiln__bc_cursor *c, const header *owner, bool func
 }
 
 /* The regions of op h (after its header), in a new scope when they are isolated. */
-static bool regions(xlator *x, kiln__bc_cursor *c, const header *h, bool function_body,
-                    uint32_t *out_serial) {
+static bool regions(xlator *x, kiln__bc_cursor *c, const header *h, bool function_body) {
     if (!(h->mask & 0x10)) return true;
     uint64_t n;
     bool isolated;
@@ -829,31 +827,16 @@ static bool regions(xlator *x, kiln__bc_cursor *c, const header *h, bool functio
     if (n > c->end - c->pos) return kiln__bc_fail(x->bc, c->pos, "too many regions");
     kiln__bc_cursor inner = *c, *rc = c;
     if (isolated && x->bc->version >= 2) {
-        uint8_t id;
-        uint64_t len;
+        unsigned id;
+        kiln__bc_span data;
         size_t at = c->pos;
-        if (!kiln__bc_byte(c, &id) || !kiln__bc_varint(c, &len)) return false;
-        if ((id & 0x7f) != KILN__BC_IR)
+        if (!kiln__bc_section(c, &id, &data)) return false;
+        if (id != KILN__BC_IR)
             return kiln__bc_fail(x->bc, at, "expected an IR section for a region");
-        if (id & 0x80) {
-            uint64_t align;
-            if (!kiln__bc_varint(c, &align)) return false;
-            if (align == 0 || (align & (align - 1)) || align > 4096)
-                return kiln__bc_fail(x->bc, at, "bad alignment");
-            while (c->pos % align) {
-                uint8_t pad;
-                if (!kiln__bc_byte(c, &pad)) return false;
-                if (pad != 0xcb) return kiln__bc_fail(x->bc, c->pos - 1, "bad alignment padding");
-            }
-        }
-        if (len > c->end - c->pos)
-            return kiln__bc_fail(x->bc, at, "a region section runs past its parent");
-        inner = (kiln__bc_cursor){.bc = x->bc, .pos = c->pos, .end = c->pos + (size_t)len};
-        c->pos += (size_t)len;
+        inner = kiln__bc_at(x->bc, data);
         rc = &inner;
     }
     scope fresh = {.serial = x->next_serial++}, *outer = x->sc;
-    if (out_serial) *out_serial = fresh.serial;
     /* Top-level regions get a scope even when not marked isolated: nothing is above them. */
     bool new_scope = isolated || !x->sc;
     if (new_scope) x->sc = &fresh;
@@ -1001,7 +984,7 @@ static bool func(xlator *x, kiln__bc_cursor *c, header *h) {
     }
     put(x, ") {\n");
     x->depth++;
-    bool ok = regions(x, c, h, true, NULL);
+    bool ok = regions(x, c, h, true);
     x->depth--;
     put(x, "  }\n");
     x->skip = skipped;
@@ -1051,7 +1034,7 @@ static bool op(xlator *x, kiln__bc_cursor *c, const header *parent, uint32_t *ne
         for (uint32_t i = 0; i < h.n_results; i++)
             if (!define(x, (*next_id)++, h.results[i])) return false;
     }
-    if (x->skip && !h.module && h.op->form != F_FUNC) return regions(x, c, &h, false, NULL);
+    if (x->skip && !h.module && h.op->form != F_FUNC) return regions(x, c, &h, false);
     if (h.module) {
         if (parent) return kiln__bc_fail(bc, h.at, "a module inside an op");
         kiln__vattr name = {0};
@@ -1063,7 +1046,7 @@ static bool op(xlator *x, kiln__bc_cursor *c, const header *parent, uint32_t *ne
             put(x, " ");
         }
         put(x, "{\n");
-        bool ok = regions(x, c, &h, false, NULL);
+        bool ok = regions(x, c, &h, false);
         put(x, "}\n");
         return ok;
     }
@@ -1093,7 +1076,7 @@ static bool op(xlator *x, kiln__bc_cursor *c, const header *parent, uint32_t *ne
             if (!operand_types(x, &h)) return false;
             put(x, ") -> ()\n");
         }
-        return regions(x, c, &h, false, NULL);
+        return regions(x, c, &h, false);
     case F_CONSTANT: {
         kiln__vattr v = {0};
         if (h.n_results != 1 || !get(x, h.attrs, h.n_attrs, "value", &v)) return false;
@@ -1104,7 +1087,7 @@ static bool op(xlator *x, kiln__bc_cursor *c, const header *parent, uint32_t *ne
         put(x, "stablehlo.constant ");
         if (!kiln__vhlo_dense_text(bc, x->sb, &v)) return false;
         put(x, "\n");
-        return regions(x, c, &h, false, NULL);
+        return regions(x, c, &h, false);
     }
     case F_CALL: {
         kiln__vattr callee = {0};
@@ -1120,7 +1103,7 @@ static bool op(xlator *x, kiln__bc_cursor *c, const header *parent, uint32_t *ne
         put(x, ") -> (");
         if (!result_types(x, &h)) return false;
         put(x, ")\n");
-        return regions(x, c, &h, false, NULL);
+        return regions(x, c, &h, false);
     }
     case F_GENERIC: break;
     }
@@ -1131,7 +1114,7 @@ static bool op(xlator *x, kiln__bc_cursor *c, const header *parent, uint32_t *ne
     put(x, ")");
     if (h.mask & 0x10) {
         put(x, " (");
-        if (!regions(x, c, &h, false, NULL)) return false;
+        if (!regions(x, c, &h, false)) return false;
         put(x, ")");
     }
     if (h.op->attrs) {

@@ -77,16 +77,13 @@ static kiln_status check_args(kiln_ctx *cx, const kiln_exe *exe, kiln_tensor *co
     return KILN_OK;
 }
 
-/* The messages donated arguments die with, and which of their buffers a result may take:
+/* The messages donated arguments die with, and which of their buffers a result may take
+ * (msgs and reusable come in NULL and false):
  * one no other tensor shares, unless it is the caller's memory that kiln may only read
  * (kiln_tensor_wrap_host). */
 static kiln_status donation(kiln_ctx *cx, const kiln_exe *exe, kiln_tensor *const *args,
                             char **msgs, bool *reusable) {
     char text[320], label[200];
-    for (int32_t i = 0; i < exe->n_args; i++) {
-        msgs[i] = NULL;
-        reusable[i] = false;
-    }
     for (int32_t i = 0; i < exe->n_args; i++) {
         if (!exe->donated[i]) continue;
         reusable[i] = !args[i]->storage->read_only &&
@@ -133,12 +130,11 @@ kiln_status kiln_exe_call_n(kiln_ctx *cx, kiln_exe *exe, kiln_tensor *const *arg
             return KILN_RESOURCE_EXHAUSTED;
         }
     }
+    for (int32_t i = 0; i < n_args; i++) {
+        msgs[i] = NULL;
+        reusable[i] = false;
+    }
     s = exe->n_donated ? donation(cx, exe, args, msgs, reusable) : KILN_OK;
-    if (!exe->n_donated)
-        for (int32_t i = 0; i < n_args; i++) {
-            msgs[i] = NULL;
-            reusable[i] = false;
-        }
     if (s == KILN_OK) {
         /* What the backend makes goes on the executable's device. */
         kiln_device saved = cx->device;

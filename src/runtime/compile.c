@@ -103,24 +103,9 @@ static kiln_exe *shell_new(kiln_ctx *cx, const kiln_module *m) {
     lay_out(exe, &mem, m);
     atomic_init(&exe->refs, 1);
     exe->allocator = cx->allocator;
+    exe->shell_size = size;
     convention(exe, m);
     return exe;
-}
-
-/* The bytes shell_new allocated for exe (measured again: the module is gone by now). */
-static size_t shell_bytes(const kiln_exe *exe) {
-    shell_mem mem = {0};
-    take(&mem, sizeof(kiln_exe), _Alignof(kiln_exe));
-    take(&mem, strlen(exe->name) + 1, 1);
-    int32_t na = exe->n_args, nr = exe->n_results;
-    take(&mem, (size_t)na * sizeof *exe->arg_names, _Alignof(char *));
-    take(&mem, (size_t)na * sizeof *exe->arg_types, _Alignof(kiln__type));
-    take(&mem, (size_t)na * sizeof *exe->donated, 1);
-    take(&mem, (size_t)nr * sizeof *exe->preserved, _Alignof(int32_t));
-    take(&mem, (size_t)nr * sizeof *exe->aliases, _Alignof(int32_t));
-    for (int32_t i = 0; i < na; i++)
-        if (exe->arg_names[i]) take(&mem, strlen(exe->arg_names[i]) + 1, 1);
-    return mem.used;
 }
 
 kiln_status kiln_compile(kiln_ctx *cx, kiln_module *m, const kiln_compile_options *options,
@@ -203,7 +188,7 @@ void kiln_exe_release(kiln_exe *exe) {
     if (!exe || atomic_fetch_sub_explicit(&exe->refs, 1, memory_order_acq_rel) != 1) return;
     if (exe->impl) exe->backend->release(exe->impl);
     kiln_allocator a = exe->allocator;
-    kiln__raw_free(&a, exe, shell_bytes(exe));
+    kiln__raw_free(&a, exe, exe->shell_size);
 }
 
 kiln_status kiln_exe_info_get(kiln_ctx *cx, const kiln_exe *exe, kiln_exe_info *out_info) {

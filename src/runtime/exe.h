@@ -15,6 +15,7 @@
 struct kiln_exe {
     atomic_int refs;
     kiln_allocator allocator; /* of the compiling ctx: this shell's memory */
+    size_t shell_size;        /* the one allocation holding the shell and its arrays */
     const kiln__backend *backend;
     kiln__executable *impl; /* the backend's */
     kiln_device device;

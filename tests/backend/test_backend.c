@@ -6,6 +6,7 @@
 #include <pthread.h>
 
 #include "backend/event.h"
+#include "backend/registry.h"
 #include "test_util.h"
 #include "toy_backend.h"
 
@@ -610,4 +611,60 @@ Test(backend, a_jit_compiles_with_its_creating_ctxs_default_backend) {
     kiln_jit_release(f);
     kiln_ctx_release(cd);
     kiln_ctx_release(ci);
+}
+
+Test(backend, the_list_has_room_for_sixteen_backends) {
+    kiln_ctx *cx = test_ctx();
+    static char names[KILN__MAX_BACKENDS][16];
+    static kiln__backend tables[KILN__MAX_BACKENDS];
+    int32_t listed = kiln_backend_count(cx);
+    for (int32_t i = 0; i < KILN__MAX_BACKENDS; i++) {
+        snprintf(names[i], sizeof names[i], "toy%d", (int)i);
+        tables[i] = toy_backend;
+        tables[i].name = names[i];
+    }
+    for (int32_t i = 0; listed + i < KILN__MAX_BACKENDS; i++)
+        cr_assert_eq(kiln__backend_register(cx, &tables[i]), KILN_OK, "%s",
+                     kiln_ctx_error_message(cx));
+    cr_assert_eq(kiln_backend_count(cx), KILN__MAX_BACKENDS);
+    cr_assert_eq(kiln__backend_register(cx, &tables[KILN__MAX_BACKENDS - 1]),
+                 KILN_RESOURCE_EXHAUSTED);
+    expect_error(cx, KILN_RESOURCE_EXHAUSTED, "16 backends are listed already");
+    kiln_ctx_release(cx);
+}
+
+Test(backend, a_named_backend_must_run_on_the_device_asked_for) {
+    kiln_ctx *cx = test_ctx();
+    kiln_module *m = lower_axpy(cx);
+    kiln_compile_options o = kiln_compile_options_default();
+    o.backend = "interpreter";
+    o.device = (kiln_device){KILN_DEVICE_TYPE_CUDA, 0};
+    kiln_exe *exe = NULL;
+    cr_assert_eq(kiln_compile(cx, m, &o, &exe), KILN_INVALID_ARGUMENT);
+    cr_assert_null(exe);
+    expect_error(cx, KILN_INVALID_ARGUMENT,
+                 "kiln_compile: backend 'interpreter' runs on cpu devices, not on cuda:0");
+    kiln_module_release(m);
+    kiln_ctx_release(cx);
+}
+
+Test(backend, a_donated_tensor_cannot_move) {
+    kiln_ctx *cx = ctx_with_devices(2);
+    kiln_arg_spec specs[2] = {{.dtype = KILN_F32, .shape = KILN_SHAPE(4), .donate = true},
+                              {.dtype = KILN_F32, .shape = KILN_SHAPE(4)}};
+    kiln_region fn = {axpy, NULL};
+    kiln_module *m = NULL;
+    kiln_exe *exe = NULL;
+    cr_assert_eq(kiln_lower(cx, &fn, specs, 2, 1, NULL, &m), KILN_OK);
+    cr_assert_eq(kiln_compile(cx, m, NULL, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    kiln_tensor *x = vec4(cx, 1, 2, 3, 4), *y = vec4(cx, 1, 1, 1, 1), *r = NULL;
+    cr_assert_eq(kiln_exe_call(cx, exe, (kiln_tensor *[]){x, y}, &r), KILN_OK);
+    cr_assert_null(kiln_tensor_to_device(cx, x, (kiln_device){KILN_DEVICE_TYPE_CPU, 1}));
+    expect_error(cx, KILN_FAILED_PRECONDITION, "kiln_tensor_to_device: tensor was donated");
+    float back[4];
+    cr_assert_eq(kiln_tensor_to_host(cx, x, back, sizeof back), KILN_FAILED_PRECONDITION);
+    expect_error(cx, KILN_FAILED_PRECONDITION, "kiln_tensor_to_host: tensor was donated");
+    kiln_exe_release(exe);
+    kiln_module_release(m);
+    kiln_ctx_release(cx);
 }

@@ -60,13 +60,16 @@ typedef struct kiln_backend_info {
 /* The number of backends cx lists (0 for a NULL cx). Not thread-safe (the ctx's). */
 KILN_API int32_t kiln_backend_count(kiln_ctx *cx);
 
-/* Describes backend `index` (0 .. kiln_backend_count - 1). Strings are borrowed: valid as
- * long as cx. Errors: INVALID_ARGUMENT (a NULL argument, an index out of range; a NULL ctx
- * returns it without recording). */
+/* Fills *out_info for backend `index` (0 .. kiln_backend_count - 1) and returns KILN_OK.
+ * Strings are borrowed: valid as long as cx. Errors: INVALID_ARGUMENT (a NULL argument, an
+ * index out of range; a NULL ctx returns it without recording). Not thread-safe (the
+ * ctx's). */
 KILN_API kiln_status kiln_backend_info_get(kiln_ctx *cx, int32_t index,
                                            kiln_backend_info *out_info);
 
-/* The number of devices of `type` that cx offers (0 when none, or for a NULL cx). */
+/* The number of devices of `type` that cx offers: those of the first available backend of
+ * that type (0 when none, or for a NULL cx). Records no error. Not thread-safe (the
+ * ctx's). */
 KILN_API int32_t kiln_device_count(kiln_ctx *cx, kiln_device_type type);
 
 #ifdef __cplusplus

@@ -14,6 +14,7 @@
 #include "base/strbuf.h"
 #include "ir/ir.h"
 #include "ir/print.h"
+#include "ops/op_syntax.h"
 
 /* ---- value names ----------------------------------------------------------------------- */
 
@@ -447,30 +448,147 @@ static void print_regions(printer *p, const kiln__ir_op *op, int ind) {
     put(p, ")");
 }
 
-static const char *direction_text(kiln_compare_direction d) {
-    static const char *const text[] = {"EQ", "NE", "GE", "GT", "LE", "LT"};
-    return (unsigned)d < 6 ? text[d] : "EQ";
-}
+/* ---- forms from the op schema (ops/op_syntax.h) ---------------------------------------- */
 
-static const char *compare_type_text(kiln_compare_type t, kiln_dtype dtype) {
-    switch (t) {
-    case KILN_CMP_FLOAT: return "FLOAT";
-    case KILN_CMP_TOTALORDER: return "TOTALORDER";
-    case KILN_CMP_SIGNED: return "SIGNED";
-    case KILN_CMP_UNSIGNED: return "UNSIGNED";
-    default:
-        return kiln_dtype_is_float(dtype)    ? "FLOAT"
-               : kiln_dtype_is_signed(dtype) ? "SIGNED"
-                                             : "UNSIGNED";
+static void put_type_form(printer *p, const kiln__ir_op *op, kiln__type_form form) {
+    switch (form) {
+    case KILN__TYPE_SAME: put_same_or_functional(p, op); return;
+    case KILN__TYPE_RESULT:
+        if (op->n_results == 1)
+            put_type(p, &op->results[0]->type);
+        else
+            fail_internal(p, "a result-typed form with other than one result");
+        return;
+    default: put_op_functional(p, op); return;
     }
 }
 
-static const char *rng_text(kiln_rng_algorithm a) {
-    switch (a) {
-    case KILN_RNG_THREE_FRY: return "THREE_FRY";
-    case KILN_RNG_PHILOX: return "PHILOX";
-    default: return "DEFAULT";
+static const char *enum_text(printer *p, const kiln__attr_desc *d, const kiln__attrs *a) {
+    int v = *(const int *)kiln__attr_at_const(a, d->offset);
+    if (v < 0 || v >= d->n_enum) {
+        fail_internal(p, "an enum attribute out of its range");
+        return "?";
     }
+    return d->enum_names[v];
+}
+
+static const kiln_dims *dims_at(const kiln__attrs *a, uint16_t offset) {
+    return kiln__attr_at_const(a, offset);
+}
+
+static int64_t i64_at(const kiln__attrs *a, uint16_t offset) {
+    return *(const int64_t *)kiln__attr_at_const(a, offset);
+}
+
+static void put_conv_layouts(printer *p, const kiln_conv_params *c);
+
+/* An attribute's value as the generic form writes it. */
+static void put_attr_generic(printer *p, const kiln__attr_desc *d, const kiln__attrs *a) {
+    switch (d->kind) {
+    case KILN__AK_I64:
+        kiln__strbuf_printf(&p->sb, "%" PRId64 " : i64", i64_at(a, d->offset));
+        return;
+    case KILN__AK_BOOL:
+        put(p, *(const bool *)kiln__attr_at_const(a, d->offset) ? "true" : "false");
+        return;
+    case KILN__AK_DIMS: put_array(p, dims_at(a, d->offset)); return;
+    case KILN__AK_PADDING: put_padding(p, dims_at(a, d->offset), dims_at(a, d->offset2)); return;
+    case KILN__AK_ENUM:
+        kiln__strbuf_printf(&p->sb, "#stablehlo<%s %s>", d->mnemonic, enum_text(p, d, a));
+        return;
+    case KILN__AK_STRUCT: {
+        /* StableHLO's printStruct: empty lists and zero integers are left out */
+        kiln__strbuf_printf(&p->sb, "#stablehlo.%s<", d->mnemonic);
+        bool first = true;
+        for (int32_t i = 0; i < d->n_fields; i++) {
+            const kiln__attr_field *f = &d->fields[i];
+            if (f->kind == KILN__AK_DIMS ? dims_at(a, f->offset)->count == 0
+                                         : i64_at(a, f->offset) == 0)
+                continue;
+            kiln__strbuf_printf(&p->sb, "%s%s = ", first ? "" : ", ", f->name);
+            if (f->kind == KILN__AK_DIMS)
+                put_dims(p, dims_at(a, f->offset));
+            else
+                kiln__strbuf_printf(&p->sb, "%" PRId64, i64_at(a, f->offset));
+            first = false;
+        }
+        put(p, ">");
+        return;
+    }
+    case KILN__AK_CONV:
+        put(p, "#stablehlo.conv<");
+        put_conv_layouts(p, kiln__attr_at_const(a, d->offset));
+        put(p, ">");
+        return;
+    default: fail_internal(p, "an attribute kind without a generic form"); return;
+    }
+}
+
+/* "stablehlo.op"(operands) <{attributes}> (regions) : (types) -> types */
+static void print_generic(printer *p, const kiln__ir_op *op, int ind) {
+    const kiln__op_syntax *syn = kiln__op_syntax_get(op->kind);
+    kiln__strbuf_printf(&p->sb, "\"stablehlo.%s\"(", kiln__op_get_info(op->kind)->name);
+    put_values(p, op->operands, op->n_operands);
+    put(p, ")");
+    int32_t written = 0;
+    for (int32_t i = 0; i < syn->n_attrs; i++) {
+        const kiln__attr_desc *d = &syn->attrs[i];
+        if (d->kind == KILN__AK_NO_TRUE) continue;
+        kiln__strbuf_printf(&p->sb, "%s%s = ", written++ ? ", " : " <{", d->name);
+        put_attr_generic(p, d, &op->attrs);
+    }
+    if (written) put(p, "}>");
+    if (op->n_regions) print_regions(p, op, ind);
+    put(p, " : ");
+    put_op_functional(p, op);
+}
+
+/* An attribute's value in a pretty form: [1, 2], 3, or " NAME" for an enum (MLIR writes a
+ * space before an enum's keyword). */
+static void put_attr_pretty(printer *p, const kiln__attr_desc *d, const kiln__attrs *a) {
+    switch (d->kind) {
+    case KILN__AK_I64: kiln__strbuf_printf(&p->sb, "%" PRId64, i64_at(a, d->offset)); return;
+    case KILN__AK_DIMS: put_dims(p, dims_at(a, d->offset)); return;
+    case KILN__AK_ENUM: kiln__strbuf_printf(&p->sb, " %s", enum_text(p, d, a)); return;
+    default: fail_internal(p, "an attribute kind without a pretty form"); return;
+    }
+}
+
+/* stablehlo.op [enum, ]operands[, keyword = value ...] : type */
+static void print_inline(printer *p, const kiln__ir_op *op) {
+    const kiln__op_syntax *syn = kiln__op_syntax_get(op->kind);
+    kiln__strbuf_printf(&p->sb, "stablehlo.%s ", kiln__op_get_info(op->kind)->name);
+    bool any = false;
+    for (int32_t i = 0; i < syn->n_attrs; i++) {
+        const kiln__attr_desc *d = &syn->attrs[i];
+        if (!d->in_pretty || !d->before_operands) continue;
+        if (any) put(p, ", ");
+        put_attr_pretty(p, d, &op->attrs);
+        any = true;
+    }
+    if (op->n_operands) {
+        if (any) put(p, ", ");
+        put_values(p, op->operands, op->n_operands);
+        any = true;
+    }
+    for (int32_t i = 0; i < syn->n_attrs; i++) {
+        const kiln__attr_desc *d = &syn->attrs[i];
+        if (!d->in_pretty || d->before_operands) continue;
+        if (any) put(p, ", ");
+        if (d->pretty) kiln__strbuf_printf(&p->sb, "%s = ", d->pretty);
+        put_attr_pretty(p, d, &op->attrs);
+        any = true;
+    }
+    put(p, " : ");
+    put_type_form(p, op, syn->type);
+}
+
+/* stablehlo.op operands : type */
+static void print_plain(printer *p, const kiln__ir_op *op) {
+    kiln__strbuf_printf(&p->sb, "stablehlo.%s ", kiln__op_get_info(op->kind)->name);
+    put_values(p, op->operands, op->n_operands);
+    put(p, " : ");
+    put_type_form(p, op, kiln__op_syntax_get(op->kind)->type);
 }
 
 /* The reduce's region is one commutative binary op on its two arguments, returned:
@@ -500,14 +618,7 @@ static bool reduce_is_compact(const kiln__ir_op *op) {
 
 static void print_reduce(printer *p, const kiln__ir_op *op, int ind) {
     if (!reduce_is_compact(op)) {
-        put(p, "\"stablehlo.reduce\"(");
-        put_values(p, op->operands, op->n_operands);
-        put(p, ") <{dimensions = ");
-        put_array(p, &op->attrs.u.reduce_dims);
-        put(p, "}>");
-        print_regions(p, op, ind);
-        put(p, " : ");
-        put_op_functional(p, op);
+        print_generic(p, op, ind);
         return;
     }
     int32_t k = op->n_operands / 2;
@@ -550,11 +661,8 @@ static void put_conv_layout(printer *p, int64_t first, char first_c, int64_t sec
     put(p, "]");
 }
 
-static void print_convolution(printer *p, const kiln__ir_op *op) {
-    const kiln_conv_params *c = &op->attrs.u.conv;
-    put(p, "stablehlo.convolution(");
-    put_values(p, op->operands, op->n_operands);
-    put(p, ") dim_numbers = ");
+/* [b, 0, 1, f]x[o, i, 0, 1]->[b, 0, 1, f] */
+static void put_conv_layouts(printer *p, const kiln_conv_params *c) {
     put_conv_layout(p, c->input_batch_dimension, 'b', c->input_feature_dimension, 'f',
                     &c->input_spatial_dimensions);
     put(p, "x");
@@ -563,6 +671,14 @@ static void print_convolution(printer *p, const kiln__ir_op *op) {
     put(p, "->");
     put_conv_layout(p, c->output_batch_dimension, 'b', c->output_feature_dimension, 'f',
                     &c->output_spatial_dimensions);
+}
+
+static void print_convolution(printer *p, const kiln__ir_op *op) {
+    const kiln_conv_params *c = &op->attrs.u.conv;
+    put(p, "stablehlo.convolution(");
+    put_values(p, op->operands, op->n_operands);
+    put(p, ") dim_numbers = ");
+    put_conv_layouts(p, c);
     put(p, ", window = {");
     if (c->input_spatial_dimensions.count > 0) {
         put(p, "stride = ");
@@ -583,96 +699,6 @@ static void print_convolution(printer *p, const kiln__ir_op *op) {
                         " : i64} : ",
                         c->batch_group_count > 0 ? c->batch_group_count : 1,
                         c->feature_group_count > 0 ? c->feature_group_count : 1);
-    put_op_functional(p, op);
-}
-
-/* printStruct of StableHLO: empty lists and a zero index_vector_dim are left out. */
-static void put_struct_field(printer *p, const char *field, const kiln_dims *d, bool *first) {
-    if (d->count == 0) return;
-    kiln__strbuf_printf(&p->sb, "%s%s = ", *first ? "" : ", ", field);
-    put_dims(p, d);
-    *first = false;
-}
-
-static void put_index_vector_dim(printer *p, int64_t dim, bool *first) {
-    if (dim == 0) return;
-    kiln__strbuf_printf(&p->sb, "%sindex_vector_dim = %" PRId64, *first ? "" : ", ", dim);
-    *first = false;
-}
-
-static void print_gather(printer *p, const kiln__ir_op *op) {
-    const kiln_gather_params *g = &op->attrs.u.gather;
-    bool first = true;
-    put(p, "\"stablehlo.gather\"(");
-    put_values(p, op->operands, op->n_operands);
-    put(p, ") <{dimension_numbers = #stablehlo.gather<");
-    put_struct_field(p, "offset_dims", &g->offset_dims, &first);
-    put_struct_field(p, "collapsed_slice_dims", &g->collapsed_slice_dims, &first);
-    put_struct_field(p, "operand_batching_dims", &g->operand_batching_dims, &first);
-    put_struct_field(p, "start_indices_batching_dims", &g->start_indices_batching_dims, &first);
-    put_struct_field(p, "start_index_map", &g->start_index_map, &first);
-    put_index_vector_dim(p, g->index_vector_dim, &first);
-    kiln__strbuf_printf(&p->sb, ">, indices_are_sorted = %s, slice_sizes = ",
-                        g->indices_are_sorted ? "true" : "false");
-    put_array(p, &g->slice_sizes);
-    put(p, "}> : ");
-    put_op_functional(p, op);
-}
-
-static void print_scatter(printer *p, const kiln__ir_op *op, int ind) {
-    const kiln_scatter_params *s = &op->attrs.u.scatter;
-    bool first = true;
-    put(p, "\"stablehlo.scatter\"(");
-    put_values(p, op->operands, op->n_operands);
-    kiln__strbuf_printf(&p->sb,
-                        ") <{indices_are_sorted = %s, scatter_dimension_numbers = "
-                        "#stablehlo.scatter<",
-                        s->indices_are_sorted ? "true" : "false");
-    put_struct_field(p, "update_window_dims", &s->update_window_dims, &first);
-    put_struct_field(p, "inserted_window_dims", &s->inserted_window_dims, &first);
-    put_struct_field(p, "input_batching_dims", &s->input_batching_dims, &first);
-    put_struct_field(p, "scatter_indices_batching_dims", &s->scatter_indices_batching_dims, &first);
-    put_struct_field(p, "scatter_dims_to_operand_dims", &s->scatter_dims_to_operand_dims, &first);
-    put_index_vector_dim(p, s->index_vector_dim, &first);
-    kiln__strbuf_printf(&p->sb, ">, unique_indices = %s}>", s->unique_indices ? "true" : "false");
-    print_regions(p, op, ind);
-    put(p, " : ");
-    put_op_functional(p, op);
-}
-
-static void print_reduce_window(printer *p, const kiln__ir_op *op, int ind) {
-    const kiln_window_params *w = &op->attrs.u.window;
-    put(p, "\"stablehlo.reduce_window\"(");
-    put_values(p, op->operands, op->n_operands);
-    put(p, ") <{base_dilations = ");
-    put_array(p, &w->base_dilations);
-    put(p, ", padding = ");
-    put_padding(p, &w->padding_low, &w->padding_high);
-    put(p, ", window_dilations = ");
-    put_array(p, &w->window_dilations);
-    put(p, ", window_dimensions = ");
-    put_array(p, &w->window_dimensions);
-    put(p, ", window_strides = ");
-    put_array(p, &w->window_strides);
-    put(p, "}>");
-    print_regions(p, op, ind);
-    put(p, " : ");
-    put_op_functional(p, op);
-}
-
-static void print_select_and_scatter(printer *p, const kiln__ir_op *op, int ind) {
-    const kiln_window_params *w = &op->attrs.u.window;
-    put(p, "\"stablehlo.select_and_scatter\"(");
-    put_values(p, op->operands, op->n_operands);
-    put(p, ") <{padding = ");
-    put_padding(p, &w->padding_low, &w->padding_high);
-    put(p, ", window_dimensions = ");
-    put_array(p, &w->window_dimensions);
-    put(p, ", window_strides = ");
-    put_array(p, &w->window_strides);
-    put(p, "}>");
-    print_regions(p, op, ind);
-    put(p, " : ");
     put_op_functional(p, op);
 }
 
@@ -731,25 +757,14 @@ static void print_results(printer *p, const kiln__ir_op *op) {
 }
 
 static void print_op(printer *p, const kiln__ir_op *op, int ind) {
-    const kiln__op_info *info = kiln__op_get_info(op->kind);
-    if (!info) {
+    if (!kiln__op_get_info(op->kind)) {
         fail_internal(p, "an op outside the op table");
         return;
     }
     const kiln__attrs *a = &op->attrs;
     print_results(p, op);
+    /* the ops with a form of their own (KILN__FORM_CUSTOM) */
     switch (op->kind) {
-    case KILN_OP_COMPARE:
-        put(p, "stablehlo.compare  ");
-        put(p, direction_text(a->u.compare.direction));
-        put(p, ", ");
-        put_values(p, op->operands, op->n_operands);
-        kiln__strbuf_printf(&p->sb, ",  %s : ",
-                            compare_type_text(a->u.compare.type, op->n_operands
-                                                                     ? op->operands[0]->type.dtype
-                                                                     : KILN_F32));
-        put_op_functional(p, op);
-        return;
     case KILN_OP_SELECT: {
         put(p, "stablehlo.select ");
         put_values(p, op->operands, op->n_operands);
@@ -765,15 +780,6 @@ static void print_op(printer *p, const kiln__ir_op *op, int ind) {
         }
         return;
     }
-    case KILN_OP_IS_FINITE:
-    case KILN_OP_BITCAST_CONVERT:
-    case KILN_OP_RESHAPE:
-    case KILN_OP_DYNAMIC_UPDATE_SLICE:
-        kiln__strbuf_printf(&p->sb, "stablehlo.%s ", info->name);
-        put_values(p, op->operands, op->n_operands);
-        put(p, " : ");
-        put_op_functional(p, op);
-        return;
     case KILN_OP_CONSTANT:
         put(p, "stablehlo.constant ");
         if (!a->u.constant ||
@@ -785,31 +791,6 @@ static void print_op(printer *p, const kiln__ir_op *op, int ind) {
                           kiln_tensor_shape(a->u.constant), kiln_tensor_data(a->u.constant));
         put(p, " : ");
         put_type(p, &op->results[0]->type);
-        return;
-    case KILN_OP_IOTA:
-        kiln__strbuf_printf(&p->sb, "stablehlo.iota dim = %" PRId64 " : ", a->u.iota.dimension);
-        put_type(p, &op->results[0]->type);
-        return;
-    case KILN_OP_RNG_BIT_GENERATOR:
-        put(p, "stablehlo.rng_bit_generator ");
-        put_values(p, op->operands, op->n_operands);
-        kiln__strbuf_printf(&p->sb, ", algorithm =  %s : ", rng_text(a->u.rng.algorithm));
-        put_op_functional(p, op);
-        return;
-    case KILN_OP_BROADCAST_IN_DIM:
-    case KILN_OP_TRANSPOSE:
-    case KILN_OP_REVERSE:
-        kiln__strbuf_printf(&p->sb, "stablehlo.%s ", info->name);
-        put_values(p, op->operands, op->n_operands);
-        put(p, ", dims = ");
-        put_dims(p, op->kind == KILN_OP_BROADCAST_IN_DIM ? &a->u.broadcast.dims
-                    : op->kind == KILN_OP_TRANSPOSE      ? &a->u.permutation
-                                                         : &a->u.reverse_dims);
-        put(p, " : ");
-        if (op->kind == KILN_OP_REVERSE)
-            put_same_or_functional(p, op);
-        else
-            put_op_functional(p, op);
         return;
     case KILN_OP_SLICE: {
         put(p, "stablehlo.slice ");
@@ -825,54 +806,7 @@ static void print_op(printer *p, const kiln__ir_op *op, int ind) {
         put_op_functional(p, op);
         return;
     }
-    case KILN_OP_DYNAMIC_SLICE:
-        if (op->n_operands < 2) { /* the pretty form cannot say "no start indices" */
-            put(p, "\"stablehlo.dynamic_slice\"(");
-            put_values(p, op->operands, op->n_operands);
-            put(p, ") <{slice_sizes = ");
-            put_array(p, &a->u.slice_sizes);
-            put(p, "}> : ");
-        } else {
-            put(p, "stablehlo.dynamic_slice ");
-            put_values(p, op->operands, op->n_operands);
-            put(p, ", sizes = ");
-            put_dims(p, &a->u.slice_sizes);
-            put(p, " : ");
-        }
-        put_op_functional(p, op);
-        return;
-    case KILN_OP_PAD:
-        put(p, "stablehlo.pad ");
-        put_values(p, op->operands, op->n_operands);
-        put(p, ", low = ");
-        put_dims(p, &a->u.pad.low);
-        put(p, ", high = ");
-        put_dims(p, &a->u.pad.high);
-        put(p, ", interior = ");
-        put_dims(p, &a->u.pad.interior);
-        put(p, " : ");
-        put_op_functional(p, op);
-        return;
-    case KILN_OP_CONCATENATE:
-        put(p, "stablehlo.concatenate ");
-        put_values(p, op->operands, op->n_operands);
-        kiln__strbuf_printf(&p->sb, ", dim = %" PRId64 " : ", a->u.dimension);
-        put_op_functional(p, op);
-        return;
-    case KILN_OP_GATHER: print_gather(p, op); return;
-    case KILN_OP_SCATTER: print_scatter(p, op, ind); return;
-    case KILN_OP_SORT:
-        put(p, "\"stablehlo.sort\"(");
-        put_values(p, op->operands, op->n_operands);
-        kiln__strbuf_printf(&p->sb, ") <{dimension = %" PRId64 " : i64, is_stable = %s}>",
-                            a->u.sort.dimension, a->u.sort.stable ? "true" : "false");
-        print_regions(p, op, ind);
-        put(p, " : ");
-        put_op_functional(p, op);
-        return;
     case KILN_OP_REDUCE: print_reduce(p, op, ind); return;
-    case KILN_OP_REDUCE_WINDOW: print_reduce_window(p, op, ind); return;
-    case KILN_OP_SELECT_AND_SCATTER: print_select_and_scatter(p, op, ind); return;
     case KILN_OP_DOT_GENERAL: {
         const kiln_dot_params *d = &a->u.dot;
         put(p, "stablehlo.dot_general ");
@@ -895,15 +829,6 @@ static void print_op(printer *p, const kiln__ir_op *op, int ind) {
     }
     case KILN_OP_CONVOLUTION: print_convolution(p, op); return;
     case KILN_OP_WHILE: print_while(p, op, ind); return;
-    case KILN_OP_IF:
-    case KILN_OP_CASE:
-        kiln__strbuf_printf(&p->sb, "\"stablehlo.%s\"(", info->name);
-        put_values(p, op->operands, op->n_operands);
-        put(p, ")");
-        print_regions(p, op, ind);
-        put(p, " : ");
-        put_op_functional(p, op);
-        return;
     case KILN_OP_CALL: print_call(p, op); return;
     case KILN_OP_OPTIMIZATION_BARRIER:
         if (op->n_operands == 0) {
@@ -915,13 +840,19 @@ static void print_op(printer *p, const kiln__ir_op *op, int ind) {
         put(p, " : ");
         put_types(p, op->operands, op->n_operands);
         return;
-    default:
-        /* The elementwise ops (convert and clamp included): one type when all agree. */
-        kiln__strbuf_printf(&p->sb, "stablehlo.%s ", info->name);
-        put_values(p, op->operands, op->n_operands);
-        put(p, " : ");
-        put_same_or_functional(p, op);
+    default: break;
+    }
+    const kiln__op_syntax *syn = kiln__op_syntax_get(op->kind);
+    switch (syn->form) {
+    case KILN__FORM_PLAIN: print_plain(p, op); return;
+    case KILN__FORM_INLINE:
+        if (op->n_operands < syn->min_pretty_operands)
+            print_generic(p, op, ind);
+        else
+            print_inline(p, op);
         return;
+    case KILN__FORM_GENERIC: print_generic(p, op, ind); return;
+    default: fail_internal(p, "an op without a text form"); return;
     }
 }
 

@@ -20,6 +20,7 @@
 #include "ir/ir.h"
 #include "ir/vhlo.h"
 #include "kiln/parse.h"
+#include "ops/op_syntax.h"
 
 #define MAX_DEPTH 160  /* nesting of regions, lists and attributes (tracing stops at 128) */
 #define MAX_VALUES 512 /* operands, results, arguments of one op or function */
@@ -1284,38 +1285,9 @@ static bool to_dims(parser *p, const attr *a, const char *name, kiln_dims *out) 
     return true;
 }
 
-static bool get_dims(parser *p, const attr *d, const char *name, kiln_dims *out, bool required,
-                     size_t pos) {
-    const attr *a = dict_get(d, name);
-    if (!a && required) return perr(p, pos, "missing attribute '%s'", name);
-    return to_dims(p, a, name, out);
-}
-
-static bool get_int(parser *p, const attr *d, const char *name, int64_t *out, bool required,
-                    size_t pos) {
-    const attr *a = dict_get(d, name);
-    if (!a) {
-        if (required) return perr(p, pos, "missing attribute '%s'", name);
-        return true;
-    }
-    if (a->kind != A_INT) return perr(p, a->pos, "attribute '%s' must be an integer", name);
-    *out = a->i;
-    return true;
-}
-
-static bool get_bool(parser *p, const attr *d, const char *name, bool *out) {
-    const attr *a = dict_get(d, name);
-    if (!a) return true;
-    if (a->kind != A_BOOL && a->kind != A_UNIT)
-        return perr(p, a->pos, "attribute '%s' must be true or false", name);
-    *out = a->kind == A_UNIT || a->i;
-    return true;
-}
-
 /* padding = dense<[[lo, hi], ...]> : tensor<Nx2xi64> */
-static bool get_padding(parser *p, const attr *d, const char *name, int32_t rank, kiln_dims *lo,
+static bool get_padding(parser *p, const attr *a, const char *name, int32_t rank, kiln_dims *lo,
                         kiln_dims *hi) {
-    const attr *a = dict_get(d, name);
     lo->count = hi->count = rank;
     for (int32_t i = 0; i < rank; i++)
         lo->v[i] = hi->v[i] = 0;
@@ -1342,16 +1314,8 @@ static bool get_padding(parser *p, const attr *d, const char *name, int32_t rank
     return true;
 }
 
-static void fill_dims(kiln_dims *d, int32_t rank, int64_t v) {
-    if (d->count) return;
-    d->count = rank;
-    for (int32_t i = 0; i < rank; i++)
-        d->v[i] = v;
-}
-
 static bool enum_value(parser *p, const attr *a, const char *name, const char *const *names, int n,
                        int *out) {
-    if (!a) return false;
     if (a->kind != A_ENUM) return perr(p, a->pos, "attribute '%s' must be an enum", name);
     for (int i = 0; i < n; i++)
         if (span_is(a->text, a->len, names[i])) {
@@ -1361,187 +1325,94 @@ static bool enum_value(parser *p, const attr *a, const char *name, const char *c
     return perr(p, a->pos, "unknown %s '%.*s'", name, (int)(a->len > 40 ? 40 : a->len), a->text);
 }
 
-static const char *const direction_names[] = {"EQ", "NE", "GE", "GT", "LE", "LT"};
-static const char *const compare_type_names[] = {"DEFAULT_", "FLOAT",    "TOTALORDER",
-                                                 "SIGNED",   "UNSIGNED", "NOTYPE"};
-static const char *const rng_names[] = {"DEFAULT", "THREE_FRY", "PHILOX"};
-
-static bool struct_dims(parser *p, const attr *s, const char *name, kiln_dims *out) {
-    return to_dims(p, dict_get(s, name), name, out);
+static bool int_value(parser *p, const attr *a, const char *name, int64_t *out) {
+    if (a->kind != A_INT) return perr(p, a->pos, "attribute '%s' must be an integer", name);
+    *out = a->i;
+    return true;
 }
 
-/* Fills op attributes from the dict; operand and result types known. */
+/* A struct attribute's fields (#stablehlo.gather<...>): lists and integers, each may be
+ * left out (empty, 0). */
+static bool struct_fields(parser *p, const kiln__attr_desc *d, const attr *s, kiln__attrs *a) {
+    for (int32_t i = 0; i < d->n_fields; i++) {
+        const kiln__attr_field *f = &d->fields[i];
+        const attr *v = dict_get(s, f->name);
+        void *at = kiln__attr_at(a, f->offset);
+        if (f->kind == KILN__AK_DIMS) {
+            if (!to_dims(p, v, f->name, at)) return false;
+        } else if (v && !int_value(p, v, f->name, at)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* One attribute of the op's schema from the dict (v: its entry, or NULL). */
+static bool decode_attr(parser *p, kiln_op kind, const kiln__attr_desc *d, const attr *v,
+                        size_t pos, int32_t rank0, kiln__attrs *a) {
+    const char *op_name = kiln__op_get_info(kind)->name;
+    void *at = kiln__attr_at(a, d->offset);
+    if (!v && d->required) {
+        if (d->kind == KILN__AK_STRUCT)
+            return perr(p, pos, "%s needs %s = #stablehlo.%s<...>", op_name, d->name, d->mnemonic);
+        if (d->kind == KILN__AK_CONV) return perr(p, pos, "%s needs %s", op_name, d->name);
+        return perr(p, pos, "missing attribute '%s'", d->name);
+    }
+    switch (d->kind) {
+    case KILN__AK_I64: *(int64_t *)at = d->fill; return !v || int_value(p, v, d->name, at);
+    case KILN__AK_BOOL:
+        if (v && v->kind != A_BOOL && v->kind != A_UNIT)
+            return perr(p, v->pos, "attribute '%s' must be true or false", d->name);
+        *(bool *)at = v && (v->kind == A_UNIT || v->i);
+        return true;
+    case KILN__AK_DIMS: return to_dims(p, v, d->name, at);
+    case KILN__AK_PADDING:
+        return get_padding(p, v, d->name, kiln__attr_count_of(d, a, rank0), at,
+                           kiln__attr_at(a, d->offset2));
+    case KILN__AK_ENUM: {
+        int e = (int)d->fill;
+        if (v && !enum_value(p, v, d->name, d->enum_names, d->n_enum, &e)) return false;
+        *(int *)at = e;
+        return true;
+    }
+    case KILN__AK_STRUCT:
+        if (v->kind != A_STRUCT)
+            return perr(p, v->pos, "%s needs %s = #stablehlo.%s<...>", op_name, d->name,
+                        d->mnemonic);
+        return struct_fields(p, d, v, a);
+    case KILN__AK_CONV:
+        if (v->kind != A_CONV) return perr(p, v->pos, "%s needs %s", op_name, d->name);
+        *(kiln_conv_params *)at = v->conv;
+        return true;
+    case KILN__AK_NO_TRUE:
+        if (v && v->kind == A_ARRAY)
+            for (int32_t i = 0; i < v->n; i++)
+                if (v->ints[i]) return perr(p, v->pos, "%s is not supported", d->name);
+        return true;
+    }
+    return perr(p, pos, "internal: attribute kind %d", (int)d->kind);
+}
+
+/* Fills op attributes from the dict through the op's schema, then what its operand and
+ * result types say. */
 static bool build_attrs(parser *p, kiln_op kind, const attr *d, size_t pos, const kiln__type *in,
                         int32_t n_in, const kiln__type *out, int32_t n_out, kiln__attrs *a) {
+    const kiln__op_syntax *syn = kiln__op_syntax_get(kind);
     int32_t rank0 = n_in > 0 ? in[0].shape.rank : 0;
-    switch (kind) {
-    case KILN_OP_COMPARE: {
-        int v = 0;
-        const attr *dir = dict_get(d, "comparison_direction");
-        if (!dir) return perr(p, pos, "missing attribute 'comparison_direction'");
-        if (!enum_value(p, dir, "comparison_direction", direction_names, 6, &v)) return false;
-        a->u.compare.direction = (kiln_compare_direction)v;
-        const attr *ct = dict_get(d, "compare_type");
-        a->u.compare.type = KILN_CMP_DEFAULT;
-        if (ct) {
-            if (!enum_value(p, ct, "compare_type", compare_type_names, 6, &v)) return false;
-            a->u.compare.type = v == 5 ? KILN_CMP_DEFAULT : (kiln_compare_type)v;
-        }
-        if (a->u.compare.type == KILN_CMP_DEFAULT && n_in > 0) {
-            kiln_dtype dt = in[0].dtype;
-            a->u.compare.type = kiln_dtype_is_float(dt)    ? KILN_CMP_FLOAT
-                                : kiln_dtype_is_signed(dt) ? KILN_CMP_SIGNED
-                                                           : KILN_CMP_UNSIGNED;
-        }
-        return true;
-    }
-    case KILN_OP_CONVERT:
-    case KILN_OP_BITCAST_CONVERT:
-        if (n_out > 0) a->u.convert_to = out[0].dtype;
-        return true;
-    case KILN_OP_IOTA:
-        if (n_out > 0) {
-            a->u.iota.dtype = out[0].dtype;
-            a->u.iota.shape = out[0].shape;
-        }
-        return get_int(p, d, "iota_dimension", &a->u.iota.dimension, true, pos);
-    case KILN_OP_RNG_BIT_GENERATOR: {
-        int v = 0;
-        const attr *alg = dict_get(d, "rng_algorithm");
-        if (alg && !enum_value(p, alg, "rng_algorithm", rng_names, 3, &v)) return false;
-        a->u.rng.algorithm = (kiln_rng_algorithm)v;
-        if (n_out > 1) {
-            a->u.rng.dtype = out[1].dtype;
-            a->u.rng.shape = out[1].shape;
-        }
-        return true;
-    }
-    case KILN_OP_BROADCAST_IN_DIM:
-        if (n_out > 0) a->u.broadcast.shape = out[0].shape;
-        return get_dims(p, d, "broadcast_dimensions", &a->u.broadcast.dims, true, pos);
-    case KILN_OP_RESHAPE:
-        if (n_out > 0) a->u.reshape = out[0].shape;
-        return true;
-    case KILN_OP_TRANSPOSE: return get_dims(p, d, "permutation", &a->u.permutation, true, pos);
-    case KILN_OP_REVERSE: return get_dims(p, d, "dimensions", &a->u.reverse_dims, true, pos);
-    case KILN_OP_SLICE:
-        if (!get_dims(p, d, "start_indices", &a->u.slice.start, true, pos) ||
-            !get_dims(p, d, "limit_indices", &a->u.slice.limit, true, pos) ||
-            !get_dims(p, d, "strides", &a->u.slice.strides, false, pos))
+    for (int32_t i = 0; i < syn->n_attrs; i++)
+        if (!decode_attr(p, kind, &syn->attrs[i], dict_get(d, syn->attrs[i].name), pos, rank0, a))
             return false;
-        fill_dims(&a->u.slice.strides, a->u.slice.start.count, 1);
-        return true;
-    case KILN_OP_DYNAMIC_SLICE: return get_dims(p, d, "slice_sizes", &a->u.slice_sizes, true, pos);
-    case KILN_OP_PAD:
-        return get_dims(p, d, "edge_padding_low", &a->u.pad.low, true, pos) &&
-               get_dims(p, d, "edge_padding_high", &a->u.pad.high, true, pos) &&
-               get_dims(p, d, "interior_padding", &a->u.pad.interior, true, pos);
-    case KILN_OP_CONCATENATE: return get_int(p, d, "dimension", &a->u.dimension, true, pos);
-    case KILN_OP_GATHER: {
-        const attr *s = dict_get(d, "dimension_numbers");
-        if (!s || s->kind != A_STRUCT)
-            return perr(p, s ? s->pos : pos,
-                        "gather needs dimension_numbers = #stablehlo.gather<...>");
-        kiln_gather_params *g = &a->u.gather;
-        return struct_dims(p, s, "offset_dims", &g->offset_dims) &&
-               struct_dims(p, s, "collapsed_slice_dims", &g->collapsed_slice_dims) &&
-               struct_dims(p, s, "operand_batching_dims", &g->operand_batching_dims) &&
-               struct_dims(p, s, "start_indices_batching_dims", &g->start_indices_batching_dims) &&
-               struct_dims(p, s, "start_index_map", &g->start_index_map) &&
-               get_int(p, s, "index_vector_dim", &g->index_vector_dim, false, pos) &&
-               get_dims(p, d, "slice_sizes", &g->slice_sizes, true, pos) &&
-               get_bool(p, d, "indices_are_sorted", &g->indices_are_sorted);
+    kiln__op_types t = {.n_in = n_in, .n_out = n_out};
+    if (n_in > 0) {
+        t.in0_dtype = in[0].dtype;
+        t.in0_rank = in[0].shape.rank;
     }
-    case KILN_OP_SCATTER: {
-        const attr *s = dict_get(d, "scatter_dimension_numbers");
-        if (!s || s->kind != A_STRUCT)
-            return perr(p, s ? s->pos : pos,
-                        "scatter needs scatter_dimension_numbers = #stablehlo.scatter<...>");
-        kiln_scatter_params *g = &a->u.scatter;
-        a->n_results = n_out;
-        return struct_dims(p, s, "update_window_dims", &g->update_window_dims) &&
-               struct_dims(p, s, "inserted_window_dims", &g->inserted_window_dims) &&
-               struct_dims(p, s, "input_batching_dims", &g->input_batching_dims) &&
-               struct_dims(p, s, "scatter_indices_batching_dims",
-                           &g->scatter_indices_batching_dims) &&
-               struct_dims(p, s, "scatter_dims_to_operand_dims",
-                           &g->scatter_dims_to_operand_dims) &&
-               get_int(p, s, "index_vector_dim", &g->index_vector_dim, false, pos) &&
-               get_bool(p, d, "indices_are_sorted", &g->indices_are_sorted) &&
-               get_bool(p, d, "unique_indices", &g->unique_indices);
+    for (int32_t i = 0; i < n_out && i < 2; i++) {
+        t.out_dtype[i] = out[i].dtype;
+        t.out_shape[i] = out[i].shape;
     }
-    case KILN_OP_SORT:
-        a->n_results = n_out;
-        a->u.sort.dimension = -1;
-        if (!get_int(p, d, "dimension", &a->u.sort.dimension, false, pos) ||
-            !get_bool(p, d, "is_stable", &a->u.sort.stable))
-            return false;
-        if (a->u.sort.dimension < 0) a->u.sort.dimension += rank0;
-        return true;
-    case KILN_OP_REDUCE:
-        a->n_results = n_out;
-        return get_dims(p, d, "dimensions", &a->u.reduce_dims, true, pos);
-    case KILN_OP_REDUCE_WINDOW:
-    case KILN_OP_SELECT_AND_SCATTER: {
-        kiln_window_params *w = &a->u.window;
-        a->n_results = n_out;
-        if (!get_dims(p, d, "window_dimensions", &w->window_dimensions, true, pos) ||
-            !get_dims(p, d, "window_strides", &w->window_strides, false, pos) ||
-            !get_dims(p, d, "base_dilations", &w->base_dilations, false, pos) ||
-            !get_dims(p, d, "window_dilations", &w->window_dilations, false, pos) ||
-            !get_padding(p, d, "padding", rank0, &w->padding_low, &w->padding_high))
-            return false;
-        fill_dims(&w->window_strides, rank0, 1);
-        fill_dims(&w->base_dilations, rank0, 1);
-        fill_dims(&w->window_dilations, rank0, 1);
-        return true;
-    }
-    case KILN_OP_DOT_GENERAL: {
-        const attr *s = dict_get(d, "dot_dimension_numbers");
-        if (!s || s->kind != A_STRUCT)
-            return perr(p, s ? s->pos : pos,
-                        "dot_general needs dot_dimension_numbers = #stablehlo.dot<...>");
-        if (n_out > 0) a->result_dtype = out[0].dtype;
-        kiln_dot_params *t = &a->u.dot;
-        return struct_dims(p, s, "lhs_batching_dimensions", &t->lhs_batching_dims) &&
-               struct_dims(p, s, "rhs_batching_dimensions", &t->rhs_batching_dims) &&
-               struct_dims(p, s, "lhs_contracting_dimensions", &t->lhs_contracting_dims) &&
-               struct_dims(p, s, "rhs_contracting_dimensions", &t->rhs_contracting_dims);
-    }
-    case KILN_OP_CONVOLUTION: {
-        const attr *s = dict_get(d, "dimension_numbers");
-        if (!s || s->kind != A_CONV)
-            return perr(p, s ? s->pos : pos, "convolution needs dimension_numbers");
-        kiln_conv_params *c = &a->u.conv;
-        kiln_dims saved_sp = c->input_spatial_dimensions;
-        (void)saved_sp;
-        *c = s->conv;
-        if (n_out > 0) a->result_dtype = out[0].dtype;
-        int32_t S = c->input_spatial_dimensions.count;
-        c->feature_group_count = c->batch_group_count = 1;
-        if (!get_dims(p, d, "window_strides", &c->window_strides, false, pos) ||
-            !get_dims(p, d, "lhs_dilation", &c->lhs_dilation, false, pos) ||
-            !get_dims(p, d, "rhs_dilation", &c->rhs_dilation, false, pos) ||
-            !get_padding(p, d, "padding", S, &c->padding_low, &c->padding_high) ||
-            !get_int(p, d, "feature_group_count", &c->feature_group_count, false, pos) ||
-            !get_int(p, d, "batch_group_count", &c->batch_group_count, false, pos))
-            return false;
-        const attr *rev = dict_get(d, "window_reversal");
-        if (rev && rev->kind == A_ARRAY)
-            for (int32_t i = 0; i < rev->n; i++)
-                if (rev->ints[i]) return perr(p, rev->pos, "window_reversal is not supported");
-        fill_dims(&c->window_strides, S, 1);
-        fill_dims(&c->lhs_dilation, S, 1);
-        fill_dims(&c->rhs_dilation, S, 1);
-        return true;
-    }
-    case KILN_OP_WHILE:
-    case KILN_OP_IF:
-    case KILN_OP_CASE:
-    case KILN_OP_CALL:
-    case KILN_OP_OPTIMIZATION_BARRIER: a->n_results = n_out; return true;
-    default: return true;
-    }
+    kiln__attrs_complete(kind, a, &t);
+    return true;
 }
 
 /* ---- values ------------------------------------------------------------------------------ */
@@ -1746,17 +1617,6 @@ static bool dict_merge(parser *p, attr *d, const attr *more) {
         if (!dict_add(p, d, k, more->items[i])) return false;
     }
     return true;
-}
-
-/* key = [1, 2] as a dict entry */
-static bool pretty_list(parser *p, opdesc *o, const char *kw, const char *key) {
-    if (!expect(p, ',', "before an attribute")) return false;
-    if (!expect_kw(p, kw, "attribute") || !expect(p, '=', "after the attribute name")) return false;
-    attr v = {0};
-    skip(p);
-    v.pos = p->pos;
-    if (!expect(p, '[', "to open the list") || !int_list_attr(p, &v)) return false;
-    return dict_add(p, &o->dict, key, v);
 }
 
 /* A region: { [^bb0(%a: T, ...):] ops stablehlo.return ... } */
@@ -1981,18 +1841,60 @@ static bool while_regions(parser *p, opdesc *o, region_args *a) {
     return true;
 }
 
-/* The pretty forms, after the op name. */
+/* An attribute's value in a pretty form ([1, 2], 3, or an enum's name) into the dict. */
+static bool pretty_value(parser *p, opdesc *o, const kiln__attr_desc *d) {
+    switch (d->kind) {
+    case KILN__AK_I64: return int_attr(p, o, d->name);
+    case KILN__AK_ENUM: return enum_word(p, o, d->name);
+    case KILN__AK_DIMS: {
+        attr v = {0};
+        skip(p);
+        v.pos = p->pos;
+        return expect(p, '[', "to open the list") && int_list_attr(p, &v) &&
+               dict_add(p, &o->dict, d->name, v);
+    }
+    default: return perr(p, p->pos, "internal: %s has no pretty form", d->name);
+    }
+}
+
+/* The pretty form of the op schema (KILN__FORM_INLINE), after the op name:
+ * [enum, ]operands[, keyword = value ...] : type */
+static bool pretty_inline(parser *p, opdesc *o) {
+    const kiln__op_syntax *syn = kiln__op_syntax_get(o->kind);
+    bool any = false;
+    for (int32_t i = 0; i < syn->n_attrs; i++) {
+        const kiln__attr_desc *d = &syn->attrs[i];
+        if (!d->in_pretty || !d->before_operands) continue;
+        if (any && !expect(p, ',', "between attributes")) return false;
+        if (!pretty_value(p, o, d)) return false;
+        any = true;
+    }
+    if (kiln__op_get_info(o->kind)->n_operands != 0) {
+        if (any && !expect(p, ',', "before the operands")) return false;
+        if (!operand_list(p, o->operands, &o->n_operands, NULL)) return false;
+        any = true;
+    }
+    for (int32_t i = 0; i < syn->n_attrs; i++) {
+        const kiln__attr_desc *d = &syn->attrs[i];
+        if (!d->in_pretty || d->before_operands) continue;
+        if (d->pretty_optional) {
+            if (!accept(p, ',')) continue;
+        } else if (any && !expect(p, ',', "before an attribute")) {
+            return false;
+        }
+        if (d->pretty &&
+            (!expect_kw(p, d->pretty, "attribute") || !expect(p, '=', "after the attribute name")))
+            return false;
+        if (!pretty_value(p, o, d)) return false;
+        any = true;
+    }
+    return pretty_type(p, o);
+}
+
+/* The pretty forms, after the op name: the schema's, and those of their own. */
 static bool pretty_op(parser *p, opdesc *o, kiln__value **result_hint) {
     (void)result_hint;
     switch (o->kind) {
-    case KILN_OP_COMPARE: {
-        if (!enum_word(p, o, "comparison_direction") || !expect(p, ',', "after the direction"))
-            return false;
-        if (!operand_list(p, o->operands, &o->n_operands, NULL)) return false;
-        /* optional ", TYPE" */
-        if (accept(p, ',') && !enum_word(p, o, "compare_type")) return false;
-        return pretty_type(p, o);
-    }
     case KILN_OP_CONSTANT: {
         skip(p);
         size_t at = p->pos;
@@ -2021,32 +1923,6 @@ static bool pretty_op(parser *p, opdesc *o, kiln__value **result_hint) {
         }
         dense_free(p, &d);
         return ok;
-    }
-    case KILN_OP_IOTA:
-        if (!expect_kw(p, "dim", "after stablehlo.iota") || !expect(p, '=', "after 'dim'") ||
-            !int_attr(p, o, "iota_dimension"))
-            return false;
-        return pretty_type(p, o);
-    case KILN_OP_RNG_BIT_GENERATOR:
-        if (!operand_list(p, o->operands, &o->n_operands, NULL)) return false;
-        if (!expect(p, ',', "before algorithm") || !expect_kw(p, "algorithm", "attribute") ||
-            !expect(p, '=', "after 'algorithm'") || !enum_word(p, o, "rng_algorithm"))
-            return false;
-        return pretty_type(p, o);
-    case KILN_OP_BROADCAST_IN_DIM:
-    case KILN_OP_TRANSPOSE:
-    case KILN_OP_REVERSE: {
-        skip(p);
-        size_t at = p->pos;
-        kiln__value *v = use_value(p);
-        if (!v) return false;
-        (void)at;
-        o->operands[o->n_operands++] = v;
-        const char *key = o->kind == KILN_OP_BROADCAST_IN_DIM ? "broadcast_dimensions"
-                          : o->kind == KILN_OP_TRANSPOSE      ? "permutation"
-                                                              : "dimensions";
-        if (!pretty_list(p, o, "dims", key)) return false;
-        return pretty_type(p, o);
     }
     case KILN_OP_SLICE: {
         kiln__value *v = use_value(p);
@@ -2079,44 +1955,6 @@ static bool pretty_op(parser *p, opdesc *o, kiln__value **result_hint) {
             return false;
         return pretty_type(p, o);
     }
-    case KILN_OP_DYNAMIC_SLICE:
-        if (!operand_list(p, o->operands, &o->n_operands, NULL)) return false;
-        if (!expect(p, ',', "before sizes") || !expect_kw(p, "sizes", "attribute") ||
-            !expect(p, '=', "after 'sizes'"))
-            return false;
-        {
-            attr v = {0};
-            skip(p);
-            v.pos = p->pos;
-            if (!expect(p, '[', "to open the list") || !int_list_attr(p, &v) ||
-                !dict_add(p, &o->dict, "slice_sizes", v))
-                return false;
-        }
-        return pretty_type(p, o);
-    case KILN_OP_PAD: {
-        if (!operand_list(p, o->operands, &o->n_operands, NULL)) return false;
-        static const char *const kws[3] = {"low", "high", "interior"};
-        static const char *const keys[3] = {"edge_padding_low", "edge_padding_high",
-                                            "interior_padding"};
-        for (int i = 0; i < 3; i++) {
-            if (!expect(p, ',', "before a padding list")) return false;
-            if (!expect_kw(p, kws[i], "attribute") || !expect(p, '=', "after the attribute name"))
-                return false;
-            attr v = {0};
-            skip(p);
-            v.pos = p->pos;
-            if (!expect(p, '[', "to open the list") || !int_list_attr(p, &v) ||
-                !dict_add(p, &o->dict, keys[i], v))
-                return false;
-        }
-        return pretty_type(p, o);
-    }
-    case KILN_OP_CONCATENATE:
-        if (!operand_list(p, o->operands, &o->n_operands, NULL)) return false;
-        if (!expect(p, ',', "before dim") || !expect_kw(p, "dim", "attribute") ||
-            !expect(p, '=', "after 'dim'") || !int_attr(p, o, "dimension"))
-            return false;
-        return pretty_type(p, o);
     case KILN_OP_DOT_GENERAL: {
         if (!operand_list(p, o->operands, &o->n_operands, NULL)) return false;
         attr s = {0};
@@ -2329,14 +2167,15 @@ static bool pretty_op(parser *p, opdesc *o, kiln__value **result_hint) {
         o->have_sig = true;
         return true;
     }
+    default: break;
+    }
+    switch (kiln__op_syntax_get(o->kind)->form) {
+    case KILN__FORM_PLAIN:
+        return operand_list(p, o->operands, &o->n_operands, NULL) && pretty_type(p, o);
+    case KILN__FORM_INLINE: return pretty_inline(p, o);
     default:
-        if (!kiln__op_has(o->kind, KILN_OPF_ELEMENTWISE) && o->kind != KILN_OP_RESHAPE &&
-            o->kind != KILN_OP_DYNAMIC_UPDATE_SLICE && o->kind != KILN_OP_BITCAST_CONVERT &&
-            o->kind != KILN_OP_CONVERT)
-            return perr(p, o->pos, "stablehlo.%s has no pretty form here: use the generic form",
-                        kiln__op_get_info(o->kind)->name);
-        if (!operand_list(p, o->operands, &o->n_operands, NULL)) return false;
-        return pretty_type(p, o);
+        return perr(p, o->pos, "stablehlo.%s has no pretty form here: use the generic form",
+                    kiln__op_get_info(o->kind)->name);
     }
 }
 

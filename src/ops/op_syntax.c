@@ -242,8 +242,15 @@ static void fill_left_out(kiln_op op, kiln__attrs *a, int32_t rank0) {
     }
 }
 
+static void ones(kiln_dims *d, int32_t n) {
+    d->count = n;
+    for (int32_t i = 0; i < n; i++)
+        d->v[i] = 1;
+}
+
 void kiln__attrs_complete(kiln_op op, kiln__attrs *a, const kiln__op_types *t) {
-    fill_left_out(op, a, t->n_in > 0 ? t->in0_rank : 0);
+    int32_t rank0 = t->n_in > 0 ? t->in0_rank : 0;
+    fill_left_out(op, a, rank0);
     switch (op) {
     case KILN_OP_COMPARE:
         if (a->u.compare.type == KILN_CMP_DEFAULT && t->n_in > 0)
@@ -281,10 +288,15 @@ void kiln__attrs_complete(kiln_op op, kiln__attrs *a, const kiln__op_types *t) {
     case KILN_OP_CONVOLUTION:
         if (t->n_out > 0) a->result_dtype = t->out_dtype[0];
         break;
+    case KILN_OP_SELECT_AND_SCATTER:
+        /* the window geometry it shares with reduce_window, without dilations */
+        ones(&a->u.window.base_dilations, rank0);
+        ones(&a->u.window.window_dilations, rank0);
+        a->n_results = t->n_out;
+        break;
     case KILN_OP_SCATTER:
     case KILN_OP_REDUCE:
     case KILN_OP_REDUCE_WINDOW:
-    case KILN_OP_SELECT_AND_SCATTER:
     case KILN_OP_WHILE:
     case KILN_OP_IF:
     case KILN_OP_CASE:

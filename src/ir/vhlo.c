@@ -13,6 +13,8 @@
 #include "ir/vhlo.h"
 #include "kiln/dtype.h"
 #include "kiln/parse.h"
+#include "ops/op.h"
+#include "ops/op_syntax.h"
 
 #define MAX_ATTRS 32
 #define MAX_DIMS 64
@@ -27,17 +29,13 @@ typedef struct named {
 
 typedef struct xlator xlator;
 
-/* Writes an op's attribute dictionary entries (", "-separated, without braces); returns
- * false with the error recorded. */
-typedef bool (*attrs_fn)(xlator *x, const named *a, int n);
-
 typedef enum op_form { F_GENERIC, F_CONSTANT, F_FUNC, F_RETURN, F_CALL } op_form;
 
 typedef struct vop {
     const char *vhlo;      /* without "vhlo." */
     const char *stablehlo; /* the op written */
     op_form form;
-    attrs_fn attrs;
+    bool accuracy;                /* has result_accuracy (checked, not kept) */
     const char *names[MAX_ATTRS]; /* sorted: the properties' order */
 } vop;
 
@@ -229,7 +227,7 @@ static bool bool_attr(xlator *x, const named *a, int n, const char *name, bool *
  * implementation of each (within about an ulp, SLEEF's u10 and kiln's own sin and cos),
  * which is the most accurate it has: the attribute is read and, as the text parser does,
  * not kept. */
-static bool attrs_accuracy(xlator *x, const named *a, int n) {
+static bool check_accuracy(xlator *x, const named *a, int n) {
     kiln__vattr v = {0};
     if (!get(x, a, n, "result_accuracy", &v)) return false;
     if (v.kind != KILN__VA_RESULT_ACCURACY)
@@ -237,117 +235,46 @@ static bool attrs_accuracy(xlator *x, const named *a, int n) {
     return true;
 }
 
-static bool attrs_compare(xlator *x, const named *a, int n) {
-    static const char *const dirs[] = {"EQ", "NE", "GE", "GT", "LE", "LT"};
-    static const char *const types[] = {"NOTYPE", "FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED"};
-    kiln__vattr d = {0}, t = {0};
-    if (!get(x, a, n, "comparison_direction", &d) || !get(x, a, n, "compare_type", &t))
-        return false;
-    if (d.kind != KILN__VA_ENUM || d.value > 5 || t.kind != KILN__VA_ENUM || t.value > 4)
-        return kiln__bc_fail(x->bc, x->at, "bad comparison attributes");
-    putf(x, "comparison_direction = #stablehlo<comparison_direction %s>", dirs[d.value]);
-    if (t.value != 0) putf(x, ", compare_type = #stablehlo<comparison_type %s>", types[t.value]);
-    return true;
-}
-
-static bool attrs_iota(xlator *x, const named *a, int n) {
-    bool first = true;
-    return int_attr(x, a, n, "iota_dimension", &first);
-}
-
-static bool attrs_rng(xlator *x, const named *a, int n) {
-    static const char *const algs[] = {"DEFAULT", "THREE_FRY", "PHILOX"};
+static bool enum_attr(xlator *x, const named *a, int n, const kiln__attr_desc *d, bool *first) {
     kiln__vattr v = {0};
-    if (!get(x, a, n, "rng_algorithm", &v)) return false;
-    if (v.kind != KILN__VA_ENUM || v.value > 2)
-        return kiln__bc_fail(x->bc, x->at, "bad rng_algorithm");
-    putf(x, "rng_algorithm = #stablehlo<rng_algorithm %s>", algs[v.value]);
+    if (!get(x, a, n, d->name, &v)) return false;
+    if (v.kind != KILN__VA_ENUM || v.value >= (uint64_t)d->n_enum)
+        return kiln__bc_fail(x->bc, x->at, "bad %s", d->name);
+    sep(x, first);
+    putf(x, "%s = #stablehlo<%s %s>", d->name, d->mnemonic, d->enum_names[v.value]);
     return true;
 }
 
-/* Ops whose attributes are integer lists, named as in StableHLO. */
-static bool attrs_arrays(xlator *x, const named *a, int n) {
-    bool first = true;
-    for (int i = 0; i < n; i++)
-        if (!array_attr(x, a, n, a[i].name, &first)) return false;
-    return true;
-}
-
-static bool attrs_dimension(xlator *x, const named *a, int n) {
-    bool first = true;
-    return int_attr(x, a, n, "dimension", &first);
-}
-
-static bool attrs_sort(xlator *x, const named *a, int n) {
-    bool first = true;
-    return int_attr(x, a, n, "dimension", &first) && bool_attr(x, a, n, "is_stable", &first);
-}
-
-static bool attrs_reduce_window(xlator *x, const named *a, int n) {
-    bool first = true;
-    return array_attr(x, a, n, "window_dimensions", &first) &&
-           array_attr(x, a, n, "window_strides", &first) &&
-           (!find(a, n, "base_dilations") || array_attr(x, a, n, "base_dilations", &first)) &&
-           (!find(a, n, "window_dilations") || array_attr(x, a, n, "window_dilations", &first)) &&
-           padding_attr(x, a, n, "padding", &first);
-}
-
-/* A struct attribute's field: name = [..] */
-static bool field(xlator *x, const named *a, int n, const char *name, const char *as, bool *first) {
+/* A struct attribute's field: name = [..] (empty when VHLO leaves it out) */
+static bool field(xlator *x, const named *a, int n, const char *name, bool *first) {
     int64_t v[MAX_DIMS];
     int32_t count = 0;
     if (find(a, n, name) && !get_ints(x, a, n, name, v, &count, NULL)) return false;
     sep(x, first);
-    putf(x, "%s = ", as ? as : name);
+    putf(x, "%s = ", name);
     int_list(x, v, count);
     return true;
 }
 
-static bool attrs_dot_general(xlator *x, const named *a, int n) {
-    /* precision_config and the dot algorithm only bound the precision from below: kiln
-     * accumulates in the operands' type or wider, so they are not written. */
-    bool first = true;
-    put(x, "dot_dimension_numbers = #stablehlo.dot<");
-    bool ok = field(x, a, n, "lhs_batching_dimensions", NULL, &first) &&
-              field(x, a, n, "rhs_batching_dimensions", NULL, &first) &&
-              field(x, a, n, "lhs_contracting_dimensions", NULL, &first) &&
-              field(x, a, n, "rhs_contracting_dimensions", NULL, &first);
+/* A struct attribute (#stablehlo.gather<...>) from the fields VHLO keeps as attributes of
+ * their own; a field left out is empty (0). */
+static bool struct_attr(xlator *x, const named *a, int n, const kiln__attr_desc *d, bool *first) {
+    sep(x, first);
+    putf(x, "%s = #stablehlo.%s<", d->name, d->mnemonic);
+    bool inner = true;
+    for (int32_t i = 0; i < d->n_fields; i++) {
+        const kiln__attr_field *f = &d->fields[i];
+        if (f->kind == KILN__AK_DIMS) {
+            if (!field(x, a, n, f->name, &inner)) return false;
+        } else if (find(a, n, f->name)) {
+            int64_t v;
+            if (!get_int(x, a, n, f->name, &v)) return false;
+            sep(x, &inner);
+            putf(x, "%s = %" PRId64, f->name, v);
+        }
+    }
     put(x, ">");
-    return ok;
-}
-
-static bool attrs_gather(xlator *x, const named *a, int n) {
-    bool first = true;
-    int64_t ivd;
-    put(x, "dimension_numbers = #stablehlo.gather<");
-    bool ok = field(x, a, n, "offset_dims", NULL, &first) &&
-              field(x, a, n, "collapsed_slice_dims", NULL, &first) &&
-              field(x, a, n, "operand_batching_dims", NULL, &first) &&
-              field(x, a, n, "start_indices_batching_dims", NULL, &first) &&
-              field(x, a, n, "start_index_map", NULL, &first) &&
-              get_int(x, a, n, "index_vector_dim", &ivd);
-    if (!ok) return false;
-    putf(x, ", index_vector_dim = %" PRId64 ">", ivd);
-    first = false;
-    return array_attr(x, a, n, "slice_sizes", &first) &&
-           bool_attr(x, a, n, "indices_are_sorted", &first);
-}
-
-static bool attrs_scatter(xlator *x, const named *a, int n) {
-    bool first = true;
-    int64_t ivd;
-    put(x, "scatter_dimension_numbers = #stablehlo.scatter<");
-    bool ok = field(x, a, n, "update_window_dims", NULL, &first) &&
-              field(x, a, n, "inserted_window_dims", NULL, &first) &&
-              field(x, a, n, "input_batching_dims", NULL, &first) &&
-              field(x, a, n, "scatter_indices_batching_dims", NULL, &first) &&
-              field(x, a, n, "scatter_dims_to_operand_dims", NULL, &first) &&
-              get_int(x, a, n, "index_vector_dim", &ivd);
-    if (!ok) return false;
-    putf(x, ", index_vector_dim = %" PRId64 ">", ivd);
-    first = false;
-    return bool_attr(x, a, n, "indices_are_sorted", &first) &&
-           bool_attr(x, a, n, "unique_indices", &first);
+    return true;
 }
 
 /* One operand's layout in #stablehlo.conv<[b, 0, 1, f]x...>: letters a, b at the given
@@ -374,9 +301,10 @@ static bool conv_layout(xlator *x, int64_t pa, char ca, int64_t pb, char cb, con
     return true;
 }
 
-static bool attrs_convolution(xlator *x, const named *a, int n) {
-    int64_t ib, ifd, kif, kof, ob, of, is[MAX_DIMS], ks[MAX_DIMS], os[MAX_DIMS], rev[MAX_DIMS];
-    int32_t nis, nks, nos, nrev;
+/* #stablehlo.conv<[b, 0, 1, f]x[o, i, 0, 1]->[b, 0, 1, f]> from its nine attributes. */
+static bool conv_attr(xlator *x, const named *a, int n, const kiln__attr_desc *d, bool *first) {
+    int64_t ib, ifd, kif, kof, ob, of, is[MAX_DIMS], ks[MAX_DIMS], os[MAX_DIMS];
+    int32_t nis, nks, nos;
     if (!get_int(x, a, n, "input_batch_dimension", &ib) ||
         !get_int(x, a, n, "input_feature_dimension", &ifd) ||
         !get_int(x, a, n, "kernel_input_feature_dimension", &kif) ||
@@ -385,28 +313,61 @@ static bool attrs_convolution(xlator *x, const named *a, int n) {
         !get_int(x, a, n, "output_feature_dimension", &of) ||
         !get_ints(x, a, n, "input_spatial_dimensions", is, &nis, NULL) ||
         !get_ints(x, a, n, "kernel_spatial_dimensions", ks, &nks, NULL) ||
-        !get_ints(x, a, n, "output_spatial_dimensions", os, &nos, NULL) ||
-        !get_ints(x, a, n, "window_reversal", rev, &nrev, NULL))
+        !get_ints(x, a, n, "output_spatial_dimensions", os, &nos, NULL))
         return false;
     if (nks != nis || nos != nis)
         return kiln__bc_fail(x->bc, x->at, "bad convolution dimension numbers");
-    for (int32_t i = 0; i < nrev; i++)
-        if (rev[i])
-            return kiln__bc_fail(x->bc, x->at, "unsupported window_reversal (kiln has none)");
-    put(x, "dimension_numbers = #stablehlo.conv<");
+    sep(x, first);
+    putf(x, "%s = #stablehlo.conv<", d->name);
     if (!conv_layout(x, ib, 'b', ifd, 'f', is, nis)) return false;
     put(x, "x");
     if (!conv_layout(x, kif, 'i', kof, 'o', ks, nks)) return false;
     put(x, "->");
     if (!conv_layout(x, ob, 'b', of, 'f', os, nos)) return false;
     put(x, ">");
-    bool first = false;
-    return array_attr(x, a, n, "window_strides", &first) &&
-           padding_attr(x, a, n, "padding", &first) &&
-           array_attr(x, a, n, "lhs_dilation", &first) &&
-           array_attr(x, a, n, "rhs_dilation", &first) &&
-           int_attr(x, a, n, "feature_group_count", &first) &&
-           int_attr(x, a, n, "batch_group_count", &first);
+    return true;
+}
+
+/* The op's attributes as the op schema (ops/op_syntax.h) names them, written in the
+ * generic form's syntax; VHLO's attributes kiln does not keep are not written. */
+static bool schema_attrs(xlator *x, kiln_op op, const named *a, int n) {
+    const kiln__op_syntax *syn = kiln__op_syntax_get(op);
+    bool first = true;
+    for (int32_t i = 0; i < syn->n_attrs; i++) {
+        const kiln__attr_desc *d = &syn->attrs[i];
+        if (d->kind == KILN__AK_STRUCT) {
+            if (!struct_attr(x, a, n, d, &first)) return false;
+            continue;
+        }
+        if (d->kind == KILN__AK_CONV) {
+            if (!conv_attr(x, a, n, d, &first)) return false;
+            continue;
+        }
+        if (!find(a, n, d->name)) {
+            if (d->required) return kiln__bc_fail(x->bc, x->at, "missing attribute '%s'", d->name);
+            continue;
+        }
+        bool ok = true;
+        switch (d->kind) {
+        case KILN__AK_I64: ok = int_attr(x, a, n, d->name, &first); break;
+        case KILN__AK_BOOL: ok = bool_attr(x, a, n, d->name, &first); break;
+        case KILN__AK_DIMS: ok = array_attr(x, a, n, d->name, &first); break;
+        case KILN__AK_PADDING: ok = padding_attr(x, a, n, d->name, &first); break;
+        case KILN__AK_ENUM: ok = enum_attr(x, a, n, d, &first); break;
+        case KILN__AK_NO_TRUE: {
+            int64_t v[MAX_DIMS];
+            int32_t count;
+            if (!get_ints(x, a, n, d->name, v, &count, NULL)) return false;
+            for (int32_t k = 0; k < count; k++)
+                if (v[k])
+                    return kiln__bc_fail(x->bc, x->at, "unsupported %s (kiln has none)", d->name);
+            break;
+        }
+        default: ok = kiln__bc_fail(x->bc, x->at, "internal: attribute kind %d", (int)d->kind);
+        }
+        if (!ok) return false;
+    }
+    return true;
 }
 
 #define ACC \
@@ -414,56 +375,56 @@ static bool attrs_convolution(xlator *x, const named *a, int n) {
 
 /* Every VHLO op kiln runs, by name (sorted, for bsearch). */
 static const vop ops[] = {
-    {"abs_v1", "abs", F_GENERIC, NULL, {0}},
-    {"add_v1", "add", F_GENERIC, NULL, {0}},
-    {"and_v1", "and", F_GENERIC, NULL, {0}},
-    {"atan2_v1", "atan2", F_GENERIC, NULL, {0}},
-    {"bitcast_convert_v1", "bitcast_convert", F_GENERIC, NULL, {0}},
-    {"broadcast_in_dim_v1", "broadcast_in_dim", F_GENERIC, attrs_arrays, {"broadcast_dimensions"}},
-    {"call_v1", "func.call", F_CALL, NULL, {"callee"}},
-    {"case_v1", "case", F_GENERIC, NULL, {0}},
-    {"cbrt_v1", "cbrt", F_GENERIC, NULL, {0}},
-    {"cbrt_v2", "cbrt", F_GENERIC, attrs_accuracy, ACC},
-    {"ceil_v1", "ceil", F_GENERIC, NULL, {0}},
-    {"clamp_v1", "clamp", F_GENERIC, NULL, {0}},
-    {"compare_v1", "compare", F_GENERIC, attrs_compare, {"compare_type", "comparison_direction"}},
-    {"concatenate_v1", "concatenate", F_GENERIC, attrs_dimension, {"dimension"}},
-    {"constant_v1", "constant", F_CONSTANT, NULL, {"value"}},
-    {"convert_v1", "convert", F_GENERIC, NULL, {0}},
+    {"abs_v1", "abs", F_GENERIC, false, {0}},
+    {"add_v1", "add", F_GENERIC, false, {0}},
+    {"and_v1", "and", F_GENERIC, false, {0}},
+    {"atan2_v1", "atan2", F_GENERIC, false, {0}},
+    {"bitcast_convert_v1", "bitcast_convert", F_GENERIC, false, {0}},
+    {"broadcast_in_dim_v1", "broadcast_in_dim", F_GENERIC, false, {"broadcast_dimensions"}},
+    {"call_v1", "func.call", F_CALL, false, {"callee"}},
+    {"case_v1", "case", F_GENERIC, false, {0}},
+    {"cbrt_v1", "cbrt", F_GENERIC, false, {0}},
+    {"cbrt_v2", "cbrt", F_GENERIC, true, ACC},
+    {"ceil_v1", "ceil", F_GENERIC, false, {0}},
+    {"clamp_v1", "clamp", F_GENERIC, false, {0}},
+    {"compare_v1", "compare", F_GENERIC, false, {"compare_type", "comparison_direction"}},
+    {"concatenate_v1", "concatenate", F_GENERIC, false, {"dimension"}},
+    {"constant_v1", "constant", F_CONSTANT, false, {"value"}},
+    {"convert_v1", "convert", F_GENERIC, false, {0}},
     {"convolution_v1",
      "convolution",
      F_GENERIC,
-     attrs_convolution,
+     false,
      {"batch_group_count", "feature_group_count", "input_batch_dimension",
       "input_feature_dimension", "input_spatial_dimensions", "kernel_input_feature_dimension",
       "kernel_output_feature_dimension", "kernel_spatial_dimensions", "lhs_dilation",
       "output_batch_dimension", "output_feature_dimension", "output_spatial_dimensions", "padding",
       "precision_config", "rhs_dilation", "window_reversal", "window_strides"}},
-    {"cosine_v1", "cosine", F_GENERIC, NULL, {0}},
-    {"cosine_v2", "cosine", F_GENERIC, attrs_accuracy, ACC},
-    {"count_leading_zeros_v1", "count_leading_zeros", F_GENERIC, NULL, {0}},
-    {"divide_v1", "divide", F_GENERIC, NULL, {0}},
+    {"cosine_v1", "cosine", F_GENERIC, false, {0}},
+    {"cosine_v2", "cosine", F_GENERIC, true, ACC},
+    {"count_leading_zeros_v1", "count_leading_zeros", F_GENERIC, false, {0}},
+    {"divide_v1", "divide", F_GENERIC, false, {0}},
     {"dot_general_v1",
      "dot_general",
      F_GENERIC,
-     attrs_dot_general,
+     false,
      {"lhs_batching_dimensions", "lhs_contracting_dimensions", "precision_config",
       "rhs_batching_dimensions", "rhs_contracting_dimensions"}},
     {"dot_general_v2",
      "dot_general",
      F_GENERIC,
-     attrs_dot_general,
+     false,
      {"accumulation_type", "allow_imprecise_accumulation", "lhs_batching_dimensions",
       "lhs_component_count", "lhs_contracting_dimensions", "lhs_precision_type",
       "num_primitive_operations", "precision_config", "rhs_batching_dimensions",
       "rhs_component_count", "rhs_contracting_dimensions", "rhs_precision_type"}},
-    {"dynamic_slice_v1", "dynamic_slice", F_GENERIC, attrs_arrays, {"slice_sizes"}},
-    {"dynamic_update_slice_v1", "dynamic_update_slice", F_GENERIC, NULL, {0}},
-    {"exponential_minus_one_v1", "exponential_minus_one", F_GENERIC, NULL, {0}},
-    {"exponential_minus_one_v2", "exponential_minus_one", F_GENERIC, attrs_accuracy, ACC},
-    {"exponential_v1", "exponential", F_GENERIC, NULL, {0}},
-    {"exponential_v2", "exponential", F_GENERIC, attrs_accuracy, ACC},
-    {"floor_v1", "floor", F_GENERIC, NULL, {0}},
+    {"dynamic_slice_v1", "dynamic_slice", F_GENERIC, false, {"slice_sizes"}},
+    {"dynamic_update_slice_v1", "dynamic_update_slice", F_GENERIC, false, {0}},
+    {"exponential_minus_one_v1", "exponential_minus_one", F_GENERIC, false, {0}},
+    {"exponential_minus_one_v2", "exponential_minus_one", F_GENERIC, true, ACC},
+    {"exponential_v1", "exponential", F_GENERIC, false, {0}},
+    {"exponential_v2", "exponential", F_GENERIC, true, ACC},
+    {"floor_v1", "floor", F_GENERIC, false, {0}},
     {"func_v1",
      "func.func",
      F_FUNC,
@@ -472,90 +433,90 @@ static const vop ops[] = {
     {"gather_v1",
      "gather",
      F_GENERIC,
-     attrs_gather,
+     false,
      {"collapsed_slice_dims", "index_vector_dim", "indices_are_sorted", "offset_dims",
       "slice_sizes", "start_index_map"}},
     {"gather_v2",
      "gather",
      F_GENERIC,
-     attrs_gather,
+     false,
      {"collapsed_slice_dims", "index_vector_dim", "indices_are_sorted", "offset_dims",
       "operand_batching_dims", "slice_sizes", "start_index_map", "start_indices_batching_dims"}},
-    {"if_v1", "if", F_GENERIC, NULL, {0}},
-    {"iota_v1", "iota", F_GENERIC, attrs_iota, {"iota_dimension"}},
-    {"is_finite_v1", "is_finite", F_GENERIC, NULL, {0}},
-    {"log_plus_one_v1", "log_plus_one", F_GENERIC, NULL, {0}},
-    {"log_plus_one_v2", "log_plus_one", F_GENERIC, attrs_accuracy, ACC},
-    {"log_v1", "log", F_GENERIC, NULL, {0}},
-    {"log_v2", "log", F_GENERIC, attrs_accuracy, ACC},
-    {"logistic_v1", "logistic", F_GENERIC, NULL, {0}},
-    {"logistic_v2", "logistic", F_GENERIC, attrs_accuracy, ACC},
-    {"maximum_v1", "maximum", F_GENERIC, NULL, {0}},
-    {"minimum_v1", "minimum", F_GENERIC, NULL, {0}},
-    {"multiply_v1", "multiply", F_GENERIC, NULL, {0}},
-    {"negate_v1", "negate", F_GENERIC, NULL, {0}},
-    {"not_v1", "not", F_GENERIC, NULL, {0}},
-    {"optimization_barrier_v1", "optimization_barrier", F_GENERIC, NULL, {0}},
-    {"or_v1", "or", F_GENERIC, NULL, {0}},
+    {"if_v1", "if", F_GENERIC, false, {0}},
+    {"iota_v1", "iota", F_GENERIC, false, {"iota_dimension"}},
+    {"is_finite_v1", "is_finite", F_GENERIC, false, {0}},
+    {"log_plus_one_v1", "log_plus_one", F_GENERIC, false, {0}},
+    {"log_plus_one_v2", "log_plus_one", F_GENERIC, true, ACC},
+    {"log_v1", "log", F_GENERIC, false, {0}},
+    {"log_v2", "log", F_GENERIC, true, ACC},
+    {"logistic_v1", "logistic", F_GENERIC, false, {0}},
+    {"logistic_v2", "logistic", F_GENERIC, true, ACC},
+    {"maximum_v1", "maximum", F_GENERIC, false, {0}},
+    {"minimum_v1", "minimum", F_GENERIC, false, {0}},
+    {"multiply_v1", "multiply", F_GENERIC, false, {0}},
+    {"negate_v1", "negate", F_GENERIC, false, {0}},
+    {"not_v1", "not", F_GENERIC, false, {0}},
+    {"optimization_barrier_v1", "optimization_barrier", F_GENERIC, false, {0}},
+    {"or_v1", "or", F_GENERIC, false, {0}},
     {"pad_v1",
      "pad",
      F_GENERIC,
-     attrs_arrays,
+     false,
      {"edge_padding_high", "edge_padding_low", "interior_padding"}},
-    {"popcnt_v1", "popcnt", F_GENERIC, NULL, {0}},
-    {"power_v1", "power", F_GENERIC, NULL, {0}},
-    {"reduce_v1", "reduce", F_GENERIC, attrs_arrays, {"dimensions"}},
+    {"popcnt_v1", "popcnt", F_GENERIC, false, {0}},
+    {"power_v1", "power", F_GENERIC, false, {0}},
+    {"reduce_v1", "reduce", F_GENERIC, false, {"dimensions"}},
     {"reduce_window_v1",
      "reduce_window",
      F_GENERIC,
-     attrs_reduce_window,
+     false,
      {"base_dilations", "padding", "window_dilations", "window_dimensions", "window_strides"}},
-    {"remainder_v1", "remainder", F_GENERIC, NULL, {0}},
-    {"reshape_v1", "reshape", F_GENERIC, NULL, {0}},
-    {"return_v1", "return", F_RETURN, NULL, {0}},
-    {"reverse_v1", "reverse", F_GENERIC, attrs_arrays, {"dimensions"}},
-    {"rng_bit_generator_v1", "rng_bit_generator", F_GENERIC, attrs_rng, {"rng_algorithm"}},
-    {"round_nearest_afz_v1", "round_nearest_afz", F_GENERIC, NULL, {0}},
-    {"round_nearest_even_v1", "round_nearest_even", F_GENERIC, NULL, {0}},
-    {"rsqrt_v1", "rsqrt", F_GENERIC, NULL, {0}},
-    {"rsqrt_v2", "rsqrt", F_GENERIC, attrs_accuracy, ACC},
+    {"remainder_v1", "remainder", F_GENERIC, false, {0}},
+    {"reshape_v1", "reshape", F_GENERIC, false, {0}},
+    {"return_v1", "return", F_RETURN, false, {0}},
+    {"reverse_v1", "reverse", F_GENERIC, false, {"dimensions"}},
+    {"rng_bit_generator_v1", "rng_bit_generator", F_GENERIC, false, {"rng_algorithm"}},
+    {"round_nearest_afz_v1", "round_nearest_afz", F_GENERIC, false, {0}},
+    {"round_nearest_even_v1", "round_nearest_even", F_GENERIC, false, {0}},
+    {"rsqrt_v1", "rsqrt", F_GENERIC, false, {0}},
+    {"rsqrt_v2", "rsqrt", F_GENERIC, true, ACC},
     {"scatter_v1",
      "scatter",
      F_GENERIC,
-     attrs_scatter,
+     false,
      {"index_vector_dim", "indices_are_sorted", "inserted_window_dims",
       "scatter_dims_to_operand_dims", "unique_indices", "update_window_dims"}},
     {"scatter_v2",
      "scatter",
      F_GENERIC,
-     attrs_scatter,
+     false,
      {"index_vector_dim", "indices_are_sorted", "input_batching_dims", "inserted_window_dims",
       "scatter_dims_to_operand_dims", "scatter_indices_batching_dims", "unique_indices",
       "update_window_dims"}},
     {"select_and_scatter_v1",
      "select_and_scatter",
      F_GENERIC,
-     attrs_reduce_window,
+     false,
      {"padding", "window_dimensions", "window_strides"}},
-    {"select_v1", "select", F_GENERIC, NULL, {0}},
-    {"shift_left_v1", "shift_left", F_GENERIC, NULL, {0}},
-    {"shift_right_arithmetic_v1", "shift_right_arithmetic", F_GENERIC, NULL, {0}},
-    {"shift_right_logical_v1", "shift_right_logical", F_GENERIC, NULL, {0}},
-    {"sign_v1", "sign", F_GENERIC, NULL, {0}},
-    {"sine_v1", "sine", F_GENERIC, NULL, {0}},
-    {"sine_v2", "sine", F_GENERIC, attrs_accuracy, ACC},
-    {"slice_v1", "slice", F_GENERIC, attrs_arrays, {"limit_indices", "start_indices", "strides"}},
-    {"sort_v1", "sort", F_GENERIC, attrs_sort, {"dimension", "is_stable"}},
-    {"sqrt_v1", "sqrt", F_GENERIC, NULL, {0}},
-    {"sqrt_v2", "sqrt", F_GENERIC, attrs_accuracy, ACC},
-    {"subtract_v1", "subtract", F_GENERIC, NULL, {0}},
-    {"tan_v1", "tan", F_GENERIC, NULL, {0}},
-    {"tan_v2", "tan", F_GENERIC, attrs_accuracy, ACC},
-    {"tanh_v1", "tanh", F_GENERIC, NULL, {0}},
-    {"tanh_v2", "tanh", F_GENERIC, attrs_accuracy, ACC},
-    {"transpose_v1", "transpose", F_GENERIC, attrs_arrays, {"permutation"}},
-    {"while_v1", "while", F_GENERIC, NULL, {0}},
-    {"xor_v1", "xor", F_GENERIC, NULL, {0}},
+    {"select_v1", "select", F_GENERIC, false, {0}},
+    {"shift_left_v1", "shift_left", F_GENERIC, false, {0}},
+    {"shift_right_arithmetic_v1", "shift_right_arithmetic", F_GENERIC, false, {0}},
+    {"shift_right_logical_v1", "shift_right_logical", F_GENERIC, false, {0}},
+    {"sign_v1", "sign", F_GENERIC, false, {0}},
+    {"sine_v1", "sine", F_GENERIC, false, {0}},
+    {"sine_v2", "sine", F_GENERIC, true, ACC},
+    {"slice_v1", "slice", F_GENERIC, false, {"limit_indices", "start_indices", "strides"}},
+    {"sort_v1", "sort", F_GENERIC, false, {"dimension", "is_stable"}},
+    {"sqrt_v1", "sqrt", F_GENERIC, false, {0}},
+    {"sqrt_v2", "sqrt", F_GENERIC, true, ACC},
+    {"subtract_v1", "subtract", F_GENERIC, false, {0}},
+    {"tan_v1", "tan", F_GENERIC, false, {0}},
+    {"tan_v2", "tan", F_GENERIC, true, ACC},
+    {"tanh_v1", "tanh", F_GENERIC, false, {0}},
+    {"tanh_v2", "tanh", F_GENERIC, true, ACC},
+    {"transpose_v1", "transpose", F_GENERIC, false, {"permutation"}},
+    {"while_v1", "while", F_GENERIC, false, {0}},
+    {"xor_v1", "xor", F_GENERIC, false, {0}},
 };
 
 static int cmp_vop(const void *key, const void *item) {
@@ -571,7 +532,7 @@ static int n_names(const vop *o) {
 
 /* What an op of a function that is not written stands for: nothing of it is read but its
  * structure. */
-static const vop skipped_op = {"(skipped)", "(skipped)", F_GENERIC, NULL, {0}};
+static const vop skipped_op = {"(skipped)", "(skipped)", F_GENERIC, false, {0}};
 
 /* ---- the op header ------------------------------------------------------------------------ */
 
@@ -1117,9 +1078,11 @@ static bool op(xlator *x, kiln__bc_cursor *c, const header *parent, uint32_t *ne
         if (!regions(x, c, &h, false)) return false;
         put(x, ")");
     }
-    if (h.op->attrs) {
+    if (h.op->accuracy && !check_accuracy(x, h.attrs, h.n_attrs)) return false;
+    kiln_op kind = kiln__op_from_name(h.op->stablehlo, strlen(h.op->stablehlo));
+    if (kiln__op_syntax_get(kind)->n_attrs) {
         put(x, " {");
-        if (!h.op->attrs(x, h.attrs, h.n_attrs)) return false;
+        if (!schema_attrs(x, kind, h.attrs, h.n_attrs)) return false;
         put(x, "}");
     }
     put(x, " : (");

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/stack.h"
 
 static size_t slot_of(const kiln__vmap *map, const kiln__value *k) {
     uintptr_t h = (uintptr_t)k;
@@ -78,9 +79,37 @@ kiln__value *kiln__vmap_get(const kiln__vmap *map, const kiln__value *k) {
 
 #define MAX_VALUES 256
 
+/* The copy's results, region by region. Not inlined (nor is append_copy): their arrays of
+ * MAX_VALUES live only for the call, not in every level of the recursion over regions,
+ * so a nesting level costs a small frame and deep programs copy on small stacks. */
+static __attribute__((noinline)) kiln_status set_results(kiln_module *dst, kiln__block *b,
+                                                         const kiln__block *src, kiln__vmap *map) {
+    kiln_ctx *cx = dst->cx;
+    kiln__value *stack[MAX_VALUES];
+    kiln__value **res = stack;
+    size_t bytes = (size_t)(src->n_results ? src->n_results : 1) * sizeof *res;
+    if (src->n_results > MAX_VALUES) {
+        res = kiln__alloc(cx, bytes, _Alignof(void *), "copying IR");
+        if (!res) return KILN_RESOURCE_EXHAUSTED;
+    }
+    kiln_status s = KILN_OK;
+    for (int32_t i = 0; i < src->n_results && s == KILN_OK; i++) {
+        res[i] = kiln__vmap_get(map, src->results[i]);
+        if (!res[i])
+            s = kiln_ctx_set_error(cx, KILN_INTERNAL,
+                                   "internal: copying IR: a region result is not defined");
+    }
+    if (s == KILN_OK) s = kiln__block_set_results(dst, b, res, src->n_results);
+    if (res != stack) kiln__free(cx, res, bytes);
+    return s;
+}
+
 static kiln_status clone_region(kiln_module *dst, kiln__ir_op *parent, int32_t r,
                                 const kiln__block *src, kiln__vmap *map) {
     kiln_ctx *cx = dst->cx;
+    if (kiln__stack_low(KILN__STACK_RESERVE))
+        return kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED,
+                                  "copying IR: regions nested too deep for this thread's stack");
     kiln__block *b = kiln__block_new(dst, parent);
     if (!b) return kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "out of memory copying IR");
     parent->regions[r] = b;
@@ -90,28 +119,12 @@ static kiln_status clone_region(kiln_module *dst, kiln__ir_op *parent, int32_t r
             return kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "out of memory copying IR");
     }
     kiln_status s = kiln__clone_ops(dst, b, src, map);
-    if (s != KILN_OK) return s;
-    kiln__value *stack[MAX_VALUES];
-    kiln__value **res = stack;
-    size_t bytes = (size_t)(src->n_results ? src->n_results : 1) * sizeof *res;
-    if (src->n_results > MAX_VALUES) {
-        res = kiln__alloc(cx, bytes, _Alignof(void *), "copying IR");
-        if (!res) return KILN_RESOURCE_EXHAUSTED;
-    }
-    for (int32_t i = 0; i < src->n_results && s == KILN_OK; i++) {
-        res[i] = kiln__vmap_get(map, src->results[i]);
-        if (!res[i])
-            s = kiln_ctx_set_error(cx, KILN_INTERNAL,
-                                   "internal: copying IR: a region result "
-                                   "is not defined");
-    }
-    if (s == KILN_OK) s = kiln__block_set_results(dst, b, res, src->n_results);
-    if (res != stack) kiln__free(cx, res, bytes);
-    return s;
+    return s == KILN_OK ? set_results(dst, b, src, map) : s;
 }
 
-kiln__ir_op *kiln__clone_op(kiln_module *dst, kiln__block *into, const kiln__ir_op *op,
-                            kiln__vmap *map) {
+/* op appended to `into` with its operands through map, its regions not yet copied. */
+static __attribute__((noinline)) kiln__ir_op *append_copy(kiln_module *dst, kiln__block *into,
+                                                          const kiln__ir_op *op, kiln__vmap *map) {
     kiln_ctx *cx = dst->cx;
     kiln__value *stack[MAX_VALUES];
     kiln__type tstack[MAX_VALUES];
@@ -153,12 +166,18 @@ kiln__ir_op *kiln__clone_op(kiln_module *dst, kiln__block *into, const kiln__ir_
                                   op->n_results, op->n_regions);
         if (!copy) kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "out of memory copying IR");
     }
+    if (operands != stack) kiln__free(cx, operands, obytes);
+    if (types != tstack) kiln__free(cx, types, tbytes);
+    return copy;
+}
+
+kiln__ir_op *kiln__clone_op(kiln_module *dst, kiln__block *into, const kiln__ir_op *op,
+                            kiln__vmap *map) {
+    kiln__ir_op *copy = append_copy(dst, into, op, map);
     for (int32_t r = 0; copy && r < op->n_regions; r++)
         if (clone_region(dst, copy, r, op->regions[r], map) != KILN_OK) copy = NULL;
     for (int32_t i = 0; copy && i < op->n_results; i++)
         if (!kiln__vmap_put(map, op->results[i], copy->results[i])) copy = NULL;
-    if (operands != stack) kiln__free(cx, operands, obytes);
-    if (types != tstack) kiln__free(cx, types, tbytes);
     return copy;
 }
 

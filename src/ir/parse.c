@@ -10,6 +10,7 @@
 #include "base/alloc.h"
 #include "base/file.h"
 #include "core/tensor_internal.h"
+#include "ir/clone.h"
 #include "ir/text.h"
 #include "ir/vhlo.h"
 
@@ -170,166 +171,136 @@ static bool func_def(parser *p) {
     return ok;
 }
 
-/* ---- calls: clone the callee's body ------------------------------------------------------ */
+/* ---- calls: each gets a copy of its callee's body --------------------------------------- */
 
-typedef struct vmap {
-    const kiln__value **from;
-    kiln__value **to;
-    int32_t n, cap;
-} vmap;
-
-static kiln__value *vmap_get(const vmap *m, const kiln__value *v) {
-    for (int32_t i = m->n - 1; i >= 0; i--)
-        if (m->from[i] == v) return m->to[i];
+static const pfunc *find_func(const parser *p, const char *name, size_t len) {
+    for (int32_t i = 0; i < p->n_funcs; i++)
+        if (p->funcs[i].len == len && memcmp(p->funcs[i].name, name, len) == 0) return &p->funcs[i];
     return NULL;
 }
 
-static bool vmap_put(parser *p, vmap *m, const kiln__value *from, kiln__value *to) {
-    if (m->n == m->cap) {
-        int32_t cap = m->cap ? m->cap * 2 : 64;
-        const kiln__value **f =
-            kiln__alloc(p->cx, (size_t)cap * sizeof *f, _Alignof(void *), "parser clone");
-        kiln__value **t =
-            kiln__alloc(p->cx, (size_t)cap * sizeof *t, _Alignof(void *), "parser clone");
-        if (!f || !t) {
-            if (f) kiln__free(p->cx, (void *)f, (size_t)cap * sizeof *f);
-            if (t) kiln__free(p->cx, t, (size_t)cap * sizeof *t);
-            return kiln__text_oom(p);
-        }
-        if (m->n) {
-            memcpy(f, m->from, (size_t)m->n * sizeof *f);
-            memcpy(t, m->to, (size_t)m->n * sizeof *t);
-        }
-        if (m->from) kiln__free(p->cx, (void *)m->from, (size_t)m->cap * sizeof *f);
-        if (m->to) kiln__free(p->cx, m->to, (size_t)m->cap * sizeof *t);
-        m->from = f;
-        m->to = t;
-        m->cap = cap;
+/* The call's callee, checked against the call's signature. */
+static const pfunc *callee_of(parser *p, const pcall *c) {
+    const char *name = c->callee;
+    int len = (int)(c->len > 60 ? 60 : c->len);
+    const pfunc *f = find_func(p, c->callee, c->len);
+    if (!f) {
+        kiln__text_error(p, c->pos, "call to undefined function @%.*s", len, name);
+        return NULL;
     }
-    m->from[m->n] = from;
-    m->to[m->n++] = to;
+    if (f->n_checks) {
+        kiln__text_error(p, c->pos, "@%.*s holds check ops and cannot be called", len, name);
+        return NULL;
+    }
+    const kiln__block *body = f->body;
+    const kiln__ir_op *call = c->op;
+    char tb[80], tb2[80];
+    if (body->n_args != call->n_operands) {
+        kiln__text_error(p, c->pos, "@%.*s takes %d arguments, the call passes %d", len, name,
+                         (int)body->n_args, (int)call->n_operands);
+        return NULL;
+    }
+    for (int32_t i = 0; i < body->n_args; i++)
+        if (!kiln__text_same_type(&body->args[i]->type, &call->operands[i]->type)) {
+            kiln__text_error(
+                p, c->pos, "type mismatch: argument %d of @%.*s is %s, the call passes %s", (int)i,
+                len, name, kiln__text_type_str(&body->args[i]->type, tb, sizeof tb),
+                kiln__text_type_str(&call->operands[i]->type, tb2, sizeof tb2));
+            return NULL;
+        }
+    if (body->n_results != call->n_results) {
+        kiln__text_error(p, c->pos, "@%.*s returns %d values, the call expects %d", len, name,
+                         (int)body->n_results, (int)call->n_results);
+        return NULL;
+    }
+    for (int32_t i = 0; i < body->n_results; i++)
+        if (!kiln__text_same_type(&body->results[i]->type, &call->results[i]->type)) {
+            kiln__text_error(p, c->pos,
+                             "type mismatch: result %d of @%.*s is %s, the call expects %s", (int)i,
+                             len, name, kiln__text_type_str(&body->results[i]->type, tb, sizeof tb),
+                             kiln__text_type_str(&call->results[i]->type, tb2, sizeof tb2));
+            return NULL;
+        }
+    return f;
+}
+
+/* The call's region: a copy of the callee's body (ir/clone.h), whose own calls are
+ * complete already. */
+static bool copy_callee(parser *p, kiln__ir_op *call, const kiln__block *body) {
+    kiln__block *nb = kiln__block_new(p->m, call);
+    if (!nb) return kiln__text_oom(p);
+    kiln__vmap map;
+    kiln__vmap_init(&map, p->cx);
+    kiln_status s = KILN_OK;
+    for (int32_t i = 0; i < body->n_args && s == KILN_OK; i++) {
+        kiln__value *v = kiln__block_add_arg(p->m, nb, body->args[i]->type);
+        if (!v || !kiln__vmap_put(&map, body->args[i], v)) s = KILN_RESOURCE_EXHAUSTED;
+    }
+    if (s == KILN_OK) s = kiln__clone_ops(p->m, nb, body, &map);
+    if (s == KILN_OK) {
+        kiln__value **res = kiln__text_aalloc(p, (size_t)body->n_results * sizeof *res);
+        for (int32_t i = 0; res && i < body->n_results && s == KILN_OK; i++)
+            if (!(res[i] = kiln__vmap_get(&map, body->results[i]))) s = KILN_INTERNAL;
+        s = !res           ? KILN_RESOURCE_EXHAUSTED
+            : s == KILN_OK ? kiln__block_set_results(p->m, nb, res, body->n_results)
+                           : s;
+    }
+    kiln__vmap_free(&map);
+    if (s != KILN_OK) {
+        if (kiln_ctx_status(p->cx) == KILN_OK) kiln__text_oom(p);
+        p->failed = true; /* the copy's own error (out of memory, a stack too small) stands */
+        return false;
+    }
+    call->regions[0] = nb;
     return true;
 }
 
-static bool resolve_call(parser *p, kiln__ir_op *call, const char *name, size_t len, size_t pos,
-                         int depth);
-
-/* One op of clone_block, its regions left empty; NULL on error. Not inlined: its operand
- * array then lives only while the op is appended, not in every level of the recursion over
- * regions and calls (the types are the parser's leaf_types). */
-static __attribute__((noinline)) kiln__ir_op *clone_one(parser *p, const kiln__ir_op *op,
-                                                        kiln__block *dst, vmap *map) {
-    kiln__value *ops[MAX_VALUES];
-    kiln__type *types = kiln__text_leaf_types(p);
-    if (!types) return NULL;
-    if (op->n_operands > MAX_VALUES || op->n_results > MAX_VALUES) {
-        kiln__text_error(p, 0, "op too large to clone");
-        return NULL;
+/* Gives every call in function fi a copy of its callee, the callee's own calls first, so
+ * that what is copied is complete. owner[c]: the function call c is in. A function whose
+ * calls are being resolved is on the current chain: calling it again is recursion. */
+static bool resolve_calls(parser *p, int32_t fi, const int32_t *owner, uint8_t *state, int depth) {
+    if (state[fi] == 2) return true;
+    state[fi] = 1;
+    for (int32_t c = 0; c < p->n_calls; c++) {
+        if (owner[c] != fi) continue;
+        const pcall *call = &p->calls[c];
+        const pfunc *g = callee_of(p, call);
+        if (!g) return false;
+        int32_t gi = (int32_t)(g - p->funcs);
+        if (state[gi] == 1)
+            return kiln__text_error(p, call->pos, "@%.*s calls itself (recursion?)",
+                                    (int)(g->len > 60 ? 60 : g->len), g->name);
+        if (depth >= MAX_CALL_DEPTH)
+            return kiln__text_error(p, call->pos, "calls nested more than %d deep", MAX_CALL_DEPTH);
+        if (!resolve_calls(p, gi, owner, state, depth + 1) || !copy_callee(p, call->op, g->body))
+            return false;
     }
-    for (int32_t i = 0; i < op->n_operands; i++)
-        if (!(ops[i] = vmap_get(map, op->operands[i]))) {
-            kiln__text_error(p, 0, "internal: clone lost a value");
-            return NULL;
-        }
-    for (int32_t i = 0; i < op->n_results; i++)
-        types[i] = op->results[i]->type;
-    kiln__ir_op *c = kiln__block_append(p->m, dst, op->kind, &op->attrs, ops, op->n_operands, types,
-                                        op->n_results, op->n_regions);
-    if (!c) {
-        kiln__text_oom(p);
-        return NULL;
-    }
-    for (int32_t i = 0; i < op->n_results; i++)
-        if (!vmap_put(p, map, op->results[i], c->results[i])) return NULL;
-    return c;
+    state[fi] = 2;
+    return true;
 }
 
-/* The results of a cloned block. Not inlined, as clone_one. */
-static __attribute__((noinline)) bool clone_results(parser *p, const kiln__block *src,
-                                                    kiln__block *dst, vmap *map) {
-    kiln__value *vals[MAX_VALUES];
-    if (src->n_results > MAX_VALUES) return kiln__text_error(p, 0, "too many results to clone");
-    for (int32_t i = 0; i < src->n_results; i++)
-        if (!(vals[i] = vmap_get(map, src->results[i])))
-            return kiln__text_error(p, 0, "internal: clone lost a value");
-    return kiln__block_set_results(p->m, dst, vals, src->n_results) == KILN_OK || kiln__text_oom(p);
-}
-
-static bool clone_block(parser *p, const kiln__block *src, kiln__block *dst, vmap *map, int depth) {
-    for (int32_t i = 0; i < src->n_args; i++) {
-        kiln__value *v = kiln__block_add_arg(p->m, dst, src->args[i]->type);
-        if (!v || !vmap_put(p, map, src->args[i], v)) return v ? false : kiln__text_oom(p);
+/* Resolves the calls reachable from the entry; every call anywhere must name a defined
+ * function. */
+static bool resolve_entry_calls(parser *p, int32_t entry) {
+    int32_t *owner = kiln__text_aalloc(p, (size_t)p->n_calls * sizeof *owner);
+    uint8_t *state = kiln__text_aalloc(p, (size_t)p->n_funcs);
+    if (!owner || !state) return false;
+    memset(state, 0, (size_t)p->n_funcs);
+    for (int32_t c = 0; c < p->n_calls; c++) {
+        const kiln__block *b = p->calls[c].op->block;
+        while (b->parent)
+            b = b->parent->block;
+        owner[c] = -1;
+        for (int32_t f = 0; f < p->n_funcs; f++)
+            if (p->funcs[f].body == b) owner[c] = f;
     }
-    for (const kiln__ir_op *op = src->first; op; op = op->next) {
-        kiln__ir_op *c = clone_one(p, op, dst, map);
-        if (!c) return false;
-        if (op->kind == KILN_OP_CALL && op->n_regions == 1 && !op->regions[0]) {
-            /* an unresolved call inside the callee */
-            int32_t k = 0;
-            while (k < p->n_calls && p->calls[k].op != op)
-                k++;
-            if (k == p->n_calls) return kiln__text_error(p, 0, "internal: unknown call");
-            pcall pc = p->calls[k];
-            if (!resolve_call(p, c, pc.callee, pc.len, pc.pos, depth + 1)) return false;
-            continue;
-        }
-        for (int32_t r = 0; r < op->n_regions; r++) {
-            if (!op->regions[r]) continue;
-            kiln__block *nb = kiln__block_new(p->m, c);
-            if (!nb) return kiln__text_oom(p);
-            c->regions[r] = nb;
-            if (!clone_block(p, op->regions[r], nb, map, depth)) return false;
-        }
-    }
-    return clone_results(p, src, dst, map);
-}
-
-static bool resolve_call(parser *p, kiln__ir_op *call, const char *name, size_t len, size_t pos,
-                         int depth) {
-    if (depth > MAX_CALL_DEPTH)
-        return kiln__text_error(p, pos, "calls nested more than %d deep (recursion?)",
-                                MAX_CALL_DEPTH);
-    const pfunc *f = NULL;
-    for (int32_t i = 0; i < p->n_funcs; i++)
-        if (p->funcs[i].len == len && memcmp(p->funcs[i].name, name, len) == 0) f = &p->funcs[i];
-    if (!f)
-        return kiln__text_error(p, pos, "call to undefined function @%.*s",
-                                (int)(len > 60 ? 60 : len), name);
-    if (f->n_checks)
-        return kiln__text_error(p, pos, "@%.*s holds check ops and cannot be called",
-                                (int)(len > 60 ? 60 : len), name);
-    const kiln__block *body = f->body;
-    char tb[80], tb2[80];
-    if (body->n_args != call->n_operands)
-        return kiln__text_error(p, pos, "@%.*s takes %d arguments, the call passes %d",
-                                (int)(len > 60 ? 60 : len), name, (int)body->n_args,
-                                (int)call->n_operands);
-    for (int32_t i = 0; i < body->n_args; i++)
-        if (!kiln__text_same_type(&body->args[i]->type, &call->operands[i]->type))
-            return kiln__text_error(p, pos,
-                                    "type mismatch: argument %d of @%.*s is %s, the call passes %s",
-                                    (int)i, (int)(len > 60 ? 60 : len), name,
-                                    kiln__text_type_str(&body->args[i]->type, tb, sizeof tb),
-                                    kiln__text_type_str(&call->operands[i]->type, tb2, sizeof tb2));
-    if (body->n_results != call->n_results)
-        return kiln__text_error(p, pos, "@%.*s returns %d values, the call expects %d",
-                                (int)(len > 60 ? 60 : len), name, (int)body->n_results,
-                                (int)call->n_results);
-    for (int32_t i = 0; i < body->n_results; i++)
-        if (!kiln__text_same_type(&body->results[i]->type, &call->results[i]->type))
-            return kiln__text_error(p, pos,
-                                    "type mismatch: result %d of @%.*s is %s, the call expects %s",
-                                    (int)i, (int)(len > 60 ? 60 : len), name,
-                                    kiln__text_type_str(&body->results[i]->type, tb, sizeof tb),
-                                    kiln__text_type_str(&call->results[i]->type, tb2, sizeof tb2));
-    kiln__block *nb = kiln__block_new(p->m, call);
-    if (!nb) return kiln__text_oom(p);
-    vmap map = {0};
-    bool ok = clone_block(p, body, nb, &map, depth);
-    if (map.from) kiln__free(p->cx, (void *)map.from, (size_t)map.cap * sizeof *map.from);
-    if (map.to) kiln__free(p->cx, map.to, (size_t)map.cap * sizeof *map.to);
-    if (ok) call->regions[0] = nb;
-    return ok;
+    if (!resolve_calls(p, entry, owner, state, 0)) return false;
+    for (int32_t c = 0; c < p->n_calls; c++)
+        if (!find_func(p, p->calls[c].callee, p->calls[c].len))
+            return kiln__text_error(p, p->calls[c].pos, "call to undefined function @%.*s",
+                                    (int)(p->calls[c].len > 60 ? 60 : p->calls[c].len),
+                                    p->calls[c].callee);
+    return true;
 }
 
 static bool finish(parser *p, const char *entry_name) {
@@ -347,29 +318,7 @@ static bool finish(parser *p, const char *entry_name) {
         if (i != entry && p->funcs[i].n_checks)
             return kiln__text_error(p, p->funcs[i].check_pos,
                                     "check ops are only allowed in the entry function");
-    /* calls: resolve those made in the entry (callees cloned recursively) */
-    int32_t n_calls = p->n_calls;
-    for (int32_t i = 0; i < n_calls; i++) {
-        kiln__ir_op *op = p->calls[i].op;
-        /* only calls that belong to the entry's tree */
-        const kiln__block *b = op->block;
-        while (b->parent)
-            b = b->parent->block;
-        if (b != p->funcs[entry].body) continue;
-        if (!resolve_call(p, op, p->calls[i].callee, p->calls[i].len, p->calls[i].pos, 0))
-            return false;
-    }
-    /* every call anywhere must name a defined function */
-    for (int32_t i = 0; i < n_calls; i++) {
-        bool found = false;
-        for (int32_t j = 0; j < p->n_funcs; j++)
-            found |= p->funcs[j].len == p->calls[i].len &&
-                     memcmp(p->funcs[j].name, p->calls[i].callee, p->calls[i].len) == 0;
-        if (!found)
-            return kiln__text_error(p, p->calls[i].pos, "call to undefined function @%.*s",
-                                    (int)(p->calls[i].len > 60 ? 60 : p->calls[i].len),
-                                    p->calls[i].callee);
-    }
+    if (!resolve_entry_calls(p, entry)) return false;
     pfunc *f = &p->funcs[entry];
     char *name = kiln__arena_strndup(&p->m->arena, f->name, f->len);
     if (!name) return kiln__text_oom(p);

@@ -360,7 +360,60 @@ Test(parse, errors_name_line_and_column) {
     parse_fails("func.func @f() {\n  %0 = func.call @g() : () -> tensor<i64>\n  func.return\n}\n",
                 false, "t.mlir:2:18: error: call to undefined function @g");
     parse_fails("func.func @f() {\n  func.call @f() : () -> ()\n  func.return\n}\n", false,
-                "t.mlir:2:13: error: calls nested more than 64 deep (recursion?)");
+                "t.mlir:2:13: error: @f calls itself (recursion?)");
+    parse_fails("func.func @main() {\n  func.call @g() : () -> ()\n  func.return\n}\n"
+                "func.func @g() {\n  func.call @main() : () -> ()\n  func.return\n}\n",
+                false, "t.mlir:6:13: error: @main calls itself (recursion?)");
+}
+
+/* A chain of n functions, @f0 calling @f1 ... calling @f<n-1>, each adding one. */
+static char *call_chain(int n) {
+    size_t cap = (size_t)n * 400 + 64, len = 0;
+    char *s = malloc(cap);
+    cr_assert_not_null(s);
+    for (int i = 0; i < n; i++) {
+        if (i + 1 < n)
+            len += (size_t)snprintf(s + len, cap - len,
+                                    "func.func @f%d(%%x: tensor<i32>) -> tensor<i32> {\n"
+                                    "  %%0 = func.call @f%d(%%x) : (tensor<i32>) -> tensor<i32>\n",
+                                    i, i + 1);
+        else
+            len += (size_t)snprintf(s + len, cap - len,
+                                    "func.func @f%d(%%x: tensor<i32>) -> tensor<i32> {\n"
+                                    "  %%0 = stablehlo.abs %%x : tensor<i32>\n",
+                                    i);
+        len += (size_t)snprintf(s + len, cap - len,
+                                "  %%c = stablehlo.constant dense<1> : tensor<i32>\n"
+                                "  %%1 = stablehlo.add %%0, %%c : tensor<i32>\n"
+                                "  return %%1 : tensor<i32>\n}\n");
+    }
+    return s;
+}
+
+Test(parse, calls_nest_to_the_limit_and_no_deeper) {
+    kiln_ctx *cx = test_ctx();
+    kiln_parse_options o = kiln_parse_options_default();
+    o.entry = "f0";
+    /* 65 functions: 64 levels of calls, each a copy of its callee's (complete) body */
+    char *text = call_chain(65);
+    kiln_module *m = NULL;
+    cr_assert_eq(kiln_module_parse(cx, text, strlen(text), &o, &m), KILN_OK, "%s",
+                 kiln_ctx_error_message(cx));
+    kiln_exe *exe = NULL;
+    cr_assert_eq(kiln_compile(cx, m, NULL, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    kiln_tensor *x = kiln_scalar(cx, -5, KILN_I32), *y = NULL;
+    cr_assert_eq(kiln_exe_call_n(cx, exe, &x, 1, &y, 1), KILN_OK, "%s",
+                 kiln_ctx_error_message(cx));
+    cr_assert_eq(*(const int32_t *)kiln_tensor_data(y), 5 + 65);
+    kiln_exe_release(exe);
+    kiln_module_release(m);
+    free(text);
+    text = call_chain(66);
+    cr_assert_neq(kiln_module_parse(cx, text, strlen(text), &o, &m), KILN_OK);
+    cr_assert(strstr(kiln_ctx_error_message(cx), "error: calls nested more than 64 deep"), "%s",
+              kiln_ctx_error_message(cx));
+    free(text);
+    kiln_ctx_release(cx);
 }
 
 Test(parse, first_line_offsets_positions) {

@@ -11,6 +11,11 @@
 #include "core/tensor_internal.h"
 #include "ir/text.h"
 
+/* A splat constant larger than this stays one element in the IR and through compile: a
+ * scalar constant broadcast to its type (as JAX writes jnp.full), which fuses into its
+ * users, so `dense<1.0> : tensor<65536x65536xf32>` costs four bytes, not 16 GiB. */
+#define SPLAT_COMPACT_BYTES ((size_t)64 << 10)
+
 /* ---- values ------------------------------------------------------------------------------ */
 
 static uint32_t hash_name(const char *s, size_t len) {
@@ -516,8 +521,14 @@ static bool pretty_op(parser *p, opdesc *o, kiln__value **result_hint) {
         bool ok = kiln__text_dense_body(p, &d) && pretty_type(p, o);
         if (ok && (o->s.functional || o->s.n_out != 1))
             ok = kiln__text_error(p, o->s.pos, "a constant has one result type");
+        /* a large splat: its one element (the literal still checked against the type) */
+        kiln__type scalar = {.dtype = o->s.out[0].dtype, .shape = {.rank = 0}};
+        int64_t numel = 0;
+        bool compact = ok && !d.list && !d.empty && kiln_shape_numel(&o->s.out[0].shape, &numel) &&
+                       (size_t)numel * kiln_dtype_size(scalar.dtype) > SPLAT_COMPACT_BYTES &&
+                       (!d.blob || d.blob_len == kiln_dtype_size(scalar.dtype));
         if (ok) {
-            kiln_tensor *t = kiln__text_dense_tensor(p, &d, &o->s.out[0]);
+            kiln_tensor *t = kiln__text_dense_tensor(p, &d, compact ? &scalar : &o->s.out[0]);
             if (!t)
                 ok = false;
             else {
@@ -525,8 +536,8 @@ static bool pretty_op(parser *p, opdesc *o, kiln__value **result_hint) {
                 kiln_tensor_release(t);
                 if (!ok)
                     kiln__text_oom(p);
-                else
-                    o->dict.rank = 1; /* marks "constant held as m->constants[last]" */
+                else /* "held as m->constants[last]", 2: as its one element (a splat) */
+                    o->dict.rank = compact ? 2 : 1;
             }
         }
         kiln__text_dense_free(p, &d);
@@ -839,7 +850,29 @@ static kiln_status never_called(kiln_ctx *cx, kiln_tensor *const *args, kiln_ten
 /* The check dialect */
 
 /* Not inlined: its arrays live only while an op is appended, not while regions nest. */
+/* The splat constant o (its scalar held as the module's last constant) as that scalar's
+ * constant op in b, and o turned into the broadcast of it to o's type. */
+static bool compact_splat(parser *p, kiln__block *b, opdesc *o) {
+    kiln__attrs a;
+    memset(&a, 0, sizeof a);
+    a.fn = "stablehlo parser";
+    a.u.constant = p->m->constants[p->m->n_constants - 1];
+    kiln__type scalar = {.dtype = o->s.out[0].dtype, .shape = {.rank = 0}};
+    kiln__ir_op *c = kiln__block_append(p->m, b, KILN_OP_CONSTANT, &a, NULL, 0, &scalar, 1, 0);
+    if (!c) return kiln__text_oom(p);
+    attr none = {.kind = A_ARRAY, .pos = o->pos};
+    o->dict = (attr){0};
+    o->kind = KILN_OP_BROADCAST_IN_DIM;
+    o->operands[0] = c->results[0];
+    o->n_operands = 1;
+    o->s.in[0] = scalar;
+    o->s.n_in = 1;
+    o->s.functional = true;
+    return dict_add(p, &o->dict, "broadcast_dimensions", none);
+}
+
 static __attribute__((noinline)) bool append_op(parser *p, kiln__block *b, opdesc *o, lhs *l) {
+    if (o->kind == KILN_OP_CONSTANT && o->dict.rank == 2 && !compact_splat(p, b, o)) return false;
     const kiln__op_info *info = kiln__op_get_info(o->kind);
     char tb[80], tb2[80];
     if (!o->have_sig) return kiln__text_error(p, o->pos, "missing type");

@@ -192,6 +192,22 @@ static kiln__value *inner_of(const kiln__value *v, kiln_op kind) {
     return d && d->kind == kind && d->n_operands == 1 ? d->operands[0] : NULL;
 }
 
+/* A movement op (slice, reshape, transpose, reverse) of a scalar's broadcast is that
+ * scalar broadcast to the op's type: the op becomes the broadcast, so nothing of the
+ * operand's size is made (a large splat constant reaches here as such a broadcast). */
+static int32_t moved_scalar_broadcast(kiln__ir_op *op) {
+    const kiln__ir_op *in = op->operands[0]->def;
+    if (!in || in->kind != KILN_OP_BROADCAST_IN_DIM || in->operands[0]->type.shape.rank != 0)
+        return 0;
+    const char *fn = op->attrs.fn;
+    memset(&op->attrs.u, 0, sizeof op->attrs.u);
+    op->attrs.fn = fn;
+    op->kind = KILN_OP_BROADCAST_IN_DIM;
+    op->attrs.u.broadcast.shape = op->results[0]->type.shape;
+    set_operand(op, 0, in->operands[0]);
+    return 1;
+}
+
 static int32_t rewrite(kiln__ir_op *op) {
     if (op->n_results != 1 || op->results[0]->uses == 0) return 0;
     kiln__value *res = op->results[0];
@@ -233,6 +249,7 @@ static int32_t rewrite(kiln__ir_op *op) {
     case KILN_OP_BITCAST_CONVERT: return forward(op, a);
     case KILN_OP_RESHAPE: {
         if (type_eq(&a->type, &res->type)) return forward(op, a);
+        if (moved_scalar_broadcast(op)) return 1;
         const kiln__ir_op *in = a->def;
         if (in && in->kind == KILN_OP_RESHAPE) {
             set_operand(op, 0, in->operands[0]);
@@ -240,9 +257,9 @@ static int32_t rewrite(kiln__ir_op *op) {
         }
         return 0;
     }
-    case KILN_OP_TRANSPOSE: return rewrite_transpose(op);
-    case KILN_OP_SLICE: return rewrite_slice(op);
-    case KILN_OP_REVERSE: return rewrite_reverse(op);
+    case KILN_OP_TRANSPOSE: return moved_scalar_broadcast(op) ? 1 : rewrite_transpose(op);
+    case KILN_OP_SLICE: return moved_scalar_broadcast(op) ? 1 : rewrite_slice(op);
+    case KILN_OP_REVERSE: return moved_scalar_broadcast(op) ? 1 : rewrite_reverse(op);
     case KILN_OP_BROADCAST_IN_DIM: return rewrite_broadcast(op);
     case KILN_OP_PAD: return pad_is_noop(op) ? forward(op, a) : 0;
     case KILN_OP_CONCATENATE: return op->n_operands == 1 ? forward(op, a) : 0;

@@ -542,7 +542,33 @@ Test(parse, literals_are_checked_before_memory_is_taken) {
         cr_assert_lt(largest, (size_t)1 << 20, "%s: a block of %zu bytes was asked for",
                      wrong[i][0], largest);
     }
-    /* A splat of 2^24 elements is written into the constant directly, every element. */
+    /* A splat of 2^32 elements stays one element through parsing and compiling: a scalar
+     * constant broadcast to its type, which a slice of it fuses with. */
+    const char huge[] = "func.func @main() -> tensor<3xf32> {\n"
+                        "  %0 = stablehlo.constant dense<1.5> : tensor<4294967296xf32>\n"
+                        "  %1 = stablehlo.slice %0 [7:10] : (tensor<4294967296xf32>) -> "
+                        "tensor<3xf32>\n"
+                        "  return %1 : tensor<3xf32>\n}\n";
+    kiln_module *hm = NULL;
+    largest = 0;
+    cr_assert_eq(kiln_module_parse(cx, huge, sizeof huge - 1, NULL, &hm), KILN_OK, "%s",
+                 kiln_ctx_error_message(cx));
+    char *text = kiln_module_to_string(cx, hm);
+    cr_assert(strstr(text, "stablehlo.constant dense<1.500000e+00> : tensor<f32>") &&
+                  strstr(text, "stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> "
+                               "tensor<4294967296xf32>"),
+              "%s", text);
+    kiln_string_free(cx, text);
+    kiln_exe *hexe = NULL;
+    cr_assert_eq(kiln_compile(cx, hm, NULL, &hexe), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    kiln_tensor *hr = NULL;
+    cr_assert_eq(kiln_exe_call(cx, hexe, NULL, &hr), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(((const float *)kiln_tensor_data(hr))[i], 1.5f);
+    cr_assert_lt(largest, (size_t)1 << 20, "a block of %zu bytes was asked for", largest);
+    kiln_exe_release(hexe);
+    kiln_module_release(hm);
+    /* A splat of 2^24 elements (64 MiB) becomes the result, written once by the call. */
     const char splat[] = "func.func @main() -> tensor<16777216xf32> {\n"
                          "  %0 = stablehlo.constant dense<2.5> : tensor<16777216xf32>\n"
                          "  return %0 : tensor<16777216xf32>\n}\n";

@@ -111,6 +111,15 @@ FN(slice_slice) {
     out[0] = kiln_slice(cx, s, KILN_DIMS(2, 1), KILN_DIMS(7, 4), KILN_DIMS(2, 2));
     return STATUS(cx);
 }
+FN(moved_splat) {
+    (void)user;
+    kiln_tensor *big = kiln_broadcast_in_dim(cx, in[0], KILN_SHAPE(1000, 2000), (kiln_dims){0});
+    out[0] = kiln_slice(cx, big, KILN_DIMS(1, 2), KILN_DIMS(3, 5), KILN_DIMS(1, 1));
+    out[1] = kiln_reshape(cx, big, KILN_SHAPE(2000, 1000));
+    out[2] = kiln_transpose(cx, big, KILN_DIMS(1, 0));
+    out[3] = kiln_reverse(cx, big, KILN_DIMS(0));
+    return STATUS(cx);
+}
 FN(common) {
     (void)user;
     kiln_tensor *a = kiln_add(cx, kiln_sine(cx, in[0]), kiln_scalar(cx, 2, KILN_F32));
@@ -414,6 +423,43 @@ static const char *const after_cse =
     "  }\n"
     "}\n";
 
+static const char *const before_moved_splat =
+    "module @kiln {\n"
+    "  // calling convention of @main: 1 arguments, 4 results\n"
+    "  //   donated arguments: none\n"
+    "  //   preserved results (returned unchanged): none\n"
+    "  //   aliased results (may reuse a donated buffer): none\n"
+    "  func.func public @main(%arg0: tensor<f32>) -> (tensor<2x3xf32>, tensor<2000x1000xf32>, "
+    "tensor<2000x1000xf32>, tensor<1000x2000xf32>) {\n"
+    "    %0 = stablehlo.broadcast_in_dim %arg0, dims = [] : (tensor<f32>) -> "
+    "tensor<1000x2000xf32>\n"
+    "    %1 = stablehlo.slice %0 [1:3, 2:5] : (tensor<1000x2000xf32>) -> tensor<2x3xf32>\n"
+    "    %2 = stablehlo.reshape %0 : (tensor<1000x2000xf32>) -> tensor<2000x1000xf32>\n"
+    "    %3 = stablehlo.transpose %0, dims = [1, 0] : (tensor<1000x2000xf32>) -> "
+    "tensor<2000x1000xf32>\n"
+    "    %4 = stablehlo.reverse %0, dims = [0] : tensor<1000x2000xf32>\n"
+    "    return %1, %2, %3, %4 : tensor<2x3xf32>, tensor<2000x1000xf32>, tensor<2000x1000xf32>, "
+    "tensor<1000x2000xf32>\n"
+    "  }\n"
+    "}\n";
+static const char *const after_moved_splat =
+    "module @kiln {\n"
+    "  // calling convention of @main: 1 arguments, 4 results\n"
+    "  //   donated arguments: none\n"
+    "  //   preserved results (returned unchanged): none\n"
+    "  //   aliased results (may reuse a donated buffer): none\n"
+    "  func.func public @main(%arg0: tensor<f32>) -> (tensor<2x3xf32>, tensor<2000x1000xf32>, "
+    "tensor<2000x1000xf32>, tensor<1000x2000xf32>) {\n"
+    "    %0 = stablehlo.broadcast_in_dim %arg0, dims = [] : (tensor<f32>) -> tensor<2x3xf32>\n"
+    "    %1 = stablehlo.broadcast_in_dim %arg0, dims = [] : (tensor<f32>) -> "
+    "tensor<2000x1000xf32>\n"
+    "    %2 = stablehlo.broadcast_in_dim %arg0, dims = [] : (tensor<f32>) -> "
+    "tensor<1000x2000xf32>\n"
+    "    return %0, %1, %1, %2 : tensor<2x3xf32>, tensor<2000x1000xf32>, tensor<2000x1000xf32>, "
+    "tensor<1000x2000xf32>\n"
+    "  }\n"
+    "}\n";
+
 static const kiln_arg_spec i32_4[1] = {{.dtype = KILN_I32, .shape = {1, {4}}}};
 static const kiln_arg_spec f32_4[1] = {{.dtype = KILN_F32, .shape = {1, {4}}}};
 
@@ -457,6 +503,14 @@ Test(canonicalize, convert_same) {
 Test(canonicalize, slice_slice) {
     kiln_arg_spec a = arg(KILN_F32, KILN_SHAPE(10, 12));
     cr_assert_gt(check(slice_slice, &a, 1, 1, before_slice_slice, after_slice_slice, "slice_slice"),
+                 0);
+}
+/* A slice, reshape, transpose or reverse of a broadcast scalar is the scalar broadcast to
+ * its type: nothing of the big broadcast's size is left (a large splat constant from the
+ * parser is such a broadcast). */
+Test(canonicalize, moved_scalar_broadcast) {
+    kiln_arg_spec a = arg(KILN_F32, (kiln_shape){0});
+    cr_assert_gt(check(moved_splat, &a, 1, 4, before_moved_splat, after_moved_splat, "moved_splat"),
                  0);
 }
 Test(cse, common_subexpressions) {

@@ -1017,6 +1017,8 @@ static bool op(xlator *x, kiln__bc_cursor *c, const header *parent, uint32_t *ne
         return kiln__bc_fail(bc, h.at, "vhlo.%s at the top of a module (only functions may be)",
                              h.op->vhlo);
     }
+    if (!parent && h.op->form != F_FUNC)
+        return kiln__bc_fail(bc, h.at, "vhlo.%s outside a function", h.op->vhlo);
     switch (h.op->form) {
     case F_FUNC: return func(x, c, &h);
     case F_RETURN:

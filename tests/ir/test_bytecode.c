@@ -41,14 +41,35 @@ static bool have_vhlo_data(void) {
 
 /* ---- StableHLO's artifacts against their text -------------------------------------------- */
 
+/* Why functions were skipped: the parser's messages (position left out), counted. */
+#define MAX_REASONS 64
 typedef struct tally {
     int matched, text_unsupported, differ, bytecode_failed;
+    char reasons[MAX_REASONS][96];
+    int counts[MAX_REASONS], n_reasons;
 } tally;
+
+static void count_reason(tally *t, const char *message) {
+    const char *r = strstr(message, "error: ");
+    r = r ? r + 7 : message;
+    char reason[96];
+    snprintf(reason, sizeof reason, "%s", r);
+    for (int i = 0; i < t->n_reasons; i++)
+        if (strcmp(t->reasons[i], reason) == 0) {
+            t->counts[i]++;
+            return;
+        }
+    if (t->n_reasons == MAX_REASONS) return;
+    memcpy(t->reasons[t->n_reasons], reason, sizeof reason);
+    t->counts[t->n_reasons++] = 1;
+}
 
 /* Every top-level function of the text that kiln parses on its own must come out of the
  * artifact as the same module. */
-static tally compare_version(kiln_ctx *cx, const char *mlir, const unsigned char *bc, size_t n) {
-    tally t = {0};
+static const tally *compare_version(kiln_ctx *cx, const char *mlir, const unsigned char *bc,
+                                    size_t n) {
+    static tally t;
+    memset(&t, 0, sizeof t);
     for (const char *p = mlir; (p = strstr(p, "\nfunc.func"));) {
         p++;
         const char *end = strstr(p, "\n}\n");
@@ -66,6 +87,7 @@ static tally compare_version(kiln_ctx *cx, const char *mlir, const unsigned char
         p = end;
         kiln_module *from_text = NULL, *from_bc = NULL;
         if (kiln_module_parse(cx, chunk, strlen(chunk), NULL, &from_text) != KILN_OK) {
+            count_reason(&t, kiln_ctx_error_message(cx));
             kiln_ctx_clear_error(cx);
             t.text_unsupported++;
             free(chunk);
@@ -102,7 +124,7 @@ static tally compare_version(kiln_ctx *cx, const char *mlir, const unsigned char
         kiln_module_release(from_text);
         kiln_module_release(from_bc);
     }
-    return t;
+    return &t;
 }
 
 Test(bytecode, every_stablehlo_version_gives_the_module_its_text_gives) {
@@ -123,12 +145,15 @@ Test(bytecode, every_stablehlo_version_gives_the_module_its_text_gives) {
         size_t nb, nt;
         unsigned char *bc = slurp(bc_path, &nb), *text = slurp(text_path, &nt);
         cr_assert(bc && text, "%s or its text is missing", bc_path);
-        tally t = compare_version(cx, (const char *)text, bc, nb);
+        const tally *tp = compare_version(cx, (const char *)text, bc, nb);
+        tally t = *tp;
         fprintf(stderr,
                 "vhlo %-16.*s %3d functions match their text, %3d use what kiln lacks (in text "
                 "too)\n",
                 (int)(len - strlen(prefix) - 8), e->d_name + strlen(prefix), t.matched,
                 t.text_unsupported);
+        for (int i = 0; i < t.n_reasons; i++)
+            fprintf(stderr, "    %3d x %s\n", t.counts[i], t.reasons[i]);
         cr_assert_eq(t.differ, 0, "%s: %d functions differ from their text", e->d_name, t.differ);
         cr_assert_eq(t.bytecode_failed, 0, "%s: %d functions fail from bytecode", e->d_name,
                      t.bytecode_failed);

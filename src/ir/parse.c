@@ -149,16 +149,9 @@ static bool func_def_into(parser *p, kiln__type *results) {
                                     (int)(f.len > 60 ? 60 : f.len), f.name, (int)i,
                                     kiln__text_type_str(&f.body->results[i]->type, tb, sizeof tb),
                                     kiln__text_type_str(&results[i], tb2, sizeof tb2));
-    if (p->n_funcs == p->cap_funcs) {
-        int32_t nc = p->cap_funcs ? p->cap_funcs * 2 : 8;
-        pfunc *items =
-            kiln__alloc(p->cx, (size_t)nc * sizeof *items, _Alignof(pfunc), "parser functions");
-        if (!items) return kiln__text_oom(p);
-        if (p->n_funcs) memcpy(items, p->funcs, (size_t)p->n_funcs * sizeof *items);
-        if (p->funcs) kiln__free(p->cx, p->funcs, (size_t)p->cap_funcs * sizeof *items);
-        p->funcs = items;
-        p->cap_funcs = nc;
-    }
+    pfunc *funcs = kiln__text_grow(p, p->funcs, &p->cap_funcs, p->n_funcs, sizeof *funcs, 8, true);
+    if (!funcs) return false;
+    p->funcs = funcs;
     p->funcs[p->n_funcs++] = f;
     return true;
 }

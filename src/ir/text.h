@@ -202,6 +202,11 @@ bool kiln__text_int64_lit(parser *p, int64_t *out, const char *what);
 /* One more nesting level (leave() ends it): an error past MAX_DEPTH or near the
  * end of the thread's stack. */
 bool kiln__text_enter(parser *p);
+/* Room for one more item in `items` (n used of *cap, each `size` bytes): items itself, or
+ * a copy twice as large (`first` items the first time) on the ctx's heap (the old one
+ * freed) or in the module's arena; NULL with the error recorded. */
+void *kiln__text_grow(parser *p, void *items, int32_t *cap, int32_t n, size_t size, int32_t first,
+                      bool heap);
 /* A string literal "..." (escapes kept as written); returns its content's span. */
 bool kiln__text_string_lit(parser *p, const char **out, size_t *len);
 /* Decodes MLIR's string escapes (\\, \", \n, \t, \XX) into the arena. */

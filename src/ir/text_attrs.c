@@ -95,6 +95,15 @@ bool kiln__text_skip_angles(parser *p, size_t start) {
     return kiln__text_error(p, start, "unterminated attribute");
 }
 
+/* Appends v to an A_ARRAY's integers (cap: their capacity, in the module's arena). */
+static bool push_int(parser *p, attr *a, int32_t *cap, int64_t v) {
+    int64_t *ints = kiln__text_grow(p, a->ints, cap, a->n, sizeof *ints, 8, false);
+    if (!ints) return false;
+    a->ints = ints;
+    a->ints[a->n++] = v;
+    return true;
+}
+
 bool kiln__text_int_list_attr(parser *p, attr *a) {
     /* [1, 2] into ints (used by structs and lists of integers) */
     int32_t cap = 0;
@@ -104,15 +113,7 @@ bool kiln__text_int_list_attr(parser *p, attr *a) {
     do {
         int64_t v;
         if (!kiln__text_int64_lit(p, &v, "in a list")) return false;
-        if (a->n == cap) {
-            int32_t nc = cap ? cap * 2 : 8;
-            int64_t *ni = kiln__text_aalloc(p, (size_t)nc * sizeof *ni);
-            if (!ni) return false;
-            if (a->n) memcpy(ni, a->ints, (size_t)a->n * sizeof *ni);
-            a->ints = ni;
-            cap = nc;
-        }
-        a->ints[a->n++] = v;
+        if (!push_int(p, a, &cap, v)) return false;
     } while (kiln__text_accept(p, ','));
     return kiln__text_expect(p, ']', "to close the list");
 }
@@ -237,15 +238,7 @@ bool kiln__text_attr_value(parser *p, attr *a) {
                     ok = false;
                     break;
                 }
-                if (a->n == cap) {
-                    int32_t nc = cap ? cap * 2 : 8;
-                    int64_t *ni = kiln__text_aalloc(p, (size_t)nc * sizeof *ni);
-                    if (!ni) return false;
-                    if (a->n) memcpy(ni, a->ints, (size_t)a->n * sizeof *ni);
-                    a->ints = ni;
-                    cap = nc;
-                }
-                a->ints[a->n++] = v;
+                if (!push_int(p, a, &cap, v)) return false;
             } while (kiln__text_accept(p, ','));
         }
         ok = ok && kiln__text_expect(p, '>', "to close the array");

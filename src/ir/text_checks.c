@@ -13,14 +13,10 @@
 /* ---- checks ---------------------------------------------------------------------------- */
 
 static bool add_extra(parser *p, pfunc *f, kiln__value *v, int32_t *index) {
-    if (f->n_extra == f->cap_extra) {
-        int32_t cap = f->cap_extra ? f->cap_extra * 2 : 8;
-        kiln__value **items = kiln__text_aalloc(p, (size_t)cap * sizeof *items);
-        if (!items) return false;
-        if (f->n_extra) memcpy(items, f->extra, (size_t)f->n_extra * sizeof *items);
-        f->extra = items;
-        f->cap_extra = cap;
-    }
+    kiln__value **extra =
+        kiln__text_grow(p, f->extra, &f->cap_extra, f->n_extra, sizeof *extra, 8, false);
+    if (!extra) return false;
+    f->extra = extra;
     *index = f->n_extra;
     f->extra[f->n_extra++] = v;
     return true;
@@ -173,14 +169,10 @@ bool kiln__text_check_op(parser *p, size_t pos, const char *name, size_t len, bo
     pfunc *f = p->cur;
     if (!add_extra(p, f, a, &c.value)) return false;
     if (b && !add_extra(p, f, b, &c.expected)) return false;
-    if (f->n_checks == f->cap_checks) {
-        int32_t cap = f->cap_checks ? f->cap_checks * 2 : 8;
-        pcheck *items = kiln__text_aalloc(p, (size_t)cap * sizeof *items);
-        if (!items) return false;
-        if (f->n_checks) memcpy(items, f->checks, (size_t)f->n_checks * sizeof *items);
-        f->checks = items;
-        f->cap_checks = cap;
-    }
+    pcheck *checks =
+        kiln__text_grow(p, f->checks, &f->cap_checks, f->n_checks, sizeof *checks, 8, false);
+    if (!checks) return false;
+    f->checks = checks;
     if (!f->n_checks) f->check_pos = pos;
     f->checks[f->n_checks++] = c;
     return true;

@@ -3,10 +3,12 @@
 #include <ctype.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "base/stack.h"
 #include "ir/text.h"
 
@@ -175,6 +177,22 @@ bool kiln__text_int64_lit(parser *p, int64_t *out, const char *what) {
         return kiln__text_error(p, start, "integer %s out of range", what);
     *out = neg ? (int64_t)(0 - v) : (int64_t)v;
     return true;
+}
+
+void *kiln__text_grow(parser *p, void *items, int32_t *cap, int32_t n, size_t size, int32_t first,
+                      bool heap) {
+    if (n < *cap) return items;
+    int32_t nc = *cap ? *cap * 2 : first;
+    void *fresh = heap ? kiln__alloc(p->cx, (size_t)nc * size, _Alignof(max_align_t), "parser")
+                       : kiln__arena_alloc(&p->m->arena, (size_t)nc * size, 16);
+    if (!fresh) {
+        kiln__text_oom(p);
+        return NULL;
+    }
+    if (n) memcpy(fresh, items, (size_t)n * size);
+    if (heap && items) kiln__free(p->cx, items, (size_t)*cap * size);
+    *cap = nc;
+    return fresh;
 }
 
 bool kiln__text_enter(parser *p) {

@@ -159,17 +159,10 @@ void kiln__text_dense_free(parser *p, dense *d) {
 }
 
 static bool dense_add(parser *p, dense *d, elem e) {
-    if (d->n == d->cap) {
-        int32_t cap = d->cap ? d->cap * 2 : 16;
-        if (cap > (1 << 28)) return kiln__text_oom(p);
-        elem *items =
-            kiln__alloc(p->cx, (size_t)cap * sizeof *items, _Alignof(elem), "parser literal");
-        if (!items) return kiln__text_oom(p);
-        if (d->n) memcpy(items, d->e, (size_t)d->n * sizeof *items);
-        if (d->e) kiln__free(p->cx, d->e, (size_t)d->cap * sizeof *d->e);
-        d->e = items;
-        d->cap = cap;
-    }
+    if (d->n == d->cap && d->cap >= (1 << 28)) return kiln__text_oom(p);
+    elem *items = kiln__text_grow(p, d->e, &d->cap, d->n, sizeof *items, 16, true);
+    if (!items) return false;
+    d->e = items;
     d->e[d->n++] = e;
     return true;
 }

@@ -86,16 +86,9 @@ bool kiln__text_define(parser *p, size_t pos, const char *name, size_t len, kiln
     if (find_name(p, name, len))
         return kiln__text_error(p, pos, "redefinition of value '%%%.*s'",
                                 (int)(len > 60 ? 60 : len), name);
-    if (p->n_names == p->cap_names) {
-        int32_t cap = p->cap_names ? p->cap_names * 2 : 64;
-        pname *items =
-            kiln__alloc(p->cx, (size_t)cap * sizeof *items, _Alignof(pname), "parser names");
-        if (!items) return kiln__text_oom(p);
-        if (p->n_names) memcpy(items, p->names, (size_t)p->n_names * sizeof *items);
-        if (p->names) kiln__free(p->cx, p->names, (size_t)p->cap_names * sizeof *items);
-        p->names = items;
-        p->cap_names = cap;
-    }
+    pname *names = kiln__text_grow(p, p->names, &p->cap_names, p->n_names, sizeof *names, 64, true);
+    if (!names) return false;
+    p->names = names;
     if (2 * (p->n_names + 1) > p->cap_heads &&
         !names_rehash(p, p->cap_heads ? 2 * p->cap_heads : 128))
         return false;
@@ -1012,16 +1005,10 @@ static __attribute__((noinline)) bool append_op(parser *p, kiln__block *b, opdes
                     kiln__text_type_str(&o->s.out[i], tb2, sizeof tb2));
     }
     if (o->kind == KILN_OP_CALL) {
-        if (p->n_calls == p->cap_calls) {
-            int32_t cap = p->cap_calls ? p->cap_calls * 2 : 8;
-            pcall *items =
-                kiln__alloc(p->cx, (size_t)cap * sizeof *items, _Alignof(pcall), "parser calls");
-            if (!items) return kiln__text_oom(p);
-            if (p->n_calls) memcpy(items, p->calls, (size_t)p->n_calls * sizeof *items);
-            if (p->calls) kiln__free(p->cx, p->calls, (size_t)p->cap_calls * sizeof *items);
-            p->calls = items;
-            p->cap_calls = cap;
-        }
+        pcall *calls =
+            kiln__text_grow(p, p->calls, &p->cap_calls, p->n_calls, sizeof *calls, 8, true);
+        if (!calls) return false;
+        p->calls = calls;
         p->calls[p->n_calls++] = (pcall){op, o->callee, o->callee_len, o->callee_pos};
     }
     /* names */

@@ -235,6 +235,9 @@ typedef struct kiln_exe_info {
                                  convolution library call (counted in n_ops once) */
     const char *backend;      /* the backend that compiled it ("cpu", "interpreter", ...) */
     kiln_device device;       /* the device it runs on */
+    /* Per argument: its dtype, shape, name and whether it is donated; per result: its dtype
+     * and shape (name NULL, donate false). */
+    const kiln_arg_spec *args, *results;
 } kiln_exe_info;
 
 /* Fills *out_info. Errors: INVALID_ARGUMENT for a NULL argument (a NULL ctx returns it

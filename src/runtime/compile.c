@@ -51,6 +51,8 @@ static void lay_out(kiln_exe *exe, shell_mem *mem, const kiln_module *m) {
     exe->name = take_string(mem, m->name ? m->name : "kiln");
     exe->arg_names = take(mem, (size_t)na * sizeof *exe->arg_names, _Alignof(char *));
     exe->arg_types = take(mem, (size_t)na * sizeof *exe->arg_types, _Alignof(kiln__type));
+    exe->arg_specs = take(mem, (size_t)na * sizeof *exe->arg_specs, _Alignof(kiln_arg_spec));
+    exe->result_specs = take(mem, (size_t)nr * sizeof *exe->result_specs, _Alignof(kiln_arg_spec));
     exe->donated = take(mem, (size_t)na * sizeof *exe->donated, 1);
     exe->preserved = take(mem, (size_t)nr * sizeof *exe->preserved, _Alignof(int32_t));
     exe->aliases = take(mem, (size_t)nr * sizeof *exe->aliases, _Alignof(int32_t));
@@ -70,8 +72,14 @@ static void convention(kiln_exe *exe, const kiln_module *m) {
         exe->arg_types[i] = body->args[i]->type;
         exe->donated[i] = m->donated && m->donated[i];
         exe->n_donated += exe->donated[i];
+        exe->arg_specs[i] = (kiln_arg_spec){.dtype = exe->arg_types[i].dtype,
+                                            .shape = exe->arg_types[i].shape,
+                                            .name = exe->arg_names[i],
+                                            .donate = exe->donated[i]};
     }
     for (int32_t r = 0; r < exe->n_results; r++) {
+        const kiln__type *t = &body->results[r]->type;
+        exe->result_specs[r] = (kiln_arg_spec){.dtype = t->dtype, .shape = t->shape};
         exe->preserved[r] = m->preserved ? m->preserved[r] : -1;
         exe->aliases[r] = m->aliases ? m->aliases[r] : -1;
     }
@@ -207,7 +215,9 @@ kiln_status kiln_exe_info_get(kiln_ctx *cx, const kiln_exe *exe, kiln_exe_info *
                                 .n_fused_ops = i->n_fused_ops,
                                 .n_conv_epilogues = i->n_conv_epilogues,
                                 .backend = exe->backend->name,
-                                .device = exe->device};
+                                .device = exe->device,
+                                .args = exe->arg_specs,
+                                .results = exe->result_specs};
     return KILN_OK;
 }
 

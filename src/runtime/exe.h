@@ -23,6 +23,7 @@ struct kiln_exe {
     char **arg_names; /* per argument, or NULL entries */
     int32_t n_args, n_results;
     kiln__type *arg_types;
+    kiln_arg_spec *arg_specs, *result_specs; /* the types as kiln_exe_info hands them out */
     bool *donated;
     int32_t *preserved, *aliases;
     int32_t n_donated;

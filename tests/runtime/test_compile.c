@@ -55,6 +55,15 @@ Test(compile, emlx_step_matches_eager) {
     cr_assert_eq(kiln_exe_info_get(cx, exe, &info), KILN_OK);
     cr_assert_eq(info.n_args, 2);
     cr_assert_eq(info.n_results, 1);
+    /* the signature, as the module declared it */
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(info.args[i].dtype, KILN_F32);
+        cr_assert(kiln_shape_equal(&info.args[i].shape, &args[i].shape));
+        cr_assert_str_eq(info.args[i].name, i ? "y" : "x");
+        cr_assert(!info.args[i].donate);
+    }
+    cr_assert_eq(info.results[0].dtype, KILN_F32);
+    cr_assert(kiln_shape_equal(&info.results[0].shape, &args[0].shape));
     /* The constants and their broadcasts are folded: a multiply and an add per step. */
     cr_assert_eq(info.n_ops, 20);
     cr_assert_eq(info.aliases[0], -1);

@@ -70,6 +70,7 @@ Test(donation, reactant_cases_update_x_in_place_and_preserve_y) {
         cr_assert_eq(info.aliases[1], -1);
         cr_assert_eq(info.preserved[0], -1);
         cr_assert_eq(info.preserved[1], 1);
+        cr_assert(info.args[0].donate && !info.args[1].donate);
         kiln_tensor *x =
             kiln_reshape(cx, kiln_iota(cx, KILN_F32, KILN_SHAPE(4), 0), KILN_SHAPE(2, 2));
         x = kiln_add(cx, x, kiln_scalar(cx, 1, KILN_F32));              /* 1 2 3 4 */

@@ -533,6 +533,9 @@ static int n_names(const vop *o) {
 /* What an op of a function that is not written stands for: nothing of it is read but its
  * structure. */
 static const vop skipped_op = {"(skipped)", "(skipped)", F_GENERIC, false, {0}};
+/* Shardy's mesh declarations (sdy.mesh, at the top of the module JAX serializes): they name
+ * device meshes for sharded programs; a program kiln runs on one device needs none. */
+static const vop mesh_op = {"(sdy.mesh)", "(sdy.mesh)", F_GENERIC, false, {0}};
 
 /* ---- the op header ------------------------------------------------------------------------ */
 
@@ -633,7 +636,11 @@ static bool read_header(xlator *x, kiln__bc_cursor *c, header *h) {
     } else {
         size_t dl;
         const char *d = kiln__bc_string(bc, bc->dialects[on->dialect].name, &dl);
-        return kiln__bc_fail(bc, h->at, "unsupported op %.*s.%s (not VHLO)", (int)dl, d, opname);
+        if (dl == 3 && memcmp(d, "sdy", 3) == 0 && strcmp(opname, "mesh") == 0)
+            h->op = &mesh_op;
+        else
+            return kiln__bc_fail(bc, h->at, "unsupported op %.*s.%s (not VHLO)", (int)dl, d,
+                                 opname);
     }
     if (h->mask & 0x01) {
         h->has_dict = true;
@@ -669,6 +676,7 @@ static bool read_header(xlator *x, kiln__bc_cursor *c, header *h) {
         return kiln__bc_fail(bc, h->at, "an op with successors (kiln's regions have one block)");
     if (bc->version >= 3 && (h->mask & 0x20) && !skip_use_lists(c, h->n_results)) return false;
     x->at = h->at;
+    if (h->op == &mesh_op) return true;
     return x->skip && h->op != NULL && h->op->form != F_FUNC ? true : op_attrs(x, h, opname);
 }
 
@@ -879,15 +887,18 @@ static bool arg_convention(xlator *x, const header *h, uint32_t i) {
     for (uint32_t k = 0; k < dict.n; k++) {
         uint32_t ki = 0, vi = 0;
         kiln__vattr key = {0}, value = {0};
-        if (!kiln__vhlo_dict_item(x->bc, &dict, k, &ki, &vi) || !kiln__vhlo_attr(x->bc, ki, &key) ||
-            !kiln__vhlo_attr(x->bc, vi, &value))
+        if (!kiln__vhlo_dict_item(x->bc, &dict, k, &ki, &vi) || !kiln__vhlo_attr(x->bc, ki, &key))
             return false;
         if (key.kind != KILN__VA_STRING) continue;
-        if (key.len == 18 && memcmp(key.text, "tf.aliasing_output", 18) == 0 &&
-            value.kind == KILN__VA_INT)
+        bool aliasing = key.len == 18 && memcmp(key.text, "tf.aliasing_output", 18) == 0;
+        bool donor = key.len == 16 && memcmp(key.text, "jax.buffer_donor", 16) == 0;
+        /* only these values are read: others (Shardy's sdy.sharding, layouts) may be of
+         * dialects kiln does not decode */
+        if (!aliasing && !donor) continue;
+        if (!kiln__vhlo_attr(x->bc, vi, &value)) return false;
+        if (aliasing && value.kind == KILN__VA_INT)
             putf(x, " {tf.aliasing_output = %d : i32}", (int)(int32_t)value.value);
-        else if (key.len == 16 && memcmp(key.text, "jax.buffer_donor", 16) == 0 &&
-                 value.kind == KILN__VA_BOOL && value.value)
+        else if (donor && value.kind == KILN__VA_BOOL && value.value)
             put(x, " {jax.buffer_donor = true}");
     }
     return true;
@@ -996,6 +1007,11 @@ static bool op(xlator *x, kiln__bc_cursor *c, const header *parent, uint32_t *ne
             if (!define(x, (*next_id)++, h.results[i])) return false;
     }
     if (x->skip && !h.module && h.op->form != F_FUNC) return regions(x, c, &h, false);
+    if (h.op == &mesh_op) {
+        if (!parent || !parent->module || h.n_results || h.n_operands || (h.mask & 0x10))
+            return kiln__bc_fail(bc, h.at, "sdy.mesh outside a module's top level");
+        return true;
+    }
     if (h.module) {
         if (parent) return kiln__bc_fail(bc, h.at, "a module inside an op");
         kiln__vattr name = {0};

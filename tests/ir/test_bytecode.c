@@ -4,6 +4,7 @@
  * bad value references, a newer version, an op kiln lacks. */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -504,4 +505,30 @@ Test(bytecode, the_file_jax_export_serializes_is_read_for_its_artifact) {
     cr_assert_null(m);
     kiln_ctx_clear_error(cx);
     kiln_ctx_release(cx);
+}
+
+/* What jax.jit hands a PJRT plugin (written by jaxlib 0.10.2 for `sin(a) * b + 1.0` on
+ * f32[2,3]): StableHLO 1.17.0 with Shardy's mesh at the top of the module and
+ * sdy.sharding on the arguments, both read past. */
+Test(bytecode, a_jax_jit_program_with_shardy_attributes_runs) {
+    size_t n;
+    unsigned char *bc = slurp(KILN_TEST_DATA_DIR "/jax_jit_sin_mul_add.mlirbc", &n);
+    cr_assert_not_null(bc);
+    kiln_ctx *cx = test_ctx();
+    kiln_module *m = NULL;
+    cr_assert_eq(kiln_module_parse(cx, (const char *)bc, n, NULL, &m), KILN_OK, "%s",
+                 kiln_ctx_error_message(cx));
+    kiln_exe *exe = NULL;
+    cr_assert_eq(kiln_compile(cx, m, NULL, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    float a[6] = {0, 1, 2, 3, 4, 5};
+    kiln_tensor *x = kiln_tensor_from_host(cx, KILN_F32, KILN_SHAPE(2, 3), a, sizeof a), *r;
+    cr_assert_eq(kiln_exe_call_n(cx, exe, (kiln_tensor *[]){x, x}, 2, &r, 1), KILN_OK, "%s",
+                 kiln_ctx_error_message(cx));
+    for (int i = 0; i < 6; i++)
+        cr_assert_float_eq(((const float *)kiln_tensor_data(r))[i], sinf(a[i]) * a[i] + 1.0f,
+                           1e-6f);
+    kiln_exe_release(exe);
+    kiln_module_release(m);
+    kiln_ctx_release(cx);
+    free(bc);
 }

@@ -1,0 +1,396 @@
+/* Compiling the programs the framework sends (a StableHLO portable artifact, read by
+ * kiln_module_parse, compiled by kiln_compile), what a compiled program says of itself,
+ * and executing it on buffers: donated arguments are consumed and then report deleted. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pjrt/plugin.h"
+
+/* ---- programs ---------------------------------------------------------------------------- */
+
+void kiln_pjrt_program_release(kiln_pjrt_program *p) {
+    if (!p || atomic_fetch_sub(&p->refs, 1) != 1) return;
+    kiln_exe_release(p->exe);
+    free(p->name);
+    free(p->output_types);
+    free(p->output_dims);
+    free(p->output_ranks);
+    free(p->output_kinds);
+    free(p->output_kind_sizes);
+    free(p->donated);
+    free(p);
+}
+
+static kiln_pjrt_program *retain(kiln_pjrt_program *p) {
+    atomic_fetch_add(&p->refs, 1);
+    return p;
+}
+
+/* What the framework asks of a compiled program, from its executable's signature. */
+static PJRT_Error *describe(kiln_pjrt_program *p, kiln_ctx *cx) {
+    kiln_exe_info info;
+    if (kiln_exe_info_get(cx, p->exe, &info) != KILN_OK)
+        return kiln_pjrt_ctx_error(cx, "PJRT_Client_Compile");
+    p->n_args = info.n_args;
+    p->n_outputs = info.n_results;
+    size_t n = (size_t)(info.n_results ? info.n_results : 1);
+    size_t total_dims = 1;
+    for (int32_t r = 0; r < info.n_results; r++)
+        total_dims += (size_t)info.results[r].shape.rank;
+    p->output_types = calloc(n, sizeof *p->output_types);
+    p->output_dims = calloc(total_dims, sizeof *p->output_dims);
+    p->output_ranks = calloc(n, sizeof *p->output_ranks);
+    p->output_kinds = calloc(n, sizeof *p->output_kinds);
+    p->output_kind_sizes = calloc(n, sizeof *p->output_kind_sizes);
+    p->donated = calloc((size_t)(info.n_args ? info.n_args : 1), sizeof *p->donated);
+    if (!p->output_types || !p->output_dims || !p->output_ranks || !p->output_kinds ||
+        !p->output_kind_sizes || !p->donated)
+        return kiln_pjrt_error(PJRT_Error_Code_RESOURCE_EXHAUSTED,
+                               "PJRT_Client_Compile: out of memory");
+    size_t at = 0;
+    for (int32_t r = 0; r < info.n_results; r++) {
+        const kiln_arg_spec *s = &info.results[r];
+        p->output_types[r] = kiln_pjrt_buffer_type(s->dtype);
+        p->output_ranks[r] = (size_t)s->shape.rank;
+        for (int32_t d = 0; d < s->shape.rank; d++)
+            p->output_dims[at++] = s->shape.dims[d];
+        p->output_kinds[r] = "device";
+        p->output_kind_sizes[r] = 6;
+    }
+    for (int32_t i = 0; i < info.n_args; i++)
+        p->donated[i] = info.args[i].donate;
+    return NULL;
+}
+
+/* KILN_PJRT_DUMP=DIR: each program the framework sends is written to DIR/program_N.mlirbc
+ * (for `kiln print` and bug reports). */
+static void dump(const PJRT_Program *prog) {
+    const char *dir = getenv("KILN_PJRT_DUMP");
+    if (!dir || !*dir) return;
+    static atomic_int serial;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/program_%d.mlirbc", dir, atomic_fetch_add(&serial, 1));
+    FILE *f = fopen(path, "wb");
+    if (!f) return;
+    fwrite(prog->code, 1, prog->code_size, f);
+    fclose(f);
+}
+
+PJRT_Error *kiln_pjrt_Client_Compile(PJRT_Client_Compile_Args *args) {
+    static const char fn[] = "PJRT_Client_Compile";
+    KILN_PJRT_CHECK_ARGS(args, PJRT_Client_Compile_Args, executable);
+    PJRT_Client *c = args->client;
+    const PJRT_Program *prog = args->program;
+    if (!c || !prog)
+        return kiln_pjrt_error(PJRT_Error_Code_INVALID_ARGUMENT, "%s: %s is NULL", fn,
+                               c ? "program" : "client");
+    if (!prog->format || prog->format_size != 4 || memcmp(prog->format, "mlir", 4) != 0)
+        return kiln_pjrt_error(PJRT_Error_Code_UNIMPLEMENTED,
+                               "%s: kiln compiles programs of format \"mlir\" (StableHLO), not "
+                               "\"%.*s\"",
+                               fn, prog->format ? (int)prog->format_size : 0,
+                               prog->format ? prog->format : "");
+    dump(prog);
+    /* The compile options (replicas, partitions, device assignment) are not read: kiln
+     * runs single-device programs on the client's first device (pjrt/README.md). */
+    kiln_pjrt_program *p = calloc(1, sizeof *p);
+    if (!p) return kiln_pjrt_error(PJRT_Error_Code_RESOURCE_EXHAUSTED, "%s: out of memory", fn);
+    atomic_init(&p->refs, 1);
+    p->client = c;
+    p->device = &c->devices[0];
+    kiln_ctx *cx = kiln_pjrt_enter(c);
+    if (!cx) {
+        free(p);
+        return kiln_pjrt_error(PJRT_Error_Code_RESOURCE_EXHAUSTED, "%s: out of memory", fn);
+    }
+    PJRT_Error *e = NULL;
+    kiln_module *m = NULL;
+    kiln_parse_options po = kiln_parse_options_default();
+    po.filename = "the program";
+    if (kiln_module_parse(cx, prog->code, prog->code_size, &po, &m) != KILN_OK) {
+        e = kiln_pjrt_ctx_error(cx, fn);
+    } else {
+        kiln_compile_options o = kiln_compile_options_default();
+        o.device = (kiln_device){KILN_DEVICE_TYPE_CPU, p->device->index};
+        if (kiln_compile(cx, m, &o, &p->exe) != KILN_OK) e = kiln_pjrt_ctx_error(cx, fn);
+    }
+    if (!e) e = describe(p, cx);
+    kiln_module_release(m);
+    kiln_pjrt_leave(c);
+    PJRT_LoadedExecutable *le = e ? NULL : calloc(1, sizeof *le);
+    if (!e && !le) e = kiln_pjrt_error(PJRT_Error_Code_RESOURCE_EXHAUSTED, "%s: out of memory", fn);
+    if (e) {
+        kiln_pjrt_program_release(p);
+        return e;
+    }
+    le->program = p;
+    args->executable = le;
+    return NULL;
+}
+
+/* ---- what a program says of itself ------------------------------------------------------- */
+
+#define PROGRAM(args)                                                                      \
+    if (!(args)->executable)                                                               \
+        return kiln_pjrt_error(PJRT_Error_Code_INVALID_ARGUMENT, "%s: executable is NULL", \
+                               __func__);                                                  \
+    kiln_pjrt_program *p = (args)->executable->program;
+
+PJRT_Error *kiln_pjrt_Executable_Destroy(PJRT_Executable_Destroy_Args *args) {
+    KILN_PJRT_CHECK_ARGS(args, PJRT_Executable_Destroy_Args, executable);
+    if (!args->executable) return NULL;
+    kiln_pjrt_program_release(args->executable->program);
+    free(args->executable);
+    return NULL;
+}
+
+PJRT_Error *kiln_pjrt_Executable_Name(PJRT_Executable_Name_Args *args) {
+    KILN_PJRT_CHECK_ARGS(args, PJRT_Executable_Name_Args, executable_name_size);
+    PROGRAM(args);
+    static const char name[] = "kiln";
+    args->executable_name = name;
+    args->executable_name_size = sizeof name - 1;
+    (void)p;
+    return NULL;
+}
+
+PJRT_Error *kiln_pjrt_Executable_NumReplicas(PJRT_Executable_NumReplicas_Args *args) {
+    KILN_PJRT_CHECK_ARGS(args, PJRT_Executable_NumReplicas_Args, num_replicas);
+    PROGRAM(args);
+    (void)p;
+    args->num_replicas = 1;
+    return NULL;
+}
+
+PJRT_Error *kiln_pjrt_Executable_NumPartitions(PJRT_Executable_NumPartitions_Args *args) {
+    KILN_PJRT_CHECK_ARGS(args, PJRT_Executable_NumPartitions_Args, num_partitions);
+    PROGRAM(args);
+    (void)p;
+    args->num_partitions = 1;
+    return NULL;
+}
+
+PJRT_Error *kiln_pjrt_Executable_NumOutputs(PJRT_Executable_NumOutputs_Args *args) {
+    KILN_PJRT_CHECK_ARGS(args, PJRT_Executable_NumOutputs_Args, num_outputs);
+    PROGRAM(args);
+    args->num_outputs = (size_t)p->n_outputs;
+    return NULL;
+}
+
+PJRT_Error *kiln_pjrt_Executable_SizeOfGeneratedCodeInBytes(
+    PJRT_Executable_SizeOfGeneratedCodeInBytes_Args *args) {
+    KILN_PJRT_CHECK_ARGS(args, PJRT_Executable_SizeOfGeneratedCodeInBytes_Args, size_in_bytes);
+    PROGRAM(args);
+    (void)p;
+    args->size_in_bytes = 0; /* kiln generates no code: it runs precompiled kernels */
+    return NULL;
+}
+
+PJRT_Error *kiln_pjrt_Executable_OutputElementTypes(PJRT_Executable_OutputElementTypes_Args *args) {
+    KILN_PJRT_CHECK_ARGS(args, PJRT_Executable_OutputElementTypes_Args, num_output_types);
+    PROGRAM(args);
+    args->output_types = p->output_types;
+    args->num_output_types = (size_t)p->n_outputs;
+    return NULL;
+}
+
+PJRT_Error *kiln_pjrt_Executable_OutputDimensions(PJRT_Executable_OutputDimensions_Args *args) {
+    KILN_PJRT_CHECK_ARGS(args, PJRT_Executable_OutputDimensions_Args, dim_sizes);
+    PROGRAM(args);
+    args->num_outputs = (size_t)p->n_outputs;
+    args->dims = p->output_dims;
+    args->dim_sizes = p->output_ranks;
+    return NULL;
+}
+
+PJRT_Error *kiln_pjrt_Executable_OutputMemoryKinds(PJRT_Executable_OutputMemoryKinds_Args *args) {
+    KILN_PJRT_CHECK_ARGS(args, PJRT_Executable_OutputMemoryKinds_Args, memory_kind_sizes);
+    PROGRAM(args);
+    args->num_outputs = (size_t)p->n_outputs;
+    args->memory_kinds = p->output_kinds;
+    args->memory_kind_sizes = p->output_kind_sizes;
+    return NULL;
+}
+
+/* ---- loaded executables ------------------------------------------------------------------ */
+
+PJRT_Error *kiln_pjrt_LoadedExecutable_Destroy(PJRT_LoadedExecutable_Destroy_Args *args) {
+    KILN_PJRT_CHECK_ARGS(args, PJRT_LoadedExecutable_Destroy_Args, executable);
+    if (!args->executable) return NULL;
+    kiln_pjrt_program_release(args->executable->program);
+    free(args->executable);
+    return NULL;
+}
+
+PJRT_Error *
+kiln_pjrt_LoadedExecutable_GetExecutable(PJRT_LoadedExecutable_GetExecutable_Args *args) {
+    KILN_PJRT_CHECK_ARGS(args, PJRT_LoadedExecutable_GetExecutable_Args, executable);
+    if (!args->loaded_executable)
+        return kiln_pjrt_error(PJRT_Error_Code_INVALID_ARGUMENT, "%s: loaded_executable is NULL",
+                               __func__);
+    PJRT_Executable *x = calloc(1, sizeof *x);
+    if (!x)
+        return kiln_pjrt_error(PJRT_Error_Code_RESOURCE_EXHAUSTED, "%s: out of memory", __func__);
+    x->program = retain(args->loaded_executable->program);
+    args->executable = x;
+    return NULL;
+}
+
+PJRT_Error *
+kiln_pjrt_LoadedExecutable_AddressableDevices(PJRT_LoadedExecutable_AddressableDevices_Args *args) {
+    KILN_PJRT_CHECK_ARGS(args, PJRT_LoadedExecutable_AddressableDevices_Args,
+                         num_addressable_devices);
+    PROGRAM(args);
+    args->addressable_devices = &p->client->device_list[p->device->index];
+    args->num_addressable_devices = 1;
+    return NULL;
+}
+
+static void no_assignment_deleter(PJRT_DeviceAssignmentSerialized *da) { (void)da; }
+
+PJRT_Error *kiln_pjrt_LoadedExecutable_GetDeviceAssignment(
+    PJRT_LoadedExecutable_GetDeviceAssignment_Args *args) {
+    KILN_PJRT_CHECK_ARGS(args, PJRT_LoadedExecutable_GetDeviceAssignment_Args,
+                         serialized_device_assignment_deleter);
+    PROGRAM(args);
+    (void)p;
+    /* none recorded: the framework takes the program as portable */
+    args->serialized_bytes = NULL;
+    args->serialized_bytes_size = 0;
+    args->serialized_device_assignment = NULL;
+    args->serialized_device_assignment_deleter = no_assignment_deleter;
+    return NULL;
+}
+
+PJRT_Error *kiln_pjrt_LoadedExecutable_Delete(PJRT_LoadedExecutable_Delete_Args *args) {
+    KILN_PJRT_CHECK_ARGS(args, PJRT_LoadedExecutable_Delete_Args, executable);
+    if (!args->executable)
+        return kiln_pjrt_error(PJRT_Error_Code_INVALID_ARGUMENT, "%s: executable is NULL",
+                               __func__);
+    atomic_store(&args->executable->deleted, true);
+    return NULL;
+}
+
+PJRT_Error *kiln_pjrt_LoadedExecutable_IsDeleted(PJRT_LoadedExecutable_IsDeleted_Args *args) {
+    KILN_PJRT_CHECK_ARGS(args, PJRT_LoadedExecutable_IsDeleted_Args, is_deleted);
+    if (!args->executable)
+        return kiln_pjrt_error(PJRT_Error_Code_INVALID_ARGUMENT, "%s: executable is NULL",
+                               __func__);
+    args->is_deleted = atomic_load(&args->executable->deleted);
+    return NULL;
+}
+
+/* ---- executing --------------------------------------------------------------------------- */
+
+/* Whether the framework said argument i must not be donated. */
+static bool not_donatable(const PJRT_ExecuteOptions *o, int32_t i) {
+    if (!o || !KILN_PJRT_HAS(o, PJRT_ExecuteOptions, num_non_donatable_input_indices)) return false;
+    for (size_t k = 0; k < o->num_non_donatable_input_indices; k++)
+        if (o->non_donatable_input_indices[k] == i) return true;
+    return false;
+}
+
+/* Runs the program on the arguments; results, retained, in out. */
+static PJRT_Error *run(kiln_pjrt_program *p, PJRT_Buffer *const *in, const PJRT_ExecuteOptions *o,
+                       kiln_tensor **out) {
+    static const char fn[] = "PJRT_LoadedExecutable_Execute";
+    kiln_tensor **args = calloc((size_t)(p->n_args ? p->n_args : 1), sizeof *args);
+    if (!args) return kiln_pjrt_error(PJRT_Error_Code_RESOURCE_EXHAUSTED, "%s: out of memory", fn);
+    PJRT_Error *e = NULL;
+    for (int32_t i = 0; i < p->n_args && !e; i++) {
+        const PJRT_Buffer *b = in[i];
+        if (!b)
+            e = kiln_pjrt_error(PJRT_Error_Code_INVALID_ARGUMENT, "%s: argument %d is NULL", fn,
+                                (int)i);
+        else if (b->error)
+            e = kiln_pjrt_error(b->error->code, "%s: argument %d: %s", fn, (int)i,
+                                b->error->message);
+        else if (atomic_load(&b->deleted) || !b->tensor)
+            e = kiln_pjrt_error(PJRT_Error_Code_FAILED_PRECONDITION,
+                                "%s: argument %d was deleted or donated", fn, (int)i);
+        else if (b->device != p->device)
+            e = kiln_pjrt_error(PJRT_Error_Code_UNIMPLEMENTED,
+                                "%s: argument %d is on kiln:%d; the program runs on kiln:%d", fn,
+                                (int)i, b->device->index, p->device->index);
+    }
+    kiln_ctx *cx = e ? NULL : kiln_pjrt_enter(p->client);
+    if (!e && !cx) e = kiln_pjrt_error(PJRT_Error_Code_RESOURCE_EXHAUSTED, "%s: out of memory", fn);
+    if (e) {
+        free(args);
+        return e;
+    }
+    for (int32_t i = 0; i < p->n_args && !e; i++) {
+        args[i] = in[i]->tensor;
+        /* an argument the program donates but the caller keeps: a tensor of its own over the
+         * same buffer, which the call consumes instead (the buffer is then not reused) */
+        if (p->donated[i] && not_donatable(o, i)) {
+            args[i] = kiln_tensor_to_device(cx, args[i], kiln_tensor_device(args[i]));
+            if (!args[i]) e = kiln_pjrt_ctx_error(cx, fn);
+        }
+    }
+    if (!e && kiln_exe_call_n(cx, p->exe, args, p->n_args, out, p->n_outputs) != KILN_OK)
+        e = kiln_pjrt_ctx_error(cx, fn);
+    for (int32_t r = 0; r < p->n_outputs && !e; r++)
+        kiln_tensor_retain(out[r]);
+    kiln_pjrt_leave(p->client);
+    /* donated arguments were consumed once the call began, even if it failed */
+    for (int32_t i = 0; i < p->n_args; i++) {
+        PJRT_Buffer *b = (PJRT_Buffer *)in[i];
+        if (p->donated[i] && args[i] == b->tensor && !atomic_exchange(&b->deleted, true)) {
+            kiln_tensor_release(b->tensor);
+            b->tensor = NULL;
+        }
+    }
+    free(args);
+    return e;
+}
+
+PJRT_Error *kiln_pjrt_LoadedExecutable_Execute(PJRT_LoadedExecutable_Execute_Args *args) {
+    static const char fn[] = "PJRT_LoadedExecutable_Execute";
+    KILN_PJRT_CHECK_ARGS(args, PJRT_LoadedExecutable_Execute_Args, device_complete_events);
+    PROGRAM(args);
+    if (atomic_load(&args->executable->deleted))
+        return kiln_pjrt_error(PJRT_Error_Code_FAILED_PRECONDITION,
+                               "%s: the executable was "
+                               "deleted",
+                               fn);
+    if (args->num_devices != 1)
+        return kiln_pjrt_error(PJRT_Error_Code_UNIMPLEMENTED,
+                               "%s: kiln runs a program on one device; %zu were asked for", fn,
+                               args->num_devices);
+    if (args->num_args != (size_t)p->n_args)
+        return kiln_pjrt_error(PJRT_Error_Code_INVALID_ARGUMENT,
+                               "%s: %zu arguments; the program takes %d", fn, args->num_args,
+                               (int)p->n_args);
+    if (!args->argument_lists || !args->output_lists || !args->output_lists[0] ||
+        (p->n_args && !args->argument_lists[0]))
+        return kiln_pjrt_error(PJRT_Error_Code_INVALID_ARGUMENT,
+                               "%s: argument_lists or output_lists is NULL", fn);
+    kiln_tensor **results = calloc((size_t)(p->n_outputs ? p->n_outputs : 1), sizeof *results);
+    if (!results)
+        return kiln_pjrt_error(PJRT_Error_Code_RESOURCE_EXHAUSTED, "%s: out of memory", fn);
+    PJRT_Error *e = run(p, p->n_args ? args->argument_lists[0] : NULL, args->options, results);
+    PJRT_Buffer **outs = args->output_lists[0];
+    for (int32_t r = 0; r < p->n_outputs && !e; r++) {
+        outs[r] = kiln_pjrt_buffer_new(p->client, p->device, results[r]);
+        if (!outs[r]) {
+            e = kiln_pjrt_error(PJRT_Error_Code_RESOURCE_EXHAUSTED, "%s: out of memory", fn);
+            for (int32_t q = r; q < p->n_outputs; q++)
+                kiln_tensor_release(results[q]);
+            for (int32_t q = 0; q < r; q++) {
+                PJRT_Buffer_Destroy_Args d = {.struct_size = sizeof d, .buffer = outs[q]};
+                kiln_pjrt_Buffer_Destroy(&d);
+                outs[q] = NULL;
+            }
+        }
+    }
+    free(results);
+    if (e) return e;
+    if (args->device_complete_events) {
+        args->device_complete_events[0] = kiln_pjrt_event_new(true, NULL);
+        if (!args->device_complete_events[0])
+            return kiln_pjrt_error(PJRT_Error_Code_RESOURCE_EXHAUSTED, "%s: out of memory", fn);
+    }
+    return NULL;
+}

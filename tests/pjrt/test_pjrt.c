@@ -1,0 +1,459 @@
+/* libkiln_pjrt through the PJRT C API alone, in the order jaxlib drives a plugin: load and
+ * check the version, initialize, read the attributes, create a client, list devices and
+ * memories, move arrays in (dense and strided) and out, compile a portable artifact and a
+ * text program, execute (with a donated argument), read results, destroy everything; and
+ * the errors: unimplemented slots, bad struct sizes, unsupported types, wrong arguments. */
+#include <criterion/criterion.h>
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pjrt/pjrt_abi.h"
+
+typedef PJRT_Error *(*fn_t)(void *);
+
+/* The function table as the framework sees it. */
+typedef struct api_t {
+    size_t struct_size;
+    PJRT_Extension_Base *extension_start;
+    PJRT_Api_Version version;
+    void (*slots[129])(void);
+} api_t;
+
+enum {
+#define PJRT_SLOT(index, name) S_##name = index,
+#include "pjrt/slots.def"
+#undef PJRT_SLOT
+};
+
+static const api_t *api;
+static void *library;
+
+static void load(void) {
+    library = dlopen(KILN_PJRT_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+    cr_assert_not_null(library, "%s", dlerror());
+    void *symbol = dlsym(library, "GetPjrtApi");
+    cr_assert_not_null(symbol, "GetPjrtApi is not exported");
+    const void *(*get)(void);
+    memcpy(&get, &symbol, sizeof get); /* POSIX: dlsym's pointer is the function's */
+    api = get();
+}
+
+#define CALL(name, args) ((PJRT_Error * (*)(PJRT_##name##_Args *)) api->slots[S_##name])(args)
+#define ARGS0(name) PJRT_##name##_Args name = {.struct_size = PJRT_##name##_Args_STRUCT_SIZE}
+#define ARGS(name, ...) \
+    PJRT_##name##_Args name = {.struct_size = PJRT_##name##_Args_STRUCT_SIZE, __VA_ARGS__}
+
+static char *message_of(PJRT_Error *e) {
+    static char buf[1024];
+    PJRT_Error_Message_Args m = {.struct_size = PJRT_Error_Message_Args_STRUCT_SIZE, .error = e};
+    ((void (*)(PJRT_Error_Message_Args *))api->slots[S_Error_Message])(&m);
+    snprintf(buf, sizeof buf, "%.*s", (int)m.message_size, m.message);
+    return buf;
+}
+
+static PJRT_Error_Code code_of(PJRT_Error *e) {
+    PJRT_Error_GetCode_Args g = {.struct_size = PJRT_Error_GetCode_Args_STRUCT_SIZE, .error = e};
+    cr_assert_null(CALL(Error_GetCode, &g));
+    return g.code;
+}
+
+static void destroy_error(PJRT_Error *e) {
+    PJRT_Error_Destroy_Args d = {.struct_size = PJRT_Error_Destroy_Args_STRUCT_SIZE, .error = e};
+    ((void (*)(PJRT_Error_Destroy_Args *))api->slots[S_Error_Destroy])(&d);
+}
+
+#define OK(call)                                                            \
+    do {                                                                    \
+        PJRT_Error *err_ = (call);                                          \
+        if (err_) cr_assert_fail("%s failed: %s", #call, message_of(err_)); \
+    } while (0)
+
+/* The call fails with `code` and a message containing `text`. */
+static void fails(PJRT_Error *e, PJRT_Error_Code code, const char *text) {
+    cr_assert_not_null(e, "expected an error containing '%s'", text);
+    cr_assert_eq(code_of(e), code, "code %d, expected %d: %s", (int)code_of(e), (int)code,
+                 message_of(e));
+    cr_assert(strstr(message_of(e), text), "'%s' not in '%s'", text, message_of(e));
+    destroy_error(e);
+}
+
+static void destroy_event(PJRT_Event *e) {
+    ARGS(Event_Destroy, .event = e);
+    OK(CALL(Event_Destroy, &Event_Destroy));
+}
+
+/* The event is complete without error. */
+static void ready(PJRT_Event *e) {
+    cr_assert_not_null(e);
+    ARGS(Event_IsReady, .event = e);
+    OK(CALL(Event_IsReady, &Event_IsReady));
+    cr_assert(Event_IsReady.is_ready);
+    ARGS(Event_Await, .event = e);
+    OK(CALL(Event_Await, &Event_Await));
+    destroy_event(e);
+}
+
+static PJRT_Client *client_new(void) {
+    ARGS0(Plugin_Initialize);
+    OK(CALL(Plugin_Initialize, &Plugin_Initialize));
+    ARGS(Client_Create, .create_options = NULL);
+    /* the key-value callbacks are left as garbage, as jaxlib does in one process */
+    memset(&Client_Create.kv_get_callback, 0xA5, 4 * sizeof(void *));
+    OK(CALL(Client_Create, &Client_Create));
+    cr_assert_not_null(Client_Create.client);
+    return Client_Create.client;
+}
+
+static void client_free(PJRT_Client *c) {
+    ARGS(Client_Destroy, .client = c);
+    OK(CALL(Client_Destroy, &Client_Destroy));
+}
+
+static PJRT_Buffer *upload(PJRT_Client *c, PJRT_Buffer_Type type, const void *data,
+                           const int64_t *dims, size_t rank, const int64_t *strides) {
+    ARGS(Client_BufferFromHostBuffer, .client = c, .data = data, .type = type, .dims = dims,
+         .num_dims = rank, .byte_strides = strides, .num_byte_strides = strides ? rank : 0,
+         .host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableZeroCopy);
+    OK(CALL(Client_BufferFromHostBuffer, &Client_BufferFromHostBuffer));
+    /* the framework registers a callback on done_with_host_buffer at once */
+    cr_assert_not_null(Client_BufferFromHostBuffer.done_with_host_buffer);
+    ready(Client_BufferFromHostBuffer.done_with_host_buffer);
+    return Client_BufferFromHostBuffer.buffer;
+}
+
+static void download(PJRT_Buffer *b, void *dst, size_t n) {
+    ARGS(Buffer_ToHostBuffer, .src = b, .dst = NULL);
+    OK(CALL(Buffer_ToHostBuffer, &Buffer_ToHostBuffer));
+    cr_assert_eq(Buffer_ToHostBuffer.dst_size, n);
+    int64_t m2m[8];
+    ARGS(Buffer_Dimensions, .buffer = b);
+    OK(CALL(Buffer_Dimensions, &Buffer_Dimensions));
+    for (size_t i = 0; i < Buffer_Dimensions.num_dims; i++)
+        m2m[i] = (int64_t)(Buffer_Dimensions.num_dims - 1 - i);
+    PJRT_Buffer_MemoryLayout layout = {.struct_size = PJRT_Buffer_MemoryLayout_STRUCT_SIZE,
+                                       .type = PJRT_Buffer_MemoryLayout_Type_Tiled};
+    layout.tiled.minor_to_major = m2m;
+    layout.tiled.minor_to_major_size = Buffer_Dimensions.num_dims;
+    Buffer_ToHostBuffer.dst = dst;
+    Buffer_ToHostBuffer.dst_size = n;
+    Buffer_ToHostBuffer.host_layout = &layout;
+    OK(CALL(Buffer_ToHostBuffer, &Buffer_ToHostBuffer));
+    ready(Buffer_ToHostBuffer.event);
+}
+
+static void destroy_buffer(PJRT_Buffer *b) {
+    ARGS(Buffer_Destroy, .buffer = b);
+    OK(CALL(Buffer_Destroy, &Buffer_Destroy));
+}
+
+static PJRT_LoadedExecutable *compile(PJRT_Client *c, const char *code, size_t n) {
+    PJRT_Program p = {.struct_size = PJRT_Program_STRUCT_SIZE,
+                      .code = (char *)code,
+                      .code_size = n,
+                      .format = "mlir",
+                      .format_size = 4};
+    ARGS(Client_Compile, .client = c, .program = &p);
+    OK(CALL(Client_Compile, &Client_Compile));
+    return Client_Compile.executable;
+}
+
+static void destroy_loaded(PJRT_LoadedExecutable *e) {
+    ARGS(LoadedExecutable_Destroy, .executable = e);
+    OK(CALL(LoadedExecutable_Destroy, &LoadedExecutable_Destroy));
+}
+
+Test(pjrt, loads_and_fills_every_slot) {
+    load();
+    cr_assert_eq(api->version.major_version, KILN_PJRT_API_MAJOR);
+    cr_assert_eq(api->version.minor_version, KILN_PJRT_API_MINOR);
+    cr_assert_eq(api->struct_size, sizeof(api_t));
+    for (int i = 0; i < 129; i++)
+        cr_assert_not_null(api->slots[i], "slot %d is NULL", i);
+    /* a slot kiln does not implement answers UNIMPLEMENTED naming its function */
+    PJRT_Error *e = ((fn_t)api->slots[S_Buffer_CopyRawToHostFuture])(NULL);
+    fails(e, PJRT_Error_Code_UNIMPLEMENTED, "PJRT_Buffer_CopyRawToHostFuture is not implemented");
+    ARGS0(Plugin_Attributes);
+    OK(CALL(Plugin_Attributes, &Plugin_Attributes));
+    bool found = false;
+    for (size_t i = 0; i < Plugin_Attributes.num_attributes; i++) {
+        const PJRT_NamedValue *v = &Plugin_Attributes.attributes[i];
+        if (v->name_size == 25 && memcmp(v->name, "stablehlo_current_version", 25) == 0) {
+            cr_assert_eq(v->type, PJRT_NamedValue_kInt64List);
+            cr_assert_eq(v->value_size, 3);
+            found = true;
+        }
+    }
+    cr_assert(found, "no stablehlo_current_version attribute");
+}
+
+Test(pjrt, client_devices_and_memories) {
+    load();
+    PJRT_Client *c = client_new();
+    ARGS(Client_PlatformName, .client = c);
+    OK(CALL(Client_PlatformName, &Client_PlatformName));
+    cr_assert_eq(Client_PlatformName.platform_name_size, 4);
+    cr_assert(memcmp(Client_PlatformName.platform_name, "kiln", 4) == 0);
+    ARGS(Client_Devices, .client = c);
+    OK(CALL(Client_Devices, &Client_Devices));
+    cr_assert_geq(Client_Devices.num_devices, 1);
+    PJRT_Device *d = Client_Devices.devices[0];
+    ARGS(Device_GetDescription, .device = d);
+    OK(CALL(Device_GetDescription, &Device_GetDescription));
+    ARGS(DeviceDescription_Id, .device_description = Device_GetDescription.device_description);
+    OK(CALL(DeviceDescription_Id, &DeviceDescription_Id));
+    cr_assert_eq(DeviceDescription_Id.id, 0);
+    ARGS(DeviceDescription_Attributes,
+         .device_description = Device_GetDescription.device_description);
+    OK(CALL(DeviceDescription_Attributes, &DeviceDescription_Attributes));
+    ARGS(DeviceDescription_ToString,
+         .device_description = Device_GetDescription.device_description);
+    OK(CALL(DeviceDescription_ToString, &DeviceDescription_ToString));
+    cr_assert(strstr(DeviceDescription_ToString.to_string, "KilnDevice"));
+    ARGS(Client_LookupDevice, .client = c, .id = 0);
+    OK(CALL(Client_LookupDevice, &Client_LookupDevice));
+    cr_assert_eq(Client_LookupDevice.device, d);
+    Client_LookupDevice.id = 99;
+    fails(CALL(Client_LookupDevice, &Client_LookupDevice), PJRT_Error_Code_INVALID_ARGUMENT,
+          "no kiln device with id 99");
+    ARGS(Device_DefaultMemory, .device = d);
+    OK(CALL(Device_DefaultMemory, &Device_DefaultMemory));
+    ARGS(Memory_Kind, .memory = Device_DefaultMemory.memory);
+    OK(CALL(Memory_Kind, &Memory_Kind));
+    cr_assert(memcmp(Memory_Kind.kind, "device", 6) == 0);
+    ARGS(Memory_AddressableByDevices, .memory = Device_DefaultMemory.memory);
+    OK(CALL(Memory_AddressableByDevices, &Memory_AddressableByDevices));
+    cr_assert_eq(Memory_AddressableByDevices.devices[0], d);
+    ARGS(Device_GetAttributes, .device = d);
+    OK(CALL(Device_GetAttributes, &Device_GetAttributes));
+    cr_assert_not_null(Device_GetAttributes.attributes_deleter);
+    /* a struct_size too small for the output is refused, naming the function */
+    PJRT_Client_Devices_Args small = {.struct_size = 8, .client = c};
+    fails(CALL(Client_Devices, &small), PJRT_Error_Code_INVALID_ARGUMENT, "struct_size is 8");
+    client_free(c);
+}
+
+Test(pjrt, buffers_in_and_out) {
+    load();
+    PJRT_Client *c = client_new();
+    float data[6] = {1, 2, 3, 4, 5, 6}, back[6] = {0};
+    int64_t dims[2] = {2, 3};
+    PJRT_Buffer *b = upload(c, PJRT_Buffer_Type_F32, data, dims, 2, NULL);
+    download(b, back, sizeof back);
+    cr_assert(memcmp(back, data, sizeof data) == 0);
+    ARGS(Buffer_ElementType, .buffer = b);
+    OK(CALL(Buffer_ElementType, &Buffer_ElementType));
+    cr_assert_eq(Buffer_ElementType.type, PJRT_Buffer_Type_F32);
+    ARGS(Buffer_ReadyEvent, .buffer = b);
+    OK(CALL(Buffer_ReadyEvent, &Buffer_ReadyEvent));
+    ready(Buffer_ReadyEvent.event);
+    /* a strided view (every other column of a 3x4 array), as numpy hands a [:, ::2] */
+    int32_t wide[12] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, got[6];
+    int64_t vdims[2] = {3, 2}, strides[2] = {16, 8};
+    PJRT_Buffer *v = upload(c, PJRT_Buffer_Type_S32, wide, vdims, 2, strides);
+    download(v, got, sizeof got);
+    int32_t want[6] = {0, 2, 4, 6, 8, 10};
+    cr_assert(memcmp(got, want, sizeof want) == 0);
+    /* deleting: the buffer then reports deleted and refuses to be read */
+    ARGS(Buffer_Delete, .buffer = v);
+    OK(CALL(Buffer_Delete, &Buffer_Delete));
+    ARGS(Buffer_IsDeleted, .buffer = v);
+    OK(CALL(Buffer_IsDeleted, &Buffer_IsDeleted));
+    cr_assert(Buffer_IsDeleted.is_deleted);
+    ARGS(Buffer_ToHostBuffer, .src = v, .dst = got, .dst_size = sizeof got);
+    fails(CALL(Buffer_ToHostBuffer, &Buffer_ToHostBuffer), PJRT_Error_Code_FAILED_PRECONDITION,
+          "deleted");
+    /* element types kiln has not */
+    ARGS(Client_BufferFromHostBuffer, .client = c, .data = data, .type = PJRT_Buffer_Type_C64,
+         .dims = dims, .num_dims = 1);
+    fails(CALL(Client_BufferFromHostBuffer, &Client_BufferFromHostBuffer),
+          PJRT_Error_Code_UNIMPLEMENTED, "kiln has no element type c64");
+    destroy_buffer(v);
+    destroy_buffer(b);
+    client_free(c);
+}
+
+/* a + b, b returned unchanged... the first argument donated to the result */
+static const char add_text[] =
+    "func.func @main(%a: tensor<4xf32> {tf.aliasing_output = 0 : i32}, %b: tensor<4xf32>) "
+    "-> tensor<4xf32> {\n"
+    "  %0 = stablehlo.add %a, %b : tensor<4xf32>\n"
+    "  %1 = stablehlo.multiply %0, %0 : tensor<4xf32>\n"
+    "  return %1 : tensor<4xf32>\n"
+    "}\n";
+
+static PJRT_Buffer *execute1(PJRT_LoadedExecutable *e, PJRT_Buffer **args, size_t n) {
+    PJRT_Buffer *out[1] = {NULL};
+    PJRT_Buffer **outs[1] = {out};
+    PJRT_Buffer *const *lists[1] = {args};
+    PJRT_Event *done[1] = {NULL};
+    PJRT_ExecuteOptions o = {.struct_size = PJRT_ExecuteOptions_STRUCT_SIZE};
+    ARGS(LoadedExecutable_Execute, .executable = e, .options = &o, .argument_lists = lists,
+         .num_devices = 1, .num_args = n, .output_lists = outs, .device_complete_events = done);
+    OK(CALL(LoadedExecutable_Execute, &LoadedExecutable_Execute));
+    ready(done[0]);
+    return out[0];
+}
+
+Test(pjrt, compile_and_execute_with_donation) {
+    load();
+    PJRT_Client *c = client_new();
+    PJRT_LoadedExecutable *e = compile(c, add_text, sizeof add_text - 1);
+    ARGS(LoadedExecutable_GetExecutable, .loaded_executable = e);
+    OK(CALL(LoadedExecutable_GetExecutable, &LoadedExecutable_GetExecutable));
+    PJRT_Executable *x = LoadedExecutable_GetExecutable.executable;
+    ARGS(Executable_NumOutputs, .executable = x);
+    OK(CALL(Executable_NumOutputs, &Executable_NumOutputs));
+    cr_assert_eq(Executable_NumOutputs.num_outputs, 1);
+    ARGS(Executable_OutputDimensions, .executable = x);
+    OK(CALL(Executable_OutputDimensions, &Executable_OutputDimensions));
+    cr_assert_eq(Executable_OutputDimensions.dim_sizes[0], 1);
+    cr_assert_eq(Executable_OutputDimensions.dims[0], 4);
+    ARGS(Executable_OutputElementTypes, .executable = x);
+    OK(CALL(Executable_OutputElementTypes, &Executable_OutputElementTypes));
+    cr_assert_eq(Executable_OutputElementTypes.output_types[0], PJRT_Buffer_Type_F32);
+    ARGS(Executable_OutputMemoryKinds, .executable = x);
+    OK(CALL(Executable_OutputMemoryKinds, &Executable_OutputMemoryKinds));
+    cr_assert(memcmp(Executable_OutputMemoryKinds.memory_kinds[0], "device", 6) == 0);
+    ARGS(LoadedExecutable_GetDeviceAssignment, .executable = e);
+    OK(CALL(LoadedExecutable_GetDeviceAssignment, &LoadedExecutable_GetDeviceAssignment));
+    LoadedExecutable_GetDeviceAssignment.serialized_device_assignment_deleter(
+        LoadedExecutable_GetDeviceAssignment.serialized_device_assignment);
+    ARGS(Executable_Destroy, .executable = x);
+    OK(CALL(Executable_Destroy, &Executable_Destroy));
+
+    float a[4] = {1, 2, 3, 4}, b[4] = {1, 1, 1, 1}, r[4];
+    int64_t dims[1] = {4};
+    PJRT_Buffer *args[2] = {upload(c, PJRT_Buffer_Type_F32, a, dims, 1, NULL),
+                            upload(c, PJRT_Buffer_Type_F32, b, dims, 1, NULL)};
+    PJRT_Buffer *out = execute1(e, args, 2);
+    download(out, r, sizeof r);
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(r[i], (a[i] + 1) * (a[i] + 1));
+    /* the donated argument is consumed; the other is not */
+    ARGS(Buffer_IsDeleted, .buffer = args[0]);
+    OK(CALL(Buffer_IsDeleted, &Buffer_IsDeleted));
+    cr_assert(Buffer_IsDeleted.is_deleted);
+    Buffer_IsDeleted.buffer = args[1];
+    OK(CALL(Buffer_IsDeleted, &Buffer_IsDeleted));
+    cr_assert(!Buffer_IsDeleted.is_deleted);
+    /* executing on a consumed argument is an error, not a crash */
+    PJRT_Buffer *out2[1] = {NULL};
+    PJRT_Buffer **outs2[1] = {out2};
+    PJRT_Buffer *const *lists[1] = {args};
+    PJRT_Event *done[1] = {NULL};
+    ARGS(LoadedExecutable_Execute, .executable = e, .argument_lists = lists, .num_devices = 1,
+         .num_args = 2, .output_lists = outs2, .device_complete_events = done);
+    fails(CALL(LoadedExecutable_Execute, &LoadedExecutable_Execute),
+          PJRT_Error_Code_FAILED_PRECONDITION, "argument 0 was deleted or donated");
+    LoadedExecutable_Execute.num_args = 1;
+    fails(CALL(LoadedExecutable_Execute, &LoadedExecutable_Execute),
+          PJRT_Error_Code_INVALID_ARGUMENT, "1 arguments; the program takes 2");
+    /* a donated argument the caller marks non-donatable survives */
+    PJRT_Buffer *consumed = args[0];
+    PJRT_Buffer *kept = upload(c, PJRT_Buffer_Type_F32, a, dims, 1, NULL);
+    args[0] = kept;
+    int64_t keep[1] = {0};
+    PJRT_ExecuteOptions o = {.struct_size = PJRT_ExecuteOptions_STRUCT_SIZE,
+                             .non_donatable_input_indices = keep,
+                             .num_non_donatable_input_indices = 1};
+    LoadedExecutable_Execute.num_args = 2;
+    LoadedExecutable_Execute.options = &o;
+    OK(CALL(LoadedExecutable_Execute, &LoadedExecutable_Execute));
+    ready(done[0]);
+    Buffer_IsDeleted.buffer = kept;
+    OK(CALL(Buffer_IsDeleted, &Buffer_IsDeleted));
+    cr_assert(!Buffer_IsDeleted.is_deleted);
+    download(kept, r, sizeof r);
+    cr_assert(memcmp(r, a, sizeof a) == 0, "the kept argument changed");
+    destroy_buffer(out2[0]);
+    destroy_buffer(kept);
+    destroy_buffer(out);
+    destroy_buffer(args[1]);
+    destroy_buffer(consumed);
+    destroy_loaded(e);
+    client_free(c);
+}
+
+/* The program jax.jit sent for sin(a) * b + 1 on f32[2,3] (tests/data). */
+Test(pjrt, a_program_jax_jit_sent_runs) {
+    load();
+    FILE *f = fopen(KILN_TEST_DATA_DIR "/jax_jit_sin_mul_add.mlirbc", "rb");
+    cr_assert_not_null(f);
+    char code[8192];
+    size_t n = fread(code, 1, sizeof code, f);
+    fclose(f);
+    PJRT_Client *c = client_new();
+    PJRT_LoadedExecutable *e = compile(c, code, n);
+    float a[6] = {0, 1, 2, 3, 4, 5}, r[6];
+    int64_t dims[2] = {2, 3};
+    PJRT_Buffer *x = upload(c, PJRT_Buffer_Type_F32, a, dims, 2, NULL);
+    PJRT_Buffer *args[2] = {x, x};
+    PJRT_Buffer *out = execute1(e, args, 2);
+    download(out, r, sizeof r);
+    for (int i = 0; i < 6; i++)
+        cr_assert_float_eq(r[i], sinf(a[i]) * a[i] + 1, 1e-6f);
+    destroy_buffer(out);
+    destroy_buffer(x);
+    destroy_loaded(e);
+    client_free(c);
+}
+
+Test(pjrt, compile_errors_are_errors) {
+    load();
+    PJRT_Client *c = client_new();
+    static const char bad[] = "func.func @main() -> tensor<f32> {\n  %0 = stablehlo.bogus : "
+                              "tensor<f32>\n  return %0 : tensor<f32>\n}\n";
+    PJRT_Program p = {.struct_size = PJRT_Program_STRUCT_SIZE,
+                      .code = (char *)bad,
+                      .code_size = sizeof bad - 1,
+                      .format = "mlir",
+                      .format_size = 4};
+    ARGS(Client_Compile, .client = c, .program = &p);
+    fails(CALL(Client_Compile, &Client_Compile), PJRT_Error_Code_INVALID_ARGUMENT,
+          "unknown op 'stablehlo.bogus'");
+    p.format = "hlo";
+    p.format_size = 3;
+    fails(CALL(Client_Compile, &Client_Compile), PJRT_Error_Code_UNIMPLEMENTED, "not \"hlo\"");
+    client_free(c);
+}
+
+static int fired;
+static PJRT_Error_Code seen;
+
+static void on_ready(PJRT_Error *err, void *user) {
+    (*(int *)user)++;
+    seen = err ? code_of(err) : PJRT_Error_Code_OK;
+    if (err) destroy_error(err);
+}
+
+Test(pjrt, events_run_their_callbacks) {
+    load();
+    ARGS0(Event_Create);
+    OK(CALL(Event_Create, &Event_Create));
+    PJRT_Event *e = Event_Create.event;
+    ARGS(Event_IsReady, .event = e);
+    OK(CALL(Event_IsReady, &Event_IsReady));
+    cr_assert(!Event_IsReady.is_ready);
+    ARGS(Event_OnReady, .event = e, .user_arg = &fired);
+    fails(CALL(Event_OnReady, &Event_OnReady), PJRT_Error_Code_INVALID_ARGUMENT,
+          "callback is NULL");
+    /* registered while pending: runs when the event is set, with its error */
+    fired = 0;
+    Event_OnReady.callback = on_ready;
+    OK(CALL(Event_OnReady, &Event_OnReady));
+    cr_assert_eq(fired, 0);
+    ARGS(Event_Set, .event = e, .error_code = PJRT_Error_Code_ABORTED, .error_message = "stop",
+         .error_message_size = 4);
+    OK(CALL(Event_Set, &Event_Set));
+    cr_assert_eq(fired, 1);
+    cr_assert_eq(seen, PJRT_Error_Code_ABORTED);
+    /* registered once complete: runs at once */
+    OK(CALL(Event_OnReady, &Event_OnReady));
+    cr_assert_eq(fired, 2);
+    ARGS(Event_Error, .event = e);
+    fails(CALL(Event_Error, &Event_Error), PJRT_Error_Code_ABORTED, "stop");
+    destroy_event(e);
+}

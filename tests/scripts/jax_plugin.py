@@ -1,0 +1,237 @@
+"""JAX on kiln through the PJRT plugin, against JAX on XLA's CPU in the same process.
+
+Each case is a function as JAX users write it, run under jax.jit on a kiln device and on
+a CPU device with the same inputs; results must agree (exactly for integers, booleans and
+data movement; within a tolerance for floats). Then: donation (the donated array is
+deleted afterwards, the result is right), a few training steps of a small CNN (losses
+close to XLA's), jax.vmap, jax.random, and errors (a function kiln cannot run raises a
+Python exception naming what is missing, without crashing the process).
+
+Prints one line per case and a summary; exits 1 when a case fails.
+usage: JAX_PLATFORMS=cpu,kiln python jax_plugin.py
+"""
+import sys
+import time
+import traceback
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+CPU = jax.devices("cpu")[0]
+KILN = jax.devices("kiln")[0]
+rng = np.random.default_rng(0)
+
+
+def f32(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def on(device, tree):
+    return jax.tree_util.tree_map(lambda a: jax.device_put(a, device), tree)
+
+
+def close(name, got, want, rtol, atol):
+    got = jax.tree_util.tree_leaves(got)
+    want = jax.tree_util.tree_leaves(want)
+    if len(got) != len(want):
+        return f"{len(got)} results, XLA gives {len(want)}"
+    for i, (g, w) in enumerate(zip(got, want)):
+        g, w = np.asarray(g), np.asarray(w)
+        if g.shape != w.shape or g.dtype != w.dtype:
+            return f"result {i} is {g.dtype}{list(g.shape)}, XLA gives {w.dtype}{list(w.shape)}"
+        if np.issubdtype(w.dtype, np.floating):
+            if not np.allclose(g.astype(np.float64), w.astype(np.float64), rtol=rtol, atol=atol,
+                               equal_nan=True):
+                err = np.max(np.abs(g.astype(np.float64) - w.astype(np.float64)))
+                return f"result {i} differs from XLA's by up to {err:.3g}"
+        elif not np.array_equal(g, w):
+            return f"result {i} differs from XLA's"
+    return None
+
+
+def cases():
+    x23, y23, v8 = f32(2, 3), f32(2, 3), f32(8)
+    ints = rng.integers(-50, 50, (4, 5)).astype(np.int32)
+    u8 = rng.integers(0, 255, (6,)).astype(np.uint8)
+    w1, b1, w2, b2 = f32(6, 16) * 0.3, f32(16) * 0.1, f32(16, 3) * 0.3, f32(3) * 0.1
+    xb, yb = f32(8, 6), rng.integers(0, 3, 8)
+
+    def mlp_loss(params, x, y):
+        (w1, b1), (w2, b2) = params
+        h = jnp.tanh(x @ w1 + b1)
+        logits = h @ w2 + b2
+        return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], 1))
+
+    yield "elementwise f32", lambda a, b: (jnp.exp(-a * a) * jnp.sin(b) + jnp.tanh(a) /
+                                           (1 + b * b), jnp.sqrt(jnp.abs(a)),
+                                           jnp.log1p(jnp.abs(b)), jnp.maximum(a, b)), (x23, y23)
+    yield "elementwise f64-free ints", lambda a: (a * 3 - 7, a // 4, a % 5, jnp.abs(a),
+                                                  a << 2, a >> 1, a & 12, a ^ 5), (ints,)
+    yield "uint8 and bool", lambda a: (a + 3, a > 100, jnp.logical_not(a > 50)), (u8,)
+    yield "f16 and bf16", lambda a: (a.astype(jnp.float16) * 2, a.astype(jnp.bfloat16) + 1), (x23,)
+    yield "comparisons and where", lambda a, b: jnp.where(a > b, a, b * 2), (x23, y23)
+    yield "reductions", lambda a: (a.sum(), a.max(0), a.min(1), a.mean(), jnp.argmax(a, 1),
+                                   jnp.prod(a, 0), jnp.any(a > 1)), (f32(5, 7),)
+    yield "softmax and logsumexp", lambda a: (jax.nn.softmax(a), jax.nn.logsumexp(a, 1)), (f32(4, 9),)
+    yield "cumsum and sort", lambda a: (jnp.cumsum(a), jnp.sort(a), jnp.argsort(a)), (v8,)
+    yield "reshape transpose concat", lambda a, b: (a.T, a.reshape(3, 2),
+                                                    jnp.concatenate([a, b], 0), a[:, ::-1],
+                                                    a[1:, 1:]), (x23, y23)
+    yield "indexing", lambda a, i: (a[i], a[:, i % 3], jnp.take(a, i, axis=0)), (
+        f32(5, 3), np.array([4, 0, 2], np.int32))
+    yield "scatter .at[]", lambda a, i: (a.at[i].set(9.0), a.at[i].add(1.0),
+                                         a.at[0, 1].multiply(3.0)), (f32(5, 3), np.array([1, 3], np.int32))
+    yield "dot and einsum", lambda a, b, c: (a @ b, jnp.einsum("ij,jk->ik", a, b),
+                                             jnp.einsum("bij,bjk->bik", c, c)), (
+        f32(3, 4), f32(4, 5), f32(2, 4, 4))
+    yield "convolution", lambda x, k: lax.conv_general_dilated(x, k, (1, 1), "SAME"), (
+        f32(2, 3, 8, 8), f32(4, 3, 3, 3))
+    yield "strided conv nhwc", lambda x, k: lax.conv_general_dilated(
+        x, k, (2, 2), "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC")), (f32(1, 9, 9, 2), f32(3, 3, 2, 4))
+    yield "max pool", lambda x: lax.reduce_window(x, -jnp.inf, lax.max, (1, 1, 2, 2), (1, 1, 2, 2),
+                                                  "VALID"), (f32(1, 2, 6, 6),)
+    yield "while_loop", lambda a: lax.while_loop(lambda c: c[0] < 10, lambda c: (c[0] + 1, c[1] * 1.1),
+                                                 (0, a)), (v8,)
+    yield "fori_loop", lambda a: lax.fori_loop(0, 7, lambda i, s: s + jnp.sin(s) * i, a), (v8,)
+    yield "scan", lambda a: lax.scan(lambda c, x: (c + x, c * x), 0.0, a), (v8,)
+    yield "cond", lambda p, a: lax.cond(p > 0, lambda z: jnp.sin(z), lambda z: jnp.cos(z) * 2, a), (
+        np.float32(-1.0), v8)
+    yield "switch", lambda i, a: lax.switch(i, [jnp.sin, jnp.cos, jnp.tanh], a), (np.int32(2), v8)
+    yield "grad of an MLP loss", jax.grad(mlp_loss), ((((w1, b1), (w2, b2))), xb, yb)
+    yield "value_and_grad", jax.value_and_grad(lambda w: jnp.sum(jnp.tanh(xb @ w) ** 2)), (w1,)
+    yield "vmap", jax.vmap(lambda a, b: jnp.dot(a, b) * jnp.sum(a)), (f32(5, 4), f32(5, 4))
+    yield "vmap of grad", jax.vmap(jax.grad(lambda a: jnp.sum(jnp.sin(a) * a))), (f32(3, 4),)
+    yield "jax.random", lambda k: (jax.random.normal(k, (3, 4)), jax.random.uniform(k, (5,)),
+                                   jax.random.randint(k, (4,), 0, 10)), (jax.random.key_data(
+        jax.random.PRNGKey(42)),)
+
+
+def random_case(key_data):
+    key = jax.random.wrap_key_data(key_data)
+    return jax.random.normal(key, (3, 4)), jax.random.bernoulli(key, 0.3, (6,))
+
+
+def run_case(name, fn, args):
+    f = jax.jit(fn)
+    want = f(*on(CPU, args))
+    got = f(*on(KILN, args))
+    for leaf in jax.tree_util.tree_leaves(got):
+        if leaf.devices() != {KILN}:
+            return f"a result is on {leaf.devices()}, not kiln"
+    return close(name, got, want, rtol=2e-5, atol=2e-5)
+
+
+def donation():
+    f = jax.jit(lambda a, b: a * 2 + b, donate_argnums=0)
+    a = jax.device_put(np.arange(6, dtype=np.float32), KILN)
+    b = jax.device_put(np.ones(6, np.float32), KILN)
+    r = f(a, b)
+    if not a.is_deleted():
+        return "the donated argument is not deleted afterwards"
+    if b.is_deleted():
+        return "an argument not donated was deleted"
+    if not np.array_equal(np.asarray(r), np.arange(6) * 2 + 1):
+        return "wrong result"
+    try:
+        np.asarray(a)
+        return "reading the donated array did not raise"
+    except Exception:
+        pass
+    return None
+
+
+def cnn_training():
+    def init(k):
+        k1, k2, k3 = jax.random.split(k, 3)
+        return {"c1": jax.random.normal(k1, (8, 1, 3, 3)) * 0.3,
+                "c2": jax.random.normal(k2, (8, 8, 3, 3)) * 0.1,
+                "w": jax.random.normal(k3, (8 * 7 * 7, 10)) * 0.05}
+
+    def forward(p, x):
+        h = jax.nn.relu(lax.conv_general_dilated(x, p["c1"], (1, 1), "SAME"))
+        h = lax.reduce_window(h, -jnp.inf, lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID")
+        h = jax.nn.relu(lax.conv_general_dilated(h, p["c2"], (1, 1), "SAME"))
+        h = lax.reduce_window(h, -jnp.inf, lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID")
+        return h.reshape(h.shape[0], -1) @ p["w"]
+
+    def loss(p, x, y):
+        return -jnp.mean(jnp.sum(jax.nn.log_softmax(forward(p, x)) * jax.nn.one_hot(y, 10), -1))
+
+    @jax.jit
+    def step(p, x, y):
+        l, g = jax.value_and_grad(loss)(p, x, y)
+        return jax.tree_util.tree_map(lambda a, b: a - 0.1 * b, p, g), l
+
+    x = f32(16, 1, 28, 28)
+    y = rng.integers(0, 10, 16)
+    params = jax.device_get(init(jax.random.PRNGKey(0)))
+    losses = {}
+    for name, dev in (("xla", CPU), ("kiln", KILN)):
+        p = on(dev, params)
+        xd, yd = on(dev, (x, y))
+        ls = []
+        for _ in range(5):
+            p, l = step(p, xd, yd)
+            ls.append(float(l))
+        losses[name] = ls
+    if not losses["kiln"][-1] < losses["kiln"][0]:
+        return f"the loss does not fall: {losses['kiln']}"
+    if not np.allclose(losses["kiln"], losses["xla"], rtol=1e-3, atol=1e-4):
+        return f"losses {losses['kiln']} differ from XLA's {losses['xla']}"
+    return None
+
+
+def errors():
+    # complex numbers: an element type kiln does not have
+    try:
+        jax.jit(lambda a: a * 2)(jax.device_put(np.ones(3, np.complex64), KILN))
+        return "complex64 did not raise"
+    except Exception as e:
+        if "c64" not in str(e) and "complex" not in str(e):
+            return f"the complex64 error does not name the type: {e}"
+    # an op kiln lacks (linear algebra lowers to ops kiln has no kernel for)
+    try:
+        jax.jit(lambda a: jnp.linalg.cholesky(a @ a.T + 3 * jnp.eye(3)))(
+            jax.device_put(f32(3, 3), KILN)).block_until_ready()
+        return "cholesky did not raise"
+    except Exception as e:
+        if "kiln" not in str(e) and "unknown op" not in str(e) and "unsupported" not in str(e):
+            return f"the cholesky error does not say what is missing: {e}"
+    # kiln still works afterwards
+    if float(jax.jit(lambda a: a + 1)(jax.device_put(np.float32(1), KILN))) != 2.0:
+        return "kiln did not recover"
+    return None
+
+
+def main():
+    failures = 0
+    total = 0
+    for name, fn, args in cases():
+        total += 1
+        try:
+            if name == "jax.random":
+                fn = random_case
+            problem = run_case(name, fn, args)
+        except Exception as e:
+            problem = f"raised {type(e).__name__}: {str(e).splitlines()[0][:300]}"
+        print(f"{'ok  ' if problem is None else 'FAIL'} {name}" + ("" if problem is None else f": {problem}"))
+        failures += problem is not None
+    for name, check in (("donate_argnums", donation), ("CNN training steps", cnn_training),
+                        ("errors", errors)):
+        total += 1
+        try:
+            problem = check()
+        except Exception as e:
+            traceback.print_exc()
+            problem = f"raised {type(e).__name__}: {str(e).splitlines()[0][:300]}"
+        print(f"{'ok  ' if problem is None else 'FAIL'} {name}" + ("" if problem is None else f": {problem}"))
+        failures += problem is not None
+    print(f"jax_plugin: {total - failures} of {total} cases match JAX on XLA's CPU")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

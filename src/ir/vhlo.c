@@ -29,7 +29,9 @@ typedef struct named {
 
 typedef struct xlator xlator;
 
-typedef enum op_form { F_GENERIC, F_CONSTANT, F_FUNC, F_RETURN, F_CALL } op_form;
+/* F_COMPOSITE: stablehlo.composite, a named op given by its decomposition function, which
+ * kiln calls (what the op computes is the decomposition's). */
+typedef enum op_form { F_GENERIC, F_CONSTANT, F_FUNC, F_RETURN, F_CALL, F_COMPOSITE } op_form;
 
 typedef struct vop {
     const char *vhlo;      /* without "vhlo." */
@@ -388,6 +390,16 @@ static const vop ops[] = {
     {"ceil_v1", "ceil", F_GENERIC, false, {0}},
     {"clamp_v1", "clamp", F_GENERIC, false, {0}},
     {"compare_v1", "compare", F_GENERIC, false, {"compare_type", "comparison_direction"}},
+    {"composite_v1",
+     "func.call",
+     F_COMPOSITE,
+     false,
+     {"composite_attributes", "decomposition", "name", "version"}},
+    {"composite_v2",
+     "func.call",
+     F_COMPOSITE,
+     false,
+     {"composite_attributes", "decomposition", "name", "version"}},
     {"concatenate_v1", "concatenate", F_GENERIC, false, {"dimension"}},
     {"constant_v1", "constant", F_CONSTANT, false, {"value"}},
     {"convert_v1", "convert", F_GENERIC, false, {0}},
@@ -1068,9 +1080,11 @@ static bool op(xlator *x, kiln__bc_cursor *c, const header *parent, uint32_t *ne
         put(x, "\n");
         return regions(x, c, &h, false);
     }
-    case F_CALL: {
+    case F_CALL:
+    case F_COMPOSITE: {
         kiln__vattr callee = {0};
-        if (!string_attr(x, &h, "callee", &callee)) return false;
+        if (!string_attr(x, &h, h.op->form == F_CALL ? "callee" : "decomposition", &callee))
+            return false;
         indent(x);
         result_names(x, &h, first);
         put(x, "func.call @");

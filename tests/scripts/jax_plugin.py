@@ -75,6 +75,9 @@ def cases():
     yield "comparisons and where", lambda a, b: jnp.where(a > b, a, b * 2), (x23, y23)
     yield "reductions", lambda a: (a.sum(), a.max(0), a.min(1), a.mean(), jnp.argmax(a, 1),
                                    jnp.prod(a, 0), jnp.any(a > 1)), (f32(5, 7),)
+    # erf and top_k reach kiln as stablehlo.composite ops, run through their decomposition
+    yield "erf, gelu and top_k", lambda a: (jax.scipy.special.erf(a), jax.nn.gelu(a),
+                                            lax.top_k(a, 3)), (v8,)
     yield "softmax and logsumexp", lambda a: (jax.nn.softmax(a), jax.nn.logsumexp(a, 1)), (f32(4, 9),)
     yield "cumsum and sort", lambda a: (jnp.cumsum(a), jnp.sort(a), jnp.argsort(a)), (v8,)
     yield "reshape transpose concat", lambda a, b: (a.T, a.reshape(3, 2),

@@ -71,17 +71,21 @@ demo: deps
 # bench/results/ratios.png (bench/README.md). The peers live in bench/.venv, which
 # bench-env makes from the pinned bench/requirements.txt: only `make bench` installs them.
 BENCH_PY := bench/.venv/bin/python
+# JAX on kiln (the PJRT plugin) against JAX on XLA's CPU, side by side in one process.
+JAX_KILN := JAX_PLATFORMS=cpu,kiln PYTHONPATH=python/jax_kiln KILN_PJRT_LIBRARY=$(BUILD)/libkiln_pjrt.so
 bench: deps bench-env
 	$(MAKE) build
 	./$(BUILD)/bench/kiln-bench
 	bench/run_peers.sh
 	$(BENCH_PY) bench/report.py
+	$(JAX_KILN) $(BENCH_PY) bench/jax_plugin_bench.py
 
 bench-quick: deps bench-env
 	$(MAKE) build
 	./$(BUILD)/bench/kiln-bench --quick
 	bench/run_peers.sh --quick
 	$(BENCH_PY) bench/report.py
+	$(JAX_KILN) $(BENCH_PY) bench/jax_plugin_bench.py --quick
 
 .PHONY: bench-env
 bench-env:

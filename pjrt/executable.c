@@ -64,7 +64,7 @@ static PJRT_Error *describe(kiln_pjrt_program *p, kiln_ctx *cx) {
 }
 
 /* KILN_PJRT_DUMP=DIR: each program the framework sends is written to DIR/program_N.mlirbc
- * (for `kiln print` and bug reports). */
+ * (for `kiln print` and bug reports), and its compile options to DIR/options_N.pb. */
 static void dump(const PJRT_Program *prog) {
     const char *dir = getenv("KILN_PJRT_DUMP");
     if (!dir || !*dir) return;
@@ -75,6 +75,136 @@ static void dump(const PJRT_Program *prog) {
     if (!f) return;
     fwrite(prog->code, 1, prog->code_size, f);
     fclose(f);
+}
+
+static void dump_options(const char *data, size_t n) {
+    const char *dir = getenv("KILN_PJRT_DUMP");
+    if (!dir || !*dir) return;
+    static atomic_int serial;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/options_%d.pb", dir, atomic_fetch_add(&serial, 1));
+    FILE *f = fopen(path, "wb");
+    if (!f) return;
+    fwrite(data, 1, n, f);
+    fclose(f);
+}
+
+/* FNV-1a, 64 bits, over n bytes, continuing from h. */
+static uint64_t fnv(uint64_t h, const void *data, size_t n) {
+    const unsigned char *b = data;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * UINT64_C(1099511628211);
+    return h;
+}
+
+/* The program's identity for caches: its bytes, its device and the kiln that compiled it. */
+static void fingerprint(kiln_pjrt_program *p, const PJRT_Program *prog) {
+    uint64_t h = fnv(UINT64_C(14695981039346656037), prog->code, prog->code_size);
+    uint64_t g = fnv(h ^ UINT64_C(0x9e3779b97f4a7c15), &p->device->index, sizeof p->device->index);
+    const char *version = kiln_version_string();
+    g = fnv(g, version, strlen(version));
+    snprintf(p->fingerprint, sizeof p->fingerprint, "kiln-%016llx%016llx", (unsigned long long)h,
+             (unsigned long long)g);
+}
+
+/* ---- compile options ---------------------------------------------------------------------- */
+
+/* A protobuf reader for the few fields of the serialized xla.CompileOptionsProto kiln reads:
+ * executable_build_options (3) { device_ordinal (1), num_replicas (4), num_partitions (5),
+ * device_assignment (9) { computation_devices (3) { replica_device_ids (1) } } }. */
+typedef struct pb {
+    const unsigned char *p, *end;
+} pb;
+
+static bool pb_varint(pb *b, uint64_t *v) {
+    *v = 0;
+    for (int shift = 0; shift < 64 && b->p < b->end; shift += 7) {
+        unsigned char c = *b->p++;
+        *v |= (uint64_t)(c & 0x7f) << shift;
+        if (c < 0x80) return true;
+    }
+    return false;
+}
+
+/* The next field: its number, wire type, and (length-delimited) contents or (varint) value. */
+static bool pb_field(pb *b, uint32_t *field, int *wire, pb *sub, uint64_t *value) {
+    uint64_t key;
+    if (!pb_varint(b, &key)) return false;
+    *field = (uint32_t)(key >> 3);
+    *wire = (int)(key & 7);
+    switch (*wire) {
+    case 0: return pb_varint(b, value);
+    case 1:
+    case 5: {
+        size_t n = *wire == 1 ? 8 : 4;
+        if ((size_t)(b->end - b->p) < n) return false;
+        b->p += n;
+        return true;
+    }
+    case 2: {
+        uint64_t n;
+        if (!pb_varint(b, &n) || n > (uint64_t)(b->end - b->p)) return false;
+        *sub = (pb){b->p, b->p + n};
+        b->p += n;
+        return true;
+    }
+    default: return false;
+    }
+}
+
+typedef struct options {
+    int64_t replicas, partitions, device; /* device: -1 when none is named */
+} options;
+
+static bool assigned_device(pb a, int64_t *device) {
+    uint32_t f;
+    int w;
+    pb sub;
+    uint64_t v;
+    while (a.p < a.end) {
+        if (!pb_field(&a, &f, &w, &sub, &v)) return false;
+        if (f != 3 || w != 2) continue;
+        /* the first computation's replica devices: packed or not */
+        while (sub.p < sub.end) {
+            pb ids;
+            if (!pb_field(&sub, &f, &w, &ids, &v)) return false;
+            if (f != 1) continue;
+            if (w == 0) {
+                *device = (int64_t)v;
+                return true;
+            }
+            if (w == 2 && ids.p < ids.end && pb_varint(&ids, &v)) {
+                *device = (int64_t)v;
+                return true;
+            }
+        }
+        return true;
+    }
+    return true;
+}
+
+static bool read_options(const char *data, size_t n, options *o) {
+    *o = (options){1, 1, -1};
+    pb b = {(const unsigned char *)data, (const unsigned char *)data + n};
+    uint32_t f;
+    int w;
+    pb build;
+    uint64_t v;
+    int64_t ordinal = -1, assigned = -1;
+    while (b.p < b.end) {
+        if (!pb_field(&b, &f, &w, &build, &v)) return false;
+        if (f != 3 || w != 2) continue;
+        while (build.p < build.end) {
+            pb sub;
+            if (!pb_field(&build, &f, &w, &sub, &v)) return false;
+            if (f == 1 && w == 0) ordinal = (int64_t)v;
+            if (f == 4 && w == 0) o->replicas = (int64_t)v;
+            if (f == 5 && w == 0) o->partitions = (int64_t)v;
+            if (f == 9 && w == 2 && !assigned_device(sub, &assigned)) return false;
+        }
+    }
+    o->device = assigned >= 0 ? assigned : ordinal;
+    return true;
 }
 
 PJRT_Error *kiln_pjrt_Client_Compile(PJRT_Client_Compile_Args *args) {
@@ -92,13 +222,27 @@ PJRT_Error *kiln_pjrt_Client_Compile(PJRT_Client_Compile_Args *args) {
                                fn, prog->format ? (int)prog->format_size : 0,
                                prog->format ? prog->format : "");
     dump(prog);
-    /* The compile options (replicas, partitions, device assignment) are not read: kiln
-     * runs single-device programs on the client's first device (pjrt/README.md). */
+    dump_options(args->compile_options, args->compile_options_size);
+    /* The compile options say how many replicas and partitions, and on which device */
+    options opt = {1, 1, -1};
+    if (args->compile_options_size &&
+        !read_options(args->compile_options, args->compile_options_size, &opt))
+        return kiln_pjrt_error(PJRT_Error_Code_INVALID_ARGUMENT,
+                               "%s: compile_options is not a serialized CompileOptionsProto", fn);
+    if (opt.replicas * opt.partitions != 1)
+        return kiln_pjrt_error(PJRT_Error_Code_UNIMPLEMENTED,
+                               "%s: kiln runs a program on one device; %lld replicas x %lld "
+                               "partitions were asked for",
+                               fn, (long long)opt.replicas, (long long)opt.partitions);
+    if (opt.device >= c->n_devices)
+        return kiln_pjrt_error(PJRT_Error_Code_INVALID_ARGUMENT,
+                               "%s: the program is assigned to device %lld; kiln has %d", fn,
+                               (long long)opt.device, c->n_devices);
     kiln_pjrt_program *p = calloc(1, sizeof *p);
     if (!p) return kiln_pjrt_error(PJRT_Error_Code_RESOURCE_EXHAUSTED, "%s: out of memory", fn);
     atomic_init(&p->refs, 1);
     p->client = c;
-    p->device = &c->devices[0];
+    p->device = &c->devices[opt.device >= 0 ? opt.device : 0];
     kiln_ctx *cx = kiln_pjrt_enter(c);
     if (!cx) {
         free(p);
@@ -116,6 +260,7 @@ PJRT_Error *kiln_pjrt_Client_Compile(PJRT_Client_Compile_Args *args) {
         if (kiln_compile(cx, m, &o, &p->exe) != KILN_OK) e = kiln_pjrt_ctx_error(cx, fn);
     }
     if (!e) e = describe(p, cx);
+    if (!e) fingerprint(p, prog);
     kiln_module_release(m);
     kiln_pjrt_leave(c);
     PJRT_LoadedExecutable *le = e ? NULL : calloc(1, sizeof *le);
@@ -210,6 +355,22 @@ PJRT_Error *kiln_pjrt_Executable_OutputMemoryKinds(PJRT_Executable_OutputMemoryK
     args->num_outputs = (size_t)p->n_outputs;
     args->memory_kinds = p->output_kinds;
     args->memory_kind_sizes = p->output_kind_sizes;
+    return NULL;
+}
+
+PJRT_Error *kiln_pjrt_Executable_Fingerprint(PJRT_Executable_Fingerprint_Args *args) {
+    KILN_PJRT_CHECK_ARGS(args, PJRT_Executable_Fingerprint_Args, executable_fingerprint_size);
+    PROGRAM(args);
+    args->executable_fingerprint = p->fingerprint;
+    args->executable_fingerprint_size = strlen(p->fingerprint);
+    return NULL;
+}
+
+PJRT_Error *kiln_pjrt_LoadedExecutable_Fingerprint(PJRT_LoadedExecutable_Fingerprint_Args *args) {
+    KILN_PJRT_CHECK_ARGS(args, PJRT_LoadedExecutable_Fingerprint_Args, executable_fingerprint_size);
+    PROGRAM(args);
+    args->executable_fingerprint = p->fingerprint;
+    args->executable_fingerprint_size = strlen(p->fingerprint);
     return NULL;
 }
 

@@ -134,7 +134,8 @@ typedef struct kiln_pjrt_program {
     size_t *output_ranks;
     const char **output_kinds; /* "device", per output */
     size_t *output_kind_sizes;
-    bool *donated; /* per argument */
+    bool *donated;        /* per argument */
+    char fingerprint[40]; /* of the program's bytes, the device and kiln's version */
 } kiln_pjrt_program;
 
 void kiln_pjrt_program_release(kiln_pjrt_program *p);

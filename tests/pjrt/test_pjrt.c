@@ -457,3 +457,88 @@ Test(pjrt, events_run_their_callbacks) {
     fails(CALL(Event_Error, &Event_Error), PJRT_Error_Code_ABORTED, "stop");
     destroy_event(e);
 }
+
+/* A CompileOptionsProto naming num_replicas, num_partitions and the one device. */
+static const char options_on_device_1[] = {0x1a, 0x0b, 0x20, 0x01, 0x28, 0x01, 0x4a,
+                                           0x05, 0x1a, 0x03, 0x0a, 0x01, 0x01};
+static const char options_two_replicas[] = {0x1a, 0x04, 0x20, 0x02, 0x28, 0x01};
+
+Test(pjrt, compile_options_place_the_program) {
+    load();
+    ARGS0(Plugin_Initialize);
+    OK(CALL(Plugin_Initialize, &Plugin_Initialize));
+    PJRT_NamedValue two = {.struct_size = PJRT_NamedValue_STRUCT_SIZE,
+                           .name = "cpu_devices",
+                           .name_size = 11,
+                           .type = PJRT_NamedValue_kInt64,
+                           .int64_value = 2,
+                           .value_size = 1};
+    ARGS(Client_Create, .create_options = &two, .num_options = 1);
+    OK(CALL(Client_Create, &Client_Create));
+    PJRT_Client *c = Client_Create.client;
+    ARGS(Client_Devices, .client = c);
+    OK(CALL(Client_Devices, &Client_Devices));
+    cr_assert_eq(Client_Devices.num_devices, 2);
+    PJRT_Program p = {.struct_size = PJRT_Program_STRUCT_SIZE,
+                      .code = (char *)add_text,
+                      .code_size = sizeof add_text - 1,
+                      .format = "mlir",
+                      .format_size = 4};
+    ARGS(Client_Compile, .client = c, .program = &p, .compile_options = options_on_device_1,
+         .compile_options_size = sizeof options_on_device_1);
+    OK(CALL(Client_Compile, &Client_Compile));
+    PJRT_LoadedExecutable *e = Client_Compile.executable;
+    ARGS(LoadedExecutable_AddressableDevices, .executable = e);
+    OK(CALL(LoadedExecutable_AddressableDevices, &LoadedExecutable_AddressableDevices));
+    cr_assert_eq(LoadedExecutable_AddressableDevices.num_addressable_devices, 1);
+    cr_assert_eq(LoadedExecutable_AddressableDevices.addressable_devices[0],
+                 Client_Devices.devices[1]);
+    /* the fingerprint names the program on its device */
+    ARGS(LoadedExecutable_Fingerprint, .executable = e);
+    OK(CALL(LoadedExecutable_Fingerprint, &LoadedExecutable_Fingerprint));
+    cr_assert_gt(LoadedExecutable_Fingerprint.executable_fingerprint_size, 10);
+    char on_1[64];
+    snprintf(on_1, sizeof on_1, "%s", LoadedExecutable_Fingerprint.executable_fingerprint);
+    /* inputs on device 1 run there, and the result is there */
+    float a[4] = {1, 2, 3, 4}, r[4];
+    int64_t dims[1] = {4};
+    ARGS(Client_BufferFromHostBuffer, .client = c, .data = a, .type = PJRT_Buffer_Type_F32,
+         .dims = dims, .num_dims = 1, .device = Client_Devices.devices[1]);
+    OK(CALL(Client_BufferFromHostBuffer, &Client_BufferFromHostBuffer));
+    ready(Client_BufferFromHostBuffer.done_with_host_buffer);
+    PJRT_Buffer *x = Client_BufferFromHostBuffer.buffer;
+    OK(CALL(Client_BufferFromHostBuffer, &Client_BufferFromHostBuffer));
+    ready(Client_BufferFromHostBuffer.done_with_host_buffer);
+    PJRT_Buffer *y = Client_BufferFromHostBuffer.buffer;
+    PJRT_Buffer *args[2] = {x, y};
+    PJRT_Buffer *out = execute1(e, args, 2);
+    ARGS(Buffer_Device, .buffer = out);
+    OK(CALL(Buffer_Device, &Buffer_Device));
+    cr_assert_eq(Buffer_Device.device, Client_Devices.devices[1]);
+    download(out, r, sizeof r);
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(r[i], 4 * a[i] * a[i]);
+    /* the same program on the default device: another fingerprint */
+    Client_Compile.compile_options = NULL;
+    Client_Compile.compile_options_size = 0;
+    OK(CALL(Client_Compile, &Client_Compile));
+    LoadedExecutable_Fingerprint.executable = Client_Compile.executable;
+    OK(CALL(LoadedExecutable_Fingerprint, &LoadedExecutable_Fingerprint));
+    cr_assert_str_neq(on_1, LoadedExecutable_Fingerprint.executable_fingerprint);
+    destroy_loaded(Client_Compile.executable);
+    /* what kiln cannot honour is refused by name */
+    Client_Compile.compile_options = options_two_replicas;
+    Client_Compile.compile_options_size = sizeof options_two_replicas;
+    fails(CALL(Client_Compile, &Client_Compile), PJRT_Error_Code_UNIMPLEMENTED,
+          "2 replicas x 1 partitions");
+    static const char garbage[] = {0x1a, 0x7f, 0x01};
+    Client_Compile.compile_options = garbage;
+    Client_Compile.compile_options_size = sizeof garbage;
+    fails(CALL(Client_Compile, &Client_Compile), PJRT_Error_Code_INVALID_ARGUMENT,
+          "not a serialized CompileOptionsProto");
+    destroy_buffer(out);
+    destroy_buffer(y);
+    destroy_buffer(x);
+    destroy_loaded(e);
+    client_free(c);
+}

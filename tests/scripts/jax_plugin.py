@@ -71,6 +71,9 @@ def cases():
     yield "elementwise f64-free ints", lambda a: (a * 3 - 7, a // 4, a % 5, jnp.abs(a),
                                                   a << 2, a >> 1, a & 12, a ^ 5), (ints,)
     yield "uint8 and bool", lambda a: (a + 3, a > 100, jnp.logical_not(a > 50)), (u8,)
+    yield "i8 i16 u16 u32", lambda a: (a.astype(jnp.int8) * 3, a.astype(jnp.int16) - 300,
+                                       a.astype(jnp.uint16) * 7, a.astype(jnp.uint32) << 9,
+                                       jnp.float32(2) ** a.astype(jnp.int16).astype(jnp.float32)), (ints,)
     yield "f16 and bf16", lambda a: (a.astype(jnp.float16) * 2, a.astype(jnp.bfloat16) + 1), (x23,)
     yield "comparisons and where", lambda a, b: jnp.where(a > b, a, b * 2), (x23, y23)
     yield "reductions", lambda a: (a.sum(), a.max(0), a.min(1), a.mean(), jnp.argmax(a, 1),
@@ -187,6 +190,29 @@ def cnn_training():
     return None
 
 
+def placement():
+    """A program runs on the device its inputs are on; several devices at once is refused."""
+    devices = jax.devices("kiln")
+    if len(devices) < 2:
+        return "one kiln device (KILN_CPU_DEVICES=2 gives two)"
+    x = jax.device_put(np.arange(4, dtype=np.float32), devices[1])
+    y = jax.jit(lambda a: a * 2 + 1)(x)
+    if y.devices() != {devices[1]}:
+        return f"the result is on {y.devices()}, not kiln:1"
+    if not np.array_equal(np.asarray(y), np.arange(4) * 2 + 1):
+        return "wrong result on kiln:1"
+    z = jax.device_put(y, devices[0])
+    if z.devices() != {devices[0]} or not np.array_equal(np.asarray(z), np.asarray(y)):
+        return "copying to kiln:0 failed"
+    try:
+        jax.pmap(lambda a: a + 1, devices=devices[:2])(np.ones((2, 3), np.float32))
+        return "pmap over two devices did not raise"
+    except Exception as e:
+        if "one device" not in str(e):
+            return f"the pmap error does not say why: {e}"
+    return None
+
+
 def errors():
     # complex numbers: an element type kiln does not have
     try:
@@ -223,7 +249,7 @@ def main():
         print(f"{'ok  ' if problem is None else 'FAIL'} {name}" + ("" if problem is None else f": {problem}"))
         failures += problem is not None
     for name, check in (("donate_argnums", donation), ("CNN training steps", cnn_training),
-                        ("errors", errors)):
+                        ("placement on kiln:1", placement), ("errors", errors)):
         total += 1
         try:
             problem = check()

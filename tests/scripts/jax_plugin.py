@@ -9,6 +9,7 @@ Python exception naming what is missing, without crashing the process).
 
 Prints one line per case and a summary; exits 1 when a case fails.
 usage: JAX_PLATFORMS=cpu,kiln python jax_plugin.py
+       JAX_PLATFORMS=cpu,kiln JAX_ENABLE_X64=1 python jax_plugin.py --x64   (64-bit types)
 """
 import sys
 import time
@@ -115,19 +116,33 @@ def cases():
         jax.random.PRNGKey(42)),)
 
 
+def x64_cases():
+    """With JAX_ENABLE_X64: the 64-bit types."""
+    a, b = rng.standard_normal((3, 4)), rng.standard_normal((4, 2))
+    i = rng.integers(-1000, 1000, (6,)).astype(np.int64)
+    u = rng.integers(0, 2**40, (6,)).astype(np.uint64)
+    yield "f64 elementwise", lambda x: (jnp.exp(x) * jnp.sin(x) - jnp.log1p(x * x),
+                                        jnp.tanh(x) ** 3), (a,)
+    yield "f64 reductions and dot", lambda x, y: (x.sum(0), x.max(), x @ y,
+                                                  jnp.cumsum(x, 1)), (a, b)
+    yield "i64 and u64", lambda p, q: (p * 3 - 7, p // 9, p % 13, q * 5, q >> 3,
+                                       q.astype(jnp.float64)), (i, u)
+    yield "f64 grad", jax.grad(lambda x: jnp.sum(jnp.sin(x) ** 2)), (a,)
+
+
 def random_case(key_data):
     key = jax.random.wrap_key_data(key_data)
     return jax.random.normal(key, (3, 4)), jax.random.bernoulli(key, 0.3, (6,))
 
 
-def run_case(name, fn, args):
+def run_case(name, fn, args, rtol=2e-5, atol=2e-5):
     f = jax.jit(fn)
     want = f(*on(CPU, args))
     got = f(*on(KILN, args))
     for leaf in jax.tree_util.tree_leaves(got):
         if leaf.devices() != {KILN}:
             return f"a result is on {leaf.devices()}, not kiln"
-    return close(name, got, want, rtol=2e-5, atol=2e-5)
+    return close(name, got, want, rtol=rtol, atol=atol)
 
 
 def donation():
@@ -238,6 +253,17 @@ def errors():
 def main():
     failures = 0
     total = 0
+    if "--x64" in sys.argv:
+        for name, fn, args in x64_cases():
+            total += 1
+            try:
+                problem = run_case(name, fn, args, rtol=1e-12, atol=1e-12)
+            except Exception as e:
+                problem = f"raised {type(e).__name__}: {str(e).splitlines()[0][:300]}"
+            print(f"{'ok  ' if problem is None else 'FAIL'} {name}" + ("" if problem is None else f": {problem}"))
+            failures += problem is not None
+        print(f"jax_plugin --x64: {total - failures} of {total} cases match JAX on XLA's CPU")
+        return 1 if failures else 0
     for name, fn, args in cases():
         total += 1
         try:

@@ -24,4 +24,7 @@ KILN_PJRT_LIBRARY="$lib" "$py" -m pip install --quiet --no-deps --no-build-isola
     --target "$work/site" "$work/src"
 test -f "$work/site/jax_plugins/kiln/libkiln_pjrt.so"
 cd "$work"
-PYTHONPATH="$work/site" JAX_PLATFORMS=cpu,kiln KILN_CPU_DEVICES=2 "$py" "$src/tests/scripts/jax_plugin.py"
+status=0
+PYTHONPATH="$work/site" JAX_PLATFORMS=cpu,kiln KILN_CPU_DEVICES=2 "$py" "$src/tests/scripts/jax_plugin.py" || status=1
+PYTHONPATH="$work/site" JAX_PLATFORMS=cpu,kiln JAX_ENABLE_X64=1 "$py" "$src/tests/scripts/jax_plugin.py" --x64 || status=1
+exit $status

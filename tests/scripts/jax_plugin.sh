@@ -9,12 +9,7 @@ set -eu
 lib=$1
 src=$2
 work=$3
-if ! sh "$src/scripts/jax_env.sh" >"$work.env.log" 2>&1; then
-    echo "SKIPPED: JAX could not be installed from PyPI (scripts/jax_env.sh):"
-    tail -5 "$work.env.log"
-    exit 77
-fi
-py="$src/tests/.venv-jax/bin/python"
+py=$(sh "$src/tests/scripts/jax_python.sh" "$src" "$work.env.log") || exit $?
 rm -rf "$work"
 mkdir -p "$work"
 # pip builds in the source folder: a copy keeps the checkout clean

@@ -1,6 +1,7 @@
 /* PJRT buffers: a kiln tensor on one of the client's devices, made from host memory (any
  * byte strides), read back to it, copied between devices, deleted or donated. Transfers
  * complete before the call returns, so every event handed out is already complete. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -471,6 +472,61 @@ PJRT_Error *kiln_pjrt_Buffer_CopyRawToHost(PJRT_Buffer_CopyRawToHost_Args *args)
     args->event = kiln_pjrt_event_new(true, NULL);
     if (!args->event)
         return kiln_pjrt_error(PJRT_Error_Code_RESOURCE_EXHAUSTED, "%s: out of memory", fn);
+    return NULL;
+}
+
+/* A copy out to memory the caller names later: the caller calls future_ready_callback with
+ * the destination (or an error), which copies and completes the event. The bytes are kept
+ * (a reference to the tensor) until then. */
+typedef struct raw_copy {
+    kiln_tensor *tensor;
+    int64_t offset, size;
+    PJRT_Event *event;
+} raw_copy;
+
+static void raw_copy_ready(PJRT_Buffer_CopyRawToHostFuture_Callback_Args *args) {
+    raw_copy *r = args->callback_data;
+    if (args->error_code != PJRT_Error_Code_OK) {
+        char message[512];
+        snprintf(message, sizeof message, "%.*s", (int)args->error_message_size,
+                 args->error_message ? args->error_message : "");
+        kiln_pjrt_event_complete(r->event, args->error_code, message);
+    } else {
+        if (r->size)
+            memcpy(args->dst, (const unsigned char *)kiln_tensor_data(r->tensor) + r->offset,
+                   (size_t)r->size);
+        kiln_pjrt_event_complete(r->event, PJRT_Error_Code_OK, NULL);
+    }
+    kiln_tensor_release(r->tensor);
+    free(r);
+}
+
+PJRT_Error *kiln_pjrt_Buffer_CopyRawToHostFuture(PJRT_Buffer_CopyRawToHostFuture_Args *args) {
+    static const char fn[] = "PJRT_Buffer_CopyRawToHostFuture";
+    KILN_PJRT_CHECK_ARGS(args, PJRT_Buffer_CopyRawToHostFuture_Args, future_ready_callback);
+    BUFFER(args, buffer);
+    PJRT_Error *e = live(b, fn);
+    if (e) return e;
+    size_t nbytes = kiln_tensor_nbytes(b->tensor);
+    if (args->offset < 0 || args->transfer_size < 0 || (size_t)args->offset > nbytes ||
+        (size_t)args->transfer_size > nbytes - (size_t)args->offset)
+        return kiln_pjrt_error(PJRT_Error_Code_OUT_OF_RANGE,
+                               "%s: bytes [%lld, +%lld) of a buffer of %zu", fn,
+                               (long long)args->offset, (long long)args->transfer_size, nbytes);
+    raw_copy *r = malloc(sizeof *r);
+    PJRT_Event *event = kiln_pjrt_event_new(false, NULL);
+    if (!r || !event) {
+        free(r);
+        if (event) {
+            PJRT_Event_Destroy_Args d = {.struct_size = sizeof d, .event = event};
+            kiln_pjrt_Event_Destroy(&d);
+        }
+        return kiln_pjrt_error(PJRT_Error_Code_RESOURCE_EXHAUSTED, "%s: out of memory", fn);
+    }
+    *r = (raw_copy){kiln_tensor_retain(b->tensor), args->offset, args->transfer_size, event};
+    args->event = event;
+    args->callback_data = r;
+    args->future_ready_callback = raw_copy_ready;
     return NULL;
 }
 

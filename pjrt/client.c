@@ -52,6 +52,7 @@ static void client_free(PJRT_Client *c) {
     if (c->cx) kiln_ctx_release(c->cx);
     pthread_mutex_destroy(&c->lock);
     free(c->devices);
+    free(c->topology.descriptions);
     free(c->device_list);
     free(c->memory_list);
     free(c);
@@ -82,7 +83,10 @@ PJRT_Error *kiln_pjrt_Client_Create(PJRT_Client_Create_Args *args) {
     c->devices = calloc((size_t)c->n_devices, sizeof *c->devices);
     c->device_list = calloc((size_t)c->n_devices, sizeof *c->device_list);
     c->memory_list = calloc((size_t)c->n_devices, sizeof *c->memory_list);
-    if (!c->devices || !c->device_list || !c->memory_list) {
+    c->topology = (PJRT_TopologyDescription){
+        .client = c,
+        .descriptions = calloc((size_t)c->n_devices, sizeof(PJRT_DeviceDescription *))};
+    if (!c->devices || !c->device_list || !c->memory_list || !c->topology.descriptions) {
         client_free(c);
         return kiln_pjrt_error(PJRT_Error_Code_RESOURCE_EXHAUSTED, "PJRT_Client_Create: out "
                                                                    "of memory");
@@ -101,6 +105,7 @@ PJRT_Error *kiln_pjrt_Client_Create(PJRT_Client_Create_Args *args) {
                  memory_kind, i);
         d->memories[0] = &d->memory;
         c->device_list[i] = d;
+        c->topology.descriptions[i] = &d->description;
         c->memory_list[i] = &d->memory;
     }
     snprintf(c->version, sizeof c->version, "kiln %s (PJRT C API %d.%d)", kiln_version_string(),
@@ -369,5 +374,66 @@ PJRT_Error *kiln_pjrt_Memory_AddressableByDevices(PJRT_Memory_AddressableByDevic
     PJRT_Device *d = args->memory->device;
     args->devices = &d->client->device_list[d->index];
     args->num_devices = 1;
+    return NULL;
+}
+
+/* ---- the topology: the client's devices ---------------------------------------------------- */
+
+PJRT_Error *kiln_pjrt_Client_TopologyDescription(PJRT_Client_TopologyDescription_Args *args) {
+    KILN_PJRT_CHECK_ARGS(args, PJRT_Client_TopologyDescription_Args, topology);
+    CHECK_HANDLE(args->client);
+    args->topology = &args->client->topology;
+    return NULL;
+}
+
+PJRT_Error *kiln_pjrt_TopologyDescription_Destroy(PJRT_TopologyDescription_Destroy_Args *args) {
+    KILN_PJRT_CHECK_ARGS(args, PJRT_TopologyDescription_Destroy_Args, topology);
+    /* kiln's topologies are its clients': they go with the client */
+    return NULL;
+}
+
+PJRT_Error *
+kiln_pjrt_TopologyDescription_PlatformName(PJRT_TopologyDescription_PlatformName_Args *args) {
+    KILN_PJRT_CHECK_ARGS(args, PJRT_TopologyDescription_PlatformName_Args, platform_name_size);
+    CHECK_HANDLE(args->topology);
+    args->platform_name = platform_name;
+    args->platform_name_size = sizeof platform_name - 1;
+    return NULL;
+}
+
+PJRT_Error *
+kiln_pjrt_TopologyDescription_PlatformVersion(PJRT_TopologyDescription_PlatformVersion_Args *args) {
+    KILN_PJRT_CHECK_ARGS(args, PJRT_TopologyDescription_PlatformVersion_Args,
+                         platform_version_size);
+    CHECK_HANDLE(args->topology);
+    args->platform_version = args->topology->client->version;
+    args->platform_version_size = strlen(args->topology->client->version);
+    return NULL;
+}
+
+PJRT_Error *kiln_pjrt_TopologyDescription_GetDeviceDescriptions(
+    PJRT_TopologyDescription_GetDeviceDescriptions_Args *args) {
+    KILN_PJRT_CHECK_ARGS(args, PJRT_TopologyDescription_GetDeviceDescriptions_Args,
+                         num_descriptions);
+    CHECK_HANDLE(args->topology);
+    args->descriptions = args->topology->descriptions;
+    args->num_descriptions = (size_t)args->topology->client->n_devices;
+    return NULL;
+}
+
+PJRT_Error *
+kiln_pjrt_TopologyDescription_Attributes(PJRT_TopologyDescription_Attributes_Args *args) {
+    KILN_PJRT_CHECK_ARGS(args, PJRT_TopologyDescription_Attributes_Args, num_attributes);
+    CHECK_HANDLE(args->topology);
+    args->attributes = NULL;
+    args->num_attributes = 0;
+    return NULL;
+}
+
+PJRT_Error *kiln_pjrt_Device_PoisonExecution(PJRT_Device_PoisonExecution_Args *args) {
+    KILN_PJRT_CHECK_ARGS(args, PJRT_Device_PoisonExecution_Args, poisoned);
+    CHECK_HANDLE(args->device);
+    /* kiln runs each execution to its end before Execute returns: none is left to poison */
+    args->poisoned = false;
     return NULL;
 }

@@ -19,6 +19,7 @@ void kiln_pjrt_program_release(kiln_pjrt_program *p) {
     free(p->output_kinds);
     free(p->output_kind_sizes);
     free(p->donated);
+    free(p->options);
     free(p);
 }
 
@@ -261,6 +262,14 @@ PJRT_Error *kiln_pjrt_Client_Compile(PJRT_Client_Compile_Args *args) {
     }
     if (!e) e = describe(p, cx);
     if (!e) fingerprint(p, prog);
+    if (!e && args->compile_options_size) {
+        p->options = malloc(args->compile_options_size);
+        if (!p->options)
+            e = kiln_pjrt_error(PJRT_Error_Code_RESOURCE_EXHAUSTED, "%s: out of memory", fn);
+        else
+            memcpy(p->options, args->compile_options, args->compile_options_size);
+        p->options_size = args->compile_options_size;
+    }
     kiln_module_release(m);
     kiln_pjrt_leave(c);
     PJRT_LoadedExecutable *le = e ? NULL : calloc(1, sizeof *le);
@@ -371,6 +380,31 @@ PJRT_Error *kiln_pjrt_LoadedExecutable_Fingerprint(PJRT_LoadedExecutable_Fingerp
     PROGRAM(args);
     args->executable_fingerprint = p->fingerprint;
     args->executable_fingerprint_size = strlen(p->fingerprint);
+    return NULL;
+}
+
+/* The options a program was compiled with, as the framework passed them (a copy the caller
+ * frees through the deleter). */
+struct PJRT_SerializedCompileOptions {
+    size_t size;
+    char bytes[];
+};
+
+static void free_options(PJRT_SerializedCompileOptions *o) { free(o); }
+
+PJRT_Error *kiln_pjrt_Executable_GetCompileOptions(PJRT_Executable_GetCompileOptions_Args *args) {
+    KILN_PJRT_CHECK_ARGS(args, PJRT_Executable_GetCompileOptions_Args,
+                         serialized_compile_options_deleter);
+    PROGRAM(args);
+    PJRT_SerializedCompileOptions *o = malloc(sizeof *o + p->options_size + 1);
+    if (!o)
+        return kiln_pjrt_error(PJRT_Error_Code_RESOURCE_EXHAUSTED, "%s: out of memory", __func__);
+    o->size = p->options_size;
+    if (p->options_size) memcpy(o->bytes, p->options, p->options_size);
+    args->serialized_bytes = o->bytes;
+    args->serialized_bytes_size = o->size;
+    args->serialized_compile_options = o;
+    args->serialized_compile_options_deleter = free_options;
     return NULL;
 }
 

@@ -205,6 +205,8 @@ typedef struct PJRT_Buffer_MemoryLayout PJRT_Buffer_MemoryLayout;
 typedef struct PJRT_Client_CreateUninitializedBuffer_Args
     PJRT_Client_CreateUninitializedBuffer_Args;
 typedef struct PJRT_Client_CreateErrorBuffer_Args PJRT_Client_CreateErrorBuffer_Args;
+typedef struct PJRT_Client_CreateAliasBuffer_Args PJRT_Client_CreateAliasBuffer_Args;
+typedef struct PJRT_Client_FulfillAliasBuffer_Args PJRT_Client_FulfillAliasBuffer_Args;
 typedef struct PJRT_Client_BufferFromHostBuffer_Args PJRT_Client_BufferFromHostBuffer_Args;
 typedef struct PJRT_DeviceDescription_Id_Args PJRT_DeviceDescription_Id_Args;
 typedef struct PJRT_DeviceDescription_ProcessIndex_Args PJRT_DeviceDescription_ProcessIndex_Args;
@@ -218,6 +220,7 @@ typedef struct PJRT_Device_LocalHardwareId_Args PJRT_Device_LocalHardwareId_Args
 typedef struct PJRT_Device_AddressableMemories_Args PJRT_Device_AddressableMemories_Args;
 typedef struct PJRT_Device_DefaultMemory_Args PJRT_Device_DefaultMemory_Args;
 typedef struct PJRT_Device_MemoryStats_Args PJRT_Device_MemoryStats_Args;
+typedef struct PJRT_Device_PoisonExecution_Args PJRT_Device_PoisonExecution_Args;
 typedef struct PJRT_Device_GetAttributes_Args PJRT_Device_GetAttributes_Args;
 typedef struct PJRT_Device_CreateAsyncTrackingEvent_Args PJRT_Device_CreateAsyncTrackingEvent_Args;
 typedef struct PJRT_AsyncTrackingEvent_Destroy_Args PJRT_AsyncTrackingEvent_Destroy_Args;
@@ -252,6 +255,7 @@ typedef struct PJRT_Executable_GetCompiledMemoryStats_Args
 typedef struct PJRT_Executable_OutputElementTypes_Args PJRT_Executable_OutputElementTypes_Args;
 typedef struct PJRT_Executable_OutputDimensions_Args PJRT_Executable_OutputDimensions_Args;
 typedef struct PJRT_Executable_OutputMemoryKinds_Args PJRT_Executable_OutputMemoryKinds_Args;
+typedef struct PJRT_Executable_GetCompileOptions_Args PJRT_Executable_GetCompileOptions_Args;
 typedef struct PJRT_LoadedExecutable_Fingerprint_Args PJRT_LoadedExecutable_Fingerprint_Args;
 typedef struct PJRT_Buffer_Destroy_Args PJRT_Buffer_Destroy_Args;
 typedef struct PJRT_Buffer_ElementType_Args PJRT_Buffer_ElementType_Args;
@@ -264,6 +268,9 @@ typedef struct PJRT_Buffer_OnDeviceSizeInBytes_Args PJRT_Buffer_OnDeviceSizeInBy
 typedef struct PJRT_Buffer_Delete_Args PJRT_Buffer_Delete_Args;
 typedef struct PJRT_Buffer_IsDeleted_Args PJRT_Buffer_IsDeleted_Args;
 typedef struct PJRT_Buffer_CopyRawToHost_Args PJRT_Buffer_CopyRawToHost_Args;
+typedef struct PJRT_Buffer_CopyRawToHostFuture_Callback_Args
+    PJRT_Buffer_CopyRawToHostFuture_Callback_Args;
+typedef struct PJRT_Buffer_CopyRawToHostFuture_Args PJRT_Buffer_CopyRawToHostFuture_Args;
 typedef struct PJRT_Buffer_CopyToDevice_Args PJRT_Buffer_CopyToDevice_Args;
 typedef struct PJRT_Buffer_CopyToMemory_Args PJRT_Buffer_CopyToMemory_Args;
 typedef struct PJRT_Buffer_IsOnCpu_Args PJRT_Buffer_IsOnCpu_Args;
@@ -277,6 +284,18 @@ typedef struct PJRT_Buffer_DecreaseExternalReferenceCount_Args
     PJRT_Buffer_DecreaseExternalReferenceCount_Args;
 typedef struct PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args
     PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args;
+typedef struct PJRT_Buffer_DonateWithControlDependency_Callback_Args
+    PJRT_Buffer_DonateWithControlDependency_Callback_Args;
+typedef struct PJRT_Buffer_DonateWithControlDependency_Args
+    PJRT_Buffer_DonateWithControlDependency_Args;
+typedef struct PJRT_TopologyDescription_Destroy_Args PJRT_TopologyDescription_Destroy_Args;
+typedef struct PJRT_TopologyDescription_PlatformVersion_Args
+    PJRT_TopologyDescription_PlatformVersion_Args;
+typedef struct PJRT_TopologyDescription_PlatformName_Args
+    PJRT_TopologyDescription_PlatformName_Args;
+typedef struct PJRT_TopologyDescription_GetDeviceDescriptions_Args
+    PJRT_TopologyDescription_GetDeviceDescriptions_Args;
+typedef struct PJRT_TopologyDescription_Attributes_Args PJRT_TopologyDescription_Attributes_Args;
 
 typedef PJRT_Error *(*PJRT_CallbackError)(PJRT_Error_Code code, const char *message,
                                           size_t message_size);
@@ -628,6 +647,34 @@ struct PJRT_Client_CreateErrorBuffer_Args {
 #define PJRT_Client_CreateErrorBuffer_Args_STRUCT_SIZE \
     KILN_PJRT_STRUCT_SIZE(PJRT_Client_CreateErrorBuffer_Args, buffer)
 
+struct PJRT_Client_CreateAliasBuffer_Args {
+    size_t struct_size;
+    PJRT_Extension_Base *extension_start;
+    PJRT_Client *client;
+    PJRT_Memory *memory;
+    const int64_t *shape_dims;
+    size_t shape_num_dims;
+    PJRT_Buffer_Type shape_element_type;
+    PJRT_Buffer_MemoryLayout *shape_layout;
+    PJRT_Buffer *alias_buffer;                                /* out */
+    PJRT_FulfillAliasBufferCallback *fulfill_alias_buffer_cb; /* out */
+};
+#define PJRT_Client_CreateAliasBuffer_Args_STRUCT_SIZE \
+    KILN_PJRT_STRUCT_SIZE(PJRT_Client_CreateAliasBuffer_Args, fulfill_alias_buffer_cb)
+
+struct PJRT_Client_FulfillAliasBuffer_Args {
+    size_t struct_size;
+    PJRT_Extension_Base *extension_start;
+    PJRT_Client *client;
+    PJRT_Buffer *buffer;
+    PJRT_Error_Code status_code;
+    const char *error_message;
+    size_t error_message_size;
+    PJRT_FulfillAliasBufferCallback *fulfill_alias_buffer_cb;
+};
+#define PJRT_Client_FulfillAliasBuffer_Args_STRUCT_SIZE \
+    KILN_PJRT_STRUCT_SIZE(PJRT_Client_FulfillAliasBuffer_Args, fulfill_alias_buffer_cb)
+
 struct PJRT_Client_BufferFromHostBuffer_Args {
     size_t struct_size;
     PJRT_Extension_Base *extension_start;
@@ -780,6 +827,19 @@ struct PJRT_Device_MemoryStats_Args {
 };
 #define PJRT_Device_MemoryStats_Args_STRUCT_SIZE \
     KILN_PJRT_STRUCT_SIZE(PJRT_Device_MemoryStats_Args, peak_pool_bytes_is_set)
+
+struct PJRT_Device_PoisonExecution_Args {
+    size_t struct_size;
+    PJRT_Extension_Base *extension_start;
+    PJRT_Device *device;
+    int32_t launch_id;
+    PJRT_Error_Code error_code;
+    const char *error_message;
+    size_t error_message_size;
+    bool poisoned; /* out */
+};
+#define PJRT_Device_PoisonExecution_Args_STRUCT_SIZE \
+    KILN_PJRT_STRUCT_SIZE(PJRT_Device_PoisonExecution_Args, poisoned)
 
 struct PJRT_Device_GetAttributes_Args {
     size_t struct_size;
@@ -1093,6 +1153,19 @@ struct PJRT_Executable_OutputMemoryKinds_Args {
 #define PJRT_Executable_OutputMemoryKinds_Args_STRUCT_SIZE \
     KILN_PJRT_STRUCT_SIZE(PJRT_Executable_OutputMemoryKinds_Args, memory_kind_sizes)
 
+struct PJRT_Executable_GetCompileOptions_Args {
+    size_t struct_size;
+    PJRT_Extension_Base *extension_start;
+    PJRT_Executable *executable;
+    const char *serialized_bytes;                                                       /* out */
+    size_t serialized_bytes_size;                                                       /* out */
+    PJRT_SerializedCompileOptions *serialized_compile_options;                          /* out */
+    void (*serialized_compile_options_deleter)(PJRT_SerializedCompileOptions *options); /* out */
+};
+#define PJRT_Executable_GetCompileOptions_Args_STRUCT_SIZE        \
+    KILN_PJRT_STRUCT_SIZE(PJRT_Executable_GetCompileOptions_Args, \
+                          serialized_compile_options_deleter)
+
 struct PJRT_LoadedExecutable_Fingerprint_Args {
     size_t struct_size;
     PJRT_Extension_Base *extension_start;
@@ -1207,6 +1280,30 @@ struct PJRT_Buffer_CopyRawToHost_Args {
 #define PJRT_Buffer_CopyRawToHost_Args_STRUCT_SIZE \
     KILN_PJRT_STRUCT_SIZE(PJRT_Buffer_CopyRawToHost_Args, event)
 
+struct PJRT_Buffer_CopyRawToHostFuture_Callback_Args {
+    size_t struct_size;
+    void *callback_data;
+    PJRT_Error_Code error_code;
+    const char *error_message;
+    size_t error_message_size;
+    void *dst;
+};
+#define PJRT_Buffer_CopyRawToHostFuture_Callback_Args_STRUCT_SIZE \
+    KILN_PJRT_STRUCT_SIZE(PJRT_Buffer_CopyRawToHostFuture_Callback_Args, dst)
+
+struct PJRT_Buffer_CopyRawToHostFuture_Args {
+    size_t struct_size;
+    PJRT_Extension_Base *extension_start;
+    PJRT_Buffer *buffer;
+    int64_t offset;
+    int64_t transfer_size;
+    PJRT_Event *event;                                                                  /* out */
+    void *callback_data;                                                                /* out */
+    void (*future_ready_callback)(PJRT_Buffer_CopyRawToHostFuture_Callback_Args *args); /* out */
+};
+#define PJRT_Buffer_CopyRawToHostFuture_Args_STRUCT_SIZE \
+    KILN_PJRT_STRUCT_SIZE(PJRT_Buffer_CopyRawToHostFuture_Args, future_ready_callback)
+
 struct PJRT_Buffer_CopyToDevice_Args {
     size_t struct_size;
     PJRT_Extension_Base *extension_start;
@@ -1294,5 +1391,75 @@ struct PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args {
 };
 #define PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args_STRUCT_SIZE \
     KILN_PJRT_STRUCT_SIZE(PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args, device_memory_ptr)
+
+struct PJRT_Buffer_DonateWithControlDependency_Callback_Args {
+    size_t struct_size;
+    void *callback_data;
+    PJRT_Error_Code error_code;
+    const char *error_message;
+    size_t error_message_size;
+};
+#define PJRT_Buffer_DonateWithControlDependency_Callback_Args_STRUCT_SIZE \
+    KILN_PJRT_STRUCT_SIZE(PJRT_Buffer_DonateWithControlDependency_Callback_Args, error_message_size)
+
+struct PJRT_Buffer_DonateWithControlDependency_Args {
+    size_t struct_size;
+    PJRT_Extension_Base *extension_start;
+    PJRT_Buffer *buffer;
+    void *callback_data; /* out */
+    void (*dependency_ready_callback)(
+        PJRT_Buffer_DonateWithControlDependency_Callback_Args *args); /* out */
+    PJRT_Buffer *out_buffer;                                          /* out */
+};
+#define PJRT_Buffer_DonateWithControlDependency_Args_STRUCT_SIZE \
+    KILN_PJRT_STRUCT_SIZE(PJRT_Buffer_DonateWithControlDependency_Args, out_buffer)
+
+struct PJRT_TopologyDescription_Destroy_Args {
+    size_t struct_size;
+    PJRT_Extension_Base *extension_start;
+    PJRT_TopologyDescription *topology;
+};
+#define PJRT_TopologyDescription_Destroy_Args_STRUCT_SIZE \
+    KILN_PJRT_STRUCT_SIZE(PJRT_TopologyDescription_Destroy_Args, topology)
+
+struct PJRT_TopologyDescription_PlatformVersion_Args {
+    size_t struct_size;
+    PJRT_Extension_Base *extension_start;
+    PJRT_TopologyDescription *topology;
+    const char *platform_version; /* out */
+    size_t platform_version_size; /* out */
+};
+#define PJRT_TopologyDescription_PlatformVersion_Args_STRUCT_SIZE \
+    KILN_PJRT_STRUCT_SIZE(PJRT_TopologyDescription_PlatformVersion_Args, platform_version_size)
+
+struct PJRT_TopologyDescription_PlatformName_Args {
+    size_t struct_size;
+    PJRT_Extension_Base *extension_start;
+    const PJRT_TopologyDescription *topology;
+    const char *platform_name; /* out */
+    size_t platform_name_size; /* out */
+};
+#define PJRT_TopologyDescription_PlatformName_Args_STRUCT_SIZE \
+    KILN_PJRT_STRUCT_SIZE(PJRT_TopologyDescription_PlatformName_Args, platform_name_size)
+
+struct PJRT_TopologyDescription_GetDeviceDescriptions_Args {
+    size_t struct_size;
+    PJRT_Extension_Base *extension_start;
+    const PJRT_TopologyDescription *topology;
+    PJRT_DeviceDescription *const *descriptions; /* out */
+    size_t num_descriptions;                     /* out */
+};
+#define PJRT_TopologyDescription_GetDeviceDescriptions_Args_STRUCT_SIZE \
+    KILN_PJRT_STRUCT_SIZE(PJRT_TopologyDescription_GetDeviceDescriptions_Args, num_descriptions)
+
+struct PJRT_TopologyDescription_Attributes_Args {
+    size_t struct_size;
+    PJRT_Extension_Base *extension_start;
+    PJRT_TopologyDescription *topology;
+    const PJRT_NamedValue *attributes; /* out */
+    size_t num_attributes;             /* out */
+};
+#define PJRT_TopologyDescription_Attributes_Args_STRUCT_SIZE \
+    KILN_PJRT_STRUCT_SIZE(PJRT_TopologyDescription_Attributes_Args, num_attributes)
 
 #endif

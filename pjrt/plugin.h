@@ -85,6 +85,12 @@ struct PJRT_Device {
     PJRT_Memory *memories[1];
 };
 
+/* The client's devices as a topology (owned by the client). */
+struct PJRT_TopologyDescription {
+    PJRT_Client *client;
+    PJRT_DeviceDescription **descriptions;
+};
+
 struct PJRT_Client {
     pthread_mutex_t lock; /* held for every use of cx */
     kiln_ctx *cx;
@@ -93,6 +99,7 @@ struct PJRT_Client {
     PJRT_Device **device_list;
     PJRT_Memory **memory_list;
     char version[96];
+    PJRT_TopologyDescription topology;
 };
 
 /* The client's ctx, locked, in a scope of its own; kiln_pjrt_leave ends both. */
@@ -136,6 +143,8 @@ typedef struct kiln_pjrt_program {
     size_t *output_kind_sizes;
     bool *donated;        /* per argument */
     char fingerprint[40]; /* of the program's bytes, the device and kiln's version */
+    char *options;        /* the serialized compile options it was compiled with */
+    size_t options_size;
 } kiln_pjrt_program;
 
 void kiln_pjrt_program_release(kiln_pjrt_program *p);

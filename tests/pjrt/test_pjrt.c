@@ -173,8 +173,8 @@ Test(pjrt, loads_and_fills_every_slot) {
     for (int i = 0; i < 129; i++)
         cr_assert_not_null(api->slots[i], "slot %d is NULL", i);
     /* a slot kiln does not implement answers UNIMPLEMENTED naming its function */
-    PJRT_Error *e = ((fn_t)api->slots[S_Buffer_CopyRawToHostFuture])(NULL);
-    fails(e, PJRT_Error_Code_UNIMPLEMENTED, "PJRT_Buffer_CopyRawToHostFuture is not implemented");
+    PJRT_Error *e = ((fn_t)api->slots[S_Client_CreateAliasBuffer])(NULL);
+    fails(e, PJRT_Error_Code_UNIMPLEMENTED, "PJRT_Client_CreateAliasBuffer is not implemented");
     ARGS0(Plugin_Attributes);
     OK(CALL(Plugin_Attributes, &Plugin_Attributes));
     bool found = false;
@@ -226,6 +226,24 @@ Test(pjrt, client_devices_and_memories) {
     ARGS(Memory_AddressableByDevices, .memory = Device_DefaultMemory.memory);
     OK(CALL(Memory_AddressableByDevices, &Memory_AddressableByDevices));
     cr_assert_eq(Memory_AddressableByDevices.devices[0], d);
+    /* the topology: the client's devices */
+    ARGS(Client_TopologyDescription, .client = c);
+    OK(CALL(Client_TopologyDescription, &Client_TopologyDescription));
+    ARGS(TopologyDescription_GetDeviceDescriptions,
+         .topology = Client_TopologyDescription.topology);
+    OK(CALL(TopologyDescription_GetDeviceDescriptions, &TopologyDescription_GetDeviceDescriptions));
+    cr_assert_eq(TopologyDescription_GetDeviceDescriptions.num_descriptions,
+                 Client_Devices.num_devices);
+    cr_assert_eq(TopologyDescription_GetDeviceDescriptions.descriptions[0],
+                 Device_GetDescription.device_description);
+    ARGS(TopologyDescription_PlatformName, .topology = Client_TopologyDescription.topology);
+    OK(CALL(TopologyDescription_PlatformName, &TopologyDescription_PlatformName));
+    cr_assert(memcmp(TopologyDescription_PlatformName.platform_name, "kiln", 4) == 0);
+    ARGS(TopologyDescription_Attributes, .topology = Client_TopologyDescription.topology);
+    OK(CALL(TopologyDescription_Attributes, &TopologyDescription_Attributes));
+    ARGS(Device_PoisonExecution, .device = d, .launch_id = 3);
+    OK(CALL(Device_PoisonExecution, &Device_PoisonExecution));
+    cr_assert(!Device_PoisonExecution.poisoned);
     ARGS(Device_GetAttributes, .device = d);
     OK(CALL(Device_GetAttributes, &Device_GetAttributes));
     cr_assert_not_null(Device_GetAttributes.attributes_deleter);
@@ -526,6 +544,35 @@ Test(pjrt, compile_options_place_the_program) {
     OK(CALL(LoadedExecutable_Fingerprint, &LoadedExecutable_Fingerprint));
     cr_assert_str_neq(on_1, LoadedExecutable_Fingerprint.executable_fingerprint);
     destroy_loaded(Client_Compile.executable);
+    /* the compile options come back as they were given */
+    ARGS(LoadedExecutable_GetExecutable, .loaded_executable = e);
+    OK(CALL(LoadedExecutable_GetExecutable, &LoadedExecutable_GetExecutable));
+    ARGS(Executable_GetCompileOptions, .executable = LoadedExecutable_GetExecutable.executable);
+    OK(CALL(Executable_GetCompileOptions, &Executable_GetCompileOptions));
+    cr_assert_eq(Executable_GetCompileOptions.serialized_bytes_size, sizeof options_on_device_1);
+    cr_assert(memcmp(Executable_GetCompileOptions.serialized_bytes, options_on_device_1,
+                     sizeof options_on_device_1) == 0);
+    Executable_GetCompileOptions.serialized_compile_options_deleter(
+        Executable_GetCompileOptions.serialized_compile_options);
+    ARGS(Executable_Destroy, .executable = LoadedExecutable_GetExecutable.executable);
+    OK(CALL(Executable_Destroy, &Executable_Destroy));
+    /* a raw copy to memory named later: the bytes arrive when the callback gives it */
+    float raw[2] = {0, 0};
+    ARGS(Buffer_CopyRawToHostFuture, .buffer = out, .offset = 4, .transfer_size = 8);
+    OK(CALL(Buffer_CopyRawToHostFuture, &Buffer_CopyRawToHostFuture));
+    ARGS(Event_IsReady, .event = Buffer_CopyRawToHostFuture.event);
+    OK(CALL(Event_IsReady, &Event_IsReady));
+    cr_assert(!Event_IsReady.is_ready);
+    PJRT_Buffer_CopyRawToHostFuture_Callback_Args cb = {
+        .struct_size = PJRT_Buffer_CopyRawToHostFuture_Callback_Args_STRUCT_SIZE,
+        .callback_data = Buffer_CopyRawToHostFuture.callback_data,
+        .dst = raw};
+    Buffer_CopyRawToHostFuture.future_ready_callback(&cb);
+    ready(Buffer_CopyRawToHostFuture.event);
+    cr_assert(raw[0] == 4 * a[1] * a[1] && raw[1] == 4 * a[2] * a[2]);
+    Buffer_CopyRawToHostFuture.offset = 12;
+    fails(CALL(Buffer_CopyRawToHostFuture, &Buffer_CopyRawToHostFuture),
+          PJRT_Error_Code_OUT_OF_RANGE, "bytes [12, +8) of a buffer of 16");
     /* what kiln cannot honour is refused by name */
     Client_Compile.compile_options = options_two_replicas;
     Client_Compile.compile_options_size = sizeof options_two_replicas;

@@ -51,21 +51,102 @@ const char *kiln_pjrt_type_name(PJRT_Buffer_Type type) {
 
 /* ---- making buffers ---------------------------------------------------------------------- */
 
-PJRT_Buffer *kiln_pjrt_buffer_new(PJRT_Client *c, PJRT_Device *d, kiln_tensor *t) {
+/* A buffer of that type and shape, its ready event complete or not; NULL when out of
+ * memory. */
+static PJRT_Buffer *buffer_alloc(PJRT_Client *c, PJRT_Device *d, PJRT_Buffer_Type type,
+                                 int32_t rank, const int64_t *dims, bool ready) {
     PJRT_Buffer *b = calloc(1, sizeof *b);
     if (!b) return NULL;
+    b->ready = kiln_pjrt_event_new(ready, NULL);
+    if (!b->ready) {
+        free(b);
+        return NULL;
+    }
+    atomic_init(&b->refs, 1);
+    pthread_mutex_init(&b->lock, NULL);
     b->client = c;
     b->device = d;
-    b->tensor = t;
-    if (t) {
-        b->type = kiln_pjrt_buffer_type(kiln_tensor_dtype(t));
-        b->rank = kiln_tensor_rank(t);
-        for (int32_t i = 0; i < b->rank; i++)
-            b->dims[i] = kiln_tensor_dim(t, i);
+    b->type = type;
+    b->rank = rank;
+    for (int32_t i = 0; i < rank; i++) {
+        b->dims[i] = dims[i];
+        b->minor_to_major[i] = rank - 1 - i;
     }
-    for (int32_t i = 0; i < b->rank; i++)
-        b->minor_to_major[i] = b->rank - 1 - i;
     return b;
+}
+
+PJRT_Buffer *kiln_pjrt_buffer_new(PJRT_Client *c, PJRT_Device *d, kiln_tensor *t) {
+    const kiln_shape *s = kiln_tensor_shape(t);
+    PJRT_Buffer *b =
+        buffer_alloc(c, d, kiln_pjrt_buffer_type(kiln_tensor_dtype(t)), s->rank, s->dims, true);
+    if (b) b->tensor = t;
+    return b;
+}
+
+PJRT_Buffer *kiln_pjrt_buffer_pending(PJRT_Client *c, PJRT_Device *d, PJRT_Buffer_Type type,
+                                      int32_t rank, const int64_t *dims) {
+    return buffer_alloc(c, d, type, rank, dims, false);
+}
+
+void kiln_pjrt_buffer_fulfill(PJRT_Buffer *b, kiln_tensor *t, PJRT_Error_Code code,
+                              const char *message) {
+    pthread_mutex_lock(&b->lock);
+    if (b->deleted) { /* deleted while it was being made */
+        kiln_tensor_release(t);
+        t = NULL;
+    }
+    b->tensor = t;
+    pthread_mutex_unlock(&b->lock);
+    kiln_pjrt_event_complete(b->ready, code, message);
+}
+
+PJRT_Buffer *kiln_pjrt_buffer_retain(PJRT_Buffer *b) {
+    atomic_fetch_add(&b->refs, 1);
+    return b;
+}
+
+void kiln_pjrt_buffer_release(PJRT_Buffer *b) {
+    if (!b || atomic_fetch_sub(&b->refs, 1) != 1) return;
+    kiln_tensor_release(b->tensor);
+    kiln_pjrt_event_release(b->ready);
+    pthread_mutex_destroy(&b->lock);
+    free(b);
+}
+
+bool kiln_pjrt_buffer_mark_deleted(PJRT_Buffer *b) {
+    pthread_mutex_lock(&b->lock);
+    bool was = b->deleted;
+    b->deleted = true;
+    pthread_mutex_unlock(&b->lock);
+    return !was;
+}
+
+PJRT_Error *kiln_pjrt_buffer_take(PJRT_Buffer *b, const char *fn, kiln_pjrt_take how,
+                                  kiln_tensor **out) {
+    *out = NULL;
+    PJRT_Error *e = kiln_pjrt_event_wait(b->ready);
+    if (e) return e;
+    pthread_mutex_lock(&b->lock);
+    if ((b->deleted && how == KILN_PJRT_READ) || !b->tensor) {
+        pthread_mutex_unlock(&b->lock);
+        return kiln_pjrt_error(PJRT_Error_Code_FAILED_PRECONDITION,
+                               "%s: the buffer was deleted or donated", fn);
+    }
+    if (how == KILN_PJRT_CONSUME) {
+        *out = b->tensor;
+        b->tensor = NULL;
+    } else {
+        *out = kiln_tensor_retain(b->tensor);
+    }
+    pthread_mutex_unlock(&b->lock);
+    return NULL;
+}
+
+bool kiln_pjrt_buffer_is_ready(PJRT_Buffer *b) {
+    pthread_mutex_lock(&b->ready->lock);
+    bool ready = b->ready->ready;
+    pthread_mutex_unlock(&b->ready->lock);
+    return ready;
 }
 
 /* The device a transfer targets: the device named, else the memory's, else the first. */
@@ -232,16 +313,16 @@ PJRT_Error *kiln_pjrt_Client_CreateErrorBuffer(PJRT_Client_CreateErrorBuffer_Arg
     kiln_shape shape = {0};
     PJRT_Error *e = shape_of(fn, args->shape_dims, args->shape_num_dims, &shape);
     if (e) return e;
-    PJRT_Buffer *b = kiln_pjrt_buffer_new(c, target(c, NULL, args->memory), NULL);
+    PJRT_Buffer *b = kiln_pjrt_buffer_pending(c, target(c, NULL, args->memory),
+                                              args->shape_element_type, shape.rank, shape.dims);
     if (!b) return kiln_pjrt_error(PJRT_Error_Code_RESOURCE_EXHAUSTED, "%s: out of memory", fn);
-    b->type = args->shape_element_type;
-    b->rank = shape.rank;
-    for (int32_t i = 0; i < shape.rank; i++) {
-        b->dims[i] = shape.dims[i];
-        b->minor_to_major[i] = shape.rank - 1 - i;
-    }
-    b->error = kiln_pjrt_error(args->error_code, "%.*s", (int)args->error_message_size,
-                               args->error_message ? args->error_message : "");
+    char message[1024];
+    snprintf(message, sizeof message, "%.*s", (int)args->error_message_size,
+             args->error_message ? args->error_message : "");
+    kiln_pjrt_buffer_fulfill(b, NULL,
+                             args->error_code == PJRT_Error_Code_OK ? PJRT_Error_Code_UNKNOWN
+                                                                    : args->error_code,
+                             message);
     args->buffer = b;
     return NULL;
 }
@@ -253,22 +334,9 @@ PJRT_Error *kiln_pjrt_Client_CreateErrorBuffer(PJRT_Client_CreateErrorBuffer_Arg
     if (!b)                         \
         return kiln_pjrt_error(PJRT_Error_Code_INVALID_ARGUMENT, "%s: buffer is NULL", __func__);
 
-/* The buffer's tensor, or the error a deleted or error buffer gives. */
-static PJRT_Error *live(const PJRT_Buffer *b, const char *fn) {
-    if (b->error) return kiln_pjrt_error(b->error->code, "%s", b->error->message);
-    if (atomic_load(&b->deleted) || !b->tensor)
-        return kiln_pjrt_error(PJRT_Error_Code_FAILED_PRECONDITION,
-                               "%s: the buffer was deleted or donated", fn);
-    return NULL;
-}
-
 PJRT_Error *kiln_pjrt_Buffer_Destroy(PJRT_Buffer_Destroy_Args *args) {
     KILN_PJRT_CHECK_ARGS(args, PJRT_Buffer_Destroy_Args, buffer);
-    PJRT_Buffer *b = args->buffer;
-    if (!b) return NULL;
-    kiln_tensor_release(b->tensor);
-    kiln_pjrt_error_free(b->error);
-    free(b);
+    kiln_pjrt_buffer_release(args->buffer);
     return NULL;
 }
 
@@ -318,9 +386,11 @@ PJRT_Error *kiln_pjrt_Buffer_GetMemoryLayout(PJRT_Buffer_GetMemoryLayout_Args *a
 PJRT_Error *kiln_pjrt_Buffer_OnDeviceSizeInBytes(PJRT_Buffer_OnDeviceSizeInBytes_Args *args) {
     KILN_PJRT_CHECK_ARGS(args, PJRT_Buffer_OnDeviceSizeInBytes_Args, on_device_size_in_bytes);
     BUFFER(args, buffer);
-    PJRT_Error *e = live(b, __func__);
-    if (e) return e;
-    args->on_device_size_in_bytes = kiln_tensor_nbytes(b->tensor);
+    kiln_dtype dtype;
+    size_t n = kiln_pjrt_dtype(b->type, &dtype) ? kiln_dtype_size(dtype) : 0;
+    for (int32_t i = 0; i < b->rank; i++)
+        n *= (size_t)b->dims[i];
+    args->on_device_size_in_bytes = n;
     return NULL;
 }
 
@@ -341,17 +411,21 @@ PJRT_Error *kiln_pjrt_Buffer_Memory(PJRT_Buffer_Memory_Args *args) {
 PJRT_Error *kiln_pjrt_Buffer_Delete(PJRT_Buffer_Delete_Args *args) {
     KILN_PJRT_CHECK_ARGS(args, PJRT_Buffer_Delete_Args, buffer);
     BUFFER(args, buffer);
-    if (!atomic_exchange(&b->deleted, true)) {
-        kiln_tensor_release(b->tensor);
-        b->tensor = NULL;
-    }
+    pthread_mutex_lock(&b->lock);
+    b->deleted = true;
+    kiln_tensor *t = b->tensor;
+    b->tensor = NULL;
+    pthread_mutex_unlock(&b->lock);
+    kiln_tensor_release(t);
     return NULL;
 }
 
 PJRT_Error *kiln_pjrt_Buffer_IsDeleted(PJRT_Buffer_IsDeleted_Args *args) {
     KILN_PJRT_CHECK_ARGS(args, PJRT_Buffer_IsDeleted_Args, is_deleted);
     BUFFER(args, buffer);
-    args->is_deleted = atomic_load(&b->deleted);
+    pthread_mutex_lock(&b->lock);
+    args->is_deleted = b->deleted;
+    pthread_mutex_unlock(&b->lock);
     return NULL;
 }
 
@@ -366,18 +440,18 @@ PJRT_Error *kiln_pjrt_Buffer_IsOnCpu(PJRT_Buffer_IsOnCpu_Args *args) {
 PJRT_Error *kiln_pjrt_Buffer_ReadyEvent(PJRT_Buffer_ReadyEvent_Args *args) {
     KILN_PJRT_CHECK_ARGS(args, PJRT_Buffer_ReadyEvent_Args, event);
     BUFFER(args, buffer);
-    args->event = kiln_pjrt_event_new(true, b->error);
-    if (!args->event)
-        return kiln_pjrt_error(PJRT_Error_Code_RESOURCE_EXHAUSTED, "%s: out of memory", __func__);
+    args->event = kiln_pjrt_event_retain(b->ready);
     return NULL;
 }
 
 PJRT_Error *kiln_pjrt_Buffer_UnsafePointer(PJRT_Buffer_UnsafePointer_Args *args) {
     KILN_PJRT_CHECK_ARGS(args, PJRT_Buffer_UnsafePointer_Args, buffer_pointer);
     BUFFER(args, buffer);
-    PJRT_Error *e = live(b, __func__);
+    kiln_tensor *t;
+    PJRT_Error *e = kiln_pjrt_buffer_take(b, __func__, KILN_PJRT_READ, &t);
     if (e) return e;
-    args->buffer_pointer = (uintptr_t)kiln_tensor_data(b->tensor);
+    args->buffer_pointer = (uintptr_t)kiln_tensor_data(t); /* lives as long as the buffer */
+    kiln_tensor_release(t);
     return NULL;
 }
 
@@ -385,9 +459,11 @@ PJRT_Error *kiln_pjrt_Buffer_OpaqueDeviceMemoryDataPointer(
     PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args *args) {
     KILN_PJRT_CHECK_ARGS(args, PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args, device_memory_ptr);
     BUFFER(args, buffer);
-    PJRT_Error *e = live(b, __func__);
+    kiln_tensor *t;
+    PJRT_Error *e = kiln_pjrt_buffer_take(b, __func__, KILN_PJRT_READ, &t);
     if (e) return e;
-    args->device_memory_ptr = (void *)kiln_tensor_data(b->tensor);
+    args->device_memory_ptr = (void *)kiln_tensor_data(t); /* lives as long as the buffer */
+    kiln_tensor_release(t);
     return NULL;
 }
 
@@ -427,24 +503,30 @@ PJRT_Error *kiln_pjrt_Buffer_ToHostBuffer(PJRT_Buffer_ToHostBuffer_Args *args) {
     static const char fn[] = "PJRT_Buffer_ToHostBuffer";
     KILN_PJRT_CHECK_ARGS(args, PJRT_Buffer_ToHostBuffer_Args, event);
     BUFFER(args, src);
-    PJRT_Error *e = live(b, fn);
-    if (e) return e;
-    size_t nbytes = kiln_tensor_nbytes(b->tensor);
-    if (!args->dst) {
-        args->dst_size = nbytes;
+    if (!args->dst) { /* the size, known before the buffer is ready */
+        PJRT_Buffer_OnDeviceSizeInBytes_Args size = {.struct_size = sizeof size, .buffer = b};
+        kiln_pjrt_Buffer_OnDeviceSizeInBytes(&size);
+        args->dst_size = size.on_device_size_in_bytes;
         return NULL;
     }
     if (!row_major(args->host_layout, b->rank))
         return kiln_pjrt_unimplemented(fn, "host layouts other than row-major");
-    if (args->dst_size < nbytes)
+    kiln_tensor *t;
+    PJRT_Error *e = kiln_pjrt_buffer_take(b, fn, KILN_PJRT_READ, &t);
+    if (e) return e;
+    size_t nbytes = kiln_tensor_nbytes(t);
+    if (args->dst_size < nbytes) {
+        kiln_tensor_release(t);
         return kiln_pjrt_error(PJRT_Error_Code_INVALID_ARGUMENT,
                                "%s: dst holds %zu bytes; the buffer has %zu", fn, args->dst_size,
                                nbytes);
+    }
     kiln_ctx *cx = kiln_pjrt_enter(b->client);
-    if (!cx) return kiln_pjrt_error(PJRT_Error_Code_RESOURCE_EXHAUSTED, "%s: out of memory", fn);
-    kiln_status s = kiln_tensor_to_host(cx, b->tensor, args->dst, nbytes);
-    if (s != KILN_OK) e = kiln_pjrt_ctx_error(cx, fn);
-    kiln_pjrt_leave(b->client);
+    if (!cx) e = kiln_pjrt_error(PJRT_Error_Code_RESOURCE_EXHAUSTED, "%s: out of memory", fn);
+    if (cx && kiln_tensor_to_host(cx, t, args->dst, nbytes) != KILN_OK)
+        e = kiln_pjrt_ctx_error(cx, fn);
+    if (cx) kiln_pjrt_leave(b->client);
+    kiln_tensor_release(t);
     if (e) return e;
     args->event = kiln_pjrt_event_new(true, NULL);
     if (!args->event)
@@ -456,19 +538,22 @@ PJRT_Error *kiln_pjrt_Buffer_CopyRawToHost(PJRT_Buffer_CopyRawToHost_Args *args)
     static const char fn[] = "PJRT_Buffer_CopyRawToHost";
     KILN_PJRT_CHECK_ARGS(args, PJRT_Buffer_CopyRawToHost_Args, event);
     BUFFER(args, buffer);
-    PJRT_Error *e = live(b, fn);
+    kiln_tensor *t;
+    PJRT_Error *e = kiln_pjrt_buffer_take(b, fn, KILN_PJRT_READ, &t);
     if (e) return e;
-    size_t nbytes = kiln_tensor_nbytes(b->tensor);
+    size_t nbytes = kiln_tensor_nbytes(t);
     if (args->offset < 0 || args->transfer_size < 0 || (size_t)args->offset > nbytes ||
         (size_t)args->transfer_size > nbytes - (size_t)args->offset)
-        return kiln_pjrt_error(PJRT_Error_Code_OUT_OF_RANGE,
-                               "%s: bytes [%lld, +%lld) of a buffer of %zu", fn,
-                               (long long)args->offset, (long long)args->transfer_size, nbytes);
-    if (args->transfer_size && !args->dst)
-        return kiln_pjrt_error(PJRT_Error_Code_INVALID_ARGUMENT, "%s: dst is NULL", fn);
-    if (args->transfer_size)
-        memcpy(args->dst, (const unsigned char *)kiln_tensor_data(b->tensor) + args->offset,
+        e = kiln_pjrt_error(PJRT_Error_Code_OUT_OF_RANGE,
+                            "%s: bytes [%lld, +%lld) of a buffer of %zu", fn,
+                            (long long)args->offset, (long long)args->transfer_size, nbytes);
+    else if (args->transfer_size && !args->dst)
+        e = kiln_pjrt_error(PJRT_Error_Code_INVALID_ARGUMENT, "%s: dst is NULL", fn);
+    else if (args->transfer_size)
+        memcpy(args->dst, (const unsigned char *)kiln_tensor_data(t) + args->offset,
                (size_t)args->transfer_size);
+    kiln_tensor_release(t);
+    if (e) return e;
     args->event = kiln_pjrt_event_new(true, NULL);
     if (!args->event)
         return kiln_pjrt_error(PJRT_Error_Code_RESOURCE_EXHAUSTED, "%s: out of memory", fn);
@@ -505,25 +590,26 @@ PJRT_Error *kiln_pjrt_Buffer_CopyRawToHostFuture(PJRT_Buffer_CopyRawToHostFuture
     static const char fn[] = "PJRT_Buffer_CopyRawToHostFuture";
     KILN_PJRT_CHECK_ARGS(args, PJRT_Buffer_CopyRawToHostFuture_Args, future_ready_callback);
     BUFFER(args, buffer);
-    PJRT_Error *e = live(b, fn);
+    kiln_tensor *t;
+    PJRT_Error *e = kiln_pjrt_buffer_take(b, fn, KILN_PJRT_READ, &t);
     if (e) return e;
-    size_t nbytes = kiln_tensor_nbytes(b->tensor);
+    size_t nbytes = kiln_tensor_nbytes(t);
     if (args->offset < 0 || args->transfer_size < 0 || (size_t)args->offset > nbytes ||
-        (size_t)args->transfer_size > nbytes - (size_t)args->offset)
+        (size_t)args->transfer_size > nbytes - (size_t)args->offset) {
+        kiln_tensor_release(t);
         return kiln_pjrt_error(PJRT_Error_Code_OUT_OF_RANGE,
                                "%s: bytes [%lld, +%lld) of a buffer of %zu", fn,
                                (long long)args->offset, (long long)args->transfer_size, nbytes);
+    }
     raw_copy *r = malloc(sizeof *r);
     PJRT_Event *event = kiln_pjrt_event_new(false, NULL);
     if (!r || !event) {
         free(r);
-        if (event) {
-            PJRT_Event_Destroy_Args d = {.struct_size = sizeof d, .event = event};
-            kiln_pjrt_Event_Destroy(&d);
-        }
+        kiln_pjrt_event_release(event);
+        kiln_tensor_release(t);
         return kiln_pjrt_error(PJRT_Error_Code_RESOURCE_EXHAUSTED, "%s: out of memory", fn);
     }
-    *r = (raw_copy){kiln_tensor_retain(b->tensor), args->offset, args->transfer_size, event};
+    *r = (raw_copy){t, args->offset, args->transfer_size, event};
     args->event = event;
     args->callback_data = r;
     args->future_ready_callback = raw_copy_ready;
@@ -532,13 +618,17 @@ PJRT_Error *kiln_pjrt_Buffer_CopyRawToHostFuture(PJRT_Buffer_CopyRawToHostFuture
 
 /* A new buffer holding b's values on device d. */
 static PJRT_Error *copy_to(PJRT_Buffer *b, PJRT_Device *d, PJRT_Buffer **out, const char *fn) {
-    PJRT_Error *e = live(b, fn);
-    if (e) return e;
     if (!d) return kiln_pjrt_error(PJRT_Error_Code_INVALID_ARGUMENT, "%s: no destination", fn);
+    kiln_tensor *src;
+    PJRT_Error *e = kiln_pjrt_buffer_take(b, fn, KILN_PJRT_READ, &src);
+    if (e) return e;
     kiln_ctx *cx = kiln_pjrt_enter(b->client);
-    if (!cx) return kiln_pjrt_error(PJRT_Error_Code_RESOURCE_EXHAUSTED, "%s: out of memory", fn);
-    kiln_tensor *t =
-        kiln_tensor_to_device(cx, b->tensor, (kiln_device){KILN_DEVICE_TYPE_CPU, d->index});
+    if (!cx) {
+        kiln_tensor_release(src);
+        return kiln_pjrt_error(PJRT_Error_Code_RESOURCE_EXHAUSTED, "%s: out of memory", fn);
+    }
+    kiln_tensor *t = kiln_tensor_to_device(cx, src, (kiln_device){KILN_DEVICE_TYPE_CPU, d->index});
+    kiln_tensor_release(src);
     /* the same device: still a buffer of its own (deleting one keeps the other) */
     if (t) t = kiln_tensor_retain(t);
     if (!t) e = kiln_pjrt_ctx_error(cx, fn);

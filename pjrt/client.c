@@ -47,10 +47,38 @@ static PJRT_Error *int_option(const PJRT_Client_Create_Args *args, const char *n
     return NULL;
 }
 
+/* Where executions run: the option "execution", else KILN_PJRT_EXECUTION, else inline. */
+static PJRT_Error *execution_option(const PJRT_Client_Create_Args *args, int *out) {
+    const PJRT_NamedValue *v = option(args, "execution");
+    const char *text = getenv("KILN_PJRT_EXECUTION");
+    size_t len = text ? strlen(text) : 0;
+    if (v) {
+        if (v->type != PJRT_NamedValue_kString)
+            return kiln_pjrt_error(PJRT_Error_Code_INVALID_ARGUMENT,
+                                   "PJRT_Client_Create: option 'execution' must be a string");
+        text = v->string_value;
+        len = v->value_size;
+    }
+    if (!text || !len) return NULL;
+    static const char *const names[] = {
+        [KILN_PJRT_INLINE] = "inline", [KILN_PJRT_WORKER] = "worker"};
+    for (int i = 0; i < 2; i++)
+        if (len == strlen(names[i]) && memcmp(text, names[i], len) == 0) {
+            *out = i;
+            return NULL;
+        }
+    return kiln_pjrt_error(PJRT_Error_Code_INVALID_ARGUMENT,
+                           "PJRT_Client_Create: execution '%.*s' is not inline or worker",
+                           (int)(len > 40 ? 40 : len), text);
+}
+
 static void client_free(PJRT_Client *c) {
     if (!c) return;
+    kiln_pjrt_worker_stop(c);
     if (c->cx) kiln_ctx_release(c->cx);
     pthread_mutex_destroy(&c->lock);
+    pthread_mutex_destroy(&c->queue_lock);
+    pthread_cond_destroy(&c->queue_wake);
     free(c->devices);
     free(c->topology.descriptions);
     free(c->device_list);
@@ -65,11 +93,17 @@ PJRT_Error *kiln_pjrt_Client_Create(PJRT_Client_Create_Args *args) {
     PJRT_Error *e = int_option(args, "cpu_devices", &o.cpu_devices);
     if (!e) e = int_option(args, "num_threads", &o.num_threads);
     if (e) return e;
+    int execution = KILN_PJRT_INLINE;
+    e = execution_option(args, &execution);
+    if (e) return e;
     PJRT_Client *c = calloc(1, sizeof *c);
     if (!c)
         return kiln_pjrt_error(PJRT_Error_Code_RESOURCE_EXHAUSTED, "PJRT_Client_Create: out "
                                                                    "of memory");
+    c->execution = execution;
     pthread_mutex_init(&c->lock, NULL);
+    pthread_mutex_init(&c->queue_lock, NULL);
+    pthread_cond_init(&c->queue_wake, NULL);
     kiln_status s = kiln_ctx_create(&o, &c->cx);
     if (s != KILN_OK) {
         client_free(c);

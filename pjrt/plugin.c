@@ -125,6 +125,7 @@ static PJRT_Error *event_error(const PJRT_Event *e) {
 PJRT_Event *kiln_pjrt_event_new(bool ready, const PJRT_Error *error) {
     PJRT_Event *e = calloc(1, sizeof *e);
     if (!e) return NULL;
+    atomic_init(&e->refs, 1);
     pthread_mutex_init(&e->lock, NULL);
     pthread_cond_init(&e->done, NULL);
     e->ready = ready;
@@ -153,24 +154,29 @@ void kiln_pjrt_event_complete(PJRT_Event *e, PJRT_Error_Code code, const char *m
     e->callbacks = NULL;
     pthread_cond_broadcast(&e->done);
     pthread_mutex_unlock(&e->lock);
-    /* outside the lock: a callback may destroy the event */
+    /* outside the lock, and holding a reference: a callback may release the event */
+    kiln_pjrt_event_retain(e);
     while (cb) {
         struct kiln_pjrt_callback *next = cb->next;
         cb->fn(event_error(e), cb->user);
         free(cb);
         cb = next;
     }
+    kiln_pjrt_event_release(e);
 }
 
 #define CHECK_EVENT(args) \
     if (!(args)->event)   \
         return kiln_pjrt_error(PJRT_Error_Code_INVALID_ARGUMENT, "%s: event is NULL", __func__);
 
-PJRT_Error *kiln_pjrt_Event_Destroy(PJRT_Event_Destroy_Args *args) {
-    KILN_PJRT_CHECK_ARGS(args, PJRT_Event_Destroy_Args, event);
-    PJRT_Event *e = args->event;
-    if (!e) return NULL;
-    /* callbacks still registered never run: the framework gave the event up */
+PJRT_Event *kiln_pjrt_event_retain(PJRT_Event *e) {
+    if (e) atomic_fetch_add(&e->refs, 1);
+    return e;
+}
+
+void kiln_pjrt_event_release(PJRT_Event *e) {
+    if (!e || atomic_fetch_sub(&e->refs, 1) != 1) return;
+    /* callbacks still registered never run: every holder gave the event up */
     for (struct kiln_pjrt_callback *cb = e->callbacks, *next; cb; cb = next) {
         next = cb->next;
         free(cb);
@@ -179,6 +185,19 @@ PJRT_Error *kiln_pjrt_Event_Destroy(PJRT_Event_Destroy_Args *args) {
     pthread_mutex_destroy(&e->lock);
     free(e->message);
     free(e);
+}
+
+PJRT_Error *kiln_pjrt_event_wait(PJRT_Event *e) {
+    pthread_mutex_lock(&e->lock);
+    while (!e->ready)
+        pthread_cond_wait(&e->done, &e->lock);
+    pthread_mutex_unlock(&e->lock);
+    return event_error(e);
+}
+
+PJRT_Error *kiln_pjrt_Event_Destroy(PJRT_Event_Destroy_Args *args) {
+    KILN_PJRT_CHECK_ARGS(args, PJRT_Event_Destroy_Args, event);
+    kiln_pjrt_event_release(args->event);
     return NULL;
 }
 
@@ -206,12 +225,7 @@ PJRT_Error *kiln_pjrt_Event_Error(PJRT_Event_Error_Args *args) {
 PJRT_Error *kiln_pjrt_Event_Await(PJRT_Event_Await_Args *args) {
     KILN_PJRT_CHECK_ARGS(args, PJRT_Event_Await_Args, event);
     CHECK_EVENT(args);
-    PJRT_Event *e = args->event;
-    pthread_mutex_lock(&e->lock);
-    while (!e->ready)
-        pthread_cond_wait(&e->done, &e->lock);
-    pthread_mutex_unlock(&e->lock);
-    return event_error(e);
+    return kiln_pjrt_event_wait(args->event);
 }
 
 PJRT_Error *kiln_pjrt_Event_OnReady(PJRT_Event_OnReady_Args *args) {

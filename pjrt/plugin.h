@@ -49,8 +49,11 @@ PJRT_Error *kiln_pjrt_unimplemented(const char *function, const char *why);
     } while (0)
 
 /* Events: complete or not, with an error or none; callbacks run once, when it completes
- * (on the completing thread, or at once on the registering thread when complete). */
+ * (on the completing thread, or at once on the registering thread when complete).
+ * Counted: a buffer's ready event is shared with the framework, each holder releases its
+ * reference (PJRT_Event_Destroy is the framework's release). */
 struct PJRT_Event {
+    atomic_int refs;
     pthread_mutex_t lock;
     pthread_cond_t done;
     bool ready;
@@ -63,6 +66,10 @@ struct PJRT_Event {
 PJRT_Event *kiln_pjrt_event_new(bool ready, const PJRT_Error *error);
 /* Completes a pending event (error may be NULL), running its callbacks. */
 void kiln_pjrt_event_complete(PJRT_Event *e, PJRT_Error_Code code, const char *message);
+PJRT_Event *kiln_pjrt_event_retain(PJRT_Event *e);
+void kiln_pjrt_event_release(PJRT_Event *e);
+/* Waits until the event completes; its error (a new one), or NULL. */
+PJRT_Error *kiln_pjrt_event_wait(PJRT_Event *e);
 
 struct PJRT_DeviceDescription {
     int id;
@@ -100,27 +107,67 @@ struct PJRT_Client {
     PJRT_Memory **memory_list;
     char version[96];
     PJRT_TopologyDescription topology;
+    /* Where executions run (executable.c; the client option "execution" or
+     * KILN_PJRT_EXECUTION): "inline", the default, on the calling thread before Execute
+     * returns; "worker", in order on a worker thread of the client's, so that the
+     * framework's thread goes on while kiln computes (pjrt/README.md has the figures). */
+    pthread_mutex_t queue_lock;
+    pthread_cond_t queue_wake;
+    struct kiln_pjrt_job *queue_head, *queue_tail;
+    pthread_t worker;
+    enum { KILN_PJRT_INLINE, KILN_PJRT_WORKER } execution;
+    bool worker_started, stopping;
 };
 
 /* The client's ctx, locked, in a scope of its own; kiln_pjrt_leave ends both. */
 kiln_ctx *kiln_pjrt_enter(PJRT_Client *c);
 void kiln_pjrt_leave(PJRT_Client *c);
 
+/* A buffer: a kiln tensor on a device, there once `ready` completes (at once for buffers
+ * made from host memory; when the execution that makes it finishes for its outputs), or
+ * the error that event carries. Counted: the framework's handle holds a reference, and so
+ * does each queued execution that uses it. */
 struct PJRT_Buffer {
+    atomic_int refs;
     PJRT_Client *client;
     PJRT_Device *device;
-    kiln_tensor *tensor; /* a reference of its own; NULL once deleted or donated */
     PJRT_Buffer_Type type;
     int32_t rank;
     int64_t dims[KILN_MAX_RANK];
     int64_t minor_to_major[KILN_MAX_RANK];
-    PJRT_Error *error; /* an error buffer's (PJRT_Client_CreateErrorBuffer) */
+    PJRT_Event *ready;
+    pthread_mutex_t lock; /* guards tensor and deleted */
+    kiln_tensor *tensor;  /* a reference of its own; NULL before ready, once deleted, donated */
+    bool deleted;         /* deleted or donated: the framework can no longer use it */
     atomic_int external_refs;
-    atomic_bool deleted;
 };
 
-/* A buffer over tensor t (the reference is the buffer's) on device d. */
+/* A ready buffer over tensor t (the reference is the buffer's) on device d. */
 PJRT_Buffer *kiln_pjrt_buffer_new(PJRT_Client *c, PJRT_Device *d, kiln_tensor *t);
+/* A buffer whose tensor comes later (kiln_pjrt_buffer_fulfill). */
+PJRT_Buffer *kiln_pjrt_buffer_pending(PJRT_Client *c, PJRT_Device *d, PJRT_Buffer_Type type,
+                                      int32_t rank, const int64_t *dims);
+/* Gives a pending buffer its tensor (the reference passes to it; NULL with an error code
+ * and message when the execution failed), completing its ready event. */
+void kiln_pjrt_buffer_fulfill(PJRT_Buffer *b, kiln_tensor *t, PJRT_Error_Code code,
+                              const char *message);
+PJRT_Buffer *kiln_pjrt_buffer_retain(PJRT_Buffer *b);
+void kiln_pjrt_buffer_release(PJRT_Buffer *b);
+/* How a buffer's tensor is taken: read by the framework (refused once deleted or donated),
+ * used by a queued execution (a donation queued after it does not stop it), or consumed
+ * by the execution it is donated to (the buffer's own reference is moved out). */
+typedef enum kiln_pjrt_take { KILN_PJRT_READ, KILN_PJRT_USE, KILN_PJRT_CONSUME } kiln_pjrt_take;
+
+/* Waits until b is ready and gives its tensor as `how` says (a new reference, or the
+ * buffer's own when consumed); the error of a failed, deleted or donated buffer otherwise,
+ * naming `fn`. */
+PJRT_Error *kiln_pjrt_buffer_take(PJRT_Buffer *b, const char *fn, kiln_pjrt_take how,
+                                  kiln_tensor **out);
+/* Whether b's ready event has completed. */
+bool kiln_pjrt_buffer_is_ready(PJRT_Buffer *b);
+/* Marks b deleted (donated): the framework sees it so at once; a queued execution that
+ * consumes it still takes its tensor. False when it already was. */
+bool kiln_pjrt_buffer_mark_deleted(PJRT_Buffer *b);
 
 /* The dtype of a PJRT element type, false when kiln has none; and back. */
 bool kiln_pjrt_dtype(PJRT_Buffer_Type type, kiln_dtype *out);
@@ -148,6 +195,8 @@ typedef struct kiln_pjrt_program {
 } kiln_pjrt_program;
 
 void kiln_pjrt_program_release(kiln_pjrt_program *p);
+/* Runs what is queued on the client's worker to its end and stops it. */
+void kiln_pjrt_worker_stop(PJRT_Client *c);
 
 struct PJRT_Executable {
     kiln_pjrt_program *program;

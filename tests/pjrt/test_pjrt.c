@@ -85,27 +85,38 @@ static void destroy_event(PJRT_Event *e) {
     OK(CALL(Event_Destroy, &Event_Destroy));
 }
 
-/* The event is complete without error. */
+/* The event completes without error (executions run on the client's worker: their events
+ * complete later). */
 static void ready(PJRT_Event *e) {
     cr_assert_not_null(e);
+    ARGS(Event_Await, .event = e);
+    OK(CALL(Event_Await, &Event_Await));
     ARGS(Event_IsReady, .event = e);
     OK(CALL(Event_IsReady, &Event_IsReady));
     cr_assert(Event_IsReady.is_ready);
-    ARGS(Event_Await, .event = e);
-    OK(CALL(Event_Await, &Event_Await));
     destroy_event(e);
 }
 
-static PJRT_Client *client_new(void) {
+/* A client; execution: where it runs executions ("inline", "worker"), or NULL. */
+static PJRT_Client *client_with(const char *execution) {
     ARGS0(Plugin_Initialize);
     OK(CALL(Plugin_Initialize, &Plugin_Initialize));
-    ARGS(Client_Create, .create_options = NULL);
+    PJRT_NamedValue where = {.struct_size = PJRT_NamedValue_STRUCT_SIZE,
+                             .name = "execution",
+                             .name_size = 9,
+                             .type = PJRT_NamedValue_kString,
+                             .string_value = execution,
+                             .value_size = execution ? strlen(execution) : 0};
+    ARGS(Client_Create, .create_options = execution ? &where : NULL,
+         .num_options = execution ? 1 : 0);
     /* the key-value callbacks are left as garbage, as jaxlib does in one process */
     memset(&Client_Create.kv_get_callback, 0xA5, 4 * sizeof(void *));
     OK(CALL(Client_Create, &Client_Create));
     cr_assert_not_null(Client_Create.client);
     return Client_Create.client;
 }
+
+static PJRT_Client *client_new(void) { return client_with(NULL); }
 
 static void client_free(PJRT_Client *c) {
     ARGS(Client_Destroy, .client = c);
@@ -315,9 +326,18 @@ static PJRT_Buffer *execute1(PJRT_LoadedExecutable *e, PJRT_Buffer **args, size_
     return out[0];
 }
 
+/* With the calling thread's and the worker's execution alike. */
+static void compile_and_execute_with_donation(const char *execution);
+
 Test(pjrt, compile_and_execute_with_donation) {
+    compile_and_execute_with_donation("inline");
+    compile_and_execute_with_donation("worker");
+    compile_and_execute_with_donation(NULL);
+}
+
+static void compile_and_execute_with_donation(const char *execution) {
     load();
-    PJRT_Client *c = client_new();
+    PJRT_Client *c = client_with(execution);
     PJRT_LoadedExecutable *e = compile(c, add_text, sizeof add_text - 1);
     ARGS(LoadedExecutable_GetExecutable, .loaded_executable = e);
     OK(CALL(LoadedExecutable_GetExecutable, &LoadedExecutable_GetExecutable));
@@ -476,6 +496,21 @@ Test(pjrt, events_run_their_callbacks) {
     destroy_event(e);
 }
 
+Test(pjrt, a_bad_execution_option_is_refused) {
+    load();
+    ARGS0(Plugin_Initialize);
+    OK(CALL(Plugin_Initialize, &Plugin_Initialize));
+    PJRT_NamedValue where = {.struct_size = PJRT_NamedValue_STRUCT_SIZE,
+                             .name = "execution",
+                             .name_size = 9,
+                             .type = PJRT_NamedValue_kString,
+                             .string_value = "later",
+                             .value_size = 5};
+    ARGS(Client_Create, .create_options = &where, .num_options = 1);
+    fails(CALL(Client_Create, &Client_Create), PJRT_Error_Code_INVALID_ARGUMENT,
+          "execution 'later' is not inline or worker");
+}
+
 /* A CompileOptionsProto naming num_replicas, num_partitions and the one device. */
 static const char options_on_device_1[] = {0x1a, 0x0b, 0x20, 0x01, 0x28, 0x01, 0x4a,
                                            0x05, 0x1a, 0x03, 0x0a, 0x01, 0x01};
@@ -586,6 +621,71 @@ Test(pjrt, compile_options_place_the_program) {
     destroy_buffer(out);
     destroy_buffer(y);
     destroy_buffer(x);
+    destroy_loaded(e);
+    client_free(c);
+}
+
+/* Executions are queued on the client's worker: one can take the outputs of the one before
+ * it without waiting, a pending output can be deleted or dropped, and an error reaches the
+ * outputs and the completion event. */
+Test(pjrt, queued_executions_chain_and_fail_through_events) {
+    load();
+    PJRT_Client *c = client_with("worker");
+    static const char twice[] = "func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+                                "  %0 = stablehlo.add %a, %a : tensor<4xf32>\n"
+                                "  return %0 : tensor<4xf32>\n}\n";
+    PJRT_LoadedExecutable *e = compile(c, twice, sizeof twice - 1);
+    float a[4] = {1, 2, 3, 4}, r[4];
+    int64_t dims[1] = {4};
+    PJRT_Buffer *x = upload(c, PJRT_Buffer_Type_F32, a, dims, 1, NULL);
+    /* 10 executions, each on the last one's output, none waited for */
+    PJRT_Buffer *chain[11] = {x};
+    PJRT_Event *done[10];
+    for (int k = 0; k < 10; k++) {
+        PJRT_Buffer *out[1] = {NULL};
+        PJRT_Buffer **outs[1] = {out};
+        PJRT_Buffer *const *lists[1] = {&chain[k]};
+        PJRT_Event *ev[1] = {NULL};
+        ARGS(LoadedExecutable_Execute, .executable = e, .argument_lists = lists, .num_devices = 1,
+             .num_args = 1, .output_lists = outs, .device_complete_events = ev);
+        OK(CALL(LoadedExecutable_Execute, &LoadedExecutable_Execute));
+        chain[k + 1] = out[0];
+        done[k] = ev[0];
+    }
+    download(chain[10], r, sizeof r);
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(r[i], a[i] * 1024);
+    for (int k = 0; k < 10; k++)
+        ready(done[k]);
+    /* a pending output dropped at once, before it is made */
+    PJRT_Buffer *out[1] = {NULL};
+    PJRT_Buffer **outs[1] = {out};
+    PJRT_Buffer *const *lists[1] = {&chain[10]};
+    PJRT_Event *ev[1] = {NULL};
+    ARGS(LoadedExecutable_Execute, .executable = e, .argument_lists = lists, .num_devices = 1,
+         .num_args = 1, .output_lists = outs, .device_complete_events = ev);
+    OK(CALL(LoadedExecutable_Execute, &LoadedExecutable_Execute));
+    ARGS(Buffer_Delete, .buffer = out[0]);
+    OK(CALL(Buffer_Delete, &Buffer_Delete));
+    destroy_buffer(out[0]);
+    ready(ev[0]);
+    /* an argument that holds an error: the execution fails through its events */
+    ARGS(Client_CreateErrorBuffer, .client = c, .error_code = PJRT_Error_Code_DATA_LOSS,
+         .error_message = "lost", .error_message_size = 4, .shape_dims = dims, .shape_num_dims = 1,
+         .shape_element_type = PJRT_Buffer_Type_F32);
+    OK(CALL(Client_CreateErrorBuffer, &Client_CreateErrorBuffer));
+    PJRT_Buffer *bad = Client_CreateErrorBuffer.buffer;
+    lists[0] = &bad;
+    OK(CALL(LoadedExecutable_Execute, &LoadedExecutable_Execute));
+    ARGS(Event_Await, .event = ev[0]);
+    fails(CALL(Event_Await, &Event_Await), PJRT_Error_Code_DATA_LOSS, "argument 0: lost");
+    destroy_event(ev[0]);
+    ARGS(Buffer_ToHostBuffer, .src = out[0], .dst = r, .dst_size = sizeof r);
+    fails(CALL(Buffer_ToHostBuffer, &Buffer_ToHostBuffer), PJRT_Error_Code_DATA_LOSS, "lost");
+    destroy_buffer(out[0]);
+    destroy_buffer(bad);
+    for (int k = 0; k <= 10; k++)
+        destroy_buffer(chain[k]);
     destroy_loaded(e);
     client_free(c);
 }

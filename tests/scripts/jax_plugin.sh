@@ -22,4 +22,7 @@ cd "$work"
 status=0
 PYTHONPATH="$work/site" JAX_PLATFORMS=cpu,kiln KILN_CPU_DEVICES=2 "$py" "$src/tests/scripts/jax_plugin.py" || status=1
 PYTHONPATH="$work/site" JAX_PLATFORMS=cpu,kiln JAX_ENABLE_X64=1 "$py" "$src/tests/scripts/jax_plugin.py" --x64 || status=1
+# executions queued on the plugin's worker thread (outputs pending until they run)
+PYTHONPATH="$work/site" JAX_PLATFORMS=cpu,kiln KILN_CPU_DEVICES=2 KILN_PJRT_EXECUTION=worker \
+    "$py" "$src/tests/scripts/jax_plugin.py" || status=1
 exit $status

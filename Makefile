@@ -51,7 +51,7 @@ test-release: $(BUILD)/CMakeCache.txt
 # One executable called from many threads, regions and donation included: data races are
 # ThreadSanitizer reports, which fail the test (tests/tsan/threads_tsan.c).
 test-tsan: $(TSAN_BUILD)/CMakeCache.txt
-	cmake --build $(TSAN_BUILD) -j $(JOBS) --target threads_tsan
+	cmake --build $(TSAN_BUILD) -j $(JOBS) --target threads_tsan pjrt_tsan
 	cd $(TSAN_BUILD) && ctest --output-on-failure
 
 test-asan: $(ASAN_BUILD)/CMakeCache.txt

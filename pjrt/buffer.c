@@ -7,6 +7,12 @@
 
 #include "pjrt/plugin.h"
 
+/* The buffer an args struct names (in `field`), or an INVALID_ARGUMENT error. */
+#define BUFFER(args, field)         \
+    PJRT_Buffer *b = (args)->field; \
+    if (!b)                         \
+        return kiln_pjrt_error(PJRT_Error_Code_INVALID_ARGUMENT, "%s: buffer is NULL", __func__);
+
 /* ---- element types ----------------------------------------------------------------------- */
 
 static const struct {
@@ -327,12 +333,123 @@ PJRT_Error *kiln_pjrt_Client_CreateErrorBuffer(PJRT_Client_CreateErrorBuffer_Arg
     return NULL;
 }
 
-/* ---- what a buffer says of itself -------------------------------------------------------- */
+/* ---- buffers that another makes: aliases and donations with a dependency ------------------ */
 
-#define BUFFER(args, field)         \
-    PJRT_Buffer *b = (args)->field; \
-    if (!b)                         \
-        return kiln_pjrt_error(PJRT_Error_Code_INVALID_ARGUMENT, "%s: buffer is NULL", __func__);
+/* What fulfils an alias buffer: the buffer it will alias. */
+struct PJRT_FulfillAliasBufferCallback {
+    PJRT_Buffer *alias; /* a reference held until fulfilled */
+};
+
+PJRT_Error *kiln_pjrt_Client_CreateAliasBuffer(PJRT_Client_CreateAliasBuffer_Args *args) {
+    static const char fn[] = "PJRT_Client_CreateAliasBuffer";
+    KILN_PJRT_CHECK_ARGS(args, PJRT_Client_CreateAliasBuffer_Args, fulfill_alias_buffer_cb);
+    PJRT_Client *c = args->client;
+    if (!c) return kiln_pjrt_error(PJRT_Error_Code_INVALID_ARGUMENT, "%s: client is NULL", fn);
+    kiln_dtype dtype;
+    kiln_shape shape = {0};
+    PJRT_Error *e = dtype_of(fn, args->shape_element_type, &dtype);
+    if (!e) e = shape_of(fn, args->shape_dims, args->shape_num_dims, &shape);
+    if (e) return e;
+    PJRT_FulfillAliasBufferCallback *cb = malloc(sizeof *cb);
+    PJRT_Buffer *b = kiln_pjrt_buffer_pending(c, target(c, NULL, args->memory),
+                                              args->shape_element_type, shape.rank, shape.dims);
+    if (!cb || !b) {
+        free(cb);
+        kiln_pjrt_buffer_release(b);
+        return kiln_pjrt_error(PJRT_Error_Code_RESOURCE_EXHAUSTED, "%s: out of memory", fn);
+    }
+    cb->alias = kiln_pjrt_buffer_retain(b);
+    args->alias_buffer = b;
+    args->fulfill_alias_buffer_cb = cb;
+    return NULL;
+}
+
+PJRT_Error *kiln_pjrt_Client_FulfillAliasBuffer(PJRT_Client_FulfillAliasBuffer_Args *args) {
+    static const char fn[] = "PJRT_Client_FulfillAliasBuffer";
+    KILN_PJRT_CHECK_ARGS(args, PJRT_Client_FulfillAliasBuffer_Args, fulfill_alias_buffer_cb);
+    PJRT_FulfillAliasBufferCallback *cb = args->fulfill_alias_buffer_cb;
+    if (!cb)
+        return kiln_pjrt_error(PJRT_Error_Code_INVALID_ARGUMENT,
+                               "%s: fulfill_alias_buffer_cb is NULL", fn);
+    PJRT_Buffer *alias = cb->alias;
+    PJRT_Error *e = NULL;
+    kiln_tensor *t = NULL;
+    if (args->status_code != PJRT_Error_Code_OK) {
+        e = kiln_pjrt_error(args->status_code, "%.*s", (int)args->error_message_size,
+                            args->error_message ? args->error_message : "");
+    } else if (!args->buffer) {
+        e = kiln_pjrt_error(PJRT_Error_Code_INVALID_ARGUMENT, "%s: buffer is NULL", fn);
+    } else if (args->buffer->type != alias->type || args->buffer->rank != alias->rank ||
+               memcmp(args->buffer->dims, alias->dims, (size_t)alias->rank * sizeof *alias->dims)) {
+        e = kiln_pjrt_error(PJRT_Error_Code_INVALID_ARGUMENT,
+                            "%s: the buffer's type or shape is not the alias buffer's", fn);
+    } else {
+        e = kiln_pjrt_buffer_take(args->buffer, fn, KILN_PJRT_READ, &t);
+    }
+    /* the alias gets the tensor, or carries the error to its readers */
+    kiln_pjrt_buffer_fulfill(alias, t, e ? e->code : PJRT_Error_Code_OK, e ? e->message : NULL);
+    kiln_pjrt_buffer_release(alias);
+    free(cb);
+    PJRT_Error *returned = e && args->status_code == PJRT_Error_Code_OK ? e : NULL;
+    if (!returned) kiln_pjrt_error_free(e);
+    return returned;
+}
+
+/* A donation that waits for a dependency: the donated tensor goes to a new buffer, ready
+ * when the caller's callback says the dependency is met (or carrying its error). */
+typedef struct donation {
+    PJRT_Buffer *out; /* a reference held until the callback */
+    kiln_tensor *tensor;
+} donation;
+
+static void dependency_ready(PJRT_Buffer_DonateWithControlDependency_Callback_Args *args) {
+    donation *d = args->callback_data;
+    if (args->error_code != PJRT_Error_Code_OK) {
+        char message[512];
+        snprintf(message, sizeof message, "%.*s", (int)args->error_message_size,
+                 args->error_message ? args->error_message : "");
+        kiln_tensor_release(d->tensor);
+        kiln_pjrt_buffer_fulfill(d->out, NULL, args->error_code, message);
+    } else {
+        kiln_pjrt_buffer_fulfill(d->out, d->tensor, PJRT_Error_Code_OK, NULL);
+    }
+    kiln_pjrt_buffer_release(d->out);
+    free(d);
+}
+
+PJRT_Error *
+kiln_pjrt_Buffer_DonateWithControlDependency(PJRT_Buffer_DonateWithControlDependency_Args *args) {
+    static const char fn[] = "PJRT_Buffer_DonateWithControlDependency";
+    KILN_PJRT_CHECK_ARGS(args, PJRT_Buffer_DonateWithControlDependency_Args, out_buffer);
+    BUFFER(args, buffer);
+    pthread_mutex_lock(&b->lock);
+    bool gone = b->deleted;
+    pthread_mutex_unlock(&b->lock);
+    if (gone)
+        return kiln_pjrt_error(PJRT_Error_Code_FAILED_PRECONDITION,
+                               "%s: the buffer was deleted or donated", fn);
+    donation *d = malloc(sizeof *d);
+    PJRT_Buffer *out = kiln_pjrt_buffer_pending(b->client, b->device, b->type, b->rank, b->dims);
+    if (!d || !out) {
+        free(d);
+        kiln_pjrt_buffer_release(out);
+        return kiln_pjrt_error(PJRT_Error_Code_RESOURCE_EXHAUSTED, "%s: out of memory", fn);
+    }
+    kiln_pjrt_buffer_mark_deleted(b);
+    PJRT_Error *e = kiln_pjrt_buffer_take(b, fn, KILN_PJRT_CONSUME, &d->tensor);
+    if (e) {
+        free(d);
+        kiln_pjrt_buffer_release(out);
+        return e;
+    }
+    d->out = kiln_pjrt_buffer_retain(out);
+    args->callback_data = d;
+    args->dependency_ready_callback = dependency_ready;
+    args->out_buffer = out;
+    return NULL;
+}
+
+/* ---- what a buffer says of itself -------------------------------------------------------- */
 
 PJRT_Error *kiln_pjrt_Buffer_Destroy(PJRT_Buffer_Destroy_Args *args) {
     KILN_PJRT_CHECK_ARGS(args, PJRT_Buffer_Destroy_Args, buffer);

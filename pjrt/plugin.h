@@ -190,7 +190,8 @@ typedef struct kiln_pjrt_program {
     size_t *output_kind_sizes;
     bool *donated;        /* per argument */
     char fingerprint[40]; /* of the program's bytes, the device and kiln's version */
-    char *options;        /* the serialized compile options it was compiled with */
+    int64_t argument_bytes, output_bytes, temp_bytes; /* its memory, from kiln_exe_info */
+    char *options; /* the serialized compile options it was compiled with */
     size_t options_size;
 } kiln_pjrt_program;
 

@@ -184,8 +184,8 @@ Test(pjrt, loads_and_fills_every_slot) {
     for (int i = 0; i < 129; i++)
         cr_assert_not_null(api->slots[i], "slot %d is NULL", i);
     /* a slot kiln does not implement answers UNIMPLEMENTED naming its function */
-    PJRT_Error *e = ((fn_t)api->slots[S_Client_CreateAliasBuffer])(NULL);
-    fails(e, PJRT_Error_Code_UNIMPLEMENTED, "PJRT_Client_CreateAliasBuffer is not implemented");
+    PJRT_Error *e = ((fn_t)api->slots[S_Client_DmaMap])(NULL);
+    fails(e, PJRT_Error_Code_UNIMPLEMENTED, "PJRT_Client_DmaMap is not implemented");
     ARGS0(Plugin_Attributes);
     OK(CALL(Plugin_Attributes, &Plugin_Attributes));
     bool found = false;
@@ -359,6 +359,10 @@ static void compile_and_execute_with_donation(const char *execution) {
     OK(CALL(LoadedExecutable_GetDeviceAssignment, &LoadedExecutable_GetDeviceAssignment));
     LoadedExecutable_GetDeviceAssignment.serialized_device_assignment_deleter(
         LoadedExecutable_GetDeviceAssignment.serialized_device_assignment);
+    ARGS(Executable_GetCompiledMemoryStats, .executable = x);
+    OK(CALL(Executable_GetCompiledMemoryStats, &Executable_GetCompiledMemoryStats));
+    cr_assert_eq(Executable_GetCompiledMemoryStats.argument_size_in_bytes, 32);
+    cr_assert_eq(Executable_GetCompiledMemoryStats.output_size_in_bytes, 16);
     ARGS(Executable_Destroy, .executable = x);
     OK(CALL(Executable_Destroy, &Executable_Destroy));
 
@@ -686,6 +690,81 @@ Test(pjrt, queued_executions_chain_and_fail_through_events) {
     destroy_buffer(bad);
     for (int k = 0; k <= 10; k++)
         destroy_buffer(chain[k]);
+    destroy_loaded(e);
+    client_free(c);
+}
+
+/* An alias buffer, used before it is fulfilled (an execution waits for it on the worker),
+ * then fulfilled; and a donation that waits for a dependency. */
+Test(pjrt, alias_buffers_and_donations_with_a_dependency) {
+    load();
+    PJRT_Client *c = client_with("worker");
+    static const char twice[] = "func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+                                "  %0 = stablehlo.add %a, %a : tensor<4xf32>\n"
+                                "  return %0 : tensor<4xf32>\n}\n";
+    PJRT_LoadedExecutable *e = compile(c, twice, sizeof twice - 1);
+    int64_t dims[1] = {4};
+    ARGS(Client_CreateAliasBuffer, .client = c, .shape_dims = dims, .shape_num_dims = 1,
+         .shape_element_type = PJRT_Buffer_Type_F32);
+    OK(CALL(Client_CreateAliasBuffer, &Client_CreateAliasBuffer));
+    PJRT_Buffer *alias = Client_CreateAliasBuffer.alias_buffer;
+    /* an execution on the alias, queued before the alias has its values */
+    PJRT_Buffer *out[1] = {NULL};
+    PJRT_Buffer **outs[1] = {out};
+    PJRT_Buffer *const *lists[1] = {&alias};
+    PJRT_Event *done[1] = {NULL};
+    ARGS(LoadedExecutable_Execute, .executable = e, .argument_lists = lists, .num_devices = 1,
+         .num_args = 1, .output_lists = outs, .device_complete_events = done);
+    OK(CALL(LoadedExecutable_Execute, &LoadedExecutable_Execute));
+    float a[4] = {1, 2, 3, 4}, r[4];
+    PJRT_Buffer *src = upload(c, PJRT_Buffer_Type_F32, a, dims, 1, NULL);
+    ARGS(Client_FulfillAliasBuffer, .client = c, .buffer = src,
+         .fulfill_alias_buffer_cb = Client_CreateAliasBuffer.fulfill_alias_buffer_cb);
+    OK(CALL(Client_FulfillAliasBuffer, &Client_FulfillAliasBuffer));
+    ready(done[0]);
+    download(out[0], r, sizeof r);
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(r[i], 2 * a[i]);
+    download(alias, r, sizeof r);
+    cr_assert(memcmp(r, a, sizeof a) == 0);
+    /* an alias fulfilled with an error gives it to its readers */
+    OK(CALL(Client_CreateAliasBuffer, &Client_CreateAliasBuffer));
+    PJRT_Buffer *failed = Client_CreateAliasBuffer.alias_buffer;
+    Client_FulfillAliasBuffer.fulfill_alias_buffer_cb =
+        Client_CreateAliasBuffer.fulfill_alias_buffer_cb;
+    Client_FulfillAliasBuffer.status_code = PJRT_Error_Code_ABORTED;
+    Client_FulfillAliasBuffer.error_message = "no values";
+    Client_FulfillAliasBuffer.error_message_size = 9;
+    OK(CALL(Client_FulfillAliasBuffer, &Client_FulfillAliasBuffer));
+    ARGS(Buffer_ToHostBuffer, .src = failed, .dst = r, .dst_size = sizeof r);
+    fails(CALL(Buffer_ToHostBuffer, &Buffer_ToHostBuffer), PJRT_Error_Code_ABORTED, "no values");
+    /* a donation waiting for a dependency: the old buffer is gone at once, the new one
+     * holds the values once the dependency is met */
+    ARGS(Buffer_DonateWithControlDependency, .buffer = src);
+    OK(CALL(Buffer_DonateWithControlDependency, &Buffer_DonateWithControlDependency));
+    ARGS(Buffer_IsDeleted, .buffer = src);
+    OK(CALL(Buffer_IsDeleted, &Buffer_IsDeleted));
+    cr_assert(Buffer_IsDeleted.is_deleted);
+    PJRT_Buffer *moved = Buffer_DonateWithControlDependency.out_buffer;
+    ARGS(Buffer_ReadyEvent, .buffer = moved);
+    OK(CALL(Buffer_ReadyEvent, &Buffer_ReadyEvent));
+    ARGS(Event_IsReady, .event = Buffer_ReadyEvent.event);
+    OK(CALL(Event_IsReady, &Event_IsReady));
+    cr_assert(!Event_IsReady.is_ready);
+    PJRT_Buffer_DonateWithControlDependency_Callback_Args dep = {
+        .struct_size = PJRT_Buffer_DonateWithControlDependency_Callback_Args_STRUCT_SIZE,
+        .callback_data = Buffer_DonateWithControlDependency.callback_data};
+    Buffer_DonateWithControlDependency.dependency_ready_callback(&dep);
+    ready(Buffer_ReadyEvent.event);
+    download(moved, r, sizeof r);
+    cr_assert(memcmp(r, a, sizeof a) == 0);
+    fails(CALL(Buffer_DonateWithControlDependency, &Buffer_DonateWithControlDependency),
+          PJRT_Error_Code_FAILED_PRECONDITION, "deleted or donated");
+    destroy_buffer(moved);
+    destroy_buffer(failed);
+    destroy_buffer(src);
+    destroy_buffer(out[0]);
+    destroy_buffer(alias);
     destroy_loaded(e);
     client_free(c);
 }

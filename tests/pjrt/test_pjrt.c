@@ -10,41 +10,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pjrt/pjrt_abi.h"
+#include "pjrt_caller.h"
 
 typedef PJRT_Error *(*fn_t)(void *);
 
-/* The function table as the framework sees it. */
-typedef struct api_t {
-    size_t struct_size;
-    PJRT_Extension_Base *extension_start;
-    PJRT_Api_Version version;
-    void (*slots[129])(void);
-} api_t;
-
-enum {
-#define PJRT_SLOT(index, name) S_##name = index,
-#include "pjrt/slots.def"
-#undef PJRT_SLOT
-};
-
-static const api_t *api;
-static void *library;
+static const pjrt_api *api;
 
 static void load(void) {
-    library = dlopen(KILN_PJRT_LIBRARY, RTLD_NOW | RTLD_LOCAL);
-    cr_assert_not_null(library, "%s", dlerror());
-    void *symbol = dlsym(library, "GetPjrtApi");
-    cr_assert_not_null(symbol, "GetPjrtApi is not exported");
-    const void *(*get)(void);
-    memcpy(&get, &symbol, sizeof get); /* POSIX: dlsym's pointer is the function's */
-    api = get();
+    api = pjrt_load(KILN_PJRT_LIBRARY);
+    cr_assert_not_null(api, "%s", dlerror());
 }
-
-#define CALL(name, args) ((PJRT_Error * (*)(PJRT_##name##_Args *)) api->slots[S_##name])(args)
-#define ARGS0(name) PJRT_##name##_Args name = {.struct_size = PJRT_##name##_Args_STRUCT_SIZE}
-#define ARGS(name, ...) \
-    PJRT_##name##_Args name = {.struct_size = PJRT_##name##_Args_STRUCT_SIZE, __VA_ARGS__}
 
 static char *message_of(PJRT_Error *e) {
     static char buf[1024];
@@ -180,7 +155,7 @@ Test(pjrt, loads_and_fills_every_slot) {
     load();
     cr_assert_eq(api->version.major_version, KILN_PJRT_API_MAJOR);
     cr_assert_eq(api->version.minor_version, KILN_PJRT_API_MINOR);
-    cr_assert_eq(api->struct_size, sizeof(api_t));
+    cr_assert_eq(api->struct_size, sizeof(pjrt_api));
     for (int i = 0; i < 129; i++)
         cr_assert_not_null(api->slots[i], "slot %d is NULL", i);
     /* a slot kiln does not implement answers UNIMPLEMENTED naming its function */

@@ -3,35 +3,17 @@
  * client's worker, each execution on the pending output of the one before) and read
  * results back. ThreadSanitizer reports any data race (the test fails on its report); this
  * program checks the results. */
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "pjrt/pjrt_abi.h"
+#include "tests/pjrt/pjrt_caller.h"
 
-enum {
-#define PJRT_SLOT(index, name) S_##name = index,
-#include "pjrt/slots.def"
-#undef PJRT_SLOT
-};
-
-typedef struct api_t {
-    size_t struct_size;
-    PJRT_Extension_Base *extension_start;
-    PJRT_Api_Version version;
-    void (*slots[129])(void);
-} api_t;
-
-static const api_t *api;
+static const pjrt_api *api;
 static PJRT_Client *client;
 static const char program[] = "func.func @main(%a: tensor<64xf32>) -> tensor<64xf32> {\n"
                               "  %0 = stablehlo.add %a, %a : tensor<64xf32>\n"
                               "  return %0 : tensor<64xf32>\n}\n";
-
-#define CALL(name, args) ((PJRT_Error * (*)(PJRT_##name##_Args *)) api->slots[S_##name])(args)
-#define ARGS(name, ...) \
-    PJRT_##name##_Args name = {.struct_size = PJRT_##name##_Args_STRUCT_SIZE, __VA_ARGS__}
 
 static int failures;
 static pthread_mutex_t report = PTHREAD_MUTEX_INITIALIZER;
@@ -128,15 +110,11 @@ static void *compile_thread(void *arg) {
 }
 
 int main(void) {
-    void *lib = dlopen(KILN_PJRT_LIBRARY, RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
+    api = pjrt_load(KILN_PJRT_LIBRARY);
+    if (!api) {
         printf("FAIL dlopen: %s\n", dlerror());
         return 1;
     }
-    void *symbol = dlsym(lib, "GetPjrtApi");
-    const void *(*get)(void);
-    memcpy(&get, &symbol, sizeof get);
-    api = get();
     PJRT_NamedValue worker = {.struct_size = PJRT_NamedValue_STRUCT_SIZE,
                               .name = "execution",
                               .name_size = 9,

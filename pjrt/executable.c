@@ -528,6 +528,7 @@ typedef struct kiln_pjrt_job {
     PJRT_Buffer **args; /* per argument not ready when queued: its buffer */
     bool *consume;      /* per argument: donated (its tensor goes to the call) */
     bool *keep;         /* per argument: donated by the program but kept by the caller */
+    int32_t n_deferred; /* arguments not ready when queued */
     PJRT_Error *error;  /* an argument's, found when queued: the execution fails with it */
     PJRT_Buffer **outs;
     PJRT_Event *done;
@@ -630,11 +631,12 @@ static void *worker(void *arg) {
  * the framework go on while kiln computes. */
 static void submit(PJRT_Client *c, kiln_pjrt_job *j) {
     pthread_mutex_lock(&c->queue_lock);
-    bool here = c->execution == KILN_PJRT_INLINE;
-    if (!here && !c->worker_started) {
+    /* an argument still to come (an alias not yet fulfilled) would block the caller: such
+     * a job waits on the worker even in inline mode */
+    bool here = c->execution == KILN_PJRT_INLINE && j->n_deferred == 0;
+    if (!here && !c->worker_started)
         c->worker_started = pthread_create(&c->worker, NULL, worker, c) == 0;
-        here = !c->worker_started;
-    }
+    if (!c->worker_started) here = true;
     if (here) {
         pthread_mutex_unlock(&c->queue_lock);
         job_run(j);
@@ -745,6 +747,7 @@ static kiln_pjrt_job *job_new(kiln_pjrt_program *p, PJRT_Buffer *const *in,
                 kiln_pjrt_error_free(e);
         } else {
             j->args[i] = kiln_pjrt_buffer_retain(b);
+            j->n_deferred++;
         }
         if (j->consume[i]) kiln_pjrt_buffer_mark_deleted(b);
     }

@@ -671,9 +671,17 @@ Test(pjrt, queued_executions_chain_and_fail_through_events) {
 
 /* An alias buffer, used before it is fulfilled (an execution waits for it on the worker),
  * then fulfilled; and a donation that waits for a dependency. */
+/* In both modes: inline, an execution on an alias not yet fulfilled goes to the worker. */
+static void alias_buffers_and_donations(const char *execution);
+
 Test(pjrt, alias_buffers_and_donations_with_a_dependency) {
+    alias_buffers_and_donations("worker");
+    alias_buffers_and_donations("inline");
+}
+
+static void alias_buffers_and_donations(const char *execution) {
     load();
-    PJRT_Client *c = client_with("worker");
+    PJRT_Client *c = client_with(execution);
     static const char twice[] = "func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
                                 "  %0 = stablehlo.add %a, %a : tensor<4xf32>\n"
                                 "  return %0 : tensor<4xf32>\n}\n";

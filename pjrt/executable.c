@@ -7,6 +7,13 @@
 
 #include "pjrt/plugin.h"
 
+/* The program of an (loaded) executable the args name, or an INVALID_ARGUMENT error. */
+#define PROGRAM(args)                                                                      \
+    if (!(args)->executable)                                                               \
+        return kiln_pjrt_error(PJRT_Error_Code_INVALID_ARGUMENT, "%s: executable is NULL", \
+                               __func__);                                                  \
+    kiln_pjrt_program *p = (args)->executable->program;
+
 /* ---- programs ---------------------------------------------------------------------------- */
 
 void kiln_pjrt_program_release(kiln_pjrt_program *p) {
@@ -20,6 +27,7 @@ void kiln_pjrt_program_release(kiln_pjrt_program *p) {
     free(p->output_kind_sizes);
     free(p->donated);
     free(p->options);
+    free(p->code);
     free(p);
 }
 
@@ -111,8 +119,8 @@ static uint64_t fnv(uint64_t h, const void *data, size_t n) {
 }
 
 /* The program's identity for caches: its bytes, its device and the kiln that compiled it. */
-static void fingerprint(kiln_pjrt_program *p, const PJRT_Program *prog) {
-    uint64_t h = fnv(UINT64_C(14695981039346656037), prog->code, prog->code_size);
+static void fingerprint(kiln_pjrt_program *p, const char *code, size_t code_size) {
+    uint64_t h = fnv(UINT64_C(14695981039346656037), code, code_size);
     uint64_t g = fnv(h ^ UINT64_C(0x9e3779b97f4a7c15), &p->device->index, sizeof p->device->index);
     const char *version = kiln_version_string();
     g = fnv(g, version, strlen(version));
@@ -220,26 +228,26 @@ static bool read_options(const char *data, size_t n, options *o) {
     return true;
 }
 
-PJRT_Error *kiln_pjrt_Client_Compile(PJRT_Client_Compile_Args *args) {
-    static const char fn[] = "PJRT_Client_Compile";
-    KILN_PJRT_CHECK_ARGS(args, PJRT_Client_Compile_Args, executable);
-    PJRT_Client *c = args->client;
-    const PJRT_Program *prog = args->program;
-    if (!c || !prog)
-        return kiln_pjrt_error(PJRT_Error_Code_INVALID_ARGUMENT, "%s: %s is NULL", fn,
-                               c ? "program" : "client");
-    if (!prog->format || prog->format_size != 4 || memcmp(prog->format, "mlir", 4) != 0)
-        return kiln_pjrt_error(PJRT_Error_Code_UNIMPLEMENTED,
-                               "%s: kiln compiles programs of format \"mlir\" (StableHLO), not "
-                               "\"%.*s\"",
-                               fn, prog->format ? (int)prog->format_size : 0,
-                               prog->format ? prog->format : "");
-    dump(prog);
-    dump_options(args->compile_options, args->compile_options_size);
+/* A copy of n bytes (NULL for none); *ok false when out of memory. */
+static char *copy_bytes(const char *data, size_t n, bool *ok) {
+    if (!n) return NULL;
+    char *c = malloc(n);
+    if (!c) {
+        *ok = false;
+        return NULL;
+    }
+    memcpy(c, data, n);
+    return c;
+}
+
+/* Compiles a StableHLO program (text or portable artifact) with its serialized compile
+ * options into a loaded executable; fn names the caller in errors. */
+static PJRT_Error *compile_program(PJRT_Client *c, const char *code, size_t code_size,
+                                   const char *options_data, size_t options_size, const char *fn,
+                                   PJRT_LoadedExecutable **out) {
     /* The compile options say how many replicas and partitions, and on which device */
     options opt = {1, 1, -1};
-    if (args->compile_options_size &&
-        !read_options(args->compile_options, args->compile_options_size, &opt))
+    if (options_size && !read_options(options_data, options_size, &opt))
         return kiln_pjrt_error(PJRT_Error_Code_INVALID_ARGUMENT,
                                "%s: compile_options is not a serialized CompileOptionsProto", fn);
     if (opt.replicas * opt.partitions != 1)
@@ -265,7 +273,7 @@ PJRT_Error *kiln_pjrt_Client_Compile(PJRT_Client_Compile_Args *args) {
     kiln_module *m = NULL;
     kiln_parse_options po = kiln_parse_options_default();
     po.filename = "the program";
-    if (kiln_module_parse(cx, prog->code, prog->code_size, &po, &m) != KILN_OK) {
+    if (kiln_module_parse(cx, code, code_size, &po, &m) != KILN_OK) {
         e = kiln_pjrt_ctx_error(cx, fn);
     } else {
         kiln_compile_options o = kiln_compile_options_default();
@@ -273,14 +281,14 @@ PJRT_Error *kiln_pjrt_Client_Compile(PJRT_Client_Compile_Args *args) {
         if (kiln_compile(cx, m, &o, &p->exe) != KILN_OK) e = kiln_pjrt_ctx_error(cx, fn);
     }
     if (!e) e = describe(p, cx);
-    if (!e) fingerprint(p, prog);
-    if (!e && args->compile_options_size) {
-        p->options = malloc(args->compile_options_size);
-        if (!p->options)
-            e = kiln_pjrt_error(PJRT_Error_Code_RESOURCE_EXHAUSTED, "%s: out of memory", fn);
-        else
-            memcpy(p->options, args->compile_options, args->compile_options_size);
-        p->options_size = args->compile_options_size;
+    if (!e) {
+        fingerprint(p, code, code_size);
+        bool ok = true;
+        p->options = copy_bytes(options_data, options_size, &ok);
+        p->options_size = options_size;
+        p->code = copy_bytes(code, code_size, &ok);
+        p->code_size = code_size;
+        if (!ok) e = kiln_pjrt_error(PJRT_Error_Code_RESOURCE_EXHAUSTED, "%s: out of memory", fn);
     }
     kiln_module_release(m);
     kiln_pjrt_leave(c);
@@ -291,17 +299,112 @@ PJRT_Error *kiln_pjrt_Client_Compile(PJRT_Client_Compile_Args *args) {
         return e;
     }
     le->program = p;
-    args->executable = le;
+    *out = le;
     return NULL;
 }
 
-/* ---- what a program says of itself ------------------------------------------------------- */
+PJRT_Error *kiln_pjrt_Client_Compile(PJRT_Client_Compile_Args *args) {
+    static const char fn[] = "PJRT_Client_Compile";
+    KILN_PJRT_CHECK_ARGS(args, PJRT_Client_Compile_Args, executable);
+    PJRT_Client *c = args->client;
+    const PJRT_Program *prog = args->program;
+    if (!c || !prog)
+        return kiln_pjrt_error(PJRT_Error_Code_INVALID_ARGUMENT, "%s: %s is NULL", fn,
+                               c ? "program" : "client");
+    if (!prog->format || prog->format_size != 4 || memcmp(prog->format, "mlir", 4) != 0)
+        return kiln_pjrt_error(PJRT_Error_Code_UNIMPLEMENTED,
+                               "%s: kiln compiles programs of format \"mlir\" (StableHLO), not "
+                               "\"%.*s\"",
+                               fn, prog->format ? (int)prog->format_size : 0,
+                               prog->format ? prog->format : "");
+    dump(prog);
+    dump_options(args->compile_options, args->compile_options_size);
+    return compile_program(c, prog->code, prog->code_size, args->compile_options,
+                           args->compile_options_size, fn, &args->executable);
+}
 
-#define PROGRAM(args)                                                                      \
-    if (!(args)->executable)                                                               \
-        return kiln_pjrt_error(PJRT_Error_Code_INVALID_ARGUMENT, "%s: executable is NULL", \
-                               __func__);                                                  \
-    kiln_pjrt_program *p = (args)->executable->program;
+/* ---- serialized executables ---------------------------------------------------------------
+ * kiln compiles in microseconds, so a serialized executable is its program and compile
+ * options, compiled again when loaded: "KILNEXE1", then the options' and the program's
+ * sizes (8 bytes each, little-endian) and bytes. */
+
+static const char serial_magic[8] = {'K', 'I', 'L', 'N', 'E', 'X', 'E', '1'};
+
+struct PJRT_SerializedExecutable {
+    size_t size;
+    char bytes[];
+};
+
+static void free_serialized(PJRT_SerializedExecutable *s) { free(s); }
+
+static void put_u64(char *at, uint64_t v) {
+    for (int i = 0; i < 8; i++)
+        at[i] = (char)(v >> (8 * i));
+}
+
+static uint64_t get_u64(const char *at) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v |= (uint64_t)(unsigned char)at[i] << (8 * i);
+    return v;
+}
+
+PJRT_Error *kiln_pjrt_Executable_Serialize(PJRT_Executable_Serialize_Args *args) {
+    KILN_PJRT_CHECK_ARGS(args, PJRT_Executable_Serialize_Args, serialized_executable_deleter);
+    PROGRAM(args);
+    size_t n = sizeof serial_magic + 16 + p->options_size + p->code_size;
+    PJRT_SerializedExecutable *s = malloc(sizeof *s + n);
+    if (!s)
+        return kiln_pjrt_error(PJRT_Error_Code_RESOURCE_EXHAUSTED, "%s: out of memory", __func__);
+    s->size = n;
+    char *at = s->bytes;
+    memcpy(at, serial_magic, sizeof serial_magic);
+    at += sizeof serial_magic;
+    put_u64(at, p->options_size);
+    put_u64(at + 8, p->code_size);
+    at += 16;
+    if (p->options_size) memcpy(at, p->options, p->options_size);
+    if (p->code_size) memcpy(at + p->options_size, p->code, p->code_size);
+    args->serialized_bytes = s->bytes;
+    args->serialized_bytes_size = s->size;
+    args->serialized_executable = s;
+    args->serialized_executable_deleter = free_serialized;
+    return NULL;
+}
+
+PJRT_Error *kiln_pjrt_Executable_DeserializeAndLoad(PJRT_Executable_DeserializeAndLoad_Args *args) {
+    static const char fn[] = "PJRT_Executable_DeserializeAndLoad";
+    KILN_PJRT_CHECK_ARGS(args, PJRT_Executable_DeserializeAndLoad_Args, loaded_executable);
+    const char *b = args->serialized_executable;
+    size_t n = args->serialized_executable_size;
+    if (!args->client || (!b && n))
+        return kiln_pjrt_error(PJRT_Error_Code_INVALID_ARGUMENT, "%s: %s is NULL", fn,
+                               args->client ? "serialized_executable" : "client");
+    if (n < sizeof serial_magic + 16 || memcmp(b, serial_magic, sizeof serial_magic) != 0)
+        return kiln_pjrt_error(PJRT_Error_Code_INVALID_ARGUMENT,
+                               "%s: not an executable kiln serialized (%zu bytes)", fn, n);
+    uint64_t options_size = get_u64(b + 8), code_size = get_u64(b + 16);
+    size_t rest = n - sizeof serial_magic - 16;
+    if (options_size > rest || code_size != rest - options_size)
+        return kiln_pjrt_error(PJRT_Error_Code_INVALID_ARGUMENT,
+                               "%s: the serialized executable's sizes (%llu + %llu bytes) do not "
+                               "match its %zu bytes",
+                               fn, (unsigned long long)options_size, (unsigned long long)code_size,
+                               rest);
+    const char *options_data = b + sizeof serial_magic + 16;
+    size_t options_n = (size_t)options_size;
+    if (KILN_PJRT_HAS(args, PJRT_Executable_DeserializeAndLoad_Args,
+                      overridden_serialized_compile_options_size) &&
+        args->overridden_serialized_compile_options) {
+        options_data = args->overridden_serialized_compile_options;
+        options_n = args->overridden_serialized_compile_options_size;
+    }
+    return compile_program(args->client, b + sizeof serial_magic + 16 + options_size,
+                           (size_t)code_size, options_data, options_n, fn,
+                           &args->loaded_executable);
+}
+
+/* ---- what a program says of itself ------------------------------------------------------- */
 
 PJRT_Error *kiln_pjrt_Executable_Destroy(PJRT_Executable_Destroy_Args *args) {
     KILN_PJRT_CHECK_ARGS(args, PJRT_Executable_Destroy_Args, executable);

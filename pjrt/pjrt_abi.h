@@ -255,7 +255,9 @@ typedef struct PJRT_Executable_GetCompiledMemoryStats_Args
 typedef struct PJRT_Executable_OutputElementTypes_Args PJRT_Executable_OutputElementTypes_Args;
 typedef struct PJRT_Executable_OutputDimensions_Args PJRT_Executable_OutputDimensions_Args;
 typedef struct PJRT_Executable_OutputMemoryKinds_Args PJRT_Executable_OutputMemoryKinds_Args;
+typedef struct PJRT_Executable_Serialize_Args PJRT_Executable_Serialize_Args;
 typedef struct PJRT_Executable_GetCompileOptions_Args PJRT_Executable_GetCompileOptions_Args;
+typedef struct PJRT_Executable_DeserializeAndLoad_Args PJRT_Executable_DeserializeAndLoad_Args;
 typedef struct PJRT_LoadedExecutable_Fingerprint_Args PJRT_LoadedExecutable_Fingerprint_Args;
 typedef struct PJRT_Buffer_Destroy_Args PJRT_Buffer_Destroy_Args;
 typedef struct PJRT_Buffer_ElementType_Args PJRT_Buffer_ElementType_Args;
@@ -1153,6 +1155,18 @@ struct PJRT_Executable_OutputMemoryKinds_Args {
 #define PJRT_Executable_OutputMemoryKinds_Args_STRUCT_SIZE \
     KILN_PJRT_STRUCT_SIZE(PJRT_Executable_OutputMemoryKinds_Args, memory_kind_sizes)
 
+struct PJRT_Executable_Serialize_Args {
+    size_t struct_size;
+    PJRT_Extension_Base *extension_start;
+    const PJRT_Executable *executable;
+    const char *serialized_bytes;                                           /* out */
+    size_t serialized_bytes_size;                                           /* out */
+    PJRT_SerializedExecutable *serialized_executable;                       /* out */
+    void (*serialized_executable_deleter)(PJRT_SerializedExecutable *exec); /* out */
+};
+#define PJRT_Executable_Serialize_Args_STRUCT_SIZE \
+    KILN_PJRT_STRUCT_SIZE(PJRT_Executable_Serialize_Args, serialized_executable_deleter)
+
 struct PJRT_Executable_GetCompileOptions_Args {
     size_t struct_size;
     PJRT_Extension_Base *extension_start;
@@ -1165,6 +1179,20 @@ struct PJRT_Executable_GetCompileOptions_Args {
 #define PJRT_Executable_GetCompileOptions_Args_STRUCT_SIZE        \
     KILN_PJRT_STRUCT_SIZE(PJRT_Executable_GetCompileOptions_Args, \
                           serialized_compile_options_deleter)
+
+struct PJRT_Executable_DeserializeAndLoad_Args {
+    size_t struct_size;
+    PJRT_Extension_Base *extension_start;
+    PJRT_Client *client;
+    const char *serialized_executable;
+    size_t serialized_executable_size;
+    PJRT_LoadedExecutable *loaded_executable; /* out */
+    const char *overridden_serialized_compile_options;
+    size_t overridden_serialized_compile_options_size;
+};
+#define PJRT_Executable_DeserializeAndLoad_Args_STRUCT_SIZE        \
+    KILN_PJRT_STRUCT_SIZE(PJRT_Executable_DeserializeAndLoad_Args, \
+                          overridden_serialized_compile_options_size)
 
 struct PJRT_LoadedExecutable_Fingerprint_Args {
     size_t struct_size;

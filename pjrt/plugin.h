@@ -193,6 +193,8 @@ typedef struct kiln_pjrt_program {
     int64_t argument_bytes, output_bytes, temp_bytes; /* its memory, from kiln_exe_info */
     char *options; /* the serialized compile options it was compiled with */
     size_t options_size;
+    char *code; /* the program, as compiled (for PJRT_Executable_Serialize) */
+    size_t code_size;
 } kiln_pjrt_program;
 
 void kiln_pjrt_program_release(kiln_pjrt_program *p);

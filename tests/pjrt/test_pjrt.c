@@ -751,3 +751,55 @@ static void alias_buffers_and_donations(const char *execution) {
     destroy_loaded(e);
     client_free(c);
 }
+
+/* A serialized executable (what JAX's persistent compilation cache stores) loads back and
+ * runs; bytes kiln did not write are refused. */
+Test(pjrt, executables_serialize_and_load_back) {
+    load();
+    PJRT_Client *c = client_new();
+    PJRT_LoadedExecutable *e = compile(c, add_text, sizeof add_text - 1);
+    ARGS(LoadedExecutable_GetExecutable, .loaded_executable = e);
+    OK(CALL(LoadedExecutable_GetExecutable, &LoadedExecutable_GetExecutable));
+    ARGS(Executable_Serialize, .executable = LoadedExecutable_GetExecutable.executable);
+    OK(CALL(Executable_Serialize, &Executable_Serialize));
+    ARGS(Executable_DeserializeAndLoad, .client = c,
+         .serialized_executable = Executable_Serialize.serialized_bytes,
+         .serialized_executable_size = Executable_Serialize.serialized_bytes_size);
+    OK(CALL(Executable_DeserializeAndLoad, &Executable_DeserializeAndLoad));
+    PJRT_LoadedExecutable *loaded = Executable_DeserializeAndLoad.loaded_executable;
+    float a[4] = {1, 2, 3, 4}, b[4] = {1, 1, 1, 1}, r[4];
+    int64_t dims[1] = {4};
+    PJRT_Buffer *args[2] = {upload(c, PJRT_Buffer_Type_F32, a, dims, 1, NULL),
+                            upload(c, PJRT_Buffer_Type_F32, b, dims, 1, NULL)};
+    PJRT_Buffer *out = execute1(loaded, args, 2);
+    download(out, r, sizeof r);
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(r[i], (a[i] + 1) * (a[i] + 1));
+    /* the same program, so the same fingerprint */
+    ARGS(LoadedExecutable_Fingerprint, .executable = e);
+    OK(CALL(LoadedExecutable_Fingerprint, &LoadedExecutable_Fingerprint));
+    char first[64];
+    snprintf(first, sizeof first, "%s", LoadedExecutable_Fingerprint.executable_fingerprint);
+    LoadedExecutable_Fingerprint.executable = loaded;
+    OK(CALL(LoadedExecutable_Fingerprint, &LoadedExecutable_Fingerprint));
+    cr_assert_str_eq(first, LoadedExecutable_Fingerprint.executable_fingerprint);
+    /* bytes kiln did not write, and a truncated executable */
+    Executable_DeserializeAndLoad.serialized_executable = "not kiln";
+    Executable_DeserializeAndLoad.serialized_executable_size = 8;
+    fails(CALL(Executable_DeserializeAndLoad, &Executable_DeserializeAndLoad),
+          PJRT_Error_Code_INVALID_ARGUMENT, "not an executable kiln serialized");
+    Executable_DeserializeAndLoad.serialized_executable = Executable_Serialize.serialized_bytes;
+    Executable_DeserializeAndLoad.serialized_executable_size =
+        Executable_Serialize.serialized_bytes_size - 1;
+    fails(CALL(Executable_DeserializeAndLoad, &Executable_DeserializeAndLoad),
+          PJRT_Error_Code_INVALID_ARGUMENT, "do not match");
+    Executable_Serialize.serialized_executable_deleter(Executable_Serialize.serialized_executable);
+    ARGS(Executable_Destroy, .executable = LoadedExecutable_GetExecutable.executable);
+    OK(CALL(Executable_Destroy, &Executable_Destroy));
+    destroy_buffer(out);
+    destroy_buffer(args[0]);
+    destroy_buffer(args[1]);
+    destroy_loaded(loaded);
+    destroy_loaded(e);
+    client_free(c);
+}

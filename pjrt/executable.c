@@ -28,6 +28,7 @@ void kiln_pjrt_program_release(kiln_pjrt_program *p) {
     free(p->donated);
     free(p->options);
     free(p->code);
+    free(atomic_load(&p->optimized));
     free(p);
 }
 
@@ -81,6 +82,7 @@ static PJRT_Error *describe(kiln_pjrt_program *p, kiln_ctx *cx) {
     for (int32_t r = 0; r < info.n_results; r++)
         p->output_bytes += (int64_t)spec_bytes(&info.results[r]);
     p->temp_bytes = (int64_t)info.arena_bytes;
+    kiln_pjrt_cost_values(p, &info.cost);
     return NULL;
 }
 

@@ -174,6 +174,8 @@ bool kiln_pjrt_dtype(PJRT_Buffer_Type type, kiln_dtype *out);
 PJRT_Buffer_Type kiln_pjrt_buffer_type(kiln_dtype dtype);
 const char *kiln_pjrt_type_name(PJRT_Buffer_Type type);
 
+enum { KILN_PJRT_COST_VALUES = 4 };
+
 /* A compiled program: one per PJRT_LoadedExecutable, shared (counted) with the
  * PJRT_Executable views the framework asks for. */
 typedef struct kiln_pjrt_program {
@@ -195,7 +197,12 @@ typedef struct kiln_pjrt_program {
     size_t options_size;
     char *code; /* the program, as compiled (for PJRT_Executable_Serialize) */
     size_t code_size;
+    PJRT_NamedValue cost[KILN_PJRT_COST_VALUES]; /* its cost analysis (analysis.c) */
+    _Atomic(char *) optimized; /* its optimized program, once asked for (analysis.c) */
 } kiln_pjrt_program;
+
+/* Fills p->cost from the executable's cost of one call. */
+void kiln_pjrt_cost_values(kiln_pjrt_program *p, const kiln_cost *c);
 
 void kiln_pjrt_program_release(kiln_pjrt_program *p);
 /* Runs what is queued on the client's worker to its end and stops it. */

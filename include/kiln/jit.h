@@ -222,6 +222,20 @@ KILN_API kiln_status kiln_exe_call_n(kiln_ctx *cx, kiln_exe *exe, kiln_tensor *c
 
 /* What the compiler decided. Arrays are borrowed from the executable and live as long as
  * it does. */
+/* What one call of an executable computes, summed over the ops it runs (as XLA's cost
+ * analysis counts: a multiply-accumulate of dot_general or convolution is 2 flops, each
+ * reduced element 1, each arithmetic element 1; exp, log, sin, tanh and the like count
+ * as transcendentals instead; data movement costs bytes only). Bytes are what each op
+ * or fused kernel reads and writes, so values kept inside a kernel cost nothing. The
+ * bodies of while, if and case are not counted (their trip counts and branches are known
+ * only at run time). Sums saturate at INT64_MAX. */
+typedef struct kiln_cost {
+    int64_t flops;
+    int64_t transcendentals;
+    int64_t bytes_read;
+    int64_t bytes_written;
+} kiln_cost;
+
 typedef struct kiln_exe_info {
     int32_t n_args, n_results;
     const int32_t *aliases;   /* per result: the donated argument whose buffer it reuses, or -1 */
@@ -238,6 +252,7 @@ typedef struct kiln_exe_info {
     /* Per argument: its dtype, shape, name and whether it is donated; per result: its dtype
      * and shape (name NULL, donate false). */
     const kiln_arg_spec *args, *results;
+    kiln_cost cost; /* of one call */
 } kiln_exe_info;
 
 /* Fills *out_info. Errors: INVALID_ARGUMENT for a NULL argument (a NULL ctx returns it

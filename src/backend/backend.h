@@ -34,6 +34,7 @@
 #include "ops/attrs.h"
 #include "ops/infer.h"
 #include "ops/op.h"
+#include "ops/op_cost.h"
 
 #define KILN_BACKEND_VERSION 2
 
@@ -97,11 +98,13 @@ typedef struct kiln__execute_args {
 /* A backend's executable (opaque to the runtime). */
 typedef struct kiln__executable kiln__executable;
 
-/* What kiln_exe_info reports of the plan (a backend without a plan reports n_ops only). */
+/* What kiln_exe_info reports of the plan (a backend without a plan reports n_ops only)
+ * and the summed cost of one call (ops/op_cost.h: its ops', or its fused kernels'). */
 typedef struct kiln__executable_info {
     int32_t n_ops;
     size_t arena_bytes;
     int32_t n_buffers, n_kernels, n_fused_ops, n_conv_epilogues;
+    kiln__cost cost;
 } kiln__executable_info;
 
 typedef struct kiln__backend {

@@ -5,24 +5,6 @@
 
 #include "ir/print.h"
 
-bool kiln__kernel_op_transcendental(kiln_op op) {
-    switch (op) {
-    case KILN_OP_CBRT:
-    case KILN_OP_EXPONENTIAL:
-    case KILN_OP_EXPONENTIAL_MINUS_ONE:
-    case KILN_OP_LOG:
-    case KILN_OP_LOG_PLUS_ONE:
-    case KILN_OP_LOGISTIC:
-    case KILN_OP_SINE:
-    case KILN_OP_COSINE:
-    case KILN_OP_TAN:
-    case KILN_OP_TANH:
-    case KILN_OP_POWER:
-    case KILN_OP_ATAN2: return true;
-    default: return false;
-    }
-}
-
 static int64_t numel_of(const kiln_shape *s) {
     int64_t n = 1;
     for (int32_t d = 0; d < s->rank; d++)
@@ -30,12 +12,12 @@ static int64_t numel_of(const kiln_shape *s) {
     return n;
 }
 
-kiln__kcost kiln__kernel_cost(const kiln__kernel *k) {
-    kiln__kcost c = {0};
+kiln__cost kiln__kernel_cost(const kiln__kernel *k) {
+    kiln__cost c = {0};
     int64_t n = numel_of(&k->shape);
     for (int32_t j = 0; j < k->n_instrs; j++) {
         kiln_op op = k->instrs[j].op;
-        if (kiln__kernel_op_transcendental(op))
+        if (kiln__op_transcendental(op))
             c.transcendentals += n;
         else if (op != KILN_OP_CONVERT && op != KILN_OP_SELECT)
             c.flops += n;

@@ -19,6 +19,7 @@
 
 #include "base/strbuf.h"
 #include "ir/ir.h"
+#include "ops/op_cost.h"
 
 /* Size limits of one kernel (the fusion pass respects them). */
 #define KILN__KERNEL_MAX_INSTRS 48
@@ -103,19 +104,10 @@ typedef struct kiln__kernel {
     int32_t n_ops;
 } kiln__kernel;
 
-/* Costs of one run of a kernel, for printing and heuristics. */
-typedef struct kiln__kcost {
-    int64_t flops; /* one per arithmetic instruction and element, and per reduced element */
-    int64_t transcendentals; /* exp, log, sin, ... per element */
-    int64_t bytes_read;      /* operand bytes touched (a broadcast input counts its source) */
-    int64_t bytes_written;
-} kiln__kcost;
-
-/* Is `op` an instruction whose evaluation costs a transcendental function call? */
-bool kiln__kernel_op_transcendental(kiln_op op);
-
-/* The cost of one run. Thread-safe. */
-kiln__kcost kiln__kernel_cost(const kiln__kernel *k);
+/* The cost of one run (ops/op_cost.h), for printing and heuristics: one flop per
+ * arithmetic instruction and element and per reduced element; a broadcast input reads its
+ * source. Thread-safe. */
+kiln__cost kiln__kernel_cost(const kiln__kernel *k);
 
 /* The name of an access pattern ("contiguous", "broadcast", ...). */
 const char *kiln__kaccess_name(kiln__kaccess a);

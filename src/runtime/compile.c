@@ -217,7 +217,9 @@ kiln_status kiln_exe_info_get(kiln_ctx *cx, const kiln_exe *exe, kiln_exe_info *
                                 .backend = exe->backend->name,
                                 .device = exe->device,
                                 .args = exe->arg_specs,
-                                .results = exe->result_specs};
+                                .results = exe->result_specs,
+                                .cost = {i->cost.flops, i->cost.transcendentals,
+                                         i->cost.bytes_read, i->cost.bytes_written}};
     return KILN_OK;
 }
 

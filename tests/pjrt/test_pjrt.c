@@ -803,3 +803,78 @@ Test(pjrt, executables_serialize_and_load_back) {
     destroy_loaded(e);
     client_free(c);
 }
+
+static int count_of(const char *text, size_t n, const char *word) {
+    int k = 0;
+    size_t w = strlen(word);
+    for (size_t i = 0; i + w <= n; i++)
+        k += memcmp(text + i, word, w) == 0;
+    return k;
+}
+
+/* jax's compiled.as_text() and cost_analysis(): the program after kiln's passes (the
+ * duplicate add merged, the dead exponential gone), asked for in two calls as the
+ * framework does; and the cost of one call. */
+Test(pjrt, optimized_program_and_cost_analysis) {
+    static const char text[] =
+        "func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {\n"
+        "  %0 = stablehlo.add %a, %b : tensor<4xf32>\n"
+        "  %1 = stablehlo.add %a, %b : tensor<4xf32>\n"
+        "  %2 = stablehlo.multiply %0, %1 : tensor<4xf32>\n"
+        "  %3 = stablehlo.exponential %a : tensor<4xf32>\n"
+        "  return %2 : tensor<4xf32>\n"
+        "}\n";
+    load();
+    PJRT_Client *c = client_new();
+    PJRT_LoadedExecutable *e = compile(c, text, sizeof text - 1);
+    ARGS(LoadedExecutable_GetExecutable, .loaded_executable = e);
+    OK(CALL(LoadedExecutable_GetExecutable, &LoadedExecutable_GetExecutable));
+    PJRT_Executable *x = LoadedExecutable_GetExecutable.executable;
+    PJRT_Program prog = {.struct_size = PJRT_Program_STRUCT_SIZE};
+    ARGS(Executable_OptimizedProgram, .executable = x, .program = &prog);
+    OK(CALL(Executable_OptimizedProgram, &Executable_OptimizedProgram));
+    cr_assert_eq(prog.format_size, 4);
+    cr_assert(memcmp(prog.format, "mlir", 4) == 0);
+    size_t size = prog.code_size;
+    cr_assert_gt(size, 0);
+    char *code = malloc(size);
+    cr_assert(code);
+    /* a buffer too small is refused, saying how much is needed */
+    prog.code = code;
+    prog.code_size = size - 1;
+    fails(CALL(Executable_OptimizedProgram, &Executable_OptimizedProgram),
+          PJRT_Error_Code_INVALID_ARGUMENT, "code_size");
+    prog.code_size = size;
+    OK(CALL(Executable_OptimizedProgram, &Executable_OptimizedProgram));
+    cr_assert_eq(prog.code_size, size);
+    cr_assert_eq(count_of(code, size, "stablehlo.add"), 1, "%.*s", (int)size, code);
+    cr_assert_eq(count_of(code, size, "stablehlo.multiply"), 1);
+    cr_assert_eq(count_of(code, size, "exponential"), 0);
+    free(code);
+    Executable_OptimizedProgram.program = NULL;
+    fails(CALL(Executable_OptimizedProgram, &Executable_OptimizedProgram),
+          PJRT_Error_Code_INVALID_ARGUMENT, "program is NULL");
+
+    ARGS(Executable_GetCostAnalysis, .executable = x);
+    OK(CALL(Executable_GetCostAnalysis, &Executable_GetCostAnalysis));
+    double flops = -1, transcendentals = -1, accessed = -1;
+    for (size_t i = 0; i < Executable_GetCostAnalysis.num_properties; i++) {
+        const PJRT_NamedValue *v = &Executable_GetCostAnalysis.properties[i];
+        cr_assert_eq(v->type, PJRT_NamedValue_kFloat);
+        if (v->name_size == 5 && memcmp(v->name, "flops", 5) == 0) flops = v->float_value;
+        if (v->name_size == 15 && memcmp(v->name, "transcendentals", 15) == 0)
+            transcendentals = v->float_value;
+        if (v->name_size == 14 && memcmp(v->name, "bytes accessed", 14) == 0)
+            accessed = v->float_value;
+    }
+    cr_assert_eq(flops, 8);           /* an add and a multiply of 4 elements */
+    cr_assert_eq(transcendentals, 0); /* the exponential was dead */
+    cr_assert_geq(accessed, 3 * 16);  /* two arguments read, a result written */
+    Executable_GetCostAnalysis.executable = NULL;
+    fails(CALL(Executable_GetCostAnalysis, &Executable_GetCostAnalysis),
+          PJRT_Error_Code_INVALID_ARGUMENT, "executable is NULL");
+    ARGS(Executable_Destroy, .executable = x);
+    OK(CALL(Executable_Destroy, &Executable_Destroy));
+    destroy_loaded(e);
+    client_free(c);
+}

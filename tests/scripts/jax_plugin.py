@@ -250,6 +250,36 @@ def errors():
     return None
 
 
+def introspection():
+    """What users ask of a compiled function: cost_analysis() (flops as XLA counts them),
+    as_text() (the optimized program, which the framework converts to HLO) and
+    memory_analysis()."""
+    x, w = f32(8, 3, 16, 16), f32(4, 3, 3, 3)
+
+    def fn(x, w):
+        h = lax.conv_general_dilated(x, w, (1, 1), "SAME")
+        return jnp.tanh(h.reshape(8, -1) @ h.reshape(8, -1).T)
+
+    compiled = {dev.platform: jax.jit(fn).lower(*on(dev, (x, w))).compile() for dev in (CPU, KILN)}
+    want, got = compiled["cpu"].cost_analysis(), compiled["kiln"].cost_analysis()
+    if isinstance(want, list):  # older jax: one dict per program
+        want, got = want[0], got[0]
+    # XLA's conventions: 2 flops per multiply-accumulate, only the convolution taps that
+    # read input (not padding) counted; tanh is a transcendental
+    for key in ("flops", "transcendentals"):
+        if got.get(key) != want.get(key):
+            return f"cost_analysis {key} {got.get(key)}; XLA says {want.get(key)}"
+    if not got.get("bytes accessed", 0) >= 4 * (x.size + w.size + 64):
+        return f"cost_analysis bytes accessed {got.get('bytes accessed')} is too small"
+    text = compiled["kiln"].as_text()
+    if not text or "HloModule" not in text or "convolution" not in text or "dot" not in text:
+        return f"as_text() does not show the program: {text!r:.300}"
+    mem = compiled["kiln"].memory_analysis()
+    if mem.argument_size_in_bytes != 4 * (x.size + w.size) or mem.output_size_in_bytes != 4 * 64:
+        return f"memory_analysis says arguments {mem.argument_size_in_bytes}, outputs {mem.output_size_in_bytes}"
+    return None
+
+
 def main():
     failures = 0
     total = 0
@@ -275,7 +305,8 @@ def main():
         print(f"{'ok  ' if problem is None else 'FAIL'} {name}" + ("" if problem is None else f": {problem}"))
         failures += problem is not None
     for name, check in (("donate_argnums", donation), ("CNN training steps", cnn_training),
-                        ("placement on kiln:1", placement), ("errors", errors)):
+                        ("placement on kiln:1", placement), ("errors", errors),
+                        ("cost_analysis, as_text, memory_analysis", introspection)):
         total += 1
         try:
             problem = check()

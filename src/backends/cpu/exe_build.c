@@ -489,6 +489,24 @@ void kiln__cpu_release(kiln__executable *x) {
     kiln__raw_free(&a, exe, sizeof *exe);
 }
 
+typedef struct xop_types {
+    const kiln__xblock *b;
+    const kiln__xop *op;
+} xop_types;
+
+static const kiln__type *xop_type(const void *holder, int32_t i) {
+    const xop_types *h = holder;
+    int32_t slot = i < h->op->n_in ? h->op->in[i].slot : h->op->out[i - h->op->n_in];
+    return &h->b->types[slot];
+}
+
+/* The cost of one of the entry block's ops: its kernel's, or the op's own. */
+static kiln__cost xop_cost(const kiln__xblock *b, const kiln__xop *op) {
+    if (op->desc) return kiln__kernel_cost(op->desc);
+    xop_types h = {b, op};
+    return kiln__op_cost(op->kind, op->attrs, op->n_in, op->n_out, xop_type, &h);
+}
+
 void kiln__cpu_info(const kiln__executable *x, kiln__executable_info *out) {
     const kiln__cpu_exe *exe = (const kiln__cpu_exe *)x;
     *out = (kiln__executable_info){.n_ops = exe->n_ops,
@@ -497,4 +515,9 @@ void kiln__cpu_info(const kiln__executable *x, kiln__executable_info *out) {
                                    .n_kernels = exe->n_kernels,
                                    .n_fused_ops = exe->n_fused_ops,
                                    .n_conv_epilogues = exe->n_epilogues};
+    const kiln__xblock *b = exe->entry;
+    for (int32_t k = 0; k < b->n_ops; k++) {
+        kiln__cost c = xop_cost(b, &b->ops[k]);
+        kiln__cost_add(&out->cost, &c);
+    }
 }

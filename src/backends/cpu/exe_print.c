@@ -22,7 +22,7 @@ static void print_slot(kiln__strbuf *sb, const kiln__cpu_exe *exe, int32_t v) {
 void kiln__cpu_print(kiln__strbuf *sb, const kiln__executable *x) {
     const kiln__cpu_exe *exe = (const kiln__cpu_exe *)x;
     const kiln__xblock *b = exe->entry;
-    kiln__kcost total = {0};
+    kiln__cost total = {0};
     kiln__strbuf_printf(sb,
                         "executable @%s: %d args, %d results, %d ops (%d fused kernels replacing "
                         "%d ops; %d views read in place; %d convolution epilogues)\n",
@@ -33,7 +33,7 @@ void kiln__cpu_print(kiln__strbuf *sb, const kiln__executable *x) {
         const kiln__xop *op = &b->ops[k];
         kiln__strbuf_printf(sb, "op %d: ", (int)k);
         if (op->desc) {
-            kiln__kcost c = kiln__kernel_cost(op->desc);
+            kiln__cost c = kiln__kernel_cost(op->desc);
             total.flops += c.flops;
             total.transcendentals += c.transcendentals;
             total.bytes_read += c.bytes_read;

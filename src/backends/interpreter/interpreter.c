@@ -302,8 +302,20 @@ static kiln_status interp_execute(kiln_ctx *cx, const kiln__executable *e,
 
 /* ---- describing ------------------------------------------------------------------------- */
 
+static const kiln__type *ir_op_type(const void *holder, int32_t i) {
+    const kiln__ir_op *op = holder;
+    return i < op->n_operands ? &op->operands[i]->type : &op->results[i - op->n_operands]->type;
+}
+
 static void interp_info(const kiln__executable *e, kiln__executable_info *out) {
-    *out = (kiln__executable_info){.n_ops = ((const interp_exe *)e)->n_ops};
+    const interp_exe *x = (const interp_exe *)e;
+    *out = (kiln__executable_info){.n_ops = x->n_ops};
+    for (const kiln__ir_op *op = x->entry->first; op; op = op->next) {
+        if (op->kind == KILN_OP_CONSTANT) continue;
+        kiln__cost c = kiln__op_cost(op->kind, &op->attrs, op->n_operands, op->n_results,
+                                     ir_op_type, op);
+        kiln__cost_add(&out->cost, &c);
+    }
 }
 
 static void interp_print(kiln__strbuf *sb, const kiln__executable *e) {

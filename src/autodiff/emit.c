@@ -117,7 +117,7 @@ static kiln__ir_op *emit_impl(kiln__emitter *e, kiln_op kind, const kiln__attrs 
         }
     kiln__attrs a;
     if (attrs)
-        a = *attrs;
+        kiln__attrs_copy(&a, attrs, kind);
     else
         memset(&a, 0, sizeof a);
     if (!a.fn) a.fn = e->fn;

@@ -133,7 +133,8 @@ static kiln_status branches_jvp(kiln__emitter *e, const kiln__ad_op *op,
             float_of[nf] = j;
             types[n + nf++] = types[j];
         }
-    kiln__attrs a = src->attrs;
+    kiln__attrs a;
+    kiln__attrs_copy(&a, src->attrs, src->kind);
     a.n_results = n + nf;
     kiln__ir_op *nop = kiln__emit_op_typed(e, src->kind, &a, op->primals, 1, types, n + nf);
     if (!nop) return kiln_ctx_status(e->cx);
@@ -231,7 +232,8 @@ static kiln_status branches_vjp(kiln__emitter *e, const kiln__ad_op *op, kiln__v
     kiln__type types[MAX_VALUES];
     for (int32_t k = 0; k < n_fv; k++)
         types[k] = fv[k]->type;
-    kiln__attrs a = src->attrs;
+    kiln__attrs a;
+    kiln__attrs_copy(&a, src->attrs, src->kind);
     a.n_results = n_fv;
     kiln__ir_op *nop = kiln__emit_op_typed(e, src->kind, &a, op->primals, 1, types, n_fv);
     if (!nop) return kiln_ctx_status(e->cx);
@@ -291,7 +293,8 @@ kiln_status kiln__jvp_WHILE(kiln__emitter *e, const kiln__ad_op *op, kiln__value
             if (!inits[n + nf]) return kiln_ctx_status(e->cx);
             nf++;
         }
-    kiln__attrs a = src->attrs;
+    kiln__attrs a;
+    kiln__attrs_copy(&a, src->attrs, src->kind);
     a.n_results = n + nf;
     kiln__ir_op *nop = kiln__emit_op_typed(e, KILN_OP_WHILE, &a, inits, n + nf, types, n + nf);
     if (!nop) return kiln_ctx_status(e->cx);
@@ -326,7 +329,7 @@ kiln_status kiln__jvp_WHILE(kiln__emitter *e, const kiln__ad_op *op, kiln__value
 
 static bool const_i64(const kiln__value *v, int64_t *out) {
     if (!v || !v->def || v->def->kind != KILN_OP_CONSTANT) return false;
-    const kiln_tensor *t = v->def->attrs.u.constant;
+    const kiln_tensor *t = v->def->attrs->u.constant;
     if (!t || kiln_tensor_dtype(t) != KILN_I64 || kiln_tensor_shape(t)->rank != 0) return false;
     const int64_t *d = kiln_tensor_data((kiln_tensor *)t);
     if (!d) return false;
@@ -342,7 +345,7 @@ static bool trip_count(const kiln__ir_op *w, int64_t *lower, int64_t *n) {
     const kiln__block *cond = w->regions[0], *body = w->regions[1];
     const kiln__value *c = cond->results[0];
     if (!c->def || c->def->kind != KILN_OP_COMPARE ||
-        c->def->attrs.u.compare.direction != KILN_CMP_LT || c->def->operands[0] != cond->args[0] ||
+        c->def->attrs->u.compare.direction != KILN_CMP_LT || c->def->operands[0] != cond->args[0] ||
         !const_i64(c->def->operands[1], &hi))
         return false;
     const kiln__value *next = body->results[0];

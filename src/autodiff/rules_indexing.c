@@ -157,7 +157,7 @@ kiln_status kiln__vjp_GATHER(kiln__emitter *e, const kiln__ad_op *op, kiln__valu
                              kiln__value **out_cts) {
     kiln__value *x = op->primals[0], *idx = op->primals[1], *g = cts[0];
     if (!g || !has_derivative(x)) return kiln_ctx_status(e->cx);
-    const kiln_gather_params *p = &op->op->attrs.u.gather;
+    const kiln_gather_params *p = &op->op->attrs->u.gather;
     int32_t n = p->start_index_map.count;
     int64_t lo[KILN_MAX_RANK] = {0}, hi[KILN_MAX_RANK];
     for (int32_t j = 0; j < n; j++) {
@@ -186,7 +186,7 @@ kiln_status kiln__vjp_GATHER(kiln__emitter *e, const kiln__ad_op *op, kiln__valu
 kiln_status kiln__jvp_GATHER(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *tangents,
                              kiln__value **out_tangents) {
     if (!tangents[0] || !has_derivative(op->primals[0])) return kiln_ctx_status(e->cx);
-    out_tangents[0] = emit_gather(e, tangents[0], op->primals[1], &op->op->attrs.u.gather);
+    out_tangents[0] = emit_gather(e, tangents[0], op->primals[1], &op->op->attrs->u.gather);
     return kiln_ctx_status(e->cx);
 }
 
@@ -204,7 +204,7 @@ typedef enum combiner {
 /* What the update region does: the builtin it is, or a traced block that is one (a lone
  * add of its two arguments, or returning its second argument). */
 static combiner combiner_of(const kiln__ir_op *o) {
-    const kiln_region *r = o->attrs.region[0];
+    const kiln_region *r = o->attrs->region[0];
     if (r == kiln_region_add()) return COMBINE_ADD;
     if (r == kiln_region_replace()) return COMBINE_REPLACE;
     if (r == kiln_region_maximum()) return COMBINE_MAX;
@@ -287,7 +287,7 @@ typedef struct extreme_winners {
 static extreme_winners find_winners(kiln__emitter *e, const kiln__ad_op *op) {
     kiln__value *x = op->primals[0], *idx = op->primals[1], *u = op->primals[2];
     kiln__value *out = op->outs[0];
-    const kiln_scatter_params *p = &op->op->attrs.u.scatter;
+    const kiln_scatter_params *p = &op->op->attrs->u.scatter;
     extreme_winners w = {0};
     w.x_wins = kiln__emit_compare(e, KILN_CMP_EQ, x, out);
     kiln__value *in_bounds = kiln__emit_compare(
@@ -340,7 +340,7 @@ kiln_status kiln__vjp_SCATTER(kiln__emitter *e, const kiln__ad_op *op, kiln__val
     kiln__value *x = op->primals[0], *idx = op->primals[1], *u = op->primals[2], *g = cts[0];
     if (!g || !has_derivative(x)) return kiln_ctx_status(e->cx);
     combiner c = combiner_of(o);
-    const kiln_scatter_params *p = &o->attrs.u.scatter;
+    const kiln_scatter_params *p = &o->attrs->u.scatter;
     if (c == COMBINE_ADD) {
         out_cts[0] = g;
         out_cts[2] = gather_in_bounds(e, g, idx, p, &u->type);
@@ -396,14 +396,14 @@ kiln_status kiln__jvp_SCATTER(kiln__emitter *e, const kiln__ad_op *op, kiln__val
     kiln__value *x = op->primals[0], *u = op->primals[2];
     if (!has_derivative(x) || (!tangents[0] && !tangents[2])) return kiln_ctx_status(e->cx);
     combiner c = combiner_of(o);
-    if (c == COMBINE_OTHER || (c == COMBINE_MULTIPLY && !o->attrs.u.scatter.unique_indices))
+    if (c == COMBINE_OTHER || (c == COMBINE_MULTIPLY && !o->attrs->u.scatter.unique_indices))
         return scatter_unsupported(e, op, "jvp");
     if (c == COMBINE_MULTIPLY) {
         kiln__value *prod = emit_scatter(e, kiln__emit_full_like(e, x, 1.0), op->primals[1], u,
-                                         &o->attrs.u.scatter, kiln_region_multiply());
+                                         &o->attrs->u.scatter, kiln_region_multiply());
         kiln__value *du = tangents[2]
                               ? emit_scatter(e, kiln__emit_zeros(e, &x->type), op->primals[1],
-                                             tangents[2], &o->attrs.u.scatter, kiln_region_add())
+                                             tangents[2], &o->attrs->u.scatter, kiln_region_add())
                               : NULL;
         kiln__value *r = tangents[0] ? kiln__emit_mul(e, tangents[0], prod) : NULL;
         out_tangents[0] = kiln__emit_add_any(e, r, du ? kiln__emit_mul(e, x, du) : NULL);
@@ -416,12 +416,12 @@ kiln_status kiln__jvp_SCATTER(kiln__emitter *e, const kiln__ad_op *op, kiln__val
             e, kiln__emit_select(e, w.x_wins, tx, kiln__emit_zeros(e, &x->type)),
             emit_scatter(e, kiln__emit_zeros(e, &x->type), op->primals[1],
                          kiln__emit_select(e, w.u_wins, tu, kiln__emit_zeros(e, &u->type)),
-                         &o->attrs.u.scatter, kiln_region_add()));
+                         &o->attrs->u.scatter, kiln_region_add()));
         out_tangents[0] = kiln__emit_div(e, sum, w.count);
         return kiln_ctx_status(e->cx);
     }
     out_tangents[0] = emit_scatter(e, or_zeros(e, tangents[0], x), op->primals[1],
-                                   or_zeros(e, tangents[2], u), &o->attrs.u.scatter,
+                                   or_zeros(e, tangents[2], u), &o->attrs->u.scatter,
                                    c == COMBINE_ADD ? kiln_region_add() : kiln_region_replace());
     return kiln_ctx_status(e->cx);
 }

@@ -113,7 +113,7 @@ kiln_status kiln__vjp_DOT_GENERAL(kiln__emitter *e, const kiln__ad_op *op, kiln_
     const kiln__ir_op *o = op->op;
     kiln_dtype rd = o->results[0]->type.dtype;
     if (!g || !kiln_dtype_is_float(rd)) return rule_status(e);
-    const kiln_dot_params *p = &o->attrs.u.dot;
+    const kiln_dot_params *p = &o->attrs->u.dot;
     kiln__value *lhs = op->primals[0], *rhs = op->primals[1];
     if (has_derivative(lhs)) out_cts[0] = dot_cotangent(e, p, true, g, rhs, &lhs->type, rd);
     if (has_derivative(rhs)) out_cts[1] = dot_cotangent(e, p, false, g, lhs, &rhs->type, rd);
@@ -124,7 +124,7 @@ kiln_status kiln__vjp_DOT_GENERAL(kiln__emitter *e, const kiln__ad_op *op, kiln_
 static kiln__value *same_op(kiln__emitter *e, const kiln__ir_op *o, kiln__value *a,
                             kiln__value *b) {
     kiln__value *operands[2] = {a, b};
-    return kiln__emit(e, o->kind, &o->attrs, operands, 2);
+    return kiln__emit(e, o->kind, o->attrs, operands, 2);
 }
 
 /* d(a * b) = da * b + a * db for a bilinear op. */
@@ -313,7 +313,7 @@ kiln_status kiln__vjp_CONVOLUTION(kiln__emitter *e, const kiln__ad_op *op, kiln_
     const kiln__ir_op *o = op->op;
     kiln_dtype rd = o->results[0]->type.dtype;
     if (!g || !kiln_dtype_is_float(rd)) return rule_status(e);
-    const kiln_conv_params *p = &o->attrs.u.conv;
+    const kiln_conv_params *p = &o->attrs->u.conv;
     kiln__value *in = op->primals[0], *kernel = op->primals[1];
     bool empty = is_empty(&g->type) || is_empty(&in->type) || is_empty(&kernel->type);
     if (has_derivative(in))

@@ -19,7 +19,7 @@ NONE(BITCAST_CONVERT)
 static kiln_status same_op_jvp(kiln__emitter *e, const kiln__ad_op *op,
                                kiln__value *const *tangents, kiln__value **out_tangents) {
     if (!tangents[0]) return KILN_OK;
-    out_tangents[0] = kiln__emit(e, op->op->kind, &op->op->attrs, tangents, 1);
+    out_tangents[0] = kiln__emit(e, op->op->kind, op->op->attrs, tangents, 1);
     return kiln_ctx_status(e->cx);
 }
 
@@ -31,7 +31,7 @@ kiln_status kiln__vjp_BROADCAST_IN_DIM(kiln__emitter *e, const kiln__ad_op *op,
     if (!cts[0]) return KILN_OK;
     const kiln__type *in = &op->op->operands[0]->type;
     const kiln__type *out = &op->op->results[0]->type;
-    const kiln_dims *dims = &op->op->attrs.u.broadcast.dims;
+    const kiln_dims *dims = &op->op->attrs->u.broadcast.dims;
     kiln_dims sum = {0};
     int64_t from[KILN_MAX_RANK]; /* result dim -> operand dim, or -1 */
     for (int32_t r = 0; r < out->shape.rank; r++)
@@ -75,7 +75,7 @@ kiln_status kiln__jvp_RESHAPE(kiln__emitter *e, const kiln__ad_op *op, kiln__val
 kiln_status kiln__vjp_TRANSPOSE(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts,
                                 kiln__value **out_cts) {
     if (!cts[0]) return KILN_OK;
-    const kiln_dims *p = &op->op->attrs.u.permutation;
+    const kiln_dims *p = &op->op->attrs->u.permutation;
     kiln_dims inv = {.count = p->count};
     for (int32_t i = 0; i < p->count; i++)
         inv.v[p->v[i]] = i;
@@ -90,7 +90,7 @@ kiln_status kiln__jvp_TRANSPOSE(kiln__emitter *e, const kiln__ad_op *op,
 kiln_status kiln__vjp_REVERSE(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts,
                               kiln__value **out_cts) {
     if (!cts[0]) return KILN_OK;
-    out_cts[0] = kiln__emit(e, KILN_OP_REVERSE, &op->op->attrs, cts, 1);
+    out_cts[0] = kiln__emit(e, KILN_OP_REVERSE, op->op->attrs, cts, 1);
     return kiln_ctx_status(e->cx);
 }
 kiln_status kiln__jvp_REVERSE(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *tangents,
@@ -105,8 +105,8 @@ kiln_status kiln__vjp_SLICE(kiln__emitter *e, const kiln__ad_op *op, kiln__value
     if (!cts[0]) return KILN_OK;
     const kiln__type *in = &op->op->operands[0]->type;
     const kiln__type *out = &op->op->results[0]->type;
-    const kiln_dims *start = &op->op->attrs.u.slice.start;
-    const kiln_dims *strides = &op->op->attrs.u.slice.strides;
+    const kiln_dims *start = &op->op->attrs->u.slice.start;
+    const kiln_dims *strides = &op->op->attrs->u.slice.strides;
     int32_t rank = in->shape.rank;
     kiln_dims lo = {.count = rank}, hi = {.count = rank}, interior = {.count = rank};
     for (int32_t d = 0; d < rank; d++) {
@@ -132,7 +132,7 @@ kiln_status kiln__vjp_PAD(kiln__emitter *e, const kiln__ad_op *op, kiln__value *
                           kiln__value **out_cts) {
     if (!cts[0]) return KILN_OK;
     const kiln__type *out = &op->op->results[0]->type;
-    const kiln__attrs *a = &op->op->attrs;
+    const kiln__attrs *a = op->op->attrs;
     int32_t rank = out->shape.rank;
     kiln_dims lo = {.count = rank}, hi = {.count = rank}, none = {.count = rank};
     kiln_dims start = {.count = rank}, limit = {.count = rank}, strides = {.count = rank};
@@ -165,14 +165,14 @@ kiln_status kiln__jvp_PAD(kiln__emitter *e, const kiln__ad_op *op, kiln__value *
         tangents[0] ? tangents[0] : kiln__emit_zeros(e, &op->op->operands[0]->type),
         tangents[1] ? tangents[1] : kiln__emit_zeros(e, &op->op->operands[1]->type)};
     if (!ops[0] || !ops[1]) return kiln_ctx_status(e->cx);
-    out_tangents[0] = kiln__emit(e, KILN_OP_PAD, &op->op->attrs, ops, 2);
+    out_tangents[0] = kiln__emit(e, KILN_OP_PAD, op->op->attrs, ops, 2);
     return kiln_ctx_status(e->cx);
 }
 
 kiln_status kiln__vjp_CONCATENATE(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts,
                                   kiln__value **out_cts) {
     if (!cts[0]) return KILN_OK;
-    int64_t dim = op->op->attrs.u.dimension, at = 0;
+    int64_t dim = op->op->attrs->u.dimension, at = 0;
     const kiln__type *out = &op->op->results[0]->type;
     int32_t rank = out->shape.rank;
     for (int32_t i = 0; i < op->n_primals; i++) {
@@ -194,6 +194,6 @@ kiln_status kiln__jvp_CONCATENATE(kiln__emitter *e, const kiln__ad_op *op,
     kiln__value *ops[64];
     for (int32_t i = 0; i < n; i++)
         ops[i] = tangents[i] ? tangents[i] : kiln__emit_zeros(e, &op->op->operands[i]->type);
-    out_tangents[0] = kiln__emit(e, KILN_OP_CONCATENATE, &op->op->attrs, ops, n);
+    out_tangents[0] = kiln__emit(e, KILN_OP_CONCATENATE, op->op->attrs, ops, n);
     return kiln_ctx_status(e->cx);
 }

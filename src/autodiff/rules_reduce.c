@@ -19,7 +19,7 @@ typedef enum { R_ADD, R_MAX, R_MIN, R_MUL, R_OTHER } reducer;
 
 static reducer reducer_of(const kiln__ir_op *op) {
     if (op->n_operands != 2 || op->n_results != 1) return R_OTHER;
-    const kiln_region *r = op->attrs.region[0];
+    const kiln_region *r = op->attrs->region[0];
     if (r == kiln_region_add()) return R_ADD;
     if (r == kiln_region_maximum()) return R_MAX;
     if (r == kiln_region_minimum()) return R_MIN;
@@ -65,7 +65,7 @@ static kiln__value *all_dims_sum(kiln__emitter *e, kiln__value *x) {
 static kiln_status weights(kiln__emitter *e, const kiln__ad_op *op, reducer kind, kiln__value **w,
                            kiln__value **wi) {
     const kiln__type *xt = &op->op->operands[0]->type;
-    const kiln_dims *dims = &op->op->attrs.u.reduce_dims;
+    const kiln_dims *dims = &op->op->attrs->u.reduce_dims;
     kiln__value *x = op->primals[0], *init = op->primals[1], *y = op->outs[0];
     *w = *wi = NULL;
     if (kind == R_ADD) {
@@ -119,7 +119,7 @@ kiln_status kiln__vjp_REDUCE(kiln__emitter *e, const kiln__ad_op *op, kiln__valu
                                       "minimum or multiply region)");
     if (!cts[0]) return KILN_OK;
     const kiln__type *xt = &op->op->operands[0]->type;
-    const kiln_dims *dims = &op->op->attrs.u.reduce_dims;
+    const kiln_dims *dims = &op->op->attrs->u.reduce_dims;
     kiln__value *w, *wi;
     if (weights(e, op, kind, &w, &wi) != KILN_OK) return kiln_ctx_status(e->cx);
     out_cts[0] = kiln__emit_mul(e, expand(e, cts[0], xt, dims), w);
@@ -134,7 +134,7 @@ kiln_status kiln__jvp_REDUCE(kiln__emitter *e, const kiln__ad_op *op, kiln__valu
         return kiln__ad_unimplemented(e, op, "jvp",
                                       "reduce (only one input with a builtin add, maximum, "
                                       "minimum or multiply region)");
-    const kiln_dims *dims = &op->op->attrs.u.reduce_dims;
+    const kiln_dims *dims = &op->op->attrs->u.reduce_dims;
     const kiln__type *yt = &op->op->results[0]->type;
     kiln__value *w, *wi, *t = NULL;
     if (weights(e, op, kind, &w, &wi) != KILN_OK) return kiln_ctx_status(e->cx);

@@ -20,7 +20,7 @@ static void *no_memory(kiln__emitter *e) {
 
 static int32_t sort_dim(const kiln__ir_op *o) {
     int32_t rank = o->operands[0]->type.shape.rank;
-    int64_t d = o->attrs.u.sort.dimension;
+    int64_t d = o->attrs->u.sort.dimension;
     return (int32_t)(d < 0 ? d + rank : d);
 }
 
@@ -46,7 +46,8 @@ static kiln__value *sort_permutation(kiln__emitter *e, const kiln__ad_op *op) {
         operands[i] = op->primals[i];
     operands[n] = kiln__emit(e, KILN_OP_IOTA, &ia, NULL, 0);
     if (!operands[n]) return NULL;
-    kiln__attrs a = o->attrs;
+    kiln__attrs a;
+    kiln__attrs_copy(&a, o->attrs, o->kind);
     a.fn = e->fn;
     a.regions = NULL;
     a.n_regions = 1;
@@ -55,11 +56,11 @@ static kiln__value *sort_permutation(kiln__emitter *e, const kiln__ad_op *op) {
     /* Emitted with a stand-in region (a builtin block would get two arguments only), then
      * given the comparator's block with two more arguments, and its builtin tag back. */
     const kiln__block *cmp = o->n_regions > 0 ? o->regions[0] : NULL;
-    const kiln_region *builtin = o->attrs.region[0];
+    const kiln_region *builtin = o->attrs->region[0];
     a.region[0] = NULL;
     kiln__ir_op *s = kiln__emit_op(e, KILN_OP_SORT, &a, operands, n + 1);
     if (!s) return NULL;
-    s->attrs.region[0] = builtin;
+    s->attrs->region[0] = builtin;
     kiln__type args[130];
     for (int32_t i = 0; i < 2 * n; i++)
         args[i] = (kiln__type){.dtype = op->primals[i / 2]->type.dtype};

@@ -69,7 +69,7 @@ typedef enum reducer { REDUCE_OTHER, REDUCE_ADD, REDUCE_MAX, REDUCE_MIN } reduce
 /* The op a two-argument region computes: its builtin, or the lone op of a traced block
  * applied to its two arguments (in either order: these ops commute). */
 static reducer reducer_of(const kiln__ir_op *o, int32_t region) {
-    const kiln_region *r = region < 2 ? o->attrs.region[region] : NULL;
+    const kiln_region *r = region < 2 ? o->attrs->region[region] : NULL;
     if (r == kiln_region_add()) return REDUCE_ADD;
     if (r == kiln_region_maximum()) return REDUCE_MAX;
     if (r == kiln_region_minimum()) return REDUCE_MIN;
@@ -279,7 +279,7 @@ kiln_status kiln__vjp_REDUCE_WINDOW(kiln__emitter *e, const kiln__ad_op *op,
     kiln__value *x = op->primals[0], *init = op->primals[1], *g = cts[0];
     if (!g || !has_derivative(x)) return kiln_ctx_status(e->cx);
     reducer r = reducer_of(o, 0);
-    kiln_window_params w = full_window(&o->attrs.u.window, x->type.shape.rank);
+    kiln_window_params w = full_window(&o->attrs->u.window, x->type.shape.rank);
     if (r == REDUCE_ADD) {
         out_cts[0] = window_sum_transpose(e, g, &x->type, &w);
         if (has_derivative(init)) out_cts[1] = window_sum_init_cotangent(e, g, x, &w);
@@ -336,7 +336,7 @@ kiln_status kiln__jvp_REDUCE_WINDOW(kiln__emitter *e, const kiln__ad_op *op,
     kiln__value *x = op->primals[0], *init = op->primals[1];
     if (!has_derivative(x) || (!tangents[0] && !tangents[1])) return kiln_ctx_status(e->cx);
     reducer r = reducer_of(o, 0);
-    kiln_window_params w = full_window(&o->attrs.u.window, x->type.shape.rank);
+    kiln_window_params w = full_window(&o->attrs->u.window, x->type.shape.rank);
     kiln__value *tx = or_zeros(e, tangents[0], x), *ti = or_zeros(e, tangents[1], init);
     if (r == REDUCE_ADD)
         out_tangents[0] = emit_reduce_window(e, tx, ti, &w, kiln_region_add());
@@ -356,7 +356,7 @@ kiln_status kiln__jvp_REDUCE_WINDOW(kiln__emitter *e, const kiln__ad_op *op,
 /* The select region's comparison: a builtin, or a traced block holding one compare of
  * (arg 0, arg 1). KILN_CMP_NE when it is anything else. */
 static kiln_compare_direction select_direction(const kiln__ir_op *o) {
-    const kiln_region *r = o->attrs.region[0];
+    const kiln_region *r = o->attrs->region[0];
     if (r == kiln_region_greater_equal()) return KILN_CMP_GE;
     if (r == kiln_region_less_equal()) return KILN_CMP_LE;
     if (r == kiln_region_greater()) return KILN_CMP_GT;
@@ -367,7 +367,7 @@ static kiln_compare_direction select_direction(const kiln__ir_op *o) {
     if (!c || c != b->last || c->kind != KILN_OP_COMPARE || c->results[0] != b->results[0] ||
         c->operands[0] != b->args[0] || c->operands[1] != b->args[1])
         return KILN_CMP_NE;
-    kiln_compare_direction d = c->attrs.u.compare.direction;
+    kiln_compare_direction d = c->attrs->u.compare.direction;
     return d == KILN_CMP_GE || d == KILN_CMP_LE || d == KILN_CMP_GT || d == KILN_CMP_LT
                ? d
                : KILN_CMP_NE;
@@ -403,7 +403,7 @@ kiln_status kiln__vjp_SELECT_AND_SCATTER(kiln__emitter *e, const kiln__ad_op *op
     if (!g || !has_derivative(source)) return kiln_ctx_status(e->cx);
     kiln_compare_direction dir = select_direction(o);
     if (dir == KILN_CMP_NE || reducer_of(o, 1) != REDUCE_ADD) return sas_unsupported(e, "vjp");
-    kiln_window_params w = full_window(&o->attrs.u.window, x->type.shape.rank);
+    kiln_window_params w = full_window(&o->attrs->u.window, x->type.shape.rank);
     if (is_empty(&source->type) || is_empty(&x->type)) {
         out_cts[1] = kiln__emit_zeros(e, &source->type);
     } else if (disjoint_windows(&w)) {
@@ -435,7 +435,7 @@ kiln_status kiln__jvp_SELECT_AND_SCATTER(kiln__emitter *e, const kiln__ad_op *op
     kiln_compare_direction dir = select_direction(o);
     if (dir == KILN_CMP_NE || reducer_of(o, 1) != REDUCE_ADD) return sas_unsupported(e, "jvp");
     out_tangents[0] = emit_select_and_scatter(e, op->primals[0], or_zeros(e, tangents[1], source),
-                                              or_zeros(e, tangents[2], init), &o->attrs.u.window,
+                                              or_zeros(e, tangents[2], init), &o->attrs->u.window,
                                               select_builtin(dir), kiln_region_add());
     return kiln_ctx_status(e->cx);
 }

@@ -53,7 +53,7 @@ static kiln_status backward_op(kiln__ad *ad, const kiln__ir_op *op) {
         if (!ad->hooks || !ad->hooks->custom_bwd)
             return kiln__emit_error(&ad->e, KILN_INTERNAL, "internal: no custom_vjp support");
         int32_t n_res = op->n_results; /* outputs then residuals; the record says where */
-        const int32_t *counts = kiln_tensor_data((kiln_tensor *)op->attrs.u.constant);
+        const int32_t *counts = kiln_tensor_data((kiln_tensor *)op->attrs->u.constant);
         int32_t n_out = counts ? counts[1] : 0;
         if (n_out < 0 || n_out > n_res)
             return kiln__emit_error(&ad->e, KILN_INTERNAL, "internal: a bad custom_vjp record");

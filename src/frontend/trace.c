@@ -201,7 +201,8 @@ kiln_status kiln__trace_op(kiln_ctx *cx, kiln_op op, kiln__attrs *attrs,
     int32_t n_regions = attrs->n_regions;
     /* Control ops get their result types from their regions: record with placeholders,
      * then fix them up. */
-    kiln__attrs recorded = *attrs;
+    kiln__attrs recorded;
+    kiln__attrs_copy(&recorded, attrs, op);
     for (int i = 0; i < 2; i++) {
         const kiln_region *r = kiln__attrs_region(attrs, i);
         recorded.region[i] = r && kiln__region_kind_of(r) != KILN_REGION_CUSTOM ? r : NULL;

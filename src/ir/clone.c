@@ -158,11 +158,11 @@ static __attribute__((noinline)) kiln__ir_op *append_copy(kiln_module *dst, kiln
         types[i] = op->results[i]->type;
     /* A call's attrs.u.constant, when set, is a record some transform attached (kept like
      * a constant's value). */
-    if (ok && (op->kind == KILN_OP_CONSTANT || op->kind == KILN_OP_CALL) && op->attrs.u.constant &&
-        kiln__module_keep_constant(dst, (kiln_tensor *)op->attrs.u.constant) != KILN_OK)
+    if (ok && (op->kind == KILN_OP_CONSTANT || op->kind == KILN_OP_CALL) && op->attrs->u.constant &&
+        kiln__module_keep_constant(dst, (kiln_tensor *)op->attrs->u.constant) != KILN_OK)
         ok = false;
     if (ok) {
-        copy = kiln__block_append(dst, into, op->kind, &op->attrs, operands, op->n_operands, types,
+        copy = kiln__block_append(dst, into, op->kind, op->attrs, operands, op->n_operands, types,
                                   op->n_results, op->n_regions);
         if (!copy) kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "out of memory copying IR");
     }
@@ -231,5 +231,6 @@ void kiln__op_remove(kiln__ir_op *op) {
         op->next->prev = op->prev;
     else
         b->last = op->prev;
+    b->n_ops--;
     op->prev = op->next = NULL;
 }

@@ -12,6 +12,7 @@ kiln_module *kiln__module_new(kiln_ctx *cx, const char *name) {
     atomic_init(&m->refs, 1);
     m->cx = cx;
     kiln__arena_init(&m->arena, cx, 16384);
+    kiln__arena_init(&m->op_arena, cx, 4096);
     const char *n = name ? name : "kiln";
     m->name = kiln__arena_strndup(&m->arena, n, strlen(n));
     if (!m->name) {
@@ -35,6 +36,7 @@ void kiln_module_release(kiln_module *m) {
     kiln__free(cx, m->constants, (size_t)m->cap_constants * sizeof *m->constants);
     kiln__free(cx, m->funcs, (size_t)m->cap_funcs * sizeof *m->funcs);
     kiln__arena_destroy(&m->arena);
+    kiln__arena_destroy(&m->op_arena);
     kiln__free(cx, m, sizeof *m);
 }
 
@@ -100,12 +102,18 @@ kiln__ir_op *kiln__block_append(kiln_module *m, kiln__block *block, kiln_op kind
                                 int32_t n_operands, const kiln__type *result_types,
                                 int32_t n_results, int32_t n_regions) {
     kiln__arena *a = &m->arena;
-    kiln__ir_op *op = kiln__arena_alloc(a, sizeof *op, _Alignof(kiln__ir_op));
+    kiln__ir_op *op = kiln__arena_alloc(&m->op_arena, sizeof *op, _Alignof(kiln__ir_op));
     if (!op) return NULL;
     memset(op, 0, sizeof *op);
     op->kind = kind;
-    if (attrs) op->attrs = *attrs;
-    op->attrs.regions = NULL; /* never keep a caller's array */
+    size_t attrs_size = kiln__attrs_size(kind);
+    op->attrs = kiln__arena_alloc(a, attrs_size, _Alignof(kiln__attrs));
+    if (!op->attrs) return NULL;
+    if (attrs)
+        kiln__attrs_copy(op->attrs, attrs, kind);
+    else
+        memset(op->attrs, 0, attrs_size);
+    op->attrs->regions = NULL; /* never keep a caller's array */
     op->block = block;
     op->n_operands = n_operands;
     op->n_results = n_results;
@@ -137,7 +145,22 @@ kiln__ir_op *kiln__block_append(kiln_module *m, kiln__block *block, kiln_op kind
     else
         block->first = op;
     block->last = op;
+    block->n_ops++;
     return op;
+}
+
+bool kiln__op_set_kind(kiln_module *m, kiln__ir_op *op, kiln_op kind) {
+    size_t have = kiln__attrs_size(op->kind), need = kiln__attrs_size(kind);
+    kiln__attrs *a = op->attrs;
+    if (need > have) {
+        a = kiln__arena_alloc(&m->arena, need, _Alignof(kiln__attrs));
+        if (!a) return false;
+        memcpy(a, op->attrs, offsetof(kiln__attrs, u));
+    }
+    memset(&a->u, 0, need - offsetof(kiln__attrs, u));
+    op->attrs = a;
+    op->kind = kind;
+    return true;
 }
 
 kiln_status kiln__block_set_results(kiln_module *m, kiln__block *block, kiln__value *const *values,
@@ -180,36 +203,35 @@ static void unuse_block(kiln__block *b) {
         b->results[i]->uses--;
 }
 
+/* One walk from the last op back suffices: an op's operands are defined before it (or
+ * outside the block), so removing it can only make earlier ops dead, and those are still
+ * ahead of the walk. */
 static int32_t dce_block(kiln__block *b) {
     int32_t removed = 0;
-    bool changed = true;
-    while (changed) {
-        changed = false;
-        for (kiln__ir_op *op = b->last; op;) {
-            kiln__ir_op *prev = op->prev;
-            bool used = false;
-            for (int32_t i = 0; i < op->n_results; i++)
-                used |= op->results[i]->uses > 0;
-            /* Every kiln op is free of side effects; a while loop that never ends is not
-             * an effect kiln keeps. */
-            if (!used) {
-                unuse_op(op);
-                if (op->prev)
-                    op->prev->next = op->next;
-                else
-                    b->first = op->next;
-                if (op->next)
-                    op->next->prev = op->prev;
-                else
-                    b->last = op->prev;
-                removed++;
-                changed = true;
-            } else {
-                for (int32_t r = 0; r < op->n_regions; r++)
-                    if (op->regions[r]) removed += dce_block(op->regions[r]);
-            }
-            op = prev;
+    for (kiln__ir_op *op = b->last; op;) {
+        kiln__ir_op *prev = op->prev;
+        bool used = false;
+        for (int32_t i = 0; i < op->n_results; i++)
+            used |= op->results[i]->uses > 0;
+        /* Every kiln op is free of side effects; a while loop that never ends is not an
+         * effect kiln keeps. */
+        if (!used) {
+            unuse_op(op);
+            if (op->prev)
+                op->prev->next = op->next;
+            else
+                b->first = op->next;
+            if (op->next)
+                op->next->prev = op->prev;
+            else
+                b->last = op->prev;
+            b->n_ops--;
+            removed++;
+        } else {
+            for (int32_t r = 0; r < op->n_regions; r++)
+                if (op->regions[r]) removed += dce_block(op->regions[r]);
         }
+        op = prev;
     }
     return removed;
 }
@@ -240,9 +262,9 @@ kiln_status kiln_module_info_get(kiln_ctx *cx, const kiln_module *m, kiln_module
 
 void kiln__ir_bind_regions(const kiln__ir_op *op, kiln__attrs *attrs, kiln_region *storage,
                            kiln_region_fn fn) {
-    *attrs = op->attrs;
+    kiln__attrs_copy(attrs, op->attrs, op->kind);
     for (int32_t i = 0; i < op->n_regions; i++) {
-        const kiln_region *builtin = i < 2 ? op->attrs.region[i] : NULL;
+        const kiln_region *builtin = i < 2 ? op->attrs->region[i] : NULL;
         storage[i] = builtin ? *builtin : (kiln_region){fn, op->regions[i]};
     }
     attrs->regions = op->n_regions ? storage : NULL;

@@ -34,6 +34,7 @@ struct kiln__block {
     kiln__value **args;
     int32_t n_args;
     kiln__ir_op *first, *last;
+    int32_t n_ops; /* in the list first..last (kept by kiln__block_append and the removals) */
     kiln__value **results; /* what the block returns (its terminator's operands) */
     int32_t n_results;
     kiln__ir_op *parent; /* the op this block is a region of; NULL for a function body */
@@ -41,10 +42,13 @@ struct kiln__block {
 
 struct kiln__ir_op {
     kiln_op kind;
-    /* By value. Region pointers are kept only for builtin regions (static, recognised by
-     * backends for fast paths); every region is also traced into `regions`. attrs.fn is a
-     * static string. attrs.u.constant is retained by the module. */
-    kiln__attrs attrs;
+    /* The part of a kiln__attrs its kind uses (kiln__attrs_size), in the module's arena:
+     * read only the member of the op's kind, copy with kiln__attrs_copy, and change the
+     * kind with kiln__op_set_kind. Region pointers are kept only for builtin regions
+     * (static, recognised by backends for fast paths); every region is also traced into
+     * `regions`. attrs->fn is a static string. attrs->u.constant is retained by the
+     * module. */
+    kiln__attrs *attrs;
     kiln__value **operands;
     int32_t n_operands;
     kiln__value **results;
@@ -67,6 +71,10 @@ struct kiln_module {
     atomic_int refs;
     kiln_ctx *cx;
     kiln__arena arena;
+    /* The op headers alone (kiln__ir_op), in order of creation: a walk over a block's ops
+     * then reads consecutive memory instead of skipping over each op's values and
+     * attributes, which is what keeps passes over 10^5 ops fast. */
+    kiln__arena op_arena;
     const char *name;
     kiln__func **funcs; /* funcs[0] is the entry */
     int32_t n_funcs, cap_funcs;
@@ -90,6 +98,11 @@ kiln__ir_op *kiln__block_append(kiln_module *m, kiln__block *block, kiln_op kind
                                 const kiln__attrs *attrs, kiln__value *const *operands,
                                 int32_t n_operands, const kiln__type *result_types,
                                 int32_t n_results, int32_t n_regions);
+/* Makes op an op of `kind` (a rewrite in place): its attributes keep their common fields
+ * and get a zeroed member of the new kind, reallocated in the module's arena when the
+ * new kind's member is larger. False, with RESOURCE_EXHAUSTED in the module's ctx and op
+ * unchanged, when that allocation fails. */
+bool kiln__op_set_kind(kiln_module *m, kiln__ir_op *op, kiln_op kind);
 kiln_status kiln__block_set_results(kiln_module *m, kiln__block *block, kiln__value *const *values,
                                     int32_t n);
 /* Keeps a reference to a constant's tensor for the module's life. */

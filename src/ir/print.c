@@ -535,7 +535,7 @@ static void print_generic(printer *p, const kiln__ir_op *op, int ind) {
         const kiln__attr_desc *d = &syn->attrs[i];
         if (d->kind == KILN__AK_NO_TRUE) continue;
         kiln__strbuf_printf(&p->sb, "%s%s = ", written++ ? ", " : " <{", d->name);
-        put_attr_generic(p, d, &op->attrs);
+        put_attr_generic(p, d, op->attrs);
     }
     if (written) put(p, "}>");
     if (op->n_regions) print_regions(p, op, ind);
@@ -563,7 +563,7 @@ static void print_inline(printer *p, const kiln__ir_op *op) {
         const kiln__attr_desc *d = &syn->attrs[i];
         if (!d->in_pretty || !d->before_operands) continue;
         if (any) put(p, ", ");
-        put_attr_pretty(p, d, &op->attrs);
+        put_attr_pretty(p, d, op->attrs);
         any = true;
     }
     if (op->n_operands) {
@@ -576,7 +576,7 @@ static void print_inline(printer *p, const kiln__ir_op *op) {
         if (!d->in_pretty || d->before_operands) continue;
         if (any) put(p, ", ");
         if (d->pretty) kiln__strbuf_printf(&p->sb, "%s = ", d->pretty);
-        put_attr_pretty(p, d, &op->attrs);
+        put_attr_pretty(p, d, op->attrs);
         any = true;
     }
     put(p, " : ");
@@ -632,7 +632,7 @@ static void print_reduce(printer *p, const kiln__ir_op *op, int ind) {
     }
     kiln__strbuf_printf(&p->sb, " applies stablehlo.%s across dimensions = ",
                         kiln__op_get_info(op->regions[0]->first->kind)->name);
-    put_dims(p, &op->attrs.u.reduce_dims);
+    put_dims(p, &op->attrs->u.reduce_dims);
     put(p, " : ");
     put_op_functional(p, op);
 }
@@ -674,7 +674,7 @@ static void put_conv_layouts(printer *p, const kiln_conv_params *c) {
 }
 
 static void print_convolution(printer *p, const kiln__ir_op *op) {
-    const kiln_conv_params *c = &op->attrs.u.conv;
+    const kiln_conv_params *c = &op->attrs->u.conv;
     put(p, "stablehlo.convolution(");
     put_values(p, op->operands, op->n_operands);
     put(p, ") dim_numbers = ");
@@ -761,7 +761,7 @@ static void print_op(printer *p, const kiln__ir_op *op, int ind) {
         fail_internal(p, "an op outside the op table");
         return;
     }
-    const kiln__attrs *a = &op->attrs;
+    const kiln__attrs *a = op->attrs;
     print_results(p, op);
     /* the ops with a form of their own (KILN__FORM_CUSTOM) */
     switch (op->kind) {

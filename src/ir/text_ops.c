@@ -811,10 +811,10 @@ static const kiln_region *builtin_region(const kiln__block *b, kiln_op owner) {
     if (!same) return NULL;
     if (owner == KILN_OP_SORT || owner == KILN_OP_SELECT_AND_SCATTER) {
         if (op->kind != KILN_OP_COMPARE) return NULL;
-        kiln_compare_type ct = op->attrs.u.compare.type;
+        kiln_compare_type ct = op->attrs->u.compare.type;
         if (ct == KILN_CMP_TOTALORDER) return NULL;
         if (owner == KILN_OP_SORT && kiln_dtype_is_float(op->operands[0]->type.dtype)) return NULL;
-        switch (op->attrs.u.compare.direction) {
+        switch (op->attrs->u.compare.direction) {
         case KILN_CMP_LT: return kiln_region_less();
         case KILN_CMP_GT: return kiln_region_greater();
         case KILN_CMP_GE: return kiln_region_greater_equal();
@@ -943,7 +943,7 @@ static __attribute__((noinline)) bool append_op(parser *p, kiln__block *b, opdes
         kiln__type *args = kiln__text_leaf_types(p);
         if (!args) return false;
         int32_t n_res = 0;
-        int32_t n = kiln__region_signature(p->cx, o->kind, &op->attrs, o->s.in, o->n_operands, r,
+        int32_t n = kiln__region_signature(p->cx, o->kind, op->attrs, o->s.in, o->n_operands, r,
                                            args, MAX_VALUES, &n_res);
         if (n < 0) return kiln__text_error(p, o->pos, "%s", kiln_ctx_error_message(p->cx));
         const kiln__block *rb = o->regions[r];

@@ -121,7 +121,7 @@ static kiln_status verify_op(verifier *v, const kiln__ir_op *op) {
         if (!b) return fail(v, op, "a region is missing");
         kiln__type args[MAX_TYPES];
         int32_t n_results = 0;
-        int32_t n = kiln__region_signature(v->cx, op->kind, &op->attrs, in, op->n_operands, r, args,
+        int32_t n = kiln__region_signature(v->cx, op->kind, op->attrs, in, op->n_operands, r, args,
                                            MAX_TYPES, &n_results);
         if (n < 0) return kiln_ctx_status(v->cx);
         if (b->n_args != n) return fail(v, op, "a region has the wrong number of arguments");

@@ -1,15 +1,31 @@
-/* Op attributes: everything about an op call that is not an operand. Held by value (the
- * IR copies them), so builders fill one on the stack. */
+/* Op attributes: everything about an op call that is not an operand. Builders fill a
+ * whole kiln__attrs on the stack; a module's op holds only the part its kind uses
+ * (kiln__attrs_size: the common fields and one member of the union), so an op costs what
+ * its attributes hold, not the 1,200 bytes of the largest member. Code reading an op's
+ * attributes reads only the member of the op's kind, and copies them with
+ * kiln__attrs_copy, never by assignment. */
 #ifndef KILN_OPS_ATTRS_H
 #define KILN_OPS_ATTRS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "kiln/ops.h"
 #include "ops/op.h"
 
 typedef struct kiln__attrs {
+    kiln_dtype result_dtype; /* dot_general, convolution: the requested result type */
+    /* Regions, in the op's order: scatter/reduce/reduce_window: [update]; sort:
+     * [comparator]; select_and_scatter: [select, scatter]; while: [cond, body];
+     * if: [true, false]; case: the branches. */
+    const kiln_region *regions;   /* an array of n_regions, when the op's regions are a list */
+    const kiln_region *region[2]; /* or up to two separately */
+    int32_t n_regions;
+    int32_t n_results; /* for ops with a variable result count */
+    const char *fn;    /* the public builder, for messages */
+    /* The op's own attributes: the member its kind uses (kiln__attrs_size). Last, so that
+     * an op in a module holds only the bytes of its member. */
     union {
         struct {
             kiln_compare_direction direction;
@@ -56,16 +72,15 @@ typedef struct kiln__attrs {
             int64_t lower, upper; /* informational for fori-style loops; unused otherwise */
         } loop;
     } u;
-    kiln_dtype result_dtype; /* dot_general, convolution: the requested result type */
-    /* Regions, in the op's order: scatter/reduce/reduce_window: [update]; sort:
-     * [comparator]; select_and_scatter: [select, scatter]; while: [cond, body];
-     * if: [true, false]; case: the branches. */
-    const kiln_region *regions;   /* an array of n_regions, when the op's regions are a list */
-    const kiln_region *region[2]; /* or up to two separately */
-    int32_t n_regions;
-    int32_t n_results; /* for ops with a variable result count */
-    const char *fn;    /* the public builder, for messages */
 } kiln__attrs;
+
+/* The bytes of a kiln__attrs that an op of `kind` uses: the common fields and the union
+ * member of its kind (none for most elementwise ops). */
+size_t kiln__attrs_size(kiln_op kind);
+
+/* Copies the part of *src an op of `kind` uses into *dst (which holds at least that much:
+ * a whole kiln__attrs, or an op's own attributes of that kind). */
+void kiln__attrs_copy(kiln__attrs *dst, const kiln__attrs *src, kiln_op kind);
 
 /* The i-th region of an op call (from `region` or `regions`), or NULL. */
 static inline const kiln_region *kiln__attrs_region(const kiln__attrs *a, int32_t i) {

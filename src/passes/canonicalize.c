@@ -59,8 +59,8 @@ static bool is_splat(const kiln__value *v, splat_kind want) {
         if (!s || s->kind != KILN_OP_CONSTANT || d->operands[0]->type.shape.rank != 0) return false;
         d = s;
     }
-    if (!d || d->kind != KILN_OP_CONSTANT || !d->attrs.u.constant) return false;
-    return splat_is(d->attrs.u.constant, want);
+    if (!d || d->kind != KILN_OP_CONSTANT || !d->attrs->u.constant) return false;
+    return splat_is(d->attrs->u.constant, want);
 }
 
 static void set_operand(kiln__ir_op *op, int32_t i, kiln__value *v) {
@@ -85,18 +85,18 @@ static bool is_identity_perm(const kiln_dims *p) {
 }
 
 static int32_t rewrite_transpose(kiln__ir_op *op) {
-    const kiln_dims *p = &op->attrs.u.permutation;
+    const kiln_dims *p = &op->attrs->u.permutation;
     if (is_identity_perm(p)) return forward(op, op->operands[0]);
     const kiln__ir_op *in = op->operands[0]->def;
     if (!in || in->kind != KILN_OP_TRANSPOSE) return 0;
-    const kiln_dims *q = &in->attrs.u.permutation;
+    const kiln_dims *q = &in->attrs->u.permutation;
     if (q->count != p->count) return 0;
     kiln_dims c = {.count = p->count};
     for (int32_t i = 0; i < p->count; i++) {
         if (p->v[i] < 0 || p->v[i] >= q->count) return 0;
         c.v[i] = q->v[p->v[i]];
     }
-    op->attrs.u.permutation = c;
+    op->attrs->u.permutation = c;
     set_operand(op, 0, in->operands[0]);
     return 1;
 }
@@ -108,8 +108,8 @@ static int32_t rewrite_slice(kiln__ir_op *op) {
     if (type_eq(&op->operands[0]->type, &res->type)) return forward(op, op->operands[0]);
     const kiln__ir_op *in = op->operands[0]->def;
     if (!in || in->kind != KILN_OP_SLICE) return 0;
-    const kiln_dims *s2 = &op->attrs.u.slice.start, *t2 = &op->attrs.u.slice.strides;
-    const kiln_dims *s1 = &in->attrs.u.slice.start, *t1 = &in->attrs.u.slice.strides;
+    const kiln_dims *s2 = &op->attrs->u.slice.start, *t2 = &op->attrs->u.slice.strides;
+    const kiln_dims *s1 = &in->attrs->u.slice.start, *t1 = &in->attrs->u.slice.strides;
     int32_t rank = res->type.shape.rank;
     if (s1->count != rank || s2->count != rank || t1->count != rank || t2->count != rank) return 0;
     kiln_dims start = {.count = rank}, limit = {.count = rank}, strides = {.count = rank};
@@ -120,9 +120,9 @@ static int32_t rewrite_slice(kiln__ir_op *op) {
         strides.v[d] = t1->v[d] * t2->v[d];
         limit.v[d] = start.v[d] + (n - 1) * strides.v[d] + 1;
     }
-    op->attrs.u.slice.start = start;
-    op->attrs.u.slice.limit = limit;
-    op->attrs.u.slice.strides = strides;
+    op->attrs->u.slice.start = start;
+    op->attrs->u.slice.limit = limit;
+    op->attrs->u.slice.strides = strides;
     set_operand(op, 0, in->operands[0]);
     return 1;
 }
@@ -131,14 +131,14 @@ static int32_t rewrite_slice(kiln__ir_op *op) {
  * (or none) is x. */
 static int32_t rewrite_reverse(kiln__ir_op *op) {
     const kiln__type *t = &op->operands[0]->type;
-    const kiln_dims *b = &op->attrs.u.reverse_dims;
+    const kiln_dims *b = &op->attrs->u.reverse_dims;
     bool noop = true;
     for (int32_t i = 0; i < b->count; i++)
         if (b->v[i] < 0 || b->v[i] >= t->shape.rank || t->shape.dims[b->v[i]] > 1) noop = false;
     if (noop) return forward(op, op->operands[0]);
     const kiln__ir_op *in = op->operands[0]->def;
     if (!in || in->kind != KILN_OP_REVERSE) return 0;
-    const kiln_dims *a = &in->attrs.u.reverse_dims;
+    const kiln_dims *a = &in->attrs->u.reverse_dims;
     bool flip[KILN_MAX_RANK] = {false};
     for (int32_t i = 0; i < a->count; i++) {
         if (a->v[i] < 0 || a->v[i] >= KILN_MAX_RANK) return 0;
@@ -149,7 +149,7 @@ static int32_t rewrite_reverse(kiln__ir_op *op) {
     kiln_dims c = {.count = 0};
     for (int32_t d = 0; d < t->shape.rank; d++)
         if (flip[d]) c.v[c.count++] = d;
-    op->attrs.u.reverse_dims = c;
+    op->attrs->u.reverse_dims = c;
     set_operand(op, 0, in->operands[0]);
     return 1;
 }
@@ -158,25 +158,25 @@ static int32_t rewrite_reverse(kiln__ir_op *op) {
  * broadcast is one broadcast (x's dimension i goes where the inner one sent it, then where
  * the outer one sends that). */
 static int32_t rewrite_broadcast(kiln__ir_op *op) {
-    const kiln_dims *d = &op->attrs.u.broadcast.dims;
+    const kiln_dims *d = &op->attrs->u.broadcast.dims;
     if (type_eq(&op->operands[0]->type, &op->results[0]->type) && is_identity_perm(d))
         return forward(op, op->operands[0]);
     const kiln__ir_op *in = op->operands[0]->def;
     if (!in || in->kind != KILN_OP_BROADCAST_IN_DIM) return 0;
-    const kiln_dims *e = &in->attrs.u.broadcast.dims;
+    const kiln_dims *e = &in->attrs->u.broadcast.dims;
     kiln_dims c = {.count = e->count};
     for (int32_t i = 0; i < e->count; i++) {
         if (e->v[i] < 0 || e->v[i] >= d->count) return 0;
         c.v[i] = d->v[e->v[i]];
     }
-    op->attrs.u.broadcast.dims = c;
+    op->attrs->u.broadcast.dims = c;
     set_operand(op, 0, in->operands[0]);
     return 1;
 }
 
 static bool pad_is_noop(const kiln__ir_op *op) {
-    const kiln_dims *l = &op->attrs.u.pad.low, *h = &op->attrs.u.pad.high,
-                    *n = &op->attrs.u.pad.interior;
+    const kiln_dims *l = &op->attrs->u.pad.low, *h = &op->attrs->u.pad.high,
+                    *n = &op->attrs->u.pad.interior;
     for (int32_t i = 0; i < l->count; i++)
         if (l->v[i] != 0) return false;
     for (int32_t i = 0; i < h->count; i++)
@@ -195,20 +195,18 @@ static kiln__value *inner_of(const kiln__value *v, kiln_op kind) {
 /* A movement op (slice, reshape, transpose, reverse) of a scalar's broadcast is that
  * scalar broadcast to the op's type: the op becomes the broadcast, so nothing of the
  * operand's size is made (a large splat constant reaches here as such a broadcast). */
-static int32_t moved_scalar_broadcast(kiln__ir_op *op) {
+static int32_t moved_scalar_broadcast(kiln_module *m, kiln__ir_op *op) {
     const kiln__ir_op *in = op->operands[0]->def;
     if (!in || in->kind != KILN_OP_BROADCAST_IN_DIM || in->operands[0]->type.shape.rank != 0)
         return 0;
-    const char *fn = op->attrs.fn;
-    memset(&op->attrs.u, 0, sizeof op->attrs.u);
-    op->attrs.fn = fn;
-    op->kind = KILN_OP_BROADCAST_IN_DIM;
-    op->attrs.u.broadcast.shape = op->results[0]->type.shape;
+    /* Out of memory for the broadcast's attributes: the op stays as it is. */
+    if (!kiln__op_set_kind(m, op, KILN_OP_BROADCAST_IN_DIM)) return 0;
+    op->attrs->u.broadcast.shape = op->results[0]->type.shape;
     set_operand(op, 0, in->operands[0]);
     return 1;
 }
 
-static int32_t rewrite(kiln__ir_op *op) {
+static int32_t rewrite(kiln_module *m, kiln__ir_op *op) {
     if (op->n_results != 1 || op->results[0]->uses == 0) return 0;
     kiln__value *res = op->results[0];
     kiln_dtype dt = res->type.dtype;
@@ -249,7 +247,7 @@ static int32_t rewrite(kiln__ir_op *op) {
     case KILN_OP_BITCAST_CONVERT: return forward(op, a);
     case KILN_OP_RESHAPE: {
         if (type_eq(&a->type, &res->type)) return forward(op, a);
-        if (moved_scalar_broadcast(op)) return 1;
+        if (moved_scalar_broadcast(m, op)) return 1;
         const kiln__ir_op *in = a->def;
         if (in && in->kind == KILN_OP_RESHAPE) {
             set_operand(op, 0, in->operands[0]);
@@ -257,9 +255,9 @@ static int32_t rewrite(kiln__ir_op *op) {
         }
         return 0;
     }
-    case KILN_OP_TRANSPOSE: return moved_scalar_broadcast(op) ? 1 : rewrite_transpose(op);
-    case KILN_OP_SLICE: return moved_scalar_broadcast(op) ? 1 : rewrite_slice(op);
-    case KILN_OP_REVERSE: return moved_scalar_broadcast(op) ? 1 : rewrite_reverse(op);
+    case KILN_OP_TRANSPOSE: return moved_scalar_broadcast(m, op) ? 1 : rewrite_transpose(op);
+    case KILN_OP_SLICE: return moved_scalar_broadcast(m, op) ? 1 : rewrite_slice(op);
+    case KILN_OP_REVERSE: return moved_scalar_broadcast(m, op) ? 1 : rewrite_reverse(op);
     case KILN_OP_BROADCAST_IN_DIM: return rewrite_broadcast(op);
     case KILN_OP_PAD: return pad_is_noop(op) ? forward(op, a) : 0;
     case KILN_OP_CONCATENATE: return op->n_operands == 1 ? forward(op, a) : 0;
@@ -267,12 +265,12 @@ static int32_t rewrite(kiln__ir_op *op) {
     }
 }
 
-static int32_t canon_block(kiln__block *b) {
+static int32_t canon_block(kiln_module *m, kiln__block *b) {
     int32_t changes = 0;
     for (kiln__ir_op *op = b->first; op; op = op->next) {
         for (int32_t r = 0; r < op->n_regions; r++)
-            if (op->regions[r]) changes += canon_block(op->regions[r]);
-        changes += rewrite(op);
+            if (op->regions[r]) changes += canon_block(m, op->regions[r]);
+        changes += rewrite(m, op);
     }
     return changes;
 }
@@ -280,6 +278,6 @@ static int32_t canon_block(kiln__block *b) {
 int32_t kiln__pass_canonicalize(kiln_module *m) {
     int32_t changes = 0;
     for (int32_t f = 0; f < m->n_funcs; f++)
-        changes += canon_block(m->funcs[f]->body);
+        changes += canon_block(m, m->funcs[f]->body);
     return changes;
 }

@@ -81,7 +81,7 @@ static bool same_op(const kiln__ir_op *a, const kiln__ir_op *b) {
         if (a->operands[i] != b->operands[i]) return false;
     for (int32_t i = 0; i < a->n_results; i++)
         if (!type_eq(&a->results[i]->type, &b->results[i]->type)) return false;
-    return attrs_eq(a->kind, &a->attrs, &b->attrs);
+    return attrs_eq(a->kind, a->attrs, b->attrs);
 }
 
 static bool live(const kiln__ir_op *op) {
@@ -151,7 +151,7 @@ static uint64_t hash_op(const kiln__ir_op *op) {
         h = mix(h, (uint64_t)(uintptr_t)op->operands[i]);
     for (int32_t i = 0; i < op->n_results; i++)
         h = hash_shape(mix(h, (uint64_t)op->results[i]->type.dtype), &op->results[i]->type.shape);
-    return mix(h, hash_attrs(op->kind, &op->attrs));
+    return mix(h, hash_attrs(op->kind, op->attrs));
 }
 
 /* ---- one block ---------------------------------------------------------------------------- */
@@ -187,9 +187,7 @@ static void rewrite(kiln__value **vals, int32_t n, const kiln__vmap *map) {
 
 static int32_t cse_block(kiln_ctx *cx, kiln__block *b, kiln__vmap *map) {
     int32_t changes = 0;
-    size_t n_ops = 0;
-    for (const kiln__ir_op *op = b->first; op; op = op->next)
-        n_ops++;
+    size_t n_ops = (size_t)b->n_ops;
     op_table t = {NULL, 16};
     while (t.cap < 2 * n_ops)
         t.cap *= 2;

@@ -97,7 +97,7 @@ static bool make_view(const fuser *z, const kiln__ir_op *op, view *out) {
     int32_t r = rt->shape.rank;
     if (op->kind == KILN_OP_IOTA) {
         *out = (view){.base = NULL, .iota_dtype = rt->dtype};
-        out->st[op->attrs.u.iota.dimension] = 1;
+        out->st[op->attrs->u.iota.dimension] = 1;
         return true;
     }
     const kiln__value *x = op->operands[0];
@@ -106,7 +106,7 @@ static bool make_view(const fuser *z, const kiln__ir_op *op, view *out) {
     memset(w.st, 0, sizeof w.st);
     switch (op->kind) {
     case KILN_OP_BROADCAST_IN_DIM: {
-        const kiln_dims *dims = &op->attrs.u.broadcast.dims;
+        const kiln_dims *dims = &op->attrs->u.broadcast.dims;
         for (int32_t j = 0; j < dims->count; j++) {
             int64_t d = dims->v[j];
             w.st[d] = x->type.shape.dims[j] == 1 && rt->shape.dims[d] != 1 ? 0 : in.st[j];
@@ -115,19 +115,19 @@ static bool make_view(const fuser *z, const kiln__ir_op *op, view *out) {
     }
     case KILN_OP_TRANSPOSE:
         for (int32_t i = 0; i < r; i++)
-            w.st[i] = in.st[op->attrs.u.permutation.v[i]];
+            w.st[i] = in.st[op->attrs->u.permutation.v[i]];
         break;
     case KILN_OP_SLICE:
         for (int32_t d = 0; d < r; d++) {
-            w.off += op->attrs.u.slice.start.v[d] * in.st[d];
-            w.st[d] = in.st[d] * op->attrs.u.slice.strides.v[d];
+            w.off += op->attrs->u.slice.start.v[d] * in.st[d];
+            w.st[d] = in.st[d] * op->attrs->u.slice.strides.v[d];
         }
         break;
     case KILN_OP_REVERSE:
         for (int32_t d = 0; d < r; d++)
             w.st[d] = in.st[d];
-        for (int32_t i = 0; i < op->attrs.u.reverse_dims.count; i++) {
-            int64_t d = op->attrs.u.reverse_dims.v[i];
+        for (int32_t i = 0; i < op->attrs->u.reverse_dims.count; i++) {
+            int64_t d = op->attrs->u.reverse_dims.v[i];
             if (rt->shape.dims[d] > 0) w.off += (rt->shape.dims[d] - 1) * in.st[d];
             w.st[d] = -in.st[d];
         }
@@ -247,8 +247,8 @@ static const kiln__value *feature_vector(const fuser *z, const kiln__value *v, i
 static bool reads_plus_zero(const fuser *z, const kiln__value *v) {
     const kiln__value *b = view_of(z, v).base;
     const kiln__ir_op *d = b ? b->def : NULL;
-    if (!d || d->kind != KILN_OP_CONSTANT || !d->attrs.u.constant) return false;
-    const kiln_tensor *t = d->attrs.u.constant;
+    if (!d || d->kind != KILN_OP_CONSTANT || !d->attrs->u.constant) return false;
+    const kiln_tensor *t = d->attrs->u.constant;
     const unsigned char *p = kiln_tensor_data(t);
     size_t n = (size_t)kiln_tensor_numel(t) * kiln_dtype_size(kiln_tensor_dtype(t));
     for (size_t i = 0; i < n; i++)
@@ -278,7 +278,7 @@ static bool take_epilogue(fuser *z, int32_t k) {
         const kiln__ir_op *conv = cand.conv;
         const kiln__value *bias = NULL;
         if (op->kind == KILN_OP_ADD && !cand.bias && !cand.relu)
-            bias = feature_vector(z, other, conv->attrs.u.conv.output_feature_dimension);
+            bias = feature_vector(z, other, conv->attrs->u.conv.output_feature_dimension);
         bool relu = op->kind == KILN_OP_MAXIMUM && !cand.relu && reads_plus_zero(z, other);
         if (!bias && !relu) continue;
         if (fresh) {
@@ -429,7 +429,7 @@ static int32_t add_operand(fuser *z, kiln__kernel *k, const kiln__value *v) {
 
 static uint64_t constant_bits(const kiln__value *base, int64_t off) {
     const kiln__ir_op *op = base->def;
-    const kiln_tensor *t = op ? op->attrs.u.constant : NULL;
+    const kiln_tensor *t = op ? op->attrs->u.constant : NULL;
     uint64_t bits = 0;
     const unsigned char *data = t ? kiln_tensor_data(t) : NULL;
     size_t size = kiln_dtype_size(base->type.dtype);
@@ -498,7 +498,7 @@ static kiln_status build_kernel(fuser *z, int32_t g, kiln__kernel *k, int32_t *r
                 if (pass == 1) {
                     k->reduce = z->o->reduce_kind(op);
                     k->reduce_reg = reg_of_op[z->def[op->operands[0]->id]];
-                    k->reduce_dims = op->attrs.u.reduce_dims;
+                    k->reduce_dims = op->attrs->u.reduce_dims;
                     k->reduce_init = add_operand(z, k, op->operands[1]);
                     k->reduce_dtype = op->results[0]->type.dtype;
                     k->reduce_value = op->results[0];
@@ -520,8 +520,8 @@ static kiln_status build_kernel(fuser *z, int32_t g, kiln__kernel *k, int32_t *r
                                   .n_args = op->n_operands,
                                   .src = op};
             if (op->kind == KILN_OP_COMPARE) {
-                ins->direction = op->attrs.u.compare.direction;
-                ins->compare_type = op->attrs.u.compare.type;
+                ins->direction = op->attrs->u.compare.direction;
+                ins->compare_type = op->attrs->u.compare.type;
             }
             for (int32_t i = 0; i < op->n_operands; i++) {
                 const kiln__value *u = op->operands[i];

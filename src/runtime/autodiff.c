@@ -157,7 +157,7 @@ static kiln_status custom_bwd(kiln__emitter *e, const kiln__ir_op *call,
                               kiln__value *const *cts, int32_t n_cts, kiln__value **out_cts,
                               int32_t n_in) {
     kiln_ctx *cx = e->cx;
-    const custom_record *rec = kiln_tensor_data(call->attrs.u.constant);
+    const custom_record *rec = kiln_tensor_data(call->attrs->u.constant);
     if (!rec || rec->n_in != n_in || rec->n_out != n_cts || rec->n_res != n_residuals)
         return kiln__emit_error(e, KILN_INTERNAL, "internal: a custom_vjp record does not match");
     kiln_status s = kiln_scope_begin(cx);
@@ -759,7 +759,7 @@ kiln_tensor *kiln_stop_gradient(kiln_ctx *cx, kiln_tensor *x) {
     if (kiln_optimization_barrier(cx, &x, 1, &r) != KILN_OK) return NULL;
     kiln__value *v = kiln__tensor_trace(r);
     /* The marker: a barrier recorded under this name (printed as an identity barrier). */
-    if (v && v->def) v->def->attrs.fn = KILN__STOP_GRADIENT_FN;
+    if (v && v->def) v->def->attrs->fn = KILN__STOP_GRADIENT_FN;
     return r;
 }
 
@@ -798,8 +798,8 @@ kiln_status kiln_custom_vjp_call(kiln_ctx *cx, const kiln_custom_vjp *def, kiln_
         if (!t || kiln__module_keep_constant(current_trace(cx)->module, t) != KILN_OK) {
             s = oom(cx, fn);
         } else {
-            v->def->attrs.fn = KILN__CUSTOM_VJP_FN;
-            v->def->attrs.u.constant = t;
+            v->def->attrs->fn = KILN__CUSTOM_VJP_FN;
+            v->def->attrs->u.constant = t;
         }
         if (t) kiln__tensor_discard(t);
     }

@@ -238,7 +238,7 @@ static kiln_status toy_compile(kiln_ctx *cx, const kiln__compile_request *req,
         r->id = slot;
         kiln_shape_numel(&r->type.shape, &x->numel[slot]);
         if (op->kind == KILN_OP_CONSTANT) {
-            const kiln_tensor *c = op->attrs.u.constant;
+            const kiln_tensor *c = op->attrs->u.constant;
             size_t bytes = (size_t)x->numel[slot] * sizeof(float);
             if (!(x->consts[slot] = malloc(bytes ? bytes : 1))) {
                 toy_release((kiln__executable *)x);

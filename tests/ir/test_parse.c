@@ -253,7 +253,7 @@ Test(parse, literals) {
     const kiln__block *b = m->funcs[0]->body;
     const kiln_tensor *t[11];
     for (int i = 0; i < 11; i++)
-        t[i] = b->results[i]->def->attrs.u.constant;
+        t[i] = b->results[i]->def->attrs->u.constant;
     const uint8_t *b0 = kiln_tensor_data(t[0]), *b1 = kiln_tensor_data(t[1]);
     cr_assert(b0[0] == 1 && b0[1] == 0 && b1[0] == 0 && b1[1] == 1 && b1[2] == 1);
     cr_assert_eq(*(const uint64_t *)kiln_tensor_data(t[2]), UINT64_MAX);

@@ -15,8 +15,8 @@ static void *arena_alloc(void *user, size_t size, size_t align) {
 }
 
 static kiln__kreduce reduce_kind(const kiln__ir_op *op) {
-    if (op->n_regions != 1 || !op->attrs.region[0]) return KILN__KREDUCE_NONE;
-    switch (kiln__region_kind_of(op->attrs.region[0])) {
+    if (op->n_regions != 1 || !op->attrs->region[0]) return KILN__KREDUCE_NONE;
+    switch (kiln__region_kind_of(op->attrs->region[0])) {
     case KILN_REGION_ADD: return KILN__KREDUCE_ADD;
     case KILN_REGION_MAXIMUM: return KILN__KREDUCE_MAX;
     default: return KILN__KREDUCE_NONE;

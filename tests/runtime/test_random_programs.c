@@ -1523,7 +1523,7 @@ static void report(kiln_ctx *cx, const prog *p, const char *text, const char *wh
  * compiled iotas (fused producers, kernels) run too. */
 static void iotaize(kiln_ctx *cx, kiln_module *m) {
     for (kiln__ir_op *op = m->funcs[0]->body->first; op; op = op->next) {
-        const kiln_tensor *c = op->kind == KILN_OP_CONSTANT ? op->attrs.u.constant : NULL;
+        const kiln_tensor *c = op->kind == KILN_OP_CONSTANT ? op->attrs->u.constant : NULL;
         if (!c || kiln_tensor_rank(c) < 1 || kiln_tensor_dtype(c) == KILN_BOOL) continue;
         for (int32_t d = 0; d < kiln_tensor_rank(c); d++) {
             kiln_scope_begin(cx);
@@ -1533,12 +1533,12 @@ static void iotaize(kiln_ctx *cx, kiln_module *m) {
             kiln_scope_end(cx);
             if (!eq) continue;
             /* The tensor stays alive in the module's list of constants. */
-            kiln__attrs a = {.fn = op->attrs.fn};
-            a.u.iota.dtype = kiln_tensor_dtype(c);
-            a.u.iota.shape = *kiln_tensor_shape(c);
-            a.u.iota.dimension = d;
-            op->kind = KILN_OP_IOTA;
-            op->attrs = a;
+            kiln_dtype dtype = kiln_tensor_dtype(c);
+            kiln_shape shape = *kiln_tensor_shape(c);
+            if (!kiln__op_set_kind(m, op, KILN_OP_IOTA)) break; /* out of memory: keep it */
+            op->attrs->u.iota.dtype = dtype;
+            op->attrs->u.iota.shape = shape;
+            op->attrs->u.iota.dimension = d;
             break;
         }
     }

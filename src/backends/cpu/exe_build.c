@@ -41,6 +41,13 @@ static void *xcalloc(compiler *c, size_t size, size_t align) {
 
 #define XNEW(c, type, n) ((type *)xcalloc((c), (size_t)(n) * sizeof(type), _Alignof(type)))
 
+/* The executable's copy of an op's attributes: the part its kind uses. */
+static kiln__attrs *copy_attrs(compiler *c, const kiln__ir_op *op) {
+    kiln__attrs *a = xalloc(c, kiln__attrs_size(op->kind), _Alignof(kiln__attrs));
+    if (a) kiln__attrs_copy(a, op->attrs, op->kind);
+    return a;
+}
+
 /* Keeps t (a reference the caller holds, in no scope) for the executable's life. */
 static bool own(compiler *c, kiln_tensor *t) {
     kiln__cpu_exe *exe = c->exe;
@@ -92,7 +99,7 @@ static kiln_tensor *const_of(const cscope *s, kiln__xref r) {
 
 /* The executable's view of a constant op's value (shared storage, no copy). */
 static kiln_tensor *constant_view(compiler *c, const kiln__ir_op *op) {
-    kiln_tensor *t = (kiln_tensor *)op->attrs.u.constant;
+    kiln_tensor *t = (kiln_tensor *)op->attrs->u.constant;
     if (!t || t->trace) {
         kiln_ctx_set_error(c->cx, KILN_INTERNAL, "%s: internal: a constant without a value",
                            compile_fn);
@@ -150,7 +157,7 @@ static bool fold(compiler *c, const cscope *s, const kiln__ir_op *op, const kiln
     }
     if (ok) {
         kiln_status st =
-            kiln__cpu_eval_op(cx, op->kind, &op->attrs, ins, op->n_operands, outs, op->n_results);
+            kiln__cpu_eval_op(cx, op->kind, op->attrs, ins, op->n_operands, outs, op->n_results);
         if (st != KILN_OK && kiln_ctx_status(cx) == KILN_OK)
             kiln_ctx_set_error(cx, st, "%s: folding %s failed", compile_fn,
                                kiln__op_get_info(op->kind)->name);
@@ -181,7 +188,7 @@ static bool prepare(compiler *c, const kiln__ir_op *op) {
         types[i] = op->operands[i]->type;
     for (int32_t r = 0; r < op->n_results; r++)
         types[op->n_operands + r] = op->results[r]->type;
-    return prepare_types(c, op->kind, &op->attrs, types, op->n_operands, op->n_results);
+    return prepare_types(c, op->kind, op->attrs, types, op->n_operands, op->n_results);
 }
 
 static void *xalloc_cb(void *user, size_t size, size_t align) { return xalloc(user, size, align); }
@@ -247,7 +254,7 @@ static bool emit_kernel(compiler *c, const cscope *self, kiln__xblock *b, const 
                                    .in = in,
                                    .out = out,
                                    .regions = NULL,
-                                   .attrs = &last->attrs,
+                                   .attrs = last->attrs,
                                    .kernel = fk,
                                    .desc = kept};
     if (k->n_operands > b->max_in) b->max_in = k->n_operands;
@@ -266,13 +273,12 @@ static bool emit_conv_epilogue(compiler *c, const cscope *self, kiln__xblock *b,
     int32_t n_in = e->bias ? 3 : 2;
     kiln__xref *in = XNEW(c, kiln__xref, n_in);
     int32_t *out = XNEW(c, int32_t, 1);
-    kiln__attrs *attrs = XNEW(c, kiln__attrs, 1);
+    kiln__attrs *attrs = copy_attrs(c, conv);
     if (!in || !out || !attrs) return false;
     for (int32_t i = 0; i < 2; i++)
         if (!resolve(c, self, conv->operands[i], &in[i])) return false;
     if (e->bias && !resolve(c, self, e->bias, &in[2])) return false;
     out[0] = last->results[0]->id;
-    *attrs = conv->attrs;
     b->ops[b->n_ops] = (kiln__xop){.kind = KILN_OP_CONVOLUTION,
                                    .n_in = n_in,
                                    .n_out = 1,
@@ -353,15 +359,14 @@ static kiln__xblock *compile_block(compiler *c, const kiln__block *ir, const csc
         kiln__xop *x = &b->ops[b->n_ops];
         int32_t *out = XNEW(c, int32_t, op->n_results);
         kiln__xblock **regions = XNEW(c, kiln__xblock *, op->n_regions);
-        kiln__attrs *attrs = XNEW(c, kiln__attrs, 1);
+        kiln__attrs *attrs = copy_attrs(c, op);
         if (!out || !regions || !attrs) return NULL;
         for (int32_t r = 0; r < op->n_results; r++)
             out[r] = first + r;
-        *attrs = op->attrs;
         attrs->regions = NULL;
         attrs->n_regions = op->n_regions;
         for (int32_t i = 0; i < op->n_regions; i++) {
-            const kiln_region *builtin = i < 2 ? op->attrs.region[i] : NULL;
+            const kiln_region *builtin = i < 2 ? op->attrs->region[i] : NULL;
             if (builtin) continue;
             if (!op->regions[i]) {
                 kiln_ctx_set_error(c->cx, KILN_INTERNAL, "%s: internal: a missing region",
@@ -393,10 +398,10 @@ static kiln__xblock *compile_block(compiler *c, const kiln__block *ir, const csc
 
 /* The combiner of a reduce that a kernel can end with (a builtin region). */
 static kiln__kreduce reduce_kind(const kiln__ir_op *op) {
-    if (op->n_regions != 1 || !op->attrs.region[0]) return KILN__KREDUCE_NONE;
+    if (op->n_regions != 1 || !op->attrs->region[0]) return KILN__KREDUCE_NONE;
     kiln_dtype dt = op->operands[0]->type.dtype;
     bool is_float = dt == KILN_F16 || dt == KILN_BF16 || dt == KILN_F32 || dt == KILN_F64;
-    switch (kiln__region_kind_of(op->attrs.region[0])) {
+    switch (kiln__region_kind_of(op->attrs->region[0])) {
     case KILN_REGION_ADD: return KILN__KREDUCE_ADD;
     case KILN_REGION_MULTIPLY: return KILN__KREDUCE_MUL;
     case KILN_REGION_MAXIMUM: return KILN__KREDUCE_MAX;

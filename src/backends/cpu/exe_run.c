@@ -89,7 +89,8 @@ static kiln_status run_op(kiln_ctx *cx, const kiln__xop *op, const env *e, kiln_
                 rs[i] = *op->attrs->region[i];
             }
         }
-        kiln__attrs a = *op->attrs;
+        kiln__attrs a;
+        kiln__attrs_copy(&a, op->attrs, op->kind);
         a.regions = rs;
         a.n_regions = n;
         s = kiln__cpu_eval_op(cx, op->kind, &a, in, op->n_in, out, op->n_out);

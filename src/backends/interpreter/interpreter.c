@@ -168,7 +168,7 @@ static kiln_status region_fn(kiln_ctx *cx, kiln_tensor *const *args, kiln_tensor
 #define FIXED 16
 
 static const char *op_fn(const kiln__ir_op *op) {
-    return op->attrs.fn ? op->attrs.fn : kiln__op_get_info(op->kind)->name;
+    return op->attrs->fn ? op->attrs->fn : kiln__op_get_info(op->kind)->name;
 }
 
 /* Runs one op (not a constant) of the activation e. */
@@ -200,9 +200,10 @@ static kiln_status run_op(kiln_ctx *cx, const kiln__ir_op *op, env *e) {
             s = KILN_RESOURCE_EXHAUSTED;
     }
     if (s == KILN_OK) {
-        kiln__attrs a = op->attrs;
+        kiln__attrs a;
+        kiln__attrs_copy(&a, op->attrs, op->kind);
         for (int32_t i = 0; i < n_reg; i++) {
-            const kiln_region *builtin = i < 2 ? op->attrs.region[i] : NULL;
+            const kiln_region *builtin = i < 2 ? op->attrs->region[i] : NULL;
             fs[i] = (frame){.blk = op->regions[i], .parent = e};
             rs[i] = builtin ? *builtin : (kiln_region){.fn = region_fn, .user = &fs[i]};
         }
@@ -236,7 +237,7 @@ static kiln_status run_block(kiln_ctx *cx, const kiln__block *b, const env *pare
     kiln_status s = KILN_OK;
     for (const kiln__ir_op *op = b->first; op && s == KILN_OK; op = op->next) {
         if (op->kind == KILN_OP_CONSTANT)
-            vals[op->results[0]->id] = (kiln_tensor *)op->attrs.u.constant;
+            vals[op->results[0]->id] = (kiln_tensor *)op->attrs->u.constant;
         else
             s = run_op(cx, op, &e);
     }
@@ -312,7 +313,7 @@ static void interp_info(const kiln__executable *e, kiln__executable_info *out) {
     *out = (kiln__executable_info){.n_ops = x->n_ops};
     for (const kiln__ir_op *op = x->entry->first; op; op = op->next) {
         if (op->kind == KILN_OP_CONSTANT) continue;
-        kiln__cost c = kiln__op_cost(op->kind, &op->attrs, op->n_operands, op->n_results,
+        kiln__cost c = kiln__op_cost(op->kind, op->attrs, op->n_operands, op->n_results,
                                      ir_op_type, op);
         kiln__cost_add(&out->cost, &c);
     }

@@ -1,0 +1,40 @@
+/* The part of a kiln__attrs each kind of op uses (attrs.h). */
+#include "ops/attrs.h"
+
+#include <string.h>
+
+#define MEMBER(m) (offsetof(kiln__attrs, u) + sizeof(((kiln__attrs *)0)->u.m))
+
+size_t kiln__attrs_size(kiln_op kind) {
+    switch (kind) {
+    case KILN_OP_COMPARE: return MEMBER(compare);
+    case KILN_OP_CONVERT:
+    case KILN_OP_BITCAST_CONVERT: return MEMBER(convert_to);
+    case KILN_OP_CONSTANT:
+    case KILN_OP_CALL: return MEMBER(constant); /* a call: a record a transform attached */
+    case KILN_OP_IOTA: return MEMBER(iota);
+    case KILN_OP_RNG_BIT_GENERATOR: return MEMBER(rng);
+    case KILN_OP_BROADCAST_IN_DIM: return MEMBER(broadcast);
+    case KILN_OP_RESHAPE: return MEMBER(reshape);
+    case KILN_OP_TRANSPOSE: return MEMBER(permutation);
+    case KILN_OP_REVERSE: return MEMBER(reverse_dims);
+    case KILN_OP_SLICE: return MEMBER(slice);
+    case KILN_OP_DYNAMIC_SLICE: return MEMBER(slice_sizes);
+    case KILN_OP_PAD: return MEMBER(pad);
+    case KILN_OP_CONCATENATE: return MEMBER(dimension);
+    case KILN_OP_GATHER: return MEMBER(gather);
+    case KILN_OP_SCATTER: return MEMBER(scatter);
+    case KILN_OP_SORT: return MEMBER(sort);
+    case KILN_OP_REDUCE: return MEMBER(reduce_dims);
+    case KILN_OP_REDUCE_WINDOW:
+    case KILN_OP_SELECT_AND_SCATTER: return MEMBER(window);
+    case KILN_OP_DOT_GENERAL: return MEMBER(dot);
+    case KILN_OP_CONVOLUTION: return MEMBER(conv);
+    case KILN_OP_WHILE: return MEMBER(loop);
+    default: return offsetof(kiln__attrs, u);
+    }
+}
+
+void kiln__attrs_copy(kiln__attrs *dst, const kiln__attrs *src, kiln_op kind) {
+    memcpy(dst, src, kiln__attrs_size(kind));
+}

@@ -13,6 +13,7 @@ kiln_module *kiln__module_new(kiln_ctx *cx, const char *name) {
     m->cx = cx;
     kiln__arena_init(&m->arena, cx, 16384);
     kiln__arena_init(&m->op_arena, cx, 4096);
+    kiln__arena_init(&m->value_arena, cx, 4096);
     const char *n = name ? name : "kiln";
     m->name = kiln__arena_strndup(&m->arena, n, strlen(n));
     if (!m->name) {
@@ -37,6 +38,7 @@ void kiln_module_release(kiln_module *m) {
     kiln__free(cx, m->funcs, (size_t)m->cap_funcs * sizeof *m->funcs);
     kiln__arena_destroy(&m->arena);
     kiln__arena_destroy(&m->op_arena);
+    kiln__arena_destroy(&m->value_arena);
     kiln__free(cx, m, sizeof *m);
 }
 
@@ -83,7 +85,7 @@ kiln__block *kiln__block_new(kiln_module *m, kiln__ir_op *parent) {
 
 /* Block arguments are few: grow by reallocating in the arena. */
 kiln__value *kiln__block_add_arg(kiln_module *m, kiln__block *block, kiln__type type) {
-    kiln__value *v = kiln__arena_alloc(&m->arena, sizeof *v, _Alignof(kiln__value));
+    kiln__value *v = kiln__arena_alloc(&m->value_arena, sizeof *v, _Alignof(kiln__value));
     kiln__value **args =
         kiln__arena_alloc(&m->arena, (size_t)(block->n_args + 1) * sizeof *args, _Alignof(void *));
     if (!v || !args) return NULL;
@@ -131,7 +133,7 @@ kiln__ir_op *kiln__block_append(kiln_module *m, kiln__block *block, kiln_op kind
         operands[i]->uses++;
     }
     for (int32_t i = 0; i < n_results; i++) {
-        kiln__value *v = kiln__arena_alloc(a, sizeof *v, _Alignof(kiln__value));
+        kiln__value *v = kiln__arena_alloc(&m->value_arena, sizeof *v, _Alignof(kiln__value));
         if (!v) return NULL;
         memset(v, 0, sizeof *v);
         v->type = result_types[i];

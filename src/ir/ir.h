@@ -73,8 +73,10 @@ struct kiln_module {
     kiln__arena arena;
     /* The op headers alone (kiln__ir_op), in order of creation: a walk over a block's ops
      * then reads consecutive memory instead of skipping over each op's values and
-     * attributes, which is what keeps passes over 10^5 ops fast. */
+     * attributes, which is what keeps passes over 10^5 ops fast. Values likewise: passes
+     * read them in op order. */
     kiln__arena op_arena;
+    kiln__arena value_arena; /* the SSA values alone, likewise */
     const char *name;
     kiln__func **funcs; /* funcs[0] is the entry */
     int32_t n_funcs, cap_funcs;

@@ -136,7 +136,7 @@ static kiln__ir_op *emit_impl(kiln__emitter *e, kiln_op kind, const kiln__attrs 
     }
     kiln__type in[MAX_TYPES], out[MAX_TYPES];
     for (int32_t i = 0; i < n_operands; i++)
-        in[i] = operands[i]->type;
+        in[i] = *operands[i]->type;
     /* Inference sees stand-in regions (builtins stay themselves). */
     kiln_region stand_in[MAX_TYPES];
     const builtin *bis[MAX_TYPES];
@@ -274,15 +274,15 @@ kiln__value *kiln__emit_zeros(kiln__emitter *e, const kiln__type *type) {
 
 kiln__value *kiln__emit_full_like(kiln__emitter *e, kiln__value *x, double v) {
     if (!x) return NULL;
-    return kiln__emit_full(e, &x->type, v);
+    return kiln__emit_full(e, x->type, v);
 }
 
 /* Rank-0 operands of a binary op meet a ranked one by broadcasting. */
 static kiln__value *match_rank(kiln__emitter *e, kiln__value *x, const kiln__value *other) {
     if (!x || !other) return x;
-    if (x->type.shape.rank == 0 && other->type.shape.rank > 0) {
+    if (x->type->shape.rank == 0 && other->type->shape.rank > 0) {
         kiln_dims none = {0};
-        return kiln__emit_broadcast(e, x, &other->type.shape, &none);
+        return kiln__emit_broadcast(e, x, &other->type->shape, &none);
     }
     return x;
 }
@@ -318,7 +318,7 @@ kiln__value *kiln__emit_neg(kiln__emitter *e, kiln__value *x) {
 
 kiln__value *kiln__emit_convert(kiln__emitter *e, kiln__value *x, kiln_dtype dtype) {
     if (!x) return NULL;
-    if (x->type.dtype == dtype) return x;
+    if (x->type->dtype == dtype) return x;
     kiln__attrs a = {.fn = e->fn};
     a.u.convert_to = dtype;
     return kiln__emit(e, KILN_OP_CONVERT, &a, &x, 1);
@@ -326,7 +326,7 @@ kiln__value *kiln__emit_convert(kiln__emitter *e, kiln__value *x, kiln_dtype dty
 
 kiln__value *kiln__emit_reshape(kiln__emitter *e, kiln__value *x, const kiln_shape *shape) {
     if (!x) return NULL;
-    if (kiln_shape_equal(&x->type.shape, shape)) return x;
+    if (kiln_shape_equal(&x->type->shape, shape)) return x;
     kiln__attrs a = {.fn = e->fn};
     a.u.reshape = *shape;
     return kiln__emit(e, KILN_OP_RESHAPE, &a, &x, 1);
@@ -346,7 +346,7 @@ kiln__value *kiln__emit_transpose(kiln__emitter *e, kiln__value *x, const kiln_d
 kiln__value *kiln__emit_reduce_sum(kiln__emitter *e, kiln__value *x, const kiln_dims *dims) {
     if (!x || failed(e)) return NULL;
     if (dims->count == 0) return x;
-    kiln__value *zero = kiln__emit_scalar(e, x->type.dtype, 0.0);
+    kiln__value *zero = kiln__emit_scalar(e, x->type->dtype, 0.0);
     if (!zero) return NULL;
     kiln__attrs a = {.fn = e->fn, .n_results = 1, .n_regions = 1};
     a.region[0] = kiln_region_add();
@@ -362,7 +362,7 @@ kiln__value *kiln__emit_compare(kiln__emitter *e, kiln_compare_direction dir, ki
     b = match_rank(e, b, a);
     kiln__attrs at = {.fn = e->fn};
     at.u.compare.direction = dir;
-    at.u.compare.type = compare_type_of(a->type.dtype);
+    at.u.compare.type = compare_type_of(a->type->dtype);
     kiln__value *ops[2] = {a, b};
     return kiln__emit(e, KILN_OP_COMPARE, &at, ops, 2);
 }

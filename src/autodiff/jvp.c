@@ -16,14 +16,14 @@ static kiln_status jvp_op(kiln__ad *ad, const kiln__ir_op *op) {
     bool any = false;
     for (int32_t i = 0; i < op->n_operands; i++) {
         prims[i] = kiln__vmap_get(&ad->primal, op->operands[i]);
-        ts[i] = kiln_dtype_is_float(op->operands[i]->type.dtype)
+        ts[i] = kiln_dtype_is_float(op->operands[i]->type->dtype)
                     ? kiln__vmap_get(&ad->deriv, op->operands[i])
                     : NULL;
         any |= ts[i] != NULL;
     }
     bool float_result = false;
     for (int32_t j = 0; j < op->n_results; j++)
-        float_result |= kiln_dtype_is_float(op->results[j]->type.dtype);
+        float_result |= kiln_dtype_is_float(op->results[j]->type->dtype);
     bool regions = op->n_regions > 0;
     if (regions && float_result && !any) {
         /* Tangents may enter through values the regions use from outside. */
@@ -65,16 +65,16 @@ static kiln_status jvp_op(kiln__ad *ad, const kiln__ir_op *op) {
                                         "internal: the jvp rule of stablehlo.%s gave no result %d",
                                         kiln__op_get_info(op->kind)->name, (int)j);
     for (int32_t j = 0; j < op->n_results; j++) {
-        if (!out_ts[j] || !kiln_dtype_is_float(op->results[j]->type.dtype)) continue;
-        const kiln__type *want = &op->results[j]->type;
-        if (out_ts[j]->type.dtype != want->dtype ||
-            !kiln_shape_equal(&out_ts[j]->type.shape, &want->shape)) {
+        if (!out_ts[j] || !kiln_dtype_is_float(op->results[j]->type->dtype)) continue;
+        const kiln__type *want = op->results[j]->type;
+        if (out_ts[j]->type->dtype != want->dtype ||
+            !kiln_shape_equal(&out_ts[j]->type->shape, &want->shape)) {
             char a[KILN__TYPE_TEXT], b[KILN__TYPE_TEXT];
             return kiln__emit_error(&ad->e, KILN_INTERNAL,
                                     "internal: the jvp rule of stablehlo.%s gave result %d a "
                                     "tangent of type %s; expected %s",
                                     kiln__op_get_info(op->kind)->name, (int)j,
-                                    kiln__type_text(&out_ts[j]->type, a), kiln__type_text(want, b));
+                                    kiln__type_text(out_ts[j]->type, a), kiln__type_text(want, b));
         }
         if (!kiln__vmap_put(&ad->deriv, op->results[j], out_ts[j])) return kiln_ctx_status(cx);
     }
@@ -100,25 +100,25 @@ kiln_status kiln__jvp_func(kiln_ctx *cx, const char *fn, const kiln__func *f,
     kiln__ad_init(&ad, cx, fn, dst, g->body, hooks);
     kiln_status s = KILN_OK;
     for (int32_t i = 0; i < body->n_args && s == KILN_OK; i++) {
-        kiln__value *a = kiln__block_add_arg(dst, g->body, body->args[i]->type);
+        kiln__value *a = kiln__block_add_arg(dst, g->body, *body->args[i]->type);
         if (!a || !kiln__vmap_put(&ad.primal, body->args[i], a))
             s = kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "%s: out of memory", fn);
     }
     for (int32_t i = 0; i < n_extra && s == KILN_OK; i++) {
-        kiln__value *a = kiln__block_add_arg(dst, g->body, extra[i]->type);
+        kiln__value *a = kiln__block_add_arg(dst, g->body, *extra[i]->type);
         if (!a || !kiln__vmap_put(&ad.primal, extra[i], a))
             s = kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "%s: out of memory", fn);
     }
     for (int32_t i = 0; i < body->n_args && s == KILN_OK; i++) {
         if (!wrt[i]) continue;
-        kiln__value *t = kiln__block_add_arg(dst, g->body, body->args[i]->type);
+        kiln__value *t = kiln__block_add_arg(dst, g->body, *body->args[i]->type);
         if (!t || !kiln__vmap_put(&ad.deriv, body->args[i], t))
             s = kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "%s: out of memory", fn);
     }
     if (s == KILN_OK) s = kiln__ad_jvp_ops(&ad, body);
     int32_t n_float = 0;
     for (int32_t j = 0; j < body->n_results; j++)
-        n_float += kiln_dtype_is_float(body->results[j]->type.dtype);
+        n_float += kiln_dtype_is_float(body->results[j]->type->dtype);
     size_t n = (size_t)body->n_results + (size_t)n_float;
     kiln__value **res = NULL;
     if (s == KILN_OK) {
@@ -128,9 +128,9 @@ kiln_status kiln__jvp_func(kiln_ctx *cx, const char *fn, const kiln__func *f,
     for (int32_t j = 0; j < body->n_results && s == KILN_OK; j++)
         res[j] = kiln__vmap_get(&ad.primal, body->results[j]);
     for (int32_t j = 0, k = body->n_results; j < body->n_results && s == KILN_OK; j++) {
-        if (!kiln_dtype_is_float(body->results[j]->type.dtype)) continue;
+        if (!kiln_dtype_is_float(body->results[j]->type->dtype)) continue;
         kiln__value *t = kiln__vmap_get(&ad.deriv, body->results[j]);
-        if (!t) t = kiln__emit_zeros(&ad.e, &body->results[j]->type);
+        if (!t) t = kiln__emit_zeros(&ad.e, body->results[j]->type);
         if (!t) s = kiln_ctx_status(cx);
         res[k++] = t;
     }

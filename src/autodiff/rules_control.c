@@ -94,7 +94,7 @@ static kiln_status set_jvp_results(kiln__ad *ad, kiln__block *b, const kiln__blo
     for (int32_t k = 0; k < nf && s == KILN_OK; k++) {
         const kiln__value *v = sb->results[float_of[k]];
         res[n + k] = kiln__vmap_get(&ad->deriv, v);
-        if (!res[n + k]) res[n + k] = kiln__emit_zeros(&ad->e, &v->type);
+        if (!res[n + k]) res[n + k] = kiln__emit_zeros(&ad->e, v->type);
         if (!res[n + k]) s = kiln_ctx_status(ad->e.cx);
     }
     if (s == KILN_OK) s = kiln__block_set_results(ad->e.m, b, res, n + nf);
@@ -125,7 +125,7 @@ static kiln_status branches_jvp(kiln__emitter *e, const kiln__ad_op *op,
     kiln__type types[MAX_VALUES];
     int32_t float_of[MAX_VALUES];
     for (int32_t j = 0; j < n; j++)
-        types[j] = src->results[j]->type;
+        types[j] = *src->results[j]->type;
     for (int32_t j = 0; j < n; j++)
         if (kiln_dtype_is_float(types[j].dtype)) {
             if (n + nf >= MAX_VALUES)
@@ -204,7 +204,7 @@ static kiln_status region_vjp(kiln__ad *ad, const kiln__block *sb, kiln__value *
         for (int32_t j = 0; j < o->n_results; j++)
             if (!kiln__vmap_put(&ad->deriv, o->results[j], NULL)) s = kiln_ctx_status(ad->e.cx);
     for (int32_t j = 0; j < sb->n_results && s == KILN_OK; j++)
-        if (cts[j] && kiln_dtype_is_float(sb->results[j]->type.dtype) &&
+        if (cts[j] && kiln_dtype_is_float(sb->results[j]->type->dtype) &&
             !accumulate(ad, sb->results[j], cts[j]))
             s = kiln_ctx_status(ad->e.cx);
     if (s == KILN_OK) s = kiln__ad_backward(ad, sb);
@@ -231,7 +231,7 @@ static kiln_status branches_vjp(kiln__emitter *e, const kiln__ad_op *op, kiln__v
     if (n_fv == 0) return KILN_OK;
     kiln__type types[MAX_VALUES];
     for (int32_t k = 0; k < n_fv; k++)
-        types[k] = fv[k]->type;
+        types[k] = *fv[k]->type;
     kiln__attrs a;
     kiln__attrs_copy(&a, src->attrs, src->kind);
     a.n_results = n_fv;
@@ -246,7 +246,7 @@ static kiln_status branches_vjp(kiln__emitter *e, const kiln__ad_op *op, kiln__v
         kiln__value *fv_cts[MAX_VALUES];
         s = region_vjp(ad, src->regions[r], cts, fv, n_fv, fv_cts, NULL);
         for (int32_t k = 0; k < n_fv && s == KILN_OK; k++) {
-            if (!fv_cts[k]) fv_cts[k] = kiln__emit_zeros(&ad->e, &fv[k]->type);
+            if (!fv_cts[k]) fv_cts[k] = kiln__emit_zeros(&ad->e, fv[k]->type);
             if (!fv_cts[k]) s = kiln_ctx_status(e->cx);
         }
         if (s == KILN_OK) s = kiln__block_set_results(ad->e.m, b, fv_cts, n_fv);
@@ -280,7 +280,7 @@ kiln_status kiln__jvp_WHILE(kiln__emitter *e, const kiln__ad_op *op, kiln__value
     kiln__type types[MAX_VALUES];
     kiln__value *inits[MAX_VALUES];
     for (int32_t j = 0; j < n; j++) {
-        types[j] = src->operands[j]->type;
+        types[j] = *src->operands[j]->type;
         inits[j] = op->primals[j];
     }
     for (int32_t j = 0; j < n; j++)
@@ -386,7 +386,7 @@ static kiln__value *dyn_index(kiln__emitter *e, kiln__value *x, kiln__value *upd
     a.u.slice_sizes.count = rank;
     a.u.slice_sizes.v[0] = 1;
     for (int32_t d = 1; d < rank; d++)
-        a.u.slice_sizes.v[d] = x->type.shape.dims[d];
+        a.u.slice_sizes.v[d] = x->type->shape.dims[d];
     return kiln__emit(e, KILN_OP_DYNAMIC_SLICE, &a, ops, n);
 }
 
@@ -419,7 +419,7 @@ static kiln__ir_op *stacking_loop(kiln__ad *ad, const kiln__ir_op *w, kiln__valu
     kiln__type types[MAX_VALUES] = {0};
     for (int32_t j = 0; j < n; j++) {
         inits[j] = prims[j];
-        types[j] = w->operands[j]->type;
+        types[j] = *w->operands[j]->type;
     }
     /* Carry 0 is the counter, known in every iteration: not stacked. */
     for (int32_t j = 1; j < n; j++) {
@@ -459,7 +459,7 @@ kiln_status kiln__ad_forward_loop(kiln__ad *ad, const kiln__ir_op *w, bool *done
     int64_t lower, n_iter;
     bool floats = false;
     for (int32_t j = 0; j < w->n_operands; j++)
-        floats |= kiln_dtype_is_float(w->operands[j]->type.dtype);
+        floats |= kiln_dtype_is_float(w->operands[j]->type->dtype);
     if (!floats || w->n_operands < 2 || 2 * w->n_operands + 2 >= MAX_VALUES ||
         !trip_count(w, &lower, &n_iter) || n_iter == 0)
         return KILN_OK;
@@ -506,7 +506,7 @@ kiln_status kiln__vjp_WHILE(kiln__emitter *e, const kiln__ad_op *op, kiln__value
     int32_t floats[MAX_VALUES], nf = 0; /* the float carries */
     kiln_status s = KILN_OK;
     for (int32_t j = 0; j < n; j++) {
-        types[j] = src->operands[j]->type;
+        types[j] = *src->operands[j]->type;
         stacks[j] = j ? kiln__vmap_get(&ad->stacks, src->results[j]) : NULL;
         if (kiln_dtype_is_float(types[j].dtype)) floats[nf++] = j;
     }
@@ -534,8 +534,8 @@ kiln_status kiln__vjp_WHILE(kiln__emitter *e, const kiln__ad_op *op, kiln__value
         rinit[1 + q] = cts[j] ? cts[j] : kiln__emit_zeros(e, &types[j]);
     }
     for (int32_t q = 0; q < n_fv; q++) {
-        rtypes[1 + nf + q] = fv[q]->type;
-        rinit[1 + nf + q] = kiln__emit_zeros(e, &fv[q]->type);
+        rtypes[1 + nf + q] = *fv[q]->type;
+        rinit[1 + nf + q] = kiln__emit_zeros(e, fv[q]->type);
     }
     for (int32_t i = 0; i < nr; i++)
         if (!rinit[i]) return kiln_ctx_status(e->cx);
@@ -551,7 +551,7 @@ kiln_status kiln__vjp_WHILE(kiln__emitter *e, const kiln__ad_op *op, kiln__value
             s = kiln_ctx_status(e->cx);
         for (int32_t j = 1; j < n && s == KILN_OK; j++) {
             kiln__value *stack = stacks[j];
-            kiln__value *row = dyn_index(&ad->e, stack, NULL, k, stack->type.shape.rank);
+            kiln__value *row = dyn_index(&ad->e, stack, NULL, k, stack->type->shape.rank);
             kiln__value *c = kiln__emit_reshape(&ad->e, row, &types[j].shape);
             if (!c || !kiln__vmap_put(&ad->primal, body->args[j], c)) s = kiln_ctx_status(e->cx);
         }

@@ -272,8 +272,8 @@ kiln_status kiln__jvp_SUBTRACT(kiln__emitter *e, const kiln__ad_op *op,
 
 /* A cotangent for an operand that was broadcast from rank 0: the sum of all elements. */
 static kiln__value *unbroadcast(kiln__emitter *e, kiln__value *ct, const kiln__value *operand) {
-    if (!ct || operand->type.shape.rank == ct->type.shape.rank) return ct;
-    kiln_dims all = {.count = ct->type.shape.rank};
+    if (!ct || operand->type->shape.rank == ct->type->shape.rank) return ct;
+    kiln_dims all = {.count = ct->type->shape.rank};
     for (int32_t i = 0; i < all.count; i++)
         all.v[i] = i;
     return kiln__emit_reduce_sum(e, ct, &all);
@@ -282,7 +282,7 @@ static kiln__value *unbroadcast(kiln__emitter *e, kiln__value *ct, const kiln__v
 kiln_status kiln__vjp_SELECT(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts,
                              kiln__value **out_cts) {
     if (!cts[0]) return KILN_OK;
-    kiln__value *zero = kiln__emit_zeros(e, &cts[0]->type);
+    kiln__value *zero = kiln__emit_zeros(e, cts[0]->type);
     out_cts[1] = kiln__emit_select(e, op->primals[0], cts[0], zero);
     out_cts[2] = kiln__emit_select(e, op->primals[0], zero, cts[0]);
     return kiln_ctx_status(e->cx);
@@ -290,7 +290,7 @@ kiln_status kiln__vjp_SELECT(kiln__emitter *e, const kiln__ad_op *op, kiln__valu
 kiln_status kiln__jvp_SELECT(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *tangents,
                              kiln__value **out_tangents) {
     if (!tangents[1] && !tangents[2]) return KILN_OK;
-    const kiln__type *t = &op->op->results[0]->type;
+    const kiln__type *t = op->op->results[0]->type;
     kiln__value *a = tangents[1] ? tangents[1] : kiln__emit_zeros(e, t);
     kiln__value *b = tangents[2] ? tangents[2] : kiln__emit_zeros(e, t);
     out_tangents[0] = kiln__emit_select(e, op->primals[0], a, b);
@@ -314,7 +314,7 @@ kiln_status kiln__vjp_CLAMP(kiln__emitter *e, const kiln__ad_op *op, kiln__value
     if (!cts[0]) return KILN_OK;
     kiln__value *in_x, *below, *above;
     clamp_masks(e, op, &in_x, &below, &above);
-    kiln__value *zero = kiln__emit_zeros(e, &cts[0]->type);
+    kiln__value *zero = kiln__emit_zeros(e, cts[0]->type);
     out_cts[1] = kiln__emit_select(e, in_x, cts[0], zero);
     out_cts[0] = unbroadcast(e, kiln__emit_select(e, below, cts[0], zero), op->primals[0]);
     out_cts[2] = unbroadcast(e, kiln__emit_select(e, above, cts[0], zero), op->primals[2]);
@@ -324,7 +324,7 @@ kiln_status kiln__jvp_CLAMP(kiln__emitter *e, const kiln__ad_op *op, kiln__value
                             kiln__value **out_tangents) {
     kiln__value *in_x, *below, *above;
     clamp_masks(e, op, &in_x, &below, &above);
-    const kiln__type *t = &op->op->results[0]->type;
+    const kiln__type *t = op->op->results[0]->type;
     kiln__value *zero = kiln__emit_zeros(e, t), *r = NULL;
     if (tangents[1]) r = kiln__emit_select(e, in_x, tangents[1], zero);
     if (tangents[0]) r = kiln__emit_add_any(e, r, kiln__emit_select(e, below, tangents[0], zero));
@@ -335,13 +335,13 @@ kiln_status kiln__jvp_CLAMP(kiln__emitter *e, const kiln__ad_op *op, kiln__value
 
 kiln_status kiln__vjp_CONVERT(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts,
                               kiln__value **out_cts) {
-    if (!cts[0] || !kiln__ad_is_float(&op->op->operands[0]->type)) return KILN_OK;
-    out_cts[0] = kiln__emit_convert(e, cts[0], op->op->operands[0]->type.dtype);
+    if (!cts[0] || !kiln__ad_is_float(op->op->operands[0]->type)) return KILN_OK;
+    out_cts[0] = kiln__emit_convert(e, cts[0], op->op->operands[0]->type->dtype);
     return kiln_ctx_status(e->cx);
 }
 kiln_status kiln__jvp_CONVERT(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *tangents,
                               kiln__value **out_tangents) {
-    if (!tangents[0] || !kiln__ad_is_float(&op->op->results[0]->type)) return KILN_OK;
-    out_tangents[0] = kiln__emit_convert(e, tangents[0], op->op->results[0]->type.dtype);
+    if (!tangents[0] || !kiln__ad_is_float(op->op->results[0]->type)) return KILN_OK;
+    out_tangents[0] = kiln__emit_convert(e, tangents[0], op->op->results[0]->type->dtype);
     return kiln_ctx_status(e->cx);
 }

@@ -15,7 +15,7 @@
 extern const char kiln__rules_indexing_linked;
 const char kiln__rules_indexing_linked = 1;
 
-static bool has_derivative(const kiln__value *v) { return v && kiln_dtype_is_float(v->type.dtype); }
+static bool has_derivative(const kiln__value *v) { return v && kiln_dtype_is_float(v->type->dtype); }
 
 static bool dims_contain(const kiln_dims *d, int64_t v) {
     for (int32_t i = 0; i < d->count; i++)
@@ -24,7 +24,7 @@ static bool dims_contain(const kiln_dims *d, int64_t v) {
 }
 
 static kiln__value *or_zeros(kiln__emitter *e, kiln__value *t, const kiln__value *like) {
-    return t ? t : kiln__emit_zeros(e, &like->type);
+    return t ? t : kiln__emit_zeros(e, like->type);
 }
 
 /* ---- dynamic_slice, dynamic_update_slice --------------------------------------------- */
@@ -61,7 +61,7 @@ kiln_status kiln__vjp_DYNAMIC_SLICE(kiln__emitter *e, const kiln__ad_op *op,
     kiln__value *x = op->primals[0];
     if (!cts[0] || !has_derivative(x)) return kiln_ctx_status(e->cx);
     out_cts[0] =
-        emit_dus(e, kiln__emit_zeros(e, &x->type), cts[0], op->primals + 1, op->n_primals - 1);
+        emit_dus(e, kiln__emit_zeros(e, x->type), cts[0], op->primals + 1, op->n_primals - 1);
     return kiln_ctx_status(e->cx);
 }
 
@@ -69,7 +69,7 @@ kiln_status kiln__jvp_DYNAMIC_SLICE(kiln__emitter *e, const kiln__ad_op *op,
                                     kiln__value *const *tangents, kiln__value **out_tangents) {
     if (!tangents[0] || !has_derivative(op->primals[0])) return kiln_ctx_status(e->cx);
     out_tangents[0] = emit_ds(e, tangents[0], op->primals + 1, op->n_primals - 1,
-                              &op->op->results[0]->type.shape);
+                              &op->op->results[0]->type->shape);
     return kiln_ctx_status(e->cx);
 }
 
@@ -81,8 +81,8 @@ kiln_status kiln__vjp_DYNAMIC_UPDATE_SLICE(kiln__emitter *e, const kiln__ad_op *
     if (!g || !has_derivative(x)) return kiln_ctx_status(e->cx);
     kiln__value *const *starts = op->primals + 2;
     int32_t n_starts = op->n_primals - 2;
-    out_cts[0] = emit_dus(e, g, kiln__emit_zeros(e, &u->type), starts, n_starts);
-    out_cts[1] = emit_ds(e, g, starts, n_starts, &u->type.shape);
+    out_cts[0] = emit_dus(e, g, kiln__emit_zeros(e, u->type), starts, n_starts);
+    out_cts[1] = emit_ds(e, g, starts, n_starts, &u->type->shape);
     return kiln_ctx_status(e->cx);
 }
 
@@ -100,7 +100,7 @@ kiln_status kiln__jvp_DYNAMIC_UPDATE_SLICE(kiln__emitter *e, const kiln__ad_op *
 
 /* Index arithmetic runs in i64 (u64 indices stay unsigned: converting them could wrap). */
 static kiln__value *wide_indices(kiln__emitter *e, kiln__value *idx) {
-    if (!idx || idx->type.dtype == KILN_I64 || idx->type.dtype == KILN_U64) return idx;
+    if (!idx || idx->type->dtype == KILN_I64 || idx->type->dtype == KILN_U64) return idx;
     return kiln__emit_convert(e, idx, KILN_I64);
 }
 
@@ -108,9 +108,9 @@ static kiln__value *wide_indices(kiln__emitter *e, kiln__value *idx) {
  * v[0] when the index vector is implicit, ivd == rank). */
 static kiln__value *index_vector(kiln__emitter *e, const kiln__value *idx, int64_t ivd,
                                  const int64_t *v, int32_t n) {
-    kiln_dtype dt = idx->type.dtype;
-    if (n == 0 || ivd >= idx->type.shape.rank)
-        return kiln__emit_full(e, &idx->type, n ? (double)v[0] : 0.0);
+    kiln_dtype dt = idx->type->dtype;
+    if (n == 0 || ivd >= idx->type->shape.rank)
+        return kiln__emit_full(e, idx->type, n ? (double)v[0] : 0.0);
     kiln__value *parts[KILN_MAX_RANK] = {NULL};
     kiln__type one = {.dtype = dt, .shape = {.rank = 1, .dims = {1}}};
     for (int32_t j = 0; j < n; j++)
@@ -122,7 +122,7 @@ static kiln__value *index_vector(kiln__emitter *e, const kiln__value *idx, int64
         vec = kiln__emit(e, KILN_OP_CONCATENATE, &a, parts, n);
     }
     kiln_dims dims = {.count = 1, .v = {ivd}};
-    return kiln__emit_broadcast(e, vec, &idx->type.shape, &dims);
+    return kiln__emit_broadcast(e, vec, &idx->type->shape, &dims);
 }
 
 static kiln__value *emit_clamp(kiln__emitter *e, kiln__value *lo, kiln__value *x, kiln__value *hi) {
@@ -162,7 +162,7 @@ kiln_status kiln__vjp_GATHER(kiln__emitter *e, const kiln__ad_op *op, kiln__valu
     int64_t lo[KILN_MAX_RANK] = {0}, hi[KILN_MAX_RANK];
     for (int32_t j = 0; j < n; j++) {
         int64_t d = p->start_index_map.v[j];
-        hi[j] = x->type.shape.dims[d] - p->slice_sizes.v[d];
+        hi[j] = x->type->shape.dims[d] - p->slice_sizes.v[d];
     }
     kiln__value *wide = wide_indices(e, idx);
     kiln__value *clamped = NULL;
@@ -179,7 +179,7 @@ kiln_status kiln__vjp_GATHER(kiln__emitter *e, const kiln__ad_op *op, kiln__valu
         .indices_are_sorted = p->indices_are_sorted,
         .unique_indices = false,
     };
-    out_cts[0] = emit_scatter(e, kiln__emit_zeros(e, &x->type), clamped, g, &sp, kiln_region_add());
+    out_cts[0] = emit_scatter(e, kiln__emit_zeros(e, x->type), clamped, g, &sp, kiln_region_add());
     return kiln_ctx_status(e->cx);
 }
 
@@ -235,7 +235,7 @@ static combiner combiner_of(const kiln__ir_op *o) {
 static kiln__value *gather_in_bounds(kiln__emitter *e, kiln__value *src, kiln__value *idx,
                                      const kiln_scatter_params *p, const kiln__type *upd_type) {
     if (!src || !idx) return NULL;
-    int32_t rank = src->type.shape.rank;
+    int32_t rank = src->type->shape.rank;
     kiln_gather_params gp = {
         .offset_dims = p->update_window_dims,
         .collapsed_slice_dims = p->inserted_window_dims,
@@ -257,16 +257,16 @@ static kiln__value *gather_in_bounds(kiln__emitter *e, kiln__value *src, kiln__v
     int64_t lo[KILN_MAX_RANK], hi[KILN_MAX_RANK], shift[KILN_MAX_RANK];
     kiln__value *wide = wide_indices(e, idx);
     if (!wide) return NULL;
-    bool is_unsigned = !kiln_dtype_is_signed(wide->type.dtype);
+    bool is_unsigned = !kiln_dtype_is_signed(wide->type->dtype);
     for (int32_t j = 0; j < n; j++) {
         int64_t d = p->scatter_dims_to_operand_dims.v[j];
         int64_t win = gp.slice_sizes.v[d];
         low.v[d] = high.v[d] = win;
         lo[j] = is_unsigned ? 0 : -win;
-        hi[j] = src->type.shape.dims[d];
+        hi[j] = src->type->shape.dims[d];
         shift[j] = win;
     }
-    kiln__value *zero = kiln__emit_scalar(e, src->type.dtype, 0.0);
+    kiln__value *zero = kiln__emit_scalar(e, src->type->dtype, 0.0);
     kiln__value *padded = kiln__emit_pad(e, src, zero, &low, &high, &interior);
     int64_t ivd = p->index_vector_dim;
     kiln__value *start =
@@ -291,17 +291,17 @@ static extreme_winners find_winners(kiln__emitter *e, const kiln__ad_op *op) {
     extreme_winners w = {0};
     w.x_wins = kiln__emit_compare(e, KILN_CMP_EQ, x, out);
     kiln__value *in_bounds = kiln__emit_compare(
-        e, KILN_CMP_NE, gather_in_bounds(e, kiln__emit_full_like(e, x, 1.0), idx, p, &u->type),
-        kiln__emit_scalar(e, u->type.dtype, 0.0));
+        e, KILN_CMP_NE, gather_in_bounds(e, kiln__emit_full_like(e, x, 1.0), idx, p, u->type),
+        kiln__emit_scalar(e, u->type->dtype, 0.0));
     kiln__value *equal =
-        kiln__emit_compare(e, KILN_CMP_EQ, u, gather_in_bounds(e, out, idx, p, &u->type));
+        kiln__emit_compare(e, KILN_CMP_EQ, u, gather_in_bounds(e, out, idx, p, u->type));
     w.u_wins = kiln__emit_binary(e, KILN_OP_AND, in_bounds, equal);
-    kiln__value *one = kiln__emit_scalar(e, x->type.dtype, 1.0);
+    kiln__value *one = kiln__emit_scalar(e, x->type->dtype, 1.0);
     kiln__value *from_updates =
-        emit_scatter(e, kiln__emit_zeros(e, &x->type), idx,
-                     kiln__emit_convert(e, w.u_wins, u->type.dtype), p, kiln_region_add());
+        emit_scatter(e, kiln__emit_zeros(e, x->type), idx,
+                     kiln__emit_convert(e, w.u_wins, u->type->dtype), p, kiln_region_add());
     kiln__value *total =
-        kiln__emit_add(e, kiln__emit_convert(e, w.x_wins, x->type.dtype), from_updates);
+        kiln__emit_add(e, kiln__emit_convert(e, w.x_wins, x->type->dtype), from_updates);
     /* A NaN result equals nothing: count 1 keeps its (zero) share finite. */
     w.count = kiln__emit_binary(e, KILN_OP_MAXIMUM, total, one);
     return w;
@@ -343,15 +343,15 @@ kiln_status kiln__vjp_SCATTER(kiln__emitter *e, const kiln__ad_op *op, kiln__val
     const kiln_scatter_params *p = &o->attrs->u.scatter;
     if (c == COMBINE_ADD) {
         out_cts[0] = g;
-        out_cts[2] = gather_in_bounds(e, g, idx, p, &u->type);
+        out_cts[2] = gather_in_bounds(e, g, idx, p, u->type);
         return kiln_ctx_status(e->cx);
     }
     if (c == COMBINE_MAX || c == COMBINE_MIN) {
         extreme_winners w = find_winners(e, op);
         kiln__value *share = kiln__emit_div(e, g, w.count);
-        out_cts[0] = kiln__emit_select(e, w.x_wins, share, kiln__emit_zeros(e, &x->type));
-        out_cts[2] = kiln__emit_select(e, w.u_wins, gather_in_bounds(e, share, idx, p, &u->type),
-                                       kiln__emit_zeros(e, &u->type));
+        out_cts[0] = kiln__emit_select(e, w.x_wins, share, kiln__emit_zeros(e, x->type));
+        out_cts[2] = kiln__emit_select(e, w.u_wins, gather_in_bounds(e, share, idx, p, u->type),
+                                       kiln__emit_zeros(e, u->type));
         return kiln_ctx_status(e->cx);
     }
     if (c == COMBINE_MULTIPLY && p->unique_indices) {
@@ -360,30 +360,30 @@ kiln_status kiln__vjp_SCATTER(kiln__emitter *e, const kiln__ad_op *op, kiln__val
         kiln__value *prod =
             emit_scatter(e, kiln__emit_full_like(e, x, 1.0), idx, u, p, kiln_region_multiply());
         out_cts[0] = kiln__emit_mul(e, g, prod);
-        out_cts[2] = gather_in_bounds(e, kiln__emit_mul(e, g, x), idx, p, &u->type);
+        out_cts[2] = gather_in_bounds(e, kiln__emit_mul(e, g, x), idx, p, u->type);
         return kiln_ctx_status(e->cx);
     }
     if (c != COMBINE_REPLACE) return scatter_unsupported(e, op, "vjp");
     int64_t count = 1;
-    for (int32_t d = 0; d < u->type.shape.rank; d++)
-        count *= u->type.shape.dims[d];
+    for (int32_t d = 0; d < u->type->shape.rank; d++)
+        count *= u->type->shape.dims[d];
     kiln__attrs ia = {.fn = e->fn};
     ia.u.iota.dtype = KILN_I64;
     ia.u.iota.shape = (kiln_shape){.rank = 1, .dims = {count}};
     ia.u.iota.dimension = 0;
     kiln__value *ids = kiln__emit(e, KILN_OP_IOTA, &ia, NULL, 0);
     ids = kiln__emit_add(e, ids, kiln__emit_scalar(e, KILN_I64, 1.0));
-    ids = kiln__emit_reshape(e, ids, &u->type.shape);
-    kiln__type id_type = {.dtype = KILN_I64, .shape = x->type.shape};
+    ids = kiln__emit_reshape(e, ids, &u->type->shape);
+    kiln__type id_type = {.dtype = KILN_I64, .shape = x->type->shape};
     kiln__value *winners =
         emit_scatter(e, kiln__emit_zeros(e, &id_type), idx, ids, p, kiln_region_replace());
     kiln__value *written =
         kiln__emit_compare(e, KILN_CMP_NE, winners, kiln__emit_scalar(e, KILN_I64, 0.0));
-    out_cts[0] = kiln__emit_select(e, written, kiln__emit_zeros(e, &g->type), g);
+    out_cts[0] = kiln__emit_select(e, written, kiln__emit_zeros(e, g->type), g);
     kiln__value *won =
-        kiln__emit_compare(e, KILN_CMP_EQ, gather_in_bounds(e, winners, idx, p, &u->type), ids);
-    out_cts[2] = kiln__emit_select(e, won, gather_in_bounds(e, g, idx, p, &u->type),
-                                   kiln__emit_zeros(e, &u->type));
+        kiln__emit_compare(e, KILN_CMP_EQ, gather_in_bounds(e, winners, idx, p, u->type), ids);
+    out_cts[2] = kiln__emit_select(e, won, gather_in_bounds(e, g, idx, p, u->type),
+                                   kiln__emit_zeros(e, u->type));
     return kiln_ctx_status(e->cx);
 }
 
@@ -402,7 +402,7 @@ kiln_status kiln__jvp_SCATTER(kiln__emitter *e, const kiln__ad_op *op, kiln__val
         kiln__value *prod = emit_scatter(e, kiln__emit_full_like(e, x, 1.0), op->primals[1], u,
                                          &o->attrs->u.scatter, kiln_region_multiply());
         kiln__value *du = tangents[2]
-                              ? emit_scatter(e, kiln__emit_zeros(e, &x->type), op->primals[1],
+                              ? emit_scatter(e, kiln__emit_zeros(e, x->type), op->primals[1],
                                              tangents[2], &o->attrs->u.scatter, kiln_region_add())
                               : NULL;
         kiln__value *r = tangents[0] ? kiln__emit_mul(e, tangents[0], prod) : NULL;
@@ -413,9 +413,9 @@ kiln_status kiln__jvp_SCATTER(kiln__emitter *e, const kiln__ad_op *op, kiln__val
         extreme_winners w = find_winners(e, op);
         kiln__value *tx = or_zeros(e, tangents[0], x), *tu = or_zeros(e, tangents[2], u);
         kiln__value *sum = kiln__emit_add(
-            e, kiln__emit_select(e, w.x_wins, tx, kiln__emit_zeros(e, &x->type)),
-            emit_scatter(e, kiln__emit_zeros(e, &x->type), op->primals[1],
-                         kiln__emit_select(e, w.u_wins, tu, kiln__emit_zeros(e, &u->type)),
+            e, kiln__emit_select(e, w.x_wins, tx, kiln__emit_zeros(e, x->type)),
+            emit_scatter(e, kiln__emit_zeros(e, x->type), op->primals[1],
+                         kiln__emit_select(e, w.u_wins, tu, kiln__emit_zeros(e, u->type)),
                          &o->attrs->u.scatter, kiln_region_add()));
         out_tangents[0] = kiln__emit_div(e, sum, w.count);
         return kiln_ctx_status(e->cx);

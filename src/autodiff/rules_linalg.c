@@ -16,7 +16,7 @@
 extern const char kiln__rules_linalg_linked;
 const char kiln__rules_linalg_linked = 1;
 
-static bool has_derivative(const kiln__value *v) { return v && kiln_dtype_is_float(v->type.dtype); }
+static bool has_derivative(const kiln__value *v) { return v && kiln_dtype_is_float(v->type->dtype); }
 
 static bool is_empty(const kiln__type *t) {
     for (int32_t d = 0; d < t->shape.rank; d++)
@@ -31,7 +31,7 @@ static bool dims_contain(const kiln_dims *d, int64_t v) {
 }
 
 static kiln__value *convert_to(kiln__emitter *e, kiln__value *x, kiln_dtype dtype) {
-    if (!x || x->type.dtype == dtype) return x;
+    if (!x || x->type->dtype == dtype) return x;
     return kiln__emit_convert(e, x, dtype);
 }
 
@@ -55,7 +55,7 @@ static kiln__value *dot_cotangent(kiln__emitter *e, const kiln_dot_params *p, bo
     const kiln_dims *other_contract =
         self_is_lhs ? &p->rhs_contracting_dims : &p->lhs_contracting_dims;
     int32_t nb = self_batch->count;
-    int32_t self_rank = self_type->shape.rank, other_rank = other->type.shape.rank;
+    int32_t self_rank = self_type->shape.rank, other_rank = other->type->shape.rank;
     int32_t n_self_free = self_rank - nb - self_contract->count;
     /* g's dimensions holding the other operand's free dimensions. */
     int32_t other_free_at = self_is_lhs ? nb + n_self_free : nb;
@@ -111,12 +111,12 @@ kiln_status kiln__vjp_DOT_GENERAL(kiln__emitter *e, const kiln__ad_op *op, kiln_
                                   kiln__value **out_cts) {
     kiln__value *g = cts[0];
     const kiln__ir_op *o = op->op;
-    kiln_dtype rd = o->results[0]->type.dtype;
+    kiln_dtype rd = o->results[0]->type->dtype;
     if (!g || !kiln_dtype_is_float(rd)) return rule_status(e);
     const kiln_dot_params *p = &o->attrs->u.dot;
     kiln__value *lhs = op->primals[0], *rhs = op->primals[1];
-    if (has_derivative(lhs)) out_cts[0] = dot_cotangent(e, p, true, g, rhs, &lhs->type, rd);
-    if (has_derivative(rhs)) out_cts[1] = dot_cotangent(e, p, false, g, lhs, &rhs->type, rd);
+    if (has_derivative(lhs)) out_cts[0] = dot_cotangent(e, p, true, g, rhs, lhs->type, rd);
+    if (has_derivative(rhs)) out_cts[1] = dot_cotangent(e, p, false, g, lhs, rhs->type, rd);
     return rule_status(e);
 }
 
@@ -131,7 +131,7 @@ static kiln__value *same_op(kiln__emitter *e, const kiln__ir_op *o, kiln__value 
 static kiln_status bilinear_jvp(kiln__emitter *e, const kiln__ad_op *op,
                                 kiln__value *const *tangents, kiln__value **out_tangents) {
     const kiln__ir_op *o = op->op;
-    if (!kiln_dtype_is_float(o->results[0]->type.dtype)) return rule_status(e);
+    if (!kiln_dtype_is_float(o->results[0]->type->dtype)) return rule_status(e);
     kiln__value *ta = has_derivative(op->primals[0]) ? tangents[0] : NULL;
     kiln__value *tb = has_derivative(op->primals[1]) ? tangents[1] : NULL;
     kiln__value *r = NULL;
@@ -164,7 +164,7 @@ static int64_t dilate(int64_t size, int64_t dilation) {
 static kiln__value *move_group_factor(kiln__emitter *e, kiln__value *x, int32_t src, int32_t dst,
                                       int64_t groups) {
     if (!x || groups == 1) return x;
-    const kiln_shape *sh = &x->type.shape;
+    const kiln_shape *sh = &x->type->shape;
     int32_t rank = sh->rank;
     if (rank + 1 > KILN_MAX_RANK) {
         kiln__emit_error(e, KILN_UNIMPLEMENTED,
@@ -224,7 +224,7 @@ static kiln__value *conv_input_cotangent(kiln__emitter *e, const kiln_conv_param
     int64_t fgc = p->feature_group_count > 0 ? p->feature_group_count : 1;
     int64_t bgc = p->batch_group_count > 0 ? p->batch_group_count : 1;
     int64_t groups = fgc > 1 ? fgc : bgc;
-    const kiln_shape *ks = &kernel->type.shape;
+    const kiln_shape *ks = &kernel->type->shape;
     kiln__value *w = move_group_factor(e, kernel, (int32_t)p->kernel_output_feature_dimension,
                                        (int32_t)p->kernel_input_feature_dimension, groups);
     kiln__attrs ra = {0};
@@ -249,7 +249,7 @@ static kiln__value *conv_input_cotangent(kiln__emitter *e, const kiln_conv_param
         int64_t rdil = entry(&p->rhs_dilation, i, 1), lo = entry(&p->padding_low, i, 0);
         int64_t I = in_type->shape.dims[p->input_spatial_dimensions.v[i]];
         int64_t K = ks->dims[p->kernel_spatial_dimensions.v[i]];
-        int64_t O = g->type.shape.dims[p->output_spatial_dimensions.v[i]];
+        int64_t O = g->type->shape.dims[p->output_spatial_dimensions.v[i]];
         int64_t before = dilate(K, rdil) - 1 - lo;
         q.window_strides.v[i] = ld;
         q.lhs_dilation.v[i] = s;
@@ -292,9 +292,9 @@ static kiln__value *conv_kernel_cotangent(kiln__emitter *e, const kiln_conv_para
     for (int32_t i = 0; i < S; i++) {
         int64_t s = entry(&p->window_strides, i, 1), ld = entry(&p->lhs_dilation, i, 1);
         int64_t rdil = entry(&p->rhs_dilation, i, 1), lo = entry(&p->padding_low, i, 0);
-        int64_t I = input->type.shape.dims[p->input_spatial_dimensions.v[i]];
+        int64_t I = input->type->shape.dims[p->input_spatial_dimensions.v[i]];
         int64_t K = k_type->shape.dims[p->kernel_spatial_dimensions.v[i]];
-        int64_t O = g->type.shape.dims[p->output_spatial_dimensions.v[i]];
+        int64_t O = g->type->shape.dims[p->output_spatial_dimensions.v[i]];
         q.window_strides.v[i] = rdil;
         q.lhs_dilation.v[i] = ld;
         q.rhs_dilation.v[i] = s;
@@ -311,17 +311,17 @@ kiln_status kiln__vjp_CONVOLUTION(kiln__emitter *e, const kiln__ad_op *op, kiln_
                                   kiln__value **out_cts) {
     kiln__value *g = cts[0];
     const kiln__ir_op *o = op->op;
-    kiln_dtype rd = o->results[0]->type.dtype;
+    kiln_dtype rd = o->results[0]->type->dtype;
     if (!g || !kiln_dtype_is_float(rd)) return rule_status(e);
     const kiln_conv_params *p = &o->attrs->u.conv;
     kiln__value *in = op->primals[0], *kernel = op->primals[1];
-    bool empty = is_empty(&g->type) || is_empty(&in->type) || is_empty(&kernel->type);
+    bool empty = is_empty(g->type) || is_empty(in->type) || is_empty(kernel->type);
     if (has_derivative(in))
-        out_cts[0] = empty ? kiln__emit_zeros(e, &in->type)
-                           : conv_input_cotangent(e, p, g, kernel, &in->type, rd);
+        out_cts[0] = empty ? kiln__emit_zeros(e, in->type)
+                           : conv_input_cotangent(e, p, g, kernel, in->type, rd);
     if (has_derivative(kernel))
-        out_cts[1] = empty ? kiln__emit_zeros(e, &kernel->type)
-                           : conv_kernel_cotangent(e, p, g, in, &kernel->type, rd);
+        out_cts[1] = empty ? kiln__emit_zeros(e, kernel->type)
+                           : conv_kernel_cotangent(e, p, g, in, kernel->type, rd);
     return rule_status(e);
 }
 

@@ -29,8 +29,8 @@ static kiln_status same_op_jvp(kiln__emitter *e, const kiln__ad_op *op,
 kiln_status kiln__vjp_BROADCAST_IN_DIM(kiln__emitter *e, const kiln__ad_op *op,
                                        kiln__value *const *cts, kiln__value **out_cts) {
     if (!cts[0]) return KILN_OK;
-    const kiln__type *in = &op->op->operands[0]->type;
-    const kiln__type *out = &op->op->results[0]->type;
+    const kiln__type *in = op->op->operands[0]->type;
+    const kiln__type *out = op->op->results[0]->type;
     const kiln_dims *dims = &op->op->attrs->u.broadcast.dims;
     kiln_dims sum = {0};
     int64_t from[KILN_MAX_RANK]; /* result dim -> operand dim, or -1 */
@@ -64,7 +64,7 @@ kiln_status kiln__jvp_BROADCAST_IN_DIM(kiln__emitter *e, const kiln__ad_op *op,
 kiln_status kiln__vjp_RESHAPE(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts,
                               kiln__value **out_cts) {
     if (!cts[0]) return KILN_OK;
-    out_cts[0] = kiln__emit_reshape(e, cts[0], &op->op->operands[0]->type.shape);
+    out_cts[0] = kiln__emit_reshape(e, cts[0], &op->op->operands[0]->type->shape);
     return kiln_ctx_status(e->cx);
 }
 kiln_status kiln__jvp_RESHAPE(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *tangents,
@@ -103,8 +103,8 @@ kiln_status kiln__jvp_REVERSE(kiln__emitter *e, const kiln__ad_op *op, kiln__val
 kiln_status kiln__vjp_SLICE(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts,
                             kiln__value **out_cts) {
     if (!cts[0]) return KILN_OK;
-    const kiln__type *in = &op->op->operands[0]->type;
-    const kiln__type *out = &op->op->results[0]->type;
+    const kiln__type *in = op->op->operands[0]->type;
+    const kiln__type *out = op->op->results[0]->type;
     const kiln_dims *start = &op->op->attrs->u.slice.start;
     const kiln_dims *strides = &op->op->attrs->u.slice.strides;
     int32_t rank = in->shape.rank;
@@ -131,7 +131,7 @@ kiln_status kiln__jvp_SLICE(kiln__emitter *e, const kiln__ad_op *op, kiln__value
 kiln_status kiln__vjp_PAD(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts,
                           kiln__value **out_cts) {
     if (!cts[0]) return KILN_OK;
-    const kiln__type *out = &op->op->results[0]->type;
+    const kiln__type *out = op->op->results[0]->type;
     const kiln__attrs *a = op->op->attrs;
     int32_t rank = out->shape.rank;
     kiln_dims lo = {.count = rank}, hi = {.count = rank}, none = {.count = rank};
@@ -148,12 +148,12 @@ kiln_status kiln__vjp_PAD(kiln__emitter *e, const kiln__ad_op *op, kiln__value *
     if (!unpadded) return kiln_ctx_status(e->cx);
     for (int32_t d = 0; d < rank; d++) {
         start.v[d] = 0;
-        limit.v[d] = unpadded->type.shape.dims[d];
+        limit.v[d] = unpadded->type->shape.dims[d];
         strides.v[d] = a->u.pad.interior.v[d] + 1;
     }
     kiln__value *t = kiln__emit_slice(e, unpadded, &start, &limit, &strides);
     out_cts[0] = t;
-    if (kiln__ad_is_float(&op->op->operands[1]->type))
+    if (kiln__ad_is_float(op->op->operands[1]->type))
         out_cts[1] = kiln__emit_sub(e, kiln__emit_reduce_sum(e, cts[0], &all),
                                     kiln__emit_reduce_sum(e, t, &all));
     return kiln_ctx_status(e->cx);
@@ -162,8 +162,8 @@ kiln_status kiln__jvp_PAD(kiln__emitter *e, const kiln__ad_op *op, kiln__value *
                           kiln__value **out_tangents) {
     if (!tangents[0] && !tangents[1]) return KILN_OK;
     kiln__value *ops[2] = {
-        tangents[0] ? tangents[0] : kiln__emit_zeros(e, &op->op->operands[0]->type),
-        tangents[1] ? tangents[1] : kiln__emit_zeros(e, &op->op->operands[1]->type)};
+        tangents[0] ? tangents[0] : kiln__emit_zeros(e, op->op->operands[0]->type),
+        tangents[1] ? tangents[1] : kiln__emit_zeros(e, op->op->operands[1]->type)};
     if (!ops[0] || !ops[1]) return kiln_ctx_status(e->cx);
     out_tangents[0] = kiln__emit(e, KILN_OP_PAD, op->op->attrs, ops, 2);
     return kiln_ctx_status(e->cx);
@@ -173,10 +173,10 @@ kiln_status kiln__vjp_CONCATENATE(kiln__emitter *e, const kiln__ad_op *op, kiln_
                                   kiln__value **out_cts) {
     if (!cts[0]) return KILN_OK;
     int64_t dim = op->op->attrs->u.dimension, at = 0;
-    const kiln__type *out = &op->op->results[0]->type;
+    const kiln__type *out = op->op->results[0]->type;
     int32_t rank = out->shape.rank;
     for (int32_t i = 0; i < op->n_primals; i++) {
-        const kiln__type *in = &op->op->operands[i]->type;
+        const kiln__type *in = op->op->operands[i]->type;
         kiln_dims start = {.count = rank}, limit = {.count = rank};
         for (int32_t d = 0; d < rank; d++) {
             start.v[d] = d == dim ? at : 0;
@@ -193,7 +193,7 @@ kiln_status kiln__jvp_CONCATENATE(kiln__emitter *e, const kiln__ad_op *op,
     if (n > 64) return kiln__emit_error(e, KILN_UNIMPLEMENTED, "concatenate of over 64 operands");
     kiln__value *ops[64];
     for (int32_t i = 0; i < n; i++)
-        ops[i] = tangents[i] ? tangents[i] : kiln__emit_zeros(e, &op->op->operands[i]->type);
+        ops[i] = tangents[i] ? tangents[i] : kiln__emit_zeros(e, op->op->operands[i]->type);
     out_tangents[0] = kiln__emit(e, KILN_OP_CONCATENATE, op->op->attrs, ops, n);
     return kiln_ctx_status(e->cx);
 }

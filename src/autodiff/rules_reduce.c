@@ -43,7 +43,7 @@ static kiln__value *expand(kiln__emitter *e, kiln__value *r, const kiln__type *x
 
 static kiln__value *reduce_with(kiln__emitter *e, kiln__value *x, const kiln_dims *dims,
                                 const kiln_region *region, double init) {
-    kiln__value *i = kiln__emit_scalar(e, x ? x->type.dtype : KILN_F32, init);
+    kiln__value *i = kiln__emit_scalar(e, x ? x->type->dtype : KILN_F32, init);
     if (!x || !i) return NULL;
     kiln__attrs a = {.fn = e->fn, .n_results = 1, .n_regions = 1};
     a.region[0] = region;
@@ -54,7 +54,7 @@ static kiln__value *reduce_with(kiln__emitter *e, kiln__value *x, const kiln_dim
 
 static kiln__value *all_dims_sum(kiln__emitter *e, kiln__value *x) {
     if (!x) return NULL;
-    kiln_dims all = {.count = x->type.shape.rank};
+    kiln_dims all = {.count = x->type->shape.rank};
     for (int32_t d = 0; d < all.count; d++)
         all.v[d] = d;
     return kiln__emit_reduce_sum(e, x, &all);
@@ -64,20 +64,20 @@ static kiln__value *all_dims_sum(kiln__emitter *e, kiln__value *x) {
  * such that dy = sum(w * dx) + wi * dinit. */
 static kiln_status weights(kiln__emitter *e, const kiln__ad_op *op, reducer kind, kiln__value **w,
                            kiln__value **wi) {
-    const kiln__type *xt = &op->op->operands[0]->type;
+    const kiln__type *xt = op->op->operands[0]->type;
     const kiln_dims *dims = &op->op->attrs->u.reduce_dims;
     kiln__value *x = op->primals[0], *init = op->primals[1], *y = op->outs[0];
     *w = *wi = NULL;
     if (kind == R_ADD) {
         *w = kiln__emit_full(e, xt, 1.0);
-        *wi = kiln__emit_full(e, &y->type, 1.0);
+        *wi = kiln__emit_full(e, y->type, 1.0);
     } else if (kind == R_MAX || kind == R_MIN) {
         kiln__value *yb = expand(e, y, xt, dims);
         kiln__value *mask =
             kiln__emit_convert(e, kiln__emit_compare(e, KILN_CMP_EQ, x, yb), xt->dtype);
         kiln__value *init_b =
-            y && init ? kiln__emit_broadcast(e, init, &y->type.shape, &(kiln_dims){0}) : NULL;
-        if (y && y->type.shape.rank == 0) init_b = init;
+            y && init ? kiln__emit_broadcast(e, init, &y->type->shape, &(kiln_dims){0}) : NULL;
+        if (y && y->type->shape.rank == 0) init_b = init;
         kiln__value *mask_i =
             kiln__emit_convert(e, kiln__emit_compare(e, KILN_CMP_EQ, init_b, y), xt->dtype);
         kiln__value *count = kiln__emit_add(e, kiln__emit_reduce_sum(e, mask, dims), mask_i);
@@ -94,8 +94,8 @@ static kiln_status weights(kiln__emitter *e, const kiln__ad_op *op, reducer kind
         kiln__value *prod_x = reduce_with(e, x, dims, kiln_region_multiply(), 1.0);
         kiln__value *prod_nz =
             kiln__emit_mul(e, reduce_with(e, nz, dims, kiln_region_multiply(), 1.0),
-                           init && y && y->type.shape.rank > 0
-                               ? kiln__emit_broadcast(e, init, &y->type.shape, &(kiln_dims){0})
+                           init && y && y->type->shape.rank > 0
+                               ? kiln__emit_broadcast(e, init, &y->type->shape, &(kiln_dims){0})
                                : init);
         kiln__value *pb = expand(e, prod_nz, xt, dims);
         kiln__value *zb = expand(e, n_zero, xt, dims);
@@ -118,7 +118,7 @@ kiln_status kiln__vjp_REDUCE(kiln__emitter *e, const kiln__ad_op *op, kiln__valu
                                       "reduce (only one input with a builtin add, maximum, "
                                       "minimum or multiply region)");
     if (!cts[0]) return KILN_OK;
-    const kiln__type *xt = &op->op->operands[0]->type;
+    const kiln__type *xt = op->op->operands[0]->type;
     const kiln_dims *dims = &op->op->attrs->u.reduce_dims;
     kiln__value *w, *wi;
     if (weights(e, op, kind, &w, &wi) != KILN_OK) return kiln_ctx_status(e->cx);
@@ -135,7 +135,7 @@ kiln_status kiln__jvp_REDUCE(kiln__emitter *e, const kiln__ad_op *op, kiln__valu
                                       "reduce (only one input with a builtin add, maximum, "
                                       "minimum or multiply region)");
     const kiln_dims *dims = &op->op->attrs->u.reduce_dims;
-    const kiln__type *yt = &op->op->results[0]->type;
+    const kiln__type *yt = op->op->results[0]->type;
     kiln__value *w, *wi, *t = NULL;
     if (weights(e, op, kind, &w, &wi) != KILN_OK) return kiln_ctx_status(e->cx);
     if (tangents[0]) t = kiln__emit_reduce_sum(e, kiln__emit_mul(e, tangents[0], w), dims);

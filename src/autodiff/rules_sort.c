@@ -19,7 +19,7 @@ static void *no_memory(kiln__emitter *e) {
 }
 
 static int32_t sort_dim(const kiln__ir_op *o) {
-    int32_t rank = o->operands[0]->type.shape.rank;
+    int32_t rank = o->operands[0]->type->shape.rank;
     int64_t d = o->attrs->u.sort.dimension;
     return (int32_t)(d < 0 ? d + rank : d);
 }
@@ -36,7 +36,7 @@ static kiln__value *sort_permutation(kiln__emitter *e, const kiln__ad_op *op) {
                          (int)n);
         return NULL;
     }
-    const kiln__type *t = &op->primals[0]->type;
+    const kiln__type *t = op->primals[0]->type;
     kiln__attrs ia = {.fn = e->fn};
     ia.u.iota.dtype = KILN_I64;
     ia.u.iota.shape = t->shape;
@@ -63,7 +63,7 @@ static kiln__value *sort_permutation(kiln__emitter *e, const kiln__ad_op *op) {
     s->attrs->region[0] = builtin;
     kiln__type args[130];
     for (int32_t i = 0; i < 2 * n; i++)
-        args[i] = (kiln__type){.dtype = op->primals[i / 2]->type.dtype};
+        args[i] = (kiln__type){.dtype = op->primals[i / 2]->type->dtype};
     args[2 * n] = args[2 * n + 1] = (kiln__type){.dtype = KILN_I64};
     kiln__block *b = kiln__emit_region_block(e, s, 0, args, 2 * n + 2);
     if (!b) return NULL;
@@ -110,7 +110,7 @@ static void batched_dims(int32_t rank, int32_t dim, kiln_dims *batch, kiln_dims 
     *along = (kiln_dims){.count = 1, .v = {dim}};
 }
 
-static bool has_derivative(const kiln__value *v) { return v && kiln_dtype_is_float(v->type.dtype); }
+static bool has_derivative(const kiln__value *v) { return v && kiln_dtype_is_float(v->type->dtype); }
 
 kiln_status kiln__vjp_SORT(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts,
                            kiln__value **out_cts) {
@@ -120,7 +120,7 @@ kiln_status kiln__vjp_SORT(kiln__emitter *e, const kiln__ad_op *op, kiln__value 
     if (!any) return kiln_ctx_status(e->cx);
     kiln__value *perm = sort_permutation(e, op);
     if (!perm) return kiln_ctx_status(e->cx);
-    int32_t rank = perm->type.shape.rank;
+    int32_t rank = perm->type->shape.rank;
     kiln__attrs a = {.fn = e->fn, .n_results = 1, .n_regions = 1};
     kiln_scatter_params *p = &a.u.scatter;
     batched_dims(rank, sort_dim(op->op), &p->input_batching_dims, &p->inserted_window_dims);
@@ -131,7 +131,7 @@ kiln_status kiln__vjp_SORT(kiln__emitter *e, const kiln__ad_op *op, kiln__value 
     a.region[0] = kiln_region_add();
     for (int32_t i = 0; i < op->n_primals; i++) {
         if (!cts[i] || !has_derivative(op->primals[i])) continue;
-        kiln__value *operands[3] = {kiln__emit_zeros(e, &op->primals[i]->type), perm, cts[i]};
+        kiln__value *operands[3] = {kiln__emit_zeros(e, op->primals[i]->type), perm, cts[i]};
         if (!operands[0]) break;
         out_cts[i] = kiln__emit(e, KILN_OP_SCATTER, &a, operands, 3);
     }
@@ -146,7 +146,7 @@ kiln_status kiln__jvp_SORT(kiln__emitter *e, const kiln__ad_op *op, kiln__value 
     if (!any) return kiln_ctx_status(e->cx);
     kiln__value *perm = sort_permutation(e, op);
     if (!perm) return kiln_ctx_status(e->cx);
-    int32_t rank = perm->type.shape.rank;
+    int32_t rank = perm->type->shape.rank;
     kiln__attrs a = {.fn = e->fn};
     kiln_gather_params *p = &a.u.gather;
     batched_dims(rank, sort_dim(op->op), &p->operand_batching_dims, &p->collapsed_slice_dims);

@@ -21,7 +21,7 @@
 extern const char kiln__rules_window_linked;
 const char kiln__rules_window_linked = 1;
 
-static bool has_derivative(const kiln__value *v) { return v && kiln_dtype_is_float(v->type.dtype); }
+static bool has_derivative(const kiln__value *v) { return v && kiln_dtype_is_float(v->type->dtype); }
 
 static bool is_empty(const kiln__type *t) {
     for (int32_t d = 0; d < t->shape.rank; d++)
@@ -45,7 +45,7 @@ static kiln_dims all_dims(int32_t rank) {
 }
 
 static kiln__value *or_zeros(kiln__emitter *e, kiln__value *t, const kiln__value *like) {
-    return t ? t : kiln__emit_zeros(e, &like->type);
+    return t ? t : kiln__emit_zeros(e, like->type);
 }
 
 /* The window attributes with every list filled in (count 0 means the defaults). */
@@ -112,10 +112,10 @@ static kiln__value *reduce_window_pairs(kiln__emitter *e, kiln__value *x, kiln__
     kiln__value *operands[4] = {x, y, x_init, y_init};
     kiln__ir_op *op = kiln__emit_op(e, KILN_OP_REDUCE_WINDOW, &a, operands, 4);
     if (!op) return NULL;
-    kiln__type args[4] = {{.dtype = x->type.dtype},
-                          {.dtype = y->type.dtype},
-                          {.dtype = x->type.dtype},
-                          {.dtype = y->type.dtype}};
+    kiln__type args[4] = {{.dtype = x->type->dtype},
+                          {.dtype = y->type->dtype},
+                          {.dtype = x->type->dtype},
+                          {.dtype = y->type->dtype}};
     kiln__block *b = kiln__emit_region_block(e, op, 0, args, 4);
     if (!b) return NULL;
     kiln__emitter in = *e;
@@ -153,7 +153,7 @@ static kiln_status window_unsupported(kiln__emitter *e, const kiln__ad_op *op, c
 static kiln__value *window_sum_transpose(kiln__emitter *e, kiln__value *g, const kiln__type *x_type,
                                          const kiln_window_params *w) {
     int32_t rank = x_type->shape.rank;
-    if (is_empty(x_type) || is_empty(&g->type)) return kiln__emit_zeros(e, x_type);
+    if (is_empty(x_type) || is_empty(g->type)) return kiln__emit_zeros(e, x_type);
     kiln_dims low = {.count = rank}, high = {.count = rank}, interior = {.count = rank};
     kiln_window_params t = {0};
     t.window_dimensions = w->window_dimensions;
@@ -162,7 +162,7 @@ static kiln__value *window_sum_transpose(kiln__emitter *e, kiln__value *g, const
     t.base_dilations.count = t.padding_low.count = t.padding_high.count = rank;
     for (int32_t d = 0; d < rank; d++) {
         int64_t I = x_type->shape.dims[d], K = w->window_dimensions.v[d];
-        int64_t O = g->type.shape.dims[d], s = w->window_strides.v[d];
+        int64_t O = g->type->shape.dims[d], s = w->window_strides.v[d];
         int64_t kd = dilate(K, w->window_dilations.v[d]);
         low.v[d] = kd - 1 - w->padding_low.v[d];
         high.v[d] = dilate(I, w->base_dilations.v[d]) + kd - 1 - dilate(O, s) - low.v[d];
@@ -170,7 +170,7 @@ static kiln__value *window_sum_transpose(kiln__emitter *e, kiln__value *g, const
         t.base_dilations.v[d] = 1;
         t.padding_low.v[d] = t.padding_high.v[d] = 0;
     }
-    kiln__value *zero = kiln__emit_scalar(e, g->type.dtype, 0.0);
+    kiln__value *zero = kiln__emit_scalar(e, g->type->dtype, 0.0);
     kiln__value *padded = kiln__emit_pad(e, g, zero, &low, &high, &interior);
     return emit_reduce_window(e, padded, zero, &t, kiln_region_add());
 }
@@ -183,12 +183,12 @@ static kiln__value *window_sum_init_cotangent(kiln__emitter *e, kiln__value *g, 
     int64_t positions = 1;
     for (int32_t d = 0; d < w->window_dimensions.count; d++)
         positions *= w->window_dimensions.v[d];
-    kiln__value *zero = kiln__emit_scalar(e, x->type.dtype, 0.0);
+    kiln__value *zero = kiln__emit_scalar(e, x->type->dtype, 0.0);
     kiln__value *count =
         emit_reduce_window(e, kiln__emit_full_like(e, x, 1.0), zero, w, kiln_region_add());
     kiln__value *factor =
-        kiln__emit_sub(e, kiln__emit_scalar(e, x->type.dtype, 1.0 + (double)positions), count);
-    kiln_dims all = all_dims(g->type.shape.rank);
+        kiln__emit_sub(e, kiln__emit_scalar(e, x->type->dtype, 1.0 + (double)positions), count);
+    kiln_dims all = all_dims(g->type->shape.rank);
     return kiln__emit_reduce_sum(e, kiln__emit_mul(e, g, factor), &all);
 }
 
@@ -219,13 +219,13 @@ static void window_extreme_vjp_plain(kiln__emitter *e, const kiln__ad_op *op, ki
                                      kiln__value **out_cts) {
     kiln__value *x = op->primals[0], *init = op->primals[1], *out = op->outs[0];
     kiln__value *from_init = kiln__emit_compare(e, KILN_CMP_EQ, out, init);
-    kiln__value *zeros = kiln__emit_zeros(e, &g->type);
+    kiln__value *zeros = kiln__emit_zeros(e, g->type);
     kiln__value *g_elems = kiln__emit_select(e, from_init, zeros, g);
     out_cts[0] = emit_select_and_scatter(
-        e, x, g_elems, kiln__emit_scalar(e, x->type.dtype, 0.0), w,
+        e, x, g_elems, kiln__emit_scalar(e, x->type->dtype, 0.0), w,
         is_max ? kiln_region_greater_equal() : kiln_region_less_equal(), kiln_region_add());
     if (has_derivative(init)) {
-        kiln_dims all = all_dims(g->type.shape.rank);
+        kiln_dims all = all_dims(g->type->shape.rank);
         out_cts[1] = kiln__emit_reduce_sum(e, kiln__emit_select(e, from_init, g, zeros), &all);
     }
 }
@@ -238,21 +238,21 @@ static void window_extreme_vjp_general(kiln__emitter *e, const kiln__ad_op *op, 
                                        kiln__value **out_cts) {
     kiln__value *x = op->primals[0], *init = op->primals[1];
     int64_t n = 1, n_out = 1;
-    for (int32_t d = 0; d < x->type.shape.rank; d++)
-        n *= x->type.shape.dims[d];
-    for (int32_t d = 0; d < g->type.shape.rank; d++)
-        n_out *= g->type.shape.dims[d];
+    for (int32_t d = 0; d < x->type->shape.rank; d++)
+        n *= x->type->shape.dims[d];
+    for (int32_t d = 0; d < g->type->shape.rank; d++)
+        n_out *= g->type->shape.dims[d];
     kiln__attrs ia = {.fn = e->fn};
     ia.u.iota.dtype = KILN_I64;
     ia.u.iota.shape = (kiln_shape){.rank = 1, .dims = {n}};
     ia.u.iota.dimension = 0;
     kiln__value *pos =
-        kiln__emit_reshape(e, kiln__emit(e, KILN_OP_IOTA, &ia, NULL, 0), &x->type.shape);
+        kiln__emit_reshape(e, kiln__emit(e, KILN_OP_IOTA, &ia, NULL, 0), &x->type->shape);
     kiln__value *none = kiln__emit_scalar(e, KILN_I64, -1.0);
     kiln__value *sel =
         reduce_window_pairs(e, x, pos, init, none, w, is_max ? KILN_CMP_GE : KILN_CMP_LE);
     kiln_shape flat_idx = {.rank = 2, .dims = {n_out, 1}}, flat_g = {.rank = 1, .dims = {n_out}};
-    kiln__type flat_x = {.dtype = x->type.dtype, .shape = {.rank = 1, .dims = {n}}};
+    kiln__type flat_x = {.dtype = x->type->dtype, .shape = {.rank = 1, .dims = {n}}};
     kiln__attrs sa = {.fn = e->fn, .n_results = 1, .n_regions = 1};
     sa.u.scatter.inserted_window_dims = (kiln_dims){.count = 1, .v = {0}};
     sa.u.scatter.scatter_dims_to_operand_dims = (kiln_dims){.count = 1, .v = {0}};
@@ -263,12 +263,12 @@ static void window_extreme_vjp_general(kiln__emitter *e, const kiln__ad_op *op, 
     kiln__value *dx = NULL;
     if (operands[0] && operands[1] && operands[2])
         dx = kiln__emit(e, KILN_OP_SCATTER, &sa, operands, 3);
-    out_cts[0] = kiln__emit_reshape(e, dx, &x->type.shape);
+    out_cts[0] = kiln__emit_reshape(e, dx, &x->type->shape);
     if (has_derivative(init)) {
-        kiln_dims all = all_dims(g->type.shape.rank);
+        kiln_dims all = all_dims(g->type->shape.rank);
         kiln__value *from_init = kiln__emit_compare(e, KILN_CMP_EQ, sel, none);
         out_cts[1] = kiln__emit_reduce_sum(
-            e, kiln__emit_select(e, from_init, g, kiln__emit_zeros(e, &g->type)), &all);
+            e, kiln__emit_select(e, from_init, g, kiln__emit_zeros(e, g->type)), &all);
     }
 }
 
@@ -279,14 +279,14 @@ kiln_status kiln__vjp_REDUCE_WINDOW(kiln__emitter *e, const kiln__ad_op *op,
     kiln__value *x = op->primals[0], *init = op->primals[1], *g = cts[0];
     if (!g || !has_derivative(x)) return kiln_ctx_status(e->cx);
     reducer r = reducer_of(o, 0);
-    kiln_window_params w = full_window(&o->attrs->u.window, x->type.shape.rank);
+    kiln_window_params w = full_window(&o->attrs->u.window, x->type->shape.rank);
     if (r == REDUCE_ADD) {
-        out_cts[0] = window_sum_transpose(e, g, &x->type, &w);
+        out_cts[0] = window_sum_transpose(e, g, x->type, &w);
         if (has_derivative(init)) out_cts[1] = window_sum_init_cotangent(e, g, x, &w);
     } else if (r == REDUCE_MAX || r == REDUCE_MIN) {
-        if (is_empty(&g->type) || is_empty(&x->type)) {
-            out_cts[0] = kiln__emit_zeros(e, &x->type);
-            if (has_derivative(init)) out_cts[1] = kiln__emit_zeros(e, &init->type);
+        if (is_empty(g->type) || is_empty(x->type)) {
+            out_cts[0] = kiln__emit_zeros(e, x->type);
+            if (has_derivative(init)) out_cts[1] = kiln__emit_zeros(e, init->type);
         } else if (has_dilations(&w)) {
             window_extreme_vjp_general(e, op, g, &w, r == REDUCE_MAX, out_cts);
         } else {
@@ -314,19 +314,19 @@ static kiln__value *window_extreme_jvp_disjoint(kiln__emitter *e, const kiln__ad
                                                 kiln__value *tx, kiln__value *ti,
                                                 const kiln_window_params *w, bool is_max) {
     kiln__value *x = op->primals[0], *init = op->primals[1], *out = op->outs[0];
-    kiln_dtype dt = x->type.dtype;
+    kiln_dtype dt = x->type->dtype;
     kiln__value *from_init = kiln__emit_compare(e, KILN_CMP_EQ, out, init);
     kiln__value *zero = kiln__emit_scalar(e, dt, 0.0);
-    kiln__value *marks = kiln__emit_select(e, from_init, kiln__emit_zeros(e, &out->type),
+    kiln__value *marks = kiln__emit_select(e, from_init, kiln__emit_zeros(e, out->type),
                                            kiln__emit_full_like(e, out, 1.0));
     kiln__value *marked = emit_select_and_scatter(
         e, x, marks, zero, w, is_max ? kiln_region_greater_equal() : kiln_region_less_equal(),
         kiln_region_add());
     kiln__value *selected = kiln__emit_compare(e, KILN_CMP_NE, marked, zero);
-    kiln__value *t_sel = kiln__emit_select(e, selected, tx, kiln__emit_zeros(e, &tx->type));
+    kiln__value *t_sel = kiln__emit_select(e, selected, tx, kiln__emit_zeros(e, tx->type));
     kiln__value *t_out = emit_reduce_window(e, t_sel, zero, w, kiln_region_add());
     return kiln__emit_add(e, t_out,
-                          kiln__emit_select(e, from_init, ti, kiln__emit_zeros(e, &out->type)));
+                          kiln__emit_select(e, from_init, ti, kiln__emit_zeros(e, out->type)));
 }
 
 kiln_status kiln__jvp_REDUCE_WINDOW(kiln__emitter *e, const kiln__ad_op *op,
@@ -336,12 +336,12 @@ kiln_status kiln__jvp_REDUCE_WINDOW(kiln__emitter *e, const kiln__ad_op *op,
     kiln__value *x = op->primals[0], *init = op->primals[1];
     if (!has_derivative(x) || (!tangents[0] && !tangents[1])) return kiln_ctx_status(e->cx);
     reducer r = reducer_of(o, 0);
-    kiln_window_params w = full_window(&o->attrs->u.window, x->type.shape.rank);
+    kiln_window_params w = full_window(&o->attrs->u.window, x->type->shape.rank);
     kiln__value *tx = or_zeros(e, tangents[0], x), *ti = or_zeros(e, tangents[1], init);
     if (r == REDUCE_ADD)
         out_tangents[0] = emit_reduce_window(e, tx, ti, &w, kiln_region_add());
     else if ((r == REDUCE_MAX || r == REDUCE_MIN) && !has_dilations(&w) && disjoint_windows(&w) &&
-             !is_empty(&x->type) && !is_empty(&op->outs[0]->type))
+             !is_empty(x->type) && !is_empty(op->outs[0]->type))
         out_tangents[0] = window_extreme_jvp_disjoint(e, op, tx, ti, &w, r == REDUCE_MAX);
     else if (r == REDUCE_MAX || r == REDUCE_MIN)
         out_tangents[0] = reduce_window_pairs(e, x, tx, init, ti, &w,
@@ -403,26 +403,26 @@ kiln_status kiln__vjp_SELECT_AND_SCATTER(kiln__emitter *e, const kiln__ad_op *op
     if (!g || !has_derivative(source)) return kiln_ctx_status(e->cx);
     kiln_compare_direction dir = select_direction(o);
     if (dir == KILN_CMP_NE || reducer_of(o, 1) != REDUCE_ADD) return sas_unsupported(e, "vjp");
-    kiln_window_params w = full_window(&o->attrs->u.window, x->type.shape.rank);
-    if (is_empty(&source->type) || is_empty(&x->type)) {
-        out_cts[1] = kiln__emit_zeros(e, &source->type);
+    kiln_window_params w = full_window(&o->attrs->u.window, x->type->shape.rank);
+    if (is_empty(source->type) || is_empty(x->type)) {
+        out_cts[1] = kiln__emit_zeros(e, source->type);
     } else if (disjoint_windows(&w)) {
         /* Every element lies in one window at most: mark the selected ones with the op
          * itself and sum the marked cotangents per window, on builtin fast paths. */
-        kiln__value *zero = kiln__emit_scalar(e, x->type.dtype, 0.0);
+        kiln__value *zero = kiln__emit_scalar(e, x->type->dtype, 0.0);
         kiln__value *marked =
             emit_select_and_scatter(e, x, kiln__emit_full_like(e, source, 1.0), zero, &w,
                                     select_builtin(dir), kiln_region_add());
         kiln__value *selected = kiln__emit_compare(e, KILN_CMP_NE, marked, zero);
-        kiln__value *g_sel = kiln__emit_select(e, selected, g, kiln__emit_zeros(e, &g->type));
+        kiln__value *g_sel = kiln__emit_select(e, selected, g, kiln__emit_zeros(e, g->type));
         out_cts[1] = emit_reduce_window(e, g_sel, zero, &w, kiln_region_add());
     } else {
         bool up = dir == KILN_CMP_GE || dir == KILN_CMP_GT;
-        kiln__value *start = kiln__emit_scalar(e, x->type.dtype, up ? -INFINITY : INFINITY);
+        kiln__value *start = kiln__emit_scalar(e, x->type->dtype, up ? -INFINITY : INFINITY);
         out_cts[1] =
-            reduce_window_pairs(e, x, g, start, kiln__emit_scalar(e, g->type.dtype, 0.0), &w, dir);
+            reduce_window_pairs(e, x, g, start, kiln__emit_scalar(e, g->type->dtype, 0.0), &w, dir);
     }
-    kiln_dims all = all_dims(g->type.shape.rank);
+    kiln_dims all = all_dims(g->type->shape.rank);
     out_cts[2] = kiln__emit_reduce_sum(e, g, &all);
     return kiln_ctx_status(e->cx);
 }

@@ -68,7 +68,7 @@ typedef struct free_walk {
 
 static void free_use(free_walk *w, const kiln__value *v) {
     if (w->failed || defined_within(v, w->root)) return;
-    if (w->float_only && !kiln_dtype_is_float(v->type.dtype)) return;
+    if (w->float_only && !kiln_dtype_is_float(v->type->dtype)) return;
     if (kiln__vmap_get(&w->seen, v)) return;
     if (w->n >= w->cap || !kiln__vmap_put(&w->seen, v, (kiln__value *)v)) {
         w->failed = true;

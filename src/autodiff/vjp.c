@@ -10,15 +10,15 @@
 /* ---- backward over a block ------------------------------------------------------------ */
 
 static kiln_status check_ct(kiln__ad *ad, const kiln__ir_op *op, int32_t i, const kiln__value *ct) {
-    const kiln__type *want = &op->operands[i]->type;
-    if (ct->type.dtype == want->dtype && kiln_shape_equal(&ct->type.shape, &want->shape))
+    const kiln__type *want = op->operands[i]->type;
+    if (ct->type->dtype == want->dtype && kiln_shape_equal(&ct->type->shape, &want->shape))
         return KILN_OK;
     char a[KILN__TYPE_TEXT], b[KILN__TYPE_TEXT];
     return kiln__emit_error(&ad->e, KILN_INTERNAL,
                             "internal: the vjp rule of stablehlo.%s gave operand %d a cotangent "
                             "of type %s; expected %s",
                             kiln__op_get_info(op->kind)->name, (int)i,
-                            kiln__type_text(&ct->type, a), kiln__type_text(want, b));
+                            kiln__type_text(ct->type, a), kiln__type_text(want, b));
 }
 
 static kiln_status backward_op(kiln__ad *ad, const kiln__ir_op *op) {
@@ -30,7 +30,7 @@ static kiln_status backward_op(kiln__ad *ad, const kiln__ir_op *op) {
     kiln__value *cts[MAX_VALUES], *outs[MAX_VALUES], *prims[MAX_VALUES], *out_cts[MAX_VALUES];
     bool any = false;
     for (int32_t j = 0; j < op->n_results; j++) {
-        cts[j] = kiln_dtype_is_float(op->results[j]->type.dtype)
+        cts[j] = kiln_dtype_is_float(op->results[j]->type->dtype)
                      ? kiln__vmap_get(&ad->deriv, op->results[j])
                      : NULL;
         any |= cts[j] != NULL;
@@ -41,7 +41,7 @@ static kiln_status backward_op(kiln__ad *ad, const kiln__ir_op *op) {
     for (int32_t i = 0; i < op->n_operands; i++) {
         prims[i] = kiln__vmap_get(&ad->primal, op->operands[i]);
         out_cts[i] = NULL;
-        float_operand |= kiln_dtype_is_float(op->operands[i]->type.dtype);
+        float_operand |= kiln_dtype_is_float(op->operands[i]->type->dtype);
     }
     /* Nothing can flow into non-float operands, so ops like convert-from-int stop here;
      * control ops still run: their regions may use float values from outside. */
@@ -71,7 +71,7 @@ static kiln_status backward_op(kiln__ad *ad, const kiln__ir_op *op) {
         return s;
     }
     for (int32_t i = 0; i < op->n_operands; i++) {
-        if (!out_cts[i] || !kiln_dtype_is_float(op->operands[i]->type.dtype)) continue;
+        if (!out_cts[i] || !kiln_dtype_is_float(op->operands[i]->type->dtype)) continue;
         if ((s = check_ct(ad, op, i, out_cts[i])) != KILN_OK) return s;
         kiln__value *sum =
             kiln__emit_add_any(&ad->e, kiln__vmap_get(&ad->deriv, op->operands[i]), out_cts[i]);
@@ -104,25 +104,25 @@ kiln_status kiln__vjp_func(kiln_ctx *cx, const char *fn, const kiln__func *f,
     kiln_status s = KILN_OK;
     int32_t n_wrt = 0;
     for (int32_t i = 0; i < body->n_args && s == KILN_OK; i++) {
-        kiln__value *a = kiln__block_add_arg(dst, g->body, body->args[i]->type);
+        kiln__value *a = kiln__block_add_arg(dst, g->body, *body->args[i]->type);
         if (!a || !kiln__vmap_put(&ad.primal, body->args[i], a))
             s = kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "%s: out of memory", fn);
         n_wrt += wrt[i];
     }
     for (int32_t i = 0; i < n_extra && s == KILN_OK; i++) {
-        kiln__value *a = kiln__block_add_arg(dst, g->body, extra[i]->type);
+        kiln__value *a = kiln__block_add_arg(dst, g->body, *extra[i]->type);
         if (!a || !kiln__vmap_put(&ad.primal, extra[i], a))
             s = kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "%s: out of memory", fn);
     }
     if (s == KILN_OK) s = kiln__ad_forward(&ad, body);
     for (int32_t j = 0; j < body->n_results && s == KILN_OK; j++) {
         if (!seed[j]) continue;
-        kiln__value *ct = kiln__block_add_arg(dst, g->body, body->results[j]->type);
+        kiln__value *ct = kiln__block_add_arg(dst, g->body, *body->results[j]->type);
         if (!ct) {
             s = kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "%s: out of memory", fn);
             break;
         }
-        if (!kiln_dtype_is_float(ct->type.dtype)) continue;
+        if (!kiln_dtype_is_float(ct->type->dtype)) continue;
         /* A result returned twice gets both cotangents. */
         kiln__value *sum =
             kiln__emit_add_any(&ad.e, kiln__vmap_get(&ad.deriv, body->results[j]), ct);
@@ -140,7 +140,7 @@ kiln_status kiln__vjp_func(kiln_ctx *cx, const char *fn, const kiln__func *f,
     for (int32_t i = 0, k = body->n_results; i < body->n_args && s == KILN_OK; i++) {
         if (!wrt[i]) continue;
         kiln__value *ct = kiln__vmap_get(&ad.deriv, body->args[i]);
-        if (!ct) ct = kiln__emit_zeros(&ad.e, &body->args[i]->type);
+        if (!ct) ct = kiln__emit_zeros(&ad.e, body->args[i]->type);
         if (!ct) s = kiln_ctx_status(cx);
         res[k++] = ct;
     }

@@ -61,7 +61,7 @@ kiln_tensor *kiln__trace_capture(kiln_ctx *cx, const char *fn, kiln_tensor *t) {
     if (kiln__tensor_trace(t)) return t;
     kiln__value *v = kiln__trace_value_of(cx, fn, t);
     if (!v) return NULL;
-    return kiln__tensor_new_traced(cx, fn, v->type.dtype, v->type.shape, v);
+    return kiln__tensor_new_traced(cx, fn, v->type->dtype, v->type->shape, v);
 }
 
 kiln_status kiln__trace_nest(kiln_ctx *cx, const char *what, kiln__trace *inner, kiln__trace *outer,
@@ -141,11 +141,11 @@ static kiln_status control_result_types(kiln_ctx *cx, const kiln__attrs *attrs,
     int32_t from = op->kind == KILN_OP_WHILE ? 1 : 0; /* while: the body */
     const kiln__block *b = op->regions[from];
     for (int i = 0; i < n_results; i++)
-        out[i] = b->results[i]->type;
+        out[i] = *b->results[i]->type;
     for (int32_t r = from + 1; r < op->n_regions; r++) {
         const kiln__block *other = op->regions[r];
         for (int i = 0; i < n_results; i++) {
-            const kiln__type *x = &other->results[i]->type;
+            const kiln__type *x = other->results[i]->type;
             if (x->dtype != out[i].dtype || !kiln_shape_equal(&x->shape, &out[i].shape)) {
                 char a[KILN__TYPE_TEXT], c[KILN__TYPE_TEXT];
                 return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
@@ -158,13 +158,13 @@ static kiln_status control_result_types(kiln_ctx *cx, const kiln__attrs *attrs,
     }
     if (op->kind == KILN_OP_WHILE) {
         const kiln__block *cond = op->regions[0];
-        const kiln__type *c = &cond->results[0]->type;
+        const kiln__type *c = cond->results[0]->type;
         if (c->dtype != KILN_BOOL || c->shape.rank != 0)
             return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
                                       "%s: cond returns %s; expected a rank-0 i1", fn,
                                       kiln_dtype_name(c->dtype));
         for (int i = 0; i < n_results; i++) {
-            const kiln__type *init = &op->operands[i]->type;
+            const kiln__type *init = op->operands[i]->type;
             if (init->dtype != out[i].dtype || !kiln_shape_equal(&init->shape, &out[i].shape)) {
                 char a[KILN__TYPE_TEXT], c2[KILN__TYPE_TEXT];
                 return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
@@ -231,7 +231,8 @@ kiln_status kiln__trace_op(kiln_ctx *cx, kiln_op op, kiln__attrs *attrs,
         s = control_result_types(cx, attrs, irop, out, n_results);
         if (s != KILN_OK) return s;
         for (int i = 0; i < n_results; i++)
-            irop->results[i]->type = out[i];
+            if (!kiln__value_set_type(tr->module, irop->results[i], &out[i]))
+                return kiln_ctx_status(cx);
     }
     for (int i = 0; i < n_results; i++) {
         results[i] = kiln__tensor_new_traced(cx, fn, out[i].dtype, out[i].shape, irop->results[i]);

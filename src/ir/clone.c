@@ -114,7 +114,7 @@ static kiln_status clone_region(kiln_module *dst, kiln__ir_op *parent, int32_t r
     if (!b) return kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "out of memory copying IR");
     parent->regions[r] = b;
     for (int32_t i = 0; i < src->n_args; i++) {
-        kiln__value *v = kiln__block_add_arg(dst, b, src->args[i]->type);
+        kiln__value *v = kiln__block_add_arg(dst, b, *src->args[i]->type);
         if (!v || !kiln__vmap_put(map, src->args[i], v))
             return kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "out of memory copying IR");
     }
@@ -155,7 +155,7 @@ static __attribute__((noinline)) kiln__ir_op *append_copy(kiln_module *dst, kiln
         }
     }
     for (int32_t i = 0; i < op->n_results; i++)
-        types[i] = op->results[i]->type;
+        types[i] = *op->results[i]->type;
     /* A call's attrs.u.constant, when set, is a record some transform attached (kept like
      * a constant's value). */
     if (ok && (op->kind == KILN_OP_CONSTANT || op->kind == KILN_OP_CALL) && op->attrs->u.constant &&

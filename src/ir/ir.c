@@ -36,6 +36,7 @@ void kiln_module_release(kiln_module *m) {
         kiln_tensor_release(m->constants[i]);
     kiln__free(cx, m->constants, (size_t)m->cap_constants * sizeof *m->constants);
     kiln__free(cx, m->funcs, (size_t)m->cap_funcs * sizeof *m->funcs);
+    if (m->types) kiln__free(cx, m->types, m->cap_types * sizeof *m->types);
     kiln__arena_destroy(&m->arena);
     kiln__arena_destroy(&m->op_arena);
     kiln__arena_destroy(&m->value_arena);
@@ -83,6 +84,64 @@ kiln__block *kiln__block_new(kiln_module *m, kiln__ir_op *parent) {
     return b;
 }
 
+/* ---- interned types ------------------------------------------------------------------ */
+
+static uint64_t type_hash(const kiln__type *t) {
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)t->dtype;
+    h = (h ^ (uint64_t)t->shape.rank) * 0xff51afd7ed558ccdull;
+    for (int32_t d = 0; d < t->shape.rank; d++)
+        h = (h ^ (uint64_t)t->shape.dims[d]) * 0xff51afd7ed558ccdull;
+    return h ^ (h >> 29);
+}
+
+static bool type_same(const kiln__type *a, const kiln__type *b) {
+    if (a->dtype != b->dtype || a->shape.rank != b->shape.rank) return false;
+    for (int32_t d = 0; d < a->shape.rank; d++)
+        if (a->shape.dims[d] != b->shape.dims[d]) return false;
+    return true;
+}
+
+static bool grow_types(kiln_module *m) {
+    size_t cap = m->cap_types ? m->cap_types * 2 : 64;
+    const kiln__type **t = kiln__calloc(m->cx, cap * sizeof *t, _Alignof(void *), "module types");
+    if (!t) return false;
+    for (size_t i = 0; i < m->cap_types; i++) {
+        if (!m->types[i]) continue;
+        size_t s = (size_t)type_hash(m->types[i]) & (cap - 1);
+        while (t[s])
+            s = (s + 1) & (cap - 1);
+        t[s] = m->types[i];
+    }
+    if (m->types) kiln__free(m->cx, m->types, m->cap_types * sizeof *m->types);
+    m->types = t;
+    m->cap_types = cap;
+    return true;
+}
+
+const kiln__type *kiln__module_type(kiln_module *m, const kiln__type *t) {
+    if ((m->n_types + 1) * 2 > m->cap_types && !grow_types(m)) return NULL;
+    size_t s = (size_t)type_hash(t) & (m->cap_types - 1);
+    for (; m->types[s]; s = (s + 1) & (m->cap_types - 1))
+        if (type_same(m->types[s], t)) return m->types[s];
+    kiln__type *copy = kiln__arena_alloc(&m->arena, sizeof *copy, _Alignof(kiln__type));
+    if (!copy) return NULL;
+    memset(copy, 0, sizeof *copy);
+    copy->dtype = t->dtype;
+    copy->shape.rank = t->shape.rank;
+    for (int32_t d = 0; d < t->shape.rank; d++)
+        copy->shape.dims[d] = t->shape.dims[d];
+    m->types[s] = copy;
+    m->n_types++;
+    return copy;
+}
+
+bool kiln__value_set_type(kiln_module *m, kiln__value *v, const kiln__type *t) {
+    const kiln__type *i = kiln__module_type(m, t);
+    if (!i) return false;
+    v->type = i;
+    return true;
+}
+
 /* Block arguments are few: grow by reallocating in the arena. */
 kiln__value *kiln__block_add_arg(kiln_module *m, kiln__block *block, kiln__type type) {
     kiln__value *v = kiln__arena_alloc(&m->value_arena, sizeof *v, _Alignof(kiln__value));
@@ -90,7 +149,7 @@ kiln__value *kiln__block_add_arg(kiln_module *m, kiln__block *block, kiln__type 
         kiln__arena_alloc(&m->arena, (size_t)(block->n_args + 1) * sizeof *args, _Alignof(void *));
     if (!v || !args) return NULL;
     memset(v, 0, sizeof *v);
-    v->type = type;
+    if (!(v->type = kiln__module_type(m, &type))) return NULL;
     v->block = block;
     v->index = block->n_args;
     if (block->n_args) memcpy(args, block->args, (size_t)block->n_args * sizeof *args);
@@ -136,7 +195,7 @@ kiln__ir_op *kiln__block_append(kiln_module *m, kiln__block *block, kiln_op kind
         kiln__value *v = kiln__arena_alloc(&m->value_arena, sizeof *v, _Alignof(kiln__value));
         if (!v) return NULL;
         memset(v, 0, sizeof *v);
-        v->type = result_types[i];
+        if (!(v->type = kiln__module_type(m, &result_types[i]))) return NULL;
         v->def = op;
         v->index = i;
         op->results[i] = v;

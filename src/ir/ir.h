@@ -22,7 +22,9 @@ typedef struct kiln__ir_op kiln__ir_op;
 typedef struct kiln__func kiln__func;
 
 struct kiln__value {
-    kiln__type type;
+    /* Interned in the module (kiln__module_type): equal types are the same pointer, so a
+     * value is small and types compare by address. Set with kiln__value_set_type. */
+    const kiln__type *type;
     kiln__ir_op *def;   /* the op whose result this is; NULL for a block argument */
     kiln__block *block; /* the block whose argument this is; NULL for an op result */
     int32_t index;      /* result or argument index */
@@ -89,12 +91,21 @@ struct kiln_module {
      * constants are among `constants`. */
     struct kiln_check *checks;
     int32_t n_checks;
+    /* The module's distinct value types (kiln__module_type), by hash; from the ctx's
+     * allocator. */
+    const kiln__type **types;
+    size_t n_types, cap_types;
 };
 
 kiln_module *kiln__module_new(kiln_ctx *cx, const char *name);
 kiln__func *kiln__module_add_func(kiln_module *m, const char *name, bool is_public);
 kiln__block *kiln__block_new(kiln_module *m, kiln__ir_op *parent);
 kiln__value *kiln__block_add_arg(kiln_module *m, kiln__block *block, kiln__type type);
+/* The module's copy of type t (dimensions past the rank ignored): the same pointer for
+ * equal types. NULL, with RESOURCE_EXHAUSTED in the module's ctx, when out of memory. */
+const kiln__type *kiln__module_type(kiln_module *m, const kiln__type *t);
+/* Gives v the type t (interned); false when out of memory (v unchanged). */
+bool kiln__value_set_type(kiln_module *m, kiln__value *v, const kiln__type *t);
 /* Appends an op; result values get `result_types`. NULL on allocation failure. */
 kiln__ir_op *kiln__block_append(kiln_module *m, kiln__block *block, kiln_op kind,
                                 const kiln__attrs *attrs, kiln__value *const *operands,

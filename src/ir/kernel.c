@@ -26,20 +26,20 @@ kiln__cost kiln__kernel_cost(const kiln__kernel *k) {
     /* A buffer is read once, whole, unless every access to it is a scalar. */
     for (int32_t o = 0; o < k->n_operands; o++) {
         const kiln__value *v = k->operands[o];
-        int64_t elems = numel_of(&v->type.shape);
+        int64_t elems = numel_of(&v->type->shape);
         bool scalar_only = true;
         for (int32_t i = 0; i < k->n_inputs; i++)
             if (k->inputs[i].operand == o && k->inputs[i].access != KILN__KACCESS_SCALAR)
                 scalar_only = false;
         if (k->reduce != KILN__KREDUCE_NONE && o == k->reduce_init) scalar_only = true;
         int64_t read = scalar_only ? 1 : elems < n ? elems : n;
-        c.bytes_read += read * (int64_t)kiln_dtype_size(v->type.dtype);
+        c.bytes_read += read * (int64_t)kiln_dtype_size(v->type->dtype);
     }
     for (int32_t o = 0; o < k->n_outputs; o++)
-        c.bytes_written += n * (int64_t)kiln_dtype_size(k->outputs[o].value->type.dtype);
+        c.bytes_written += n * (int64_t)kiln_dtype_size(k->outputs[o].value->type->dtype);
     if (k->reduce_value)
-        c.bytes_written += numel_of(&k->reduce_value->type.shape) *
-                           (int64_t)kiln_dtype_size(k->reduce_value->type.dtype);
+        c.bytes_written += numel_of(&k->reduce_value->type->shape) *
+                           (int64_t)kiln_dtype_size(k->reduce_value->type->dtype);
     return c;
 }
 
@@ -98,7 +98,7 @@ static void print_bits(kiln__strbuf *sb, kiln_dtype dt, uint64_t bits) {
 void kiln__kernel_print(kiln__strbuf *sb, const kiln__kernel *k, const char *indent) {
     kiln__strbuf_printf(sb, "%skernel #%d ", indent, (int)k->id);
     print_type(sb,
-               k->n_outputs      ? k->outputs[0].value->type.dtype
+               k->n_outputs      ? k->outputs[0].value->type->dtype
                : k->reduce_value ? k->instrs[k->n_instrs - 1].dtype
                                  : KILN_F32,
                &k->shape);
@@ -115,7 +115,7 @@ void kiln__kernel_print(kiln__strbuf *sb, const kiln__kernel *k, const char *ind
             print_dims(sb, in->strides, k->shape.rank);
         } else {
             kiln__strbuf_printf(sb, "%%%d ", (int)k->operands[in->operand]->id);
-            print_type(sb, in->dtype, &k->operands[in->operand]->type.shape);
+            print_type(sb, in->dtype, &k->operands[in->operand]->type->shape);
             if (in->is_constant) {
                 kiln__strbuf_puts(sb, " = ");
                 print_bits(sb, in->dtype, in->bits);

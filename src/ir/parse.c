@@ -144,10 +144,10 @@ static bool func_def_into(parser *p, kiln__type *results) {
                                 (int)n_results);
     char tb[80], tb2[80];
     for (int32_t i = 0; i < n_results; i++)
-        if (!kiln__text_same_type(&f.body->results[i]->type, &results[i]))
+        if (!kiln__text_same_type(f.body->results[i]->type, &results[i]))
             return kiln__text_error(p, rpos, "type mismatch: @%.*s result %d is %s, declared %s",
                                     (int)(f.len > 60 ? 60 : f.len), f.name, (int)i,
-                                    kiln__text_type_str(&f.body->results[i]->type, tb, sizeof tb),
+                                    kiln__text_type_str(f.body->results[i]->type, tb, sizeof tb),
                                     kiln__text_type_str(&results[i], tb2, sizeof tb2));
     pfunc *funcs = kiln__text_grow(p, p->funcs, &p->cap_funcs, p->n_funcs, sizeof *funcs, 8, true);
     if (!funcs) return false;
@@ -194,11 +194,11 @@ static const pfunc *callee_of(parser *p, const pcall *c) {
         return NULL;
     }
     for (int32_t i = 0; i < body->n_args; i++)
-        if (!kiln__text_same_type(&body->args[i]->type, &call->operands[i]->type)) {
+        if (!kiln__text_same_type(body->args[i]->type, call->operands[i]->type)) {
             kiln__text_error(
                 p, c->pos, "type mismatch: argument %d of @%.*s is %s, the call passes %s", (int)i,
-                len, name, kiln__text_type_str(&body->args[i]->type, tb, sizeof tb),
-                kiln__text_type_str(&call->operands[i]->type, tb2, sizeof tb2));
+                len, name, kiln__text_type_str(body->args[i]->type, tb, sizeof tb),
+                kiln__text_type_str(call->operands[i]->type, tb2, sizeof tb2));
             return NULL;
         }
     if (body->n_results != call->n_results) {
@@ -207,11 +207,11 @@ static const pfunc *callee_of(parser *p, const pcall *c) {
         return NULL;
     }
     for (int32_t i = 0; i < body->n_results; i++)
-        if (!kiln__text_same_type(&body->results[i]->type, &call->results[i]->type)) {
+        if (!kiln__text_same_type(body->results[i]->type, call->results[i]->type)) {
             kiln__text_error(p, c->pos,
                              "type mismatch: result %d of @%.*s is %s, the call expects %s", (int)i,
-                             len, name, kiln__text_type_str(&body->results[i]->type, tb, sizeof tb),
-                             kiln__text_type_str(&call->results[i]->type, tb2, sizeof tb2));
+                             len, name, kiln__text_type_str(body->results[i]->type, tb, sizeof tb),
+                             kiln__text_type_str(call->results[i]->type, tb2, sizeof tb2));
             return NULL;
         }
     return f;
@@ -226,7 +226,7 @@ static bool copy_callee(parser *p, kiln__ir_op *call, const kiln__block *body) {
     kiln__vmap_init(&map, p->cx);
     kiln_status s = KILN_OK;
     for (int32_t i = 0; i < body->n_args && s == KILN_OK; i++) {
-        kiln__value *v = kiln__block_add_arg(p->m, nb, body->args[i]->type);
+        kiln__value *v = kiln__block_add_arg(p->m, nb, *body->args[i]->type);
         if (!v || !kiln__vmap_put(&map, body->args[i], v)) s = KILN_RESOURCE_EXHAUSTED;
     }
     if (s == KILN_OK) s = kiln__clone_ops(p->m, nb, body, &map);
@@ -366,7 +366,7 @@ static bool finish(parser *p, const char *entry_name) {
         if (m->aliases[r] >= 0)
             return kiln__text_error(p, f->pos, "result %d is aliased to two arguments", (int)r);
         if (m->preserved[r] >= 0 ||
-            !kiln__text_same_type(&body->args[a]->type, &body->results[r]->type)) {
+            !kiln__text_same_type(body->args[a]->type, body->results[r]->type)) {
             m->donated[a] = true;
             continue;
         }

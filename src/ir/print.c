@@ -139,7 +139,7 @@ static void name_hint(printer *p, const kiln__value *v, hint h, naming *st) {
 static void name_results(printer *p, const kiln__ir_op *op, naming *st) {
     if (op->n_results == 0) return;
     if (op->kind == KILN_OP_CONSTANT) {
-        bool fp = kiln_dtype_is_float(op->results[0]->type.dtype);
+        bool fp = kiln_dtype_is_float(op->results[0]->type->dtype);
         name_hint(p, op->results[0], fp ? HINT_CST : HINT_C, st);
     } else if (op->kind == KILN_OP_RNG_BIT_GENERATOR && op->n_results == 2) {
         name_hint(p, op->results[0], HINT_OUTPUT_STATE, st);
@@ -302,7 +302,7 @@ static void put_type(printer *p, const kiln__type *t) {
 static void put_types(printer *p, kiln__value *const *vs, int32_t n) {
     for (int32_t i = 0; i < n; i++) {
         if (i) put(p, ", ");
-        put_type(p, &vs[i]->type);
+        put_type(p, vs[i]->type);
     }
 }
 
@@ -316,7 +316,7 @@ static void put_functional(printer *p, kiln__value *const *in, int32_t n_in,
     put_types(p, extra, n_extra);
     put(p, ") -> ");
     if (n_out == 1) {
-        put_type(p, &out[0]->type);
+        put_type(p, out[0]->type);
     } else {
         put(p, "(");
         put_types(p, out, n_out);
@@ -334,12 +334,12 @@ static bool same_type(const kiln__type *a, const kiln__type *b) {
 
 /* StableHLO's SameOperandsAndResultType form: one type when all agree. */
 static void put_same_or_functional(printer *p, const kiln__ir_op *op) {
-    const kiln__type *first = op->n_results ? &op->results[0]->type : NULL;
+    const kiln__type *first = op->n_results ? op->results[0]->type : NULL;
     bool same = first != NULL;
     for (int32_t i = 0; i < op->n_operands && same; i++)
-        same = same_type(&op->operands[i]->type, first);
+        same = same_type(op->operands[i]->type, first);
     for (int32_t i = 1; i < op->n_results && same; i++)
-        same = same_type(&op->results[i]->type, first);
+        same = same_type(op->results[i]->type, first);
     if (same)
         put_type(p, first);
     else
@@ -428,7 +428,7 @@ static void print_region(printer *p, const kiln__block *b, int ind, bool header)
                 if (i) put(p, ", ");
                 put_value(p, b->args[i]);
                 put(p, ": ");
-                put_type(p, &b->args[i]->type);
+                put_type(p, b->args[i]->type);
             }
             put(p, "):\n");
         }
@@ -455,7 +455,7 @@ static void put_type_form(printer *p, const kiln__ir_op *op, kiln__type_form for
     case KILN__TYPE_SAME: put_same_or_functional(p, op); return;
     case KILN__TYPE_RESULT:
         if (op->n_results == 1)
-            put_type(p, &op->results[0]->type);
+            put_type(p, op->results[0]->type);
         else
             fail_internal(p, "a result-typed form with other than one result");
         return;
@@ -610,10 +610,10 @@ static bool reduce_is_compact(const kiln__ir_op *op) {
     if (inner->n_operands != 2 || inner->n_results != 1 || inner->n_regions != 0) return false;
     if (inner->operands[0] != b->args[0] || inner->operands[1] != b->args[1]) return false;
     if (b->results[0] != inner->results[0]) return false;
-    const kiln__type *t = &inner->results[0]->type;
-    if (!same_type(&inner->operands[0]->type, t) || !same_type(&inner->operands[1]->type, t))
+    const kiln__type *t = inner->results[0]->type;
+    if (!same_type(inner->operands[0]->type, t) || !same_type(inner->operands[1]->type, t))
         return false;
-    return op->n_operands >= 1 && t->shape.rank == 0 && t->dtype == op->operands[0]->type.dtype;
+    return op->n_operands >= 1 && t->shape.rank == 0 && t->dtype == op->operands[0]->type->dtype;
 }
 
 static void print_reduce(printer *p, const kiln__ir_op *op, int ind) {
@@ -769,10 +769,10 @@ static void print_op(printer *p, const kiln__ir_op *op, int ind) {
         put(p, "stablehlo.select ");
         put_values(p, op->operands, op->n_operands);
         put(p, " : ");
-        const kiln__type *r = &op->results[0]->type;
-        if (op->n_operands == 3 && same_type(&op->operands[1]->type, r) &&
-            same_type(&op->operands[2]->type, r)) {
-            put_type(p, &op->operands[0]->type);
+        const kiln__type *r = op->results[0]->type;
+        if (op->n_operands == 3 && same_type(op->operands[1]->type, r) &&
+            same_type(op->operands[2]->type, r)) {
+            put_type(p, op->operands[0]->type);
             put(p, ", ");
             put_type(p, r);
         } else {
@@ -790,7 +790,7 @@ static void print_op(printer *p, const kiln__ir_op *op, int ind) {
         kiln__print_dense(&p->sb, kiln_tensor_dtype(a->u.constant),
                           kiln_tensor_shape(a->u.constant), kiln_tensor_data(a->u.constant));
         put(p, " : ");
-        put_type(p, &op->results[0]->type);
+        put_type(p, op->results[0]->type);
         return;
     case KILN_OP_SLICE: {
         put(p, "stablehlo.slice ");
@@ -927,7 +927,7 @@ static void print_function(printer *p, const char *fname, bool is_public, bool e
         if (i) put(p, ", ");
         put_value(p, v);
         put(p, ": ");
-        put_type(p, &v->type);
+        put_type(p, v->type);
         if (i >= body->n_args) continue;
         /* Attributes in name order, as MLIR sorts them. */
         bool donated = entry && m->donated && m->donated[i];
@@ -953,7 +953,7 @@ static void print_function(printer *p, const char *fname, bool is_public, bool e
     put(p, ")");
     if (body->n_results == 1) {
         put(p, " -> ");
-        put_type(p, &body->results[0]->type);
+        put_type(p, body->results[0]->type);
     } else if (body->n_results > 1) {
         put(p, " -> (");
         put_types(p, body->results, body->n_results);

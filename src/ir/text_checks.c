@@ -87,11 +87,11 @@ bool kiln__text_check_op(parser *p, size_t pos, const char *name, size_t len, bo
         kiln__type t;
         bool ok =
             kiln__text_expect(p, ':', "before the check's type") && kiln__text_tensor_type(p, &t);
-        if (ok && !kiln__text_same_type(&t, &a->type)) {
+        if (ok && !kiln__text_same_type(&t, a->type)) {
             char tb[80], tb2[80];
             ok = kiln__text_error(p, pos,
                                   "type mismatch: the checked value is %s, the check says %s",
-                                  kiln__text_type_str(&a->type, tb, sizeof tb),
+                                  kiln__text_type_str(a->type, tb, sizeof tb),
                                   kiln__text_type_str(&t, tb2, sizeof tb2));
         }
         if (ok) expected = kiln__text_dense_tensor(p, &d, &t);
@@ -144,10 +144,10 @@ bool kiln__text_check_op(parser *p, size_t pos, const char *name, size_t len, bo
         int32_t nt;
         if (!kiln__text_type_list(p, ts, 2, &nt)) return false;
         char tb[80], tb2[80];
-        if (!kiln__text_same_type(&ts[0], &a->type))
+        if (!kiln__text_same_type(&ts[0], a->type))
             return kiln__text_error(p, pos,
                                     "type mismatch: the checked value is %s, the check says %s",
-                                    kiln__text_type_str(&a->type, tb, sizeof tb),
+                                    kiln__text_type_str(a->type, tb, sizeof tb),
                                     kiln__text_type_str(&ts[0], tb2, sizeof tb2));
     }
     if (kiln__text_accept(p, '{')) {
@@ -157,14 +157,14 @@ bool kiln__text_check_op(parser *p, size_t pos, const char *name, size_t len, bo
         if (tol && (tol->kind == A_FLOAT || tol->kind == A_INT))
             c.check.tolerance = attr_number(p, tol);
     }
-    if (b && !kiln__text_same_type(&a->type, &b->type)) {
+    if (b && !kiln__text_same_type(a->type, b->type)) {
         char tb[80], tb2[80];
         return kiln__text_error(p, pos, "type mismatch: checking %s against %s",
-                                kiln__text_type_str(&a->type, tb, sizeof tb),
-                                kiln__text_type_str(&b->type, tb2, sizeof tb2));
+                                kiln__text_type_str(a->type, tb, sizeof tb),
+                                kiln__text_type_str(b->type, tb2, sizeof tb2));
     }
     if ((c.check.kind == KILN_CHECK_ALMOST_EQ || c.check.kind == KILN_CHECK_CLOSE) &&
-        !kiln_dtype_is_float(a->type.dtype))
+        !kiln_dtype_is_float(a->type->dtype))
         return kiln__text_error(p, pos, "%.*s needs a float tensor", (int)len, name);
     pfunc *f = p->cur;
     if (!add_extra(p, f, a, &c.value)) return false;

@@ -733,7 +733,7 @@ static bool pretty_op(parser *p, opdesc *o, kiln__value **result_hint) {
             if (k != 1) return kiln__text_error(p, body_pos, "'applies' needs one input");
             kiln__block *b = kiln__block_new(p->m, NULL);
             if (!b) return kiln__text_oom(p);
-            kiln__type et = {.dtype = ins[0]->type.dtype, .shape = {.rank = 0}};
+            kiln__type et = {.dtype = ins[0]->type->dtype, .shape = {.rank = 0}};
             kiln__value *x = kiln__block_add_arg(p->m, b, et),
                         *y = kiln__block_add_arg(p->m, b, et);
             if (!x || !y) return kiln__text_oom(p);
@@ -813,7 +813,7 @@ static const kiln_region *builtin_region(const kiln__block *b, kiln_op owner) {
         if (op->kind != KILN_OP_COMPARE) return NULL;
         kiln_compare_type ct = op->attrs->u.compare.type;
         if (ct == KILN_CMP_TOTALORDER) return NULL;
-        if (owner == KILN_OP_SORT && kiln_dtype_is_float(op->operands[0]->type.dtype)) return NULL;
+        if (owner == KILN_OP_SORT && kiln_dtype_is_float(op->operands[0]->type->dtype)) return NULL;
         switch (op->attrs->u.compare.direction) {
         case KILN_CMP_LT: return kiln_region_less();
         case KILN_CMP_GT: return kiln_region_greater();
@@ -882,10 +882,10 @@ static __attribute__((noinline)) bool append_op(parser *p, kiln__block *b, opdes
             return kiln__text_error(p, o->s.pos, "stablehlo.%s needs a function type", info->name);
     }
     for (int32_t i = 0; i < o->n_operands; i++)
-        if (!kiln__text_same_type(&o->operands[i]->type, &o->s.in[i]))
+        if (!kiln__text_same_type(o->operands[i]->type, &o->s.in[i]))
             return kiln__text_error(
                 p, o->s.pos, "type mismatch: operand %d is %s, the op's type says %s", (int)i,
-                kiln__text_type_str(&o->operands[i]->type, tb, sizeof tb),
+                kiln__text_type_str(o->operands[i]->type, tb, sizeof tb),
                 kiln__text_type_str(&o->s.in[i], tb2, sizeof tb2));
     if (info->n_operands >= 0 && o->n_operands != info->n_operands)
         return kiln__text_error(p, o->pos, "stablehlo.%s takes %d operands, got %d", info->name,
@@ -952,11 +952,11 @@ static __attribute__((noinline)) bool append_op(parser *p, kiln__block *b, opdes
                                     "region %d of stablehlo.%s takes %d arguments, got %d",
                                     (int)r + 1, info->name, (int)n, (int)rb->n_args);
         for (int32_t i = 0; i < n; i++)
-            if (!kiln__text_same_type(&rb->args[i]->type, &args[i]))
+            if (!kiln__text_same_type(rb->args[i]->type, &args[i]))
                 return kiln__text_error(p, o->pos,
                                         "region %d argument %d of stablehlo.%s is %s; expected %s",
                                         (int)r + 1, (int)i, info->name,
-                                        kiln__text_type_str(&rb->args[i]->type, tb, sizeof tb),
+                                        kiln__text_type_str(rb->args[i]->type, tb, sizeof tb),
                                         kiln__text_type_str(&args[i], tb2, sizeof tb2));
         if (rb->n_results != n_res)
             return kiln__text_error(p, o->pos,
@@ -965,16 +965,16 @@ static __attribute__((noinline)) bool append_op(parser *p, kiln__block *b, opdes
         if (o->kind == KILN_OP_IF || o->kind == KILN_OP_CASE ||
             (o->kind == KILN_OP_WHILE && r == 1)) {
             for (int32_t i = 0; i < n_res; i++)
-                if (!kiln__text_same_type(&rb->results[i]->type, &o->s.out[i]))
+                if (!kiln__text_same_type(rb->results[i]->type, &o->s.out[i]))
                     return kiln__text_error(
                         p, o->pos,
                         "region %d of stablehlo.%s returns %s as result %d; the op's type says %s",
                         (int)r + 1, info->name,
-                        kiln__text_type_str(&rb->results[i]->type, tb, sizeof tb), (int)i,
+                        kiln__text_type_str(rb->results[i]->type, tb, sizeof tb), (int)i,
                         kiln__text_type_str(&o->s.out[i], tb2, sizeof tb2));
         }
         if (o->kind == KILN_OP_WHILE && r == 0 &&
-            (rb->results[0]->type.dtype != KILN_BOOL || rb->results[0]->type.shape.rank != 0))
+            (rb->results[0]->type->dtype != KILN_BOOL || rb->results[0]->type->shape.rank != 0))
             return kiln__text_error(p, o->pos,
                                     "the condition of stablehlo.while must return tensor<i1>");
     }
@@ -1211,10 +1211,10 @@ static __attribute__((noinline)) bool block_terminator(parser *p, kiln__block *b
             return kiln__text_error(p, tp, "%d values returned but %d types", (int)n, (int)nt);
         char tb[80], tb2[80];
         for (int32_t i = 0; i < n; i++)
-            if (!kiln__text_same_type(&vals[i]->type, &ts[i]))
+            if (!kiln__text_same_type(vals[i]->type, &ts[i]))
                 return kiln__text_error(p, tp,
                                         "type mismatch: returned value %d is %s, declared %s",
-                                        (int)i, kiln__text_type_str(&vals[i]->type, tb, sizeof tb),
+                                        (int)i, kiln__text_type_str(vals[i]->type, tb, sizeof tb),
                                         kiln__text_type_str(&ts[i], tb2, sizeof tb2));
     }
     if (kiln__block_set_results(p->m, b, vals, n) != KILN_OK) return kiln__text_oom(p);

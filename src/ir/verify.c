@@ -102,7 +102,7 @@ static kiln_status verify_op(verifier *v, const kiln__ir_op *op) {
         return fail(v, op, "too many operands or results to verify");
     kiln__type in[MAX_TYPES], out[MAX_TYPES];
     for (int32_t i = 0; i < op->n_operands; i++)
-        in[i] = op->operands[i]->type;
+        in[i] = *op->operands[i]->type;
     if (!(info->flags & KILN_OPF_CONTROL)) {
         kiln__attrs attrs;
         kiln_region bound[MAX_TYPES];
@@ -111,7 +111,7 @@ static kiln_status verify_op(verifier *v, const kiln__ir_op *op) {
         if (kiln__infer(v->cx, op->kind, &attrs, in, op->n_operands, out, op->n_results) != KILN_OK)
             return kiln_ctx_status(v->cx);
         for (int32_t i = 0; i < op->n_results; i++) {
-            const kiln__type *want = &out[i], *have = &op->results[i]->type;
+            const kiln__type *want = &out[i], *have = op->results[i]->type;
             if (want->dtype != have->dtype || !kiln_shape_equal(&want->shape, &have->shape))
                 return fail(v, op, "a result type differs from the inferred one");
         }
@@ -126,8 +126,8 @@ static kiln_status verify_op(verifier *v, const kiln__ir_op *op) {
         if (n < 0) return kiln_ctx_status(v->cx);
         if (b->n_args != n) return fail(v, op, "a region has the wrong number of arguments");
         for (int32_t i = 0; i < n; i++)
-            if (b->args[i]->type.dtype != args[i].dtype ||
-                !kiln_shape_equal(&b->args[i]->type.shape, &args[i].shape))
+            if (b->args[i]->type->dtype != args[i].dtype ||
+                !kiln_shape_equal(&b->args[i]->type->shape, &args[i].shape))
                 return fail(v, op, "a region argument has the wrong type");
         if (b->n_results != n_results) return fail(v, op, "a region returns the wrong count");
         int32_t saved = v->position;

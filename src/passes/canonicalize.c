@@ -56,7 +56,7 @@ static bool is_splat(const kiln__value *v, splat_kind want) {
     const kiln__ir_op *d = v->def;
     if (d && d->kind == KILN_OP_BROADCAST_IN_DIM) {
         const kiln__ir_op *s = d->operands[0]->def;
-        if (!s || s->kind != KILN_OP_CONSTANT || d->operands[0]->type.shape.rank != 0) return false;
+        if (!s || s->kind != KILN_OP_CONSTANT || d->operands[0]->type->shape.rank != 0) return false;
         d = s;
     }
     if (!d || d->kind != KILN_OP_CONSTANT || !d->attrs->u.constant) return false;
@@ -71,7 +71,7 @@ static void set_operand(kiln__ir_op *op, int32_t i, kiln__value *v) {
 
 /* Replaces the uses of op's only result with v, when their types are equal. */
 static int32_t forward(kiln__ir_op *op, kiln__value *v) {
-    if (!type_eq(&op->results[0]->type, &v->type)) return 0;
+    if (!type_eq(op->results[0]->type, v->type)) return 0;
     return kiln__replace_uses(op->block, op, op->results[0], v) > 0;
 }
 
@@ -105,16 +105,16 @@ static int32_t rewrite_slice(kiln__ir_op *op) {
     kiln__value *res = op->results[0];
     /* A slice keeping its operand's type keeps every element: start 0, and a stride
      * other than 1 only over a dimension of size 1. */
-    if (type_eq(&op->operands[0]->type, &res->type)) return forward(op, op->operands[0]);
+    if (type_eq(op->operands[0]->type, res->type)) return forward(op, op->operands[0]);
     const kiln__ir_op *in = op->operands[0]->def;
     if (!in || in->kind != KILN_OP_SLICE) return 0;
     const kiln_dims *s2 = &op->attrs->u.slice.start, *t2 = &op->attrs->u.slice.strides;
     const kiln_dims *s1 = &in->attrs->u.slice.start, *t1 = &in->attrs->u.slice.strides;
-    int32_t rank = res->type.shape.rank;
+    int32_t rank = res->type->shape.rank;
     if (s1->count != rank || s2->count != rank || t1->count != rank || t2->count != rank) return 0;
     kiln_dims start = {.count = rank}, limit = {.count = rank}, strides = {.count = rank};
     for (int32_t d = 0; d < rank; d++) {
-        int64_t n = res->type.shape.dims[d];
+        int64_t n = res->type->shape.dims[d];
         if (n <= 0) return 0; /* empty: left alone */
         start.v[d] = s1->v[d] + s2->v[d] * t1->v[d];
         strides.v[d] = t1->v[d] * t2->v[d];
@@ -130,7 +130,7 @@ static int32_t rewrite_slice(kiln__ir_op *op) {
 /* reverse(reverse(x, A), B) is reverse(x, A xor B); reversing only dimensions of size 1
  * (or none) is x. */
 static int32_t rewrite_reverse(kiln__ir_op *op) {
-    const kiln__type *t = &op->operands[0]->type;
+    const kiln__type *t = op->operands[0]->type;
     const kiln_dims *b = &op->attrs->u.reverse_dims;
     bool noop = true;
     for (int32_t i = 0; i < b->count; i++)
@@ -159,7 +159,7 @@ static int32_t rewrite_reverse(kiln__ir_op *op) {
  * the outer one sends that). */
 static int32_t rewrite_broadcast(kiln__ir_op *op) {
     const kiln_dims *d = &op->attrs->u.broadcast.dims;
-    if (type_eq(&op->operands[0]->type, &op->results[0]->type) && is_identity_perm(d))
+    if (type_eq(op->operands[0]->type, op->results[0]->type) && is_identity_perm(d))
         return forward(op, op->operands[0]);
     const kiln__ir_op *in = op->operands[0]->def;
     if (!in || in->kind != KILN_OP_BROADCAST_IN_DIM) return 0;
@@ -197,11 +197,11 @@ static kiln__value *inner_of(const kiln__value *v, kiln_op kind) {
  * operand's size is made (a large splat constant reaches here as such a broadcast). */
 static int32_t moved_scalar_broadcast(kiln_module *m, kiln__ir_op *op) {
     const kiln__ir_op *in = op->operands[0]->def;
-    if (!in || in->kind != KILN_OP_BROADCAST_IN_DIM || in->operands[0]->type.shape.rank != 0)
+    if (!in || in->kind != KILN_OP_BROADCAST_IN_DIM || in->operands[0]->type->shape.rank != 0)
         return 0;
     /* Out of memory for the broadcast's attributes: the op stays as it is. */
     if (!kiln__op_set_kind(m, op, KILN_OP_BROADCAST_IN_DIM)) return 0;
-    op->attrs->u.broadcast.shape = op->results[0]->type.shape;
+    op->attrs->u.broadcast.shape = op->results[0]->type->shape;
     set_operand(op, 0, in->operands[0]);
     return 1;
 }
@@ -209,7 +209,7 @@ static int32_t moved_scalar_broadcast(kiln_module *m, kiln__ir_op *op) {
 static int32_t rewrite(kiln_module *m, kiln__ir_op *op) {
     if (op->n_results != 1 || op->results[0]->uses == 0) return 0;
     kiln__value *res = op->results[0];
-    kiln_dtype dt = res->type.dtype;
+    kiln_dtype dt = res->type->dtype;
     kiln__value *a = op->n_operands > 0 ? op->operands[0] : NULL;
     kiln__value *b = op->n_operands > 1 ? op->operands[1] : NULL;
     switch (op->kind) {
@@ -246,7 +246,7 @@ static int32_t rewrite(kiln_module *m, kiln__ir_op *op) {
     case KILN_OP_CONVERT:
     case KILN_OP_BITCAST_CONVERT: return forward(op, a);
     case KILN_OP_RESHAPE: {
-        if (type_eq(&a->type, &res->type)) return forward(op, a);
+        if (type_eq(a->type, res->type)) return forward(op, a);
         if (moved_scalar_broadcast(m, op)) return 1;
         const kiln__ir_op *in = a->def;
         if (in && in->kind == KILN_OP_RESHAPE) {

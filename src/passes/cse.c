@@ -80,7 +80,7 @@ static bool same_op(const kiln__ir_op *a, const kiln__ir_op *b) {
     for (int32_t i = 0; i < a->n_operands; i++)
         if (a->operands[i] != b->operands[i]) return false;
     for (int32_t i = 0; i < a->n_results; i++)
-        if (!type_eq(&a->results[i]->type, &b->results[i]->type)) return false;
+        if (!type_eq(a->results[i]->type, b->results[i]->type)) return false;
     return attrs_eq(a->kind, a->attrs, b->attrs);
 }
 
@@ -150,7 +150,7 @@ static uint64_t hash_op(const kiln__ir_op *op) {
     for (int32_t i = 0; i < op->n_operands; i++)
         h = mix(h, (uint64_t)(uintptr_t)op->operands[i]);
     for (int32_t i = 0; i < op->n_results; i++)
-        h = hash_shape(mix(h, (uint64_t)op->results[i]->type.dtype), &op->results[i]->type.shape);
+        h = hash_shape(mix(h, (uint64_t)op->results[i]->type->dtype), &op->results[i]->type->shape);
     return mix(h, hash_attrs(op->kind, op->attrs));
 }
 

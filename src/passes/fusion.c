@@ -25,7 +25,7 @@ typedef struct view {
 typedef struct group {
     int32_t n_members, n_leaves;
     bool sealed, reduces;
-    kiln_shape shape;
+    const kiln_shape *shape; /* of the first member's result (its interned type's) */
 } group;
 
 typedef struct fuser {
@@ -42,6 +42,9 @@ typedef struct fuser {
     group *groups;
     int32_t n_groups;
     kiln__fusion *f;
+    /* A kernel's inputs and operands while build_kernel gathers them. */
+    kiln__kinput inputs[KILN__KERNEL_MAX_INPUTS + 1];
+    const kiln__value *operands[KILN__KERNEL_MAX_INPUTS + 2];
 } fuser;
 
 static void *falloc(fuser *z, size_t size, size_t align) {
@@ -83,7 +86,7 @@ static bool strides_are(const kiln_shape *s, const int64_t *st, const int64_t *w
 
 static view identity_view(const kiln__value *v) {
     view w = {.base = v};
-    row_major(&v->type.shape, w.st);
+    row_major(&v->type->shape, w.st);
     return w;
 }
 
@@ -93,7 +96,7 @@ static view view_of(const fuser *z, const kiln__value *v) {
 
 /* The view an op's result is of its operand's view, when it is one. */
 static bool make_view(const fuser *z, const kiln__ir_op *op, view *out) {
-    const kiln__type *rt = &op->results[0]->type;
+    const kiln__type *rt = op->results[0]->type;
     int32_t r = rt->shape.rank;
     if (op->kind == KILN_OP_IOTA) {
         *out = (view){.base = NULL, .iota_dtype = rt->dtype};
@@ -109,7 +112,7 @@ static bool make_view(const fuser *z, const kiln__ir_op *op, view *out) {
         const kiln_dims *dims = &op->attrs->u.broadcast.dims;
         for (int32_t j = 0; j < dims->count; j++) {
             int64_t d = dims->v[j];
-            w.st[d] = x->type.shape.dims[j] == 1 && rt->shape.dims[d] != 1 ? 0 : in.st[j];
+            w.st[d] = x->type->shape.dims[j] == 1 && rt->shape.dims[d] != 1 ? 0 : in.st[j];
         }
         break;
     }
@@ -135,8 +138,8 @@ static bool make_view(const fuser *z, const kiln__ir_op *op, view *out) {
     case KILN_OP_RESHAPE: {
         /* Only a row-major operand view stays affine. */
         int64_t rm[KILN_MAX_RANK];
-        row_major(&x->type.shape, rm);
-        if (!in.base || !strides_are(&x->type.shape, in.st, rm)) return false;
+        row_major(&x->type->shape, rm);
+        if (!in.base || !strides_are(&x->type->shape, in.st, rm)) return false;
         row_major(&rt->shape, w.st);
         break;
     }
@@ -172,12 +175,12 @@ static size_t type_bytes(const kiln__type *t) {
 static bool can_join(const fuser *z, const kiln__ir_op *op, int32_t g, const kiln_shape *shape) {
     const group *gr = &z->groups[g];
     if (gr->sealed || gr->reduces || gr->n_members >= z->max_instrs) return false;
-    if (!shape_eq(&gr->shape, shape)) return false;
+    if (!shape_eq(gr->shape, shape)) return false;
     int32_t leaves = gr->n_leaves;
     for (int32_t i = 0; i < op->n_operands; i++) {
         const kiln__value *u = op->operands[i];
         if (group_of_value(z, u) == g) {
-            if (!shape_eq(&u->type.shape, shape)) return false;
+            if (!shape_eq(&u->type->shape, shape)) return false;
             continue;
         }
         if (group_of_value(z, view_of(z, u).base) == g) return false;
@@ -188,7 +191,7 @@ static bool can_join(const fuser *z, const kiln__ir_op *op, int32_t g, const kil
 
 static int32_t new_group(fuser *z, const kiln_shape *shape) {
     group *gr = &z->groups[z->n_groups];
-    *gr = (group){.shape = *shape};
+    *gr = (group){.shape = shape};
     return z->n_groups++;
 }
 
@@ -229,13 +232,13 @@ static bool is_float(kiln_dtype dt) {
 static const kiln__value *feature_vector(const fuser *z, const kiln__value *v, int64_t fdim) {
     view w = view_of(z, v);
     const kiln__value *b = w.base;
-    const kiln_shape *s = &v->type.shape;
-    if (!b || w.off != 0 || b->type.dtype != v->type.dtype ||
-        numel(&b->type.shape) != s->dims[fdim])
+    const kiln_shape *s = &v->type->shape;
+    if (!b || w.off != 0 || b->type->dtype != v->type->dtype ||
+        numel(&b->type->shape) != s->dims[fdim])
         return NULL;
     int32_t big = 0;
-    for (int32_t d = 0; d < b->type.shape.rank; d++)
-        big += b->type.shape.dims[d] != 1;
+    for (int32_t d = 0; d < b->type->shape.rank; d++)
+        big += b->type->shape.dims[d] != 1;
     if (big > 1) return NULL;
     for (int32_t d = 0; d < s->rank; d++)
         if (s->dims[d] != 1 && w.st[d] != (d == fdim ? 1 : 0)) return NULL;
@@ -263,7 +266,7 @@ static bool take_epilogue(fuser *z, int32_t k) {
     kiln__fusion *f = z->f;
     const kiln__ir_op *op = z->ops[k];
     if ((op->kind != KILN_OP_ADD && op->kind != KILN_OP_MAXIMUM) || op->n_operands != 2 ||
-        op->n_results != 1 || !is_float(op->results[0]->type.dtype))
+        op->n_results != 1 || !is_float(op->results[0]->type->dtype))
         return false;
     for (int32_t i = 0; i < 2; i++) {
         const kiln__value *x = op->operands[i], *other = op->operands[1 - i];
@@ -324,7 +327,7 @@ static void walk(fuser *z) {
         bool folds = z->o->fold_max_bytes && op->n_regions == 0 &&
                      !kiln__op_has(op->kind, KILN_OPF_CONTROL) && all_const_operands(z, op);
         for (int32_t r = 0; r < op->n_results && folds; r++)
-            folds = type_bytes(&op->results[r]->type) <= z->o->fold_max_bytes;
+            folds = type_bytes(op->results[r]->type) <= z->o->fold_max_bytes;
         if (folds) {
             for (int32_t r = 0; r < op->n_results; r++)
                 z->is_const[op->results[r]->id] = true;
@@ -335,7 +338,7 @@ static void walk(fuser *z) {
         if (z->o->conv_epilogue && take_epilogue(z, k)) continue;
         if (kiln__op_has(op->kind, KILN_OPF_ELEMENTWISE) && op->n_results == 1 &&
             op->n_regions == 0) {
-            const kiln_shape *shape = &op->results[0]->type.shape;
+            const kiln_shape *shape = &op->results[0]->type->shape;
             int32_t g = -1;
             for (int32_t i = 0; i < op->n_operands && g < 0; i++) {
                 int32_t c = group_of_value(z, op->operands[i]);
@@ -358,7 +361,7 @@ static void walk(fuser *z) {
             continue;
         }
         if (op->kind == KILN_OP_REDUCE && z->o->reduce_kind && op->n_operands == 2 &&
-            op->n_results == 1 && reduce_dtype_ok(op->operands[0]->type.dtype) &&
+            op->n_results == 1 && reduce_dtype_ok(op->operands[0]->type->dtype) &&
             z->o->reduce_kind(op) != KILN__KREDUCE_NONE) {
             const kiln__value *x = op->operands[0], *init = op->operands[1];
             int32_t g = group_of_value(z, x);
@@ -432,16 +435,16 @@ static uint64_t constant_bits(const kiln__value *base, int64_t off) {
     const kiln_tensor *t = op ? op->attrs->u.constant : NULL;
     uint64_t bits = 0;
     const unsigned char *data = t ? kiln_tensor_data(t) : NULL;
-    size_t size = kiln_dtype_size(base->type.dtype);
+    size_t size = kiln_dtype_size(base->type->dtype);
     if (data && size <= 8) memcpy(&bits, data + (size_t)off * size, size);
     return bits;
 }
 
 static int32_t add_input(fuser *z, kiln__kernel *k, const kiln__value *u) {
     view w = view_of(z, u);
-    kiln__kinput in = {.dtype = u->type.dtype, .operand = -1, .offset = w.off};
+    kiln__kinput in = {.dtype = u->type->dtype, .operand = -1, .offset = w.off};
     const kiln_shape *s = &k->shape;
-    bool scalar = !shape_eq(&u->type.shape, s);
+    bool scalar = !shape_eq(&u->type->shape, s);
     bool all_zero = true;
     for (int32_t d = 0; d < s->rank; d++) {
         in.strides[d] = scalar || s->dims[d] == 1 ? 0 : w.st[d];
@@ -481,14 +484,16 @@ static int32_t add_input(fuser *z, kiln__kernel *k, const kiln__value *u) {
 static kiln_status build_kernel(fuser *z, int32_t g, kiln__kernel *k, int32_t *reg_of_op,
                                 const int32_t *members, int32_t n_members) {
     k->id = g;
-    k->shape = z->groups[g].shape;
+    k->shape = *z->groups[g].shape;
     k->ops = FNEW(z, const kiln__ir_op *, n_members);
     k->instrs = FNEW(z, kiln__kinstr, n_members);
-    k->inputs = FNEW(z, kiln__kinput, KILN__KERNEL_MAX_INPUTS + 1);
-    k->operands = FNEW(z, const kiln__value *, KILN__KERNEL_MAX_INPUTS + 2);
+    /* Inputs and operands gather in the fuser's arrays of the most a kernel can have, and
+     * are copied to arrays of their own size at the end: 10^4 kernels must not each hold
+     * room for 25 inputs of 16 strides. */
+    k->inputs = z->inputs;
+    k->operands = z->operands;
     k->outputs = FNEW(z, kiln__koutput, n_members);
-    if (!k->ops || !k->instrs || !k->inputs || !k->operands || !k->outputs)
-        return KILN_RESOURCE_EXHAUSTED;
+    if (!k->ops || !k->instrs || !k->outputs) return KILN_RESOURCE_EXHAUSTED;
     /* Inputs first (registers 0..n_inputs-1), then one register per instruction. */
     for (int32_t pass = 0; pass < 2; pass++) {
         for (int32_t m = 0; m < n_members; m++) {
@@ -500,7 +505,7 @@ static kiln_status build_kernel(fuser *z, int32_t g, kiln__kernel *k, int32_t *r
                     k->reduce_reg = reg_of_op[z->def[op->operands[0]->id]];
                     k->reduce_dims = op->attrs->u.reduce_dims;
                     k->reduce_init = add_operand(z, k, op->operands[1]);
-                    k->reduce_dtype = op->results[0]->type.dtype;
+                    k->reduce_dtype = op->results[0]->type->dtype;
                     k->reduce_value = op->results[0];
                     k->reduce_op = op;
                     k->ops[k->n_ops++] = op;
@@ -515,8 +520,8 @@ static kiln_status build_kernel(fuser *z, int32_t g, kiln__kernel *k, int32_t *r
             }
             kiln__kinstr *ins = &k->instrs[k->n_instrs];
             *ins = (kiln__kinstr){.op = op->kind,
-                                  .dtype = op->results[0]->type.dtype,
-                                  .in_dtype = op->operands[0]->type.dtype,
+                                  .dtype = op->results[0]->type->dtype,
+                                  .in_dtype = op->operands[0]->type->dtype,
                                   .n_args = op->n_operands,
                                   .src = op};
             if (op->kind == KILN_OP_COMPARE) {
@@ -536,6 +541,13 @@ static kiln_status build_kernel(fuser *z, int32_t g, kiln__kernel *k, int32_t *r
                 k->outputs[k->n_outputs++] = (kiln__koutput){.reg = reg_of_op[j], .value = v};
         }
     }
+    kiln__kinput *inputs = FNEW(z, kiln__kinput, k->n_inputs);
+    const kiln__value **operands = FNEW(z, const kiln__value *, k->n_operands);
+    if (!inputs || !operands) return KILN_RESOURCE_EXHAUSTED;
+    memcpy(inputs, k->inputs, (size_t)k->n_inputs * sizeof *inputs);
+    memcpy(operands, k->operands, (size_t)k->n_operands * sizeof *operands);
+    k->inputs = inputs;
+    k->operands = operands;
     return KILN_OK;
 }
 

@@ -169,8 +169,8 @@ static kiln_status custom_bwd(kiln__emitter *e, const kiln__ir_op *call,
     if (!args) s = KILN_RESOURCE_EXHAUSTED;
     for (int32_t i = 0; i < n_args && s == KILN_OK; i++) {
         kiln__value *v = i < n_residuals ? residuals[i] : cts[i - n_residuals];
-        if (!v) v = kiln__emit_zeros(e, &call->results[i - n_residuals]->type);
-        args[i] = v ? kiln__tensor_new_traced(cx, e->fn, v->type.dtype, v->type.shape, v) : NULL;
+        if (!v) v = kiln__emit_zeros(e, call->results[i - n_residuals]->type);
+        args[i] = v ? kiln__tensor_new_traced(cx, e->fn, v->type->dtype, v->type->shape, v) : NULL;
         if (!args[i]) s = oom(cx, e->fn);
     }
     if (s == KILN_OK) {
@@ -193,14 +193,14 @@ static kiln_status custom_bwd(kiln__emitter *e, const kiln__ir_op *call,
                 s = kiln_ctx_status(cx);
                 break;
             }
-            const kiln__type *want = &call->operands[i]->type;
-            if (out_cts[i]->type.dtype != want->dtype ||
-                !kiln_shape_equal(&out_cts[i]->type.shape, &want->shape)) {
+            const kiln__type *want = call->operands[i]->type;
+            if (out_cts[i]->type->dtype != want->dtype ||
+                !kiln_shape_equal(&out_cts[i]->type->shape, &want->shape)) {
                 char a[KILN__TYPE_TEXT], b[KILN__TYPE_TEXT];
                 s = kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
                                        "%s: the custom_vjp backward function returned %s for "
                                        "input %d; expected %s",
-                                       e->fn, kiln__type_text(&out_cts[i]->type, a), (int)i,
+                                       e->fn, kiln__type_text(out_cts[i]->type, a), (int)i,
                                        kiln__type_text(want, b));
             }
         }
@@ -254,7 +254,7 @@ static kiln_status run_module(kiln_ctx *cx, const char *fn, kiln_module *dst,
     if (s == KILN_OK) s = kiln__inline_block(tr->module, tr->block, body, vals, outs);
     for (int32_t r = 0; r < n_results && s == KILN_OK; r++) {
         results[r] =
-            kiln__tensor_new_traced(cx, fn, outs[r]->type.dtype, outs[r]->type.shape, outs[r]);
+            kiln__tensor_new_traced(cx, fn, outs[r]->type->dtype, outs[r]->type->shape, outs[r]);
         if (!results[r]) s = oom(cx, fn);
     }
     kiln__free(cx, vals, bytes);
@@ -325,7 +325,7 @@ static kiln_status vjp_core(kiln_ctx *cx, const char *fn, const kiln_region *f, 
     bool *seed = flags ? flags + n_in : NULL;
     for (int32_t j = 0; j < n_out && s == KILN_OK; j++) {
         if (!cts || !cts[j]) continue;
-        const kiln__type *t = &body->results[j]->type;
+        const kiln__type *t = body->results[j]->type;
         if (kiln_tensor_dtype(cts[j]) != t->dtype ||
             !kiln_shape_equal(kiln_tensor_shape(cts[j]), &t->shape)) {
             char a[KILN__TYPE_TEXT], b[KILN__TYPE_TEXT];
@@ -437,7 +437,7 @@ kiln_status kiln_jvp(kiln_ctx *cx, const kiln_region *f, int32_t n_in, kiln_tens
     for (int32_t i = 0; i < n_in && s == KILN_OK; i++)
         wrt[i] = tangents[i] && is_float(primals[i]);
     for (int32_t j = 0; j < n_out; j++)
-        n_float += kiln_dtype_is_float(body->results[j]->type.dtype);
+        n_float += kiln_dtype_is_float(body->results[j]->type->dtype);
     if (s == KILN_OK) {
         dst = kiln__module_new(cx, fn);
         kiln__func *g;
@@ -455,7 +455,7 @@ kiln_status kiln_jvp(kiln_ctx *cx, const kiln_region *f, int32_t n_in, kiln_tens
     if (s == KILN_OK) {
         for (int32_t j = 0, k = n_out; j < n_out; j++) {
             if (out_results) out_results[j] = res[j];
-            if (kiln_dtype_is_float(body->results[j]->type.dtype)) out_tangents[j] = res[k++];
+            if (kiln_dtype_is_float(body->results[j]->type->dtype)) out_tangents[j] = res[k++];
         }
     }
     if (res) kiln__free(cx, res, rbytes);
@@ -537,7 +537,7 @@ static kiln_status grad_common(kiln_ctx *cx, const char *fn, const kiln_region *
         have_probe = s == KILN_OK;
     }
     if (s == KILN_OK) {
-        const kiln__type *t = &probe.func.body->results[0]->type;
+        const kiln__type *t = probe.func.body->results[0]->type;
         if (t->shape.rank != 0 || !kiln_dtype_is_float(t->dtype)) {
             char a[KILN__TYPE_TEXT];
             s = kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,

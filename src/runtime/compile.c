@@ -69,7 +69,7 @@ static void convention(kiln_exe *exe, const kiln_module *m) {
     exe->n_args = body->n_args;
     exe->n_results = body->n_results;
     for (int32_t i = 0; i < exe->n_args; i++) {
-        exe->arg_types[i] = body->args[i]->type;
+        exe->arg_types[i] = *body->args[i]->type;
         exe->donated[i] = m->donated && m->donated[i];
         exe->n_donated += exe->donated[i];
         exe->arg_specs[i] = (kiln_arg_spec){.dtype = exe->arg_types[i].dtype,
@@ -78,7 +78,7 @@ static void convention(kiln_exe *exe, const kiln_module *m) {
                                             .donate = exe->donated[i]};
     }
     for (int32_t r = 0; r < exe->n_results; r++) {
-        const kiln__type *t = &body->results[r]->type;
+        const kiln__type *t = body->results[r]->type;
         exe->result_specs[r] = (kiln_arg_spec){.dtype = t->dtype, .shape = t->shape};
         exe->preserved[r] = m->preserved ? m->preserved[r] : -1;
         exe->aliases[r] = m->aliases ? m->aliases[r] : -1;

@@ -50,11 +50,11 @@ static kiln_status calling_convention(kiln_module *m, const kiln_arg_spec *args,
     }
     for (int32_t r = 0; r < n_results; r++) {
         if (m->preserved[r] >= 0) continue;
-        const kiln__type *t = &body->results[r]->type;
+        const kiln__type *t = body->results[r]->type;
         size_t bytes;
         kiln_shape_nbytes(&t->shape, t->dtype, &bytes);
         for (int32_t a = 0; a < n_args; a++) {
-            const kiln__type *at = &body->args[a]->type;
+            const kiln__type *at = body->args[a]->type;
             size_t abytes;
             kiln_shape_nbytes(&at->shape, at->dtype, &abytes);
             bool preserved = false;

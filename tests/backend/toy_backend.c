@@ -199,7 +199,7 @@ static kiln_status toy_compile(kiln_ctx *cx, const kiln__compile_request *req,
     if (!x) return kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "toy: out of memory");
     int32_t n = body->n_args, n_ops = 0;
     for (const kiln__ir_op *op = body->first; op; op = op->next) {
-        if (!toy_supports(op->kind) || op->n_regions || op->results[0]->type.dtype != KILN_F32) {
+        if (!toy_supports(op->kind) || op->n_regions || op->results[0]->type->dtype != KILN_F32) {
             free(x);
             return kiln_ctx_set_error(cx, KILN_UNIMPLEMENTED,
                                       "toy: cannot compile %s (only f32 add, multiply, negate)",
@@ -209,7 +209,7 @@ static kiln_status toy_compile(kiln_ctx *cx, const kiln__compile_request *req,
         n_ops++;
     }
     for (int32_t i = 0; i < body->n_args; i++)
-        if (body->args[i]->type.dtype != KILN_F32) {
+        if (body->args[i]->type->dtype != KILN_F32) {
             free(x);
             return kiln_ctx_set_error(cx, KILN_UNIMPLEMENTED, "toy: argument %d is not f32",
                                       (int)i);
@@ -231,12 +231,12 @@ static kiln_status toy_compile(kiln_ctx *cx, const kiln__compile_request *req,
     int32_t slot = 0;
     for (int32_t i = 0; i < body->n_args; i++) {
         body->args[i]->id = slot;
-        kiln_shape_numel(&body->args[i]->type.shape, &x->numel[slot++]);
+        kiln_shape_numel(&body->args[i]->type->shape, &x->numel[slot++]);
     }
     for (const kiln__ir_op *op = body->first; op; op = op->next) {
         kiln__value *r = op->results[0];
         r->id = slot;
-        kiln_shape_numel(&r->type.shape, &x->numel[slot]);
+        kiln_shape_numel(&r->type->shape, &x->numel[slot]);
         if (op->kind == KILN_OP_CONSTANT) {
             const kiln_tensor *c = op->attrs->u.constant;
             size_t bytes = (size_t)x->numel[slot] * sizeof(float);
@@ -255,7 +255,7 @@ static kiln_status toy_compile(kiln_ctx *cx, const kiln__compile_request *req,
     }
     for (int32_t r = 0; r < body->n_results; r++) {
         x->results[r] = body->results[r]->id;
-        x->shapes[r] = body->results[r]->type.shape;
+        x->shapes[r] = body->results[r]->type->shape;
     }
     *out_exe = (kiln__executable *)x;
     return KILN_OK;

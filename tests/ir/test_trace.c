@@ -92,7 +92,7 @@ Test(trace, regions_become_blocks) {
     cr_assert_eq(w->n_regions, 2);
     cr_assert_eq(w->regions[0]->n_args, 2);
     cr_assert_eq(w->regions[1]->n_results, 2);
-    cr_assert_eq(w->results[1]->type.dtype, KILN_F64);
+    cr_assert_eq(w->results[1]->type->dtype, KILN_F64);
     cr_assert_eq(kiln__module_verify(m), KILN_OK, "%s", kiln_ctx_error_message(cx));
     kiln_module_release(m);
     kiln_ctx_release(cx);

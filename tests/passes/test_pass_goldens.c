@@ -119,7 +119,7 @@ static void expect_same_results(kiln_ctx *cx, kiln_module *before, kiln_module *
     cr_assert_leq(body->n_results, 16);
     kiln_scope_begin(cx);
     for (int32_t i = 0; i < body->n_args; i++)
-        args[i] = input(cx, &body->args[i]->type, (uint64_t)i * 7919u + 1u);
+        args[i] = input(cx, body->args[i]->type, (uint64_t)i * 7919u + 1u);
     kiln_tensor *r1[16], *r2[16];
     cr_assert_eq(kiln_exe_call(cx, e1, args, r1), KILN_OK, "%s: %s", tag,
                  kiln_ctx_error_message(cx));

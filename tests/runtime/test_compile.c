@@ -347,7 +347,10 @@ Test(compile, a_module_the_verifier_rejects_is_not_compiled) {
     kiln_arg_spec a = {.dtype = KILN_F32, .shape = KILN_SHAPE(2)};
     kiln_module *m = NULL;
     cr_assert_eq(kiln_lower(cx, &fn, &a, 1, 1, NULL, &m), KILN_OK);
-    m->funcs[0]->body->first->results[0]->type.dtype = KILN_I32;
+    kiln__value *r = m->funcs[0]->body->first->results[0];
+    kiln__type wrong = *r->type;
+    wrong.dtype = KILN_I32;
+    cr_assert(kiln__value_set_type(m, r, &wrong));
     kiln_exe *exe = NULL;
     cr_assert_eq(kiln_compile(cx, m, NULL, &exe), KILN_INTERNAL);
     cr_assert_null(exe);

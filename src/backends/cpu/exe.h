@@ -73,7 +73,7 @@ struct kiln__xblock {
     int32_t n_slots, n_ops, n_results;
     kiln__xop *ops;
     kiln__xref *results;
-    kiln__type *types;    /* per slot */
+    const kiln__type **types; /* per slot: the executable's copy of its type, one per distinct type */
     kiln_tensor **consts; /* per slot: a constant's value (owned by the executable), or NULL */
     int32_t max_in, max_out;
 };

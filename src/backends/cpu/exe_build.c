@@ -11,6 +11,7 @@
 #include "backends/cpu/exe.h"
 #include "backends/cpu/fused.h"
 #include "base/alloc.h"
+#include "base/arena.h"
 #include "base/ctx_internal.h"
 #include "ir/ir.h"
 #include "passes/passes.h"
@@ -29,6 +30,10 @@ typedef struct compiler {
     bool fold;                   /* evaluate small all-constant ops now */
     const kiln__fusion *fusion;  /* the entry block's, or NULL */
     const kiln__block *fused_ir; /* the block it plans */
+    /* The executable's distinct types (keep_type), by hash; from the ctx's allocator for
+     * the compile only (the types themselves are in the executable's memory). */
+    const kiln__type **types;
+    size_t n_types, cap_types;
 } compiler;
 
 static void *xalloc(compiler *c, size_t size, size_t align) {
@@ -40,6 +45,56 @@ static void *xcalloc(compiler *c, size_t size, size_t align) {
 }
 
 #define XNEW(c, type, n) ((type *)xcalloc((c), (size_t)(n) * sizeof(type), _Alignof(type)))
+
+/* The executable's copy of type t, one per distinct type (a slot holds a pointer to it:
+ * 10^5 slots of a few types must not hold 144 bytes each). NULL when out of memory. */
+static uint64_t type_hash(const kiln__type *t) {
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)t->dtype;
+    h = (h ^ (uint64_t)t->shape.rank) * 0xff51afd7ed558ccdull;
+    for (int32_t d = 0; d < t->shape.rank; d++)
+        h = (h ^ (uint64_t)t->shape.dims[d]) * 0xff51afd7ed558ccdull;
+    return h ^ (h >> 29);
+}
+
+static bool type_same(const kiln__type *a, const kiln__type *b) {
+    if (a->dtype != b->dtype || a->shape.rank != b->shape.rank) return false;
+    for (int32_t d = 0; d < a->shape.rank; d++)
+        if (a->shape.dims[d] != b->shape.dims[d]) return false;
+    return true;
+}
+
+static bool grow_types(compiler *c) {
+    size_t cap = c->cap_types ? c->cap_types * 2 : 64;
+    const kiln__type **t = kiln__calloc(c->cx, cap * sizeof *t, _Alignof(void *), compile_fn);
+    if (!t) return false;
+    for (size_t i = 0; i < c->cap_types; i++) {
+        if (!c->types[i]) continue;
+        size_t s = (size_t)type_hash(c->types[i]) & (cap - 1);
+        while (t[s])
+            s = (s + 1) & (cap - 1);
+        t[s] = c->types[i];
+    }
+    if (c->types) kiln__free(c->cx, c->types, c->cap_types * sizeof *c->types);
+    c->types = t;
+    c->cap_types = cap;
+    return true;
+}
+
+static const kiln__type *keep_type(compiler *c, const kiln__type *t) {
+    if ((c->n_types + 1) * 2 > c->cap_types && !grow_types(c)) return NULL;
+    size_t s = (size_t)type_hash(t) & (c->cap_types - 1);
+    for (; c->types[s]; s = (s + 1) & (c->cap_types - 1))
+        if (type_same(c->types[s], t)) return c->types[s];
+    kiln__type *copy = XNEW(c, kiln__type, 1);
+    if (!copy) return NULL;
+    copy->dtype = t->dtype;
+    copy->shape.rank = t->shape.rank;
+    for (int32_t d = 0; d < t->shape.rank; d++)
+        copy->shape.dims[d] = t->shape.dims[d];
+    c->types[s] = copy;
+    c->n_types++;
+    return copy;
+}
 
 /* The executable's copy of an op's attributes: the part its kind uses. */
 static kiln__attrs *copy_attrs(compiler *c, const kiln__ir_op *op) {
@@ -127,7 +182,7 @@ static bool foldable(const compiler *c, const cscope *s, const kiln__ir_op *op,
     if (kiln__op_has(op->kind, KILN_OPF_CONTROL) || op->n_regions > 0) return false;
     size_t bytes = 0;
     for (int32_t r = 0; r < op->n_results; r++) {
-        bytes += kiln__type_bytes(&op->results[r]->type);
+        bytes += kiln__type_bytes(op->results[r]->type);
         if (bytes > FOLD_MAX_BYTES) return false;
     }
     for (int32_t i = 0; i < op->n_operands; i++)
@@ -149,7 +204,7 @@ static bool fold(compiler *c, const cscope *s, const kiln__ir_op *op, const kiln
         ins[i] = const_of(s, in[i]);
     bool ok = true;
     for (int32_t r = 0; r < op->n_results && ok; r++) {
-        const kiln__type *t = &op->results[r]->type;
+        const kiln__type *t = op->results[r]->type;
         outs[r] = kiln__tensor_new(cx, compile_fn, t->dtype, t->shape);
         if (outs[r]) kiln__owned_unlink(&outs[r]->owned);
         ok = outs[r] && own(c, outs[r]);
@@ -185,19 +240,24 @@ static bool prepare(compiler *c, const kiln__ir_op *op) {
     kiln__type *types = n <= 16 ? fixed : XNEW(c, kiln__type, n);
     if (!types) return false;
     for (int32_t i = 0; i < op->n_operands; i++)
-        types[i] = op->operands[i]->type;
+        types[i] = *op->operands[i]->type;
     for (int32_t r = 0; r < op->n_results; r++)
-        types[op->n_operands + r] = op->results[r]->type;
+        types[op->n_operands + r] = *op->results[r]->type;
     return prepare_types(c, op->kind, op->attrs, types, op->n_operands, op->n_results);
 }
 
 static void *xalloc_cb(void *user, size_t size, size_t align) { return xalloc(user, size, align); }
+static void *scratch_alloc(void *user, size_t size, size_t align) {
+    return kiln__arena_alloc(user, size, align);
+}
 
 /* A copy of a kernel's description that outlives the module, for printing: the module's
  * values and ops it names become copies holding only their types, numbers and kinds. */
 static kiln__value *keep_value(compiler *c, const kiln__value *v) {
     kiln__value *copy = XNEW(c, kiln__value, 1);
-    if (copy) *copy = (kiln__value){.type = v->type, .index = v->index, .id = v->id};
+    const kiln__type *t = keep_type(c, v->type);
+    if (!copy || !t) return NULL;
+    *copy = (kiln__value){.type = t, .index = v->index, .id = v->id};
     return copy;
 }
 
@@ -246,15 +306,16 @@ static bool emit_kernel(compiler *c, const cscope *self, kiln__xblock *b, const 
     if (k->reduce != KILN__KREDUCE_NONE) out[k->n_outputs] = k->reduce_value->id;
     const kiln__fused *fk = kiln__fused_build(c->cx, k, xalloc_cb, c);
     const kiln__kernel *kept = fk ? keep_kernel(c, k) : NULL;
-    if (!kept) return false;
     const kiln__ir_op *last = k->ops[k->n_ops - 1];
+    kiln__attrs *attrs = kept ? copy_attrs(c, last) : NULL;
+    if (!attrs) return false;
     b->ops[b->n_ops] = (kiln__xop){.kind = last->kind,
                                    .n_in = k->n_operands,
                                    .n_out = n_out,
                                    .in = in,
                                    .out = out,
                                    .regions = NULL,
-                                   .attrs = last->attrs,
+                                   .attrs = attrs,
                                    .kernel = fk,
                                    .desc = kept};
     if (k->n_operands > b->max_in) b->max_in = k->n_operands;
@@ -291,9 +352,9 @@ static bool emit_conv_epilogue(compiler *c, const cscope *self, kiln__xblock *b,
     if (1 > b->max_out) b->max_out = 1;
     b->n_ops++;
     c->exe->n_epilogues++;
-    kiln__type types[4] = {conv->operands[0]->type, conv->operands[1]->type};
-    if (e->bias) types[2] = e->bias->type;
-    types[n_in] = last->results[0]->type;
+    kiln__type types[4] = {*conv->operands[0]->type, *conv->operands[1]->type};
+    if (e->bias) types[2] = *e->bias->type;
+    types[n_in] = *last->results[0]->type;
     return prepare_types(c, KILN_OP_CONVOLUTION, attrs, types, n_in, 1);
 }
 
@@ -308,7 +369,7 @@ static kiln__xblock *compile_block(compiler *c, const kiln__block *ir, const csc
     b->n_args = ir->n_args;
     b->n_slots = n_slots;
     b->n_results = ir->n_results;
-    b->types = XNEW(c, kiln__type, n_slots);
+    b->types = XNEW(c, const kiln__type *, n_slots);
     b->consts = XNEW(c, kiln_tensor *, n_slots);
     b->ops = XNEW(c, kiln__xop, n_ops);
     b->results = XNEW(c, kiln__xref, ir->n_results);
@@ -316,7 +377,7 @@ static kiln__xblock *compile_block(compiler *c, const kiln__block *ir, const csc
     cscope self = {.ir = ir, .x = b, .parent = parent};
     for (int32_t i = 0; i < ir->n_args; i++) {
         ir->args[i]->id = i;
-        b->types[i] = ir->args[i]->type;
+        if (!(b->types[i] = keep_type(c, ir->args[i]->type))) return NULL;
     }
     int32_t slot = ir->n_args;
     const kiln__fusion *fz = c->fused_ir == ir ? c->fusion : NULL;
@@ -326,7 +387,7 @@ static kiln__xblock *compile_block(compiler *c, const kiln__block *ir, const csc
         int32_t first = slot;
         for (int32_t r = 0; r < op->n_results; r++) {
             op->results[r]->id = slot;
-            b->types[slot++] = op->results[r]->type;
+            if (!(b->types[slot++] = keep_type(c, op->results[r]->type))) return NULL;
         }
         if (op->kind == KILN_OP_CONSTANT) {
             if (!(b->consts[first] = constant_view(c, op))) return NULL;
@@ -399,7 +460,7 @@ static kiln__xblock *compile_block(compiler *c, const kiln__block *ir, const csc
 /* The combiner of a reduce that a kernel can end with (a builtin region). */
 static kiln__kreduce reduce_kind(const kiln__ir_op *op) {
     if (op->n_regions != 1 || !op->attrs->region[0]) return KILN__KREDUCE_NONE;
-    kiln_dtype dt = op->operands[0]->type.dtype;
+    kiln_dtype dt = op->operands[0]->type->dtype;
     bool is_float = dt == KILN_F16 || dt == KILN_BF16 || dt == KILN_F32 || dt == KILN_F64;
     switch (kiln__region_kind_of(op->attrs->region[0])) {
     case KILN_REGION_ADD: return KILN__KREDUCE_ADD;
@@ -435,19 +496,27 @@ static kiln_status build(compiler *c, const kiln__compile_request *req) {
     memcpy(exe->aliases, req->aliases, (size_t)exe->n_results * sizeof *exe->aliases);
     c->fold = !o->disable_constant_folding;
     kiln__fusion fusion;
+    /* The fusion plan is needed while the blocks are built only (the executable keeps
+     * copies of its kernels), so it lives in an arena of the compile. */
+    kiln__arena scratch;
+    kiln__arena_init(&scratch, c->cx, 65536);
     if (!o->disable_fusion) {
         kiln__fusion_options fo = {.fold_max_bytes = c->fold ? FOLD_MAX_BYTES : 0,
                                    .reduce_kind = reduce_kind,
                                    .conv_epilogue = true,
-                                   .alloc = xalloc_cb,
-                                   .alloc_user = c};
+                                   .alloc = scratch_alloc,
+                                   .alloc_user = &scratch};
         kiln_status fs = kiln__fusion_plan(c->cx, body, &fo, &fusion);
-        if (fs != KILN_OK) return fs;
+        if (fs != KILN_OK) {
+            kiln__arena_destroy(&scratch);
+            return fs;
+        }
         c->fusion = &fusion;
         c->fused_ir = body;
     }
     exe->entry = compile_block(c, body, NULL);
     c->fusion = NULL;
+    kiln__arena_destroy(&scratch);
     if (!exe->entry)
         return kiln_ctx_status(c->cx) != KILN_OK ? kiln_ctx_status(c->cx) : KILN_RESOURCE_EXHAUSTED;
     return kiln__cpu_plan(c->cx, exe, o->assert_nonallocating);
@@ -467,6 +536,7 @@ kiln_status kiln__cpu_compile(kiln_ctx *cx, const kiln__compile_request *req,
     exe->device = req->device;
     compiler c = {.cx = cx, .exe = exe};
     kiln_status s = build(&c, req);
+    if (c.types) kiln__free(cx, c.types, c.cap_types * sizeof *c.types);
     if (s == KILN_OK) {
         kiln__exe_make_result_pool(exe);
         s = kiln__exe_prime(cx, exe);
@@ -502,7 +572,7 @@ typedef struct xop_types {
 static const kiln__type *xop_type(const void *holder, int32_t i) {
     const xop_types *h = holder;
     int32_t slot = i < h->op->n_in ? h->op->in[i].slot : h->op->out[i - h->op->n_in];
-    return &h->b->types[slot];
+    return h->b->types[slot];
 }
 
 /* The cost of one of the entry block's ops: its kernel's, or the op's own. */

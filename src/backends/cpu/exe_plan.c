@@ -21,13 +21,13 @@ bool kiln__xop_inplace_ok(const kiln__xblock *b, const kiln__xop *op, int32_t i)
     if (op->kernel) return op->in[i].depth == 0 && kiln__fused_inplace_ok(op->kernel, i);
     if (!kiln__op_has(op->kind, KILN_OPF_ELEMENTWISE) || op->n_out != 1 || op->in[i].depth != 0)
         return false;
-    const kiln__type *x = &b->types[op->in[i].slot], *r = &b->types[op->out[0]];
+    const kiln__type *x = b->types[op->in[i].slot], *r = b->types[op->out[0]];
     if (kiln_dtype_size(x->dtype) != kiln_dtype_size(r->dtype) ||
         !kiln_shape_equal(&x->shape, &r->shape))
         return false;
     /* These kernels memcpy the operand: not over itself. */
     if (op->kind == KILN_OP_CONVERT && x->dtype == r->dtype) return false;
-    if (op->kind == KILN_OP_SELECT && b->types[op->in[0].slot].shape.rank == 0) return false;
+    if (op->kind == KILN_OP_SELECT && b->types[op->in[0].slot]->shape.rank == 0) return false;
     return true;
 }
 
@@ -182,7 +182,7 @@ kiln_status kiln__cpu_plan(kiln_ctx *cx, kiln__cpu_exe *exe, bool assert_nonallo
                                       "%s: assert_nonallocating: result %d (%s) reuses no "
                                       "donated or preserved buffer (no donated argument of its "
                                       "dtype and byte size is left to alias)",
-                                      compile_fn, (int)r, kiln__type_text(&b->types[v], t));
+                                      compile_fn, (int)r, kiln__type_text(b->types[v], t));
         }
     }
     memset(s.holds, 0, (size_t)n * sizeof *s.holds);
@@ -213,14 +213,14 @@ kiln_status kiln__cpu_plan(kiln_ctx *cx, kiln__cpu_exe *exe, bool assert_nonallo
         for (int32_t j = 0; j < op->n_out && !op->control; j++) {
             int32_t v = op->out[j];
             if (exe->slot_kind[v] != KILN__SLOT_ARENA) continue;
-            size_t size = align_up(kiln__type_bytes(&b->types[v]), BUFFER_ALIGN);
+            size_t size = align_up(kiln__type_bytes(b->types[v]), BUFFER_ALIGN);
             if (size == 0) continue;
             int32_t reuse = -1;
             for (int32_t i = 0; i < op->n_in && reuse < 0; i++) {
                 int32_t u = op->in[i].slot;
                 if (op->in[i].depth == 0 && exe->slot_kind[u] == KILN__SLOT_ARENA && s.holds[u] &&
                     s.last[u] == k &&
-                    kiln__type_bytes(&b->types[u]) == kiln__type_bytes(&b->types[v]) &&
+                    kiln__type_bytes(b->types[u]) == kiln__type_bytes(b->types[v]) &&
                     kiln__xop_inplace_ok(b, op, i))
                     reuse = u;
             }

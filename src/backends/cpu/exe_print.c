@@ -16,7 +16,7 @@ static const char *slot_kind_name(uint8_t kind) {
 
 static void print_slot(kiln__strbuf *sb, const kiln__cpu_exe *exe, int32_t v) {
     char t[KILN__TYPE_TEXT];
-    kiln__strbuf_printf(sb, "%%%d %s", (int)v, kiln__type_text(&exe->entry->types[v], t));
+    kiln__strbuf_printf(sb, "%%%d %s", (int)v, kiln__type_text(exe->entry->types[v], t));
 }
 
 void kiln__cpu_print(kiln__strbuf *sb, const kiln__executable *x) {
@@ -69,7 +69,7 @@ void kiln__cpu_print(kiln__strbuf *sb, const kiln__executable *x) {
         print_slot(sb, exe, v);
         if (kind == KILN__SLOT_ARENA)
             kiln__strbuf_printf(sb, ": offset %zu, %zu bytes\n", exe->slot_offset[v],
-                                kiln__type_bytes(&b->types[v]));
+                                kiln__type_bytes(b->types[v]));
         else
             kiln__strbuf_printf(sb, ": %s\n", slot_kind_name(kind));
     }

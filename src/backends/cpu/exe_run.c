@@ -132,7 +132,7 @@ static kiln_status interpret(kiln_ctx *cx, kiln_tensor *const *args, kiln_tensor
         for (int32_t j = 0; j < op->n_out; j++) {
             out[j] = NULL;
             if (op->control) continue;
-            const kiln__type *t = &b->types[op->out[j]];
+            const kiln__type *t = b->types[op->out[j]];
             out[j] = kiln__tensor_new(cx, op_fn(op), t->dtype, t->shape);
             if (!out[j]) {
                 s = KILN_RESOURCE_EXHAUSTED;
@@ -193,8 +193,8 @@ static kiln__call_state *state_new(kiln_ctx *cx, kiln__cpu_exe *exe) {
         if (exe->slot_kind[v] != KILN__SLOT_ARENA) continue;
         kiln_tensor *t = &tensors[exe->slot_tensor[v]];
         atomic_init(&t->refs, PINNED_REFS);
-        t->dtype = b->types[v].dtype;
-        t->shape = b->types[v].shape;
+        t->dtype = b->types[v]->dtype;
+        t->shape = b->types[v]->shape;
         kiln_shape_numel(&t->shape, &t->numel);
         kiln_shape_nbytes(&t->shape, t->dtype, &t->nbytes);
         t->storage = sto;
@@ -271,7 +271,7 @@ static size_t fresh_result_bytes(const kiln__cpu_exe *exe) {
         const kiln__result_plan *rp = &exe->results[r];
         if (rp->kind != KILN__RESULT_DIRECT && rp->kind != KILN__RESULT_COPY) continue;
         size_t nbytes = 0;
-        kiln_shape_nbytes(&exe->entry->types[rp->slot].shape, exe->entry->types[rp->slot].dtype,
+        kiln_shape_nbytes(&exe->entry->types[rp->slot]->shape, exe->entry->types[rp->slot]->dtype,
                           &nbytes);
         per_call += nbytes;
     }
@@ -309,7 +309,7 @@ kiln_status kiln__exe_prime(kiln_ctx *cx, kiln__cpu_exe *exe) {
         const kiln__result_plan *rp = &exe->results[r];
         if (rp->kind != KILN__RESULT_DIRECT && rp->kind != KILN__RESULT_COPY) continue;
         size_t nbytes = 0;
-        const kiln__type *t = &exe->entry->types[rp->slot];
+        const kiln__type *t = exe->entry->types[rp->slot];
         if (!kiln_shape_nbytes(&t->shape, t->dtype, &nbytes) || nbytes == 0) continue;
         kiln__storage *s = kiln__storage_new(cx, "kiln_compile", nbytes);
         if (!s) return kiln_ctx_status(cx);
@@ -420,7 +420,7 @@ static kiln_status prepare(kiln_ctx *cx, const kiln__cpu_exe *exe, kiln_tensor *
     const kiln__xblock *b = exe->entry;
     for (int32_t r = 0; r < exe->n_results; r++) {
         const kiln__result_plan *rp = &exe->results[r];
-        const kiln__type *t = &b->types[rp->slot];
+        const kiln__type *t = b->types[rp->slot];
         kiln_tensor *o = NULL;
         switch (rp->kind) {
         case KILN__RESULT_ARG:

@@ -69,7 +69,7 @@ static kiln_status copy_entry(interp_exe *x, const kiln_module *m) {
     kiln__vmap_init(&map, pcx);
     kiln_status s = KILN_OK;
     for (int32_t i = 0; i < src->n_args && s == KILN_OK; i++) {
-        kiln__value *a = kiln__block_add_arg(x->module, f->body, src->args[i]->type);
+        kiln__value *a = kiln__block_add_arg(x->module, f->body, *src->args[i]->type);
         if (!a || !kiln__vmap_put(&map, src->args[i], a)) s = KILN_RESOURCE_EXHAUSTED;
     }
     if (s == KILN_OK) s = kiln__clone_ops(x->module, f->body, src, &map);
@@ -195,7 +195,7 @@ static kiln_status run_op(kiln_ctx *cx, const kiln__ir_op *op, env *e) {
     for (int32_t r = 0; r < n_out && s == KILN_OK; r++) {
         out[r] = NULL;
         if (control) continue;
-        const kiln__type *t = &op->results[r]->type;
+        const kiln__type *t = op->results[r]->type;
         if (!(out[r] = kiln__tensor_new(cx, op_fn(op), t->dtype, t->shape)))
             s = KILN_RESOURCE_EXHAUSTED;
     }
@@ -305,7 +305,7 @@ static kiln_status interp_execute(kiln_ctx *cx, const kiln__executable *e,
 
 static const kiln__type *ir_op_type(const void *holder, int32_t i) {
     const kiln__ir_op *op = holder;
-    return i < op->n_operands ? &op->operands[i]->type : &op->results[i - op->n_operands]->type;
+    return i < op->n_operands ? op->operands[i]->type : op->results[i - op->n_operands]->type;
 }
 
 static void interp_info(const kiln__executable *e, kiln__executable_info *out) {

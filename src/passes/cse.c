@@ -29,10 +29,6 @@ static bool shape_eq(const kiln_shape *a, const kiln_shape *b) {
     return true;
 }
 
-static bool type_eq(const kiln__type *a, const kiln__type *b) {
-    return a->dtype == b->dtype && shape_eq(&a->shape, &b->shape);
-}
-
 static bool constant_eq(const kiln_tensor *a, const kiln_tensor *b) {
     if (a == b) return true;
     if (!a || !b) return false;
@@ -79,8 +75,9 @@ static bool same_op(const kiln__ir_op *a, const kiln__ir_op *b) {
     if (a->n_regions != 0 || b->n_regions != 0) return false;
     for (int32_t i = 0; i < a->n_operands; i++)
         if (a->operands[i] != b->operands[i]) return false;
+    /* Types are interned in the module: equal types are the same pointer. */
     for (int32_t i = 0; i < a->n_results; i++)
-        if (!type_eq(a->results[i]->type, b->results[i]->type)) return false;
+        if (a->results[i]->type != b->results[i]->type) return false;
     return attrs_eq(a->kind, a->attrs, b->attrs);
 }
 
@@ -156,20 +153,30 @@ static uint64_t hash_op(const kiln__ir_op *op) {
 
 /* ---- one block ---------------------------------------------------------------------------- */
 
-/* The block's live ops so far, by hash (open addressing; cap a power of two). */
+/* The block's live ops so far, by hash (open addressing; cap a power of two). Each slot
+ * keeps its op's hash, so a probe past another op compares hashes, not the ops (whose
+ * memory a table of 10^5 ops would otherwise fetch at every step). */
+typedef struct op_slot {
+    uint64_t hash;
+    const kiln__ir_op *op;
+} op_slot;
+
 typedef struct op_table {
-    const kiln__ir_op **slots;
+    op_slot *slots;
     size_t cap;
+    unsigned shift; /* 64 - log2(cap): the slot is the top bits of the mixed hash */
 } op_table;
 
 /* The earlier op equal to op, or NULL after adding op. */
 static const kiln__ir_op *find_or_add(op_table *t, const kiln__ir_op *op) {
-    for (size_t i = (size_t)hash_op(op) & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
-        if (!t->slots[i]) {
-            t->slots[i] = op;
+    uint64_t h = hash_op(op);
+    for (size_t i = (size_t)((h * 0x9e3779b97f4a7c15ull) >> t->shift);; i = (i + 1) & (t->cap - 1)) {
+        op_slot *s = &t->slots[i];
+        if (!s->op) {
+            *s = (op_slot){h, op};
             return NULL;
         }
-        if (same_op(t->slots[i], op)) return t->slots[i];
+        if (s->hash == h && same_op(s->op, op)) return s->op;
     }
 }
 
@@ -188,9 +195,11 @@ static void rewrite(kiln__value **vals, int32_t n, const kiln__vmap *map) {
 static int32_t cse_block(kiln_ctx *cx, kiln__block *b, kiln__vmap *map) {
     int32_t changes = 0;
     size_t n_ops = (size_t)b->n_ops;
-    op_table t = {NULL, 16};
-    while (t.cap < 2 * n_ops)
+    op_table t = {NULL, 16, 60};
+    while (t.cap < 2 * n_ops) {
         t.cap *= 2;
+        t.shift--;
+    }
     /* Out of memory: no table, no elimination in this block (uses still move, so that what
      * outer blocks replaced stays right), and no error: the pass only optimizes. */
     kiln_status before = kiln_ctx_status(cx);

@@ -43,17 +43,28 @@ static void log_module(kiln_module *m, const char *what, int32_t round, int32_t 
 
 int32_t kiln__passes_run(kiln_module *m, const kiln__pass *passes, int32_t n_passes,
                          int32_t max_rounds) {
+    enum { MAX_PASSES = 16 };
+    bool stale[MAX_PASSES]; /* may find something: it has not run since a change it sees */
+    if (n_passes > MAX_PASSES) n_passes = MAX_PASSES;
+    for (int32_t i = 0; i < n_passes; i++)
+        stale[i] = true;
     int32_t total = 0;
     if (max_rounds > 0) log_module(m, NULL, -1, 0);
     for (int32_t round = 0; round < max_rounds; round++) {
-        int32_t changed = 0;
+        bool ran = false;
         for (int32_t i = 0; i < n_passes; i++) {
+            if (!stale[i]) continue;
+            ran = true;
             int32_t c = passes[i].run(m);
-            if (c > 0) log_module(m, passes[i].name, round, c);
-            changed += c;
+            stale[i] = c > 0 && !(passes[i].flags & KILN__PASS_IDEMPOTENT);
+            if (c <= 0) continue;
+            log_module(m, passes[i].name, round, c);
+            total += c;
+            if (!(passes[i].flags & KILN__PASS_ENABLES_NOTHING))
+                for (int32_t j = 0; j < n_passes; j++)
+                    if (j != i) stale[j] = true;
         }
-        total += changed;
-        if (changed == 0) break;
+        if (!ran) break;
     }
     if (total > 0) update_convention(m);
     return total;
@@ -63,9 +74,11 @@ int32_t kiln__pass_dce(kiln_module *m) { return kiln__module_dce(m); }
 
 int32_t kiln__passes_simplify(kiln_module *m) {
     static const kiln__pass simplify[] = {
-        {"canonicalize", kiln__pass_canonicalize},
-        {"cse", kiln__pass_cse},
-        {"dce", kiln__pass_dce},
+        {"canonicalize", kiln__pass_canonicalize, 0},
+        /* One walk merges chains too: uses move as the walk reaches them. */
+        {"cse", kiln__pass_cse, KILN__PASS_IDEMPOTENT},
+        /* One backward walk removes every dead op; removing enables nothing. */
+        {"dce", kiln__pass_dce, KILN__PASS_IDEMPOTENT | KILN__PASS_ENABLES_NOTHING},
     };
     return kiln__passes_run(m, simplify, (int32_t)(sizeof simplify / sizeof simplify[0]), 8);
 }

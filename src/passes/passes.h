@@ -1,6 +1,7 @@
 /* Module-to-module rewrites (DESIGN.md section 2): a small pass manager and the passes.
- * Every pass rewrites a module in place, keeps SSA and the `uses` counters right, never
- * allocates (so it cannot fail), and returns how many changes it made. */
+ * Every pass rewrites a module in place, keeps SSA and the `uses` counters right, cannot
+ * fail (what it allocates is optional: without it a rewrite is skipped), and returns how
+ * many changes it made. */
 #ifndef KILN_PASSES_PASSES_H
 #define KILN_PASSES_PASSES_H
 
@@ -12,13 +13,25 @@
 /* A pass: returns the number of changes it made to m (0: nothing to do). */
 typedef int32_t (*kiln__pass_fn)(kiln_module *m);
 
+/* What the manager may assume of a pass (flags of kiln__pass; 0 assumes nothing). */
+enum {
+    /* Run again at once, it finds nothing: it needs to run again only after another
+     * pass changed something. */
+    KILN__PASS_IDEMPOTENT = 1u << 0,
+    /* Its changes (removing dead ops) give no other pass anything new to do. */
+    KILN__PASS_ENABLES_NOTHING = 1u << 1,
+};
+
 typedef struct kiln__pass {
     const char *name;
     kiln__pass_fn run;
+    unsigned flags;
 } kiln__pass;
 
-/* Runs the passes in order, again and again, until a round changes nothing or
- * `max_rounds` rounds have run. Returns the total number of changes. */
+/* Runs the passes in order, round after round, until none has anything left to do or
+ * `max_rounds` rounds have run. Within a round a pass is skipped when nothing it could
+ * act on changed since it last ran (by its flags: a module of 10^5 ops must not be walked
+ * by every pass once more only to find nothing). Returns the total number of changes. */
 int32_t kiln__passes_run(kiln_module *m, const kiln__pass *passes, int32_t n_passes,
                          int32_t max_rounds);
 

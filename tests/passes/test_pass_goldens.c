@@ -737,9 +737,9 @@ Test(pipeline_golden, round_limit) {
         "  return %2 : tensor<3xf32>\n"
         "}\n";
     static const kiln__pass simplify[3] = {
-        {"canonicalize", kiln__pass_canonicalize},
-        {"cse", kiln__pass_cse},
-        {"dce", kiln__pass_dce},
+        {"canonicalize", kiln__pass_canonicalize, 0},
+        {"cse", kiln__pass_cse, KILN__PASS_IDEMPOTENT},
+        {"dce", kiln__pass_dce, KILN__PASS_IDEMPOTENT | KILN__PASS_ENABLES_NOTHING},
     };
     kiln_ctx *cx = test_ctx();
     kiln_module *m = parse(cx, text, "round limit");
@@ -761,6 +761,45 @@ Test(pipeline_golden, round_limit) {
                           "}\n");
     free(got);
     cr_assert_eq(kiln__passes_run(m, simplify, 3, 8), 0);
+    kiln_module_release(m);
+    kiln_ctx_release(cx);
+}
+
+/* The manager runs a pass again only when something it could act on changed: cse and
+ * dce find nothing when run twice in a row, and dce's removals give nobody work. */
+static int canon_runs, cse_runs, dce_runs;
+static int32_t counted_canonicalize(kiln_module *m) { return canon_runs++, kiln__pass_canonicalize(m); }
+static int32_t counted_cse(kiln_module *m) { return cse_runs++, kiln__pass_cse(m); }
+static int32_t counted_dce(kiln_module *m) { return dce_runs++, kiln__pass_dce(m); }
+
+Test(pipeline_golden, passes_run_only_when_something_changed_for_them) {
+    static const char *const text =
+        "func.func public @main(%arg0: tensor<3xf32>) -> tensor<3xf32> {\n"
+        "  %0 = stablehlo.sine %arg0 : tensor<3xf32>\n"
+        "  %1 = stablehlo.sine %arg0 : tensor<3xf32>\n"
+        "  %2 = stablehlo.maximum %0, %1 : tensor<3xf32>\n"
+        "  return %2 : tensor<3xf32>\n"
+        "}\n";
+    static const kiln__pass counted[3] = {
+        {"canonicalize", counted_canonicalize, 0},
+        {"cse", counted_cse, KILN__PASS_IDEMPOTENT},
+        {"dce", counted_dce, KILN__PASS_IDEMPOTENT | KILN__PASS_ENABLES_NOTHING},
+    };
+    kiln_ctx *cx = test_ctx();
+    kiln_module *m = parse(cx, text, "counted passes");
+    /* cse merges the sines (dce removes one); canonicalize then forwards maximum(x, x)
+     * (dce removes it), so cse runs once more and finds nothing; canonicalize, which may
+     * have more to do after its own change, runs a third time; nothing else runs. */
+    cr_assert_eq(kiln__passes_run(m, counted, 3, 8), 4);
+    cr_assert_eq(canon_runs, 3);
+    cr_assert_eq(cse_runs, 2);
+    cr_assert_eq(dce_runs, 2);
+    char *got = func_text(cx, m);
+    cr_assert_str_eq(got, "func.func public @main(%arg0: tensor<3xf32>) -> tensor<3xf32> {\n"
+                          "  %0 = stablehlo.sine %arg0 : tensor<3xf32>\n"
+                          "  return %0 : tensor<3xf32>\n"
+                          "}\n");
+    free(got);
     kiln_module_release(m);
     kiln_ctx_release(cx);
 }

@@ -514,6 +514,7 @@ static const char *limits_flops(char *buf, size_t size, const char *extra) {
 /* Lowers and compiles fn reps times, recording lower / compile / lower+compile. */
 typedef struct {
     stats lower, compile, total;
+    int32_t n_ops; /* in the lowered module's entry function, before the passes */
 } comptime_stats;
 
 static int lower_compile(bench *b, const kiln_region *fn, const kiln_arg_spec *args, int n_args,
@@ -531,6 +532,8 @@ static int lower_compile(bench *b, const kiln_region *fn, const kiln_arg_spec *a
         double t0 = now();
         ok = kiln_lower(b->cx, fn, args, n_args, n_results, NULL, &m) == KILN_OK;
         double t1 = now();
+        kiln_module_info mi;
+        if (ok && kiln_module_info_get(b->cx, m, &mi) == KILN_OK) out->n_ops = mi.n_ops;
         ok = ok && kiln_compile(b->cx, m, NULL, &exe) == KILN_OK;
         double t2 = now();
         if (w >= p.warmup) tl[n] = t1 - t0, tc[n] = t2 - t1, tt[n] = t2 - t0, n++;
@@ -551,6 +554,17 @@ static int lower_compile(bench *b, const kiln_region *fn, const kiln_arg_spec *a
     }
     free(tl), free(tc), free(tt);
     return check(b) && ok && n > 0;
+}
+
+/* Compile time per op of the lowered module: flat from small programs to large ones when
+ * every pass is linear. */
+static void emit_per_op(bench *b, const comptime_stats *s) {
+    if (s->n_ops <= 0) return;
+    char note[64];
+    snprintf(note, sizeof note, "kiln_compile / %d ops", (int)s->n_ops);
+    double n = s->n_ops;
+    emit(b->suite, b->name, "kiln", "compile per op", s->compile.median / n * 1e6,
+         s->compile.p10 / n * 1e6, s->compile.p90 / n * 1e6, "us", s->compile.reps, 1, note);
 }
 
 /* ---- comptime: lower + compile (small cases run once more, for the peers' checks) ------ */
@@ -769,21 +783,28 @@ static kiln_status fn_vgg_train(kiln_ctx *cx, kiln_tensor *const *in, kiln_tenso
     return kiln_ctx_status(cx);
 }
 
-static void case_comptime_vgg11_train(bench *b) {
-    vgg_config c = vgg_cfg(11);
+static void case_comptime_vgg_train(bench *b, int depth) {
+    vgg_config c = vgg_cfg(depth);
     kiln_arg_spec specs[64];
     int n = vgg_specs(&c, 16, 224, 224, specs, NULL);
     train_config t = {&c, n};
     kiln_region fn = {fn_vgg_train, &t};
-    if (!lowers(b, &fn, specs, n, n - 1, "kiln_grad of VGG11")) return;
-    comptime_stats s;
+    char what[48], note[96];
+    snprintf(what, sizeof what, "kiln_grad of VGG%d", depth);
+    if (!lowers(b, &fn, specs, n, n - 1, what)) return;
+    comptime_stats s = {0};
     reps_policy p = {1, opt.quick ? 3 : 11, opt.quick ? 21 : 501};
     if (!lower_compile(b, &fn, specs, n, n - 1, p, &s, NULL)) return;
-    emit_time(b->suite, b->name, "kiln", "lower", s.lower, 1,
-              "f32[16,3,224,224]: forward, backward (kiln_grad), SGD on 22 weights");
+    snprintf(note, sizeof note, "f32[16,3,224,224]: forward, backward (kiln_grad), SGD on %d weights",
+             n - 1);
+    emit_time(b->suite, b->name, "kiln", "lower", s.lower, 1, note);
     emit_time(b->suite, b->name, "kiln", "compile", s.compile, 1, NULL);
     emit_time(b->suite, b->name, "kiln", "total", s.total, 1, "lower + compile");
+    emit_per_op(b, &s);
 }
+
+static void case_comptime_vgg11_train(bench *b) { case_comptime_vgg_train(b, 11); }
+static void case_comptime_vgg19_train(bench *b) { case_comptime_vgg_train(b, 19); }
 
 static void case_vgg11_ct(bench *b) { case_comptime_vgg(b, 11); }
 static void case_vgg13_ct(bench *b) { case_comptime_vgg(b, 13); }
@@ -817,7 +838,7 @@ static kiln_status fn_heat(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **o
 static void case_comptime_heat(bench *b, int steps) {
     kiln_arg_spec arg = {.dtype = KILN_F32, .shape = KILN_SHAPE(4096)};
     kiln_region fn = {fn_heat, &steps};
-    comptime_stats s;
+    comptime_stats s = {0};
     reps_policy p = {1, opt.quick ? 2 : 5, opt.quick ? 5 : 201};
     if (!lower_compile(b, &fn, &arg, 1, 1, p, &s, NULL)) return;
     char note[96];
@@ -825,6 +846,7 @@ static void case_comptime_heat(bench *b, int steps) {
     emit_time(b->suite, b->name, "kiln", "lower", s.lower, 1, note);
     emit_time(b->suite, b->name, "kiln", "compile", s.compile, 1, NULL);
     emit_time(b->suite, b->name, "kiln", "total", s.total, 1, "lower + compile");
+    emit_per_op(b, &s);
 }
 
 static void case_heat100_ct(bench *b) { case_comptime_heat(b, 100); }
@@ -1276,6 +1298,7 @@ static const bench_case cases[] = {
     {"comptime", "heat 1000 steps", case_heat1000_ct, 0},
     {"comptime", "heat 10000 steps", case_heat10000_ct, 0},
     {"comptime", "VGG11 train step", case_comptime_vgg11_train, 0},
+    {"comptime", "VGG19 train step", case_comptime_vgg19_train, 0},
     {"time_to_load", "one-op process", case_time_to_load, 0},
     {"emlx", "scalar f32[10,10]", case_emlx, 0},
     {"emlx", "matmul f32[10,10]", case_emlx_matmul10, 0},

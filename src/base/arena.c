@@ -1,5 +1,6 @@
 #include "base/arena.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -33,6 +34,7 @@ struct kiln__arena_block {
     kiln__arena_block *next;
     size_t size; /* bytes in data[] */
     size_t used;
+    bool borrowed; /* the caller's buffer (kiln__arena_init_buffer): never freed */
     _Alignas(64) unsigned char data[];
 };
 
@@ -44,6 +46,21 @@ void kiln__arena_init(kiln__arena *arena, kiln_ctx *cx, size_t block_size) {
 }
 
 static size_t align_up(size_t x, size_t a) { return (x + a - 1) & ~(a - 1); }
+
+void kiln__arena_init_buffer(kiln__arena *arena, kiln_ctx *cx, void *buffer, size_t size,
+                             size_t block_size) {
+    kiln__arena_init(arena, cx, block_size);
+    uintptr_t at = align_up((uintptr_t)buffer, 64);
+    size_t lost = (size_t)(at - (uintptr_t)buffer);
+    if (!buffer || size < lost + sizeof(kiln__arena_block) + 64) return;
+    kiln__arena_block *b = (kiln__arena_block *)at;
+    b->next = NULL;
+    b->size = size - lost - sizeof *b;
+    b->used = 0;
+    b->borrowed = true;
+    POISON(b->data, b->size);
+    arena->blocks = b;
+}
 
 void *kiln__arena_alloc(kiln__arena *arena, size_t size, size_t alignment) {
     if (alignment == 0 || (alignment & (alignment - 1)) || alignment > 4096) {
@@ -76,6 +93,7 @@ void *kiln__arena_alloc(kiln__arena *arena, size_t size, size_t alignment) {
     kiln__arena_block *nb = kiln__alloc(arena->cx, sizeof *nb + data_size, 64, "arena block");
     if (!nb) return NULL;
     nb->size = data_size;
+    nb->borrowed = false;
     nb->next = arena->blocks;
     arena->blocks = nb;
     POISON(nb->data, data_size);
@@ -99,7 +117,7 @@ static void free_chain(kiln__arena *arena, kiln__arena_block *b) {
     while (b) {
         kiln__arena_block *next = b->next;
         UNPOISON(b->data, b->size);
-        kiln__free(arena->cx, b, sizeof *b + b->size);
+        if (!b->borrowed) kiln__free(arena->cx, b, sizeof *b + b->size);
         b = next;
     }
 }

@@ -20,6 +20,12 @@ typedef struct kiln__arena {
 
 void kiln__arena_init(kiln__arena *arena, kiln_ctx *cx, size_t block_size);
 
+/* The same, with the caller's `buffer` of `size` bytes (on its stack, say) as the first
+ * block, so that a small use allocates nothing; it must outlive the arena and is never
+ * freed. Too small a buffer (under about 200 bytes) is not used. */
+void kiln__arena_init_buffer(kiln__arena *arena, kiln_ctx *cx, void *buffer, size_t size,
+                             size_t block_size);
+
 /* `size` bytes aligned to `alignment` (a power of two up to 4096), or NULL with
  * RESOURCE_EXHAUSTED recorded in the ctx. size 0 returns a valid unique pointer. */
 void *kiln__arena_alloc(kiln__arena *arena, size_t size, size_t alignment);

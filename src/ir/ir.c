@@ -12,8 +12,7 @@ kiln_module *kiln__module_new(kiln_ctx *cx, const char *name) {
     atomic_init(&m->refs, 1);
     m->cx = cx;
     kiln__arena_init(&m->arena, cx, 16384);
-    kiln__arena_init(&m->op_arena, cx, 4096);
-    kiln__arena_init(&m->value_arena, cx, 4096);
+    kiln__arena_init(&m->node_arena, cx, 4096);
     const char *n = name ? name : "kiln";
     m->name = kiln__arena_strndup(&m->arena, n, strlen(n));
     if (!m->name) {
@@ -36,10 +35,10 @@ void kiln_module_release(kiln_module *m) {
         kiln_tensor_release(m->constants[i]);
     kiln__free(cx, m->constants, (size_t)m->cap_constants * sizeof *m->constants);
     kiln__free(cx, m->funcs, (size_t)m->cap_funcs * sizeof *m->funcs);
-    if (m->types) kiln__free(cx, m->types, m->cap_types * sizeof *m->types);
+    if (m->types && m->types != m->first_types)
+        kiln__free(cx, m->types, m->cap_types * sizeof *m->types);
     kiln__arena_destroy(&m->arena);
-    kiln__arena_destroy(&m->op_arena);
-    kiln__arena_destroy(&m->value_arena);
+    kiln__arena_destroy(&m->node_arena);
     kiln__free(cx, m, sizeof *m);
 }
 
@@ -102,7 +101,12 @@ static bool type_same(const kiln__type *a, const kiln__type *b) {
 }
 
 static bool grow_types(kiln_module *m) {
-    size_t cap = m->cap_types ? m->cap_types * 2 : 64;
+    if (!m->cap_types) {
+        m->types = m->first_types;
+        m->cap_types = sizeof m->first_types / sizeof m->first_types[0];
+        return true;
+    }
+    size_t cap = m->cap_types * 2;
     const kiln__type **t = kiln__calloc(m->cx, cap * sizeof *t, _Alignof(void *), "module types");
     if (!t) return false;
     for (size_t i = 0; i < m->cap_types; i++) {
@@ -112,7 +116,7 @@ static bool grow_types(kiln_module *m) {
             s = (s + 1) & (cap - 1);
         t[s] = m->types[i];
     }
-    if (m->types) kiln__free(m->cx, m->types, m->cap_types * sizeof *m->types);
+    if (m->types != m->first_types) kiln__free(m->cx, m->types, m->cap_types * sizeof *m->types);
     m->types = t;
     m->cap_types = cap;
     return true;
@@ -144,7 +148,7 @@ bool kiln__value_set_type(kiln_module *m, kiln__value *v, const kiln__type *t) {
 
 /* Block arguments are few: grow by reallocating in the arena. */
 kiln__value *kiln__block_add_arg(kiln_module *m, kiln__block *block, kiln__type type) {
-    kiln__value *v = kiln__arena_alloc(&m->value_arena, sizeof *v, _Alignof(kiln__value));
+    kiln__value *v = kiln__arena_alloc(&m->node_arena, sizeof *v, _Alignof(kiln__value));
     kiln__value **args =
         kiln__arena_alloc(&m->arena, (size_t)(block->n_args + 1) * sizeof *args, _Alignof(void *));
     if (!v || !args) return NULL;
@@ -163,7 +167,7 @@ kiln__ir_op *kiln__block_append(kiln_module *m, kiln__block *block, kiln_op kind
                                 int32_t n_operands, const kiln__type *result_types,
                                 int32_t n_results, int32_t n_regions) {
     kiln__arena *a = &m->arena;
-    kiln__ir_op *op = kiln__arena_alloc(&m->op_arena, sizeof *op, _Alignof(kiln__ir_op));
+    kiln__ir_op *op = kiln__arena_alloc(&m->node_arena, sizeof *op, _Alignof(kiln__ir_op));
     if (!op) return NULL;
     memset(op, 0, sizeof *op);
     op->kind = kind;
@@ -192,7 +196,7 @@ kiln__ir_op *kiln__block_append(kiln_module *m, kiln__block *block, kiln_op kind
         operands[i]->uses++;
     }
     for (int32_t i = 0; i < n_results; i++) {
-        kiln__value *v = kiln__arena_alloc(&m->value_arena, sizeof *v, _Alignof(kiln__value));
+        kiln__value *v = kiln__arena_alloc(&m->node_arena, sizeof *v, _Alignof(kiln__value));
         if (!v) return NULL;
         memset(v, 0, sizeof *v);
         if (!(v->type = kiln__module_type(m, &result_types[i]))) return NULL;

@@ -73,12 +73,11 @@ struct kiln_module {
     atomic_int refs;
     kiln_ctx *cx;
     kiln__arena arena;
-    /* The op headers alone (kiln__ir_op), in order of creation: a walk over a block's ops
-     * then reads consecutive memory instead of skipping over each op's values and
-     * attributes, which is what keeps passes over 10^5 ops fast. Values likewise: passes
-     * read them in op order. */
-    kiln__arena op_arena;
-    kiln__arena value_arena; /* the SSA values alone, likewise */
+    /* Op headers (kiln__ir_op) and SSA values alone, in order of creation: a walk over a
+     * block's ops then reads consecutive memory (an op, its results, the next op) instead
+     * of skipping over each op's attributes and operand lists, which is what keeps passes
+     * over 10^5 ops fast. */
+    kiln__arena node_arena;
     const char *name;
     kiln__func **funcs; /* funcs[0] is the entry */
     int32_t n_funcs, cap_funcs;
@@ -95,6 +94,7 @@ struct kiln_module {
      * allocator. */
     const kiln__type **types;
     size_t n_types, cap_types;
+    const kiln__type *first_types[16]; /* the table while it is small */
 };
 
 kiln_module *kiln__module_new(kiln_ctx *cx, const char *name);

@@ -34,6 +34,7 @@ typedef struct compiler {
      * the compile only (the types themselves are in the executable's memory). */
     const kiln__type **types;
     size_t n_types, cap_types;
+    const kiln__type *first_types[16]; /* the table while it is small */
 } compiler;
 
 static void *xalloc(compiler *c, size_t size, size_t align) {
@@ -64,7 +65,12 @@ static bool type_same(const kiln__type *a, const kiln__type *b) {
 }
 
 static bool grow_types(compiler *c) {
-    size_t cap = c->cap_types ? c->cap_types * 2 : 64;
+    if (!c->cap_types) {
+        c->types = c->first_types;
+        c->cap_types = sizeof c->first_types / sizeof c->first_types[0];
+        return true;
+    }
+    size_t cap = c->cap_types * 2;
     const kiln__type **t = kiln__calloc(c->cx, cap * sizeof *t, _Alignof(void *), compile_fn);
     if (!t) return false;
     for (size_t i = 0; i < c->cap_types; i++) {
@@ -74,7 +80,7 @@ static bool grow_types(compiler *c) {
             s = (s + 1) & (cap - 1);
         t[s] = c->types[i];
     }
-    if (c->types) kiln__free(c->cx, c->types, c->cap_types * sizeof *c->types);
+    if (c->types != c->first_types) kiln__free(c->cx, c->types, c->cap_types * sizeof *c->types);
     c->types = t;
     c->cap_types = cap;
     return true;
@@ -499,7 +505,8 @@ static kiln_status build(compiler *c, const kiln__compile_request *req) {
     /* The fusion plan is needed while the blocks are built only (the executable keeps
      * copies of its kernels), so it lives in an arena of the compile. */
     kiln__arena scratch;
-    kiln__arena_init(&scratch, c->cx, 65536);
+    _Alignas(64) unsigned char first_block[4096];
+    kiln__arena_init_buffer(&scratch, c->cx, first_block, sizeof first_block, 8192);
     if (!o->disable_fusion) {
         kiln__fusion_options fo = {.fold_max_bytes = c->fold ? FOLD_MAX_BYTES : 0,
                                    .reduce_kind = reduce_kind,
@@ -536,7 +543,7 @@ kiln_status kiln__cpu_compile(kiln_ctx *cx, const kiln__compile_request *req,
     exe->device = req->device;
     compiler c = {.cx = cx, .exe = exe};
     kiln_status s = build(&c, req);
-    if (c.types) kiln__free(cx, c.types, c.cap_types * sizeof *c.types);
+    if (c.types && c.types != c.first_types) kiln__free(cx, c.types, c.cap_types * sizeof *c.types);
     if (s == KILN_OK) {
         kiln__exe_make_result_pool(exe);
         s = kiln__exe_prime(cx, exe);

@@ -170,8 +170,8 @@ KILN_API kiln_compile_options kiln_compile_options_default(void);
 /* Verifies the module, runs the passes (canonicalize, cse and dead-code elimination, in place
  * on the module; small ops whose operands are all constants are evaluated at compile time),
  * groups elementwise ops, their broadcasts, transposes, slices and iotas, and reductions of
- * them into fused kernels (kiln_exe_print shows them), plans buffers and builds an
- * executable. `options` may be NULL. On success *out_exe is a new executable
+ * them into fused kernels, in the entry function and in the bodies of loops and branches
+ * alike (kiln_exe_print shows them), plans buffers and builds an executable. `options` may be NULL. On success *out_exe is a new executable
  * (kiln_exe_release) whose memory comes from cx's allocator; the module may be released
  * at once: the executable keeps copies of what it needs (it shares the storage of the
  * module's constants). The backend (options->backend, else the device's preferred one)

@@ -30,6 +30,7 @@ typedef struct group {
 
 typedef struct fuser {
     kiln_ctx *cx;
+    const kiln__block *b; /* the block planned */
     const kiln__fusion_options *o;
     int32_t max_instrs;
     int32_t n_vals, n_ops;
@@ -90,8 +91,16 @@ static view identity_view(const kiln__value *v) {
     return w;
 }
 
+/* The index of v in the per-value arrays: its number when it is a value of the block
+ * planned; one index past them, never a kernel's or a view's, when it comes from a block
+ * around it (a loop body reading the function's values). */
+static int32_t vid(const fuser *z, const kiln__value *v) {
+    bool local = v->def ? v->def->block == z->b : v->block == z->b;
+    return local ? v->id : z->n_vals;
+}
+
 static view view_of(const fuser *z, const kiln__value *v) {
-    return z->views[v->id] ? *z->views[v->id] : identity_view(v);
+    return z->views[vid(z, v)] ? *z->views[vid(z, v)] : identity_view(v);
 }
 
 /* The view an op's result is of its operand's view, when it is one. */
@@ -156,7 +165,7 @@ static bool is_view_kind(kiln_op k) {
 
 static int32_t group_of_value(const fuser *z, const kiln__value *v) {
     if (!v) return -1;
-    int32_t d = z->def[v->id];
+    int32_t d = z->def[vid(z, v)];
     return d >= 0 && z->f->role[d] == KILN__FUSE_MEMBER ? z->f->kernel[d] : -1;
 }
 
@@ -202,8 +211,8 @@ static void add_member(fuser *z, int32_t k, int32_t g) {
     z->groups[g].n_members++;
     for (int32_t i = 0; i < op->n_operands; i++) {
         const kiln__value *u = op->operands[i];
-        if (group_of_value(z, u) == g && z->def[u->id] != k)
-            z->in_group[u->id]++;
+        if (group_of_value(z, u) == g && z->def[vid(z, u)] != k)
+            z->in_group[vid(z, u)]++;
         else
             z->groups[g].n_leaves++;
     }
@@ -213,7 +222,7 @@ static void add_member(fuser *z, int32_t k, int32_t g) {
 static bool all_const_operands(const fuser *z, const kiln__ir_op *op) {
     for (int32_t i = 0; i < op->n_operands; i++) {
         view w = view_of(z, op->operands[i]);
-        if (w.base && !z->is_const[w.base->id]) return false;
+        if (w.base && !z->is_const[vid(z, w.base)]) return false;
     }
     return true;
 }
@@ -270,8 +279,8 @@ static bool take_epilogue(fuser *z, int32_t k) {
         return false;
     for (int32_t i = 0; i < 2; i++) {
         const kiln__value *x = op->operands[i], *other = op->operands[1 - i];
-        int32_t d = z->def[x->id];
-        if (d < 0 || x->uses != 1 || z->is_const[x->id]) continue;
+        int32_t d = z->def[vid(z, x)];
+        if (d < 0 || x->uses != 1 || z->is_const[vid(z, x)]) continue;
         int32_t e = f->epilogue[d];
         bool fresh = z->ops[d]->kind == KILN_OP_CONVOLUTION && f->role[d] == KILN__FUSE_NONE &&
                      e < 0 && z->ops[d]->n_results == 1;
@@ -308,7 +317,7 @@ static void walk(fuser *z) {
         f->kernel[k] = -1;
         f->epilogue[k] = -1;
         if (op->kind == KILN_OP_CONSTANT) {
-            z->is_const[op->results[0]->id] = true;
+            z->is_const[vid(z, op->results[0])] = true;
             continue;
         }
         if (is_view_kind(op->kind) && op->n_results == 1) {
@@ -317,7 +326,7 @@ static void walk(fuser *z) {
                 view *stored = FNEW(z, view, 1);
                 if (!stored) return;
                 *stored = w;
-                z->views[op->results[0]->id] = stored;
+                z->views[vid(z, op->results[0])] = stored;
                 f->role[k] = KILN__FUSE_VIEW;
                 /* A view of a kernel's value is read after that kernel. */
                 if (op->n_operands) seal_base(z, op->operands[0]);
@@ -330,7 +339,7 @@ static void walk(fuser *z) {
             folds = type_bytes(op->results[r]->type) <= z->o->fold_max_bytes;
         if (folds) {
             for (int32_t r = 0; r < op->n_results; r++)
-                z->is_const[op->results[r]->id] = true;
+                z->is_const[vid(z, op->results[r])] = true;
             for (int32_t i = 0; i < op->n_operands; i++)
                 seal_base(z, op->operands[i]);
             continue;
@@ -374,7 +383,7 @@ static void walk(fuser *z) {
                 z->groups[g].n_members++;
                 z->groups[g].reduces = true;
                 z->groups[g].sealed = true;
-                z->in_group[x->id]++;
+                z->in_group[vid(z, x)]++;
                 continue;
             }
         }
@@ -396,21 +405,21 @@ static void materialize(fuser *z) {
         if (f->role[k] != KILN__FUSE_MEMBER && f->role[k] != KILN__FUSE_EPILOGUE) continue;
         const kiln__ir_op *op = z->ops[k];
         for (int32_t i = 0; i < op->n_operands; i++) {
-            int32_t d = z->def[op->operands[i]->id];
-            if (d >= 0 && f->role[d] == KILN__FUSE_VIEW) z->absorbed[op->operands[i]->id]++;
+            int32_t d = z->def[vid(z, op->operands[i])];
+            if (d >= 0 && f->role[d] == KILN__FUSE_VIEW) z->absorbed[vid(z, op->operands[i])]++;
         }
     }
     for (int32_t k = z->n_ops - 1; k >= 0; k--) {
         if (f->role[k] != KILN__FUSE_VIEW) continue;
         const kiln__ir_op *op = z->ops[k];
         const kiln__value *r = op->results[0];
-        if (r->uses > z->absorbed[r->id]) {
+        if (r->uses > z->absorbed[vid(z, r)]) {
             f->role[k] = KILN__FUSE_NONE;
             continue;
         }
         if (op->n_operands) {
-            int32_t d = z->def[op->operands[0]->id];
-            if (d >= 0 && f->role[d] == KILN__FUSE_VIEW) z->absorbed[op->operands[0]->id]++;
+            int32_t d = z->def[vid(z, op->operands[0])];
+            if (d >= 0 && f->role[d] == KILN__FUSE_VIEW) z->absorbed[vid(z, op->operands[0])]++;
         }
     }
 }
@@ -502,7 +511,7 @@ static kiln_status build_kernel(fuser *z, int32_t g, kiln__kernel *k, int32_t *r
             if (op->kind == KILN_OP_REDUCE) {
                 if (pass == 1) {
                     k->reduce = z->o->reduce_kind(op);
-                    k->reduce_reg = reg_of_op[z->def[op->operands[0]->id]];
+                    k->reduce_reg = reg_of_op[z->def[vid(z, op->operands[0])]];
                     k->reduce_dims = op->attrs->u.reduce_dims;
                     k->reduce_init = add_operand(z, k, op->operands[1]);
                     k->reduce_dtype = op->results[0]->type->dtype;
@@ -531,13 +540,13 @@ static kiln_status build_kernel(fuser *z, int32_t g, kiln__kernel *k, int32_t *r
             for (int32_t i = 0; i < op->n_operands; i++) {
                 const kiln__value *u = op->operands[i];
                 ins->args[i] =
-                    group_of_value(z, u) == g ? reg_of_op[z->def[u->id]] : add_input(z, k, u);
+                    group_of_value(z, u) == g ? reg_of_op[z->def[vid(z, u)]] : add_input(z, k, u);
             }
             reg_of_op[j] = k->n_inputs + k->n_instrs;
             k->n_instrs++;
             k->ops[k->n_ops++] = op;
             const kiln__value *v = op->results[0];
-            if (v->uses > z->in_group[v->id])
+            if (v->uses > z->in_group[vid(z, v)])
                 k->outputs[k->n_outputs++] = (kiln__koutput){.reg = reg_of_op[j], .value = v};
         }
     }
@@ -554,7 +563,7 @@ static kiln_status build_kernel(fuser *z, int32_t g, kiln__kernel *k, int32_t *r
 kiln_status kiln__fusion_plan(kiln_ctx *cx, const kiln__block *b, const kiln__fusion_options *o,
                               kiln__fusion *out) {
     memset(out, 0, sizeof *out);
-    fuser z = {.cx = cx, .o = o, .f = out};
+    fuser z = {.cx = cx, .b = b, .o = o, .f = out};
     z.max_instrs = o->max_instrs > 0 && o->max_instrs < KILN__KERNEL_MAX_INSTRS
                        ? o->max_instrs
                        : KILN__KERNEL_MAX_INSTRS;
@@ -568,11 +577,11 @@ kiln_status kiln__fusion_plan(kiln_ctx *cx, const kiln__block *b, const kiln__fu
     z.n_vals = n_vals;
     out->n_ops = n_ops;
     z.ops = FNEW(&z, const kiln__ir_op *, n_ops);
-    z.def = FNEW(&z, int32_t, n_vals);
-    z.views = FNEW(&z, view *, n_vals);
-    z.is_const = FNEW(&z, bool, n_vals);
-    z.in_group = FNEW(&z, int32_t, n_vals);
-    z.absorbed = FNEW(&z, int32_t, n_vals);
+    z.def = FNEW(&z, int32_t, n_vals + 1);
+    z.views = FNEW(&z, view *, n_vals + 1);
+    z.is_const = FNEW(&z, bool, n_vals + 1);
+    z.in_group = FNEW(&z, int32_t, n_vals + 1);
+    z.absorbed = FNEW(&z, int32_t, n_vals + 1);
     z.groups = FNEW(&z, group, n_ops);
     out->role = FNEW(&z, uint8_t, n_ops);
     out->kernel = FNEW(&z, int32_t, n_ops);
@@ -582,6 +591,7 @@ kiln_status kiln__fusion_plan(kiln_ctx *cx, const kiln__block *b, const kiln__fu
     if (!z.ops || !z.def || !z.views || !z.is_const || !z.in_group || !z.absorbed || !z.groups ||
         !out->role || !out->kernel || !out->epilogue || !out->epilogues || !reg_of_op)
         return KILN_RESOURCE_EXHAUSTED;
+    z.def[n_vals] = -1; /* values of the blocks around b (vid) */
     for (int32_t i = 0; i < b->n_args; i++) {
         b->args[i]->id = i;
         z.def[i] = -1;

@@ -1,5 +1,6 @@
 /* The CPU backend's compile: copy the module into the executable's own blocks (fusion's
- * kernels built for the tiled engine, convolution epilogues, small constant ops folded),
+ * kernels built for the tiled engine in every block, loop and branch bodies as the entry
+ * function; convolution epilogues; small constant ops folded),
  * then plan the entry block's buffers (exe_plan.c). kiln_compile (src/runtime/compile.c)
  * has verified the module and run the backend-neutral passes already. */
 #define _POSIX_C_SOURCE 200809L
@@ -28,8 +29,10 @@ typedef struct compiler {
     kiln_ctx *cx;
     kiln__cpu_exe *exe;
     bool fold;                   /* evaluate small all-constant ops now */
-    const kiln__fusion *fusion;  /* the entry block's, or NULL */
-    const kiln__block *fused_ir; /* the block it plans */
+    /* Fusion, when on: the options every block's plan is made with (plans live in the
+     * compile's scratch arena: the executable keeps copies of its kernels). */
+    bool fuse;
+    kiln__fusion_options fusion_options;
     /* The executable's distinct types (keep_type), by hash; from the ctx's allocator for
      * the compile only (the types themselves are in the executable's memory). */
     const kiln__type **types;
@@ -385,8 +388,16 @@ static kiln__xblock *compile_block(compiler *c, const kiln__block *ir, const csc
         ir->args[i]->id = i;
         if (!(b->types[i] = keep_type(c, ir->args[i]->type))) return NULL;
     }
+    /* Every block is fused, the bodies of loops and branches as the entry function: its own
+     * plan, made before the block's values are numbered as slots (the plan numbers them
+     * the same way). */
+    kiln__fusion plan;
+    const kiln__fusion *fz = NULL;
+    if (c->fuse && ir->n_ops > 0) {
+        if (kiln__fusion_plan(c->cx, ir, &c->fusion_options, &plan) != KILN_OK) return NULL;
+        fz = &plan;
+    }
     int32_t slot = ir->n_args;
-    const kiln__fusion *fz = c->fused_ir == ir ? c->fusion : NULL;
     int32_t index = -1;
     for (const kiln__ir_op *op = ir->first; op; op = op->next) {
         index++;
@@ -501,28 +512,18 @@ static kiln_status build(compiler *c, const kiln__compile_request *req) {
     memcpy(exe->preserved, req->preserved, (size_t)exe->n_results * sizeof *exe->preserved);
     memcpy(exe->aliases, req->aliases, (size_t)exe->n_results * sizeof *exe->aliases);
     c->fold = !o->disable_constant_folding;
-    kiln__fusion fusion;
-    /* The fusion plan is needed while the blocks are built only (the executable keeps
-     * copies of its kernels), so it lives in an arena of the compile. */
+    /* The fusion plans are needed while the blocks are built only (the executable keeps
+     * copies of its kernels), so they live in an arena of the compile. */
     kiln__arena scratch;
     _Alignas(64) unsigned char first_block[4096];
     kiln__arena_init_buffer(&scratch, c->cx, first_block, sizeof first_block, 8192);
-    if (!o->disable_fusion) {
-        kiln__fusion_options fo = {.fold_max_bytes = c->fold ? FOLD_MAX_BYTES : 0,
-                                   .reduce_kind = reduce_kind,
-                                   .conv_epilogue = true,
-                                   .alloc = scratch_alloc,
-                                   .alloc_user = &scratch};
-        kiln_status fs = kiln__fusion_plan(c->cx, body, &fo, &fusion);
-        if (fs != KILN_OK) {
-            kiln__arena_destroy(&scratch);
-            return fs;
-        }
-        c->fusion = &fusion;
-        c->fused_ir = body;
-    }
+    c->fuse = !o->disable_fusion;
+    c->fusion_options = (kiln__fusion_options){.fold_max_bytes = c->fold ? FOLD_MAX_BYTES : 0,
+                                               .reduce_kind = reduce_kind,
+                                               .conv_epilogue = true,
+                                               .alloc = scratch_alloc,
+                                               .alloc_user = &scratch};
     exe->entry = compile_block(c, body, NULL);
-    c->fusion = NULL;
     kiln__arena_destroy(&scratch);
     if (!exe->entry)
         return kiln_ctx_status(c->cx) != KILN_OK ? kiln_ctx_status(c->cx) : KILN_RESOURCE_EXHAUSTED;

@@ -1,5 +1,9 @@
-/* Printing a CPU executable (kiln_exe_print): every op and kernel, the memory plan, how
- * each result is made, the kernels' summed cost. */
+/* Printing a CPU executable (kiln_exe_print): every op and kernel, the bodies of loops and
+ * branches under their op, the memory plan, how each result is made, the kernels' summed
+ * cost. */
+#include <stdio.h>
+#include <string.h>
+
 #include "backends/cpu/exe.h"
 #include "base/strbuf.h"
 
@@ -19,6 +23,58 @@ static void print_slot(kiln__strbuf *sb, const kiln__cpu_exe *exe, int32_t v) {
     kiln__strbuf_printf(sb, "%%%d %s", (int)v, kiln__type_text(exe->entry->types[v], t));
 }
 
+/* Prints the ops of block b, each line after `indent`; the bodies of loops and branches
+ * follow their op, indented further, numbered in their own block. Adds the fused
+ * kernels' costs to *total (a body's once: its trip count is known only at run time). */
+static void print_block(kiln__strbuf *sb, const kiln__xblock *b, int depth, kiln__cost *total) {
+    char indent[2 * 8 + 1];
+    int w = depth < 8 ? 2 * depth : 16;
+    memset(indent, ' ', (size_t)w);
+    indent[w] = '\0';
+    char sub[sizeof indent + 2];
+    snprintf(sub, sizeof sub, "%s  ", indent);
+    for (int32_t k = 0; k < b->n_ops; k++) {
+        const kiln__xop *op = &b->ops[k];
+        kiln__strbuf_printf(sb, "%sop %d: ", indent, (int)k);
+        if (op->desc) {
+            kiln__cost c = kiln__kernel_cost(op->desc);
+            kiln__cost_add(total, &c);
+            kiln__strbuf_printf(sb, "fused, tile %lld elements, %d instructions on the evaluator\n",
+                                (long long)kiln__fused_tile(op->kernel),
+                                (int)kiln__fused_n_fallback(op->kernel));
+            kiln__kernel_print(sb, op->desc, sub);
+            kiln__strbuf_printf(sb,
+                                "%scost: %lld flops, %lld transcendentals, %lld bytes read, %lld "
+                                "bytes written\n",
+                                sub, (long long)c.flops, (long long)c.transcendentals,
+                                (long long)c.bytes_read, (long long)c.bytes_written);
+            continue;
+        }
+        kiln__strbuf_printf(sb, "%s", kiln__op_get_info(op->kind)->name);
+        if (op->conv_epilogue)
+            kiln__strbuf_printf(sb, " with epilogue%s%s", op->n_in > 2 ? " bias" : "",
+                                op->activation == KILN__ACT_RELU ? " relu" : "");
+        for (int32_t i = 0; i < op->n_in; i++) {
+            kiln__strbuf_printf(sb, "%s%%%d", i ? ", " : " ", (int)op->in[i].slot);
+            if (op->in[i].depth) kiln__strbuf_printf(sb, "^%d", (int)op->in[i].depth);
+        }
+        kiln__strbuf_puts(sb, " ->");
+        for (int32_t i = 0; i < op->n_out; i++)
+            kiln__strbuf_printf(sb, "%s%%%d", i ? ", " : " ", (int)op->out[i]);
+        kiln__strbuf_puts(sb, "\n");
+        for (int32_t r = 0; r < op->n_regions; r++) {
+            const kiln__xblock *body = op->regions ? op->regions[r] : NULL;
+            if (!body) {
+                kiln__strbuf_printf(sb, "%s  region %d: builtin\n", indent, (int)r);
+                continue;
+            }
+            kiln__strbuf_printf(sb, "%s  region %d: %d args, %d ops, %d results\n", indent, (int)r,
+                                (int)body->n_args, (int)body->n_ops, (int)body->n_results);
+            print_block(sb, body, depth + 2, total);
+        }
+    }
+}
+
 void kiln__cpu_print(kiln__strbuf *sb, const kiln__executable *x) {
     const kiln__cpu_exe *exe = (const kiln__cpu_exe *)x;
     const kiln__xblock *b = exe->entry;
@@ -29,37 +85,7 @@ void kiln__cpu_print(kiln__strbuf *sb, const kiln__executable *x) {
                         exe->name, (int)exe->n_args, (int)exe->n_results, (int)exe->n_ops,
                         (int)exe->n_kernels, (int)exe->n_fused_ops, (int)exe->n_views,
                         (int)exe->n_epilogues);
-    for (int32_t k = 0; k < b->n_ops; k++) {
-        const kiln__xop *op = &b->ops[k];
-        kiln__strbuf_printf(sb, "op %d: ", (int)k);
-        if (op->desc) {
-            kiln__cost c = kiln__kernel_cost(op->desc);
-            total.flops += c.flops;
-            total.transcendentals += c.transcendentals;
-            total.bytes_read += c.bytes_read;
-            total.bytes_written += c.bytes_written;
-            kiln__strbuf_printf(sb, "fused, tile %lld elements, %d instructions on the evaluator\n",
-                                (long long)kiln__fused_tile(op->kernel),
-                                (int)kiln__fused_n_fallback(op->kernel));
-            kiln__kernel_print(sb, op->desc, "  ");
-            kiln__strbuf_printf(sb,
-                                "  cost: %lld flops, %lld transcendentals, %lld bytes read, %lld "
-                                "bytes written\n",
-                                (long long)c.flops, (long long)c.transcendentals,
-                                (long long)c.bytes_read, (long long)c.bytes_written);
-            continue;
-        }
-        kiln__strbuf_printf(sb, "%s", kiln__op_get_info(op->kind)->name);
-        if (op->conv_epilogue)
-            kiln__strbuf_printf(sb, " with epilogue%s%s", op->n_in > 2 ? " bias" : "",
-                                op->activation == KILN__ACT_RELU ? " relu" : "");
-        for (int32_t i = 0; i < op->n_in; i++)
-            kiln__strbuf_printf(sb, "%s%%%d", i ? ", " : " ", (int)op->in[i].slot);
-        kiln__strbuf_puts(sb, " ->");
-        for (int32_t i = 0; i < op->n_out; i++)
-            kiln__strbuf_printf(sb, "%s%%%d", i ? ", " : " ", (int)op->out[i]);
-        kiln__strbuf_puts(sb, "\n");
-    }
+    print_block(sb, b, 0, &total);
     kiln__strbuf_printf(sb, "memory plan: arena peak %zu bytes, %d buffers\n", exe->arena_bytes,
                         (int)exe->n_arena);
     for (int32_t v = b->n_args; v < b->n_slots; v++) {

@@ -5,8 +5,9 @@
  * (views of preserved arguments and constants, donated buffers the runtime lets it reuse,
  * pooled or new tensors), runs the entry block's ops (fused kernels on the tiled engine,
  * other ops with the evaluator kernels) over the planned arena, and finishes the results
- * that need a copy. Regions that are not builtins are interpreted op by op; their ops'
- * results are ordinary tensors owned by the scope the kernel opened for the region call. */
+ * that need a copy. Regions that are not builtins run their compiled block (fused kernels
+ * and single ops, as the entry block) op by op; their ops' results are ordinary tensors
+ * owned by the scope the kernel opened for the region call. */
 #define _POSIX_C_SOURCE 200809L
 #define _DEFAULT_SOURCE /* madvise advice values */
 #include <limits.h>
@@ -139,7 +140,8 @@ static kiln_status interpret(kiln_ctx *cx, kiln_tensor *const *args, kiln_tensor
                 break;
             }
         }
-        if (s == KILN_OK) s = run_op(cx, op, &e, in, out);
+        if (s == KILN_OK)
+            s = op->kernel ? kiln__fused_run(cx, op->kernel, in, out) : run_op(cx, op, &e, in, out);
         for (int32_t j = 0; j < op->n_out && s == KILN_OK; j++)
             vals[op->out[j]] = out[j];
     }

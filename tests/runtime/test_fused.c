@@ -651,7 +651,9 @@ Test(fused, empty_and_rank_0_kernels) {
                           {.dtype = KILN_F64, .shape = KILN_SHAPE(1, 1, 7)},
                           {.dtype = KILN_F32, .shape = KILN_SHAPE_SCALAR}};
     kiln_exe_info info = check_fn(cx, edge_shapes, NULL, a, 3, 4, 1e-300, "edges");
-    cr_assert_geq(info.n_kernels, 3);
+    /* The empty and the [1,1,7] kernels; the rank-0 chain runs as single ops (a kernel over
+     * one element costs more than the evaluator's kernels), with the same bits. */
+    cr_assert_eq(info.n_kernels, 2);
     kiln_ctx_release(cx);
 }
 

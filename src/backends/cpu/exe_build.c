@@ -367,6 +367,28 @@ static bool emit_conv_epilogue(compiler *c, const cscope *self, kiln__xblock *b,
     return prepare_types(c, KILN_OP_CONVOLUTION, attrs, types, n_in, 1);
 }
 
+/* A kernel over one element whose ops read their operands themselves (no view): the
+ * evaluator's kernels run its ops for less than the tiled engine's setup (a loop's
+ * counter and condition), so they stay single ops. */
+static bool runs_alone(const kiln__kernel *k) {
+    if (k->reduce != KILN__KREDUCE_NONE) return false;
+    for (int32_t d = 0; d < k->shape.rank; d++)
+        if (k->shape.dims[d] != 1) return false;
+    for (int32_t m = 0; m < k->n_ops; m++) {
+        const kiln__ir_op *op = k->ops[m];
+        for (int32_t i = 0; i < op->n_operands; i++) {
+            const kiln__value *v = op->operands[i];
+            bool direct = false;
+            for (int32_t o = 0; o < k->n_operands && !direct; o++)
+                direct = k->operands[o] == v;
+            for (int32_t j = 0; j < m && !direct; j++)
+                direct = v->def == k->ops[j];
+            if (!direct) return false;
+        }
+    }
+    return true;
+}
+
 static kiln__xblock *compile_block(compiler *c, const kiln__block *ir, const cscope *parent) {
     kiln__xblock *b = XNEW(c, kiln__xblock, 1);
     if (!b) return NULL;
@@ -420,7 +442,8 @@ static kiln__xblock *compile_block(compiler *c, const kiln__block *ir, const csc
             if (!emit_conv_epilogue(c, &self, b, e, op)) return NULL;
             continue;
         }
-        if (fz && fz->role[index] == KILN__FUSE_MEMBER) {
+        if (fz && fz->role[index] == KILN__FUSE_MEMBER &&
+            !runs_alone(&fz->kernels[fz->kernel[index]])) {
             const kiln__kernel *k = &fz->kernels[fz->kernel[index]];
             if (k->ops[k->n_ops - 1] != op) continue; /* the kernel runs at its last op */
             if (!emit_kernel(c, &self, b, k)) return NULL;

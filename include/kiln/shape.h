@@ -46,12 +46,14 @@ KILN_API bool kiln_shape_make(int32_t rank, const int64_t *dims, kiln_shape *out
 /* True when rank is within 0..KILN_MAX_RANK and no dimension is negative. */
 KILN_API bool kiln_shape_is_valid(const kiln_shape *shape);
 
-/* The element count. Returns false when the shape is invalid or the count overflows
- * int64_t. */
+/* The element count. Returns false when the shape is invalid or the product of its
+ * non-zero dimensions overflows int64_t: a zero-size tensor is empty, but its strides
+ * must still be representable, so [0, 2^62, 3] is refused. */
 KILN_API bool kiln_shape_numel(const kiln_shape *shape, int64_t *out_numel);
 
 /* numel * kiln_dtype_size(dtype). Returns false on an invalid shape or dtype, or when the
- * size overflows size_t or int64_t. */
+ * size overflows size_t or int64_t, counting the non-zero dimensions of an empty shape
+ * (so that every byte offset of a valid shape fits). */
 KILN_API bool kiln_shape_nbytes(const kiln_shape *shape, kiln_dtype dtype, size_t *out_nbytes);
 
 /* True when both shapes have the same rank and dimensions (the unused tail is ignored). */

@@ -21,28 +21,41 @@ bool kiln_shape_make(int32_t rank, const int64_t *dims, kiln_shape *out_shape) {
     return true;
 }
 
-bool kiln_shape_numel(const kiln_shape *shape, int64_t *out_numel) {
-    if (!kiln_shape_is_valid(shape) || !out_numel) return false;
+/* The product of the non-zero dimensions: every stride and element offset of the shape
+ * is at most this, so it must fit even when a zero dimension makes the tensor empty
+ * (tensor<0x4611686018427387904x3xf32> has a stride of 3 * 2^62). */
+static bool extent(const kiln_shape *shape, int64_t *out, bool *empty) {
     int64_t n = 1;
-    for (int32_t i = 0; i < shape->rank; i++) /* a zero-size tensor is empty, however big */
-        if (shape->dims[i] == 0) {
-            *out_numel = 0;
-            return true;
-        }
+    *empty = false;
     for (int32_t i = 0; i < shape->rank; i++) {
+        if (shape->dims[i] == 0) {
+            *empty = true;
+            continue;
+        }
         if (__builtin_mul_overflow(n, shape->dims[i], &n)) return false;
     }
-    *out_numel = n;
+    *out = n;
+    return true;
+}
+
+bool kiln_shape_numel(const kiln_shape *shape, int64_t *out_numel) {
+    if (!kiln_shape_is_valid(shape) || !out_numel) return false;
+    int64_t n;
+    bool empty;
+    if (!extent(shape, &n, &empty)) return false;
+    *out_numel = empty ? 0 : n;
     return true;
 }
 
 bool kiln_shape_nbytes(const kiln_shape *shape, kiln_dtype dtype, size_t *out_nbytes) {
-    int64_t n;
-    if (!kiln_dtype_is_valid(dtype) || !out_nbytes || !kiln_shape_numel(shape, &n)) return false;
-    int64_t bytes;
+    if (!kiln_dtype_is_valid(dtype) || !out_nbytes || !kiln_shape_is_valid(shape)) return false;
+    int64_t n, bytes;
+    bool empty;
+    if (!extent(shape, &n, &empty)) return false;
+    /* The byte offset of the last element position must fit as well. */
     if (__builtin_mul_overflow(n, (int64_t)kiln_dtype_size(dtype), &bytes)) return false;
     if ((uint64_t)bytes > (uint64_t)SIZE_MAX) return false;
-    *out_nbytes = (size_t)bytes;
+    *out_nbytes = empty ? 0 : (size_t)bytes;
     return true;
 }
 

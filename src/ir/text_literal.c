@@ -76,6 +76,10 @@ bool kiln__text_tensor_type(parser *p, kiln__type *t) {
     if (!kiln__text_element_type(p, &t->dtype)) return false;
     if (kiln__text_peek(p, ','))
         return kiln__text_error(p, p->pos, "tensor encodings are not supported");
+    size_t bytes;
+    if (!kiln_shape_nbytes(&t->shape, t->dtype, &bytes))
+        return kiln__text_error(p, start,
+                                "tensor type too large: the product of its dimensions overflows");
     return kiln__text_expect(p, '>', "to close the tensor type");
 }
 

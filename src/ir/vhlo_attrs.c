@@ -107,6 +107,14 @@ static bool shape(kiln__bc_cursor *c, kiln__vtype *t) {
         if (t->dims[i] < 0)
             return kiln__bc_fail(c->bc, at, "a dynamic dimension (kiln needs static shapes)");
     }
+    /* Every stride and byte offset must fit, for elements of up to 8 bytes. */
+    kiln_shape s = {.rank = t->rank};
+    for (int32_t i = 0; i < t->rank; i++)
+        s.dims[i] = t->dims[i];
+    size_t bytes;
+    if (!kiln_shape_nbytes(&s, KILN_F64, &bytes))
+        return kiln__bc_fail(c->bc, at, "tensor type too large: the product of its dimensions "
+                                        "overflows");
     return true;
 }
 

@@ -16,7 +16,20 @@ kiln_status kiln__infer(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs,
     if ((int)op < 0 || op >= KILN_OP_COUNT)
         return kiln_ctx_set_error(cx, KILN_INTERNAL, "internal: op %d is not in the table",
                                   (int)op);
-    return table[op](cx, attrs, operands, n_operands, results, n_results);
+    kiln_status s = table[op](cx, attrs, operands, n_operands, results, n_results);
+    if (s != KILN_OK || kiln__op_has(op, KILN_OPF_CONTROL)) return s;
+    /* Result shapes are made here (from operands and attributes: a broadcast's shape, a
+     * pad's or a concatenation's sums), so here their size is checked once for all: every
+     * later product of dimensions, stride or byte offset of a value then fits. (Control
+     * ops' results are their regions' values, checked where those are made.) */
+    for (int i = 0; i < n_results; i++) {
+        size_t bytes;
+        if (kiln_shape_nbytes(&results[i].shape, results[i].dtype, &bytes)) continue;
+        char t[KILN__TYPE_TEXT];
+        return kiln__infer_error(cx, attrs, "result %d of type %s is too large: its size overflows",
+                                 i, kiln__type_text(&results[i], t));
+    }
+    return KILN_OK;
 }
 
 const char *kiln__shape_text(const kiln_shape *shape, char *buf) {

@@ -175,9 +175,15 @@ Test(shape, counts_with_overflow_checks) {
     cr_assert(kiln_shape_numel(&big, &n));
     cr_assert_not(kiln_shape_nbytes(&big, KILN_F64, &b)); /* bytes overflow */
     cr_assert_not(kiln_shape_nbytes(&KILN_SHAPE(2), (kiln_dtype)40, &b));
-    /* A zero anywhere makes the count 0, even after dimensions whose product overflows. */
-    cr_assert(kiln_shape_numel(&KILN_SHAPE(INT64_MAX, INT64_MAX, 0), &n));
+    /* A zero anywhere makes the count 0; the other dimensions' product must still fit, so
+     * that strides and byte offsets do. */
+    cr_assert(kiln_shape_numel(&KILN_SHAPE(INT64_MAX / 4, 0, 3), &n));
     cr_assert_eq(n, 0);
+    cr_assert(kiln_shape_nbytes(&KILN_SHAPE(INT64_MAX / 4, 0, 3), KILN_I8, &b));
+    cr_assert_eq(b, 0);
+    cr_assert_not(kiln_shape_numel(&KILN_SHAPE(INT64_MAX, INT64_MAX, 0), &n));
+    cr_assert_not(kiln_shape_numel(&KILN_SHAPE(0, INT64_C(1) << 62, 3), &n));
+    cr_assert_not(kiln_shape_nbytes(&KILN_SHAPE(0, INT64_C(1) << 62), KILN_F32, &b));
 }
 
 Test(shape, equality_and_format) {

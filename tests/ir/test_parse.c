@@ -719,3 +719,28 @@ Test(parse, locations_are_read_and_dropped) {
     expect_error(cx, KILN_INVALID_ARGUMENT, "<text>:2:");
     kiln_ctx_release(cx);
 }
+
+/* A type whose dimensions' product does not fit (empty, but its strides could not be
+ * computed) is refused where the parser reads it, as is a result that an op would make
+ * that large. */
+Test(parse, types_too_large_for_their_strides_are_errors) {
+    kiln_ctx *cx = test_ctx();
+    static const char arg[] = "func.func @main(%a: tensor<0x4611686018427387904x3xf32>) -> "
+                              "tensor<0x4611686018427387904x3xf32> {\n"
+                              "  return %a : tensor<0x4611686018427387904x3xf32>\n}\n";
+    kiln_module *m = NULL;
+    cr_assert_eq(kiln_module_parse(cx, arg, sizeof arg - 1, NULL, &m), KILN_INVALID_ARGUMENT);
+    expect_error(cx, KILN_INVALID_ARGUMENT,
+                 "1:21: error: tensor type too large: the product of its dimensions overflows");
+    static const char result[] =
+        "func.func @main(%a: tensor<0x1152921504606846976xf32>) -> tensor<0x1152921504606846976xf32> {\n"
+        "  %0 = stablehlo.concatenate %a, %a, %a, %a, %a, dim = 1 : (tensor<0x1152921504606846976xf32>, "
+        "tensor<0x1152921504606846976xf32>, tensor<0x1152921504606846976xf32>, "
+        "tensor<0x1152921504606846976xf32>, tensor<0x1152921504606846976xf32>) -> "
+        "tensor<0x5764607523034234880xf32>\n"
+        "  return %a : tensor<0x1152921504606846976xf32>\n}\n";
+    cr_assert_eq(kiln_module_parse(cx, result, sizeof result - 1, NULL, &m), KILN_INVALID_ARGUMENT);
+    expect_error(cx, KILN_INVALID_ARGUMENT, "too large");
+    cr_assert_null(m);
+    kiln_ctx_release(cx);
+}

@@ -811,26 +811,28 @@ static void case_vgg13_ct(bench *b) { case_comptime_vgg(b, 13); }
 static void case_vgg16_ct(bench *b) { case_comptime_vgg(b, 16); }
 static void case_vgg19_ct(bench *b) { case_comptime_vgg(b, 19); }
 
-/* The 1-D heat equation on f32[4096], unrolled: per step three slices, the stencil
- * u + 0.1 (l - 2c + r) on the interior and a concatenate with the two boundary values
- * (13 ops a step). What a user's Python loop over steps traces to: compile time must
- * stay linear in the program's size. */
+/* One step of the 1-D heat equation: three slices, the stencil u + 0.1 (l - 2c + r) on the
+ * interior and a concatenate with the two boundary values (13 ops). */
+static kiln_tensor *heat_step(kiln_ctx *cx, kiln_tensor *x) {
+    const int64_t n = kiln_tensor_dim(x, 0);
+    kiln_tensor *l = kiln_slice(cx, x, KILN_DIMS(0), KILN_DIMS(n - 2), KILN_DIMS_NONE);
+    kiln_tensor *c = kiln_slice(cx, x, KILN_DIMS(1), KILN_DIMS(n - 1), KILN_DIMS_NONE);
+    kiln_tensor *r = kiln_slice(cx, x, KILN_DIMS(2), KILN_DIMS(n), KILN_DIMS_NONE);
+    kiln_tensor *lap =
+        kiln_add(cx, kiln_subtract(cx, l, kiln_multiply(cx, kiln_scalar(cx, 2, KILN_F32), c)), r);
+    kiln_tensor *parts[3] = {kiln_slice(cx, x, KILN_DIMS(0), KILN_DIMS(1), KILN_DIMS_NONE),
+                             kiln_add(cx, c, kiln_multiply(cx, kiln_scalar(cx, 0.1, KILN_F32), lap)),
+                             kiln_slice(cx, x, KILN_DIMS(n - 1), KILN_DIMS(n), KILN_DIMS_NONE)};
+    return kiln_concatenate(cx, parts, 3, 0);
+}
+
+/* The heat equation on f32[4096] with its steps unrolled: what a user's Python loop over
+ * steps traces to; compile time must stay linear in the program's size. */
 static kiln_status fn_heat(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *user) {
     const int steps = *(const int *)user;
     kiln_tensor *x = in[0];
-    const int64_t n = kiln_tensor_dim(x, 0);
-    for (int s = 0; s < steps; s++) {
-        kiln_tensor *l = kiln_slice(cx, x, KILN_DIMS(0), KILN_DIMS(n - 2), KILN_DIMS_NONE);
-        kiln_tensor *c = kiln_slice(cx, x, KILN_DIMS(1), KILN_DIMS(n - 1), KILN_DIMS_NONE);
-        kiln_tensor *r = kiln_slice(cx, x, KILN_DIMS(2), KILN_DIMS(n), KILN_DIMS_NONE);
-        kiln_tensor *lap = kiln_add(
-            cx, kiln_subtract(cx, l, kiln_multiply(cx, kiln_scalar(cx, 2, KILN_F32), c)), r);
-        kiln_tensor *parts[3] = {
-            kiln_slice(cx, x, KILN_DIMS(0), KILN_DIMS(1), KILN_DIMS_NONE),
-            kiln_add(cx, c, kiln_multiply(cx, kiln_scalar(cx, 0.1, KILN_F32), lap)),
-            kiln_slice(cx, x, KILN_DIMS(n - 1), KILN_DIMS(n), KILN_DIMS_NONE)};
-        x = kiln_concatenate(cx, parts, 3, 0);
-    }
+    for (int s = 0; s < steps; s++)
+        x = heat_step(cx, x);
     out[0] = x;
     return kiln_ctx_status(cx);
 }
@@ -995,6 +997,70 @@ static int run_compiled(bench *b, const char *impl, const kiln_region *fn,
 
 static run_spec spec_fast(const bench *b) {
     return (run_spec){.threads = b->threads, .calls = policy_fast(), .compiles = policy_fast()};
+}
+
+/* ---- loop: the heat equation as one compiled loop, against a plain C loop ---------- */
+
+/* The same as one loop (kiln_fori_loop), as a simulation is written to run. */
+static kiln_status heat_body(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
+    (void)u;
+    out[0] = heat_step(cx, in[1]);
+    return kiln_ctx_status(cx);
+}
+
+static kiln_status fn_heat_loop(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
+                                void *user) {
+    kiln_region body = {heat_body, NULL};
+    return kiln_fori_loop(cx, 0, *(const int *)user, in, 1, &body, out);
+}
+
+/* The peer every simulation is measured against: the same steps as a plain C loop (f32,
+ * the same order of operations), two buffers taking turns. */
+typedef struct {
+    float *u, *v;
+    int64_t n;
+    int steps;
+} heat_c;
+
+static void heat_c_once(void *user) {
+    heat_c *h = user;
+    float *a = h->u, *b = h->v;
+    for (int s = 0; s < h->steps; s++) {
+        b[0] = a[0];
+        b[h->n - 1] = a[h->n - 1];
+        for (int64_t i = 1; i < h->n - 1; i++)
+            b[i] = a[i] + 0.1f * ((a[i - 1] - 2.0f * a[i]) + a[i + 1]);
+        float *t = a;
+        a = b;
+        b = t;
+    }
+}
+
+static void case_heat_loop(bench *b) {
+    int steps = 1000;
+    const int64_t n = 4096;
+    kiln_tensor *x = kiln_random_uniform(b->cx, kiln_key_from_seed(9), KILN_F32, KILN_SHAPE(n), 0, 1);
+    kiln_arg_spec arg = {.dtype = KILN_F32, .shape = KILN_SHAPE(n)};
+    run_spec rs = spec_fast(b); /* no byte floor: the 16 KB carry stays in the L1 cache */
+    rs.note = "1000 steps of kiln_fori_loop, the carry f32[4096]";
+    kiln_region fn = {fn_heat_loop, &steps};
+    stats compiled;
+    if (run_compiled(b, "kiln", &fn, &arg, 1, &x, rs, &compiled)) {
+        heat_c h = {malloc((size_t)n * sizeof(float)), malloc((size_t)n * sizeof(float)), n, steps};
+        if (h.u && h.v) {
+            memcpy(h.u, kiln_tensor_data(x), (size_t)n * sizeof(float));
+            stats c = measure(heat_c_once, &h, rs.calls);
+            emit_time(b->suite, b->name, "c", "call", c, 1, "a plain C loop, f32, built with kiln-bench (-O3)");
+            char note[96];
+            snprintf(note, sizeof note, "kiln's compiled loop over the C loop (1 thread): %.2fx",
+                     compiled.median / c.median);
+            emit(b->suite, b->name, "kiln", "vs_c", compiled.median / c.median,
+                 compiled.median / c.median, compiled.median / c.median, "x", compiled.reps,
+                 b->threads, note);
+        }
+        free(h.u), free(h.v);
+    }
+    kiln_tensor_release(x);
 }
 
 /* ---- EMLX -------------------------------------------------------------------------------- */
@@ -1312,6 +1378,7 @@ static const bench_case cases[] = {
     {"reduction", "sum all 4096x4096", case_sum_all, 1},
     {"reduction", "sum rows 4096x4096", case_sum_rows, 1},
     {"reduction", "sum cols 4096x4096", case_sum_cols, 1},
+    {"loop", "heat 1000 steps f32[4096]", case_heat_loop, 0},
     {"gemm", "f32 64", case_gemm64, 0},
     {"gemm", "f32 256", case_gemm256, 0},
     {"gemm", "f32 1024", case_gemm1024, 1},

@@ -199,7 +199,7 @@ def best_rows(rows):
         jax = next(((p, r) for p, r in ok if norm(p.get("impl")) == "jax"), (None, None))
         out.append((k, best[0], best[1], jax[0], jax[1], bad))
     order = {"comptime": 0, "time_to_load": 1, "emlx": 2, "elementwise": 3, "reduction": 4,
-             "gemm": 5, "vgg": 6}
+             "loop": 5, "gemm": 6, "vgg": 7}
     metric_order = {"total": 0, "call": 0, "wall": 0, "first_call": 1}
     out.sort(key=lambda x: (order.get(norm(x[0].get("suite")), 9), x[0].get("case", ""),
                             metric_order.get(norm(x[0].get("metric")), 2),

@@ -177,6 +177,7 @@ def call_cases(quick):
     shape = "%dx%d" % REDUCE_SHAPE
     out += [("reduction", f"sum {axes} {shape}", f"sum_{axes}", "ms")
             for axes in ("all", "rows", "cols")]
+    out += [("loop", "heat 1000 steps f32[4096]", "heat", "ms")]
     out += [("gemm", f"f32 {n}", "gemm", "ms") for n in quick_filter(quick, GEMM, [64, 256])]
     out += [("vgg", "VGG11 %dx%dx%dx%d" % s, "vgg11", "ms") for s in quick_filter(quick, VGG, [])]
     return out
@@ -231,3 +232,14 @@ def load_inputs(check_dir, suite, case):
               "first)", file=sys.stderr)
         return None
     return out
+
+
+HEAT_STEPS = 1000
+
+
+def heat_step(u, concatenate):
+    """One step of the 1-D heat equation, in kiln-bench's order of operations:
+    u + 0.1 ((l - 2c) + r) on the interior, the two ends kept."""
+    c = u[1:-1]
+    lap = (u[:-2] - 2 * c) + u[2:]
+    return concatenate([u[:1], c + 0.1 * lap, u[-1:]])

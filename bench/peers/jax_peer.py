@@ -168,7 +168,11 @@ for depth in [11] if args.quick else [11, 13, 16, 19]:
 compile_case("VGG11 train step", lambda: (lambda *a: vgg_train_step(*a)),
              vgg_specs(11, 16, 224), 1 if args.quick else 3)
 
-FUNCS = {"emlx_step": common.emlx_step, "emlx_matmul": common.emlx_matmul,
+def heat(u):  # lax.fori_loop, as JAX users write a simulation under jax.jit
+    return lax.fori_loop(0, common.HEAT_STEPS, lambda i, v: common.heat_step(v, jnp.concatenate), u)
+
+
+FUNCS = {"heat": heat, "emlx_step": common.emlx_step, "emlx_matmul": common.emlx_matmul,
          "emlx_dot": common.emlx_dot, "cos": jnp.cos, "expsin": expsin,
          "sum_all": lambda m: jnp.sum(m), "sum_rows": lambda m: jnp.sum(m, axis=1),
          "sum_cols": lambda m: jnp.sum(m, axis=0), "gemm": jnp.matmul, "vgg11": vgg_forward}

@@ -22,7 +22,13 @@ def expsin(v):  # exp(-x*x) * sin(x) + 0.5 * x, as numpy users write it
     return np.exp(-v * v) * np.sin(v) + 0.5 * v
 
 
-FUNCS = {"emlx_step": common.emlx_step, "emlx_matmul": common.emlx_matmul,
+def heat(u):  # a Python loop of vectorized steps, as numpy users write a simulation
+    for _ in range(common.HEAT_STEPS):
+        u = common.heat_step(u, np.concatenate)
+    return u
+
+
+FUNCS = {"heat": heat, "emlx_step": common.emlx_step, "emlx_matmul": common.emlx_matmul,
          "emlx_dot": common.emlx_dot, "cos": np.cos, "expsin": expsin,
          "sum_all": lambda m: m.sum(), "sum_rows": lambda m: m.sum(axis=1),
          "sum_cols": lambda m: m.sum(axis=0), "gemm": np.matmul}  # no VGG in numpy

@@ -226,9 +226,10 @@ KILN_API kiln_status kiln_exe_call_n(kiln_ctx *cx, kiln_exe *exe, kiln_tensor *c
  * analysis counts: a multiply-accumulate of dot_general or convolution is 2 flops, each
  * reduced element 1, each arithmetic element 1; exp, log, sin, tanh and the like count
  * as transcendentals instead; data movement costs bytes only). Bytes are what each op
- * or fused kernel reads and writes, so values kept inside a kernel cost nothing. The
- * bodies of while, if and case are not counted (their trip counts and branches are known
- * only at run time). Sums saturate at INT64_MAX. */
+ * or fused kernel reads and writes, so values kept inside a kernel cost nothing. A loop
+ * kiln_fori_loop made counts its condition and body as many times as it iterates; the
+ * bodies of other while loops and the branches of if and case are not counted (their trip
+ * counts and branches are known only at run time). Sums saturate at INT64_MAX. */
 typedef struct kiln_cost {
     int64_t flops;
     int64_t transcendentals;

@@ -134,6 +134,9 @@ kiln_status kiln_fori_loop(kiln_ctx *cx, int64_t lower, int64_t upper, kiln_tens
             state[1 + i] = inits[i];
         kiln__attrs a = {
             .fn = fn, .region = {&cond_region, &body_region}, .n_regions = 2, .n_results = n + 1};
+        a.u.loop.lower = lower; /* the trip count, for costs */
+        a.u.loop.upper = upper;
+        a.u.loop.known = true;
         s = kiln__op_run(cx, KILN_OP_WHILE, &a, state, n + 1, results, n + 1);
         kiln__tensor_discard(state[0]);
     }

@@ -69,7 +69,10 @@ typedef struct kiln__attrs {
         kiln_dot_params dot;
         kiln_conv_params conv; /* defaults filled in */
         struct {
-            int64_t lower, upper; /* informational for fori-style loops; unused otherwise */
+            /* while: its trip count, when kiln_fori_loop made it (known: upper - lower
+             * iterations, or none when upper <= lower). For costs only; never semantics. */
+            int64_t lower, upper;
+            bool known;
         } loop;
     } u;
 } kiln__attrs;

@@ -1,6 +1,8 @@
 /* Op costs (op_cost.h). */
 #include "ops/op_cost.h"
 
+#include <stdbool.h>
+
 bool kiln__op_transcendental(kiln_op op) {
     switch (op) {
     case KILN_OP_CBRT:
@@ -43,6 +45,19 @@ void kiln__cost_add(kiln__cost *total, const kiln__cost *c) {
     total->transcendentals = add_sat(total->transcendentals, c->transcendentals);
     total->bytes_read = add_sat(total->bytes_read, c->bytes_read);
     total->bytes_written = add_sat(total->bytes_written, c->bytes_written);
+}
+
+void kiln__cost_add_times(kiln__cost *total, const kiln__cost *c, int64_t times) {
+    kiln__cost scaled = {mul_sat(c->flops, times), mul_sat(c->transcendentals, times),
+                         mul_sat(c->bytes_read, times), mul_sat(c->bytes_written, times)};
+    kiln__cost_add(total, &scaled);
+}
+
+int64_t kiln__loop_trip_count(const kiln__attrs *attrs) {
+    if (!attrs || !attrs->u.loop.known) return -1;
+    if (attrs->u.loop.upper <= attrs->u.loop.lower) return 0;
+    int64_t n;
+    return __builtin_sub_overflow(attrs->u.loop.upper, attrs->u.loop.lower, &n) ? INT64_MAX : n;
 }
 
 /* The product of the sizes of `dims` of t (each checked against its rank). */

@@ -37,4 +37,11 @@ kiln__cost kiln__op_cost(kiln_op op, const kiln__attrs *attrs, int32_t n_operand
 /* a + b, saturating at INT64_MAX (costs are non-negative). */
 void kiln__cost_add(kiln__cost *total, const kiln__cost *c);
 
+/* total += c * times (times >= 0), saturating. */
+void kiln__cost_add_times(kiln__cost *total, const kiln__cost *c, int64_t times);
+
+/* How many times a while's body runs when that is known at compile time (a loop
+ * kiln_fori_loop made: its attributes say), else -1. */
+int64_t kiln__loop_trip_count(const kiln__attrs *attrs);
+
 #endif

@@ -146,3 +146,26 @@ Test(exe_cost, empty_tensors_with_huge_dimensions_cost_nothing) {
     cr_assert_eq(c.bytes_written, 0);
     kiln_ctx_release(cx);
 }
+
+static kiln_status affine_body(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
+    (void)u;
+    out[0] = kiln_add(cx, kiln_multiply(cx, in[1], kiln_scalar(cx, 2, KILN_F32)),
+                      kiln_scalar(cx, 1, KILN_F32));
+    return kiln_ctx_status(cx);
+}
+
+static kiln_status ten_steps(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
+    (void)u;
+    kiln_region body = {affine_body, NULL};
+    return kiln_fori_loop(cx, 0, 10, in, 1, &body, out);
+}
+
+Test(exe_cost, a_fori_loop_counts_its_body_as_often_as_it_runs) {
+    kiln_ctx *cx = test_ctx();
+    kiln_arg_spec a = {.dtype = KILN_F32, .shape = KILN_SHAPE(8)};
+    kiln_cost c = cost_of(cx, ten_steps, &a, 1);
+    /* per iteration: multiply and add of 8 elements, the counter's add, the condition's
+     * compare */
+    cr_assert_eq(c.flops, 10 * (8 + 8 + 1 + 1), "%lld flops", (long long)c.flops);
+    kiln_ctx_release(cx);
+}

@@ -606,11 +606,30 @@ static const kiln__type *xop_type(const void *holder, int32_t i) {
     return h->b->types[slot];
 }
 
-/* The cost of one of the entry block's ops: its kernel's, or the op's own. */
+static kiln__cost block_cost(const kiln__xblock *b);
+
+/* The cost of one op of a block: its kernel's, or the op's own; a loop whose trip count is
+ * known adds its condition and body that many times. */
 static kiln__cost xop_cost(const kiln__xblock *b, const kiln__xop *op) {
     if (op->desc) return kiln__kernel_cost(op->desc);
     xop_types h = {b, op};
-    return kiln__op_cost(op->kind, op->attrs, op->n_in, op->n_out, xop_type, &h);
+    kiln__cost c = kiln__op_cost(op->kind, op->attrs, op->n_in, op->n_out, xop_type, &h);
+    int64_t trip = op->kind == KILN_OP_WHILE ? kiln__loop_trip_count(op->attrs) : -1;
+    for (int32_t r = 0; trip > 0 && r < op->n_regions; r++)
+        if (op->regions && op->regions[r]) {
+            kiln__cost body = block_cost(op->regions[r]);
+            kiln__cost_add_times(&c, &body, trip);
+        }
+    return c;
+}
+
+static kiln__cost block_cost(const kiln__xblock *b) {
+    kiln__cost total = {0};
+    for (int32_t k = 0; k < b->n_ops; k++) {
+        kiln__cost c = xop_cost(b, &b->ops[k]);
+        kiln__cost_add(&total, &c);
+    }
+    return total;
 }
 
 void kiln__cpu_info(const kiln__executable *x, kiln__executable_info *out) {
@@ -621,9 +640,5 @@ void kiln__cpu_info(const kiln__executable *x, kiln__executable_info *out) {
                                    .n_kernels = exe->n_kernels,
                                    .n_fused_ops = exe->n_fused_ops,
                                    .n_conv_epilogues = exe->n_epilogues};
-    const kiln__xblock *b = exe->entry;
-    for (int32_t k = 0; k < b->n_ops; k++) {
-        kiln__cost c = xop_cost(b, &b->ops[k]);
-        kiln__cost_add(&out->cost, &c);
-    }
+    out->cost = block_cost(exe->entry);
 }

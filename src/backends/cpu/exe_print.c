@@ -25,8 +25,10 @@ static void print_slot(kiln__strbuf *sb, const kiln__cpu_exe *exe, int32_t v) {
 
 /* Prints the ops of block b, each line after `indent`; the bodies of loops and branches
  * follow their op, indented further, numbered in their own block. Adds the fused
- * kernels' costs to *total (a body's once: its trip count is known only at run time). */
-static void print_block(kiln__strbuf *sb, const kiln__xblock *b, int depth, kiln__cost *total) {
+ * kernels' costs, `times` over, to *total: a loop's body as often as it runs when its trip
+ * count is known (a kiln_fori_loop), else once. */
+static void print_block(kiln__strbuf *sb, const kiln__xblock *b, int depth, int64_t times,
+                        kiln__cost *total) {
     char indent[2 * 8 + 1];
     int w = depth < 8 ? 2 * depth : 16;
     memset(indent, ' ', (size_t)w);
@@ -38,7 +40,7 @@ static void print_block(kiln__strbuf *sb, const kiln__xblock *b, int depth, kiln
         kiln__strbuf_printf(sb, "%sop %d: ", indent, (int)k);
         if (op->desc) {
             kiln__cost c = kiln__kernel_cost(op->desc);
-            kiln__cost_add(total, &c);
+            kiln__cost_add_times(total, &c, times);
             kiln__strbuf_printf(sb, "fused, tile %lld elements, %d instructions on the evaluator\n",
                                 (long long)kiln__fused_tile(op->kernel),
                                 (int)kiln__fused_n_fallback(op->kernel));
@@ -61,6 +63,8 @@ static void print_block(kiln__strbuf *sb, const kiln__xblock *b, int depth, kiln
         kiln__strbuf_puts(sb, " ->");
         for (int32_t i = 0; i < op->n_out; i++)
             kiln__strbuf_printf(sb, "%s%%%d", i ? ", " : " ", (int)op->out[i]);
+        int64_t trip = op->kind == KILN_OP_WHILE ? kiln__loop_trip_count(op->attrs) : -1;
+        if (trip >= 0) kiln__strbuf_printf(sb, " (%lld iterations)", (long long)trip);
         kiln__strbuf_puts(sb, "\n");
         for (int32_t r = 0; r < op->n_regions; r++) {
             const kiln__xblock *body = op->regions ? op->regions[r] : NULL;
@@ -70,7 +74,9 @@ static void print_block(kiln__strbuf *sb, const kiln__xblock *b, int depth, kiln
             }
             kiln__strbuf_printf(sb, "%s  region %d: %d args, %d ops, %d results\n", indent, (int)r,
                                 (int)body->n_args, (int)body->n_ops, (int)body->n_results);
-            print_block(sb, body, depth + 2, total);
+            int64_t runs = times;
+            if (trip >= 0 && __builtin_mul_overflow(times, trip, &runs)) runs = INT64_MAX;
+            print_block(sb, body, depth + 2, runs, total);
         }
     }
 }
@@ -85,7 +91,7 @@ void kiln__cpu_print(kiln__strbuf *sb, const kiln__executable *x) {
                         exe->name, (int)exe->n_args, (int)exe->n_results, (int)exe->n_ops,
                         (int)exe->n_kernels, (int)exe->n_fused_ops, (int)exe->n_views,
                         (int)exe->n_epilogues);
-    print_block(sb, b, 0, &total);
+    print_block(sb, b, 0, 1, &total);
     kiln__strbuf_printf(sb, "memory plan: arena peak %zu bytes, %d buffers\n", exe->arena_bytes,
                         (int)exe->n_arena);
     for (int32_t v = b->n_args; v < b->n_slots; v++) {

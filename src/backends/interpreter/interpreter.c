@@ -308,15 +308,27 @@ static const kiln__type *ir_op_type(const void *holder, int32_t i) {
     return i < op->n_operands ? op->operands[i]->type : op->results[i - op->n_operands]->type;
 }
 
-static void interp_info(const kiln__executable *e, kiln__executable_info *out) {
-    const interp_exe *x = (const interp_exe *)e;
-    *out = (kiln__executable_info){.n_ops = x->n_ops};
-    for (const kiln__ir_op *op = x->entry->first; op; op = op->next) {
+/* The block's ops' costs; a loop whose trip count is known adds its regions that often. */
+static kiln__cost block_cost(const kiln__block *b) {
+    kiln__cost total = {0};
+    for (const kiln__ir_op *op = b->first; op; op = op->next) {
         if (op->kind == KILN_OP_CONSTANT) continue;
         kiln__cost c = kiln__op_cost(op->kind, op->attrs, op->n_operands, op->n_results,
                                      ir_op_type, op);
-        kiln__cost_add(&out->cost, &c);
+        int64_t trip = op->kind == KILN_OP_WHILE ? kiln__loop_trip_count(op->attrs) : -1;
+        for (int32_t r = 0; trip > 0 && r < op->n_regions; r++)
+            if (op->regions[r]) {
+                kiln__cost body = block_cost(op->regions[r]);
+                kiln__cost_add_times(&c, &body, trip);
+            }
+        kiln__cost_add(&total, &c);
     }
+    return total;
+}
+
+static void interp_info(const kiln__executable *e, kiln__executable_info *out) {
+    const interp_exe *x = (const interp_exe *)e;
+    *out = (kiln__executable_info){.n_ops = x->n_ops, .cost = block_cost(x->entry)};
 }
 
 static void interp_print(kiln__strbuf *sb, const kiln__executable *e) {

@@ -222,15 +222,5 @@ void kiln__op_remove(kiln__ir_op *op) {
         op->operands[i]->uses--;
     for (int32_t r = 0; r < op->n_regions; r++)
         if (op->regions[r]) drop_uses(op->regions[r]);
-    kiln__block *b = op->block;
-    if (op->prev)
-        op->prev->next = op->next;
-    else
-        b->first = op->next;
-    if (op->next)
-        op->next->prev = op->prev;
-    else
-        b->last = op->prev;
-    b->n_ops--;
-    op->prev = op->next = NULL;
+    kiln__op_unlink(op);
 }

@@ -13,6 +13,7 @@ kiln_module *kiln__module_new(kiln_ctx *cx, const char *name) {
     m->cx = cx;
     kiln__arena_init(&m->arena, cx, 16384);
     kiln__arena_init(&m->node_arena, cx, 4096);
+    kiln__type_set_init(&m->types, cx);
     const char *n = name ? name : "kiln";
     m->name = kiln__arena_strndup(&m->arena, n, strlen(n));
     if (!m->name) {
@@ -35,8 +36,7 @@ void kiln_module_release(kiln_module *m) {
         kiln_tensor_release(m->constants[i]);
     kiln__free(cx, m->constants, (size_t)m->cap_constants * sizeof *m->constants);
     kiln__free(cx, m->funcs, (size_t)m->cap_funcs * sizeof *m->funcs);
-    if (m->types && m->types != m->first_types)
-        kiln__free(cx, m->types, m->cap_types * sizeof *m->types);
+    kiln__type_set_free(&m->types);
     kiln__arena_destroy(&m->arena);
     kiln__arena_destroy(&m->node_arena);
     kiln__free(cx, m, sizeof *m);
@@ -85,58 +85,12 @@ kiln__block *kiln__block_new(kiln_module *m, kiln__ir_op *parent) {
 
 /* ---- interned types ------------------------------------------------------------------ */
 
-static uint64_t type_hash(const kiln__type *t) {
-    uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)t->dtype;
-    h = (h ^ (uint64_t)t->shape.rank) * 0xff51afd7ed558ccdull;
-    for (int32_t d = 0; d < t->shape.rank; d++)
-        h = (h ^ (uint64_t)t->shape.dims[d]) * 0xff51afd7ed558ccdull;
-    return h ^ (h >> 29);
-}
-
-static bool type_same(const kiln__type *a, const kiln__type *b) {
-    if (a->dtype != b->dtype || a->shape.rank != b->shape.rank) return false;
-    for (int32_t d = 0; d < a->shape.rank; d++)
-        if (a->shape.dims[d] != b->shape.dims[d]) return false;
-    return true;
-}
-
-static bool grow_types(kiln_module *m) {
-    if (!m->cap_types) {
-        m->types = m->first_types;
-        m->cap_types = sizeof m->first_types / sizeof m->first_types[0];
-        return true;
-    }
-    size_t cap = m->cap_types * 2;
-    const kiln__type **t = kiln__calloc(m->cx, cap * sizeof *t, _Alignof(void *), "module types");
-    if (!t) return false;
-    for (size_t i = 0; i < m->cap_types; i++) {
-        if (!m->types[i]) continue;
-        size_t s = (size_t)type_hash(m->types[i]) & (cap - 1);
-        while (t[s])
-            s = (s + 1) & (cap - 1);
-        t[s] = m->types[i];
-    }
-    if (m->types != m->first_types) kiln__free(m->cx, m->types, m->cap_types * sizeof *m->types);
-    m->types = t;
-    m->cap_types = cap;
-    return true;
+static void *arena_alloc(void *arena, size_t size, size_t align) {
+    return kiln__arena_alloc(arena, size, align);
 }
 
 const kiln__type *kiln__module_type(kiln_module *m, const kiln__type *t) {
-    if ((m->n_types + 1) * 2 > m->cap_types && !grow_types(m)) return NULL;
-    size_t s = (size_t)type_hash(t) & (m->cap_types - 1);
-    for (; m->types[s]; s = (s + 1) & (m->cap_types - 1))
-        if (type_same(m->types[s], t)) return m->types[s];
-    kiln__type *copy = kiln__arena_alloc(&m->arena, sizeof *copy, _Alignof(kiln__type));
-    if (!copy) return NULL;
-    memset(copy, 0, sizeof *copy);
-    copy->dtype = t->dtype;
-    copy->shape.rank = t->shape.rank;
-    for (int32_t d = 0; d < t->shape.rank; d++)
-        copy->shape.dims[d] = t->shape.dims[d];
-    m->types[s] = copy;
-    m->n_types++;
-    return copy;
+    return kiln__type_set_intern(&m->types, t, arena_alloc, &m->arena);
 }
 
 bool kiln__value_set_type(kiln_module *m, kiln__value *v, const kiln__type *t) {
@@ -214,6 +168,20 @@ kiln__ir_op *kiln__block_append(kiln_module *m, kiln__block *block, kiln_op kind
     return op;
 }
 
+void kiln__op_unlink(kiln__ir_op *op) {
+    kiln__block *b = op->block;
+    if (op->prev)
+        op->prev->next = op->next;
+    else
+        b->first = op->next;
+    if (op->next)
+        op->next->prev = op->prev;
+    else
+        b->last = op->prev;
+    b->n_ops--;
+    op->prev = op->next = NULL;
+}
+
 bool kiln__op_set_kind(kiln_module *m, kiln__ir_op *op, kiln_op kind) {
     size_t have = kiln__attrs_size(op->kind), need = kiln__attrs_size(kind);
     kiln__attrs *a = op->attrs;
@@ -282,15 +250,7 @@ static int32_t dce_block(kiln__block *b) {
          * effect kiln keeps. */
         if (!used) {
             unuse_op(op);
-            if (op->prev)
-                op->prev->next = op->next;
-            else
-                b->first = op->next;
-            if (op->next)
-                op->next->prev = op->prev;
-            else
-                b->last = op->prev;
-            b->n_ops--;
+            kiln__op_unlink(op);
             removed++;
         } else {
             for (int32_t r = 0; r < op->n_regions; r++)

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "base/arena.h"
+#include "ops/type_set.h"
 #include "kiln/jit.h"
 #include "ops/attrs.h"
 #include "ops/infer.h"
@@ -90,11 +91,8 @@ struct kiln_module {
      * constants are among `constants`. */
     struct kiln_check *checks;
     int32_t n_checks;
-    /* The module's distinct value types (kiln__module_type), by hash; from the ctx's
-     * allocator. */
-    const kiln__type **types;
-    size_t n_types, cap_types;
-    const kiln__type *first_types[16]; /* the table while it is small */
+    /* The module's distinct value types (kiln__module_type); the copies in the arena. */
+    kiln__type_set types;
 };
 
 kiln_module *kiln__module_new(kiln_ctx *cx, const char *name);
@@ -116,6 +114,8 @@ kiln__ir_op *kiln__block_append(kiln_module *m, kiln__block *block, kiln_op kind
  * new kind's member is larger. False, with RESOURCE_EXHAUSTED in the module's ctx and op
  * unchanged, when that allocation fails. */
 bool kiln__op_set_kind(kiln_module *m, kiln__ir_op *op, kiln_op kind);
+/* Takes op out of its block's list (its uses are the caller's to drop). */
+void kiln__op_unlink(kiln__ir_op *op);
 kiln_status kiln__block_set_results(kiln_module *m, kiln__block *block, kiln__value *const *values,
                                     int32_t n);
 /* Keeps a reference to a constant's tensor for the module's life. */

@@ -3,9 +3,9 @@
  * with KILN_BACKEND=interpreter). */
 #include "test_util.h"
 
-static kiln_cost cost_of(kiln_ctx *cx, kiln_region_fn f, const kiln_arg_spec *args,
-                         int32_t n_args) {
-    kiln_region fn = {f, NULL};
+static kiln_cost cost_with(kiln_ctx *cx, kiln_region_fn f, void *user, const kiln_arg_spec *args,
+                           int32_t n_args) {
+    kiln_region fn = {f, user};
     kiln_module *m = NULL;
     cr_assert_eq(kiln_lower(cx, &fn, args, n_args, 1, NULL, &m), KILN_OK, "%s",
                  kiln_ctx_error_message(cx));
@@ -16,6 +16,11 @@ static kiln_cost cost_of(kiln_ctx *cx, kiln_region_fn f, const kiln_arg_spec *ar
     cr_assert_eq(kiln_exe_info_get(cx, exe, &info), KILN_OK);
     kiln_exe_release(exe);
     return info.cost;
+}
+
+static kiln_cost cost_of(kiln_ctx *cx, kiln_region_fn f, const kiln_arg_spec *args,
+                         int32_t n_args) {
+    return cost_with(cx, f, NULL, args, n_args);
 }
 
 static kiln_status matmul(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
@@ -67,18 +72,9 @@ static int64_t taps_reading_input(int64_t in, int64_t window, const conv_geometr
 }
 
 static kiln_cost conv_cost(kiln_ctx *cx, conv_geometry *g) {
-    kiln_region fn = {conv, g};
     kiln_arg_spec a[2] = {{.dtype = KILN_F32, .shape = KILN_SHAPE(2, 3, 8, 8)},
                           {.dtype = KILN_F32, .shape = KILN_SHAPE(5, 3, 3, 3)}};
-    kiln_module *m = NULL;
-    cr_assert_eq(kiln_lower(cx, &fn, a, 2, 1, NULL, &m), KILN_OK, "%s", kiln_ctx_error_message(cx));
-    kiln_exe *exe = NULL;
-    cr_assert_eq(kiln_compile(cx, m, NULL, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
-    kiln_module_release(m);
-    kiln_exe_info info;
-    cr_assert_eq(kiln_exe_info_get(cx, exe, &info), KILN_OK);
-    kiln_exe_release(exe);
-    return info.cost;
+    return cost_with(cx, conv, g, a, 2);
 }
 
 Test(exe_cost, convolution_counts_the_taps_that_read_input) {

@@ -33,11 +33,9 @@ typedef struct compiler {
      * compile's scratch arena: the executable keeps copies of its kernels). */
     bool fuse;
     kiln__fusion_options fusion_options;
-    /* The executable's distinct types (keep_type), by hash; from the ctx's allocator for
-     * the compile only (the types themselves are in the executable's memory). */
-    const kiln__type **types;
-    size_t n_types, cap_types;
-    const kiln__type *first_types[16]; /* the table while it is small */
+    /* The executable's distinct types (keep_type): the table for the compile only, the
+     * copies in the executable's memory. */
+    kiln__type_set types;
 } compiler;
 
 static void *xalloc(compiler *c, size_t size, size_t align) {
@@ -52,57 +50,10 @@ static void *xcalloc(compiler *c, size_t size, size_t align) {
 
 /* The executable's copy of type t, one per distinct type (a slot holds a pointer to it:
  * 10^5 slots of a few types must not hold 144 bytes each). NULL when out of memory. */
-static uint64_t type_hash(const kiln__type *t) {
-    uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)t->dtype;
-    h = (h ^ (uint64_t)t->shape.rank) * 0xff51afd7ed558ccdull;
-    for (int32_t d = 0; d < t->shape.rank; d++)
-        h = (h ^ (uint64_t)t->shape.dims[d]) * 0xff51afd7ed558ccdull;
-    return h ^ (h >> 29);
-}
-
-static bool type_same(const kiln__type *a, const kiln__type *b) {
-    if (a->dtype != b->dtype || a->shape.rank != b->shape.rank) return false;
-    for (int32_t d = 0; d < a->shape.rank; d++)
-        if (a->shape.dims[d] != b->shape.dims[d]) return false;
-    return true;
-}
-
-static bool grow_types(compiler *c) {
-    if (!c->cap_types) {
-        c->types = c->first_types;
-        c->cap_types = sizeof c->first_types / sizeof c->first_types[0];
-        return true;
-    }
-    size_t cap = c->cap_types * 2;
-    const kiln__type **t = kiln__calloc(c->cx, cap * sizeof *t, _Alignof(void *), compile_fn);
-    if (!t) return false;
-    for (size_t i = 0; i < c->cap_types; i++) {
-        if (!c->types[i]) continue;
-        size_t s = (size_t)type_hash(c->types[i]) & (cap - 1);
-        while (t[s])
-            s = (s + 1) & (cap - 1);
-        t[s] = c->types[i];
-    }
-    if (c->types != c->first_types) kiln__free(c->cx, c->types, c->cap_types * sizeof *c->types);
-    c->types = t;
-    c->cap_types = cap;
-    return true;
-}
+static void *type_alloc(void *c, size_t size, size_t align) { return xalloc(c, size, align); }
 
 static const kiln__type *keep_type(compiler *c, const kiln__type *t) {
-    if ((c->n_types + 1) * 2 > c->cap_types && !grow_types(c)) return NULL;
-    size_t s = (size_t)type_hash(t) & (c->cap_types - 1);
-    for (; c->types[s]; s = (s + 1) & (c->cap_types - 1))
-        if (type_same(c->types[s], t)) return c->types[s];
-    kiln__type *copy = XNEW(c, kiln__type, 1);
-    if (!copy) return NULL;
-    copy->dtype = t->dtype;
-    copy->shape.rank = t->shape.rank;
-    for (int32_t d = 0; d < t->shape.rank; d++)
-        copy->shape.dims[d] = t->shape.dims[d];
-    c->types[s] = copy;
-    c->n_types++;
-    return copy;
+    return kiln__type_set_intern(&c->types, t, type_alloc, c);
 }
 
 /* The executable's copy of an op's attributes: the part its kind uses. */
@@ -566,8 +517,9 @@ kiln_status kiln__cpu_compile(kiln_ctx *cx, const kiln__compile_request *req,
     exe->lock_made = true;
     exe->device = req->device;
     compiler c = {.cx = cx, .exe = exe};
+    kiln__type_set_init(&c.types, cx);
     kiln_status s = build(&c, req);
-    if (c.types && c.types != c.first_types) kiln__free(cx, c.types, c.cap_types * sizeof *c.types);
+    kiln__type_set_free(&c.types);
     if (s == KILN_OK) {
         kiln__exe_make_result_pool(exe);
         s = kiln__exe_prime(cx, exe);

@@ -91,7 +91,9 @@ KILN_API kiln_status kiln_sort(kiln_ctx *cx, kiln_tensor *const *inputs, int32_t
 /* numpy.take(x, indices, axis): indices (integer tensor, any shape) select along axis
  * (negative axis counts from the end); result shape x.shape[:axis] + indices.shape +
  * x.shape[axis+1:]. Negative indices count from the end, as in numpy; indices still out
- * of range are clamped (as gather does) instead of raising. */
+ * of range are clamped (as gather does) instead of raising. From an axis of size 0, empty
+ * indices give an empty result and any other indices are INVALID_ARGUMENT (nothing to
+ * take), as in numpy. */
 KILN_API kiln_tensor *kiln_take(kiln_ctx *cx, kiln_tensor *x, kiln_tensor *indices, int64_t axis);
 
 /* One-hot encoding: result shape indices.shape + [depth], 1 where the index matches and 0

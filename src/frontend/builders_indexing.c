@@ -96,6 +96,22 @@ static kiln_tensor *take_in_scope(kiln_ctx *cx, const char *fn, kiln_tensor *x,
                                   kiln_tensor *indices, int64_t axis) {
     int32_t r = kiln_tensor_rank(x), q = kiln_tensor_rank(indices);
     kiln_dtype it = kiln_tensor_dtype(indices);
+    if (kiln_tensor_dim(x, (int32_t)axis) == 0) {
+        /* Nothing to gather from (a gather's slice of 1 would not fit): empty indices give
+         * an empty result, others have no element to take, as numpy says. */
+        if (kiln_tensor_numel(indices) != 0) {
+            kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                               "%s: axis %lld of x has size 0; there is nothing to take", fn,
+                               (long long)axis);
+            return NULL;
+        }
+        kiln_shape out = {.rank = r + q - 1};
+        for (int32_t d = 0; d < out.rank; d++)
+            out.dims[d] = d < axis            ? kiln_tensor_dim(x, d)
+                          : d < axis + q      ? kiln_tensor_dim(indices, (int32_t)(d - axis))
+                                              : kiln_tensor_dim(x, (int32_t)(d - q + 1));
+        return kiln_zeros(cx, kiln_tensor_dtype(x), out);
+    }
     /* Negative indices count from the end (numpy's convention): i + dim where i < 0,
      * computed in i64 when dim does not fit the indices' dtype. */
     kiln_tensor *idx = indices;

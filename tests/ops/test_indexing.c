@@ -1190,7 +1190,14 @@ Test(indexing, take) {
     expect_values(cx, kiln_take(cx, long_x, neg, 0), KILN_SHAPE(2), V(299, 100));
     /* Empty indices. */
     expect_shape(cx, kiln_take(cx, x, make_i64(cx, KILN_SHAPE(0), NULL), 1), KILN_SHAPE(3, 0));
+    /* From an axis of size 0: empty indices (of rank 2) give an empty result; others have
+     * nothing to take. */
+    kiln_tensor *empty = counting(cx, KILN_SHAPE(2, 0, 3));
+    expect_shape(cx, kiln_take(cx, empty, make_i64(cx, KILN_SHAPE(4, 0), NULL), 1),
+                 KILN_SHAPE(2, 4, 0, 3));
     expect_ok(cx);
+    cr_assert_null(kiln_take(cx, empty, rows, 1));
+    expect_error(cx, KILN_INVALID_ARGUMENT, "kiln_take: axis 1 of x has size 0; there is nothing");
     /* Errors. */
     cr_assert_null(kiln_take(cx, x, rows, 2));
     expect_error(cx, KILN_INVALID_ARGUMENT, "kiln_take: axis is 2; expected -2 to 1");

@@ -7,7 +7,9 @@
  * loop that the body reads, a trip count of 0..6, and a body that updates each carry by a
  * random chain of exact ops (add, subtract, multiply, maximum, minimum, select of a compare,
  * reverse, a max-reduction broadcast back, conversions to the carry's dtype from integers
- * and floats), sometimes with a branch (kiln_cond on a reduced value) or an inner loop.
+ * and floats, a sort, a max over windows, a gather reversing an axis), sometimes with a
+ * branch (kiln_cond on a reduced value) or an inner loop; one program in ten has empty
+ * carries.
  * The region runs eagerly (the evaluator: the reference) and is lowered, compiled (fusion
  * on, bodies fused) and called on the same inputs; every result must agree bit for bit
  * (any NaN matches any NaN: StableHLO leaves payloads to the implementation). Only exact
@@ -67,8 +69,9 @@ static void make_program(program *p, uint64_t seed) {
     for (int i = 0; i < p->n_carries; i++)
         p->carry_dtype[i] = dtypes[pick(&r, (int)(sizeof dtypes / sizeof dtypes[0]))];
     p->shape.rank = pick(&r, 4);
+    bool empty = pick(&r, 10) == 0; /* one program in ten has an empty carry */
     for (int d = 0; d < p->shape.rank; d++)
-        p->shape.dims[d] = 1 + pick(&r, 5);
+        p->shape.dims[d] = empty && d == 0 ? 0 : 1 + pick(&r, 5);
     p->n_outer = pick(&r, 3);
     p->trip = pick(&r, 7);
     p->branch = pick(&r, 3) == 0;
@@ -89,10 +92,21 @@ static kiln_tensor *as_dtype(kiln_ctx *cx, kiln_tensor *x, kiln_dtype dt) {
     return kiln_convert(cx, x, dt);
 }
 
+/* The maximum of all of x's elements, starting from -100 (so an empty x has one too). */
+static kiln_tensor *max_all(kiln_ctx *cx, kiln_tensor *x) {
+    kiln_tensor *init = kiln_scalar(cx, -100, kiln_tensor_dtype(x)), *m = NULL;
+    kiln_dims all = {.count = kiln_tensor_rank(x)};
+    for (int d = 0; d < all.count; d++)
+        all.v[d] = d;
+    kiln_reduce(cx, &x, &init, 1, all, kiln_region_maximum(), &m);
+    return m;
+}
+
 /* One exact step on v (dtype dt) with another value w of the same dtype and shape. */
 static kiln_tensor *step(kiln_ctx *cx, rng *r, kiln_tensor *v, kiln_tensor *w, kiln_dtype dt) {
+    if (!v || !w) return NULL; /* an earlier step failed: its error is in the ctx */
     int rank = kiln_tensor_rank(v);
-    switch (pick(r, 9)) {
+    switch (pick(r, 12)) {
     case 0: return kiln_add(cx, v, w);
     case 1: return kiln_subtract(cx, v, w);
     case 2: return kiln_multiply(cx, v, kiln_scalar(cx, pick(r, 2) ? -1 : 2, dt));
@@ -104,8 +118,35 @@ static kiln_tensor *step(kiln_ctx *cx, rng *r, kiln_tensor *v, kiln_tensor *w, k
                            v, w);
     case 6: return rank ? kiln_reverse(cx, v, KILN_DIMS(pick(r, rank))) : kiln_negate(cx, v);
     case 7: {
-        kiln_tensor *m = kiln_max(cx, w, KILN_DIMS_NONE, false);
-        return kiln_add(cx, v, kiln_broadcast_to(cx, m, *kiln_tensor_shape(v)));
+        kiln_tensor *m = max_all(cx, w);
+        return m ? kiln_add(cx, v, kiln_broadcast_to(cx, m, *kiln_tensor_shape(v))) : NULL;
+    }
+    case 8: { /* sort along an axis (stable, ascending) */
+        if (!rank) return kiln_maximum(cx, v, w);
+        kiln_tensor *sorted = NULL;
+        kiln_sort(cx, &v, 1, pick(r, rank), true, kiln_region_less(), &sorted);
+        return sorted;
+    }
+    case 9: { /* a max over windows of two along an axis, padded to keep the shape */
+        if (!rank) return kiln_minimum(cx, v, w);
+        int axis = pick(r, rank);
+        kiln_window_params wp = {.window_dimensions = {.count = rank},
+                                 .padding_low = {.count = rank},
+                                 .padding_high = {.count = rank}};
+        for (int d = 0; d < rank; d++)
+            wp.window_dimensions.v[d] = d == axis ? 2 : 1;
+        wp.padding_high.v[axis] = 1;
+        kiln_tensor *init = kiln_scalar(cx, -100, dt), *pooled = NULL;
+        kiln_reduce_window(cx, &v, &init, 1, &wp, kiln_region_maximum(), &pooled);
+        return pooled;
+    }
+    case 10: { /* a gather: the elements along an axis in reverse order */
+        if (!rank) return kiln_subtract(cx, w, v);
+        int axis = pick(r, rank);
+        int64_t n = kiln_tensor_dim(v, axis);
+        kiln_tensor *idx = kiln_subtract(cx, kiln_scalar(cx, (double)(n - 1), KILN_I64),
+                                         kiln_iota(cx, KILN_I64, KILN_SHAPE(n), 0));
+        return kiln_take(cx, v, idx, axis);
     }
     default: return kiln_add(cx, v, kiln_scalar(cx, 1 + pick(r, 3), dt));
     }
@@ -154,7 +195,7 @@ static kiln_status body(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
     kiln_status s = update(cx, p, 0xb0d7, in + 1, next_c);
     if (s != KILN_OK) return s;
     if (p->branch) {
-        kiln_tensor *m = kiln_max(cx, next_c[0], KILN_DIMS_NONE, false);
+        kiln_tensor *m = max_all(cx, next_c[0]);
         kiln_tensor *pred = kiln_compare(cx, m, kiln_scalar(cx, 2, p->carry_dtype[0]),
                                          KILN_CMP_GT, KILN_CMP_DEFAULT);
         branch_env t = {p, next_c, 0x7777}, f = {p, next_c, 0x8888};

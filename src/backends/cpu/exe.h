@@ -13,12 +13,20 @@
  * position of its last module op; the views and values used only inside a kernel are never
  * stored (KILN__SLOT_UNUSED).
  *
- * The entry block runs over a static buffer plan: every intermediate value has an offset in
- * one arena (values whose lifetimes do not overlap share space; an elementwise op may write
- * over an operand that dies there), results are written straight into the output tensors
- * (or into a donated argument's buffer), and CONTROL ops (while, if, case, call) hand back
- * tensors of their own. The executable is immutable after compiling; each call takes a call
- * state (the arena, tensor headers over it, the slot array) from a pool, or makes one. */
+ * Every block that runs as part of the program (the entry block, and the bodies of the
+ * while, if, case and call ops in such a block) runs over a static buffer plan
+ * (kiln__xplan): every intermediate value has an offset in the call's one arena (values
+ * whose lifetimes do not overlap share space; an elementwise op may write over an operand
+ * that dies there), and a block's results are written straight into the tensors its
+ * caller hands it (the entry's result tensors or donated buffers, a loop's carry buffers,
+ * the outputs of an if) or copied there at its end. A block's regions lay out their
+ * values above the block's own, so nothing a call makes is allocated while it runs. Loops
+ * keep their carries in buffers of their own (kiln__xloop): updated in place where the
+ * body may write a carry over itself, else in two buffers taking turns, or not at all
+ * when the body passes it through. Regions that evaluator kernels call back (a reduce's or
+ * sort's custom body) are interpreted instead, op by op, with fresh tensors.
+ * The executable is immutable after compiling; each call takes a call
+ * state (the arena, tensor headers over it, the slot arrays) from a pool, or makes one. */
 #ifndef KILN_BACKENDS_CPU_EXE_H
 #define KILN_BACKENDS_CPU_EXE_H
 
@@ -49,10 +57,14 @@ typedef struct kiln__xref {
 } kiln__xref;
 
 typedef struct kiln__xblock kiln__xblock;
+typedef struct kiln__xplan kiln__xplan;
+typedef struct kiln__xloop kiln__xloop;
 
 typedef struct kiln__xop {
     kiln_op kind;
-    bool control; /* a CONTROL op: the kernel makes its result tensors */
+    /* A CONTROL op (while, if, case, call): in a planned block it runs its regions into
+     * its result slots; in an interpreted one the evaluator makes its result tensors. */
+    bool control;
     int32_t n_in, n_out, n_regions;
     const kiln__xref *in;
     const int32_t *out;           /* result slots, in the op's own block */
@@ -66,6 +78,7 @@ typedef struct kiln__xop {
      * the bias; then the activation (KILN__ACT_*). Runs as kiln__cpu_conv_bias_act. */
     bool conv_epilogue;
     int32_t activation;
+    const kiln__xloop *loop; /* a planned while: where its carries live */
 } kiln__xop;
 
 struct kiln__xblock {
@@ -76,32 +89,62 @@ struct kiln__xblock {
     const kiln__type **types; /* per slot: the executable's copy of its type, one per distinct type */
     kiln_tensor **consts; /* per slot: a constant's value (owned by the executable), or NULL */
     int32_t max_in, max_out;
+    const kiln__xplan *plan; /* NULL: interpreted (a region an evaluator kernel calls) */
 };
 
-/* What an entry slot is at run time. */
+/* What a slot of a planned block is at run time. */
 enum {
-    KILN__SLOT_ARG,     /* a caller's argument */
-    KILN__SLOT_CONST,   /* a constant of the executable */
-    KILN__SLOT_ARENA,   /* an intermediate in the call's arena */
-    KILN__SLOT_OUTPUT,  /* written straight into a result tensor */
-    KILN__SLOT_CONTROL, /* made by a CONTROL op */
-    KILN__SLOT_UNUSED,  /* never made: a view, or a value used only inside its kernel */
+    KILN__SLOT_ARG,    /* an argument: the caller's, a loop's carry, a call's operand */
+    KILN__SLOT_CONST,  /* a constant of the executable */
+    KILN__SLOT_ARENA,  /* an intermediate in the call's arena */
+    KILN__SLOT_OUTPUT, /* written straight into a result tensor the block's caller hands it */
+    KILN__SLOT_UNUSED, /* never made: a view, or a value used only inside its kernel */
 };
 
-/* How a call makes result r. */
+/* How a block makes result r. */
 typedef enum kiln__result_kind {
-    KILN__RESULT_ARG,    /* an argument returned unchanged: a view of it */
-    KILN__RESULT_CONST,  /* a constant: a view of it */
+    /* An argument returned unchanged: the entry's results are views of it; a loop body's
+     * carry that it passes through (result r is argument r) stays where it is. */
+    KILN__RESULT_ARG,
+    KILN__RESULT_CONST,  /* the entry's constant result: a view of it */
     KILN__RESULT_DIRECT, /* the op writes into the result tensor (which may be a donated buffer) */
-    KILN__RESULT_TAKE,   /* a CONTROL op's tensor, handed over */
     KILN__RESULT_COPY,   /* copied at the end into the result tensor (or donated buffer) */
 } kiln__result_kind;
 
 typedef struct kiln__result_plan {
     kiln__result_kind kind;
-    int32_t slot;  /* the entry slot holding the value */
-    int32_t alias; /* the donated argument whose buffer it reuses, or -1 */
+    int32_t depth, slot; /* the value (depth > 0: of a block around, copied) */
+    /* The entry: the donated argument whose buffer it reuses, or -1. A loop body: its
+     * argument r when the result may be written over it (the carry is updated in place). */
+    int32_t alias;
 } kiln__result_plan;
+
+/* A planned block's buffers. Offsets are from the start of the call's arena; the block's
+ * own values lie in [base, base + peak), its regions' above. */
+struct kiln__xplan {
+    uint8_t *slot_kind;   /* per slot */
+    size_t *slot_offset;  /* arena slots: the byte offset */
+    int32_t *slot_tensor; /* arena slots: the index of its tensor header in a call state */
+    kiln__result_plan *results;
+    size_t base, peak, end; /* end: past everything it and its regions use */
+    int32_t n_arena;        /* arena slots */
+    int32_t vals_at;        /* its slot array, then its operand and result scratch, among the
+                               call state's pointers */
+};
+
+/* How a planned while keeps carry i. */
+enum {
+    KILN__CARRY_PASS,    /* the body passes it through: the init, read in place */
+    KILN__CARRY_INPLACE, /* one buffer, the init copied in, the body writing over it */
+    KILN__CARRY_SWAP,    /* two buffers: the body reads one and writes the other */
+};
+
+struct kiln__xloop {
+    uint8_t *carry;      /* per carry: KILN__CARRY_* */
+    int32_t *buffer;     /* per carry: its first buffer's tensor header (SWAP: and the next) */
+    int32_t cond_buffer; /* the condition's result */
+    int32_t cur_at;      /* the carries now, then the body's results, among the pointers */
+};
 
 /* Memory that lives as long as the executable. */
 typedef struct kiln__xmem_block kiln__xmem_block;
@@ -124,13 +167,15 @@ typedef struct kiln__cpu_exe {
     int32_t *preserved;
 
     kiln__xblock *entry;
-    uint8_t *slot_kind;   /* per entry slot */
-    size_t *slot_offset;  /* arena slots: the byte offset */
-    int32_t *slot_tensor; /* arena slots: the index of its tensor header in a call state */
-    int32_t n_arena;      /* arena slots */
-    int32_t *control_slots;
-    int32_t n_control;
-    kiln__result_plan *results;
+    kiln__result_plan *results; /* the entry's (entry->plan->results) */
+    /* Every planned block, for making call states, and the tensor headers over the arena:
+     * each one's type and offset. */
+    kiln__xblock **blocks;
+    int32_t n_blocks;
+    const kiln__type **header_type;
+    size_t *header_offset;
+    int32_t n_headers;
+    int32_t n_ptrs; /* the call state's tensor pointers (slot arrays, scratch, carries) */
     size_t arena_bytes;
     int32_t n_ops;
     int32_t n_kernels, n_fused_ops; /* kernels among the ops, and the module ops they replace */
@@ -141,7 +186,7 @@ typedef struct kiln__cpu_exe {
     int32_t n_owned, cap_owned;
 
     /* Call states: one allocation of state_bytes, laid out at these offsets. */
-    size_t state_bytes, off_arena, off_tensors, off_vals, off_scratch, off_outs;
+    size_t state_bytes, off_arena, off_tensors, off_ptrs, off_outs;
     pthread_mutex_t lock; /* guards pool */
     bool lock_made;
     kiln__call_state *pool;
@@ -180,8 +225,8 @@ void *kiln__cpu_exe_alloc(kiln_ctx *cx, kiln__cpu_exe *exe, size_t size, size_t 
 void *kiln__cpu_exe_alloc_raw(kiln_ctx *cx, kiln__cpu_exe *exe, size_t size, size_t align);
 void kiln__cpu_exe_free_mem(kiln__cpu_exe *exe);
 
-/* Plans the entry block's buffers (exe_plan.c): slot kinds, arena offsets, how each result
- * is made, the call state's layout. Errors: RESOURCE_EXHAUSTED, FAILED_PRECONDITION (an
+/* Plans the buffers of the entry block and of every block it runs (exe_plan.c): slot kinds,
+ * arena offsets, how each result is made, loops' carries, the call state's layout. Errors: RESOURCE_EXHAUSTED, FAILED_PRECONDITION (an
  * assert_nonallocating result that reuses nothing). */
 kiln_status kiln__cpu_plan(kiln_ctx *cx, kiln__cpu_exe *exe, bool assert_nonallocating);
 

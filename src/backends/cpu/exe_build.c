@@ -588,7 +588,7 @@ void kiln__cpu_info(const kiln__executable *x, kiln__executable_info *out) {
     const kiln__cpu_exe *exe = (const kiln__cpu_exe *)x;
     *out = (kiln__executable_info){.n_ops = exe->n_ops,
                                    .arena_bytes = exe->arena_bytes,
-                                   .n_buffers = exe->n_arena,
+                                   .n_buffers = exe->n_headers,
                                    .n_kernels = exe->n_kernels,
                                    .n_fused_ops = exe->n_fused_ops,
                                    .n_conv_epilogues = exe->n_epilogues};

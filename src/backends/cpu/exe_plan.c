@@ -1,7 +1,12 @@
-/* The CPU backend's buffer plan for an executable's entry block (exe.h): which slots live
- * in the call's arena and at which offsets (first fit by liveness, an elementwise op or
- * kernel writing over an operand that dies there), which results are written straight
- * into their tensors or into donated buffers, and the call state's layout. */
+/* The CPU backend's buffer plans (exe.h), for the entry block and every block it runs (the
+ * bodies of its loops, branches and calls, nested): which slots live in the call's arena
+ * and at which offsets (first fit by liveness, an elementwise op or kernel writing over an
+ * operand that dies there), which results are written straight into the tensors the
+ * block's caller hands it (result tensors, donated buffers, carry buffers), how each loop
+ * keeps its carries, and the call state's layout. A block's regions are laid out above
+ * the block's own values: a region runs inside one op, and everything it makes is dead
+ * (or in its caller's buffers) when that op ends, so the regions of a block's ops share
+ * the space above it. */
 #include <string.h>
 
 #include "backends/cpu/exe.h"
@@ -31,7 +36,7 @@ bool kiln__xop_inplace_ok(const kiln__xblock *b, const kiln__xop *op, int32_t i)
     return true;
 }
 
-/* Uses of entry slots (depth `depth` from b) by ops of b and its regions count at k. */
+/* Uses of a block's slots (depth `depth` from b) by ops of b and its regions count at k. */
 static void mark_uses(const kiln__xblock *b, int32_t depth, int32_t k, int32_t *last) {
     for (int32_t j = 0; j < b->n_ops; j++) {
         const kiln__xop *op = &b->ops[j];
@@ -102,134 +107,274 @@ static bool direct_ok(const kiln__xblock *b, const int32_t *last, int32_t a, int
     return true;
 }
 
+
 typedef struct plan_scratch {
-    int32_t *last, *def, *die_head, *die_next;
+    int32_t *last, *def, *die_head, *die_next, *home;
     bool *holds;
     interval *iv;
 } plan_scratch;
 
-kiln_status kiln__cpu_plan(kiln_ctx *cx, kiln__cpu_exe *exe, bool assert_nonallocating) {
-    const kiln__xblock *b = exe->entry;
+/* What plans are made with: the executable, and the headers and pointers counted so far. */
+typedef struct planner {
+    kiln_ctx *cx;
+    kiln__cpu_exe *exe;
+    size_t end;                /* the arena's size */
+    int32_t n_headers, cap_headers;
+    int32_t n_ptrs;
+    int32_t cap_blocks;
+} planner;
+
+/* Whose block it is: the entry (results into the caller's tensors, donation), a loop's body
+ * (result i may stay argument i, or be written over it), or another region. */
+typedef enum block_role { ROLE_ENTRY, ROLE_BODY, ROLE_REGION } block_role;
+
+/* A tensor header over [offset, ...) of the arena, with type t: its index. */
+static int32_t add_header(planner *P, const kiln__type *t, size_t offset) {
+    kiln__cpu_exe *exe = P->exe;
+    if (P->n_headers == P->cap_headers) {
+        int32_t cap = P->cap_headers ? 2 * P->cap_headers : 64;
+        const kiln__type **types = kiln__cpu_exe_alloc_raw(P->cx, exe, (size_t)cap * sizeof *types,
+                                                           _Alignof(const kiln__type *));
+        size_t *offs = types ? kiln__cpu_exe_alloc_raw(P->cx, exe, (size_t)cap * sizeof *offs,
+                                                       _Alignof(size_t))
+                             : NULL;
+        if (!offs) return -1;
+        if (P->n_headers) {
+            memcpy(types, exe->header_type, (size_t)P->n_headers * sizeof *types);
+            memcpy(offs, exe->header_offset, (size_t)P->n_headers * sizeof *offs);
+        }
+        exe->header_type = types;
+        exe->header_offset = offs;
+        P->cap_headers = cap;
+    }
+    exe->header_type[P->n_headers] = t;
+    exe->header_offset[P->n_headers] = offset;
+    return P->n_headers++;
+}
+
+static bool add_block(planner *P, kiln__xblock *b) {
+    kiln__cpu_exe *exe = P->exe;
+    if (exe->n_blocks == P->cap_blocks) {
+        int32_t cap = P->cap_blocks ? 2 * P->cap_blocks : 8;
+        kiln__xblock **blocks = kiln__cpu_exe_alloc_raw(P->cx, exe, (size_t)cap * sizeof *blocks,
+                                                        _Alignof(kiln__xblock *));
+        if (!blocks) return false;
+        if (exe->n_blocks) memcpy(blocks, exe->blocks, (size_t)exe->n_blocks * sizeof *blocks);
+        exe->blocks = blocks;
+        P->cap_blocks = cap;
+    }
+    exe->blocks[exe->n_blocks++] = b;
+    return true;
+}
+
+static kiln_status plan_block(planner *P, kiln__xblock *b, size_t base, block_role role,
+                              bool assert_nonallocating);
+
+/* How result r of b is made. The entry's follow donation and preserved arguments; a
+ * region's are written into what its caller hands it (a loop body's may also stay its
+ * argument, or overwrite it) or copied there at its end. */
+static kiln_status plan_results(planner *P, kiln__xblock *b, kiln__xplan *p, block_role role,
+                                const plan_scratch *s, bool assert_nonallocating) {
+    kiln__cpu_exe *exe = P->exe;
+    int32_t *home = s->home; /* per slot: the result it is written into, or -1 */
+    for (int32_t r = 0; r < b->n_results; r++) {
+        kiln__xref src = b->results[r];
+        int32_t v = src.slot;
+        int32_t a = role == ROLE_ENTRY ? exe->aliases[r] : -1;
+        kiln__result_plan *rp = &p->results[r];
+        *rp = (kiln__result_plan){
+            .kind = KILN__RESULT_COPY, .depth = src.depth, .slot = v, .alias = a};
+        if (src.depth > 0) continue; /* a value of a block around: copied */
+        uint8_t kind = p->slot_kind[v];
+        if (role == ROLE_ENTRY) {
+            if (exe->preserved[r] >= 0 || kind == KILN__SLOT_ARG) {
+                rp->kind = KILN__RESULT_ARG;
+                rp->alias = -1;
+            } else if (kind == KILN__SLOT_CONST) {
+                if (a < 0) rp->kind = KILN__RESULT_CONST;
+            } else if (home[v] < 0 && (a < 0 || direct_ok(b, s->last, a, s->def[v]))) {
+                rp->kind = KILN__RESULT_DIRECT;
+                home[v] = r;
+                p->slot_kind[v] = KILN__SLOT_OUTPUT;
+            }
+            if (assert_nonallocating && exe->preserved[r] < 0 && a < 0) {
+                char t[KILN__TYPE_TEXT];
+                return kiln_ctx_set_error(
+                    P->cx, KILN_FAILED_PRECONDITION,
+                    "%s: assert_nonallocating: result %d (%s) reuses no donated or preserved "
+                    "buffer (no donated argument of its dtype and byte size is left to alias)",
+                    compile_fn, (int)r, kiln__type_text(b->types[v], t));
+            }
+            continue;
+        }
+        if (role == ROLE_BODY && kind == KILN__SLOT_ARG && v == r) {
+            rp->kind = KILN__RESULT_ARG; /* passed through */
+        } else if (kind == KILN__SLOT_ARENA && home[v] < 0 && s->def[v] >= 0) {
+            rp->kind = KILN__RESULT_DIRECT;
+            home[v] = r;
+            p->slot_kind[v] = KILN__SLOT_OUTPUT;
+            if (role == ROLE_BODY && r < b->n_args && direct_ok(b, s->last, r, s->def[v]))
+                rp->alias = r; /* may be written over carry r: updated in place */
+        }
+    }
+    return KILN_OK;
+}
+
+/* The carries of a planned while (op of block b): how each is kept, its buffers above
+ * `base`, and the plans of the condition and body (at `base` too: they never run at once,
+ * and the body writes its results into the carry buffers). */
+static kiln_status plan_loop(planner *P, const kiln__xblock *b, kiln__xop *op, size_t base,
+                             size_t *end) {
+    kiln_ctx *cx = P->cx;
+    kiln__cpu_exe *exe = P->exe;
+    kiln__xblock *cond = op->regions[0], *body = op->regions[1];
+    kiln_status s = plan_block(P, cond, base, ROLE_REGION, false);
+    if (s == KILN_OK) s = plan_block(P, body, base, ROLE_BODY, false);
+    if (s != KILN_OK) return s;
+    int32_t n = op->n_out;
+    kiln__xloop *loop = kiln__cpu_exe_alloc(cx, exe, sizeof *loop, _Alignof(kiln__xloop));
+    uint8_t *carry = PNEW(uint8_t, n);
+    int32_t *buffer = PNEW(int32_t, n);
+    if (!loop || !carry || !buffer) return KILN_RESOURCE_EXHAUSTED;
+    size_t at = align_up(cond->plan->end > body->plan->end ? cond->plan->end : body->plan->end,
+                         BUFFER_ALIGN);
+    for (int32_t i = 0; i < n; i++) {
+        const kiln__result_plan *rp = &body->plan->results[i];
+        carry[i] = rp->kind == KILN__RESULT_ARG ? KILN__CARRY_PASS
+                   : rp->alias == i             ? KILN__CARRY_INPLACE
+                                                : KILN__CARRY_SWAP;
+        buffer[i] = -1;
+        int32_t copies = carry[i] == KILN__CARRY_PASS ? 0 : carry[i] == KILN__CARRY_INPLACE ? 1 : 2;
+        const kiln__type *t = b->types[op->out[i]];
+        size_t size = align_up(kiln__type_bytes(t), BUFFER_ALIGN);
+        for (int32_t c = 0; c < copies; c++) {
+            int32_t h = add_header(P, t, at);
+            if (h < 0) return KILN_RESOURCE_EXHAUSTED;
+            if (c == 0) buffer[i] = h;
+            at += size;
+        }
+    }
+    static const kiln__type pred = {.dtype = KILN_BOOL};
+    loop->cond_buffer = add_header(P, &pred, at);
+    if (loop->cond_buffer < 0) return KILN_RESOURCE_EXHAUSTED;
+    at += BUFFER_ALIGN;
+    loop->carry = carry;
+    loop->buffer = buffer;
+    loop->cur_at = P->n_ptrs;
+    P->n_ptrs += 2 * n;
+    op->loop = loop;
+    *end = at;
+    return KILN_OK;
+}
+
+/* The plans of the regions of b's CONTROL ops, laid out from `base` up; *end past them. */
+static kiln_status plan_regions(planner *P, kiln__xblock *b, size_t base, size_t *end) {
+    *end = base;
+    for (int32_t k = 0; k < b->n_ops; k++) {
+        kiln__xop *op = &b->ops[k];
+        if (!op->control) continue;
+        size_t op_end = base;
+        kiln_status s = KILN_OK;
+        if (op->kind == KILN_OP_WHILE) {
+            s = plan_loop(P, b, op, base, &op_end);
+        } else {
+            for (int32_t r = 0; r < op->n_regions && s == KILN_OK; r++) {
+                s = plan_block(P, op->regions[r], base, ROLE_REGION, false);
+                if (s == KILN_OK && op->regions[r]->plan->end > op_end)
+                    op_end = op->regions[r]->plan->end;
+            }
+        }
+        if (s != KILN_OK) return s;
+        if (op_end > *end) *end = op_end;
+    }
+    return KILN_OK;
+}
+
+static kiln_status plan_block(planner *P, kiln__xblock *b, size_t base, block_role role,
+                              bool assert_nonallocating) {
+    kiln_ctx *cx = P->cx;
+    kiln__cpu_exe *exe = P->exe;
     int32_t n = b->n_slots, n_ops = b->n_ops;
-    exe->slot_kind = PNEW(uint8_t, n);
-    exe->slot_offset = PNEW(size_t, n);
-    exe->slot_tensor = PNEW(int32_t, n);
-    exe->results = PNEW(kiln__result_plan, exe->n_results);
+    kiln__xplan *p = kiln__cpu_exe_alloc(cx, exe, sizeof *p, _Alignof(kiln__xplan));
+    if (!p || !add_block(P, b)) return KILN_RESOURCE_EXHAUSTED;
+    p->slot_kind = PNEW(uint8_t, n);
+    p->slot_offset = PNEW(size_t, n);
+    p->slot_tensor = PNEW(int32_t, n);
+    p->results = PNEW(kiln__result_plan, b->n_results);
     /* Compile-time scratch goes in the executable's memory too: it is small. */
     plan_scratch s = {.last = PNEW(int32_t, n),
                       .def = PNEW(int32_t, n),
                       .die_head = PNEW(int32_t, n_ops + 1),
                       .die_next = PNEW(int32_t, n),
+                      .home = PNEW(int32_t, n),
                       .holds = PNEW(bool, n),
                       .iv = PNEW(interval, n)};
-    if (!exe->slot_kind || !exe->slot_offset || !exe->slot_tensor || !exe->results || !s.last ||
-        !s.def || !s.die_head || !s.die_next || !s.holds || !s.iv)
+    if (!p->slot_kind || !p->slot_offset || !p->slot_tensor || (b->n_results && !p->results) ||
+        !s.last || !s.def || !s.die_head || !s.die_next || !s.home || !s.holds || !s.iv)
         return KILN_RESOURCE_EXHAUSTED;
+    p->base = base;
 
     for (int32_t v = 0; v < n; v++) {
         s.last[v] = -1;
         s.def[v] = -1;
-        exe->slot_tensor[v] = -1;
-        exe->slot_kind[v] = v < b->n_args  ? KILN__SLOT_ARG
-                            : b->consts[v] ? KILN__SLOT_CONST
-                                           : KILN__SLOT_ARENA;
+        s.home[v] = -1;
+        p->slot_tensor[v] = -1;
+        p->slot_kind[v] = v < b->n_args  ? KILN__SLOT_ARG
+                          : b->consts[v] ? KILN__SLOT_CONST
+                                         : KILN__SLOT_ARENA;
     }
     for (int32_t k = 0; k < n_ops; k++) {
         const kiln__xop *op = &b->ops[k];
-        for (int32_t i = 0; i < op->n_out; i++) {
+        for (int32_t i = 0; i < op->n_out; i++)
             s.def[op->out[i]] = k;
-            if (op->control) exe->slot_kind[op->out[i]] = KILN__SLOT_CONTROL;
-        }
         for (int32_t i = 0; i < op->n_in; i++)
-            if (s.last[op->in[i].slot] < k) s.last[op->in[i].slot] = k;
+            if (op->in[i].depth == 0 && s.last[op->in[i].slot] < k) s.last[op->in[i].slot] = k;
         for (int32_t r = 0; r < op->n_regions; r++)
             if (op->regions[r]) mark_uses(op->regions[r], 1, k, s.last);
     }
     for (int32_t r = 0; r < b->n_results; r++)
-        s.last[b->results[r].slot] = n_ops;
+        if (b->results[r].depth == 0) s.last[b->results[r].slot] = n_ops;
     for (int32_t v = b->n_args; v < n; v++)
-        if (s.def[v] < 0 && exe->slot_kind[v] == KILN__SLOT_ARENA)
-            exe->slot_kind[v] = KILN__SLOT_UNUSED;
+        if (s.def[v] < 0 && p->slot_kind[v] == KILN__SLOT_ARENA) p->slot_kind[v] = KILN__SLOT_UNUSED;
 
-    /* Results. */
-    bool *taken = s.holds; /* reused below, cleared after */
-    int32_t *home = s.die_next;
-    for (int32_t v = 0; v < n; v++)
-        home[v] = -1;
-    for (int32_t r = 0; r < exe->n_results; r++) {
-        int32_t v = b->results[r].slot, a = exe->aliases[r];
-        kiln__result_plan *rp = &exe->results[r];
-        *rp = (kiln__result_plan){.kind = KILN__RESULT_COPY, .slot = v, .alias = a};
-        uint8_t kind = exe->slot_kind[v];
-        if (exe->preserved[r] >= 0 || kind == KILN__SLOT_ARG) {
-            rp->kind = KILN__RESULT_ARG;
-            rp->alias = -1;
-        } else if (kind == KILN__SLOT_CONST) {
-            if (a < 0) rp->kind = KILN__RESULT_CONST;
-        } else if (kind == KILN__SLOT_CONTROL) {
-            if (a < 0 && !taken[v]) {
-                rp->kind = KILN__RESULT_TAKE;
-                taken[v] = true;
-            }
-        } else if (home[v] < 0 && (a < 0 || direct_ok(b, s.last, a, s.def[v]))) {
-            rp->kind = KILN__RESULT_DIRECT;
-            home[v] = r;
-            exe->slot_kind[v] = KILN__SLOT_OUTPUT;
-        }
-        if (assert_nonallocating && exe->preserved[r] < 0 && a < 0) {
-            char t[KILN__TYPE_TEXT];
-            return kiln_ctx_set_error(cx, KILN_FAILED_PRECONDITION,
-                                      "%s: assert_nonallocating: result %d (%s) reuses no "
-                                      "donated or preserved buffer (no donated argument of its "
-                                      "dtype and byte size is left to alias)",
-                                      compile_fn, (int)r, kiln__type_text(b->types[v], t));
-        }
-    }
-    memset(s.holds, 0, (size_t)n * sizeof *s.holds);
+    kiln_status st = plan_results(P, b, p, role, &s, assert_nonallocating);
+    if (st != KILN_OK) return st;
 
     /* Arena slots die after their last use (an unused result right after its op). */
     for (int32_t k = 0; k <= n_ops; k++)
         s.die_head[k] = -1;
-    int32_t n_arena = 0, n_control = 0;
     for (int32_t v = 0; v < n; v++) {
         s.die_next[v] = -1;
-        if (exe->slot_kind[v] == KILN__SLOT_CONTROL) n_control++;
-        if (exe->slot_kind[v] != KILN__SLOT_ARENA) continue;
-        exe->slot_tensor[v] = n_arena++;
+        if (p->slot_kind[v] != KILN__SLOT_ARENA) continue;
+        p->n_arena++;
         int32_t end = s.last[v] >= 0 ? s.last[v] : s.def[v];
         s.die_next[v] = s.die_head[end];
         s.die_head[end] = v;
     }
-    exe->n_arena = n_arena;
-    exe->n_control = n_control;
-    exe->control_slots = PNEW(int32_t, n_control);
-    if (!exe->control_slots) return KILN_RESOURCE_EXHAUSTED;
-    for (int32_t v = 0, i = 0; v < n; v++)
-        if (exe->slot_kind[v] == KILN__SLOT_CONTROL) exe->control_slots[i++] = v;
 
     arena_plan ap = {.iv = s.iv};
     for (int32_t k = 0; k < n_ops; k++) {
         const kiln__xop *op = &b->ops[k];
-        for (int32_t j = 0; j < op->n_out && !op->control; j++) {
+        for (int32_t j = 0; j < op->n_out; j++) {
             int32_t v = op->out[j];
-            if (exe->slot_kind[v] != KILN__SLOT_ARENA) continue;
+            if (p->slot_kind[v] != KILN__SLOT_ARENA) continue;
             size_t size = align_up(kiln__type_bytes(b->types[v]), BUFFER_ALIGN);
             if (size == 0) continue;
             int32_t reuse = -1;
             for (int32_t i = 0; i < op->n_in && reuse < 0; i++) {
                 int32_t u = op->in[i].slot;
-                if (op->in[i].depth == 0 && exe->slot_kind[u] == KILN__SLOT_ARENA && s.holds[u] &&
+                if (op->in[i].depth == 0 && p->slot_kind[u] == KILN__SLOT_ARENA && s.holds[u] &&
                     s.last[u] == k &&
                     kiln__type_bytes(b->types[u]) == kiln__type_bytes(b->types[v]) &&
                     kiln__xop_inplace_ok(b, op, i))
                     reuse = u;
             }
             if (reuse >= 0) {
-                exe->slot_offset[v] = exe->slot_offset[reuse];
+                p->slot_offset[v] = p->slot_offset[reuse];
                 arena_rename(&ap, reuse, v);
                 s.holds[reuse] = false;
             } else {
-                exe->slot_offset[v] = arena_take(&ap, size, v);
+                p->slot_offset[v] = base + arena_take(&ap, size, v);
             }
             s.holds[v] = true;
         }
@@ -239,19 +384,41 @@ kiln_status kiln__cpu_plan(kiln_ctx *cx, kiln__cpu_exe *exe, bool assert_nonallo
             s.holds[v] = false;
         }
     }
-    exe->arena_bytes = ap.peak;
-    exe->n_ops = n_ops;
+    p->peak = ap.peak;
+    for (int32_t v = 0; v < n; v++) {
+        if (p->slot_kind[v] != KILN__SLOT_ARENA) continue;
+        if ((p->slot_tensor[v] = add_header(P, b->types[v], p->slot_offset[v])) < 0)
+            return KILN_RESOURCE_EXHAUSTED;
+    }
+    p->vals_at = P->n_ptrs;
+    P->n_ptrs += n + b->max_in + b->max_out;
+    b->plan = p;
+    size_t regions_end;
+    st = plan_regions(P, b, align_up(base + p->peak, BUFFER_ALIGN), &regions_end);
+    if (st != KILN_OK) return st;
+    p->end = regions_end > base + p->peak ? regions_end : base + p->peak;
+    if (p->end > P->end) P->end = p->end;
+    return KILN_OK;
+}
+
+kiln_status kiln__cpu_plan(kiln_ctx *cx, kiln__cpu_exe *exe, bool assert_nonallocating) {
+    planner P = {.cx = cx, .exe = exe};
+    kiln_status s = plan_block(&P, exe->entry, 0, ROLE_ENTRY, assert_nonallocating);
+    if (s != KILN_OK) return s;
+    exe->results = exe->entry->plan->results;
+    exe->arena_bytes = P.end;
+    exe->n_headers = P.n_headers;
+    exe->n_ptrs = P.n_ptrs;
+    exe->n_ops = exe->entry->n_ops;
 
     /* The call state's layout. */
     size_t off = align_up(sizeof(kiln__call_state), 64);
     exe->off_arena = off;
     off = align_up(off + exe->arena_bytes, 64);
     exe->off_tensors = off;
-    off += (size_t)n_arena * sizeof(kiln_tensor);
-    exe->off_vals = off = align_up(off, _Alignof(kiln_tensor *));
-    off += (size_t)n * sizeof(kiln_tensor *);
-    exe->off_scratch = off;
-    off += (size_t)(b->max_in + b->max_out) * sizeof(kiln_tensor *);
+    off += (size_t)exe->n_headers * sizeof(kiln_tensor);
+    exe->off_ptrs = off = align_up(off, _Alignof(kiln_tensor *));
+    off += (size_t)exe->n_ptrs * sizeof(kiln_tensor *);
     exe->off_outs = off;
     off += (size_t)exe->n_results * sizeof(kiln_tensor *);
     exe->state_bytes = align_up(off, 64);

@@ -13,7 +13,6 @@ static const char *slot_kind_name(uint8_t kind) {
     case KILN__SLOT_CONST: return "constant";
     case KILN__SLOT_ARENA: return "arena";
     case KILN__SLOT_OUTPUT: return "result";
-    case KILN__SLOT_CONTROL: return "made by its op";
     default: return "never stored";
     }
 }
@@ -21,6 +20,32 @@ static const char *slot_kind_name(uint8_t kind) {
 static void print_slot(kiln__strbuf *sb, const kiln__cpu_exe *exe, int32_t v) {
     char t[KILN__TYPE_TEXT];
     kiln__strbuf_printf(sb, "%%%d %s", (int)v, kiln__type_text(exe->entry->types[v], t));
+}
+
+/* After a region's header line: how its values and results are kept, when it is planned
+ * (a loop's carries under its body). */
+static void print_region_plan(kiln__strbuf *sb, const kiln__xop *op, int32_t r,
+                              const kiln__xblock *body) {
+    const kiln__xplan *p = body->plan;
+    if (!p) {
+        kiln__strbuf_puts(sb, "; interpreted\n");
+        return;
+    }
+    int32_t direct = 0, copied = 0;
+    for (int32_t i = 0; i < body->n_results; i++) {
+        direct += p->results[i].kind == KILN__RESULT_DIRECT;
+        copied += p->results[i].kind == KILN__RESULT_COPY;
+    }
+    kiln__strbuf_printf(sb, "; %d buffers, %zu bytes at offset %zu; %d results written in place, "
+                            "%d copied",
+                        (int)p->n_arena, p->peak, p->base, (int)direct, (int)copied);
+    if (op->loop && r == 1) {
+        static const char *const how[] = {"passed through", "updated in place", "two buffers"};
+        kiln__strbuf_puts(sb, "; carries:");
+        for (int32_t i = 0; i < op->n_out; i++)
+            kiln__strbuf_printf(sb, "%s %s", i ? "," : "", how[op->loop->carry[i]]);
+    }
+    kiln__strbuf_puts(sb, "\n");
 }
 
 /* Prints the ops of block b, each line after `indent`; the bodies of loops and branches
@@ -72,8 +97,9 @@ static void print_block(kiln__strbuf *sb, const kiln__xblock *b, int depth, int6
                 kiln__strbuf_printf(sb, "%s  region %d: builtin\n", indent, (int)r);
                 continue;
             }
-            kiln__strbuf_printf(sb, "%s  region %d: %d args, %d ops, %d results\n", indent, (int)r,
+            kiln__strbuf_printf(sb, "%s  region %d: %d args, %d ops, %d results", indent, (int)r,
                                 (int)body->n_args, (int)body->n_ops, (int)body->n_results);
+            print_region_plan(sb, op, r, body);
             int64_t runs = times;
             if (trip >= 0 && __builtin_mul_overflow(times, trip, &runs)) runs = INT64_MAX;
             print_block(sb, body, depth + 2, runs, total);
@@ -92,21 +118,22 @@ void kiln__cpu_print(kiln__strbuf *sb, const kiln__executable *x) {
                         (int)exe->n_kernels, (int)exe->n_fused_ops, (int)exe->n_views,
                         (int)exe->n_epilogues);
     print_block(sb, b, 0, 1, &total);
+    const kiln__xplan *p = b->plan;
     kiln__strbuf_printf(sb, "memory plan: arena peak %zu bytes, %d buffers\n", exe->arena_bytes,
-                        (int)exe->n_arena);
+                        (int)exe->n_headers);
     for (int32_t v = b->n_args; v < b->n_slots; v++) {
-        uint8_t kind = exe->slot_kind[v];
+        uint8_t kind = p->slot_kind[v];
         if (kind == KILN__SLOT_CONST || kind == KILN__SLOT_UNUSED) continue;
         kiln__strbuf_puts(sb, "  ");
         print_slot(sb, exe, v);
         if (kind == KILN__SLOT_ARENA)
-            kiln__strbuf_printf(sb, ": offset %zu, %zu bytes\n", exe->slot_offset[v],
+            kiln__strbuf_printf(sb, ": offset %zu, %zu bytes\n", p->slot_offset[v],
                                 kiln__type_bytes(b->types[v]));
         else
             kiln__strbuf_printf(sb, ": %s\n", slot_kind_name(kind));
     }
     static const char *const result_kind[] = {"argument", "constant", "written in place",
-                                              "made by its op", "copied"};
+                                              "copied"};
     for (int32_t r = 0; r < exe->n_results; r++) {
         const kiln__result_plan *rp = &exe->results[r];
         kiln__strbuf_printf(sb, "result %d: ", (int)r);

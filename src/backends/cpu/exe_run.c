@@ -5,9 +5,10 @@
  * (views of preserved arguments and constants, donated buffers the runtime lets it reuse,
  * pooled or new tensors), runs the entry block's ops (fused kernels on the tiled engine,
  * other ops with the evaluator kernels) over the planned arena, and finishes the results
- * that need a copy. Regions that are not builtins run their compiled block (fused kernels
- * and single ops, as the entry block) op by op; their ops' results are ordinary tensors
- * owned by the scope the kernel opened for the region call. */
+ * that need a copy. Loops, branches and calls run their planned blocks the same way, into
+ * the arena and their op's result slots: nothing is allocated per iteration. Regions that
+ * evaluator kernels call back (custom reduce or sort bodies) run their compiled block op by
+ * op with ordinary tensors, owned by the scope the kernel opened for the region call. */
 #define _POSIX_C_SOURCE 200809L
 #define _DEFAULT_SOURCE /* madvise advice values */
 #include <limits.h>
@@ -187,22 +188,27 @@ static kiln__call_state *state_new(kiln_ctx *cx, kiln__cpu_exe *exe) {
     sto->nbytes = exe->arena_bytes;
     sto->allocator = exe->allocator;
     sto->wrapped = true; /* nothing to free: the arena is part of the state */
-    kiln_tensor *tensors = at(st, exe->off_tensors);
-    kiln_tensor **vals = at(st, exe->off_vals);
-    const kiln__xblock *b = exe->entry;
-    for (int32_t v = 0; v < b->n_slots; v++) {
-        if (exe->slot_kind[v] == KILN__SLOT_CONST) vals[v] = b->consts[v];
-        if (exe->slot_kind[v] != KILN__SLOT_ARENA) continue;
-        kiln_tensor *t = &tensors[exe->slot_tensor[v]];
+    kiln_tensor *headers = at(st, exe->off_tensors);
+    for (int32_t h = 0; h < exe->n_headers; h++) {
+        kiln_tensor *t = &headers[h];
         atomic_init(&t->refs, PINNED_REFS);
-        t->dtype = b->types[v]->dtype;
-        t->shape = b->types[v]->shape;
+        t->dtype = exe->header_type[h]->dtype;
+        t->shape = exe->header_type[h]->shape;
         kiln_shape_numel(&t->shape, &t->numel);
         kiln_shape_nbytes(&t->shape, t->dtype, &t->nbytes);
         t->storage = sto;
-        t->byte_offset = exe->slot_offset[v];
+        t->byte_offset = exe->header_offset[h];
         t->allocator = exe->allocator;
-        vals[v] = t;
+    }
+    kiln_tensor **ptrs = at(st, exe->off_ptrs);
+    for (int32_t i = 0; i < exe->n_blocks; i++) {
+        const kiln__xblock *b = exe->blocks[i];
+        const kiln__xplan *p = b->plan;
+        kiln_tensor **vals = ptrs + p->vals_at;
+        for (int32_t v = 0; v < b->n_slots; v++) {
+            if (p->slot_kind[v] == KILN__SLOT_CONST) vals[v] = b->consts[v];
+            if (p->slot_kind[v] == KILN__SLOT_ARENA) vals[v] = &headers[p->slot_tensor[v]];
+        }
     }
     return st;
 }
@@ -383,31 +389,114 @@ void kiln__exe_free_states(kiln__cpu_exe *exe) {
     result_pool_unref(p);
 }
 
-/* ---- calls -------------------------------------------------------------------------------- */
+/* ---- planned blocks ----------------------------------------------------------------------- */
 
-/* Runs the entry block's ops over vals. */
-static kiln_status run_entry(kiln_ctx *cx, const kiln__cpu_exe *exe, kiln_tensor **vals,
-                             kiln_tensor **scratch) {
-    const kiln__xblock *b = exe->entry;
-    const env e = {.blk = b, .vals = vals, .parent = NULL};
-    kiln_tensor **in = scratch, **out = scratch + b->max_in;
+/* What the blocks of one call run over: the call state's tensor headers and pointers. */
+typedef struct runner {
+    kiln_tensor *headers;
+    kiln_tensor **ptrs;
+} runner;
+
+static void copy_tensor(kiln_tensor *to, const kiln_tensor *from) {
+    if (to->nbytes) memcpy(kiln__tensor_mutable_data(to), kiln_tensor_data(from), to->nbytes);
+}
+
+static kiln_status run_block(kiln_ctx *cx, const runner *R, const kiln__xblock *b,
+                             const env *parent, kiln_tensor *const *args, kiln_tensor *const *outs);
+
+/* A planned while: the condition, then the body, into the carry buffers (exe.h); at the end
+ * the carries are copied into the op's results. */
+static kiln_status run_while(kiln_ctx *cx, const runner *R, const kiln__xop *op, const env *e,
+                             kiln_tensor *const *in, kiln_tensor *const *out) {
+    const kiln__xloop *L = op->loop;
+    const kiln__xblock *cond = op->regions[0], *body = op->regions[1];
+    int32_t n = op->n_in;
+    kiln_tensor **cur = R->ptrs + L->cur_at, **next = cur + n;
+    kiln_tensor *pred = &R->headers[L->cond_buffer];
+    for (int32_t i = 0; i < n; i++) {
+        cur[i] = next[i] = in[i];
+        if (L->carry[i] == KILN__CARRY_INPLACE) {
+            cur[i] = next[i] = &R->headers[L->buffer[i]];
+            copy_tensor(cur[i], in[i]);
+        }
+    }
+    kiln_status s;
+    for (;;) {
+        s = run_block(cx, R, cond, e, cur, &pred);
+        if (s != KILN_OK || !*(const uint8_t *)kiln_tensor_data(pred)) break;
+        for (int32_t i = 0; i < n; i++) {
+            if (L->carry[i] != KILN__CARRY_SWAP) continue;
+            kiln_tensor *first = &R->headers[L->buffer[i]];
+            next[i] = cur[i] == first ? first + 1 : first;
+        }
+        s = run_block(cx, R, body, e, cur, next);
+        if (s != KILN_OK) break;
+        for (int32_t i = 0; i < n; i++)
+            cur[i] = next[i];
+    }
+    for (int32_t i = 0; i < n && s == KILN_OK; i++)
+        copy_tensor(out[i], cur[i]);
+    return s;
+}
+
+/* A CONTROL op of a planned block: its regions' planned blocks, into its result slots. */
+static kiln_status run_control(kiln_ctx *cx, const runner *R, const kiln__xop *op,
+                               const env *e, kiln_tensor *const *in, kiln_tensor *const *out) {
+    int32_t branch = 0;
+    switch (op->kind) {
+    case KILN_OP_WHILE: return run_while(cx, R, op, e, in, out);
+    case KILN_OP_CALL: return run_block(cx, R, op->regions[0], e, in, out);
+    case KILN_OP_IF: branch = *(const uint8_t *)kiln_tensor_data(in[0]) ? 0 : 1; break;
+    case KILN_OP_CASE:
+        memcpy(&branch, kiln_tensor_data(in[0]), sizeof branch);
+        if (branch < 0 || branch >= op->n_regions) branch = op->n_regions - 1; /* the last */
+        break;
+    default:
+        return kiln_ctx_set_error(cx, KILN_INTERNAL, "%s: internal: a control op %s", call_fn,
+                                  op_fn(op));
+    }
+    return run_block(cx, R, op->regions[branch], e, NULL, out);
+}
+
+/* Runs the ops of planned block b over e->vals. */
+static kiln_status run_ops(kiln_ctx *cx, const runner *R, const kiln__xblock *b, const env *e) {
+    kiln_tensor **vals = (kiln_tensor **)e->vals;
+    kiln_tensor **in = vals + b->n_slots, **out = in + b->max_in;
     for (int32_t k = 0; k < b->n_ops; k++) {
         const kiln__xop *op = &b->ops[k];
         for (int32_t j = 0; j < op->n_in; j++)
-            in[j] = vals[op->in[j].slot];
+            in[j] = op->in[j].depth == 0 ? vals[op->in[j].slot] : lookup(e, op->in[j]);
         for (int32_t j = 0; j < op->n_out; j++)
-            out[j] = op->control ? NULL : vals[op->out[j]];
-        kiln_status s =
-            op->kernel ? kiln__fused_run(cx, op->kernel, in, out) : run_op(cx, op, &e, in, out);
+            out[j] = vals[op->out[j]];
+        kiln_status s = op->kernel    ? kiln__fused_run(cx, op->kernel, in, out)
+                        : op->control ? run_control(cx, R, op, e, in, out)
+                                      : run_op(cx, op, e, in, out);
         if (s != KILN_OK) return s;
-        if (!op->control) continue;
-        for (int32_t j = 0; j < op->n_out; j++) {
-            kiln__owned_unlink(&out[j]->owned); /* the call holds it until it ends */
-            vals[op->out[j]] = out[j];
-        }
     }
     return KILN_OK;
 }
+
+/* A region's planned block: args are its arguments, outs the tensors its results go to. */
+static kiln_status run_block(kiln_ctx *cx, const runner *R, const kiln__xblock *b,
+                             const env *parent, kiln_tensor *const *args,
+                             kiln_tensor *const *outs) {
+    const kiln__xplan *p = b->plan;
+    kiln_tensor **vals = R->ptrs + p->vals_at;
+    for (int32_t i = 0; i < b->n_args; i++)
+        vals[i] = args[i];
+    for (int32_t r = 0; r < b->n_results; r++)
+        if (p->results[r].kind == KILN__RESULT_DIRECT) vals[p->results[r].slot] = outs[r];
+    const env e = {.blk = b, .vals = vals, .parent = parent};
+    kiln_status s = run_ops(cx, R, b, &e);
+    for (int32_t r = 0; r < b->n_results && s == KILN_OK; r++) {
+        const kiln__result_plan *rp = &p->results[r];
+        if (rp->kind == KILN__RESULT_COPY)
+            copy_tensor(outs[r], lookup(&e, (kiln__xref){.depth = rp->depth, .slot = rp->slot}));
+    }
+    return s;
+}
+
+/* ---- calls -------------------------------------------------------------------------------- */
 
 static void release_outs(kiln_tensor **outs, int32_t n) {
     for (int32_t r = 0; r < n; r++) {
@@ -439,7 +528,6 @@ static kiln_status prepare(kiln_ctx *cx, const kiln__cpu_exe *exe, kiln_tensor *
             }
             if (o && rp->kind == KILN__RESULT_DIRECT) vals[rp->slot] = o;
             break;
-        case KILN__RESULT_TAKE: continue;
         }
         if (!o) return KILN_RESOURCE_EXHAUSTED;
         outs[r] = o;
@@ -453,7 +541,9 @@ kiln_status kiln__cpu_execute(kiln_ctx *cx, const kiln__executable *x, const kil
     *out_event = NULL;
     kiln__call_state *st = state_acquire(cx, exe);
     if (!st) return KILN_RESOURCE_EXHAUSTED;
-    kiln_tensor **vals = at(st, exe->off_vals), **scratch = at(st, exe->off_scratch);
+    const runner R = {.headers = at(st, exe->off_tensors), .ptrs = at(st, exe->off_ptrs)};
+    const kiln__xblock *entry = exe->entry;
+    kiln_tensor **vals = R.ptrs + entry->plan->vals_at;
     kiln_tensor **outs = at(st, exe->off_outs);
     for (int32_t i = 0; i < exe->n_args; i++)
         vals[i] = a->args[i];
@@ -463,26 +553,12 @@ kiln_status kiln__cpu_execute(kiln_ctx *cx, const kiln__executable *x, const kil
     kiln_status s = prepare(cx, exe, a->args, a->reusable, vals, outs);
     if (s == KILN_OK) {
         *a->started = true;
-        s = run_entry(cx, exe, vals, scratch);
-    }
-    /* Copies first: a value taken for one result may be copied for another. */
-    for (int32_t r = 0; r < exe->n_results && s == KILN_OK; r++) {
-        const kiln__result_plan *rp = &exe->results[r];
-        size_t nbytes = outs[r] ? outs[r]->nbytes : 0;
-        if (rp->kind == KILN__RESULT_COPY && nbytes)
-            memcpy(kiln__tensor_mutable_data(outs[r]), kiln_tensor_data(vals[rp->slot]), nbytes);
+        const env e = {.blk = entry, .vals = vals, .parent = NULL};
+        s = run_ops(cx, &R, entry, &e);
     }
     for (int32_t r = 0; r < exe->n_results && s == KILN_OK; r++) {
         const kiln__result_plan *rp = &exe->results[r];
-        if (rp->kind != KILN__RESULT_TAKE) continue;
-        outs[r] = vals[rp->slot];
-        vals[rp->slot] = NULL;
-        kiln__scope_adopt(cx, &outs[r]->owned);
-    }
-    for (int32_t i = 0; i < exe->n_control; i++) {
-        int32_t v = exe->control_slots[i];
-        kiln_tensor_release(vals[v]);
-        vals[v] = NULL;
+        if (rp->kind == KILN__RESULT_COPY && outs[r]) copy_tensor(outs[r], vals[rp->slot]);
     }
     if (s != KILN_OK) {
         release_outs(outs, exe->n_results);

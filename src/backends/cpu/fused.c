@@ -29,6 +29,9 @@ typedef struct finput {
     int64_t st[KILN_MAX_RANK];
     uint64_t bits;
     bool is_constant;
+    /* A strided read that is row-major over the iteration shape from `offset` on (a slice
+     * of the outermost dimensions): read in place, as a contiguous one at an offset. */
+    bool linear;
 } finput;
 
 typedef struct fstep {
@@ -192,6 +195,17 @@ kiln__fused *kiln__fused_build(kiln_ctx *cx, const kiln__kernel *k,
     }
     bool reduced[KILN_MAX_RANK] = {0};
     collapse(f, k, reduced);
+    for (int32_t i = 0; i < k->n_inputs; i++) {
+        finput *in = &f->inputs[i];
+        if (in->access != KILN__KACCESS_STRIDED || in->half) continue;
+        int64_t m = 1;
+        bool linear = true;
+        for (int32_t d = f->rank - 1; d >= 0 && linear; d--) {
+            linear = f->dims[d] == 1 || in->st[d] == m;
+            m *= f->dims[d];
+        }
+        in->linear = linear;
+    }
     for (int32_t j = 0; j < k->n_instrs; j++) {
         const kiln__kinstr *ins = &k->instrs[j];
         fstep *s = &f->steps[j];
@@ -588,7 +602,11 @@ static void run_tiles(void *user, int64_t begin, int64_t end) {
                     else
                         regs[i] = (void *)(base + start * (int64_t)in->esize);
                     break;
-                default: gather(f, in, base, start, len, bufs[i]);
+                default:
+                    if (in->linear)
+                        regs[i] = (void *)(base + (in->offset + start) * (int64_t)in->esize);
+                    else
+                        gather(f, in, base, start, len, bufs[i]);
                 }
             }
             for (int32_t j = 0; j < f->n_steps; j++) {

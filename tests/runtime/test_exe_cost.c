@@ -165,3 +165,48 @@ Test(exe_cost, a_fori_loop_counts_its_body_as_often_as_it_runs) {
     cr_assert_eq(c.flops, 10 * (8 + 8 + 1 + 1), "%lld flops", (long long)c.flops);
     kiln_ctx_release(cx);
 }
+
+/* A body's op reading a value of the function around it (a slot of that block, numbered
+ * past the body's own slots): its cost uses that value's type. */
+static kiln_tensor *late_weights(kiln_ctx *cx, kiln_tensor *w) {
+    for (int i = 0; i < 30; i++)
+        w = kiln_tanh(cx, w);
+    return w;
+}
+
+static kiln_status weights_only(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
+                                void *u) {
+    (void)u;
+    out[0] = kiln_add(cx, in[0], late_weights(cx, in[1]));
+    return kiln_ctx_status(cx);
+}
+
+static kiln_status matmul_body(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
+    out[0] = kiln_matmul(cx, in[1], u);
+    return kiln_ctx_status(cx);
+}
+
+static kiln_status matmul_steps(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
+                                void *u) {
+    (void)u;
+    kiln_tensor *w = late_weights(cx, in[1]);
+    kiln_region body = {matmul_body, w};
+    kiln_tensor *r = NULL;
+    kiln_status s = kiln_fori_loop(cx, 0, 10, in, 1, &body, &r);
+    if (s != KILN_OK) return s;
+    out[0] = kiln_add(cx, r, w);
+    return kiln_ctx_status(cx);
+}
+
+Test(exe_cost, a_body_op_reading_an_outer_value_costs_by_its_type) {
+    kiln_ctx *cx = test_ctx();
+    kiln_arg_spec a[2] = {{.dtype = KILN_F32, .shape = KILN_SHAPE(4, 4)},
+                          {.dtype = KILN_F32, .shape = KILN_SHAPE(4, 4)}};
+    kiln_cost outside = cost_of(cx, weights_only, a, 2);
+    kiln_cost c = cost_of(cx, matmul_steps, a, 2);
+    /* per iteration: a 4x4 by 4x4 product (2 flops per multiply-accumulate), the counter's
+     * add, the condition's compare */
+    cr_assert_eq(c.flops, outside.flops + 10 * (2 * 4 * 4 * 4 + 1 + 1), "%lld flops, %lld outside",
+                 (long long)c.flops, (long long)outside.flops);
+    kiln_ctx_release(cx);
+}

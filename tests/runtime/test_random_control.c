@@ -15,7 +15,7 @@
  * (any NaN matches any NaN: StableHLO leaves payloads to the implementation). Only exact
  * ops are generated, so there is no tolerance. A failure prints the seed:
  * KILN_RPC_SEED=<seed> KILN_RPC_COUNT=1 test_runtime --filter 'random_control/<name>' reruns it;
- * KILN_RPC_COUNT=N runs N programs (default 150, 40 under the sanitizers). */
+ * KILN_RPC_COUNT=N runs N programs (default 1,000, 150 under the sanitizers). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,14 +25,14 @@
 #include "test_util.h"
 
 #if defined(__SANITIZE_ADDRESS__)
-#define RPC_COUNT 40
+#define RPC_COUNT 150
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
-#define RPC_COUNT 40
+#define RPC_COUNT 150
 #endif
 #endif
 #ifndef RPC_COUNT
-#define RPC_COUNT 150
+#define RPC_COUNT 1000
 #endif
 
 typedef struct rng {

@@ -79,6 +79,9 @@ typedef struct kiln__xop {
     bool conv_epilogue;
     int32_t activation;
     const kiln__xloop *loop; /* a planned while: where its carries live */
+    /* A concatenate whose operands their ops wrote into its result already (the plan made
+     * each one a part of it): nothing to run. */
+    bool in_place;
 } kiln__xop;
 
 struct kiln__xblock {
@@ -99,6 +102,9 @@ enum {
     KILN__SLOT_ARENA,  /* an intermediate in the call's arena */
     KILN__SLOT_OUTPUT, /* written straight into a result tensor the block's caller hands it */
     KILN__SLOT_UNUSED, /* never made: a view, or a value used only inside its kernel */
+    /* A part of an OUTPUT slot (an operand of a concatenate written in place): its tensor
+     * header is pointed into that result's buffer when the block starts. */
+    KILN__SLOT_PART,
 };
 
 /* How a block makes result r. */
@@ -128,6 +134,12 @@ struct kiln__xplan {
     kiln__result_plan *results;
     size_t base, peak, end; /* end: past everything it and its regions use */
     int32_t n_arena;        /* arena slots */
+    /* Operands of concatenates written straight into the result (kiln__xop.in_place): per
+     * slot the result it is part of (-1: none), and its byte offset there. */
+    int32_t *part_of;
+    size_t *part_offset;
+    int32_t *parts; /* the PART slots, whose headers a run points into their result */
+    int32_t n_parts;
     int32_t vals_at;        /* its slot array, then its operand and result scratch, among the
                                call state's pointers */
 };

@@ -547,38 +547,48 @@ void kiln__cpu_release(kiln__executable *x) {
     kiln__raw_free(&a, exe, sizeof *exe);
 }
 
-typedef struct xop_types {
+/* A block and the blocks around it (an operand at depth d is a slot of the d-th). */
+typedef struct block_chain {
     const kiln__xblock *b;
+    const struct block_chain *parent;
+} block_chain;
+
+typedef struct xop_types {
+    const block_chain *chain;
     const kiln__xop *op;
 } xop_types;
 
 static const kiln__type *xop_type(const void *holder, int32_t i) {
     const xop_types *h = holder;
-    int32_t slot = i < h->op->n_in ? h->op->in[i].slot : h->op->out[i - h->op->n_in];
-    return h->b->types[slot];
+    if (i >= h->op->n_in) return h->chain->b->types[h->op->out[i - h->op->n_in]];
+    const block_chain *c = h->chain;
+    for (int32_t d = h->op->in[i].depth; d > 0 && c->parent; d--)
+        c = c->parent;
+    return c->b->types[h->op->in[i].slot];
 }
 
-static kiln__cost block_cost(const kiln__xblock *b);
+static kiln__cost block_cost(const block_chain *chain);
 
 /* The cost of one op of a block: its kernel's, or the op's own; a loop whose trip count is
  * known adds its condition and body that many times. */
-static kiln__cost xop_cost(const kiln__xblock *b, const kiln__xop *op) {
+static kiln__cost xop_cost(const block_chain *chain, const kiln__xop *op) {
     if (op->desc) return kiln__kernel_cost(op->desc);
-    xop_types h = {b, op};
+    xop_types h = {chain, op};
     kiln__cost c = kiln__op_cost(op->kind, op->attrs, op->n_in, op->n_out, xop_type, &h);
     int64_t trip = op->kind == KILN_OP_WHILE ? kiln__loop_trip_count(op->attrs) : -1;
     for (int32_t r = 0; trip > 0 && r < op->n_regions; r++)
         if (op->regions && op->regions[r]) {
-            kiln__cost body = block_cost(op->regions[r]);
+            const block_chain inner = {op->regions[r], chain};
+            kiln__cost body = block_cost(&inner);
             kiln__cost_add_times(&c, &body, trip);
         }
     return c;
 }
 
-static kiln__cost block_cost(const kiln__xblock *b) {
+static kiln__cost block_cost(const block_chain *chain) {
     kiln__cost total = {0};
-    for (int32_t k = 0; k < b->n_ops; k++) {
-        kiln__cost c = xop_cost(b, &b->ops[k]);
+    for (int32_t k = 0; k < chain->b->n_ops; k++) {
+        kiln__cost c = xop_cost(chain, &chain->b->ops[k]);
         kiln__cost_add(&total, &c);
     }
     return total;
@@ -592,5 +602,6 @@ void kiln__cpu_info(const kiln__executable *x, kiln__executable_info *out) {
                                    .n_kernels = exe->n_kernels,
                                    .n_fused_ops = exe->n_fused_ops,
                                    .n_conv_epilogues = exe->n_epilogues};
-    out->cost = block_cost(exe->entry);
+    const block_chain entry = {exe->entry, NULL};
+    out->cost = block_cost(&entry);
 }

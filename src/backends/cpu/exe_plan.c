@@ -36,18 +36,25 @@ bool kiln__xop_inplace_ok(const kiln__xblock *b, const kiln__xop *op, int32_t i)
     return true;
 }
 
-/* Uses of a block's slots (depth `depth` from b) by ops of b and its regions count at k. */
-static void mark_uses(const kiln__xblock *b, int32_t depth, int32_t k, int32_t *last) {
+/* Uses of a block's slots (depth `depth` from b) by ops of b and its regions count at k
+ * (and as two reads each in uses). */
+static void mark_uses(const kiln__xblock *b, int32_t depth, int32_t k, int32_t *last,
+                      int32_t *uses) {
     for (int32_t j = 0; j < b->n_ops; j++) {
         const kiln__xop *op = &b->ops[j];
-        for (int32_t i = 0; i < op->n_in; i++)
-            if (op->in[i].depth == depth && last[op->in[i].slot] < k) last[op->in[i].slot] = k;
+        for (int32_t i = 0; i < op->n_in; i++) {
+            if (op->in[i].depth != depth) continue;
+            if (last[op->in[i].slot] < k) last[op->in[i].slot] = k;
+            uses[op->in[i].slot] += 2;
+        }
         for (int32_t r = 0; r < op->n_regions; r++)
-            if (op->regions[r]) mark_uses(op->regions[r], depth + 1, k, last);
+            if (op->regions[r]) mark_uses(op->regions[r], depth + 1, k, last, uses);
     }
-    for (int32_t i = 0; i < b->n_results; i++)
-        if (b->results[i].depth == depth && last[b->results[i].slot] < k)
-            last[b->results[i].slot] = k;
+    for (int32_t i = 0; i < b->n_results; i++) {
+        if (b->results[i].depth != depth) continue;
+        if (last[b->results[i].slot] < k) last[b->results[i].slot] = k;
+        uses[b->results[i].slot] += 2;
+    }
 }
 
 /* Live arena buffers, sorted by offset. */
@@ -97,19 +104,25 @@ static void arena_rename(arena_plan *p, int32_t from, int32_t to) {
 
 /* Can result r write straight into donated argument a's buffer from op p on? Only once
  * every other read of a is done: a is last used before p, or by p itself in place. */
-static bool direct_ok(const kiln__xblock *b, const int32_t *last, int32_t a, int32_t p) {
+static bool direct_ok(const kiln__xblock *b, const int32_t *last, int32_t a, int32_t p,
+                      int32_t first_write) {
+    if (first_write < p) return last[a] < first_write; /* parts are written from there on */
     if (last[a] < p) return true;
     if (last[a] > p) return false;
     const kiln__xop *op = &b->ops[p];
+    /* p's regions may read a anywhere while p writes its results (a branch, a loop body). */
+    if (op->n_regions > 0) return false;
     for (int32_t i = 0; i < op->n_in; i++)
         if (op->in[i].depth == 0 && op->in[i].slot == a && !kiln__xop_inplace_ok(b, op, i))
             return false;
     return true;
 }
 
-
 typedef struct plan_scratch {
     int32_t *last, *def, *die_head, *die_next, *home;
+    int32_t *uses;        /* reads by ops and results of the block; 2 for any read by a region */
+    int32_t *first_write; /* where a value's buffer is first written (a concatenate's: its
+                             first part's op) */
     bool *holds;
     interval *iv;
 } plan_scratch;
@@ -170,6 +183,40 @@ static bool add_block(planner *P, kiln__xblock *b) {
 static kiln_status plan_block(planner *P, kiln__xblock *b, size_t base, block_role role,
                               bool assert_nonallocating);
 
+/* Concatenates along a dimension with only 1s before it (each operand one run of the
+ * result's bytes) whose operands are all made by ops of the block for this concatenate
+ * alone: those ops write straight into the result, and the concatenate does not run. The
+ * result's buffer is then written from its first part's op on. */
+static void plan_parts(kiln__xblock *b, kiln__xplan *p, plan_scratch *s) {
+    for (int32_t k = 0; k < b->n_ops; k++) {
+        kiln__xop *op = &b->ops[k];
+        if (op->kind != KILN_OP_CONCATENATE || op->kernel || op->n_out != 1) continue;
+        int32_t v = op->out[0];
+        const kiln__type *t = b->types[v];
+        int64_t dim = op->attrs->u.dimension;
+        bool ok = kiln__type_bytes(t) > 0 && p->slot_kind[v] == KILN__SLOT_ARENA;
+        for (int64_t d = 0; d < dim && ok; d++)
+            ok = t->shape.dims[d] == 1;
+        int32_t first = k;
+        for (int32_t i = 0; i < op->n_in && ok; i++) {
+            int32_t u = op->in[i].slot;
+            ok = op->in[i].depth == 0 && p->slot_kind[u] == KILN__SLOT_ARENA && s->def[u] >= 0 &&
+                 s->uses[u] == 1 && p->part_of[u] < 0 && !b->ops[s->def[u]].in_place;
+            if (ok && s->def[u] < first) first = s->def[u];
+        }
+        if (!ok) continue;
+        size_t at = 0;
+        for (int32_t i = 0; i < op->n_in; i++) {
+            int32_t u = op->in[i].slot;
+            p->part_of[u] = v;
+            p->part_offset[u] = at;
+            at += kiln__type_bytes(b->types[u]);
+        }
+        s->first_write[v] = first;
+        op->in_place = true;
+    }
+}
+
 /* How result r of b is made. The entry's follow donation and preserved arguments; a
  * region's are written into what its caller hands it (a loop body's may also stay its
  * argument, or overwrite it) or copied there at its end. */
@@ -192,7 +239,7 @@ static kiln_status plan_results(planner *P, kiln__xblock *b, kiln__xplan *p, blo
                 rp->alias = -1;
             } else if (kind == KILN__SLOT_CONST) {
                 if (a < 0) rp->kind = KILN__RESULT_CONST;
-            } else if (home[v] < 0 && (a < 0 || direct_ok(b, s->last, a, s->def[v]))) {
+            } else if (home[v] < 0 && (a < 0 || direct_ok(b, s->last, a, s->def[v], s->first_write[v]))) {
                 rp->kind = KILN__RESULT_DIRECT;
                 home[v] = r;
                 p->slot_kind[v] = KILN__SLOT_OUTPUT;
@@ -213,7 +260,7 @@ static kiln_status plan_results(planner *P, kiln__xblock *b, kiln__xplan *p, blo
             rp->kind = KILN__RESULT_DIRECT;
             home[v] = r;
             p->slot_kind[v] = KILN__SLOT_OUTPUT;
-            if (role == ROLE_BODY && r < b->n_args && direct_ok(b, s->last, r, s->def[v]))
+            if (role == ROLE_BODY && r < b->n_args && direct_ok(b, s->last, r, s->def[v], s->first_write[v]))
                 rp->alias = r; /* may be written over carry r: updated in place */
         }
     }
@@ -301,16 +348,21 @@ static kiln_status plan_block(planner *P, kiln__xblock *b, size_t base, block_ro
     p->slot_offset = PNEW(size_t, n);
     p->slot_tensor = PNEW(int32_t, n);
     p->results = PNEW(kiln__result_plan, b->n_results);
+    p->part_of = PNEW(int32_t, n);
+    p->part_offset = PNEW(size_t, n);
     /* Compile-time scratch goes in the executable's memory too: it is small. */
     plan_scratch s = {.last = PNEW(int32_t, n),
                       .def = PNEW(int32_t, n),
                       .die_head = PNEW(int32_t, n_ops + 1),
                       .die_next = PNEW(int32_t, n),
                       .home = PNEW(int32_t, n),
+                      .uses = PNEW(int32_t, n),
+                      .first_write = PNEW(int32_t, n),
                       .holds = PNEW(bool, n),
                       .iv = PNEW(interval, n)};
     if (!p->slot_kind || !p->slot_offset || !p->slot_tensor || (b->n_results && !p->results) ||
-        !s.last || !s.def || !s.die_head || !s.die_next || !s.home || !s.holds || !s.iv)
+        !p->part_of || !p->part_offset || !s.last || !s.def || !s.die_head || !s.die_next ||
+        !s.home || !s.uses || !s.first_write || !s.holds || !s.iv)
         return KILN_RESOURCE_EXHAUSTED;
     p->base = base;
 
@@ -318,6 +370,8 @@ static kiln_status plan_block(planner *P, kiln__xblock *b, size_t base, block_ro
         s.last[v] = -1;
         s.def[v] = -1;
         s.home[v] = -1;
+        s.first_write[v] = INT32_MAX;
+        p->part_of[v] = -1;
         p->slot_tensor[v] = -1;
         p->slot_kind[v] = v < b->n_args  ? KILN__SLOT_ARG
                           : b->consts[v] ? KILN__SLOT_CONST
@@ -326,19 +380,35 @@ static kiln_status plan_block(planner *P, kiln__xblock *b, size_t base, block_ro
     for (int32_t k = 0; k < n_ops; k++) {
         const kiln__xop *op = &b->ops[k];
         for (int32_t i = 0; i < op->n_out; i++)
-            s.def[op->out[i]] = k;
-        for (int32_t i = 0; i < op->n_in; i++)
-            if (op->in[i].depth == 0 && s.last[op->in[i].slot] < k) s.last[op->in[i].slot] = k;
+            s.def[op->out[i]] = s.first_write[op->out[i]] = k;
+        for (int32_t i = 0; i < op->n_in; i++) {
+            if (op->in[i].depth != 0) continue;
+            if (s.last[op->in[i].slot] < k) s.last[op->in[i].slot] = k;
+            s.uses[op->in[i].slot]++;
+        }
         for (int32_t r = 0; r < op->n_regions; r++)
-            if (op->regions[r]) mark_uses(op->regions[r], 1, k, s.last);
+            if (op->regions[r]) mark_uses(op->regions[r], 1, k, s.last, s.uses);
     }
-    for (int32_t r = 0; r < b->n_results; r++)
-        if (b->results[r].depth == 0) s.last[b->results[r].slot] = n_ops;
+    for (int32_t r = 0; r < b->n_results; r++) {
+        if (b->results[r].depth != 0) continue;
+        s.last[b->results[r].slot] = n_ops;
+        s.uses[b->results[r].slot] += 2;
+    }
     for (int32_t v = b->n_args; v < n; v++)
         if (s.def[v] < 0 && p->slot_kind[v] == KILN__SLOT_ARENA) p->slot_kind[v] = KILN__SLOT_UNUSED;
 
+    plan_parts(b, p, &s);
     kiln_status st = plan_results(P, b, p, role, &s, assert_nonallocating);
     if (st != KILN_OK) return st;
+    for (int32_t v = 0; v < n; v++) {
+        if (p->part_of[v] < 0 || p->slot_kind[p->part_of[v]] != KILN__SLOT_OUTPUT) continue;
+        p->slot_kind[v] = KILN__SLOT_PART;
+        p->n_parts++;
+    }
+    p->parts = PNEW(int32_t, p->n_parts);
+    if (p->n_parts && !p->parts) return KILN_RESOURCE_EXHAUSTED;
+    for (int32_t v = 0, i = 0; v < n; v++)
+        if (p->slot_kind[v] == KILN__SLOT_PART) p->parts[i++] = v;
 
     /* Arena slots die after their last use (an unused result right after its op). */
     for (int32_t k = 0; k <= n_ops; k++)
@@ -357,7 +427,19 @@ static kiln_status plan_block(planner *P, kiln__xblock *b, size_t base, block_ro
         const kiln__xop *op = &b->ops[k];
         for (int32_t j = 0; j < op->n_out; j++) {
             int32_t v = op->out[j];
-            if (p->slot_kind[v] != KILN__SLOT_ARENA) continue;
+            if (p->slot_kind[v] != KILN__SLOT_ARENA || s.holds[v]) continue;
+            int32_t whole = p->part_of[v];
+            if (whole >= 0) { /* a part: its result's buffer is taken at the first part */
+                if (!s.holds[whole]) {
+                    p->slot_offset[whole] = base + arena_take(&ap, align_up(kiln__type_bytes(
+                                                                   b->types[whole]),
+                                                                   BUFFER_ALIGN),
+                                                               whole);
+                    s.holds[whole] = true;
+                }
+                p->slot_offset[v] = p->slot_offset[whole] + p->part_offset[v];
+                continue;
+            }
             size_t size = align_up(kiln__type_bytes(b->types[v]), BUFFER_ALIGN);
             if (size == 0) continue;
             int32_t reuse = -1;
@@ -386,7 +468,7 @@ static kiln_status plan_block(planner *P, kiln__xblock *b, size_t base, block_ro
     }
     p->peak = ap.peak;
     for (int32_t v = 0; v < n; v++) {
-        if (p->slot_kind[v] != KILN__SLOT_ARENA) continue;
+        if (p->slot_kind[v] != KILN__SLOT_ARENA && p->slot_kind[v] != KILN__SLOT_PART) continue;
         if ((p->slot_tensor[v] = add_header(P, b->types[v], p->slot_offset[v])) < 0)
             return KILN_RESOURCE_EXHAUSTED;
     }

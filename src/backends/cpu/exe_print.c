@@ -13,6 +13,7 @@ static const char *slot_kind_name(uint8_t kind) {
     case KILN__SLOT_CONST: return "constant";
     case KILN__SLOT_ARENA: return "arena";
     case KILN__SLOT_OUTPUT: return "result";
+    case KILN__SLOT_PART: return "part of a result";
     default: return "never stored";
     }
 }
@@ -90,6 +91,7 @@ static void print_block(kiln__strbuf *sb, const kiln__xblock *b, int depth, int6
             kiln__strbuf_printf(sb, "%s%%%d", i ? ", " : " ", (int)op->out[i]);
         int64_t trip = op->kind == KILN_OP_WHILE ? kiln__loop_trip_count(op->attrs) : -1;
         if (trip >= 0) kiln__strbuf_printf(sb, " (%lld iterations)", (long long)trip);
+        if (op->in_place) kiln__strbuf_puts(sb, " (in place: its operands' ops wrote into it)");
         kiln__strbuf_puts(sb, "\n");
         for (int32_t r = 0; r < op->n_regions; r++) {
             const kiln__xblock *body = op->regions ? op->regions[r] : NULL;

@@ -207,7 +207,8 @@ static kiln__call_state *state_new(kiln_ctx *cx, kiln__cpu_exe *exe) {
         kiln_tensor **vals = ptrs + p->vals_at;
         for (int32_t v = 0; v < b->n_slots; v++) {
             if (p->slot_kind[v] == KILN__SLOT_CONST) vals[v] = b->consts[v];
-            if (p->slot_kind[v] == KILN__SLOT_ARENA) vals[v] = &headers[p->slot_tensor[v]];
+            if (p->slot_kind[v] == KILN__SLOT_ARENA || p->slot_kind[v] == KILN__SLOT_PART)
+                vals[v] = &headers[p->slot_tensor[v]];
         }
     }
     return st;
@@ -458,12 +459,25 @@ static kiln_status run_control(kiln_ctx *cx, const runner *R, const kiln__xop *o
     return run_block(cx, R, op->regions[branch], e, NULL, out);
 }
 
+/* Points the headers of b's PART slots into the results they are parts of (once vals holds
+ * those results' tensors). */
+static void point_parts(const kiln__xplan *p, kiln_tensor *const *vals) {
+    for (int32_t i = 0; i < p->n_parts; i++) {
+        int32_t u = p->parts[i];
+        kiln_tensor *part = vals[u];
+        const kiln_tensor *whole = vals[p->part_of[u]];
+        part->storage = whole->storage;
+        part->byte_offset = whole->byte_offset + p->part_offset[u];
+    }
+}
+
 /* Runs the ops of planned block b over e->vals. */
 static kiln_status run_ops(kiln_ctx *cx, const runner *R, const kiln__xblock *b, const env *e) {
     kiln_tensor **vals = (kiln_tensor **)e->vals;
     kiln_tensor **in = vals + b->n_slots, **out = in + b->max_in;
     for (int32_t k = 0; k < b->n_ops; k++) {
         const kiln__xop *op = &b->ops[k];
+        if (op->in_place) continue;
         for (int32_t j = 0; j < op->n_in; j++)
             in[j] = op->in[j].depth == 0 ? vals[op->in[j].slot] : lookup(e, op->in[j]);
         for (int32_t j = 0; j < op->n_out; j++)
@@ -486,6 +500,7 @@ static kiln_status run_block(kiln_ctx *cx, const runner *R, const kiln__xblock *
         vals[i] = args[i];
     for (int32_t r = 0; r < b->n_results; r++)
         if (p->results[r].kind == KILN__RESULT_DIRECT) vals[p->results[r].slot] = outs[r];
+    point_parts(p, vals);
     const env e = {.blk = b, .vals = vals, .parent = parent};
     kiln_status s = run_ops(cx, R, b, &e);
     for (int32_t r = 0; r < b->n_results && s == KILN_OK; r++) {
@@ -553,6 +568,7 @@ kiln_status kiln__cpu_execute(kiln_ctx *cx, const kiln__executable *x, const kil
     kiln_status s = prepare(cx, exe, a->args, a->reusable, vals, outs);
     if (s == KILN_OK) {
         *a->started = true;
+        point_parts(entry->plan, vals);
         const env e = {.blk = entry, .vals = vals, .parent = NULL};
         s = run_ops(cx, &R, entry, &e);
     }

@@ -182,6 +182,20 @@ void kiln__op_unlink(kiln__ir_op *op) {
     op->prev = op->next = NULL;
 }
 
+void kiln__op_move_before(kiln__ir_op *op, kiln__ir_op *at) {
+    kiln__op_unlink(op);
+    kiln__block *b = at->block;
+    op->block = b;
+    op->next = at;
+    op->prev = at->prev;
+    if (at->prev)
+        at->prev->next = op;
+    else
+        b->first = op;
+    at->prev = op;
+    b->n_ops++;
+}
+
 bool kiln__op_set_kind(kiln_module *m, kiln__ir_op *op, kiln_op kind) {
     size_t have = kiln__attrs_size(op->kind), need = kiln__attrs_size(kind);
     kiln__attrs *a = op->attrs;

@@ -116,6 +116,9 @@ kiln__ir_op *kiln__block_append(kiln_module *m, kiln__block *block, kiln_op kind
 bool kiln__op_set_kind(kiln_module *m, kiln__ir_op *op, kiln_op kind);
 /* Takes op out of its block's list (its uses are the caller's to drop). */
 void kiln__op_unlink(kiln__ir_op *op);
+/* Moves op from its block to just before `at` (in at's block, which must see every
+ * operand of op there: the caller keeps SSA). */
+void kiln__op_move_before(kiln__ir_op *op, kiln__ir_op *at);
 kiln_status kiln__block_set_results(kiln_module *m, kiln__block *block, kiln__value *const *values,
                                     int32_t n);
 /* Keeps a reference to a constant's tensor for the module's life. */

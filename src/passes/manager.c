@@ -77,6 +77,8 @@ int32_t kiln__passes_simplify(kiln_module *m) {
         {"canonicalize", kiln__pass_canonicalize, 0},
         /* One walk merges chains too: uses move as the walk reaches them. */
         {"cse", kiln__pass_cse, KILN__PASS_IDEMPOTENT},
+        /* One walk moves everything that can move: run again, it finds nothing. */
+        {"licm", kiln__pass_licm, KILN__PASS_IDEMPOTENT},
         /* One backward walk removes every dead op; removing enables nothing. */
         {"dce", kiln__pass_dce, KILN__PASS_IDEMPOTENT | KILN__PASS_ENABLES_NOTHING},
     };

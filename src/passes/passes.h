@@ -35,7 +35,7 @@ typedef struct kiln__pass {
 int32_t kiln__passes_run(kiln_module *m, const kiln__pass *passes, int32_t n_passes,
                          int32_t max_rounds);
 
-/* canonicalize, cse, dce (bounded). Returns the total number of changes. */
+/* canonicalize, cse, licm, dce (bounded). Returns the total number of changes. */
 int32_t kiln__passes_simplify(kiln_module *m);
 
 /* Algebraic identities (see README.md); constant folding is kiln_compile's. */
@@ -44,6 +44,9 @@ int32_t kiln__pass_canonicalize(kiln_module *m);
 int32_t kiln__pass_cse(kiln_module *m);
 /* kiln__module_dce as a pass. */
 int32_t kiln__pass_dce(kiln_module *m);
+/* Loop-invariant code motion: ops of while bodies that compute the same in every
+ * iteration move before their loop (licm.c says which). */
+int32_t kiln__pass_licm(kiln_module *m);
 
 /* Makes every use of `from` (an op result or argument defined in `b`) after `after` (NULL:
  * from the block's start) use `to` instead: operands of the later ops of b and of their

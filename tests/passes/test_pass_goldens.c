@@ -13,7 +13,7 @@
 #include "passes/passes.h"
 #include "test_util.h"
 
-typedef enum which { CANON, CSE, DCE, SIMPLIFY } which;
+typedef enum which { CANON, CSE, DCE, LICM, SIMPLIFY } which;
 
 /* The printed entry function of m, without the module wrapper and its comment lines, and
  * de-indented by two spaces (so that it reads like the inputs below). Caller frees. */
@@ -53,6 +53,7 @@ static int32_t run_pass(kiln_module *m, which w) {
     case CANON: return kiln__pass_canonicalize(m);
     case CSE: return kiln__pass_cse(m);
     case DCE: return kiln__pass_dce(m);
+    case LICM: return kiln__pass_licm(m);
     case SIMPLIFY: return kiln__passes_simplify(m);
     }
     return 0;
@@ -902,4 +903,146 @@ Test(pipeline_golden, debug_log_shows_each_pass) {
     cr_assert_eq(quiet_log.lines, 0, "%s", quiet_log.text);
     kiln_module_release(m);
     kiln_ctx_release(cx);
+}
+
+/* ---- licm: loop-invariant code motion ------------------------------------------------- */
+
+Test(licm_golden, invariant_ops_leave_the_loop_with_what_they_need) {
+    CHANGES(
+            "func.func public @main(%arg0: tensor<8xf32>, %arg1: tensor<8xf32>) -> tensor<8xf32> {\n"
+            "  %c = stablehlo.constant dense<0> : tensor<i64>\n"
+            "  %0:2 = stablehlo.while(%iterArg = %c, %iterArg_0 = %arg0) : tensor<i64>, tensor<8xf32>\n"
+            "  cond {\n"
+            "    %c_1 = stablehlo.constant dense<5> : tensor<i64>\n"
+            "    %1 = stablehlo.compare  LT, %iterArg, %c_1,  SIGNED : (tensor<i64>, tensor<i64>) -> tensor<i1>\n"
+            "    stablehlo.return %1 : tensor<i1>\n"
+            "  } do {\n"
+            "    %1 = stablehlo.exponential %arg1 : tensor<8xf32>\n"
+            "    %cst = stablehlo.constant dense<2.000000e+00> : tensor<f32>\n"
+            "    %2 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<8xf32>\n"
+            "    %3 = stablehlo.multiply %1, %2 : tensor<8xf32>\n"
+            "    %4 = stablehlo.multiply %iterArg_0, %3 : tensor<8xf32>\n"
+            "    %5 = stablehlo.add %4, %2 : tensor<8xf32>\n"
+            "    %c_1 = stablehlo.constant dense<1> : tensor<i64>\n"
+            "    %6 = stablehlo.add %iterArg, %c_1 : tensor<i64>\n"
+            "    stablehlo.return %6, %5 : tensor<i64>, tensor<8xf32>\n"
+            "  }\n"
+            "  return %0#1 : tensor<8xf32>\n"
+            "}\n",
+            LICM,
+            "func.func public @main(%arg0: tensor<8xf32>, %arg1: tensor<8xf32>) -> tensor<8xf32> {\n"
+            "  %c = stablehlo.constant dense<0> : tensor<i64>\n"
+            "  %0 = stablehlo.exponential %arg1 : tensor<8xf32>\n"
+            "  %cst = stablehlo.constant dense<2.000000e+00> : tensor<f32>\n"
+            "  %1 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<8xf32>\n"
+            "  %2 = stablehlo.multiply %0, %1 : tensor<8xf32>\n"
+            "  %3:2 = stablehlo.while(%iterArg = %c, %iterArg_0 = %arg0) : tensor<i64>, tensor<8xf32>\n"
+            "  cond {\n"
+            "    %c_1 = stablehlo.constant dense<5> : tensor<i64>\n"
+            "    %4 = stablehlo.compare  LT, %iterArg, %c_1,  SIGNED : (tensor<i64>, tensor<i64>) -> tensor<i1>\n"
+            "    stablehlo.return %4 : tensor<i1>\n"
+            "  } do {\n"
+            "    %4 = stablehlo.multiply %iterArg_0, %2 : tensor<8xf32>\n"
+            "    %5 = stablehlo.add %4, %1 : tensor<8xf32>\n"
+            "    %c_1 = stablehlo.constant dense<1> : tensor<i64>\n"
+            "    %6 = stablehlo.add %iterArg, %c_1 : tensor<i64>\n"
+            "    stablehlo.return %6, %5 : tensor<i64>, tensor<8xf32>\n"
+            "  }\n"
+            "  return %3#1 : tensor<8xf32>\n"
+            "}\n",
+            "invariant ops leave the loop");
+}
+
+/* A broadcast scalar squared is computed from 4 bytes: hoisted, it would be a buffer read in
+ * every iteration. A slice of an argument is a view the loop's kernel reads in place. */
+Test(licm_golden, views_and_what_grows_from_them_stay) {
+    UNCHANGED(
+            "func.func public @main(%arg0: tensor<8xf32>, %arg1: tensor<f32>, %arg2: tensor<16xf32>) -> tensor<8xf32> {\n"
+            "  %c = stablehlo.constant dense<0> : tensor<i64>\n"
+            "  %0:2 = stablehlo.while(%iterArg = %c, %iterArg_0 = %arg0) : tensor<i64>, tensor<8xf32>\n"
+            "  cond {\n"
+            "    %c_1 = stablehlo.constant dense<3> : tensor<i64>\n"
+            "    %1 = stablehlo.compare  LT, %iterArg, %c_1,  SIGNED : (tensor<i64>, tensor<i64>) -> tensor<i1>\n"
+            "    stablehlo.return %1 : tensor<i1>\n"
+            "  } do {\n"
+            "    %1 = stablehlo.broadcast_in_dim %arg1, dims = [] : (tensor<f32>) -> tensor<8xf32>\n"
+            "    %2 = stablehlo.multiply %1, %1 : tensor<8xf32>\n"
+            "    %3 = stablehlo.add %iterArg_0, %2 : tensor<8xf32>\n"
+            "    %4 = stablehlo.slice %arg2 [0:8] : (tensor<16xf32>) -> tensor<8xf32>\n"
+            "    %5 = stablehlo.subtract %3, %4 : tensor<8xf32>\n"
+            "    %c_1 = stablehlo.constant dense<1> : tensor<i64>\n"
+            "    %6 = stablehlo.add %iterArg, %c_1 : tensor<i64>\n"
+            "    stablehlo.return %6, %5 : tensor<i64>, tensor<8xf32>\n"
+            "  }\n"
+            "  return %0#1 : tensor<8xf32>\n"
+            "}\n",
+            LICM, "views stay");
+}
+
+/* The inner loop's reduce (its region reads only its own values) and tanh leave both loops;
+ * the ops that read a carry of either loop stay where they are. */
+Test(licm_golden, nested_loops_inner_first) {
+    CHANGES(
+            "func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4x6xf32>) -> tensor<4xf32> {\n"
+            "  %c = stablehlo.constant dense<0> : tensor<i64>\n"
+            "  %0:2 = stablehlo.while(%iterArg = %c, %iterArg_0 = %arg0) : tensor<i64>, tensor<4xf32>\n"
+            "  cond {\n"
+            "    %c_1 = stablehlo.constant dense<2> : tensor<i64>\n"
+            "    %1 = stablehlo.compare  LT, %iterArg, %c_1,  SIGNED : (tensor<i64>, tensor<i64>) -> tensor<i1>\n"
+            "    stablehlo.return %1 : tensor<i1>\n"
+            "  } do {\n"
+            "    %c_1 = stablehlo.constant dense<0> : tensor<i64>\n"
+            "    %1:2 = stablehlo.while(%iterArg_3 = %c_1, %iterArg_4 = %iterArg_0) : tensor<i64>, tensor<4xf32>\n"
+            "    cond {\n"
+            "      %c_5 = stablehlo.constant dense<3> : tensor<i64>\n"
+            "      %3 = stablehlo.compare  LT, %iterArg_3, %c_5,  SIGNED : (tensor<i64>, tensor<i64>) -> tensor<i1>\n"
+            "      stablehlo.return %3 : tensor<i1>\n"
+            "    } do {\n"
+            "      %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>\n"
+            "      %3 = stablehlo.reduce(%arg1 init: %cst) applies stablehlo.add across dimensions = [1] : (tensor<4x6xf32>, tensor<f32>) -> tensor<4xf32>\n"
+            "      %4 = stablehlo.tanh %3 : tensor<4xf32>\n"
+            "      %5 = stablehlo.add %iterArg_4, %4 : tensor<4xf32>\n"
+            "      %6 = stablehlo.multiply %5, %iterArg_0 : tensor<4xf32>\n"
+            "      %c_5 = stablehlo.constant dense<1> : tensor<i64>\n"
+            "      %7 = stablehlo.add %iterArg_3, %c_5 : tensor<i64>\n"
+            "      stablehlo.return %7, %6 : tensor<i64>, tensor<4xf32>\n"
+            "    }\n"
+            "    %c_2 = stablehlo.constant dense<1> : tensor<i64>\n"
+            "    %2 = stablehlo.add %iterArg, %c_2 : tensor<i64>\n"
+            "    stablehlo.return %2, %1#1 : tensor<i64>, tensor<4xf32>\n"
+            "  }\n"
+            "  return %0#1 : tensor<4xf32>\n"
+            "}\n",
+            LICM,
+            "func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4x6xf32>) -> tensor<4xf32> {\n"
+            "  %c = stablehlo.constant dense<0> : tensor<i64>\n"
+            "  %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>\n"
+            "  %0 = stablehlo.reduce(%arg1 init: %cst) applies stablehlo.add across dimensions = [1] : (tensor<4x6xf32>, tensor<f32>) -> tensor<4xf32>\n"
+            "  %1 = stablehlo.tanh %0 : tensor<4xf32>\n"
+            "  %2:2 = stablehlo.while(%iterArg = %c, %iterArg_0 = %arg0) : tensor<i64>, tensor<4xf32>\n"
+            "  cond {\n"
+            "    %c_1 = stablehlo.constant dense<2> : tensor<i64>\n"
+            "    %3 = stablehlo.compare  LT, %iterArg, %c_1,  SIGNED : (tensor<i64>, tensor<i64>) -> tensor<i1>\n"
+            "    stablehlo.return %3 : tensor<i1>\n"
+            "  } do {\n"
+            "    %c_1 = stablehlo.constant dense<0> : tensor<i64>\n"
+            "    %3:2 = stablehlo.while(%iterArg_3 = %c_1, %iterArg_4 = %iterArg_0) : tensor<i64>, tensor<4xf32>\n"
+            "    cond {\n"
+            "      %c_5 = stablehlo.constant dense<3> : tensor<i64>\n"
+            "      %5 = stablehlo.compare  LT, %iterArg_3, %c_5,  SIGNED : (tensor<i64>, tensor<i64>) -> tensor<i1>\n"
+            "      stablehlo.return %5 : tensor<i1>\n"
+            "    } do {\n"
+            "      %5 = stablehlo.add %iterArg_4, %1 : tensor<4xf32>\n"
+            "      %6 = stablehlo.multiply %5, %iterArg_0 : tensor<4xf32>\n"
+            "      %c_5 = stablehlo.constant dense<1> : tensor<i64>\n"
+            "      %7 = stablehlo.add %iterArg_3, %c_5 : tensor<i64>\n"
+            "      stablehlo.return %7, %6 : tensor<i64>, tensor<4xf32>\n"
+            "    }\n"
+            "    %c_2 = stablehlo.constant dense<1> : tensor<i64>\n"
+            "    %4 = stablehlo.add %iterArg, %c_2 : tensor<i64>\n"
+            "    stablehlo.return %4, %3#1 : tensor<i64>, tensor<4xf32>\n"
+            "  }\n"
+            "  return %2#1 : tensor<4xf32>\n"
+            "}\n",
+            "nested loops");
 }

@@ -148,8 +148,8 @@ typedef struct kiln_compile_options {
     /* Do not evaluate small all-constant subexpressions at compile time: every op then runs
      * at call time through the buffer plan (the conformance runner's compiled mode). */
     bool disable_constant_folding;
-    /* Skip the simplification passes (canonicalize and cse; dead code is still removed), so
-     * the executable runs exactly the traced ops. */
+    /* Skip the simplification passes (canonicalize, cse, unrolling, loop-invariant code
+     * motion; dead code is still removed), so the executable runs exactly the traced ops. */
     bool disable_passes;
     /* Run every op on its own through the evaluator's kernels instead of grouping
      * elementwise ops, their broadcasts, transposes, slices and iotas, and reductions of
@@ -161,6 +161,12 @@ typedef struct kiln_compile_options {
      * compiled backends. An unknown name is NOT_FOUND; an unavailable backend reports its
      * reason. A struct from an older kiln, without this field, takes the default. */
     const char *backend;
+    /* Keep every while a loop. By default a loop that counts from a constant to a
+     * constant (kiln_fori_loop, JAX's fori_loop) in at most 16 iterations, and whose copies
+     * take at most 512 ops, becomes that many copies of its body, which fuse with each
+     * other. Like the other passes, unrolling rewrites the module in place. A struct from an
+     * older kiln, without this field, takes the default. */
+    bool disable_unrolling;
 } kiln_compile_options;
 
 /* Options with every field at its default (the ctx's device; constant folding, passes and

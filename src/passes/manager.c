@@ -72,17 +72,24 @@ int32_t kiln__passes_run(kiln_module *m, const kiln__pass *passes, int32_t n_pas
 
 int32_t kiln__pass_dce(kiln_module *m) { return kiln__module_dce(m); }
 
-int32_t kiln__passes_simplify(kiln_module *m) {
+int32_t kiln__passes_simplify(kiln_module *m, unsigned flags) {
     static const kiln__pass simplify[] = {
         {"canonicalize", kiln__pass_canonicalize, 0},
         /* One walk merges chains too: uses move as the walk reaches them. */
         {"cse", kiln__pass_cse, KILN__PASS_IDEMPOTENT},
+        /* One walk unrolls every loop it can (inner loops first). */
+        {"unroll", kiln__pass_unroll, KILN__PASS_IDEMPOTENT},
         /* One walk moves everything that can move: run again, it finds nothing. */
         {"licm", kiln__pass_licm, KILN__PASS_IDEMPOTENT},
         /* One backward walk removes every dead op; removing enables nothing. */
         {"dce", kiln__pass_dce, KILN__PASS_IDEMPOTENT | KILN__PASS_ENABLES_NOTHING},
     };
-    return kiln__passes_run(m, simplify, (int32_t)(sizeof simplify / sizeof simplify[0]), 8);
+    enum { N = sizeof simplify / sizeof simplify[0], UNROLL = 2 };
+    kiln__pass chosen[N];
+    int32_t n = 0;
+    for (int32_t i = 0; i < N; i++)
+        if (i != UNROLL || !(flags & KILN__SIMPLIFY_KEEP_LOOPS)) chosen[n++] = simplify[i];
+    return kiln__passes_run(m, chosen, n, 8);
 }
 
 static int32_t replace_in_block(kiln__block *b, kiln__ir_op *start, kiln__value *from,

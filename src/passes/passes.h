@@ -35,8 +35,9 @@ typedef struct kiln__pass {
 int32_t kiln__passes_run(kiln_module *m, const kiln__pass *passes, int32_t n_passes,
                          int32_t max_rounds);
 
-/* canonicalize, cse, licm, dce (bounded). Returns the total number of changes. */
-int32_t kiln__passes_simplify(kiln_module *m);
+/* canonicalize, cse, unroll, licm, dce (bounded). Returns the total number of changes. */
+enum { KILN__SIMPLIFY_KEEP_LOOPS = 1u << 0 /* no unrolling */ };
+int32_t kiln__passes_simplify(kiln_module *m, unsigned flags);
 
 /* Algebraic identities (see README.md); constant folding is kiln_compile's. */
 int32_t kiln__pass_canonicalize(kiln_module *m);
@@ -44,6 +45,9 @@ int32_t kiln__pass_canonicalize(kiln_module *m);
 int32_t kiln__pass_cse(kiln_module *m);
 /* kiln__module_dce as a pass. */
 int32_t kiln__pass_dce(kiln_module *m);
+/* Unrolls while loops that count from a constant to a constant in a few iterations
+ * (unroll.c says which) into copies of their body. */
+int32_t kiln__pass_unroll(kiln_module *m);
 /* Loop-invariant code motion: ops of while bodies that compute the same in every
  * iteration move before their loop (licm.c says which). */
 int32_t kiln__pass_licm(kiln_module *m);

@@ -1,5 +1,5 @@
 /* kiln_compile: check the options, pick the backend for the target device, verify the
- * module, run the backend-neutral passes (canonicalize, cse, dce), decide the calling
+ * module, run the backend-neutral passes (canonicalize, cse, unroll, licm, dce), decide the calling
  * convention (donation, preserved results, aliases), and let the backend build its
  * executable; kiln_exe's lifetime, info and printing. */
 #include <stdio.h>
@@ -133,6 +133,7 @@ kiln_status kiln_compile(kiln_ctx *cx, kiln_module *m, const kiln_compile_option
         memcpy(&o, options, options->struct_size < sizeof o ? options->struct_size : sizeof o);
         o.struct_size = sizeof o;
         if (!HAS_FIELD(options, backend)) o.backend = NULL;
+        if (!HAS_FIELD(options, disable_unrolling)) o.disable_unrolling = false;
     }
     if (o.device.type == 0) o.device = cx->device;
     /* The ctx's default backend (KILN_BACKEND) applies to devices of its type; an unknown
@@ -156,7 +157,7 @@ kiln_status kiln_compile(kiln_ctx *cx, kiln_module *m, const kiln_compile_option
     if (o.disable_passes)
         kiln__module_dce(m);
     else
-        kiln__passes_simplify(m); /* canonicalize, cse, dce to a fixed point */
+        kiln__passes_simplify(m, o.disable_unrolling ? KILN__SIMPLIFY_KEEP_LOOPS : 0);
 
     kiln_exe *exe = shell_new(cx, m);
     if (!exe) return KILN_RESOURCE_EXHAUSTED;

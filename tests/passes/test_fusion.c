@@ -29,7 +29,7 @@ static bool conv_epilogues; /* the options' conv_epilogue in the next check */
 
 static void check_module(kiln_ctx *cx, kiln_module *m, int32_t max_instrs, size_t fold,
                          const char *golden, const char *tag) {
-    kiln__passes_simplify(m);
+    kiln__passes_simplify(m, 0);
     kiln__arena arena;
     kiln__arena_init(&arena, cx, 4096);
     kiln__fusion_options o = {.max_instrs = max_instrs,

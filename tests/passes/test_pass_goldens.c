@@ -13,7 +13,7 @@
 #include "passes/passes.h"
 #include "test_util.h"
 
-typedef enum which { CANON, CSE, DCE, LICM, SIMPLIFY } which;
+typedef enum which { CANON, CSE, DCE, LICM, UNROLL, SIMPLIFY } which;
 
 /* The printed entry function of m, without the module wrapper and its comment lines, and
  * de-indented by two spaces (so that it reads like the inputs below). Caller frees. */
@@ -54,7 +54,8 @@ static int32_t run_pass(kiln_module *m, which w) {
     case CSE: return kiln__pass_cse(m);
     case DCE: return kiln__pass_dce(m);
     case LICM: return kiln__pass_licm(m);
-    case SIMPLIFY: return kiln__passes_simplify(m);
+    case UNROLL: return kiln__pass_unroll(m) + kiln__pass_dce(m);
+    case SIMPLIFY: return kiln__passes_simplify(m, 0);
     }
     return 0;
 }
@@ -818,7 +819,7 @@ Test(pipeline_golden, calling_convention_follows_the_rewrite) {
         "}\n";
     kiln_ctx *cx = test_ctx();
     kiln_module *m = parse(cx, text, "convention");
-    cr_assert_gt(kiln__passes_simplify(m), 0);
+    cr_assert_gt(kiln__passes_simplify(m, 0), 0);
     char *got = kiln_module_to_string(cx, m);
     cr_assert_not_null(got);
     cr_assert_str_eq(got,
@@ -883,7 +884,7 @@ Test(pipeline_golden, debug_log_shows_each_pass) {
     log_capture c = {.len = 0};
     kiln_ctx *cx = logging_ctx(&c, KILN_LOG_DEBUG);
     kiln_module *m = parse(cx, negated_twice, "log");
-    cr_assert_gt(kiln__passes_simplify(m), 0);
+    cr_assert_gt(kiln__passes_simplify(m, 0), 0);
     cr_assert_eq(c.lines, 3, "before, canonicalize, dce; got:\n%s", c.text);
     const char *before = strstr(c.text, "passes: the module before the passes:\n");
     const char *canon = strstr(c.text, "passes: round 1: canonicalize made 1 changes:\n");
@@ -899,7 +900,7 @@ Test(pipeline_golden, debug_log_shows_each_pass) {
     log_capture quiet_log = {.len = 0};
     cx = logging_ctx(&quiet_log, KILN_LOG_INFO);
     m = parse(cx, negated_twice, "log");
-    cr_assert_gt(kiln__passes_simplify(m), 0);
+    cr_assert_gt(kiln__passes_simplify(m, 0), 0);
     cr_assert_eq(quiet_log.lines, 0, "%s", quiet_log.text);
     kiln_module_release(m);
     kiln_ctx_release(cx);
@@ -1045,4 +1046,132 @@ Test(licm_golden, nested_loops_inner_first) {
             "  return %2#1 : tensor<4xf32>\n"
             "}\n",
             "nested loops");
+}
+
+/* ---- unroll: loops of a few iterations ----------------------------------------------- */
+
+/* 3 iterations of i < 3 from 0, i += 1: three copies of the body (then dce). */
+Test(unroll_golden, a_counted_loop_becomes_copies_of_its_body) {
+    CHANGES(
+            "func.func public @main(%arg0: tensor<8xf32>, %arg1: tensor<8xf32>) -> tensor<8xf32> {\n"
+            "  %c = stablehlo.constant dense<0> : tensor<i64>\n"
+            "  %0:2 = stablehlo.while(%iterArg = %c, %iterArg_0 = %arg0) : tensor<i64>, tensor<8xf32>\n"
+            "  cond {\n"
+            "    %c_1 = stablehlo.constant dense<3> : tensor<i64>\n"
+            "    %1 = stablehlo.compare  LT, %iterArg, %c_1,  SIGNED : (tensor<i64>, tensor<i64>) -> tensor<i1>\n"
+            "    stablehlo.return %1 : tensor<i1>\n"
+            "  } do {\n"
+            "    %1 = stablehlo.exponential %arg1 : tensor<8xf32>\n"
+            "    %cst = stablehlo.constant dense<2.000000e+00> : tensor<f32>\n"
+            "    %2 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<8xf32>\n"
+            "    %3 = stablehlo.multiply %1, %2 : tensor<8xf32>\n"
+            "    %4 = stablehlo.multiply %iterArg_0, %3 : tensor<8xf32>\n"
+            "    %5 = stablehlo.add %4, %2 : tensor<8xf32>\n"
+            "    %c_1 = stablehlo.constant dense<1> : tensor<i64>\n"
+            "    %6 = stablehlo.add %iterArg, %c_1 : tensor<i64>\n"
+            "    stablehlo.return %6, %5 : tensor<i64>, tensor<8xf32>\n"
+            "  }\n"
+            "  return %0#1 : tensor<8xf32>\n"
+            "}\n",
+            UNROLL,
+            "func.func public @main(%arg0: tensor<8xf32>, %arg1: tensor<8xf32>) -> tensor<8xf32> {\n"
+            "  %0 = stablehlo.exponential %arg1 : tensor<8xf32>\n"
+            "  %cst = stablehlo.constant dense<2.000000e+00> : tensor<f32>\n"
+            "  %1 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<8xf32>\n"
+            "  %2 = stablehlo.multiply %0, %1 : tensor<8xf32>\n"
+            "  %3 = stablehlo.multiply %arg0, %2 : tensor<8xf32>\n"
+            "  %4 = stablehlo.add %3, %1 : tensor<8xf32>\n"
+            "  %5 = stablehlo.exponential %arg1 : tensor<8xf32>\n"
+            "  %cst_0 = stablehlo.constant dense<2.000000e+00> : tensor<f32>\n"
+            "  %6 = stablehlo.broadcast_in_dim %cst_0, dims = [] : (tensor<f32>) -> tensor<8xf32>\n"
+            "  %7 = stablehlo.multiply %5, %6 : tensor<8xf32>\n"
+            "  %8 = stablehlo.multiply %4, %7 : tensor<8xf32>\n"
+            "  %9 = stablehlo.add %8, %6 : tensor<8xf32>\n"
+            "  %10 = stablehlo.exponential %arg1 : tensor<8xf32>\n"
+            "  %cst_1 = stablehlo.constant dense<2.000000e+00> : tensor<f32>\n"
+            "  %11 = stablehlo.broadcast_in_dim %cst_1, dims = [] : (tensor<f32>) -> tensor<8xf32>\n"
+            "  %12 = stablehlo.multiply %10, %11 : tensor<8xf32>\n"
+            "  %13 = stablehlo.multiply %9, %12 : tensor<8xf32>\n"
+            "  %14 = stablehlo.add %13, %11 : tensor<8xf32>\n"
+            "  return %14 : tensor<8xf32>\n"
+            "}\n",
+            "three copies");
+}
+
+/* No iteration: the loop's results are its inits. */
+Test(unroll_golden, a_loop_of_no_iterations_becomes_its_inits) {
+    CHANGES(
+            "func.func public @main(%arg0: tensor<8xf32>, %arg1: tensor<8xf32>) -> tensor<8xf32> {\n"
+            "  %c = stablehlo.constant dense<0> : tensor<i64>\n"
+            "  %0:2 = stablehlo.while(%iterArg = %c, %iterArg_0 = %arg0) : tensor<i64>, tensor<8xf32>\n"
+            "  cond {\n"
+            "    %c_1 = stablehlo.constant dense<0> : tensor<i64>\n"
+            "    %1 = stablehlo.compare  LT, %iterArg, %c_1,  SIGNED : (tensor<i64>, tensor<i64>) -> tensor<i1>\n"
+            "    stablehlo.return %1 : tensor<i1>\n"
+            "  } do {\n"
+            "    %1 = stablehlo.exponential %arg1 : tensor<8xf32>\n"
+            "    %cst = stablehlo.constant dense<2.000000e+00> : tensor<f32>\n"
+            "    %2 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<8xf32>\n"
+            "    %3 = stablehlo.multiply %1, %2 : tensor<8xf32>\n"
+            "    %4 = stablehlo.multiply %iterArg_0, %3 : tensor<8xf32>\n"
+            "    %5 = stablehlo.add %4, %2 : tensor<8xf32>\n"
+            "    %c_1 = stablehlo.constant dense<1> : tensor<i64>\n"
+            "    %6 = stablehlo.add %iterArg, %c_1 : tensor<i64>\n"
+            "    stablehlo.return %6, %5 : tensor<i64>, tensor<8xf32>\n"
+            "  }\n"
+            "  return %0#1 : tensor<8xf32>\n"
+            "}\n",
+            UNROLL,
+            "func.func public @main(%arg0: tensor<8xf32>, %arg1: tensor<8xf32>) -> tensor<8xf32> {\n"
+            "  return %arg0 : tensor<8xf32>\n"
+            "}\n",
+            "no iteration");
+}
+
+/* 17 iterations (past the bound), and a counter stepping by 2: both stay loops. */
+Test(unroll_golden, long_loops_and_other_steps_stay) {
+    UNCHANGED(
+            "func.func public @main(%arg0: tensor<8xf32>, %arg1: tensor<8xf32>) -> tensor<8xf32> {\n"
+            "  %c = stablehlo.constant dense<0> : tensor<i64>\n"
+            "  %0:2 = stablehlo.while(%iterArg = %c, %iterArg_0 = %arg0) : tensor<i64>, tensor<8xf32>\n"
+            "  cond {\n"
+            "    %c_1 = stablehlo.constant dense<17> : tensor<i64>\n"
+            "    %1 = stablehlo.compare  LT, %iterArg, %c_1,  SIGNED : (tensor<i64>, tensor<i64>) -> tensor<i1>\n"
+            "    stablehlo.return %1 : tensor<i1>\n"
+            "  } do {\n"
+            "    %1 = stablehlo.exponential %arg1 : tensor<8xf32>\n"
+            "    %cst = stablehlo.constant dense<2.000000e+00> : tensor<f32>\n"
+            "    %2 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<8xf32>\n"
+            "    %3 = stablehlo.multiply %1, %2 : tensor<8xf32>\n"
+            "    %4 = stablehlo.multiply %iterArg_0, %3 : tensor<8xf32>\n"
+            "    %5 = stablehlo.add %4, %2 : tensor<8xf32>\n"
+            "    %c_1 = stablehlo.constant dense<1> : tensor<i64>\n"
+            "    %6 = stablehlo.add %iterArg, %c_1 : tensor<i64>\n"
+            "    stablehlo.return %6, %5 : tensor<i64>, tensor<8xf32>\n"
+            "  }\n"
+            "  return %0#1 : tensor<8xf32>\n"
+            "}\n",
+            UNROLL, "17 iterations");
+    UNCHANGED(
+            "func.func public @main(%arg0: tensor<8xf32>, %arg1: tensor<8xf32>) -> tensor<8xf32> {\n"
+            "  %c = stablehlo.constant dense<0> : tensor<i64>\n"
+            "  %0:2 = stablehlo.while(%iterArg = %c, %iterArg_0 = %arg0) : tensor<i64>, tensor<8xf32>\n"
+            "  cond {\n"
+            "    %c_1 = stablehlo.constant dense<5> : tensor<i64>\n"
+            "    %1 = stablehlo.compare  LT, %iterArg, %c_1,  SIGNED : (tensor<i64>, tensor<i64>) -> tensor<i1>\n"
+            "    stablehlo.return %1 : tensor<i1>\n"
+            "  } do {\n"
+            "    %1 = stablehlo.exponential %arg1 : tensor<8xf32>\n"
+            "    %cst = stablehlo.constant dense<2.000000e+00> : tensor<f32>\n"
+            "    %2 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<8xf32>\n"
+            "    %3 = stablehlo.multiply %1, %2 : tensor<8xf32>\n"
+            "    %4 = stablehlo.multiply %iterArg_0, %3 : tensor<8xf32>\n"
+            "    %5 = stablehlo.add %4, %2 : tensor<8xf32>\n"
+            "    %c_1 = stablehlo.constant dense<2> : tensor<i64>\n"
+            "    %6 = stablehlo.add %iterArg, %c_1 : tensor<i64>\n"
+            "    stablehlo.return %6, %5 : tensor<i64>, tensor<8xf32>\n"
+            "  }\n"
+            "  return %0#1 : tensor<8xf32>\n"
+            "}\n",
+            UNROLL, "a step of 2");
 }

@@ -44,8 +44,10 @@ static kiln_exe *compile(kiln_ctx *cx, kiln_region_fn f, void *user, kiln_tensor
     kiln_module *m = NULL;
     cr_assert_eq(kiln_lower(cx, &fn, specs, n_args, n_results, NULL, &m), KILN_OK, "%s",
                  kiln_ctx_error_message(cx));
+    kiln_compile_options o = kiln_compile_options_default();
+    o.disable_unrolling = true; /* the loops under test stay loops */
     kiln_exe *exe = NULL;
-    cr_assert_eq(kiln_compile(cx, m, NULL, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    cr_assert_eq(kiln_compile(cx, m, &o, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
     kiln_module_release(m);
     return exe;
 }

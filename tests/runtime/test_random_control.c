@@ -7,11 +7,13 @@
  * loop that the body reads, a trip count of 0..6, and a body that updates each carry by a
  * random chain of exact ops (add, subtract, multiply, maximum, minimum, select of a compare,
  * reverse, a max-reduction broadcast back, conversions to the carry's dtype from integers
- * and floats, a sort, a max over windows, a gather reversing an axis), sometimes with a
+ * and floats, a sort, a max over windows, a gather reversing an axis, a scatter-add of
+ * rows in reverse order, a select_and_scatter adding at windows' maxima), sometimes with a
  * branch (kiln_cond on a reduced value) or an inner loop; one program in ten has empty
  * carries.
- * The region runs eagerly (the evaluator: the reference) and is lowered, compiled (fusion
- * on, bodies fused) and called on the same inputs; every result must agree bit for bit
+ * The region runs eagerly (the evaluator: the reference) and is lowered, compiled twice
+ * (fusion on, bodies fused; short loops unrolled, and kept as loops) and called on the
+ * same inputs; every result must agree bit for bit
  * (any NaN matches any NaN: StableHLO leaves payloads to the implementation). Only exact
  * ops are generated, so there is no tolerance. A failure prints the seed:
  * KILN_RPC_SEED=<seed> KILN_RPC_COUNT=1 test_runtime --filter 'random_control/<name>' reruns it;
@@ -106,7 +108,7 @@ static kiln_tensor *max_all(kiln_ctx *cx, kiln_tensor *x) {
 static kiln_tensor *step(kiln_ctx *cx, rng *r, kiln_tensor *v, kiln_tensor *w, kiln_dtype dt) {
     if (!v || !w) return NULL; /* an earlier step failed: its error is in the ctx */
     int rank = kiln_tensor_rank(v);
-    switch (pick(r, 12)) {
+    switch (pick(r, 14)) {
     case 0: return kiln_add(cx, v, w);
     case 1: return kiln_subtract(cx, v, w);
     case 2: return kiln_multiply(cx, v, kiln_scalar(cx, pick(r, 2) ? -1 : 2, dt));
@@ -147,6 +149,37 @@ static kiln_tensor *step(kiln_ctx *cx, rng *r, kiln_tensor *v, kiln_tensor *w, k
         kiln_tensor *idx = kiln_subtract(cx, kiln_scalar(cx, (double)(n - 1), KILN_I64),
                                          kiln_iota(cx, KILN_I64, KILN_SHAPE(n), 0));
         return kiln_take(cx, v, idx, axis);
+    }
+    case 11: { /* a scatter adding w's rows into v's in reverse order (unique indices) */
+        if (!rank) return kiln_maximum(cx, w, v);
+        int64_t n = kiln_tensor_dim(v, 0);
+        kiln_tensor *idx = kiln_reshape(
+            cx,
+            kiln_subtract(cx, kiln_scalar(cx, (double)(n - 1), KILN_I64),
+                          kiln_iota(cx, KILN_I64, KILN_SHAPE(n), 0)),
+            KILN_SHAPE(n, 1));
+        kiln_scatter_params sp = {.update_window_dims = {.count = rank - 1},
+                                  .inserted_window_dims = KILN_DIMS(0),
+                                  .scatter_dims_to_operand_dims = KILN_DIMS(0),
+                                  .index_vector_dim = 1};
+        for (int d = 1; d < rank; d++)
+            sp.update_window_dims.v[d - 1] = d;
+        kiln_tensor *out = NULL, *u = kiln_broadcast_to(cx, w, *kiln_tensor_shape(v));
+        kiln_scatter(cx, &v, 1, idx, &u, &sp, kiln_region_add(), &out);
+        return out;
+    }
+    case 12: { /* select_and_scatter: w's values added at each window's first maximum */
+        if (!rank) return kiln_minimum(cx, w, v);
+        int axis = pick(r, rank);
+        kiln_window_params wp = {.window_dimensions = {.count = rank},
+                                 .padding_low = {.count = rank},
+                                 .padding_high = {.count = rank}};
+        for (int d = 0; d < rank; d++)
+            wp.window_dimensions.v[d] = d == axis ? 2 : 1;
+        wp.padding_high.v[axis] = 1;
+        kiln_tensor *u = kiln_broadcast_to(cx, w, *kiln_tensor_shape(v));
+        return kiln_select_and_scatter(cx, v, u, kiln_scalar(cx, 0, dt), &wp,
+                                       kiln_region_greater_equal(), kiln_region_add());
     }
     default: return kiln_add(cx, v, kiln_scalar(cx, 1 + pick(r, 3), dt));
     }
@@ -288,28 +321,34 @@ static void run_one(kiln_ctx *cx, uint64_t seed) {
     cr_assert_eq(s, KILN_OK, "seed %llu: eager: %s", (unsigned long long)seed,
                  kiln_ctx_error_message(cx));
     kiln_region fn = {program_fn, &p};
-    kiln_module *m = NULL;
-    kiln_exe *exe = NULL;
-    cr_assert_eq(kiln_lower(cx, &fn, specs, p.n_carries, p.n_carries, NULL, &m), KILN_OK,
-                 "seed %llu: lower: %s", (unsigned long long)seed, kiln_ctx_error_message(cx));
-    cr_assert_eq(kiln_compile(cx, m, NULL, &exe), KILN_OK, "seed %llu: compile: %s",
-                 (unsigned long long)seed, kiln_ctx_error_message(cx));
-    kiln_tensor *got[3];
-    cr_assert_eq(kiln_exe_call(cx, exe, in, got), KILN_OK, "seed %llu: call: %s",
-                 (unsigned long long)seed, kiln_ctx_error_message(cx));
-    for (int i = 0; i < p.n_carries; i++) {
-        int64_t at = -1;
-        if (same(want[i], got[i], &at)) continue;
-        char *text = kiln_module_to_string(cx, m);
-        fprintf(stderr, "random_control: seed %llu, result %d differs at element %lld\n%s\n",
-                (unsigned long long)seed, i, (long long)at, text ? text : "");
-        kiln_string_free(cx, text);
-        cr_assert_fail("seed %llu: compiled result %d differs from eager (rerun with "
-                       "KILN_RPC_SEED=%llu KILN_RPC_COUNT=1)",
-                       (unsigned long long)seed, i, (unsigned long long)seed);
+    /* Compiled twice: with short loops unrolled (the default) and kept as loops. */
+    for (int keep = 0; keep < 2; keep++) {
+        kiln_module *m = NULL;
+        kiln_exe *exe = NULL;
+        cr_assert_eq(kiln_lower(cx, &fn, specs, p.n_carries, p.n_carries, NULL, &m), KILN_OK,
+                     "seed %llu: lower: %s", (unsigned long long)seed, kiln_ctx_error_message(cx));
+        kiln_compile_options o = kiln_compile_options_default();
+        o.disable_unrolling = keep;
+        cr_assert_eq(kiln_compile(cx, m, &o, &exe), KILN_OK, "seed %llu: compile: %s",
+                     (unsigned long long)seed, kiln_ctx_error_message(cx));
+        kiln_tensor *got[3];
+        cr_assert_eq(kiln_exe_call(cx, exe, in, got), KILN_OK, "seed %llu: call: %s",
+                     (unsigned long long)seed, kiln_ctx_error_message(cx));
+        for (int i = 0; i < p.n_carries; i++) {
+            int64_t at = -1;
+            if (same(want[i], got[i], &at)) continue;
+            char *text = kiln_module_to_string(cx, m);
+            fprintf(stderr, "random_control: seed %llu (%s), result %d differs at element %lld\n%s\n",
+                    (unsigned long long)seed, keep ? "loops kept" : "unrolled", i, (long long)at,
+                    text ? text : "");
+            kiln_string_free(cx, text);
+            cr_assert_fail("seed %llu: compiled result %d differs from eager (rerun with "
+                           "KILN_RPC_SEED=%llu KILN_RPC_COUNT=1)",
+                           (unsigned long long)seed, i, (unsigned long long)seed);
+        }
+        kiln_exe_release(exe);
+        kiln_module_release(m);
     }
-    kiln_exe_release(exe);
-    kiln_module_release(m);
     cr_assert_eq(kiln_scope_end(cx), KILN_OK);
 }
 

@@ -216,7 +216,7 @@ TOLERANCE = {"vgg": 2e-3, "reduction": 1e-4, "gemm": 1e-4, "emlx": 1e-4, "elemen
 
 
 def case_stem(suite, case):
-    """kiln-bench's file stem of a case (case_stem in bench/kiln_bench.c)."""
+    """kiln-bench's file stem of a case (case_stem in bench/harness.c)."""
     return re.sub(r"[^a-z0-9]+", "_", f"{suite} {case}".lower()).strip("_")
 
 

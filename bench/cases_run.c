@@ -1,0 +1,358 @@
+/* kiln-bench's run-time cases: compiled functions called through run_compiled (lower,
+ * compile, first call, steady-state call, peak memory, rates and floors), each beside its
+ * reference: the heat equation as one compiled loop against a plain C loop, EMLX and the
+ * elementwise functions eager against compiled, reductions against a plain read of their
+ * input, GEMM against OpenBLAS on the same data, and the VGG11 forward pass. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cblas.h>
+
+#include "bench.h"
+
+/* ---- loop: the heat equation as one compiled loop, against a plain C loop ---------- */
+
+/* The same as one loop (kiln_fori_loop), as a simulation is written to run. */
+static kiln_status heat_body(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
+    (void)u;
+    out[0] = heat_step(cx, in[1]);
+    return kiln_ctx_status(cx);
+}
+
+static kiln_status fn_heat_loop(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
+                                void *user) {
+    kiln_region body = {heat_body, NULL};
+    return kiln_fori_loop(cx, 0, *(const int *)user, in, 1, &body, out);
+}
+
+/* The peer every simulation is measured against: the same steps as a plain C loop (f32,
+ * the same order of operations), two buffers taking turns. */
+typedef struct {
+    float *u, *v;
+    int64_t n;
+    int steps;
+} heat_c;
+
+static void heat_c_once(void *user) {
+    heat_c *h = user;
+    float *a = h->u, *b = h->v;
+    for (int s = 0; s < h->steps; s++) {
+        b[0] = a[0];
+        b[h->n - 1] = a[h->n - 1];
+        for (int64_t i = 1; i < h->n - 1; i++)
+            b[i] = a[i] + 0.1f * ((a[i - 1] - 2.0f * a[i]) + a[i + 1]);
+        float *t = a;
+        a = b;
+        b = t;
+    }
+}
+
+void case_heat_loop(bench *b) {
+    int steps = 1000;
+    const int64_t n = 4096;
+    kiln_tensor *x = kiln_random_uniform(b->cx, kiln_key_from_seed(9), KILN_F32, KILN_SHAPE(n), 0, 1);
+    kiln_arg_spec arg = {.dtype = KILN_F32, .shape = KILN_SHAPE(n)};
+    run_spec rs = spec_fast(b); /* no byte floor: the 16 KB carry stays in the L1 cache */
+    rs.note = "1000 steps of kiln_fori_loop, the carry f32[4096]";
+    kiln_region fn = {fn_heat_loop, &steps};
+    stats compiled;
+    if (run_compiled(b, "kiln", &fn, &arg, 1, &x, rs, &compiled)) {
+        heat_c h = {malloc((size_t)n * sizeof(float)), malloc((size_t)n * sizeof(float)), n, steps};
+        if (h.u && h.v) {
+            memcpy(h.u, kiln_tensor_data(x), (size_t)n * sizeof(float));
+            stats c = measure(heat_c_once, &h, rs.calls);
+            emit_time(b->suite, b->name, "c", "call", c, 1, "a plain C loop, f32, built with kiln-bench (-O3)");
+            char note[96];
+            snprintf(note, sizeof note, "kiln's compiled loop over the C loop (1 thread): %.2fx",
+                     compiled.median / c.median);
+            emit(b->suite, b->name, "kiln", "vs_c", compiled.median / c.median,
+                 compiled.median / c.median, compiled.median / c.median, "x", compiled.reps,
+                 b->threads, note);
+        }
+        free(h.u), free(h.v);
+    }
+    kiln_tensor_release(x);
+}
+
+/* ---- EMLX -------------------------------------------------------------------------------- */
+
+/* acc = x; for i in 1..10: acc = i * acc + y */
+static kiln_status fn_emlx(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *user) {
+    (void)user;
+    kiln_tensor *acc = in[0];
+    for (int i = 1; i <= 10; i++)
+        acc = kiln_add(cx, kiln_multiply(cx, kiln_scalar(cx, i, KILN_F32), acc), in[1]);
+    out[0] = acc;
+    return kiln_ctx_status(cx);
+}
+
+/* The matrix variant of EMLX: the scalar step's product becomes a matrix product,
+ * acc = x; for i in 1..10: acc = i * (acc @ y) + y */
+static kiln_status fn_emlx_matmul(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
+                                  void *user) {
+    (void)user;
+    kiln_tensor *acc = in[0];
+    for (int i = 1; i <= 10; i++)
+        acc = kiln_add(cx,
+                       kiln_multiply(cx, kiln_scalar(cx, i, KILN_F32), kiln_matmul(cx, acc, in[1])),
+                       in[1]);
+    out[0] = acc;
+    return kiln_ctx_status(cx);
+}
+
+/* acc = x; 10 times: acc = dot(x, acc) + y */
+static kiln_status fn_emlx_dot(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
+                               void *user) {
+    (void)user;
+    kiln_tensor *acc = in[0];
+    for (int i = 1; i <= 10; i++)
+        acc = kiln_add(cx, kiln_matmul(cx, in[0], acc), in[1]);
+    out[0] = acc;
+    return kiln_ctx_status(cx);
+}
+
+typedef struct {
+    kiln_ctx *cx;
+    kiln_region_fn fn;
+    kiln_tensor **in;
+} eager_state;
+
+static void eager_once(void *user) {
+    eager_state *s = user;
+    kiln_scope_begin(s->cx);
+    kiln_tensor *out[1];
+    s->fn(s->cx, s->in, out, NULL);
+    kiln_scope_end(s->cx);
+}
+
+static void emlx_case(bench *b, kiln_region_fn f, int64_t n, int dot) {
+    /* iota / n^2: entries in [0, 1), so the matrix variants stay finite */
+    kiln_tensor *x = kiln_divide(b->cx, kiln_iota(b->cx, KILN_F32, KILN_SHAPE(n, n), 1),
+                                 kiln_scalar(b->cx, (double)(n * n), KILN_F32));
+    kiln_tensor_retain(x);
+    kiln_tensor *in[2] = {x, x};
+    kiln_arg_spec args[2] = {{.dtype = KILN_F32, .shape = KILN_SHAPE(n, n)},
+                             {.dtype = KILN_F32, .shape = KILN_SHAPE(n, n)}};
+    int threads = b->threads;
+    double flops = dot ? 10.0 * 2.0 * (double)n * (double)n * (double)n : 0;
+    reps_policy p = n >= 1000 ? policy_slow(5) : policy_fast();
+    eager_state es = {b->cx, f, in};
+    stats eager = measure(eager_once, &es, p);
+    if (!check(b)) return;
+    char note[200];
+    emit_time(b->suite, b->name, "kiln-eager", "call", eager, threads, "op by op, no tracing");
+    if (flops > 0)
+        emit_rate(b->suite, b->name, "kiln-eager", "gflops", eager, flops / 1e9, "GFLOP/s", threads,
+                  limits_flops(note, sizeof note, NULL));
+    run_spec rs = spec_fast(b);
+    rs.threads = threads, rs.flops = flops, rs.calls = p;
+    stats compiled;
+    kiln_region fn = {f, NULL};
+    if (!run_compiled(b, "kiln", &fn, args, 2, in, rs, &compiled)) return;
+    snprintf(note, sizeof note, "compiled call %.2fx faster than eager",
+             eager.median / compiled.median);
+    emit(b->suite, b->name, "kiln", "speedup", eager.median / compiled.median,
+         eager.median / compiled.median, eager.median / compiled.median, "x", compiled.reps,
+         threads, note);
+    kiln_tensor_release(x);
+}
+
+void case_emlx(bench *b) { emlx_case(b, fn_emlx, 10, 0); }
+void case_emlx_matmul10(bench *b) { emlx_case(b, fn_emlx_matmul, 10, 1); }
+void case_emlx_dot10(bench *b) { emlx_case(b, fn_emlx_dot, 10, 1); }
+void case_emlx_dot100(bench *b) { emlx_case(b, fn_emlx_dot, 100, 1); }
+void case_emlx_dot1000(bench *b) { emlx_case(b, fn_emlx_dot, 1000, 1); }
+
+/* ---- elementwise and reductions ---------------------------------------------------------- */
+
+static kiln_status fn_expsin(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *user) {
+    (void)user;
+    kiln_tensor *x = in[0];
+    kiln_tensor *g = kiln_exponential(cx, kiln_negate(cx, kiln_multiply(cx, x, x)));
+    out[0] = kiln_add(cx, kiln_multiply(cx, g, kiln_sine(cx, x)),
+                      kiln_multiply(cx, kiln_scalar_like(cx, x, 0.5), x));
+    return kiln_ctx_status(cx);
+}
+
+static void elementwise_case(bench *b, kiln_region_fn f, int64_t n) {
+    kiln_tensor *x =
+        kiln_random_uniform(b->cx, kiln_key_from_seed(7), KILN_F32, KILN_SHAPE(n), -3, 3);
+    kiln_arg_spec arg = {.dtype = KILN_F32, .shape = KILN_SHAPE(n)};
+    run_spec rs = spec_fast(b);
+    rs.bytes = 8.0 * (double)n; /* read x, write the result */
+    rs.note = "f32 in, f32 out; bytes counted: 8 per element";
+    if (n >= 10000000) rs.calls = (reps_policy){1, opt.quick ? 5 : 15, opt.quick ? 11 : 201};
+    kiln_region fn = {f, NULL};
+    stats compiled;
+    if (run_compiled(b, "kiln", &fn, &arg, 1, &x, rs, &compiled)) {
+        /* eager: op by op through the evaluator, the same function */
+        eager_state es = {b->cx, f, &x};
+        stats eager = measure(eager_once, &es, rs.calls);
+        if (check(b)) {
+            emit_time(b->suite, b->name, "kiln-eager", "call", eager, b->threads,
+                      "op by op, no tracing");
+            char note[96];
+            snprintf(note, sizeof note, "compiled call %.2fx faster than eager",
+                     eager.median / compiled.median);
+            emit(b->suite, b->name, "kiln", "speedup", eager.median / compiled.median,
+                 eager.median / compiled.median, eager.median / compiled.median, "x", compiled.reps,
+                 b->threads, note);
+        }
+    }
+    kiln_tensor_release(x);
+}
+
+void case_cos_1e6(bench *b) { elementwise_case(b, fn_cos, 1000000); }
+void case_cos_1e7(bench *b) { elementwise_case(b, fn_cos, 10000000); }
+void case_expsin_1e6(bench *b) { elementwise_case(b, fn_expsin, 1000000); }
+void case_expsin_1e7(bench *b) { elementwise_case(b, fn_expsin, 10000000); }
+
+static kiln_status fn_sum_axes(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
+                               void *user) {
+    int which = *(const int *)user; /* 0 all, 1 rows (one sum per row), 2 columns */
+    kiln_dims axes = which == 0 ? KILN_DIMS(0, 1) : which == 1 ? KILN_DIMS(1) : KILN_DIMS(0);
+    out[0] = kiln_sum(cx, in[0], axes, false);
+    return kiln_ctx_status(cx);
+}
+
+/* The reduction's time next to a plain read of the same bytes (read_sum over its input),
+ * alternated call by call so that both see the same machine: pct_bw = read time / call
+ * time, medians over the pairs. */
+static void pct_of_read(bench *b, const kiln_region *fn, const kiln_arg_spec *arg, kiln_tensor **x,
+                        double bytes) {
+    comptime_stats ct;
+    kiln_exe *exe = NULL;
+    reps_policy once = {0, 1, 1};
+    if (!lower_compile(b, fn, arg, 1, 1, once, &ct, &exe)) return;
+    call_state cs = {b->cx, exe, x, 1};
+    const float *data = kiln_tensor_data(*x);
+    const size_t n = kiln_tensor_nbytes(*x) / sizeof(float);
+    enum { PAIRS = 15 };
+    double tr[PAIRS], tk[PAIRS], ratio[PAIRS];
+    int pairs = opt.quick ? 5 : PAIRS;
+    volatile float sink = read_sum(data, n);
+    call_exe_once(&cs);
+    for (int i = 0; i < pairs; i++) {
+        double t0 = now();
+        sink += read_sum(data, n);
+        double t1 = now();
+        call_exe_once(&cs);
+        double t2 = now();
+        tr[i] = t1 - t0, tk[i] = t2 - t1, ratio[i] = 100.0 * tr[i] / tk[i];
+    }
+    (void)sink;
+    kiln_exe_release(exe);
+    if (!cs.ok || !check(b)) return;
+    stats sr = summarize(tr, pairs), sk = summarize(tk, pairs), sp = summarize(ratio, pairs);
+    char note[160];
+    snprintf(note, sizeof note,
+             "of a plain read of the same %.0f MiB, alternated call by call (read %.1f GB/s, "
+             "kiln %.1f GB/s)",
+             bytes / 1048576.0, bytes / sr.median / 1e9, bytes / sk.median / 1e9);
+    emit(b->suite, b->name, "kiln", "pct_bw", sp.median, sp.p10, sp.p90, "%", pairs, 1, note);
+}
+
+static void reduction_case(bench *b, int which) {
+    const int64_t n = 4096;
+    kiln_tensor *x =
+        kiln_random_uniform(b->cx, kiln_key_from_seed(8), KILN_F32, KILN_SHAPE(n, n), 0, 1);
+    kiln_arg_spec arg = {.dtype = KILN_F32, .shape = KILN_SHAPE(n, n)};
+    run_spec rs = spec_fast(b);
+    rs.bytes = 4.0 * (double)n * (double)n;
+    rs.pct_bw = b->threads > 1; /* one thread: measured against interleaved reads below */
+    rs.calls = (reps_policy){1, opt.quick ? 5 : 15, opt.quick ? 11 : 201};
+    rs.note = which == 0   ? "sum over both axes -> f32[]"
+              : which == 1 ? "sum over axis 1 -> f32[4096]"
+                           : "sum over axis 0 -> f32[4096]";
+    kiln_region fn = {fn_sum_axes, &which};
+    if (run_compiled(b, "kiln", &fn, &arg, 1, &x, rs, NULL) && b->threads == 1)
+        pct_of_read(b, &fn, &arg, &x, rs.bytes);
+    kiln_tensor_release(x);
+}
+
+void case_sum_all(bench *b) { reduction_case(b, 0); }
+void case_sum_rows(bench *b) { reduction_case(b, 1); }
+void case_sum_cols(bench *b) { reduction_case(b, 2); }
+
+/* ---- GEMM ---------------------------------------------------------------------------------- */
+
+static kiln_status fn_matmul(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *user) {
+    (void)user;
+    out[0] = kiln_matmul(cx, in[0], in[1]);
+    return kiln_ctx_status(cx);
+}
+
+typedef struct {
+    const float *a, *b;
+    float *c;
+    int n;
+} sgemm_state;
+
+static void sgemm_once(void *user) {
+    sgemm_state *g = user;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, g->n, g->n, g->n, 1.0f, g->a, g->n, g->b,
+                g->n, 0.0f, g->c, g->n);
+}
+
+static void gemm_case(bench *b, int64_t n) {
+    kiln_tensor *x =
+        kiln_random_uniform(b->cx, kiln_key_from_seed(9), KILN_F32, KILN_SHAPE(n, n), -1, 1);
+    kiln_tensor *y =
+        kiln_random_uniform(b->cx, kiln_key_from_seed(10), KILN_F32, KILN_SHAPE(n, n), -1, 1);
+    kiln_tensor *in[2] = {x, y};
+    kiln_arg_spec args[2] = {{.dtype = KILN_F32, .shape = KILN_SHAPE(n, n)},
+                             {.dtype = KILN_F32, .shape = KILN_SHAPE(n, n)}};
+    run_spec rs = spec_fast(b);
+    rs.flops = 2.0 * (double)n * (double)n * (double)n;
+    rs.note = "matmul f32, dot_general on OpenBLAS";
+    if (n >= 1024) rs.calls = (reps_policy){1, opt.quick ? 5 : 15, opt.quick ? 7 : 101};
+    kiln_region fn = {fn_matmul, NULL};
+    run_compiled(b, "kiln", &fn, args, 2, in, rs, NULL);
+    /* OpenBLAS called directly on the same data: the GEMM-bound reference */
+    sgemm_state g = {kiln_tensor_data(x), kiln_tensor_data(y), NULL, (int)n};
+    g.c = malloc(sizeof(float) * (size_t)(n * n));
+    if (g.c && g.a && g.b) {
+        stats s = measure(sgemm_once, &g, rs.calls);
+        emit_time(b->suite, b->name, "openblas", "call", s, b->threads, "cblas_sgemm, same data");
+    }
+    free(g.c);
+    kiln_tensor_release(x), kiln_tensor_release(y);
+}
+
+void case_gemm64(bench *b) { gemm_case(b, 64); }
+void case_gemm256(bench *b) { gemm_case(b, 256); }
+void case_gemm1024(bench *b) { gemm_case(b, 1024); }
+
+/* ---- VGG11 forward, executed --------------------------------------------------------------- */
+
+/* At 32x32 the five pools leave a 512x1x1 map, so the classifier takes 512 inputs:
+ * 512 -> 4096 -> 4096 -> 1000 (the 224x224 model's widths, with dense_in = 512). */
+static void vgg_run_case(bench *b, int64_t n, int64_t hw) {
+    vgg_config c = vgg_cfg(11);
+    c.dense_in = 512 * (int)(hw / 32) * (int)(hw / 32);
+    kiln_arg_spec specs[64];
+    double flops = 0;
+    int n_args = vgg_specs(&c, n, hw, hw, specs, &flops);
+    kiln_tensor *in[64];
+    for (int i = 0; i < n_args; i++) {
+        double scale = i == 0 ? 1.0 : 0.05;
+        in[i] = kiln_random_uniform(b->cx, kiln_key_from_seed(100 + (uint64_t)i), KILN_F32,
+                                    specs[i].shape, -scale, scale);
+    }
+    if (!check(b)) return;
+    run_spec rs = spec_fast(b);
+    rs.flops = flops;
+    rs.note = hw == 32 ? "VGG11, classifier 512->4096->4096->1000 (1x1 map); convolutions on oneDNN"
+                       : "VGG11, classifier 25088->4096->4096->1000; convolutions on oneDNN";
+    rs.calls = policy_slow(hw == 32 ? 11 : 5);
+    rs.compiles = (reps_policy){1, 3, 11};
+    kiln_region fn = {fn_vgg, &c};
+    run_compiled(b, "kiln", &fn, specs, n_args, in, rs, NULL);
+    for (int i = 0; i < n_args; i++)
+        kiln_tensor_release(in[i]);
+}
+
+void case_vgg_224(bench *b) { vgg_run_case(b, 1, 224); }
+void case_vgg_32(bench *b) { vgg_run_case(b, 8, 32); }

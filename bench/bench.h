@@ -22,6 +22,9 @@ typedef struct {
     int threads;           /* the "all threads" count of multi-thread cases */
     int cores;             /* online CPUs */
     double target;         /* seconds of steady-state calls per measurement */
+    /* A --child-cold process: the first lower_compile compiles once, prints
+     * "cold_compile <seconds>" and exits (emit_compile_cold reads it). */
+    int cold_child;
 } options;
 
 extern options opt;
@@ -180,6 +183,9 @@ kiln_tensor *heat_step(kiln_ctx *cx, kiln_tensor *x);
 void warm_up_engine(kiln_ctx *cx);
 /* The child of time_to_load (kiln-bench --child-load); returns the exit status. */
 int child_load(void);
+/* compile_cold of a comptime case: its first compile in fresh processes (kiln-bench
+ * --child-cold SUITE/NAME, after only warm_up_engine), the median of several. */
+void emit_compile_cold(bench *b);
 
 void case_comptime_sum(bench *b);
 void case_comptime_cos(bench *b);

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <spawn.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -326,6 +327,58 @@ static void spawn_child(void *user) {
     if (posix_spawn(&pid, s->exe, NULL, NULL, argv, environ) != 0 ||
         waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
         s->failed = 1;
+}
+
+/* ---- compile_cold: the first compile in a fresh process ---------------------------------- */
+
+/* Runs kiln-bench --child-cold SUITE/NAME and reads the compile time it prints; < 0 when it
+ * fails. */
+static double cold_once(const char *exe, const char *which) {
+    int fd[2];
+    if (pipe(fd) != 0) return -1;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fd[1], 1);
+    posix_spawn_file_actions_addclose(&fa, fd[0]);
+    char *argv[] = {(char *)exe, "--child-cold", (char *)which, NULL};
+    pid_t pid;
+    int spawned = posix_spawn(&pid, exe, &fa, NULL, argv, environ) == 0;
+    posix_spawn_file_actions_destroy(&fa);
+    close(fd[1]);
+    char out[4096];
+    size_t n = 0;
+    for (ssize_t r; spawned && n < sizeof out - 1 && (r = read(fd[0], out + n, sizeof out - 1 - n)) > 0;)
+        n += (size_t)r;
+    out[n] = 0;
+    close(fd[0]);
+    int status = 0;
+    if (!spawned || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+        WEXITSTATUS(status) != 0)
+        return -1;
+    const char *line = strstr(out, "cold_compile ");
+    double t;
+    return line && sscanf(line, "cold_compile %lf", &t) == 1 ? t : -1;
+}
+
+void emit_compile_cold(bench *b) {
+    char exe[4096], which[160];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len <= 0) return;
+    exe[len] = 0;
+    snprintf(which, sizeof which, "%s/%s", b->suite, b->name);
+    enum { MAX_RUNS = 7 };
+    int runs = opt.quick ? 3 : MAX_RUNS;
+    double t[MAX_RUNS];
+    for (int i = 0; i < runs; i++)
+        if ((t[i] = cold_once(exe, which)) < 0) {
+            fprintf(stderr, "kiln-bench: compile_cold: the child for %s failed\n", which);
+            return;
+        }
+    char note[128];
+    snprintf(note, sizeof note,
+             "the first kiln_compile in a fresh process after one tiny warm-up (%d processes)",
+             runs);
+    emit_time(b->suite, b->name, "kiln", "compile_cold", summarize(t, runs), 1, note);
 }
 
 void case_time_to_load(bench *b) {

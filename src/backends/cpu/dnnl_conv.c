@@ -67,8 +67,11 @@ typedef struct xpose {
 typedef struct conv_entry {
     conv_key key;
     bool ok; /* false: oneDNN has no implementation; the caller falls back */
-    dnnl_primitive_t conv, r_src, r_wei, r_dst; /* reorders: NULL when not needed */
-    xpose t_src, t_wei, t_dst;                  /* when on, used instead of r_src, r_wei, r_dst */
+    /* The operands and result in oneDNN's layouts differ from the user's: a layout change,
+     * as a transpose (t_*, when on) or else a reorder primitive (r_*, made only then). */
+    bool need_src, need_wei, need_dst;
+    dnnl_primitive_t conv, r_src, r_wei, r_dst;
+    xpose t_src, t_wei, t_dst;
     dnnl_memory_desc_t usr_src, usr_wei, usr_dst, src, wei, dst, bias;
     size_t scratch;
     struct conv_entry *next;
@@ -213,14 +216,14 @@ static void plan_transposes(conv_entry *e) {
         dnnl_format_tag_t tag;
         int64_t block;
     } wfmt[] = {{dnnl_Acdb16a, 16}, {dnnl_Acdb32a, 32}, {dnnl_Acdb64a, 64}};
-    for (size_t i = 0; e->r_wei && e->key.G == 1 && i < sizeof wfmt / sizeof wfmt[0]; i++) {
+    for (size_t i = 0; e->need_wei && e->key.G == 1 && i < sizeof wfmt / sizeof wfmt[0]; i++) {
         int64_t B = wfmt[i].block, khw = wd[2] * wd[3];
         if (wd[0] % B == 0 && md_is(&e->usr_wei, wd, dnnl_abcd) && md_is(&e->wei, wd, wfmt[i].tag))
             e->t_wei = (xpose){true, wd[0] / B, B, wd[1] * khw, khw, B * wd[1] * khw};
     }
-    if (e->r_src && md_is(&e->usr_src, sd, dnnl_abcd) && md_is(&e->src, sd, dnnl_acdb))
+    if (e->need_src && md_is(&e->usr_src, sd, dnnl_abcd) && md_is(&e->src, sd, dnnl_acdb))
         e->t_src = (xpose){true, sd[0], sd[1], sd[2] * sd[3], 1, sd[1] * sd[2] * sd[3]};
-    if (e->r_dst && md_is(&e->usr_dst, dd, dnnl_abcd)) {
+    if (e->need_dst && md_is(&e->usr_dst, dd, dnnl_abcd)) {
         int64_t hw = dd[2] * dd[3];
         if (md_is(&e->dst, dd, dnnl_acdb))
             e->t_dst = (xpose){true, dd[0], hw, dd[1], 1, dd[1] * hw};
@@ -308,12 +311,17 @@ static conv_entry *entry_build(const conv_key *k) {
             dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0));
         ok = dnnl_primitive_create(&e->conv, pd) == dnnl_success;
     }
+    /* Reorder primitives only for the layout changes that are not transposes: a call never
+     * runs the others, and building one is a JIT compile. */
     if (ok) {
-        e->r_src = make_reorder(&e->usr_src, &e->src, &ok);
-        e->r_wei = make_reorder(&e->usr_wei, &e->wei, &ok);
-        e->r_dst = make_reorder(&e->dst, &e->usr_dst, &ok);
+        e->need_src = !dnnl_memory_desc_equal(&e->usr_src, &e->src);
+        e->need_wei = !dnnl_memory_desc_equal(&e->usr_wei, &e->wei);
+        e->need_dst = !dnnl_memory_desc_equal(&e->dst, &e->usr_dst);
+        plan_transposes(e);
+        if (!e->t_src.on) e->r_src = make_reorder(&e->usr_src, &e->src, &ok);
+        if (!e->t_wei.on) e->r_wei = make_reorder(&e->usr_wei, &e->wei, &ok);
+        if (!e->t_dst.on) e->r_dst = make_reorder(&e->dst, &e->usr_dst, &ok);
     }
-    if (ok) plan_transposes(e);
     if (pd) dnnl_primitive_desc_destroy(pd);
     if (attr) dnnl_primitive_attr_destroy(attr);
     if (!ok) {
@@ -437,9 +445,9 @@ static layout layout_of(const conv_entry *e) {
     layout l = {0};
     size_t at = 0;
     /* Page-aligned parts, so that no two share a cache line or a page's first touch. */
-    if (e->r_src) l.src = at, at += round_up(dnnl_memory_desc_get_size(&e->src), 4096);
-    if (e->r_wei) l.wei = at, at += round_up(dnnl_memory_desc_get_size(&e->wei), 4096);
-    if (e->r_dst) l.dst = at, at += round_up(dnnl_memory_desc_get_size(&e->dst), 4096);
+    if (e->need_src) l.src = at, at += round_up(dnnl_memory_desc_get_size(&e->src), 4096);
+    if (e->need_wei) l.wei = at, at += round_up(dnnl_memory_desc_get_size(&e->wei), 4096);
+    if (e->need_dst) l.dst = at, at += round_up(dnnl_memory_desc_get_size(&e->dst), 4096);
     if (e->scratch) l.scratch = at, at += round_up(e->scratch, 4096);
     l.total = at;
     return l;
@@ -491,7 +499,7 @@ static bool run_in(const conv_entry *e, const layout *l, unsigned char *base,
     } else if (ok && e->r_wei) {
         ok = (wei = mem_make(&ms, &e->wei, base + l->wei)) && exec(e->r_wei, stream, uwei, wei);
     }
-    if (ok && e->r_dst) ok = (dst = mem_make(&ms, &e->dst, base + l->dst)) != NULL;
+    if (ok && e->need_dst) ok = (dst = mem_make(&ms, &e->dst, base + l->dst)) != NULL;
     if (ok && bias) ok = (bmem = mem_make(&ms, &e->bias, (void *)kiln__in(bias))) != NULL;
     if (ok && e->scratch) {
         dnnl_memory_desc_t smd;
@@ -507,7 +515,7 @@ static bool run_in(const conv_entry *e, const layout *l, unsigned char *base,
         if (smem) args[n++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, smem};
         ok = dnnl_primitive_execute(e->conv, stream, n, args) == dnnl_success;
     }
-    if (ok && e->r_dst && !e->t_dst.on) ok = exec(e->r_dst, stream, dst, udst);
+    if (ok && e->r_dst) ok = exec(e->r_dst, stream, dst, udst);
     if (ok) ok = dnnl_stream_wait(stream) == dnnl_success;
     if (ok && e->t_dst.on) {
         const xpose *t = &e->t_dst;

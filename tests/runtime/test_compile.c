@@ -449,8 +449,11 @@ static kiln_ctx *failing_ctx(failing_allocator *fa) {
 }
 
 Test(compile, allocation_failure_at_every_point_of_compile_leaks_nothing) {
-    kiln_region_fn fns[2] = {emlx_step, looped};
-    for (int f = 0; f < 2; f++) {
+    /* The loop unrolled, and kept as a loop (its body's plan and carries). */
+    kiln_region_fn fns[3] = {emlx_step, looped, looped};
+    for (int f = 0; f < 3; f++) {
+        kiln_compile_options o = kiln_compile_options_default();
+        o.disable_unrolling = f == 2;
         failing_allocator fa;
         kiln_ctx *cx = failing_ctx(&fa);
         kiln_arg_spec args[2] = {{.dtype = KILN_F32, .shape = KILN_SHAPE(2, 2)},
@@ -465,7 +468,7 @@ Test(compile, allocation_failure_at_every_point_of_compile_leaks_nothing) {
             cr_assert_eq(kiln_lower(cx, &fn, args, 2, f ? 4 : 1, NULL, &m), KILN_OK);
             kiln_exe *exe = NULL;
             fa.fail_after = fa.allocations + k;
-            kiln_status s = kiln_compile(cx, m, NULL, &exe);
+            kiln_status s = kiln_compile(cx, m, &o, &exe);
             fa.fail_after = -1;
             kiln_module_release(m);
             if (s == KILN_OK) {
@@ -544,7 +547,10 @@ Test(compile, one_failed_allocation_anywhere_in_compile_fails_cleanly_or_changes
 }
 
 Test(compile, allocation_failure_at_every_point_of_a_call_leaks_nothing) {
-    for (int f = 0; f < 3; f++) {
+    /* EMLX, the loop unrolled, donated, and kept as a loop. */
+    for (int f = 0; f < 4; f++) {
+        kiln_compile_options o = kiln_compile_options_default();
+        o.disable_unrolling = f == 3;
         failing_allocator fa;
         kiln_ctx *cx = failing_ctx(&fa);
         kiln_arg_spec args[2] = {{.dtype = KILN_F32, .shape = KILN_SHAPE(2, 2), .donate = f == 2},
@@ -562,13 +568,13 @@ Test(compile, allocation_failure_at_every_point_of_a_call_leaks_nothing) {
         /* Compiled once first: the passes rewrite the module in place (the loop is
          * unrolled); the compiles below find it simplified and leave it as it is. */
         kiln_exe *first = NULL;
-        cr_assert_eq(kiln_compile(cx, m, NULL, &first), KILN_OK);
+        cr_assert_eq(kiln_compile(cx, m, &o, &first), KILN_OK);
         kiln_exe_release(first);
         int64_t base = fa.live_blocks;
         int64_t k = 0;
         for (;; k++) {
             kiln_exe *exe = NULL;
-            cr_assert_eq(kiln_compile(cx, m, NULL, &exe), KILN_OK);
+            cr_assert_eq(kiln_compile(cx, m, &o, &exe), KILN_OK);
             cr_assert_eq(kiln_scope_begin(cx), KILN_OK);
             kiln_tensor *x = filled(cx, KILN_F32, KILN_SHAPE(2, 2), 0.5);
             kiln_tensor *y = filled(cx, KILN_F32, KILN_SHAPE(2, 2), 0.5);
@@ -595,7 +601,7 @@ Test(compile, allocation_failure_at_every_point_of_a_call_leaks_nothing) {
         cr_assert_gt(k, f ? 2 : 0, "%d allocation points in call %d", (int)k, f);
         /* Again with one executable, whose pooled call state is reused after failures. */
         kiln_exe *exe = NULL;
-        cr_assert_eq(kiln_compile(cx, m, NULL, &exe), KILN_OK);
+        cr_assert_eq(kiln_compile(cx, m, &o, &exe), KILN_OK);
         for (int64_t j = 0; j <= k; j++) {
             cr_assert_eq(kiln_scope_begin(cx), KILN_OK);
             kiln_tensor *x = filled(cx, KILN_F32, KILN_SHAPE(2, 2), 0.5);

@@ -320,3 +320,43 @@ Test(loop_memory, branches_and_loops_inside_a_loop) {
     expect_ok(cx);
     kiln_ctx_release(cx);
 }
+
+/* A carry the body's branch reads reversed while the branch's result becomes that carry:
+ * writing the branch's result over the carry would overwrite what the branch still reads,
+ * so the carry takes two buffers. */
+static kiln_status flip(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
+    (void)in;
+    out[0] = kiln_add(cx, kiln_reverse(cx, u, KILN_DIMS(0)), kiln_scalar(cx, 1, KILN_F32));
+    return kiln_ctx_status(cx);
+}
+
+static kiln_status halve_it(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
+    (void)in;
+    out[0] = kiln_multiply(cx, kiln_reverse(cx, u, KILN_DIMS(0)), kiln_scalar(cx, 0.5, KILN_F32));
+    return kiln_ctx_status(cx);
+}
+
+static kiln_status branchy_body(kiln_ctx *cx, kiln_tensor *const *s, kiln_tensor **r, void *u) {
+    (void)u;
+    kiln_tensor *x = s[1];
+    kiln_tensor *big = kiln_compare(cx, kiln_sum(cx, x, KILN_DIMS_NONE, false),
+                                    kiln_scalar(cx, 0, KILN_F32), KILN_CMP_GT, KILN_CMP_DEFAULT);
+    kiln_region t = {flip, x}, f = {halve_it, x};
+    return kiln_cond(cx, big, &t, &f, 1, r);
+}
+
+static kiln_status branchy(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
+    (void)u;
+    kiln_region body = {branchy_body, NULL};
+    return kiln_fori_loop(cx, 0, 7, in, 1, &body, out);
+}
+
+Test(loop_memory, a_branch_reading_the_carry_keeps_it_in_two_buffers) {
+    kiln_ctx *cx = test_ctx();
+    kiln_tensor *x = ramp(cx, 64, 0.21);
+    char *text = compiled_matches_eager(cx, branchy, NULL, &x, 1, 1);
+    cr_expect(strstr(carries_of(text), "updated in place, two buffers"), "%s", text);
+    kiln_string_free(cx, text);
+    expect_ok(cx);
+    kiln_ctx_release(cx);
+}

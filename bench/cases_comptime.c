@@ -319,14 +319,24 @@ typedef struct {
     int failed;
 } spawn_state;
 
+/* Runs exe with argv to its exit (its stdout into out_fd unless that is -1): true when it
+ * exits with status 0. */
+static bool run_child(const char *exe, char *const *argv, int out_fd) {
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    if (out_fd >= 0) posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
+    pid_t pid;
+    int status = 0;
+    bool ok = posix_spawn(&pid, exe, &fa, NULL, argv, environ) == 0;
+    posix_spawn_file_actions_destroy(&fa);
+    if (out_fd >= 0) close(out_fd);
+    return ok && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 static void spawn_child(void *user) {
     spawn_state *s = user;
     char *argv[] = {s->exe, "--child-load", NULL};
-    pid_t pid;
-    int status = 0;
-    if (posix_spawn(&pid, s->exe, NULL, NULL, argv, environ) != 0 ||
-        waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        s->failed = 1;
+    if (!run_child(s->exe, argv, -1)) s->failed = 1;
 }
 
 /* ---- compile_cold: the first compile in a fresh process ---------------------------------- */
@@ -336,25 +346,14 @@ static void spawn_child(void *user) {
 static double cold_once(const char *exe, const char *which) {
     int fd[2];
     if (pipe(fd) != 0) return -1;
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, fd[1], 1);
-    posix_spawn_file_actions_addclose(&fa, fd[0]);
     char *argv[] = {(char *)exe, "--child-cold", (char *)which, NULL};
-    pid_t pid;
-    int spawned = posix_spawn(&pid, exe, &fa, NULL, argv, environ) == 0;
-    posix_spawn_file_actions_destroy(&fa);
-    close(fd[1]);
+    /* The child's output is small (one line): it fits the pipe while the parent waits. */
+    bool ok = run_child(exe, argv, fd[1]);
     char out[4096];
-    size_t n = 0;
-    for (ssize_t r; spawned && n < sizeof out - 1 && (r = read(fd[0], out + n, sizeof out - 1 - n)) > 0;)
-        n += (size_t)r;
-    out[n] = 0;
+    ssize_t n = ok ? read(fd[0], out, sizeof out - 1) : -1;
     close(fd[0]);
-    int status = 0;
-    if (!spawned || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
-        WEXITSTATUS(status) != 0)
-        return -1;
+    if (n <= 0) return -1;
+    out[n] = 0;
     const char *line = strstr(out, "cold_compile ");
     double t;
     return line && sscanf(line, "cold_compile %lf", &t) == 1 ? t : -1;

@@ -104,6 +104,18 @@ static kiln_tensor *max_all(kiln_ctx *cx, kiln_tensor *x) {
     return m;
 }
 
+/* Windows of two elements along `axis` (1 along the others), padded at the end so that
+ * there are as many windows as elements. */
+static kiln_window_params windows_of_two(int rank, int axis) {
+    kiln_window_params wp = {.window_dimensions = {.count = rank},
+                             .padding_low = {.count = rank},
+                             .padding_high = {.count = rank}};
+    for (int d = 0; d < rank; d++)
+        wp.window_dimensions.v[d] = d == axis ? 2 : 1;
+    wp.padding_high.v[axis] = 1;
+    return wp;
+}
+
 /* One exact step on v (dtype dt) with another value w of the same dtype and shape. */
 static kiln_tensor *step(kiln_ctx *cx, rng *r, kiln_tensor *v, kiln_tensor *w, kiln_dtype dt) {
     if (!v || !w) return NULL; /* an earlier step failed: its error is in the ctx */
@@ -131,13 +143,7 @@ static kiln_tensor *step(kiln_ctx *cx, rng *r, kiln_tensor *v, kiln_tensor *w, k
     }
     case 9: { /* a max over windows of two along an axis, padded to keep the shape */
         if (!rank) return kiln_minimum(cx, v, w);
-        int axis = pick(r, rank);
-        kiln_window_params wp = {.window_dimensions = {.count = rank},
-                                 .padding_low = {.count = rank},
-                                 .padding_high = {.count = rank}};
-        for (int d = 0; d < rank; d++)
-            wp.window_dimensions.v[d] = d == axis ? 2 : 1;
-        wp.padding_high.v[axis] = 1;
+        kiln_window_params wp = windows_of_two(rank, pick(r, rank));
         kiln_tensor *init = kiln_scalar(cx, -100, dt), *pooled = NULL;
         kiln_reduce_window(cx, &v, &init, 1, &wp, kiln_region_maximum(), &pooled);
         return pooled;
@@ -170,13 +176,7 @@ static kiln_tensor *step(kiln_ctx *cx, rng *r, kiln_tensor *v, kiln_tensor *w, k
     }
     case 12: { /* select_and_scatter: w's values added at each window's first maximum */
         if (!rank) return kiln_minimum(cx, w, v);
-        int axis = pick(r, rank);
-        kiln_window_params wp = {.window_dimensions = {.count = rank},
-                                 .padding_low = {.count = rank},
-                                 .padding_high = {.count = rank}};
-        for (int d = 0; d < rank; d++)
-            wp.window_dimensions.v[d] = d == axis ? 2 : 1;
-        wp.padding_high.v[axis] = 1;
+        kiln_window_params wp = windows_of_two(rank, pick(r, rank));
         kiln_tensor *u = kiln_broadcast_to(cx, w, *kiln_tensor_shape(v));
         return kiln_select_and_scatter(cx, v, u, kiln_scalar(cx, 0, dt), &wp,
                                        kiln_region_greater_equal(), kiln_region_add());

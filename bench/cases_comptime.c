@@ -17,6 +17,14 @@ extern char **environ;
 
 /* ---- comptime: lower + compile (small cases run once more, for the peers' checks) ------ */
 
+/* A comptime case's lower, compile and total records (notes may be NULL). */
+static void emit_comptime(bench *b, const comptime_stats *s, const char *lower_note,
+                          const char *compile_note) {
+    emit_time(b->suite, b->name, "kiln", "lower", s->lower, 1, lower_note);
+    emit_time(b->suite, b->name, "kiln", "compile", s->compile, 1, compile_note);
+    emit_time(b->suite, b->name, "kiln", "total", s->total, 1, "lower + compile");
+}
+
 static kiln_status fn_sum(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *user) {
     (void)user;
     out[0] = kiln_sum(cx, in[0], KILN_DIMS(0, 1), false);
@@ -63,9 +71,7 @@ static void comptime_small(bench *b, const kiln_region *fn) {
     if (ok) comptime_check(b, exe);
     kiln_exe_release(exe);
     if (!ok) return;
-    emit_time(b->suite, b->name, "kiln", "lower", s.lower, 1, "kiln_lower");
-    emit_time(b->suite, b->name, "kiln", "compile", s.compile, 1, "kiln_compile");
-    emit_time(b->suite, b->name, "kiln", "total", s.total, 1, "lower + compile");
+    emit_comptime(b, &s, "kiln_lower", "kiln_compile");
 }
 
 void case_comptime_sum(bench *b) { comptime_small(b, &(kiln_region){fn_sum, NULL}); }
@@ -136,9 +142,7 @@ static void case_comptime_vgg(bench *b, int depth) {
              vgg_n_convs(&c), n - 1);
     reps_policy p = {1, opt.quick ? 3 : 11, opt.quick ? 51 : 2001};
     if (!lower_compile(b, &fn, specs, n, 1, p, &s, NULL)) return;
-    emit_time(b->suite, b->name, "kiln", "lower", s.lower, 1, note);
-    emit_time(b->suite, b->name, "kiln", "compile", s.compile, 1, NULL);
-    emit_time(b->suite, b->name, "kiln", "total", s.total, 1, "lower + compile");
+    emit_comptime(b, &s, note, NULL);
 }
 
 /* Lowers fn once: 1 when it lowers; else, when the failure is UNIMPLEMENTED (a feature
@@ -181,9 +185,7 @@ void case_comptime_grad_cos(bench *b) {
     if (ok) comptime_check(b, exe);
     kiln_exe_release(exe);
     if (!ok) return;
-    emit_time(b->suite, b->name, "kiln", "lower", s.lower, 1, "kiln_lower (with kiln_grad)");
-    emit_time(b->suite, b->name, "kiln", "compile", s.compile, 1, "kiln_compile");
-    emit_time(b->suite, b->name, "kiln", "total", s.total, 1, "lower + compile");
+    emit_comptime(b, &s, "kiln_lower (with kiln_grad)", "kiln_compile");
 }
 
 /* A VGG11 training step: loss = sum(logits^2) / batch, gradients of every weight by
@@ -236,9 +238,7 @@ static void case_comptime_vgg_train(bench *b, int depth) {
     if (!lower_compile(b, &fn, specs, n, n - 1, p, &s, NULL)) return;
     snprintf(note, sizeof note, "f32[16,3,224,224]: forward, backward (kiln_grad), SGD on %d weights",
              n - 1);
-    emit_time(b->suite, b->name, "kiln", "lower", s.lower, 1, note);
-    emit_time(b->suite, b->name, "kiln", "compile", s.compile, 1, NULL);
-    emit_time(b->suite, b->name, "kiln", "total", s.total, 1, "lower + compile");
+    emit_comptime(b, &s, note, NULL);
     emit_per_op(b, &s);
 }
 
@@ -284,9 +284,7 @@ static void case_comptime_heat(bench *b, int steps) {
     if (!lower_compile(b, &fn, &arg, 1, 1, p, &s, NULL)) return;
     char note[96];
     snprintf(note, sizeof note, "f32[4096], %d steps unrolled (%d ops)", steps, 13 * steps);
-    emit_time(b->suite, b->name, "kiln", "lower", s.lower, 1, note);
-    emit_time(b->suite, b->name, "kiln", "compile", s.compile, 1, NULL);
-    emit_time(b->suite, b->name, "kiln", "total", s.total, 1, "lower + compile");
+    emit_comptime(b, &s, note, NULL);
     emit_per_op(b, &s);
 }
 

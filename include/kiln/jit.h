@@ -248,8 +248,11 @@ typedef struct kiln_exe_info {
     const int32_t *aliases;   /* per result: the donated argument whose buffer it reuses, or -1 */
     const int32_t *preserved; /* per result: the argument returned unchanged, or -1 */
     int32_t n_ops;            /* ops executed per call (after the passes; constants excluded) */
-    size_t arena_bytes;       /* peak size of the buffer plan for intermediates */
-    int32_t n_buffers;        /* intermediate values placed in the arena */
+    /* The call's one arena: the intermediates of the function and of the bodies of its
+     * loops, branches and calls (each body above the block around it), and the loops'
+     * carry buffers. */
+    size_t arena_bytes;
+    int32_t n_buffers; /* values and carry buffers placed in the arena */
     int32_t n_kernels;        /* fused kernels among the n_ops */
     int32_t n_fused_ops;      /* module ops those kernels replace */
     int32_t n_conv_epilogues; /* convolutions that add their bias and apply ReLU inside the
@@ -268,9 +271,11 @@ KILN_API kiln_status kiln_exe_info_get(kiln_ctx *cx, const kiln_exe *exe, kiln_e
 
 /* What the compiler built, as text: every op in call order (a fused kernel with its
  * inputs and their access patterns, its instructions, outputs, reduction, tile length and
- * cost), the memory plan (each intermediate's arena offset and size, the peak), how each
- * result is made, and the summed kernel cost (flops, transcendental calls, bytes read and
- * written per call):
+ * cost; a loop's or branch's body under its op, indented, with its buffers and, for a
+ * loop, how each carry is kept: updated in place, in two buffers, or passed through), the
+ * memory plan (each intermediate's arena offset and size, the peak), how each result is
+ * made, and the summed kernel cost (flops, transcendental calls, bytes read and written
+ * per call; a loop's body as often as it runs when its trip count is known):
  *
  *     executable @emlx: 2 args, 1 results, 1 ops (1 fused kernels replacing 19 ops; ...)
  *     op 0: fused, tile 1024 elements, 0 instructions on the evaluator

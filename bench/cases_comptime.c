@@ -236,8 +236,8 @@ static void case_comptime_vgg_train(bench *b, int depth) {
     comptime_stats s = {0};
     reps_policy p = {1, opt.quick ? 3 : 11, opt.quick ? 21 : 501};
     if (!lower_compile(b, &fn, specs, n, n - 1, p, &s, NULL)) return;
-    snprintf(note, sizeof note, "f32[16,3,224,224]: forward, backward (kiln_grad), SGD on %d weights",
-             n - 1);
+    snprintf(note, sizeof note,
+             "f32[16,3,224,224]: forward, backward (kiln_grad), SGD on %d weights", n - 1);
     emit_comptime(b, &s, note, NULL);
     emit_per_op(b, &s);
 }
@@ -259,9 +259,10 @@ kiln_tensor *heat_step(kiln_ctx *cx, kiln_tensor *x) {
     kiln_tensor *r = kiln_slice(cx, x, KILN_DIMS(2), KILN_DIMS(n), KILN_DIMS_NONE);
     kiln_tensor *lap =
         kiln_add(cx, kiln_subtract(cx, l, kiln_multiply(cx, kiln_scalar(cx, 2, KILN_F32), c)), r);
-    kiln_tensor *parts[3] = {kiln_slice(cx, x, KILN_DIMS(0), KILN_DIMS(1), KILN_DIMS_NONE),
-                             kiln_add(cx, c, kiln_multiply(cx, kiln_scalar(cx, 0.1, KILN_F32), lap)),
-                             kiln_slice(cx, x, KILN_DIMS(n - 1), KILN_DIMS(n), KILN_DIMS_NONE)};
+    kiln_tensor *parts[3] = {
+        kiln_slice(cx, x, KILN_DIMS(0), KILN_DIMS(1), KILN_DIMS_NONE),
+        kiln_add(cx, c, kiln_multiply(cx, kiln_scalar(cx, 0.1, KILN_F32), lap)),
+        kiln_slice(cx, x, KILN_DIMS(n - 1), KILN_DIMS(n), KILN_DIMS_NONE)};
     return kiln_concatenate(cx, parts, 3, 0);
 }
 

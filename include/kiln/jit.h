@@ -252,7 +252,7 @@ typedef struct kiln_exe_info {
      * loops, branches and calls (each body above the block around it), and the loops'
      * carry buffers. */
     size_t arena_bytes;
-    int32_t n_buffers; /* values and carry buffers placed in the arena */
+    int32_t n_buffers;        /* values and carry buffers placed in the arena */
     int32_t n_kernels;        /* fused kernels among the n_ops */
     int32_t n_fused_ops;      /* module ops those kernels replace */
     int32_t n_conv_epilogues; /* convolutions that add their bias and apply ReLU inside the

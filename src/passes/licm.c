@@ -117,8 +117,8 @@ static int by_position(const void *a, const void *b) {
 /* Moves op out of the loop, after the ops still in the body that it needs (ON_DEMAND ones:
  * every operand in the body is HOIST, moved already, or ON_DEMAND). stack holds room for
  * every op of the body. */
-static int32_t hoist(kiln__ir_op *op, kiln__ir_op *loop, const kiln__block *body,
-                     op_info *info, kiln__ir_op **stack, kiln__ir_op **order) {
+static int32_t hoist(kiln__ir_op *op, kiln__ir_op *loop, const kiln__block *body, op_info *info,
+                     kiln__ir_op **stack, kiln__ir_op **order) {
     int32_t n_stack = 0, n_order = 0;
     stack[n_stack++] = op;
     info[op->results[0]->id].where = HOIST;

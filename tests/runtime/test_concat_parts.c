@@ -22,8 +22,8 @@ static kiln_tensor *copy_of(kiln_ctx *cx, kiln_tensor *t) {
 /* Compiles f (argument 0 donated when asked), calls it on a copy of x and runs it eagerly
  * on x: the results must agree bit for bit. Returns the printout (kiln_string_free). */
 static char *check(kiln_ctx *cx, kiln_region_fn f, kiln_tensor *x, bool donate) {
-    kiln_arg_spec spec = {.dtype = kiln_tensor_dtype(x), .shape = *kiln_tensor_shape(x),
-                          .donate = donate};
+    kiln_arg_spec spec = {
+        .dtype = kiln_tensor_dtype(x), .shape = *kiln_tensor_shape(x), .donate = donate};
     kiln_region fn = {f, NULL};
     kiln_module *m = NULL;
     cr_assert_eq(kiln_lower(cx, &fn, &spec, 1, 1, NULL, &m), KILN_OK, "%s",
@@ -45,7 +45,8 @@ static char *check(kiln_ctx *cx, kiln_region_fn f, kiln_tensor *x, bool donate) 
 }
 
 static bool written_in_place(const char *text) {
-    return strstr(text, "concatenate") && strstr(text, "(in place: its operands' ops wrote into it)");
+    return strstr(text, "concatenate") &&
+           strstr(text, "(in place: its operands' ops wrote into it)");
 }
 
 /* [exp(x[1:]) , x[:1] * 3]: a rotation with work on both parts, the function's result. */

@@ -176,8 +176,7 @@ static kiln_tensor *late_weights(kiln_ctx *cx, kiln_tensor *w) {
     return w;
 }
 
-static kiln_status weights_only(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
-                                void *u) {
+static kiln_status weights_only(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
     (void)u;
     out[0] = kiln_add(cx, in[0], late_weights(cx, in[1]));
     return kiln_ctx_status(cx);
@@ -188,8 +187,7 @@ static kiln_status matmul_body(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor
     return kiln_ctx_status(cx);
 }
 
-static kiln_status matmul_steps(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
-                                void *u) {
+static kiln_status matmul_steps(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
     (void)u;
     kiln_tensor *w = late_weights(cx, in[1]);
     kiln_region body = {matmul_body, w};

@@ -69,8 +69,9 @@ static char *compiled_matches_eager(kiln_ctx *cx, kiln_region_fn f, void *user,
                                     kiln_tensor *const *args, int32_t n_args, int32_t n_results) {
     kiln_tensor *before[4];
     for (int32_t i = 0; i < n_args; i++) {
-        before[i] = kiln_tensor_from_host(cx, kiln_tensor_dtype(args[i]), *kiln_tensor_shape(args[i]),
-                                          kiln_tensor_data(args[i]), kiln_tensor_nbytes(args[i]));
+        before[i] =
+            kiln_tensor_from_host(cx, kiln_tensor_dtype(args[i]), *kiln_tensor_shape(args[i]),
+                                  kiln_tensor_data(args[i]), kiln_tensor_nbytes(args[i]));
         cr_assert(before[i]);
     }
     kiln_exe *exe = compile(cx, f, user, args, n_args, n_results);
@@ -191,9 +192,9 @@ Test(loop_memory, carries_in_two_buffers_passed_through_or_in_place) {
     kiln_ctx *cx = test_ctx();
     kiln_tensor *args[3] = {ramp(cx, 96, 0.1), ramp(cx, 96, 0.2), ramp(cx, 96, 0.3)};
     char *text = compiled_matches_eager(cx, mixed, NULL, args, 3, 3);
-    cr_expect(strstr(carries_of(text),
-                     "updated in place, two buffers, passed through, updated in place"),
-              "%s", text);
+    cr_expect(
+        strstr(carries_of(text), "updated in place, two buffers, passed through, updated in place"),
+        "%s", text);
     kiln_string_free(cx, text);
     expect_ok(cx);
     kiln_ctx_release(cx);

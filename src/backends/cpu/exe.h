@@ -89,7 +89,8 @@ struct kiln__xblock {
     int32_t n_slots, n_ops, n_results;
     kiln__xop *ops;
     kiln__xref *results;
-    const kiln__type **types; /* per slot: the executable's copy of its type, one per distinct type */
+    /* per slot: the executable's copy of its type, one per distinct type */
+    const kiln__type **types;
     kiln_tensor **consts; /* per slot: a constant's value (owned by the executable), or NULL */
     int32_t max_in, max_out;
     const kiln__xplan *plan; /* NULL: interpreted (a region an evaluator kernel calls) */
@@ -140,8 +141,8 @@ struct kiln__xplan {
     size_t *part_offset;
     int32_t *parts; /* the PART slots, whose headers a run points into their result */
     int32_t n_parts;
-    int32_t vals_at;        /* its slot array, then its operand and result scratch, among the
-                               call state's pointers */
+    int32_t vals_at; /* its slot array, then its operand and result scratch, among the
+                        call state's pointers */
 };
 
 /* How a planned while keeps carry i. */
@@ -238,8 +239,8 @@ void *kiln__cpu_exe_alloc_raw(kiln_ctx *cx, kiln__cpu_exe *exe, size_t size, siz
 void kiln__cpu_exe_free_mem(kiln__cpu_exe *exe);
 
 /* Plans the buffers of the entry block and of every block it runs (exe_plan.c): slot kinds,
- * arena offsets, how each result is made, loops' carries, the call state's layout. Errors: RESOURCE_EXHAUSTED, FAILED_PRECONDITION (an
- * assert_nonallocating result that reuses nothing). */
+ * arena offsets, how each result is made, loops' carries, the call state's layout. Errors:
+ * RESOURCE_EXHAUSTED, FAILED_PRECONDITION (an assert_nonallocating result that reuses nothing). */
 kiln_status kiln__cpu_plan(kiln_ctx *cx, kiln__cpu_exe *exe, bool assert_nonallocating);
 
 /* The backend interface's executable entries (kiln__cpu_backend()). */

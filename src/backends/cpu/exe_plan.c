@@ -131,7 +131,7 @@ typedef struct plan_scratch {
 typedef struct planner {
     kiln_ctx *cx;
     kiln__cpu_exe *exe;
-    size_t end;                /* the arena's size */
+    size_t end; /* the arena's size */
     int32_t n_headers, cap_headers;
     int32_t n_ptrs;
     int32_t cap_blocks;
@@ -239,7 +239,8 @@ static kiln_status plan_results(planner *P, kiln__xblock *b, kiln__xplan *p, blo
                 rp->alias = -1;
             } else if (kind == KILN__SLOT_CONST) {
                 if (a < 0) rp->kind = KILN__RESULT_CONST;
-            } else if (home[v] < 0 && (a < 0 || direct_ok(b, s->last, a, s->def[v], s->first_write[v]))) {
+            } else if (home[v] < 0 &&
+                       (a < 0 || direct_ok(b, s->last, a, s->def[v], s->first_write[v]))) {
                 rp->kind = KILN__RESULT_DIRECT;
                 home[v] = r;
                 p->slot_kind[v] = KILN__SLOT_OUTPUT;
@@ -260,7 +261,8 @@ static kiln_status plan_results(planner *P, kiln__xblock *b, kiln__xplan *p, blo
             rp->kind = KILN__RESULT_DIRECT;
             home[v] = r;
             p->slot_kind[v] = KILN__SLOT_OUTPUT;
-            if (role == ROLE_BODY && r < b->n_args && direct_ok(b, s->last, r, s->def[v], s->first_write[v]))
+            if (role == ROLE_BODY && r < b->n_args &&
+                direct_ok(b, s->last, r, s->def[v], s->first_write[v]))
                 rp->alias = r; /* may be written over carry r: updated in place */
         }
     }
@@ -395,7 +397,8 @@ static kiln_status plan_block(planner *P, kiln__xblock *b, size_t base, block_ro
         s.uses[b->results[r].slot] += 2;
     }
     for (int32_t v = b->n_args; v < n; v++)
-        if (s.def[v] < 0 && p->slot_kind[v] == KILN__SLOT_ARENA) p->slot_kind[v] = KILN__SLOT_UNUSED;
+        if (s.def[v] < 0 && p->slot_kind[v] == KILN__SLOT_ARENA)
+            p->slot_kind[v] = KILN__SLOT_UNUSED;
 
     plan_parts(b, p, &s);
     kiln_status st = plan_results(P, b, p, role, &s, assert_nonallocating);
@@ -431,10 +434,10 @@ static kiln_status plan_block(planner *P, kiln__xblock *b, size_t base, block_ro
             int32_t whole = p->part_of[v];
             if (whole >= 0) { /* a part: its result's buffer is taken at the first part */
                 if (!s.holds[whole]) {
-                    p->slot_offset[whole] = base + arena_take(&ap, align_up(kiln__type_bytes(
-                                                                   b->types[whole]),
-                                                                   BUFFER_ALIGN),
-                                                               whole);
+                    p->slot_offset[whole] =
+                        base + arena_take(&ap,
+                                          align_up(kiln__type_bytes(b->types[whole]), BUFFER_ALIGN),
+                                          whole);
                     s.holds[whole] = true;
                 }
                 p->slot_offset[v] = p->slot_offset[whole] + p->part_offset[v];

@@ -37,8 +37,9 @@ static void print_region_plan(kiln__strbuf *sb, const kiln__xop *op, int32_t r,
         direct += p->results[i].kind == KILN__RESULT_DIRECT;
         copied += p->results[i].kind == KILN__RESULT_COPY;
     }
-    kiln__strbuf_printf(sb, "; %d buffers, %zu bytes at offset %zu; %d results written in place, "
-                            "%d copied",
+    kiln__strbuf_printf(sb,
+                        "; %d buffers, %zu bytes at offset %zu; %d results written in place, "
+                        "%d copied",
                         (int)p->n_arena, p->peak, p->base, (int)direct, (int)copied);
     if (op->loop && r == 1) {
         static const char *const how[] = {"passed through", "updated in place", "two buffers"};
@@ -134,8 +135,7 @@ void kiln__cpu_print(kiln__strbuf *sb, const kiln__executable *x) {
         else
             kiln__strbuf_printf(sb, ": %s\n", slot_kind_name(kind));
     }
-    static const char *const result_kind[] = {"argument", "constant", "written in place",
-                                              "copied"};
+    static const char *const result_kind[] = {"argument", "constant", "written in place", "copied"};
     for (int32_t r = 0; r < exe->n_results; r++) {
         const kiln__result_plan *rp = &exe->results[r];
         kiln__strbuf_printf(sb, "result %d: ", (int)r);

@@ -441,8 +441,8 @@ static kiln_status run_while(kiln_ctx *cx, const runner *R, const kiln__xop *op,
 }
 
 /* A CONTROL op of a planned block: its regions' planned blocks, into its result slots. */
-static kiln_status run_control(kiln_ctx *cx, const runner *R, const kiln__xop *op,
-                               const env *e, kiln_tensor *const *in, kiln_tensor *const *out) {
+static kiln_status run_control(kiln_ctx *cx, const runner *R, const kiln__xop *op, const env *e,
+                               kiln_tensor *const *in, kiln_tensor *const *out) {
     int32_t branch = 0;
     switch (op->kind) {
     case KILN_OP_WHILE: return run_while(cx, R, op, e, in, out);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "backends/cpu/exe.h"
+#include "base/alloc.h"
 #include "base/ctx_internal.h"
 
 /* Buffers in the arena start on a cache line. */
@@ -339,11 +340,43 @@ static kiln_status plan_regions(planner *P, kiln__xblock *b, size_t base, size_t
     return KILN_OK;
 }
 
+/* The scratch of planning a block of n slots and n_ops ops, in one zeroed allocation of
+ * the ctx (freed when the block is planned: it must not stay in the executable, a
+ * 150,000-slot block's is 8 MB). */
+typedef struct scratch_mem {
+    void *p;
+    size_t bytes;
+} scratch_mem;
+
+static bool scratch_new(kiln_ctx *cx, int32_t n, int32_t n_ops, plan_scratch *s, scratch_mem *mem) {
+    size_t un = (size_t)n, ints = 6 * un + (size_t)n_ops + 1;
+    size_t iv_at = align_up(ints * sizeof(int32_t), _Alignof(interval));
+    size_t holds_at = iv_at + un * sizeof(interval);
+    mem->bytes = holds_at + un * sizeof(bool);
+    unsigned char *m = kiln__calloc(cx, mem->bytes, _Alignof(interval), compile_fn);
+    mem->p = m;
+    if (!m) return false;
+    int32_t *i = (int32_t *)(void *)m;
+    *s = (plan_scratch){.last = i,
+                        .def = i + un,
+                        .die_next = i + 2 * un,
+                        .home = i + 3 * un,
+                        .uses = i + 4 * un,
+                        .first_write = i + 5 * un,
+                        .die_head = i + 6 * un,
+                        .iv = (interval *)(void *)(m + iv_at),
+                        .holds = (bool *)(void *)(m + holds_at)};
+    return true;
+}
+
+static kiln_status plan_values(planner *P, kiln__xblock *b, kiln__xplan *p, size_t base,
+                               block_role role, bool assert_nonallocating, plan_scratch s);
+
 static kiln_status plan_block(planner *P, kiln__xblock *b, size_t base, block_role role,
                               bool assert_nonallocating) {
     kiln_ctx *cx = P->cx;
     kiln__cpu_exe *exe = P->exe;
-    int32_t n = b->n_slots, n_ops = b->n_ops;
+    int32_t n = b->n_slots;
     kiln__xplan *p = kiln__cpu_exe_alloc(cx, exe, sizeof *p, _Alignof(kiln__xplan));
     if (!p || !add_block(P, b)) return KILN_RESOURCE_EXHAUSTED;
     p->slot_kind = PNEW(uint8_t, n);
@@ -352,20 +385,28 @@ static kiln_status plan_block(planner *P, kiln__xblock *b, size_t base, block_ro
     p->results = PNEW(kiln__result_plan, b->n_results);
     p->part_of = PNEW(int32_t, n);
     p->part_offset = PNEW(size_t, n);
-    /* Compile-time scratch goes in the executable's memory too: it is small. */
-    plan_scratch s = {.last = PNEW(int32_t, n),
-                      .def = PNEW(int32_t, n),
-                      .die_head = PNEW(int32_t, n_ops + 1),
-                      .die_next = PNEW(int32_t, n),
-                      .home = PNEW(int32_t, n),
-                      .uses = PNEW(int32_t, n),
-                      .first_write = PNEW(int32_t, n),
-                      .holds = PNEW(bool, n),
-                      .iv = PNEW(interval, n)};
+    plan_scratch s;
+    scratch_mem mem;
     if (!p->slot_kind || !p->slot_offset || !p->slot_tensor || (b->n_results && !p->results) ||
-        !p->part_of || !p->part_offset || !s.last || !s.def || !s.die_head || !s.die_next ||
-        !s.home || !s.uses || !s.first_write || !s.holds || !s.iv)
+        !p->part_of || !p->part_offset || !scratch_new(cx, n, b->n_ops, &s, &mem))
         return KILN_RESOURCE_EXHAUSTED;
+    kiln_status st = plan_values(P, b, p, base, role, assert_nonallocating, s);
+    kiln__free(cx, mem.p, mem.bytes);
+    if (st != KILN_OK) return st;
+    size_t regions_end;
+    st = plan_regions(P, b, align_up(base + p->peak, BUFFER_ALIGN), &regions_end);
+    if (st != KILN_OK) return st;
+    p->end = regions_end > base + p->peak ? regions_end : base + p->peak;
+    if (p->end > P->end) P->end = p->end;
+    return KILN_OK;
+}
+
+/* Plans b's own values (slot kinds, results, arena offsets, tensor headers) with scratch s. */
+static kiln_status plan_values(planner *P, kiln__xblock *b, kiln__xplan *p, size_t base,
+                               block_role role, bool assert_nonallocating, plan_scratch s) {
+    kiln_ctx *cx = P->cx;
+    kiln__cpu_exe *exe = P->exe;
+    int32_t n = b->n_slots, n_ops = b->n_ops;
     p->base = base;
 
     for (int32_t v = 0; v < n; v++) {
@@ -478,11 +519,6 @@ static kiln_status plan_block(planner *P, kiln__xblock *b, size_t base, block_ro
     p->vals_at = P->n_ptrs;
     P->n_ptrs += n + b->max_in + b->max_out;
     b->plan = p;
-    size_t regions_end;
-    st = plan_regions(P, b, align_up(base + p->peak, BUFFER_ALIGN), &regions_end);
-    if (st != KILN_OK) return st;
-    p->end = regions_end > base + p->peak ? regions_end : base + p->peak;
-    if (p->end > P->end) P->end = p->end;
     return KILN_OK;
 }
 

@@ -50,13 +50,6 @@ kiln__ad *kiln__ad_of(kiln__emitter *e) {
 
 /* ---- free values ----------------------------------------------------------------------- */
 
-static bool defined_within(const kiln__value *v, const kiln__block *b) {
-    const kiln__block *home = v->def ? v->def->block : v->block;
-    for (; home; home = home->parent ? home->parent->block : NULL)
-        if (home == b) return true;
-    return false;
-}
-
 typedef struct free_walk {
     const kiln__block *root;
     bool float_only;
@@ -67,7 +60,7 @@ typedef struct free_walk {
 } free_walk;
 
 static void free_use(free_walk *w, const kiln__value *v) {
-    if (w->failed || defined_within(v, w->root)) return;
+    if (w->failed || kiln__value_defined_in(v, w->root)) return;
     if (w->float_only && !kiln_dtype_is_float(v->type->dtype)) return;
     if (kiln__vmap_get(&w->seen, v)) return;
     if (w->n >= w->cap || !kiln__vmap_put(&w->seen, v, (kiln__value *)v)) {

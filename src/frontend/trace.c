@@ -23,7 +23,7 @@ bool kiln__trace_wants(kiln_ctx *cx, kiln_op op, kiln_tensor *const *operands, i
 
 /* Is v defined in b or in a block that encloses b (so b may use it)? */
 static bool visible(const kiln__value *v, const kiln__block *b) {
-    const kiln__block *home = v->def ? v->def->block : v->block;
+    const kiln__block *home = kiln__value_home(v);
     for (; b; b = b->parent ? b->parent->block : NULL)
         if (b == home) return true;
     return false;

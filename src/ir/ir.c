@@ -182,6 +182,12 @@ void kiln__op_unlink(kiln__ir_op *op) {
     op->prev = op->next = NULL;
 }
 
+bool kiln__value_defined_in(const kiln__value *v, const kiln__block *root) {
+    for (const kiln__block *b = kiln__value_home(v); b; b = b->parent ? b->parent->block : NULL)
+        if (b == root) return true;
+    return false;
+}
+
 void kiln__op_move_before(kiln__ir_op *op, kiln__ir_op *at) {
     kiln__op_unlink(op);
     kiln__block *b = at->block;

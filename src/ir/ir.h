@@ -114,6 +114,12 @@ kiln__ir_op *kiln__block_append(kiln_module *m, kiln__block *block, kiln_op kind
  * new kind's member is larger. False, with RESOURCE_EXHAUSTED in the module's ctx and op
  * unchanged, when that allocation fails. */
 bool kiln__op_set_kind(kiln_module *m, kiln__ir_op *op, kiln_op kind);
+/* The block a value belongs to: its op's block, or the block it is an argument of. */
+static inline const kiln__block *kiln__value_home(const kiln__value *v) {
+    return v->def ? v->def->block : v->block;
+}
+/* Is v defined in `root` or in a block nested in one of root's ops (a region, any depth)? */
+bool kiln__value_defined_in(const kiln__value *v, const kiln__block *root);
 /* Takes op out of its block's list (its uses are the caller's to drop). */
 void kiln__op_unlink(kiln__ir_op *op);
 /* Moves op from its block to just before `at` (in at's block, which must see every

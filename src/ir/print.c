@@ -203,23 +203,15 @@ static void values_free(printer *p, values *vs) {
     *vs = (values){0};
 }
 
-/* Is v defined in `root` or in a region nested in it? */
-static bool defined_inside(const kiln__value *v, const kiln__block *root) {
-    const kiln__block *b = v->def ? v->def->block : v->block;
-    for (; b; b = b->parent ? b->parent->block : NULL)
-        if (b == root) return true;
-    return false;
-}
-
 static void captures_in(printer *p, const kiln__block *root, const kiln__block *b, values *out) {
     for (const kiln__ir_op *op = b->first; op && !p->failed; op = op->next) {
         for (int32_t i = 0; i < op->n_operands; i++)
-            if (!defined_inside(op->operands[i], root)) values_add(p, out, op->operands[i]);
+            if (!kiln__value_defined_in(op->operands[i], root)) values_add(p, out, op->operands[i]);
         for (int32_t r = 0; r < op->n_regions; r++)
             if (op->regions[r]) captures_in(p, root, op->regions[r], out);
     }
     for (int32_t i = 0; i < b->n_results; i++)
-        if (!defined_inside(b->results[i], root)) values_add(p, out, b->results[i]);
+        if (!kiln__value_defined_in(b->results[i], root)) values_add(p, out, b->results[i]);
 }
 
 /* The values a callee uses from outside its region, in order of first use. */

@@ -30,25 +30,16 @@ typedef struct op_info {
     int64_t source; /* ON_DEMAND: the bytes it is computed from (through views) */
 } op_info;
 
-static const kiln__block *home(const kiln__value *v) { return v->def ? v->def->block : v->block; }
-
-/* Is b `region` or a block nested in one of its ops? */
-static bool inside(const kiln__block *b, const kiln__block *region) {
-    for (; b; b = b->parent ? b->parent->block : NULL)
-        if (b == region) return true;
-    return false;
-}
-
 /* Does every value the ops of r (nested) read and return come from inside `top`? */
 static bool closed(const kiln__block *r, const kiln__block *top) {
     for (const kiln__ir_op *op = r->first; op; op = op->next) {
         for (int32_t i = 0; i < op->n_operands; i++)
-            if (!inside(home(op->operands[i]), top)) return false;
+            if (!kiln__value_defined_in(op->operands[i], top)) return false;
         for (int32_t j = 0; j < op->n_regions; j++)
             if (op->regions[j] && !closed(op->regions[j], top)) return false;
     }
     for (int32_t i = 0; i < r->n_results; i++)
-        if (!inside(home(r->results[i]), top)) return false;
+        if (!kiln__value_defined_in(r->results[i], top)) return false;
     return true;
 }
 
@@ -88,8 +79,8 @@ static op_info place(const kiln__ir_op *op, const kiln__block *body, const op_in
     int64_t source = 0;
     for (int32_t i = 0; i < op->n_operands; i++) {
         const kiln__value *v = op->operands[i];
-        const kiln__block *h = home(v);
-        if (!inside(h, body)) {
+        const kiln__block *h = kiln__value_home(v);
+        if (!kiln__value_defined_in(v, body)) {
             source += bytes_of(v);
             continue;
         }

@@ -70,26 +70,19 @@ static int32_t count_ops(const kiln__block *b) {
     return n;
 }
 
-static const kiln__block *home(const kiln__value *v) { return v->def ? v->def->block : v->block; }
-
-static bool inside(const kiln__block *b, const kiln__block *region) {
-    for (; b; b = b->parent ? b->parent->block : NULL)
-        if (b == region) return true;
-    return false;
-}
-
 /* Maps every value from outside `top` that b (nested) reads or returns to itself. */
 static bool map_outer(kiln__vmap *map, const kiln__block *b, const kiln__block *top) {
     for (const kiln__ir_op *op = b->first; op; op = op->next) {
         for (int32_t i = 0; i < op->n_operands; i++) {
             kiln__value *v = op->operands[i];
-            if (!inside(home(v), top) && !kiln__vmap_put(map, v, v)) return false;
+            if (!kiln__value_defined_in(v, top) && !kiln__vmap_put(map, v, v)) return false;
         }
         for (int32_t r = 0; r < op->n_regions; r++)
             if (op->regions[r] && !map_outer(map, op->regions[r], top)) return false;
     }
     for (int32_t i = 0; i < b->n_results; i++)
-        if (!inside(home(b->results[i]), top) && !kiln__vmap_put(map, b->results[i], b->results[i]))
+        if (!kiln__value_defined_in(b->results[i], top) &&
+            !kiln__vmap_put(map, b->results[i], b->results[i]))
             return false;
     return true;
 }

@@ -94,7 +94,7 @@ typedef struct cscope {
 } cscope;
 
 static bool resolve(compiler *c, const cscope *s, const kiln__value *v, kiln__xref *out) {
-    const kiln__block *home = v->def ? v->def->block : v->block;
+    const kiln__block *home = kiln__value_home(v);
     for (int32_t d = 0; s; s = s->parent, d++) {
         if (s->ir == home) {
             *out = (kiln__xref){.depth = d, .slot = v->id};

@@ -148,7 +148,7 @@ typedef struct frame {
 } frame;
 
 static kiln_tensor *lookup(const env *e, const kiln__value *v) {
-    const kiln__block *home = v->def ? v->def->block : v->block;
+    const kiln__block *home = kiln__value_home(v);
     while (e && e->blk != home)
         e = e->parent;
     return e ? e->vals[v->id] : NULL;

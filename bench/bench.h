@@ -202,6 +202,8 @@ void case_comptime_vgg19_train(bench *b);
 void case_time_to_load(bench *b);
 
 void case_heat_loop(bench *b);
+void case_loop_invariant(bench *b);
+void case_loop_short(bench *b);
 void case_emlx(bench *b);
 void case_emlx_matmul10(bench *b);
 void case_emlx_dot10(bench *b);

@@ -52,7 +52,8 @@ static void heat_c_once(void *user) {
 void case_heat_loop(bench *b) {
     int steps = 1000;
     const int64_t n = 4096;
-    kiln_tensor *x = kiln_random_uniform(b->cx, kiln_key_from_seed(9), KILN_F32, KILN_SHAPE(n), 0, 1);
+    kiln_tensor *x =
+        kiln_random_uniform(b->cx, kiln_key_from_seed(9), KILN_F32, KILN_SHAPE(n), 0, 1);
     kiln_arg_spec arg = {.dtype = KILN_F32, .shape = KILN_SHAPE(n)};
     run_spec rs = spec_fast(b); /* no byte floor: the 16 KB carry stays in the L1 cache */
     rs.note = "1000 steps of kiln_fori_loop, the carry f32[4096]";
@@ -63,7 +64,8 @@ void case_heat_loop(bench *b) {
         if (h.u && h.v) {
             memcpy(h.u, kiln_tensor_data(x), (size_t)n * sizeof(float));
             stats c = measure(heat_c_once, &h, rs.calls);
-            emit_time(b->suite, b->name, "c", "call", c, 1, "a plain C loop, f32, built with kiln-bench (-O3)");
+            emit_time(b->suite, b->name, "c", "call", c, 1,
+                      "a plain C loop, f32, built with kiln-bench (-O3)");
             char note[96];
             snprintf(note, sizeof note, "kiln's compiled loop over the C loop (1 thread): %.2fx",
                      compiled.median / c.median);
@@ -74,6 +76,88 @@ void case_heat_loop(bench *b) {
         free(h.u), free(h.v);
     }
     kiln_tensor_release(x);
+}
+
+/* ---- what the loop passes buy: each case compiled with and without one ---------------- */
+
+/* The steady call of fn compiled with o, as `metric`; 0 when something failed. */
+static int call_with(bench *b, const kiln_region *fn, const kiln_arg_spec *args, int n_args,
+                     kiln_tensor **in, const kiln_compile_options *o, const char *metric,
+                     const char *note) {
+    kiln_module *m = NULL;
+    kiln_exe *exe = NULL;
+    int ok = kiln_lower(b->cx, fn, args, n_args, 1, NULL, &m) == KILN_OK &&
+             kiln_compile(b->cx, m, o, &exe) == KILN_OK;
+    kiln_module_release(m);
+    if (ok) {
+        call_state cs = {b->cx, exe, in, 1};
+        stats s = measure(call_exe_once, &cs, policy_fast());
+        ok = cs.ok;
+        if (ok) emit_time(b->suite, b->name, "kiln", metric, s, 1, note);
+    }
+    kiln_exe_release(exe);
+    return ok && check(b);
+}
+
+/* x = x * exp(-w * w) + 0.5, 1,000 times over f32[4096], w read from outside the loop:
+ * licm computes exp(-w * w) once (disable_passes leaves it in the loop). */
+static kiln_status invariant_body(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
+                                  void *u) {
+    kiln_tensor *w = u;
+    kiln_tensor *decay = kiln_exponential(cx, kiln_negate(cx, kiln_multiply(cx, w, w)));
+    out[0] = kiln_add(cx, kiln_multiply(cx, in[1], decay), kiln_scalar(cx, 0.5, KILN_F32));
+    return kiln_ctx_status(cx);
+}
+
+static kiln_status invariant_loop(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
+                                  void *u) {
+    (void)u;
+    kiln_region body = {invariant_body, in[1]};
+    return kiln_fori_loop(cx, 0, 1000, in, 1, &body, out);
+}
+
+void case_loop_invariant(bench *b) {
+    kiln_arg_spec a[2] = {{.dtype = KILN_F32, .shape = KILN_SHAPE(4096)},
+                          {.dtype = KILN_F32, .shape = KILN_SHAPE(4096)}};
+    kiln_tensor *in[2] = {
+        kiln_random_uniform(b->cx, kiln_key_from_seed(1), KILN_F32, KILN_SHAPE(4096), 0, 1),
+        kiln_random_uniform(b->cx, kiln_key_from_seed(2), KILN_F32, KILN_SHAPE(4096), 0, 1)};
+    kiln_region fn = {invariant_loop, NULL};
+    kiln_compile_options none = kiln_compile_options_default();
+    none.disable_passes = true;
+    if (call_with(b, &fn, a, 2, in, NULL, "call_licm", "x * exp(-w*w) + 0.5, w from outside"))
+        call_with(b, &fn, a, 2, in, &none, "call_no_licm",
+                  "the same with disable_passes: exp(-w*w) in every iteration");
+    kiln_tensor_release(in[0]);
+    kiln_tensor_release(in[1]);
+}
+
+/* acc = i * acc + y for i in [1, 11) on f32[10,10] as a kiln_fori_loop: unrolled (the
+ * default) the ten steps are one kernel; disable_unrolling keeps the loop. */
+static kiln_status short_body(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
+    kiln_tensor *i = kiln_convert(cx, in[0], KILN_F32);
+    out[0] = kiln_add(cx, kiln_multiply(cx, i, in[1]), u);
+    return kiln_ctx_status(cx);
+}
+
+static kiln_status short_loop(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
+    (void)u;
+    kiln_region body = {short_body, in[1]};
+    return kiln_fori_loop(cx, 1, 11, in, 1, &body, out);
+}
+
+void case_loop_short(bench *b) {
+    kiln_arg_spec a[2] = {{.dtype = KILN_F32, .shape = KILN_SHAPE(10, 10)},
+                          {.dtype = KILN_F32, .shape = KILN_SHAPE(10, 10)}};
+    kiln_tensor *in[2] = {kiln_ones(b->cx, KILN_F32, KILN_SHAPE(10, 10)),
+                          kiln_ones(b->cx, KILN_F32, KILN_SHAPE(10, 10))};
+    kiln_region fn = {short_loop, NULL};
+    kiln_compile_options keep = kiln_compile_options_default();
+    keep.disable_unrolling = true;
+    if (call_with(b, &fn, a, 2, in, NULL, "call_unrolled", "the ten steps unrolled"))
+        call_with(b, &fn, a, 2, in, &keep, "call_loop", "disable_unrolling: a loop");
+    kiln_tensor_release(in[0]);
+    kiln_tensor_release(in[1]);
 }
 
 /* ---- EMLX -------------------------------------------------------------------------------- */

@@ -83,6 +83,8 @@ static const bench_case cases[] = {
     {"reduction", "sum rows 4096x4096", case_sum_rows, 1},
     {"reduction", "sum cols 4096x4096", case_sum_cols, 1},
     {"loop", "heat 1000 steps f32[4096]", case_heat_loop, 0},
+    {"loop", "invariant exp 1000 steps", case_loop_invariant, 0},
+    {"loop", "EMLX fori 10 steps", case_loop_short, 0},
     {"gemm", "f32 64", case_gemm64, 0},
     {"gemm", "f32 256", case_gemm256, 0},
     {"gemm", "f32 1024", case_gemm1024, 1},

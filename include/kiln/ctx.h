@@ -4,7 +4,9 @@
  *  - the sticky error: the first failure since the last kiln_ctx_clear_error, with its
  *    status and message. Builders that return objects return NULL on error and leave the
  *    error here, so math code chains and checks once at the end;
- *  - the allocator every host allocation goes through (kiln/alloc.h);
+ *  - the allocator every host allocation goes through (kiln/alloc.h), and a cache of the
+ *    tensor memory released tensors gave back, reused by the next tensors of about their
+ *    size (kiln_ctx_cache_stats, kiln_ctx_trim);
  *  - the log callback and level (KILN_LOG=error|warn|info|debug in the environment);
  *  - the scope stack that owns the tensors created by kiln calls.
  *
@@ -24,6 +26,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+
+#include <stdint.h>
 
 #include "kiln/alloc.h"
 #include "kiln/device.h"
@@ -79,7 +83,15 @@ typedef struct kiln_ctx_options {
      * without it the device's preferred backend ("cpu" on CPU devices). Copied; a name longer than
      * 63 bytes is INVALID_ARGUMENT. An unknown name is reported by kiln_compile (NOT_FOUND). */
     const char *backend;
+    /* The most bytes of released tensor memory the ctx keeps for reuse (its buffer cache,
+     * see kiln_ctx_cache_stats): an eager op's result then takes a block a released tensor
+     * gave back (warm pages) instead of fresh memory from the allocator. 0 keeps nothing.
+     * Default KILN_CACHE_BYTES_DEFAULT. */
+    size_t cache_bytes;
 } kiln_ctx_options;
+
+/* The default of kiln_ctx_options.cache_bytes: 1 GiB. */
+#define KILN_CACHE_BYTES_DEFAULT ((size_t)1 << 30)
 
 /* Options with every field at its default. Pure; thread-safe. */
 KILN_API kiln_ctx_options kiln_ctx_options_default(void);
@@ -122,6 +134,36 @@ KILN_API kiln_status kiln_ctx_set_error(kiln_ctx *cx, kiln_status status, const 
  * gives the default allocator and the CPU. */
 KILN_API const kiln_allocator *kiln_ctx_allocator(const kiln_ctx *cx);
 KILN_API kiln_device kiln_ctx_device(const kiln_ctx *cx);
+
+/* The ctx's buffer cache. Host tensor data comes in size classes (64-byte steps up to 1
+ * KiB, then four per power of two: at most 25% above the request) from the cache, which
+ * keeps the blocks released tensors give back, up to its limit, and hands them out again;
+ * blocks of 8 MiB and more are advised to use transparent huge pages. When the allocator
+ * fails, the cache frees what it keeps and tries once more before reporting
+ * RESOURCE_EXHAUSTED. Tensors may outlive the ctx: their memory then goes straight back
+ * to the allocator. */
+typedef struct kiln_cache_stats {
+    size_t kept_bytes;      /* bytes waiting for reuse */
+    size_t kept_blocks;     /* blocks waiting for reuse */
+    size_t peak_kept_bytes; /* the most kept_bytes has been */
+    size_t live_bytes;      /* bytes of blocks handed out and not given back */
+    size_t limit_bytes;     /* the limit (kiln_ctx_options.cache_bytes) */
+    uint64_t hits;          /* allocations served by a kept block */
+    uint64_t misses;        /* allocations that went to the allocator */
+    uint64_t retries;       /* allocator failures answered by freeing the kept blocks */
+} kiln_cache_stats;
+
+/* Fills *out with the cache's figures. INVALID_ARGUMENT for a NULL cx or out (recorded in
+ * cx when there is one). Thread-safe. */
+KILN_API kiln_status kiln_ctx_cache_stats(kiln_ctx *cx, kiln_cache_stats *out);
+
+/* Frees every block the cache keeps (memory in use by tensors stays); returns the bytes
+ * freed (0 for a NULL cx). Thread-safe. */
+KILN_API size_t kiln_ctx_trim(kiln_ctx *cx);
+
+/* Changes the cache's limit, freeing kept blocks above it (largest first); 0 keeps
+ * nothing from now on. A NULL cx is a no-op. Thread-safe. */
+KILN_API void kiln_ctx_set_cache_limit(kiln_ctx *cx, size_t bytes);
 
 /* The effective log level (KILN_LOG_OFF for a NULL cx), and a way to change it: a NULL
  * cx, or a level outside KILN_LOG_OFF..KILN_LOG_DEBUG (KILN_LOG_UNSET included), is

@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "base/alloc.h"
+#include "base/buffer_cache.h"
 #include "base/ctx_internal.h"
 #include "base/scope.h"
 #include "base/threads.h"
@@ -21,6 +22,8 @@ kiln_ctx_options kiln_ctx_options_default(void) {
         .device = KILN_DEVICE_CPU,
         .num_threads = 0,
         .cpu_devices = 0,
+        .backend = NULL,
+        .cache_bytes = KILN_CACHE_BYTES_DEFAULT,
     };
 }
 
@@ -69,6 +72,7 @@ kiln_status kiln_ctx_create(const kiln_ctx_options *options, kiln_ctx **out_ctx)
         if (HAS_FIELD(options, num_threads)) o.num_threads = options->num_threads;
         if (HAS_FIELD(options, cpu_devices)) o.cpu_devices = options->cpu_devices;
         if (HAS_FIELD(options, backend)) o.backend = options->backend;
+        if (HAS_FIELD(options, cache_bytes)) o.cache_bytes = options->cache_bytes;
     }
     if (!o.backend) o.backend = getenv("KILN_BACKEND");
     if (o.backend && strlen(o.backend) >= sizeof((kiln_ctx *)0)->backend)
@@ -86,6 +90,11 @@ kiln_status kiln_ctx_create(const kiln_ctx_options *options, kiln_ctx **out_ctx)
     if (!cx) return KILN_RESOURCE_EXHAUSTED;
     memset(cx, 0, sizeof *cx);
     cx->allocator = *a;
+    cx->cache = kiln__buffer_cache_new(a, o.cache_bytes);
+    if (!cx->cache) {
+        kiln__raw_free(a, cx, sizeof *cx);
+        return KILN_RESOURCE_EXHAUSTED;
+    }
     cx->log_fn = o.log_fn;
     cx->log_user = o.log_user;
     cx->device = o.device;
@@ -112,8 +121,22 @@ void kiln_ctx_release(kiln_ctx *cx) {
     while (cx->scope_depth > 0)
         kiln_scope_end(cx);
     kiln__scope_drain(&cx->root_scope);
+    kiln__buffer_cache_close(cx->cache);
     kiln_allocator a = cx->allocator;
     kiln__raw_free(&a, cx, sizeof *cx);
+}
+
+kiln_status kiln_ctx_cache_stats(kiln_ctx *cx, kiln_cache_stats *out) {
+    if (!cx) return KILN_INVALID_ARGUMENT;
+    if (!out) return kiln__null_argument(cx, "kiln_ctx_cache_stats", "out");
+    kiln__buffer_cache_stats(cx->cache, out);
+    return KILN_OK;
+}
+
+size_t kiln_ctx_trim(kiln_ctx *cx) { return cx ? kiln__buffer_cache_trim(cx->cache) : 0; }
+
+void kiln_ctx_set_cache_limit(kiln_ctx *cx, size_t bytes) {
+    if (cx) kiln__buffer_cache_set_limit(cx->cache, bytes);
 }
 
 kiln_status kiln_ctx_status(const kiln_ctx *cx) { return cx ? cx->status : KILN_INVALID_ARGUMENT; }

@@ -23,8 +23,11 @@ typedef struct kiln__backend_entry {
     char reason[160];   /* why it cannot run ("" when it can) */
 } kiln__backend_entry;
 
+struct kiln__buffer_cache;
+
 struct kiln_ctx {
     kiln_allocator allocator;
+    struct kiln__buffer_cache *cache; /* tensor data (base/buffer_cache.h) */
     kiln_log_fn log_fn;
     void *log_user;
     kiln_log_level log_level;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/buffer_cache.h"
 #include "base/ctx_internal.h"
 #include "core/element.h"
 #include "core/tensor_internal.h"
@@ -46,8 +47,16 @@ static void drop_scope_reference(kiln__owned *node) {
     kiln_tensor_release(t);
 }
 
+/* Frees or gives back the data of an unwrapped storage. */
+static void free_data(kiln__storage *s) {
+    if (s->cache)
+        kiln__buffer_cache_free(s->cache, s->data, s->capacity);
+    else
+        kiln__raw_free(&s->allocator, s->data, s->nbytes);
+}
+
 void kiln__storage_free(kiln__storage *s) {
-    kiln__raw_free(&s->allocator, s->data, s->nbytes);
+    free_data(s);
     kiln_allocator a = s->allocator;
     kiln__raw_free(&a, s, sizeof *s);
 }
@@ -62,7 +71,7 @@ void kiln__storage_release(kiln__storage *s) {
     if (s->wrapped) {
         if (s->deleter) s->deleter(s->data, s->deleter_user);
     } else {
-        kiln__raw_free(&s->allocator, s->data, s->nbytes);
+        free_data(s);
     }
     kiln_allocator a = s->allocator;
     kiln__raw_free(&a, s, sizeof *s);
@@ -104,8 +113,13 @@ kiln__storage *kiln__storage_new_on(kiln_ctx *cx, const char *fn, size_t nbytes,
     s->nbytes = nbytes;
     s->allocator = cx->allocator;
     if (nbytes > 0) {
-        s->data = kiln__alloc(cx, nbytes, KILN_DATA_ALIGNMENT, fn);
-        if (!s->data) {
+        s->data = kiln__buffer_cache_alloc(cx->cache, nbytes, KILN_DATA_ALIGNMENT);
+        if (s->data) {
+            s->cache = cx->cache;
+            s->capacity = kiln__buffer_cache_capacity(nbytes);
+        } else {
+            kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED,
+                               "out of memory allocating %zu bytes for %s", nbytes, fn);
             kiln__free(cx, s, sizeof *s);
             return NULL;
         }

@@ -14,8 +14,12 @@ typedef struct kiln__storage {
     kiln_device device;
     void *data;
     size_t nbytes;
-    kiln_allocator allocator; /* frees this struct, and data unless wrapped */
-    kiln_deleter_fn deleter;  /* wrapped memory: the user's deleter (may be NULL) */
+    kiln_allocator allocator; /* frees this struct, and data unless wrapped or cached */
+    /* Data from the ctx's buffer cache (base/buffer_cache.h), a block of `capacity` bytes
+     * given back to it at the end; NULL for data from the allocator or wrapped. */
+    struct kiln__buffer_cache *cache;
+    size_t capacity;
+    kiln_deleter_fn deleter; /* wrapped memory: the user's deleter (may be NULL) */
     void *deleter_user;
     bool wrapped;
     /* Memory kiln must not write (kiln_tensor_wrap_host): donating its tensor never lets a

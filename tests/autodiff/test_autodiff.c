@@ -1034,6 +1034,7 @@ Test(autodiff, allocation_failure_at_every_point_leaks_nothing) {
         kiln_ctx *cx = failing_allocator_ctx(&fa);
         cr_assert_not_null(cx);
         kiln_arg_spec a = {.dtype = KILN_F64, .shape = KILN_SHAPE(3)};
+        kiln_ctx_trim(cx);
         int64_t base = fa.live_blocks, k = 0;
         for (;; k++) {
             cr_assert_eq(kiln_scope_begin(cx), KILN_OK);
@@ -1049,11 +1050,13 @@ Test(autodiff, allocation_failure_at_every_point_leaks_nothing) {
             if (s == KILN_OK) break;
             cr_assert_eq(s, KILN_RESOURCE_EXHAUSTED, "failure %d: %s", (int)k,
                          kiln_ctx_error_message(cx));
+            kiln_ctx_trim(cx); /* what the buffer cache keeps is not a leak */
             cr_assert_eq(fa.live_blocks, base, "failure %d leaks", (int)k);
             kiln_ctx_clear_error(cx);
         }
         cr_log_info("%s: %lld failure points", traced ? "traced" : "eager", (long long)k);
         cr_assert_gt(k, 10);
+        kiln_ctx_trim(cx);
         cr_assert_eq(fa.live_blocks, base);
         kiln_ctx_release(cx);
         cr_assert_eq(fa.live_blocks, 0);

@@ -147,7 +147,7 @@ Test(tensor, wrap_host_failure_leaves_the_memory_to_the_caller) {
     cr_assert_eq(log.calls, 0);
 
     /* Allocation failure inside wrap: still no deleter call. */
-    for (int64_t n = 1; n <= 2; n++) {
+    for (int64_t n = 2; n <= 3; n++) { /* after the ctx and its cache */
         failing_allocator fa;
         failing_allocator_init(&fa, n);
         kiln_ctx_options o = kiln_ctx_options_default();
@@ -175,9 +175,12 @@ Test(scope, end_frees_unretained_tensors_and_retained_ones_survive) {
     (void)b;
     kiln_tensor *kept = kiln_tensor_retain(a);
     kiln_scope_end(cx);
-    cr_assert_eq(fa.live_blocks, base + 3); /* a's tensor, storage and data */
+    cr_assert_eq(fa.live_blocks, base + 4); /* a's tensor, storage and data; b's data kept */
+    cr_assert_eq(kiln_ctx_trim(cx), 64);     /* b's 32 bytes, in a block of 64 */
+    cr_assert_eq(fa.live_blocks, base + 3);
     cr_assert_eq(kiln_tensor_item(cx, kept, 7), 1.0);
     kiln_tensor_release(kept);
+    kiln_ctx_trim(cx);
     cr_assert_eq(fa.live_blocks, base);
     kiln_ctx_release(cx);
     cr_assert_eq(fa.live_blocks, 0);

@@ -1,0 +1,232 @@
+#define _DEFAULT_SOURCE /* madvise advice values */
+
+#include "base/buffer_cache.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "base/alloc.h"
+
+/* Classes: 16 of 64-byte steps up to 1 KiB, then four per power of two up to 2^63. */
+#define SMALL_STEP 64
+#define SMALL_CLASSES 16
+#define CLASSES (SMALL_CLASSES + 4 * 54)
+
+/* Every block has this alignment, whatever it was asked for, so any block of a class
+ * serves any request of that class. */
+#define BLOCK_ALIGNMENT 64
+
+/* A kept block's first bytes link it into its class's list and hold its capacity (every
+ * block has at least 64 bytes). */
+typedef struct kept {
+    struct kept *next;
+} kept;
+typedef struct kept_sized {
+    kept link;
+    size_t capacity;
+} kept_sized;
+
+struct kiln__buffer_cache {
+    pthread_mutex_t lock;
+    atomic_long refs; /* the ctx's (until close) and one per block handed out */
+    kiln_allocator allocator;
+    bool open;
+    size_t limit;
+    size_t kept_bytes, kept_blocks, peak_kept_bytes, live_bytes;
+    uint64_t hits, misses, retries;
+    kept *lists[CLASSES];
+};
+
+/* The class of a request, and the capacity of its blocks. */
+static int class_of(size_t n, size_t *capacity) {
+    if (n <= (size_t)SMALL_STEP * SMALL_CLASSES) {
+        size_t k = (n + SMALL_STEP - 1) / SMALL_STEP;
+        *capacity = k * SMALL_STEP;
+        return (int)k - 1;
+    }
+    /* 2^p < n <= 2^(p+1), p >= 10: classes 2^p * (1.25, 1.5, 1.75, 2). */
+    int p = 63 - __builtin_clzll((unsigned long long)(n - 1));
+    size_t quarter = (size_t)1 << (p - 2);
+    size_t sub = ((n - 1) >> (p - 2)) & 3; /* 0..3: which quarter above 2^p */
+    *capacity = ((size_t)1 << p) + (sub + 1) * quarter;
+    return SMALL_CLASSES + (p - 10) * 4 + (int)sub;
+}
+
+size_t kiln__buffer_cache_capacity(size_t nbytes) {
+    size_t cap;
+    (void)class_of(nbytes, &cap);
+    return cap;
+}
+
+kiln__buffer_cache *kiln__buffer_cache_new(const kiln_allocator *allocator, size_t limit) {
+    kiln__buffer_cache *c = kiln__raw_alloc(allocator, sizeof *c, _Alignof(kiln__buffer_cache));
+    if (!c) return NULL;
+    memset(c, 0, sizeof *c);
+    if (pthread_mutex_init(&c->lock, NULL) != 0) {
+        kiln__raw_free(allocator, c, sizeof *c);
+        return NULL;
+    }
+    atomic_init(&c->refs, 1);
+    c->allocator = *allocator;
+    c->open = true;
+    c->limit = limit;
+    return c;
+}
+
+static void unref(kiln__buffer_cache *c) {
+    if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1) return;
+    pthread_mutex_destroy(&c->lock);
+    kiln_allocator a = c->allocator;
+    kiln__raw_free(&a, c, sizeof *c);
+}
+
+/* Unlinks every kept block while locked; the caller frees the chain it returns. */
+static kept *take_all(kiln__buffer_cache *c, size_t *freed) {
+    kept *chain = NULL;
+    for (int k = 0; k < CLASSES; k++) {
+        while (c->lists[k]) {
+            kept *b = c->lists[k];
+            c->lists[k] = b->next;
+            b->next = chain;
+            chain = b;
+        }
+    }
+    *freed = c->kept_bytes;
+    c->kept_bytes = 0;
+    c->kept_blocks = 0;
+    return chain;
+}
+
+/* Frees a chain of kept blocks (outside the lock). */
+static void free_chain(const kiln_allocator *a, kept *chain) {
+    while (chain) {
+        kept *next = chain->next;
+        kiln__raw_free(a, chain, ((kept_sized *)(void *)chain)->capacity);
+        chain = next;
+    }
+}
+
+static void advise(void *block, size_t capacity) {
+#ifdef MADV_HUGEPAGE
+    if (capacity < KILN_HUGE_BLOCK) return;
+    uintptr_t begin = ((uintptr_t)block + KILN_HUGE_PAGE - 1) & ~(uintptr_t)(KILN_HUGE_PAGE - 1);
+    uintptr_t end = ((uintptr_t)block + capacity) & ~(uintptr_t)(KILN_HUGE_PAGE - 1);
+    if (end > begin) (void)madvise((void *)begin, end - begin, MADV_HUGEPAGE);
+#else
+    (void)block, (void)capacity;
+#endif
+}
+
+void *kiln__buffer_cache_alloc(kiln__buffer_cache *c, size_t nbytes, size_t alignment) {
+    if (nbytes == 0 || alignment > BLOCK_ALIGNMENT) return NULL;
+    size_t cap;
+    int k = class_of(nbytes, &cap);
+    pthread_mutex_lock(&c->lock);
+    kept *b = c->lists[k];
+    if (b) {
+        c->lists[k] = b->next;
+        c->kept_bytes -= cap;
+        c->kept_blocks--;
+        c->hits++;
+    } else {
+        c->misses++;
+    }
+    if (b) c->live_bytes += cap;
+    pthread_mutex_unlock(&c->lock);
+    if (!b) {
+        b = kiln__raw_alloc(&c->allocator, cap, BLOCK_ALIGNMENT);
+        if (!b) {
+            /* Out of memory: what the cache keeps goes back first, then one more try. */
+            pthread_mutex_lock(&c->lock);
+            size_t freed;
+            kept *chain = take_all(c, &freed);
+            c->retries++;
+            pthread_mutex_unlock(&c->lock);
+            free_chain(&c->allocator, chain);
+            b = kiln__raw_alloc(&c->allocator, cap, BLOCK_ALIGNMENT);
+            if (!b) return NULL;
+        }
+        advise(b, cap);
+        pthread_mutex_lock(&c->lock);
+        c->live_bytes += cap;
+        pthread_mutex_unlock(&c->lock);
+    }
+    atomic_fetch_add_explicit(&c->refs, 1, memory_order_relaxed);
+    return b;
+}
+
+void kiln__buffer_cache_free(kiln__buffer_cache *c, void *block, size_t capacity) {
+    if (!block) return;
+    size_t cap;
+    int k = class_of(capacity, &cap);
+    pthread_mutex_lock(&c->lock);
+    c->live_bytes -= cap;
+    bool keep = c->open && cap <= c->limit && c->kept_bytes <= c->limit - cap;
+    if (keep) {
+        kept_sized *b = block;
+        b->capacity = cap;
+        b->link.next = c->lists[k];
+        c->lists[k] = &b->link;
+        c->kept_bytes += cap;
+        c->kept_blocks++;
+        if (c->kept_bytes > c->peak_kept_bytes) c->peak_kept_bytes = c->kept_bytes;
+    }
+    pthread_mutex_unlock(&c->lock);
+    if (!keep) kiln__raw_free(&c->allocator, block, cap);
+    unref(c);
+}
+
+size_t kiln__buffer_cache_trim(kiln__buffer_cache *c) {
+    pthread_mutex_lock(&c->lock);
+    size_t freed;
+    kept *chain = take_all(c, &freed);
+    pthread_mutex_unlock(&c->lock);
+    free_chain(&c->allocator, chain);
+    return freed;
+}
+
+void kiln__buffer_cache_stats(kiln__buffer_cache *c, kiln_cache_stats *out) {
+    pthread_mutex_lock(&c->lock);
+    out->kept_bytes = c->kept_bytes;
+    out->kept_blocks = c->kept_blocks;
+    out->peak_kept_bytes = c->peak_kept_bytes;
+    out->live_bytes = c->live_bytes;
+    out->limit_bytes = c->limit;
+    out->hits = c->hits;
+    out->misses = c->misses;
+    out->retries = c->retries;
+    pthread_mutex_unlock(&c->lock);
+}
+
+void kiln__buffer_cache_set_limit(kiln__buffer_cache *c, size_t limit) {
+    pthread_mutex_lock(&c->lock);
+    c->limit = limit;
+    /* Over the new limit: give back the largest classes first. */
+    kept *chain = NULL;
+    for (int k = CLASSES - 1; k >= 0 && c->kept_bytes > limit; k--) {
+        while (c->lists[k] && c->kept_bytes > limit) {
+            kept *b = c->lists[k];
+            c->lists[k] = b->next;
+            c->kept_bytes -= ((kept_sized *)(void *)b)->capacity;
+            c->kept_blocks--;
+            b->next = chain;
+            chain = b;
+        }
+    }
+    pthread_mutex_unlock(&c->lock);
+    free_chain(&c->allocator, chain);
+}
+
+void kiln__buffer_cache_close(kiln__buffer_cache *c) {
+    if (!c) return;
+    pthread_mutex_lock(&c->lock);
+    c->open = false;
+    size_t freed;
+    kept *chain = take_all(c, &freed);
+    pthread_mutex_unlock(&c->lock);
+    free_chain(&c->allocator, chain);
+    unref(c);
+}

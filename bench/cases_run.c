@@ -273,10 +273,17 @@ static void elementwise_case(bench *b, kiln_region_fn f, int64_t n) {
     if (run_compiled(b, "kiln", &fn, &arg, 1, &x, rs, &compiled)) {
         /* eager: op by op through the evaluator, the same function */
         eager_state es = {b->cx, f, &x};
+        kiln_ctx_trim(b->cx); /* every block the chain uses counted at the allocator */
+        size_t base = peak_begin();
         stats eager = measure(eager_once, &es, rs.calls);
+        double peak = peak_mib(base);
         if (check(b)) {
             emit_time(b->suite, b->name, "kiln-eager", "call", eager, b->threads,
                       "op by op, no tracing");
+            emit(b->suite, b->name, "kiln-eager", "peak_mem", peak, peak, peak, "MiB", eager.reps,
+                 b->threads,
+                 "live kiln bytes during the calls (the buffer cache's included), above those "
+                 "before");
             char note[96];
             snprintf(note, sizeof note, "compiled call %.2fx faster than eager",
                      eager.median / compiled.median);

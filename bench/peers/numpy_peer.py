@@ -4,8 +4,10 @@ Threads: OMP/OPENBLAS_NUM_THREADS are set before numpy is imported (numpy's elem
 and reductions are single-threaded; its matmul is OpenBLAS).
 Usage: numpy_peer.py [--threads N|all] [--quick] [--filter SUBSTRING] [--check-dir DIR]"""
 
+import json
 import os
 import sys
+import tracemalloc
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
@@ -41,6 +43,21 @@ def case(suite, name, fn, unit):
         return
     r.check(suite, name, fn(*xs))
     r.time(suite, name, lambda: fn(*xs), unit)
+    if suite == "elementwise" and r.wanted(suite, name):
+        peak_mem(suite, name, fn, xs)
+
+
+def peak_mem(suite, name, fn, xs):
+    """The most bytes numpy held during one call beyond its inputs (numpy reports its data
+    allocations to tracemalloc), as kiln-bench's peak_mem of the eager chain."""
+    tracemalloc.start()
+    fn(*xs)
+    peak = tracemalloc.get_traced_memory()[1] / (1024.0 * 1024.0)
+    tracemalloc.stop()
+    print(json.dumps({"suite": suite, "case": name, "impl": "numpy", "metric": "peak_mem",
+                      "median": peak, "p10": peak, "p90": peak, "unit": "MiB", "reps": 1,
+                      "threads": args.threads, "note": "tracemalloc peak during one call"}),
+          flush=True)
 
 
 for suite, name, key, unit in common.call_cases(args.quick):

@@ -21,6 +21,16 @@
  * be read and released on any thread; a tensor still owned by a scope must be released
  * on its ctx's thread. Unless stated otherwise, functions taking a ctx have the ctx's
  * (lack of) thread-safety.
+ *
+ * Memory: a tensor's data lives while any tensor viewing it does. When the last goes, the
+ * data returns to the ctx's buffer cache (kiln/ctx.h) at once, and the next tensor of about
+ * its size takes it. So an eager loop that ends a scope per iteration, or releases each
+ * temporary (kiln_tensor_release) as soon as it has served, runs in warm memory, and its
+ * peak is what is alive at once, not every temporary it made:
+ *
+ *     kiln_tensor *t = kiln_multiply(cx, x, x);
+ *     kiln_tensor *e = kiln_exponential(cx, kiln_negate(cx, t));
+ *     kiln_tensor_release(t);   // t's memory serves the next result
  */
 #ifndef KILN_TENSOR_H
 #define KILN_TENSOR_H

@@ -1,9 +1,11 @@
-#define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE /* posix_memalign, madvise advice values */
 
 #include "base/alloc.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "base/ctx_internal.h"
 
@@ -35,6 +37,18 @@ static void libc_free(void *user, void *ptr, size_t size) {
 
 static const kiln_allocator default_allocator = {
     .alloc = libc_alloc, .free = libc_free, .user = NULL};
+
+void kiln__advise_huge(void *data, size_t nbytes) {
+#ifdef MADV_HUGEPAGE
+    const uintptr_t huge = KILN_HUGE_PAGE;
+    if (!data || nbytes < KILN_HUGE_BLOCK) return;
+    uintptr_t begin = ((uintptr_t)data + huge - 1) & ~(huge - 1);
+    uintptr_t end = ((uintptr_t)data + nbytes) & ~(huge - 1);
+    if (end > begin) (void)madvise((void *)begin, end - begin, MADV_HUGEPAGE);
+#else
+    (void)data, (void)nbytes;
+#endif
+}
 
 const kiln_allocator *kiln_allocator_default(void) { return &default_allocator; }
 

@@ -16,6 +16,12 @@
 #define KILN_HUGE_PAGE ((size_t)2 << 20)
 #define KILN_HUGE_BLOCK (4 * KILN_HUGE_PAGE)
 
+/* Asks for transparent huge pages over the whole 2 MiB pages inside a buffer of at least
+ * KILN_HUGE_BLOCK bytes (a no-op for smaller ones, for NULL, and where the system has no
+ * such advice): a fresh buffer then faults in 2 MiB at a time instead of 4 KiB (a 40 MB
+ * result: 20 faults, not 10,000). */
+void kiln__advise_huge(void *data, size_t nbytes);
+
 /* Allocates through `a`; NULL when out of memory or size is 0. Records nothing. */
 void *kiln__raw_alloc(const kiln_allocator *a, size_t size, size_t alignment);
 void kiln__raw_free(const kiln_allocator *a, void *ptr, size_t size);

@@ -1,12 +1,9 @@
-#define _DEFAULT_SOURCE /* madvise advice values */
-
 #include "base/buffer_cache.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "base/alloc.h"
 
@@ -83,41 +80,41 @@ static void unref(kiln__buffer_cache *c) {
     kiln__raw_free(&a, c, sizeof *c);
 }
 
-/* Unlinks every kept block while locked; the caller frees the chain it returns. */
-static kept *take_all(kiln__buffer_cache *c, size_t *freed) {
-    kept *chain = NULL;
-    for (int k = 0; k < CLASSES; k++) {
-        while (c->lists[k]) {
-            kept *b = c->lists[k];
-            c->lists[k] = b->next;
-            b->next = chain;
-            chain = b;
-        }
-    }
-    *freed = c->kept_bytes;
-    c->kept_bytes = 0;
-    c->kept_blocks = 0;
-    return chain;
-}
-
-/* Frees a chain of kept blocks (outside the lock). */
-static void free_chain(const kiln_allocator *a, kept *chain) {
+/* Frees a chain of blocks unlinked from the lists (outside the lock). */
+static void free_chain(kiln__buffer_cache *c, kept *chain) {
     while (chain) {
         kept *next = chain->next;
-        kiln__raw_free(a, chain, ((kept_sized *)(void *)chain)->capacity);
+        kiln__raw_free(&c->allocator, chain, ((kept_sized *)(void *)chain)->capacity);
         chain = next;
     }
 }
 
-static void advise(void *block, size_t capacity) {
-#ifdef MADV_HUGEPAGE
-    if (capacity < KILN_HUGE_BLOCK) return;
-    uintptr_t begin = ((uintptr_t)block + KILN_HUGE_PAGE - 1) & ~(uintptr_t)(KILN_HUGE_PAGE - 1);
-    uintptr_t end = ((uintptr_t)block + capacity) & ~(uintptr_t)(KILN_HUGE_PAGE - 1);
-    if (end > begin) (void)madvise((void *)begin, end - begin, MADV_HUGEPAGE);
-#else
-    (void)block, (void)capacity;
-#endif
+/* Frees kept blocks, largest classes first, until at most `target` bytes are kept
+ * (unlinked under the lock, freed outside it); under the same lock, *limit (when not
+ * NULL) becomes the new limit, `retry` counts an allocator failure and `close` stops
+ * keeping. Returns the bytes freed. */
+static size_t shrink(kiln__buffer_cache *c, size_t target, const size_t *limit, bool retry,
+                     bool close) {
+    pthread_mutex_lock(&c->lock);
+    if (limit) c->limit = *limit;
+    if (retry) c->retries++;
+    if (close) c->open = false;
+    size_t before = c->kept_bytes;
+    kept *chain = NULL;
+    for (int k = CLASSES - 1; k >= 0 && c->kept_bytes > target; k--) {
+        while (c->lists[k] && c->kept_bytes > target) {
+            kept *b = c->lists[k];
+            c->lists[k] = b->next;
+            c->kept_bytes -= ((kept_sized *)(void *)b)->capacity;
+            c->kept_blocks--;
+            b->next = chain;
+            chain = b;
+        }
+    }
+    size_t freed = before - c->kept_bytes;
+    pthread_mutex_unlock(&c->lock);
+    free_chain(c, chain);
+    return freed;
 }
 
 void *kiln__buffer_cache_alloc(kiln__buffer_cache *c, size_t nbytes, size_t alignment) {
@@ -134,25 +131,22 @@ void *kiln__buffer_cache_alloc(kiln__buffer_cache *c, size_t nbytes, size_t alig
     } else {
         c->misses++;
     }
-    if (b) c->live_bytes += cap;
+    c->live_bytes += cap; /* taken back below if the allocator fails */
     pthread_mutex_unlock(&c->lock);
     if (!b) {
         b = kiln__raw_alloc(&c->allocator, cap, BLOCK_ALIGNMENT);
         if (!b) {
             /* Out of memory: what the cache keeps goes back first, then one more try. */
-            pthread_mutex_lock(&c->lock);
-            size_t freed;
-            kept *chain = take_all(c, &freed);
-            c->retries++;
-            pthread_mutex_unlock(&c->lock);
-            free_chain(&c->allocator, chain);
+            shrink(c, 0, NULL, true, false);
             b = kiln__raw_alloc(&c->allocator, cap, BLOCK_ALIGNMENT);
-            if (!b) return NULL;
         }
-        advise(b, cap);
-        pthread_mutex_lock(&c->lock);
-        c->live_bytes += cap;
-        pthread_mutex_unlock(&c->lock);
+        if (!b) {
+            pthread_mutex_lock(&c->lock);
+            c->live_bytes -= cap;
+            pthread_mutex_unlock(&c->lock);
+            return NULL;
+        }
+        kiln__advise_huge(b, cap);
     }
     atomic_fetch_add_explicit(&c->refs, 1, memory_order_relaxed);
     return b;
@@ -179,14 +173,7 @@ void kiln__buffer_cache_free(kiln__buffer_cache *c, void *block, size_t capacity
     unref(c);
 }
 
-size_t kiln__buffer_cache_trim(kiln__buffer_cache *c) {
-    pthread_mutex_lock(&c->lock);
-    size_t freed;
-    kept *chain = take_all(c, &freed);
-    pthread_mutex_unlock(&c->lock);
-    free_chain(&c->allocator, chain);
-    return freed;
-}
+size_t kiln__buffer_cache_trim(kiln__buffer_cache *c) { return shrink(c, 0, NULL, false, false); }
 
 void kiln__buffer_cache_stats(kiln__buffer_cache *c, kiln_cache_stats *out) {
     pthread_mutex_lock(&c->lock);
@@ -202,31 +189,11 @@ void kiln__buffer_cache_stats(kiln__buffer_cache *c, kiln_cache_stats *out) {
 }
 
 void kiln__buffer_cache_set_limit(kiln__buffer_cache *c, size_t limit) {
-    pthread_mutex_lock(&c->lock);
-    c->limit = limit;
-    /* Over the new limit: give back the largest classes first. */
-    kept *chain = NULL;
-    for (int k = CLASSES - 1; k >= 0 && c->kept_bytes > limit; k--) {
-        while (c->lists[k] && c->kept_bytes > limit) {
-            kept *b = c->lists[k];
-            c->lists[k] = b->next;
-            c->kept_bytes -= ((kept_sized *)(void *)b)->capacity;
-            c->kept_blocks--;
-            b->next = chain;
-            chain = b;
-        }
-    }
-    pthread_mutex_unlock(&c->lock);
-    free_chain(&c->allocator, chain);
+    shrink(c, limit, &limit, false, false);
 }
 
 void kiln__buffer_cache_close(kiln__buffer_cache *c) {
     if (!c) return;
-    pthread_mutex_lock(&c->lock);
-    c->open = false;
-    size_t freed;
-    kept *chain = take_all(c, &freed);
-    pthread_mutex_unlock(&c->lock);
-    free_chain(&c->allocator, chain);
+    shrink(c, 0, NULL, false, true);
     unref(c);
 }

@@ -33,7 +33,8 @@ size_t kiln__buffer_cache_capacity(size_t nbytes);
 /* A block of kiln__buffer_cache_capacity(nbytes) bytes aligned to `alignment` (at most
  * 64), reused when one is kept, else from the allocator; when the allocator fails, every
  * kept block is freed and the allocation tried once more. Takes a reference to the cache
- * for the block. NULL when out of memory (nothing recorded). */
+ * for the block. NULL when out of memory, for nbytes 0 or an alignment above 64 (nothing
+ * recorded). */
 void *kiln__buffer_cache_alloc(kiln__buffer_cache *c, size_t nbytes, size_t alignment);
 
 /* Gives back a block of `capacity` bytes from kiln__buffer_cache_alloc: kept for reuse

@@ -214,3 +214,19 @@ Test(buffer_cache, stats_name_a_null_argument) {
     kiln_ctx_set_cache_limit(NULL, 5); /* a no-op */
     kiln_ctx_release(cx);
 }
+
+Test(buffer_cache, refuses_zero_bytes_and_alignments_above_64) {
+    kiln__buffer_cache *c = kiln__buffer_cache_new(kiln_allocator_default(), 1 << 20);
+    cr_assert_not_null(c);
+    cr_assert_null(kiln__buffer_cache_alloc(c, 0, 64));
+    cr_assert_null(kiln__buffer_cache_alloc(c, 100, 128));
+    void *p = kiln__buffer_cache_alloc(c, 100, 64);
+    cr_assert_not_null(p);
+    cr_assert_eq((uintptr_t)p % 64, 0);
+    kiln__buffer_cache_free(c, p, kiln__buffer_cache_capacity(100));
+    kiln_cache_stats s;
+    kiln__buffer_cache_stats(c, &s);
+    cr_assert_eq(s.kept_bytes, 128);
+    cr_assert_eq(s.live_bytes, 0);
+    kiln__buffer_cache_close(c); /* frees the kept block and, with no block out, the cache */
+}

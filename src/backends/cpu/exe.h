@@ -212,10 +212,6 @@ struct kiln__call_state {
     kiln__storage storage;  /* the arena, never freed through tensors */
 };
 
-/* Asks for transparent huge pages over the whole 2 MiB pages inside a large buffer (a
- * no-op for small ones, and where the system has no such advice). */
-void kiln__advise_huge(void *data, size_t nbytes);
-
 /* Frees the pooled call states and closes the result pool (exe release). */
 void kiln__exe_free_states(kiln__cpu_exe *exe);
 

@@ -10,12 +10,10 @@
  * evaluator kernels call back (custom reduce or sort bodies) run their compiled block op by
  * op with ordinary tensors, owned by the scope the kernel opened for the region call. */
 #define _POSIX_C_SOURCE 200809L
-#define _DEFAULT_SOURCE /* madvise advice values */
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "backends/cpu/eval.h"
 #include "backends/cpu/exe.h"
@@ -155,20 +153,6 @@ static kiln_status interpret(kiln_ctx *cx, kiln_tensor *const *args, kiln_tensor
 /* ---- call states -------------------------------------------------------------------------- */
 
 static void *at(kiln__call_state *st, size_t offset) { return (unsigned char *)st + offset; }
-
-void kiln__advise_huge(void *data, size_t nbytes) {
-#ifdef MADV_HUGEPAGE
-    /* Below a few huge pages the advice saves little; above, a fresh buffer faults in
-     * 2 MiB at a time instead of 4 KiB (a 40 MB result: 20 faults, not 10,000). */
-    const uintptr_t huge = KILN_HUGE_PAGE;
-    if (!data || nbytes < KILN_HUGE_BLOCK) return;
-    uintptr_t begin = ((uintptr_t)data + huge - 1) & ~(huge - 1);
-    uintptr_t end = ((uintptr_t)data + nbytes) & ~(huge - 1);
-    if (end > begin) (void)madvise((void *)begin, end - begin, MADV_HUGEPAGE);
-#else
-    (void)data, (void)nbytes;
-#endif
-}
 
 static kiln__call_state *state_new(kiln_ctx *cx, kiln__cpu_exe *exe) {
     kiln__call_state *st = kiln__raw_alloc(&exe->allocator, exe->state_bytes, 64);
@@ -336,9 +320,7 @@ static kiln_tensor *result_new(kiln_ctx *cx, kiln__cpu_exe *exe, const kiln__typ
     kiln__result_pool *p = exe->result_pool;
     size_t nbytes = 0;
     if (!p || !kiln_shape_nbytes(&t->shape, t->dtype, &nbytes) || nbytes == 0) {
-        kiln_tensor *o = kiln__tensor_new(cx, call_fn, t->dtype, t->shape);
-        if (o) kiln__advise_huge(kiln__tensor_mutable_data(o), o->nbytes);
-        return o;
+        return kiln__tensor_new(cx, call_fn, t->dtype, t->shape);
     }
     kiln__storage *s = NULL;
     pthread_mutex_lock(&p->lock);
@@ -358,7 +340,6 @@ static kiln_tensor *result_new(kiln_ctx *cx, kiln__cpu_exe *exe, const kiln__typ
         atomic_store_explicit(&s->refs, 1, memory_order_relaxed);
     } else {
         if (!(s = kiln__storage_new(cx, call_fn, nbytes))) return NULL;
-        kiln__advise_huge(s->data, nbytes);
         atomic_fetch_add_explicit(&p->refs, 1, memory_order_relaxed);
         s->recycle = result_recycle;
         s->recycle_user = p;

@@ -116,10 +116,10 @@ FLOAT_UNARY(rsqrt, 1.0f / sqrtf(x), 1.0 / sqrt(x))
 
 #define LOG1P_UNARY(E32, E64) VEC_UNARY(log1p, E32, E64, kiln__log1p_v8(v), kiln__log1p_v4(v))
 #define SLEEF_UNARY(name, E32, E64) \
-    VEC_UNARY(name, E32, E64, Sleef_##name##f8_u10avx2(v), Sleef_##name##d4_u10avx2(v))
+    VEC_UNARY(name, E32, E64, Sleef_finz_##name##f8_u10avx2(v), Sleef_finz_##name##d4_u10avx2(v))
 #define LOGISTIC_UNARY(E32, E64) \
     VEC_UNARY(logistic, E32, E64, kiln__sigmoid_v8(v), kiln__sigmoid_v4(v))
-#define SLEEF_UNARY_F64(name, E64) VEC_UNARY_F64(name, E64, Sleef_##name##d4_u10avx2(v))
+#define SLEEF_UNARY_F64(name, E64) VEC_UNARY_F64(name, E64, Sleef_finz_##name##d4_u10avx2(v))
 #else
 #define SLEEF_UNARY(name, E32, E64) FLOAT_UNARY(name, E32, E64)
 #define LOGISTIC_UNARY(E32, E64) FLOAT_UNARY(logistic, E32, E64)

@@ -181,12 +181,13 @@ SCALAR_LOOP(logistic_f64s, double, x < 0.0 ? exp(x) / (1.0 + exp(x)) : 1.0 / (1.
         }                                                                                         \
     }
 #define VEC_PRIM(name, V32, V64) VEC_PRIM32(name, V32) VEC_PRIM64(name, V64)
-#define SLEEF_PRIM(name) VEC_PRIM(name, Sleef_##name##f8_u10avx2(v), Sleef_##name##d4_u10avx2(v))
+#define SLEEF_PRIM(name) \
+    VEC_PRIM(name, Sleef_finz_##name##f8_u10avx2(v), Sleef_finz_##name##d4_u10avx2(v))
 SLEEF_PRIM(exp)
 SLEEF_PRIM(expm1)
 SLEEF_PRIM(log)
-VEC_PRIM64(sin, Sleef_sind4_u10avx2(v))
-VEC_PRIM64(cos, Sleef_cosd4_u10avx2(v))
+VEC_PRIM64(sin, Sleef_finz_sind4_u10avx2(v))
+VEC_PRIM64(cos, Sleef_finz_cosd4_u10avx2(v))
 SLEEF_PRIM(tan)
 SLEEF_PRIM(tanh)
 SLEEF_PRIM(cbrt)
@@ -198,9 +199,9 @@ VEC_PRIM(logistic, kiln__sigmoid_v8(v), kiln__sigmoid_v4(v))
  * not agree on every input, so the others stay 8 wide). */
 #define AVX512_TARGET __attribute__((target("avx512f,avx512dq,avx2,fma")))
 
-#define SLEEF_DECL512(f)                                           \
-    extern AVX512_TARGET __m512 Sleef_##f##f16_u10avx512f(__m512); \
-    extern AVX512_TARGET __m512d Sleef_##f##d8_u10avx512f(__m512d);
+#define SLEEF_DECL512(f)                                                \
+    extern AVX512_TARGET __m512 Sleef_finz_##f##f16_u10avx512f(__m512); \
+    extern AVX512_TARGET __m512d Sleef_finz_##f##d8_u10avx512f(__m512d);
 SLEEF_DECL512(exp)
 SLEEF_DECL512(expm1)
 SLEEF_DECL512(log)
@@ -249,10 +250,10 @@ SLEEF_DECL512(cbrt)
     }
 #define VEC512_PRIM(name, V32, V64) VEC512_PRIM32(name, V32) VEC512_PRIM64(name, V64)
 #define SLEEF_PRIM512(name) \
-    VEC512_PRIM(name, Sleef_##name##f16_u10avx512f(v), Sleef_##name##d8_u10avx512f(v))
+    VEC512_PRIM(name, Sleef_finz_##name##f16_u10avx512f(v), Sleef_finz_##name##d8_u10avx512f(v))
 SLEEF_PRIM512(exp)
-VEC512_PRIM64(sin, Sleef_sind8_u10avx512f(v))
-VEC512_PRIM64(cos, Sleef_cosd8_u10avx512f(v))
+VEC512_PRIM64(sin, Sleef_finz_sind8_u10avx512f(v))
+VEC512_PRIM64(cos, Sleef_finz_cosd8_u10avx512f(v))
 
 #define TRANSCENDENTAL(name, f64)                               \
     (kiln__cpu_avx2_fma() ? ((f64) ? name##_f64v : name##_f32v) \

@@ -254,9 +254,15 @@ void case_emlx_dot1000(bench *b) { emlx_case(b, fn_emlx_dot, 1000, 1); }
 static kiln_status fn_expsin(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *user) {
     (void)user;
     kiln_tensor *x = in[0];
-    kiln_tensor *g = kiln_exponential(cx, kiln_negate(cx, kiln_multiply(cx, x, x)));
-    out[0] = kiln_add(cx, kiln_multiply(cx, g, kiln_sine(cx, x)),
-                      kiln_multiply(cx, kiln_scalar_like(cx, x, 0.5), x));
+    /* Each temporary is moved into the op that uses it last (kiln_move), so eagerly the
+     * chain writes over its temporaries as numpy does; tracing ignores the marks. C leaves
+     * the order of a call's arguments open, so g * sin(x) gets a statement of its own: two
+     * buffers are alive at most. */
+    kiln_tensor *g =
+        kiln_exponential(cx, kiln_move(kiln_negate(cx, kiln_move(kiln_multiply(cx, x, x)))));
+    kiln_tensor *gs = kiln_multiply(cx, kiln_move(g), kiln_move(kiln_sine(cx, x)));
+    out[0] =
+        kiln_add(cx, kiln_move(gs), kiln_move(kiln_multiply(cx, kiln_scalar_like(cx, x, 0.5), x)));
     return kiln_ctx_status(cx);
 }
 

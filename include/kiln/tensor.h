@@ -31,6 +31,9 @@
  *     kiln_tensor *t = kiln_multiply(cx, x, x);
  *     kiln_tensor *e = kiln_exponential(cx, kiln_negate(cx, t));
  *     kiln_tensor_release(t);   // t's memory serves the next result
+ *
+ * kiln_move (below) goes further: the next elementwise op writes its result over the moved
+ * temporary when nothing else can see it.
  */
 #ifndef KILN_TENSOR_H
 #define KILN_TENSOR_H
@@ -184,6 +187,24 @@ KILN_API kiln_tensor *kiln_tensor_retain(kiln_tensor *t);
 /* Drops one reference; the tensor is freed when none remain. Releasing a tensor that only
  * its scope owns frees it early (the scope forgets it). NULL is a no-op. */
 KILN_API void kiln_tensor_release(kiln_tensor *t);
+
+/* Gives one reference to t to the next eager elementwise builder that takes t as an operand
+ * (kiln/ops_elementwise.h: the unary and binary ops, compare, select, clamp, convert and
+ * bitcast_convert), which drops it after it has run, as kiln_tensor_release would. When that
+ * reference was the last and no view shares t's memory (and the memory is kiln's: not
+ * wrapped with kiln_tensor_wrap_host), the builder writes its result over t's data, so a
+ * chain runs in one buffer, the way numpy reuses its temporaries:
+ *
+ *     kiln_tensor *g = kiln_exponential(cx, kiln_move(kiln_negate(cx, kiln_move(
+ *                                           kiln_multiply(cx, x, x)))));   // one buffer
+ *
+ * After that builder t is gone unless the caller holds another reference (kiln_tensor_retain),
+ * which then sees t unchanged: memory another reference can reach is never written. Passing
+ * t twice to the builder gives it once. If the builder fails, t keeps its values and the
+ * reference (the mark is cleared). Other builders treat a moved tensor as an ordinary one,
+ * and so does every builder while tracing (kiln_lower; a traced tensor is never marked), so
+ * one function serves both. Returns t; NULL is returned as is. */
+KILN_API kiln_tensor *kiln_move(kiln_tensor *t);
 
 /* Moves the scope's reference to t from the innermost scope to the one around it, so t
  * outlives kiln_scope_end (the usual way to return a result from a scoped helper). A

@@ -367,6 +367,18 @@ kiln_tensor *kiln_tensor_retain(kiln_tensor *t) {
     return t;
 }
 
+kiln_tensor *kiln_move(kiln_tensor *t) {
+    if (t && t->storage && !t->dead) t->moved = true; /* a traced tensor has no memory */
+    return t;
+}
+
+bool kiln__tensor_exclusive(const kiln_tensor *t) {
+    const kiln__storage *s = t->storage;
+    return s && s->data && !s->wrapped && !s->read_only && !t->dead &&
+           atomic_load_explicit(&t->refs, memory_order_acquire) == 1 &&
+           atomic_load_explicit(&s->refs, memory_order_acquire) == 1;
+}
+
 void kiln_tensor_release(kiln_tensor *t) {
     if (!t) return;
     if (atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) != 1) return;

@@ -50,6 +50,9 @@ struct kiln_tensor {
      * every use reports FAILED_PRECONDITION with this message ("tensor was donated to
      * 'step' as 'x'"), allocated with `allocator`. NULL while the tensor is alive. */
     char *dead;
+    /* kiln_move: the caller gave up a reference to the next elementwise builder that takes
+     * this tensor (frontend/builders_elementwise.c). */
+    bool moved;
 };
 
 /* Checks dtype and shape for `fn`, recording INVALID_ARGUMENT with a message naming the
@@ -126,5 +129,10 @@ void *kiln__tensor_mutable_data(kiln_tensor *t);
  * owns), unlinking it first: unlike kiln_tensor_release, this is right even when someone
  * else (a module holding it as a constant) also holds a reference. */
 void kiln__tensor_discard(kiln_tensor *t);
+
+/* Whether t is the only holder of memory kiln may overwrite: one reference to t, no other
+ * tensor on its storage, host-visible data, neither wrapped user memory nor read-only. An
+ * op may then write its result over t's data once it has read it. */
+bool kiln__tensor_exclusive(const kiln_tensor *t);
 
 #endif

@@ -81,17 +81,55 @@ kiln_status kiln__broadcast_operands(kiln_ctx *cx, const char *fn, kiln_tensor *
     return broadcast_from(cx, fn, operands, n, 1);
 }
 
+/* Runs the op on `operands`: the tensors the user gave (`given`), some replaced by the
+ * broadcasts made of them here. Eagerly, the result may be written over one of the
+ * operands that nothing else needs: a broadcast made here, or a tensor the user gave up
+ * with kiln_move. Afterwards the broadcasts are dropped at once, and so are the moved
+ * tensors (each once), unless the op failed: then the user's tensors stay as they were. */
+static kiln_tensor *run_elementwise(kiln_ctx *cx, kiln_op op, kiln__attrs *a,
+                                    kiln_tensor *const *operands, kiln_tensor *const *given,
+                                    int n) {
+    if (!cx) return NULL;
+    kiln_tensor *reuse = NULL;
+    bool any = false;
+    for (int i = 0; i < n; i++) {
+        bool made_here = operands[i] != given[i], moved = given[i] && given[i]->moved;
+        any |= made_here || moved;
+        if (!reuse && (made_here || moved) && kiln__tensor_exclusive(operands[i]))
+            reuse = operands[i];
+    }
+    if (!any || kiln__tracing(cx)) return kiln__op_run1(cx, op, a, operands, n);
+    kiln_tensor *r = kiln__op_run1_over(cx, op, a, operands, n, reuse);
+    for (int i = 0; i < n; i++) {
+        if (operands[i] != given[i]) kiln__tensor_discard(operands[i]);
+        bool first = true;
+        for (int j = 0; j < i; j++)
+            first &= given[j] != given[i];
+        if (!first || !given[i] || !given[i]->moved) continue;
+        given[i]->moved = false;
+        if (r) kiln_tensor_release(given[i]);
+    }
+    return r;
+}
+
+/* A builder that fails before its op runs leaves the moved tensors as they were, unmarked. */
+static kiln_tensor *unmove(kiln_tensor *const *given, int n) {
+    for (int i = 0; i < n; i++)
+        if (given[i]) given[i]->moved = false;
+    return NULL;
+}
+
 static kiln_tensor *unary(kiln_ctx *cx, kiln_op op, const char *fn, kiln_tensor *x) {
     kiln__attrs a = {.fn = fn};
-    return kiln__op_run1(cx, op, &a, &x, 1);
+    return run_elementwise(cx, op, &a, &x, &x, 1);
 }
 
 static kiln_tensor *binary(kiln_ctx *cx, kiln_op op, kiln__attrs *a, kiln_tensor *x,
                            kiln_tensor *y) {
     if (!cx) return NULL;
-    kiln_tensor *operands[2] = {x, y};
-    if (kiln__broadcast_operands(cx, a->fn, operands, 2) != KILN_OK) return NULL;
-    return kiln__op_run1(cx, op, a, operands, 2);
+    kiln_tensor *given[2] = {x, y}, *operands[2] = {x, y};
+    if (kiln__broadcast_operands(cx, a->fn, operands, 2) != KILN_OK) return unmove(given, 2);
+    return run_elementwise(cx, op, a, operands, given, 2);
 }
 
 #define UNARY(name, OP)                                      \
@@ -164,31 +202,31 @@ kiln_tensor *kiln_select(kiln_ctx *cx, kiln_tensor *pred, kiln_tensor *on_true,
                          kiln_tensor *on_false) {
     static const char fn[] = "kiln_select";
     if (!cx) return NULL;
-    kiln_tensor *operands[3] = {pred, on_true, on_false};
+    kiln_tensor *given[3] = {pred, on_true, on_false}, *operands[3] = {pred, on_true, on_false};
     /* All three broadcast together (numpy's where), except a rank-0 pred, which the op
      * takes as it is and which selects a whole operand. */
     bool scalar_pred = pred && kiln_tensor_rank(pred) == 0;
     kiln_status s = scalar_pred ? broadcast_from(cx, fn, operands + 1, 2, 2)
                                 : broadcast_from(cx, fn, operands, 3, 1);
-    if (s != KILN_OK) return NULL;
+    if (s != KILN_OK) return unmove(given, 3);
     kiln__attrs attrs = {.fn = fn};
-    return kiln__op_run1(cx, KILN_OP_SELECT, &attrs, operands, 3);
+    return run_elementwise(cx, KILN_OP_SELECT, &attrs, operands, given, 3);
 }
 
 kiln_tensor *kiln_clamp(kiln_ctx *cx, kiln_tensor *lo, kiln_tensor *x, kiln_tensor *hi) {
     kiln__attrs attrs = {.fn = "kiln_clamp"};
     kiln_tensor *operands[3] = {lo, x, hi};
-    return kiln__op_run1(cx, KILN_OP_CLAMP, &attrs, operands, 3);
+    return run_elementwise(cx, KILN_OP_CLAMP, &attrs, operands, operands, 3);
 }
 
 kiln_tensor *kiln_convert(kiln_ctx *cx, kiln_tensor *x, kiln_dtype dtype) {
     kiln__attrs attrs = {.fn = "kiln_convert"};
     attrs.u.convert_to = dtype;
-    return kiln__op_run1(cx, KILN_OP_CONVERT, &attrs, &x, 1);
+    return run_elementwise(cx, KILN_OP_CONVERT, &attrs, &x, &x, 1);
 }
 
 kiln_tensor *kiln_bitcast_convert(kiln_ctx *cx, kiln_tensor *x, kiln_dtype dtype) {
     kiln__attrs attrs = {.fn = "kiln_bitcast_convert"};
     attrs.u.convert_to = dtype;
-    return kiln__op_run1(cx, KILN_OP_BITCAST_CONVERT, &attrs, &x, 1);
+    return run_elementwise(cx, KILN_OP_BITCAST_CONVERT, &attrs, &x, &x, 1);
 }

@@ -16,8 +16,9 @@ kiln__type kiln__type_of(const kiln_tensor *t) {
 }
 
 /* Operand i + 1 is on device b, not on operand 1's device a. */
-static __attribute__((noinline, cold)) kiln_status
-device_error(kiln_ctx *cx, const char *fn, kiln_device a, int i, kiln_device b) {
+static __attribute__((noinline, cold)) kiln_status device_error(kiln_ctx *cx, const char *fn,
+                                                                kiln_device a, int i,
+                                                                kiln_device b) {
     char da[48], db[48];
     return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
                               "%s: operand 1 is on device %s and operand %d on device %s; move "
@@ -36,11 +37,32 @@ static __attribute__((noinline)) kiln_tensor *device_result(kiln_ctx *cx, const 
     return st ? kiln__tensor_new_on(cx, fn, t->dtype, t->shape, st) : NULL;
 }
 
+/* Whether a result of type t may take over `reuse`'s memory: the same shape and element
+ * size, on the op's device, and nothing else can reach that memory (kiln__tensor_exclusive).
+ * The kernels of elementwise ops read each element before they write it, so they may run
+ * in place. */
+static bool can_take_over(const kiln_tensor *reuse, const kiln__type *t, kiln_device device) {
+    const kiln__storage *s = reuse->storage;
+    return kiln__tensor_exclusive(reuse) && kiln_shape_equal(&reuse->shape, &t->shape) &&
+           kiln_dtype_size(reuse->dtype) == kiln_dtype_size(t->dtype) &&
+           s->device.type == device.type && s->device.id == device.id;
+}
+
+static kiln_tensor *result_over(kiln_ctx *cx, const char *fn, kiln_tensor *reuse,
+                                const kiln__type *t) {
+    atomic_fetch_add_explicit(&reuse->storage->refs, 1, memory_order_relaxed);
+    kiln_tensor *r = kiln__tensor_new_on(cx, fn, t->dtype, t->shape, reuse->storage);
+    if (r) r->byte_offset = reuse->byte_offset;
+    return r;
+}
+
 /* kiln__op_run's body, inlined into it and into kiln__op_run1, so that the compiler
  * specialises the one-result case that most builders take (a few percent of an eager op). */
-static inline __attribute__((always_inline)) kiln_status
-run(kiln_ctx *cx, kiln_op op, kiln__attrs *attrs, kiln_tensor *const *operands, int n_operands,
-    kiln_tensor **results, int n_results) {
+static inline __attribute__((always_inline)) kiln_status run(kiln_ctx *cx, kiln_op op,
+                                                             kiln__attrs *attrs,
+                                                             kiln_tensor *const *operands,
+                                                             int n_operands, kiln_tensor **results,
+                                                             int n_results, kiln_tensor *reuse) {
     const char *fn = attrs->fn ? attrs->fn : kiln__op_get_info(op)->name;
     for (int i = 0; i < n_results; i++)
         results[i] = NULL;
@@ -94,7 +116,13 @@ run(kiln_ctx *cx, kiln_op op, kiln__attrs *attrs, kiln_tensor *const *operands, 
     if (s == KILN_OK && !(backend = kiln__backend_eager(cx, fn, device))) s = kiln_ctx_status(cx);
     cx->device = device;
     if (s == KILN_OK && !kiln__op_has(op, KILN_OPF_CONTROL)) {
-        for (int i = 0; i < n_results && s == KILN_OK; i++) {
+        int first = 0;
+        if (reuse && n_results > 0 && !KILN__BACKEND_HAS(backend, buffer_alloc) &&
+            can_take_over(reuse, &out[0], device)) {
+            first = 1;
+            if (!(results[0] = result_over(cx, fn, reuse, &out[0]))) s = KILN_RESOURCE_EXHAUSTED;
+        }
+        for (int i = first; i < n_results && s == KILN_OK; i++) {
             results[i] = KILN__BACKEND_HAS(backend, buffer_alloc)
                              ? device_result(cx, backend, fn, &out[i], device)
                              : kiln__tensor_new(cx, fn, out[i].dtype, out[i].shape);
@@ -118,12 +146,19 @@ run(kiln_ctx *cx, kiln_op op, kiln__attrs *attrs, kiln_tensor *const *operands, 
 
 kiln_status kiln__op_run(kiln_ctx *cx, kiln_op op, kiln__attrs *attrs, kiln_tensor *const *operands,
                          int n_operands, kiln_tensor **results, int n_results) {
-    return run(cx, op, attrs, operands, n_operands, results, n_results);
+    return run(cx, op, attrs, operands, n_operands, results, n_results, NULL);
 }
 
 kiln_tensor *kiln__op_run1(kiln_ctx *cx, kiln_op op, kiln__attrs *attrs,
                            kiln_tensor *const *operands, int n_operands) {
     kiln_tensor *r = NULL;
-    run(cx, op, attrs, operands, n_operands, &r, 1);
+    run(cx, op, attrs, operands, n_operands, &r, 1, NULL);
+    return r;
+}
+
+kiln_tensor *kiln__op_run1_over(kiln_ctx *cx, kiln_op op, kiln__attrs *attrs,
+                                kiln_tensor *const *operands, int n_operands, kiln_tensor *reuse) {
+    kiln_tensor *r = NULL;
+    run(cx, op, attrs, operands, n_operands, &r, 1, reuse);
     return r;
 }

@@ -18,6 +18,14 @@ kiln_status kiln__op_run(kiln_ctx *cx, kiln_op op, kiln__attrs *attrs, kiln_tens
 kiln_tensor *kiln__op_run1(kiln_ctx *cx, kiln_op op, kiln__attrs *attrs,
                            kiln_tensor *const *operands, int n_operands);
 
+/* kiln__op_run1 for an elementwise op whose result may take over the memory of `reuse`
+ * (one of the operands, or NULL) when nothing else can reach it: same shape and element
+ * size, one reference, no views, kiln's own memory. The caller drops its reference to
+ * `reuse` afterwards; the result then holds that memory alone. While tracing, and on a
+ * backend with memory of its own, reuse is ignored. */
+kiln_tensor *kiln__op_run1_over(kiln_ctx *cx, kiln_op op, kiln__attrs *attrs,
+                                kiln_tensor *const *operands, int n_operands, kiln_tensor *reuse);
+
 /* Broadcasts operands[0..n-1] to their common numpy shape, replacing (in the array) the
  * ones whose shape differs by broadcast_in_dim results. Records "<fn>: operand i has shape
  * ...; expected ... or a shape that broadcasts with it" when they do not broadcast. */

@@ -15,9 +15,9 @@
 /* One loop over n elements: x and y (of type T) from a_ and b_, the result (R) to r_. */
 #define BIN_LOOP(T, R, EXPR)                 \
     do {                                     \
-        const T *restrict pa_ = a_;          \
-        const T *restrict pb_ = b_;          \
-        R *restrict pr_ = r_;                \
+        const T *pa_ = a_;                   \
+        const T *pb_ = b_;                   \
+        R *pr_ = r_;                         \
         for (int64_t i_ = 0; i_ < n; i_++) { \
             T x = pa_[i_], y = pb_[i_];      \
             pr_[i_] = (R)(EXPR);             \
@@ -36,20 +36,18 @@
 
 /* ---- floating-point array kernels --------------------------------------------------------- */
 
-#define FLOAT_BINARY(name, E32, E64)                                                               \
-    static void name##_f32(const float *restrict pa, const float *restrict pb, float *restrict pr, \
-                           int64_t n) {                                                            \
-        for (int64_t i = 0; i < n; i++) {                                                          \
-            float x = pa[i], y = pb[i];                                                            \
-            pr[i] = (E32);                                                                         \
-        }                                                                                          \
-    }                                                                                              \
-    static void name##_f64(const double *restrict pa, const double *restrict pb,                   \
-                           double *restrict pr, int64_t n) {                                       \
-        for (int64_t i = 0; i < n; i++) {                                                          \
-            double x = pa[i], y = pb[i];                                                           \
-            pr[i] = (E64);                                                                         \
-        }                                                                                          \
+#define FLOAT_BINARY(name, E32, E64)                                                    \
+    static void name##_f32(const float *pa, const float *pb, float *pr, int64_t n) {    \
+        for (int64_t i = 0; i < n; i++) {                                               \
+            float x = pa[i], y = pb[i];                                                 \
+            pr[i] = (E32);                                                              \
+        }                                                                               \
+    }                                                                                   \
+    static void name##_f64(const double *pa, const double *pb, double *pr, int64_t n) { \
+        for (int64_t i = 0; i < n; i++) {                                               \
+            double x = pa[i], y = pb[i];                                                \
+            pr[i] = (E64);                                                              \
+        }                                                                               \
     }
 
 FLOAT_BINARY(add, x + y, x + y)
@@ -115,7 +113,7 @@ KERNEL(SUBTRACT) {
 KERNEL(MULTIPLY) {
     UNPACK;
     switch (dt) {
-    case KILN_BOOL: BIN_LOOP(uint8_t, uint8_t, x & y); break;
+    case KILN_BOOL: BIN_LOOP(uint8_t, uint8_t, x &y); break;
 #define BODY(T, U, S, W, BITS, SG) BIN_LOOP(T, T, (W)x *(W)y)
         KILN__EW_INT_CASES(BODY)
 #undef BODY
@@ -128,7 +126,7 @@ KERNEL(DIVIDE) {
     UNPACK;
     switch (dt) {
 #define BODY(T, U, S, W, BITS, SG) \
-    BIN_LOOP(T, T, y == 0 ? (T)-1 : SG && (S)y == -1 ? (T)(0 - (W)x) : (T)(x / y))
+    BIN_LOOP(T, T, y == 0 ? (T) - 1 : SG && (S)y == -1 ? (T)(0 - (W)x) : (T)(x / y))
         KILN__EW_INT_CASES(BODY)
 #undef BODY
         FLOAT_DEFAULT(div, "divide")
@@ -175,7 +173,7 @@ KERNEL(MAXIMUM) {
 KERNEL(MINIMUM) {
     UNPACK;
     switch (dt) {
-    case KILN_BOOL: BIN_LOOP(uint8_t, uint8_t, x & y); break;
+    case KILN_BOOL: BIN_LOOP(uint8_t, uint8_t, x &y); break;
 #define BODY(T, U, S, W, BITS, SG) BIN_LOOP(T, T, x < y ? x : y)
         KILN__EW_INT_CASES(BODY)
 #undef BODY
@@ -240,7 +238,7 @@ KERNEL(SHIFT_RIGHT_ARITHMETIC) {
     UNPACK;
     switch (dt) {
 #define BODY(T, U, S, W, BITS, SG) \
-    BIN_LOOP(T, T, (U)y >= (BITS) ? ((S)x < 0 ? (S)-1 : 0) : (S)x >> (U)y)
+    BIN_LOOP(T, T, (U)y >= (BITS) ? ((S)x < 0 ? (S) - 1 : 0) : (S)x >> (U)y)
         KILN__EW_INT_CASES(BODY)
 #undef BODY
     default: return kiln__ew_bad_dtype(cx, "shift_right_arithmetic", dt);

@@ -40,9 +40,9 @@ static inline int64_t total_key64(double v) {
 /* One loop per direction over elements of type T compared as KEY(x) <op> KEY(y). */
 #define CMP_LOOP(T, KEY, OP)                        \
     do {                                            \
-        const T *restrict pa_ = a_;                 \
-        const T *restrict pb_ = b_;                 \
-        uint8_t *restrict pr_ = r_;                 \
+        const T *pa_ = a_;                          \
+        const T *pb_ = b_;                          \
+        uint8_t *pr_ = r_;                          \
         for (int64_t i_ = 0; i_ < n; i_++)          \
             pr_[i_] = KEY(pa_[i_]) OP KEY(pb_[i_]); \
     } while (0)
@@ -114,9 +114,9 @@ KERNEL(COMPARE) {
 
 #define SELECT_LOOP(T)                            \
     do {                                          \
-        const T *restrict pt_ = t_;               \
-        const T *restrict pf_ = f_;               \
-        T *restrict pr_ = r_;                     \
+        const T *pt_ = t_;                        \
+        const T *pf_ = f_;                        \
+        T *pr_ = r_;                              \
         for (int64_t i_ = 0; i_ < n; i_++)        \
             pr_[i_] = p_[i_] ? pt_[i_] : pf_[i_]; \
     } while (0)
@@ -130,7 +130,7 @@ KERNEL(SELECT) {
     const void *t_ = kiln__in(operands[1]), *f_ = kiln__in(operands[2]);
     void *r_ = kiln__out(r);
     if (kiln_tensor_rank(operands[0]) == 0) {
-        memcpy(r_, p_[0] ? t_ : f_, kiln_tensor_nbytes(r));
+        memmove(r_, p_[0] ? t_ : f_, kiln_tensor_nbytes(r)); /* r may be t or f */
         return KILN_OK;
     }
     switch (kiln_dtype_size(kiln_tensor_dtype(r))) {
@@ -149,10 +149,10 @@ KERNEL(SELECT) {
  * lo and hi either scalars (hoisted, so the loop vectorizes) or arrays. */
 #define CLAMP_LOOP(T, C, LOAD, STORE, MAX, MIN)                                                   \
     do {                                                                                          \
-        const T *restrict plo_ = lo_;                                                             \
-        const T *restrict px_ = x_;                                                               \
-        const T *restrict phi_ = hi_;                                                             \
-        T *restrict pr_ = r_;                                                                     \
+        const T *plo_ = lo_;                                                                      \
+        const T *px_ = x_;                                                                        \
+        const T *phi_ = hi_;                                                                      \
+        T *pr_ = r_;                                                                              \
         if (!lo_step && !hi_step) {                                                               \
             C lo = LOAD(plo_[0]), hi = LOAD(phi_[0]);                                             \
             for (int64_t i_ = 0; i_ < n; i_++)                                                    \

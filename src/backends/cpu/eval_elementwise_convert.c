@@ -90,8 +90,8 @@ static inline uint16_t cvt_d_bf16(double v) { return kiln__f64_to_bf16(v); }
 
 #define CONVERT_LOOP(ST, DT, CVT, LOAD)    \
     do {                                   \
-        const ST *restrict px_ = x_;       \
-        DT *restrict pr_ = r_;             \
+        const ST *px_ = x_;                \
+        DT *pr_ = r_;                      \
         for (int64_t i_ = 0; i_ < n; i_++) \
             pr_[i_] = CVT(LOAD(px_[i_]));  \
     } while (0)
@@ -182,7 +182,7 @@ KERNEL(BITCAST_CONVERT) {
     const void *x = kiln__in(operands[0]);
     void *r = kiln__out(results[0]);
     if (from_bits == to_bits) {
-        memcpy(r, x, kiln_tensor_nbytes(results[0]));
+        if (r != x) memcpy(r, x, kiln_tensor_nbytes(results[0])); /* in place: the same bits */
     } else if (to_bits < from_bits) {
         /* Each element splits into k pieces, least significant first. */
         int k = from_bits / to_bits;

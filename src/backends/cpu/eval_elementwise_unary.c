@@ -14,8 +14,8 @@
 /* One loop over n elements: x (of type T) from x_, the result (of type R) to r_. */
 #define UN_LOOP(T, R, EXPR)                  \
     do {                                     \
-        const T *restrict px_ = x_;          \
-        R *restrict pr_ = r_;                \
+        const T *px_ = x_;                   \
+        R *pr_ = r_;                         \
         for (int64_t i_ = 0; i_ < n; i_++) { \
             T x = px_[i_];                   \
             pr_[i_] = (R)(EXPR);             \
@@ -24,19 +24,19 @@
 
 /* ---- floating-point array kernels --------------------------------------------------------- */
 
-#define FLOAT_UNARY_F32(name, E32)                                                    \
-    static void name##_f32(const float *restrict px, float *restrict pr, int64_t n) { \
-        for (int64_t i = 0; i < n; i++) {                                             \
-            float x = px[i];                                                          \
-            pr[i] = (E32);                                                            \
-        }                                                                             \
+#define FLOAT_UNARY_F32(name, E32)                                  \
+    static void name##_f32(const float *px, float *pr, int64_t n) { \
+        for (int64_t i = 0; i < n; i++) {                           \
+            float x = px[i];                                        \
+            pr[i] = (E32);                                          \
+        }                                                           \
     }
-#define FLOAT_UNARY_F64(name, E64)                                                      \
-    static void name##_f64(const double *restrict px, double *restrict pr, int64_t n) { \
-        for (int64_t i = 0; i < n; i++) {                                               \
-            double x = px[i];                                                           \
-            pr[i] = (E64);                                                              \
-        }                                                                               \
+#define FLOAT_UNARY_F64(name, E64)                                    \
+    static void name##_f64(const double *px, double *pr, int64_t n) { \
+        for (int64_t i = 0; i < n; i++) {                             \
+            double x = px[i];                                         \
+            pr[i] = (E64);                                            \
+        }                                                             \
     }
 #define FLOAT_UNARY(name, E32, E64) FLOAT_UNARY_F32(name, E32) FLOAT_UNARY_F64(name, E64)
 
@@ -59,57 +59,55 @@ FLOAT_UNARY(rsqrt, 1.0f / sqrtf(x), 1.0 / sqrt(x))
 #define KILN_AVX2 KILN_SLEEF_AVX2
 
 /* V32/V64: expressions of the vector v (__m256 / __m256d). */
-#define VEC_UNARY_F32(name, E32, V32)                                                   \
-    static KILN_AVX2 __m256 name##_v8(__m256 v) { return (V32); }                       \
-    static KILN_AVX2 void name##_f32_avx2(const float *restrict px, float *restrict pr, \
-                                          int64_t n) {                                  \
-        int64_t i = 0;                                                                  \
-        for (; i + 8 <= n; i += 8)                                                      \
-            _mm256_storeu_ps(pr + i, name##_v8(_mm256_loadu_ps(px + i)));               \
-        if (i < n) {                                                                    \
-            float buf[8] = {0};                                                         \
-            for (int64_t j = 0; j < n - i; j++)                                         \
-                buf[j] = px[i + j];                                                     \
-            _mm256_storeu_ps(buf, name##_v8(_mm256_loadu_ps(buf)));                     \
-            for (int64_t j = 0; j < n - i; j++)                                         \
-                pr[i + j] = buf[j];                                                     \
-        }                                                                               \
-    }                                                                                   \
-    static void name##_f32(const float *restrict px, float *restrict pr, int64_t n) {   \
-        if (kiln__cpu_avx2_fma()) {                                                     \
-            name##_f32_avx2(px, pr, n);                                                 \
-            return;                                                                     \
-        }                                                                               \
-        for (int64_t i = 0; i < n; i++) {                                               \
-            float x = px[i];                                                            \
-            pr[i] = (E32);                                                              \
-        }                                                                               \
+#define VEC_UNARY_F32(name, E32, V32)                                              \
+    static KILN_AVX2 __m256 name##_v8(__m256 v) { return (V32); }                  \
+    static KILN_AVX2 void name##_f32_avx2(const float *px, float *pr, int64_t n) { \
+        int64_t i = 0;                                                             \
+        for (; i + 8 <= n; i += 8)                                                 \
+            _mm256_storeu_ps(pr + i, name##_v8(_mm256_loadu_ps(px + i)));          \
+        if (i < n) {                                                               \
+            float buf[8] = {0};                                                    \
+            for (int64_t j = 0; j < n - i; j++)                                    \
+                buf[j] = px[i + j];                                                \
+            _mm256_storeu_ps(buf, name##_v8(_mm256_loadu_ps(buf)));                \
+            for (int64_t j = 0; j < n - i; j++)                                    \
+                pr[i + j] = buf[j];                                                \
+        }                                                                          \
+    }                                                                              \
+    static void name##_f32(const float *px, float *pr, int64_t n) {                \
+        if (kiln__cpu_avx2_fma()) {                                                \
+            name##_f32_avx2(px, pr, n);                                            \
+            return;                                                                \
+        }                                                                          \
+        for (int64_t i = 0; i < n; i++) {                                          \
+            float x = px[i];                                                       \
+            pr[i] = (E32);                                                         \
+        }                                                                          \
     }
-#define VEC_UNARY_F64(name, E64, V64)                                                     \
-    static KILN_AVX2 __m256d name##_v4(__m256d v) { return (V64); }                       \
-    static KILN_AVX2 void name##_f64_avx2(const double *restrict px, double *restrict pr, \
-                                          int64_t n) {                                    \
-        int64_t i = 0;                                                                    \
-        for (; i + 4 <= n; i += 4)                                                        \
-            _mm256_storeu_pd(pr + i, name##_v4(_mm256_loadu_pd(px + i)));                 \
-        if (i < n) {                                                                      \
-            double buf[4] = {0};                                                          \
-            for (int64_t j = 0; j < n - i; j++)                                           \
-                buf[j] = px[i + j];                                                       \
-            _mm256_storeu_pd(buf, name##_v4(_mm256_loadu_pd(buf)));                       \
-            for (int64_t j = 0; j < n - i; j++)                                           \
-                pr[i + j] = buf[j];                                                       \
-        }                                                                                 \
-    }                                                                                     \
-    static void name##_f64(const double *restrict px, double *restrict pr, int64_t n) {   \
-        if (kiln__cpu_avx2_fma()) {                                                       \
-            name##_f64_avx2(px, pr, n);                                                   \
-            return;                                                                       \
-        }                                                                                 \
-        for (int64_t i = 0; i < n; i++) {                                                 \
-            double x = px[i];                                                             \
-            pr[i] = (E64);                                                                \
-        }                                                                                 \
+#define VEC_UNARY_F64(name, E64, V64)                                                \
+    static KILN_AVX2 __m256d name##_v4(__m256d v) { return (V64); }                  \
+    static KILN_AVX2 void name##_f64_avx2(const double *px, double *pr, int64_t n) { \
+        int64_t i = 0;                                                               \
+        for (; i + 4 <= n; i += 4)                                                   \
+            _mm256_storeu_pd(pr + i, name##_v4(_mm256_loadu_pd(px + i)));            \
+        if (i < n) {                                                                 \
+            double buf[4] = {0};                                                     \
+            for (int64_t j = 0; j < n - i; j++)                                      \
+                buf[j] = px[i + j];                                                  \
+            _mm256_storeu_pd(buf, name##_v4(_mm256_loadu_pd(buf)));                  \
+            for (int64_t j = 0; j < n - i; j++)                                      \
+                pr[i + j] = buf[j];                                                  \
+        }                                                                            \
+    }                                                                                \
+    static void name##_f64(const double *px, double *pr, int64_t n) {                \
+        if (kiln__cpu_avx2_fma()) {                                                  \
+            name##_f64_avx2(px, pr, n);                                              \
+            return;                                                                  \
+        }                                                                            \
+        for (int64_t i = 0; i < n; i++) {                                            \
+            double x = px[i];                                                        \
+            pr[i] = (E64);                                                           \
+        }                                                                            \
     }
 #define VEC_UNARY(name, E32, E64, V32, V64) \
     VEC_UNARY_F32(name, E32, V32) VEC_UNARY_F64(name, E64, V64)

@@ -7,10 +7,17 @@
 
 #include "base/alloc.h"
 
-/* Classes: 16 of 64-byte steps up to 1 KiB, then four per power of two up to 2^63. */
+/* Classes: 16 of 64-byte steps up to 1 KiB, then four per power of two up to LARGE_MIN. */
 #define SMALL_STEP 64
 #define SMALL_CLASSES 16
-#define CLASSES (SMALL_CLASSES + 4 * 54)
+#define CLASSES (SMALL_CLASSES + 4 * 8)
+
+/* Above LARGE_MIN a block has the request's size rounded up to a page, and a request
+ * takes the smallest kept block at most 1/LARGE_SLACK larger: big tensors cost what they
+ * hold (a class would add up to 25%), and the few big blocks kept are searched in one list. */
+#define LARGE_MIN ((size_t)256 << 10)
+#define LARGE_PAGE ((size_t)4096)
+#define LARGE_SLACK 8
 
 /* Every block has this alignment, whatever it was asked for, so any block of a class
  * serves any request of that class. */
@@ -35,9 +42,10 @@ struct kiln__buffer_cache {
     size_t kept_bytes, kept_blocks, peak_kept_bytes, live_bytes;
     uint64_t hits, misses, retries;
     kept *lists[CLASSES];
+    kept *large; /* kept blocks above LARGE_MIN, of any size */
 };
 
-/* The class of a request, and the capacity of its blocks. */
+/* The class of a request of at most LARGE_MIN bytes, and the capacity of its blocks. */
 static int class_of(size_t n, size_t *capacity) {
     if (n <= (size_t)SMALL_STEP * SMALL_CLASSES) {
         size_t k = (n + SMALL_STEP - 1) / SMALL_STEP;
@@ -53,9 +61,34 @@ static int class_of(size_t n, size_t *capacity) {
 }
 
 size_t kiln__buffer_cache_capacity(size_t nbytes) {
+    if (nbytes > LARGE_MIN) return (nbytes + LARGE_PAGE - 1) / LARGE_PAGE * LARGE_PAGE;
     size_t cap;
     (void)class_of(nbytes, &cap);
     return cap;
+}
+
+static size_t capacity_of(const kept *b) { return ((const kept_sized *)(const void *)b)->capacity; }
+
+/* Unlinks the smallest large block of capacity in [cap, cap + cap / LARGE_SLACK] (under
+ * the lock); NULL when none fits. */
+static kept *take_large(kiln__buffer_cache *c, size_t cap) {
+    kept **best = NULL;
+    for (kept **at = &c->large; *at; at = &(*at)->next) {
+        size_t have = capacity_of(*at);
+        if (have >= cap && have - cap <= cap / LARGE_SLACK && (!best || have < capacity_of(*best)))
+            best = at;
+    }
+    if (!best) return NULL;
+    kept *b = *best;
+    *best = b->next;
+    return b;
+}
+
+/* The list a block of capacity `cap` is kept in. */
+static kept **list_of(kiln__buffer_cache *c, size_t cap) {
+    if (cap > LARGE_MIN) return &c->large;
+    size_t ignored;
+    return &c->lists[class_of(cap, &ignored)];
 }
 
 kiln__buffer_cache *kiln__buffer_cache_new(const kiln_allocator *allocator, size_t limit) {
@@ -84,15 +117,15 @@ static void unref(kiln__buffer_cache *c) {
 static void free_chain(kiln__buffer_cache *c, kept *chain) {
     while (chain) {
         kept *next = chain->next;
-        kiln__raw_free(&c->allocator, chain, ((kept_sized *)(void *)chain)->capacity);
+        kiln__raw_free(&c->allocator, chain, capacity_of(chain));
         chain = next;
     }
 }
 
-/* Frees kept blocks, largest classes first, until at most `target` bytes are kept
- * (unlinked under the lock, freed outside it); under the same lock, *limit (when not
- * NULL) becomes the new limit, `retry` counts an allocator failure and `close` stops
- * keeping. Returns the bytes freed. */
+/* Frees kept blocks, large ones first, then the largest classes, until at most `target` bytes are
+ * kept (unlinked under the lock, freed outside it); under the same lock, *limit (when not NULL)
+ * becomes the new limit, `retry` counts an allocator failure and `close` stops keeping. Returns the
+ * bytes freed. */
 static size_t shrink(kiln__buffer_cache *c, size_t target, const size_t *limit, bool retry,
                      bool close) {
     pthread_mutex_lock(&c->lock);
@@ -101,11 +134,12 @@ static size_t shrink(kiln__buffer_cache *c, size_t target, const size_t *limit, 
     if (close) c->open = false;
     size_t before = c->kept_bytes;
     kept *chain = NULL;
-    for (int k = CLASSES - 1; k >= 0 && c->kept_bytes > target; k--) {
-        while (c->lists[k] && c->kept_bytes > target) {
-            kept *b = c->lists[k];
-            c->lists[k] = b->next;
-            c->kept_bytes -= ((kept_sized *)(void *)b)->capacity;
+    for (int k = CLASSES; k >= 0 && c->kept_bytes > target; k--) {
+        kept **list = k == CLASSES ? &c->large : &c->lists[k];
+        while (*list && c->kept_bytes > target) {
+            kept *b = *list;
+            *list = b->next;
+            c->kept_bytes -= capacity_of(b);
             c->kept_blocks--;
             b->next = chain;
             chain = b;
@@ -117,14 +151,20 @@ static size_t shrink(kiln__buffer_cache *c, size_t target, const size_t *limit, 
     return freed;
 }
 
-void *kiln__buffer_cache_alloc(kiln__buffer_cache *c, size_t nbytes, size_t alignment) {
+void *kiln__buffer_cache_alloc(kiln__buffer_cache *c, size_t nbytes, size_t alignment,
+                               size_t *capacity) {
     if (nbytes == 0 || alignment > BLOCK_ALIGNMENT) return NULL;
-    size_t cap;
-    int k = class_of(nbytes, &cap);
+    size_t cap = kiln__buffer_cache_capacity(nbytes);
     pthread_mutex_lock(&c->lock);
-    kept *b = c->lists[k];
+    kept *b = NULL;
+    if (cap > LARGE_MIN) {
+        b = take_large(c, cap);
+        if (b) cap = capacity_of(b);
+    } else {
+        kept **list = list_of(c, cap);
+        if ((b = *list)) *list = b->next;
+    }
     if (b) {
-        c->lists[k] = b->next;
         c->kept_bytes -= cap;
         c->kept_blocks--;
         c->hits++;
@@ -149,21 +189,22 @@ void *kiln__buffer_cache_alloc(kiln__buffer_cache *c, size_t nbytes, size_t alig
         kiln__advise_huge(b, cap);
     }
     atomic_fetch_add_explicit(&c->refs, 1, memory_order_relaxed);
+    *capacity = cap;
     return b;
 }
 
 void kiln__buffer_cache_free(kiln__buffer_cache *c, void *block, size_t capacity) {
     if (!block) return;
-    size_t cap;
-    int k = class_of(capacity, &cap);
+    size_t cap = capacity;
     pthread_mutex_lock(&c->lock);
     c->live_bytes -= cap;
     bool keep = c->open && cap <= c->limit && c->kept_bytes <= c->limit - cap;
     if (keep) {
         kept_sized *b = block;
+        kept **list = list_of(c, cap);
         b->capacity = cap;
-        b->link.next = c->lists[k];
-        c->lists[k] = &b->link;
+        b->link.next = *list;
+        *list = &b->link;
         c->kept_bytes += cap;
         c->kept_blocks++;
         if (c->kept_bytes > c->peak_kept_bytes) c->peak_kept_bytes = c->kept_bytes;

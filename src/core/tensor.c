@@ -113,10 +113,9 @@ kiln__storage *kiln__storage_new_on(kiln_ctx *cx, const char *fn, size_t nbytes,
     s->nbytes = nbytes;
     s->allocator = cx->allocator;
     if (nbytes > 0) {
-        s->data = kiln__buffer_cache_alloc(cx->cache, nbytes, KILN_DATA_ALIGNMENT);
+        s->data = kiln__buffer_cache_alloc(cx->cache, nbytes, KILN_DATA_ALIGNMENT, &s->capacity);
         if (s->data) {
             s->cache = cx->cache;
-            s->capacity = kiln__buffer_cache_capacity(nbytes);
         } else {
             kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED,
                                "out of memory allocating %zu bytes for %s", nbytes, fn);

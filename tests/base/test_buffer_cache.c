@@ -14,7 +14,7 @@ static kiln_cache_stats stats_of(kiln_ctx *cx) {
     return s;
 }
 
-Test(buffer_cache, size_classes_are_64_byte_steps_then_quarters_of_powers_of_two) {
+Test(buffer_cache, size_classes_are_64_byte_steps_then_quarters_then_pages) {
     cr_assert_eq(kiln__buffer_cache_capacity(1), 64);
     cr_assert_eq(kiln__buffer_cache_capacity(64), 64);
     cr_assert_eq(kiln__buffer_cache_capacity(65), 128);
@@ -24,8 +24,10 @@ Test(buffer_cache, size_classes_are_64_byte_steps_then_quarters_of_powers_of_two
     cr_assert_eq(kiln__buffer_cache_capacity(1281), 1536);
     cr_assert_eq(kiln__buffer_cache_capacity(2048), 2048);
     cr_assert_eq(kiln__buffer_cache_capacity(2049), 2560);
-    /* A 1e7-element f32 tensor: 40 MB in a class of 41.9 MB (5% over). */
-    cr_assert_eq(kiln__buffer_cache_capacity(40000000), (size_t)5 << 23);
+    cr_assert_eq(kiln__buffer_cache_capacity(256 << 10), 256 << 10);
+    /* Above 256 KiB, pages: a 1e7-element f32 tensor takes 40 MB and 1,536 bytes. */
+    cr_assert_eq(kiln__buffer_cache_capacity((256 << 10) + 1), (256 << 10) + 4096);
+    cr_assert_eq(kiln__buffer_cache_capacity(40000000), 40001536);
     for (size_t n = 1; n < 100000; n += 37) {
         size_t cap = kiln__buffer_cache_capacity(n);
         cr_assert_geq(cap, n);
@@ -218,15 +220,57 @@ Test(buffer_cache, stats_name_a_null_argument) {
 Test(buffer_cache, refuses_zero_bytes_and_alignments_above_64) {
     kiln__buffer_cache *c = kiln__buffer_cache_new(kiln_allocator_default(), 1 << 20);
     cr_assert_not_null(c);
-    cr_assert_null(kiln__buffer_cache_alloc(c, 0, 64));
-    cr_assert_null(kiln__buffer_cache_alloc(c, 100, 128));
-    void *p = kiln__buffer_cache_alloc(c, 100, 64);
+    size_t cap = 0;
+    cr_assert_null(kiln__buffer_cache_alloc(c, 0, 64, &cap));
+    cr_assert_null(kiln__buffer_cache_alloc(c, 100, 128, &cap));
+    void *p = kiln__buffer_cache_alloc(c, 100, 64, &cap);
     cr_assert_not_null(p);
     cr_assert_eq((uintptr_t)p % 64, 0);
-    kiln__buffer_cache_free(c, p, kiln__buffer_cache_capacity(100));
+    cr_assert_eq(cap, 128);
+    kiln__buffer_cache_free(c, p, cap);
     kiln_cache_stats s;
     kiln__buffer_cache_stats(c, &s);
     cr_assert_eq(s.kept_bytes, 128);
     cr_assert_eq(s.live_bytes, 0);
     kiln__buffer_cache_close(c); /* frees the kept block and, with no block out, the cache */
+}
+
+Test(buffer_cache, a_big_request_takes_the_smallest_kept_block_at_most_an_eighth_larger) {
+    kiln__buffer_cache *c = kiln__buffer_cache_new(kiln_allocator_default(), 64 << 20);
+    cr_assert_not_null(c);
+    size_t mib = 1 << 20, cap_a, cap_b, cap_c, cap;
+    void *a = kiln__buffer_cache_alloc(c, 4 * mib, 64, &cap_a);
+    void *b = kiln__buffer_cache_alloc(c, 4 * mib + mib / 4, 64, &cap_b);
+    void *d = kiln__buffer_cache_alloc(c, 8 * mib, 64, &cap_c);
+    cr_assert(a && b && d);
+    cr_assert_eq(cap_a, 4 * mib, "exactly the pages asked for");
+    cr_assert_eq(cap_b, 4 * mib + mib / 4);
+    kiln__buffer_cache_free(c, b, cap_b);
+    kiln__buffer_cache_free(c, a, cap_a);
+    kiln__buffer_cache_free(c, d, cap_c);
+    kiln_cache_stats s;
+    kiln__buffer_cache_stats(c, &s);
+    cr_assert_eq(s.kept_blocks, 3);
+    cr_assert_eq(s.kept_bytes, cap_a + cap_b + cap_c);
+    /* 4 MiB - 1 KiB fits both 4 MiB blocks; the smaller one comes back. */
+    void *p = kiln__buffer_cache_alloc(c, 4 * mib - 1024, 64, &cap);
+    cr_assert_eq(p, a);
+    cr_assert_eq(cap, cap_a, "the block's capacity, not the request's");
+    /* 3.7 MiB: the 4.25 MiB block is more than an eighth larger; a new block. */
+    void *q = kiln__buffer_cache_alloc(c, 4 * mib - 3 * mib / 10, 64, &cap);
+    cr_assert_neq(q, b);
+    cr_assert_eq(cap, (size_t)948 * 4096);
+    kiln__buffer_cache_stats(c, &s);
+    cr_assert_eq(s.hits, 1);
+    cr_assert_eq(s.misses, 4);
+    kiln__buffer_cache_free(c, p, cap_a);
+    kiln__buffer_cache_free(c, q, cap);
+    /* Trim and the limit free the large blocks too. */
+    kiln__buffer_cache_set_limit(c, 10 * mib);
+    kiln__buffer_cache_stats(c, &s);
+    cr_assert_leq(s.kept_bytes, 10 * mib);
+    cr_assert_eq(kiln__buffer_cache_trim(c), s.kept_bytes);
+    kiln__buffer_cache_stats(c, &s);
+    cr_assert_eq(s.kept_blocks, 0);
+    kiln__buffer_cache_close(c);
 }

@@ -201,13 +201,14 @@ typedef struct {
     kiln_ctx *cx;
     kiln_region_fn fn;
     kiln_tensor **in;
+    void *user;
 } eager_state;
 
 static void eager_once(void *user) {
     eager_state *s = user;
     kiln_scope_begin(s->cx);
     kiln_tensor *out[1];
-    s->fn(s->cx, s->in, out, NULL);
+    s->fn(s->cx, s->in, out, s->user);
     kiln_scope_end(s->cx);
 }
 
@@ -222,7 +223,7 @@ static void emlx_case(bench *b, kiln_region_fn f, int64_t n, int dot) {
     int threads = b->threads;
     double flops = dot ? 10.0 * 2.0 * (double)n * (double)n * (double)n : 0;
     reps_policy p = n >= 1000 ? policy_slow(5) : policy_fast();
-    eager_state es = {b->cx, f, in};
+    eager_state es = {b->cx, f, in, NULL};
     stats eager = measure(eager_once, &es, p);
     if (!check(b)) return;
     char note[200];
@@ -278,7 +279,7 @@ static void elementwise_case(bench *b, kiln_region_fn f, int64_t n) {
     stats compiled;
     if (run_compiled(b, "kiln", &fn, &arg, 1, &x, rs, &compiled)) {
         /* eager: op by op through the evaluator, the same function */
-        eager_state es = {b->cx, f, &x};
+        eager_state es = {b->cx, f, &x, NULL};
         kiln_ctx_trim(b->cx); /* every block the chain uses counted at the allocator */
         size_t base = peak_begin();
         stats eager = measure(eager_once, &es, rs.calls);
@@ -364,8 +365,16 @@ static void reduction_case(bench *b, int which) {
               : which == 1 ? "sum over axis 1 -> f32[4096]"
                            : "sum over axis 0 -> f32[4096]";
     kiln_region fn = {fn_sum_axes, &which};
-    if (run_compiled(b, "kiln", &fn, &arg, 1, &x, rs, NULL) && b->threads == 1)
-        pct_of_read(b, &fn, &arg, &x, rs.bytes);
+    stats compiled;
+    if (run_compiled(b, "kiln", &fn, &arg, 1, &x, rs, &compiled)) {
+        /* eager: the same function through the evaluator */
+        eager_state es = {b->cx, fn_sum_axes, &x, &which};
+        stats eager = measure(eager_once, &es, rs.calls);
+        if (check(b))
+            emit_time(b->suite, b->name, "kiln-eager", "call", eager, b->threads,
+                      "op by op, no tracing");
+        if (b->threads == 1) pct_of_read(b, &fn, &arg, &x, rs.bytes);
+    }
     kiln_tensor_release(x);
 }
 

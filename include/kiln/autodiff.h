@@ -29,8 +29,10 @@
  * list mode) unless asked for by argnums, which is INVALID_ARGUMENT naming the argument. Results
  * belong to the ctx's current scope. Errors are sticky as for builders; each function returns the
  * ctx's status (a ctx already holding an error returns it at once; a NULL cx is INVALID_ARGUMENT,
- * recorded nowhere). Eagerly every call traces, transforms and compiles afresh (no cache):
- * differentiate inside a kiln_jit function to compile once and call many times. None of these
+ * recorded nowhere). Eagerly every call traces and transforms afresh, and compiles only what
+ * it has not compiled before: the ctx caches the executables (kiln_ad_cache_stats below), so
+ * an eager training loop compiles on its first step. Differentiating inside a kiln_jit
+ * function saves the tracing too. None of these
  * functions is thread-safe on one ctx; different ctxs may be used from different threads.
  */
 #ifndef KILN_AUTODIFF_H
@@ -156,6 +158,27 @@ typedef struct kiln_custom_vjp {
  * whatever bwd reports, and INVALID_ARGUMENT for a bwd result of the wrong type. */
 KILN_API kiln_status kiln_custom_vjp_call(kiln_ctx *cx, const kiln_custom_vjp *def,
                                           kiln_tensor *const *args, kiln_tensor **out_results);
+
+/* ---- the eager cache ------------------------------------------------------------------- */
+
+/* The most executables a ctx keeps for its eager transformations. */
+#define KILN_AD_CACHE_ENTRIES 32
+
+/* The ctx's cache of compiled derivatives: an eager call looks its transformed module up
+ * by the module's whole content (every op, type and attribute; constants by value) and
+ * the device and backend it compiles for, so a hit runs exactly what a fresh compile
+ * would, and a change anywhere (another shape, a different captured value, a new
+ * function) compiles anew. A function that captures a concrete tensor of more than 256
+ * bytes (weights reached through `user`, say) is compiled at every call: pass such
+ * tensors as arguments. At most KILN_AD_CACHE_ENTRIES executables are kept, the least
+ * recently used evicted; they go with the ctx.
+ *
+ * kiln_ad_cache_stats fills *out with the counters (hits, misses, compiles, evictions,
+ * compile_ns, entries; bytes is the size of the keys). INVALID_ARGUMENT for a NULL cx or
+ * out (recorded in cx when there is one). kiln_ad_cache_clear empties the cache (the
+ * counters stay); a NULL cx is a no-op. */
+KILN_API kiln_status kiln_ad_cache_stats(kiln_ctx *cx, kiln_jit_stats *out);
+KILN_API void kiln_ad_cache_clear(kiln_ctx *cx);
 
 #ifdef __cplusplus
 }

@@ -49,6 +49,10 @@ struct kiln_ctx {
      * ops run eagerly. */
     void *trace;
 
+    /* The executables the eager transformations compiled (runtime/ad_cache.c), owned by
+     * the root scope; NULL until the first. */
+    void *ad_cache;
+
     kiln__scope root_scope; /* owns what is made outside any user scope */
     kiln__scope *scope;     /* innermost */
     int scope_depth;

@@ -31,6 +31,11 @@ void kiln__scope_adopt(kiln_ctx *cx, kiln__owned *node) {
     link_into(cx->scope, node);
 }
 
+void kiln__scope_adopt_root(kiln_ctx *cx, kiln__owned *node) {
+    kiln__owned_unlink(node);
+    link_into(&cx->root_scope, node);
+}
+
 _Bool kiln__scope_owns_innermost(const kiln_ctx *cx, const kiln__owned *node) {
     return node->scope == cx->scope;
 }

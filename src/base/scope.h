@@ -25,6 +25,9 @@ void kiln__scope_init(kiln__scope *s, kiln__scope *outer);
 
 /* Hands the scope reference of `node` to the innermost scope of cx. */
 void kiln__scope_adopt(kiln_ctx *cx, kiln__owned *node);
+/* Links node into the ctx's root scope, which drops it when the ctx is released: for
+ * state that lives as long as the ctx. */
+void kiln__scope_adopt_root(kiln_ctx *cx, kiln__owned *node);
 
 /* Removes node from its scope (if any) without dropping it. */
 void kiln__owned_unlink(kiln__owned *node);

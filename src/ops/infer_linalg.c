@@ -33,14 +33,17 @@ static kiln_status check_count(kiln_ctx *cx, const kiln__attrs *attrs, int n_ope
 
 /* ---- dot_general ------------------------------------------------------------------- */
 
+/* side is "lhs" or "rhs"; the attribute names are literals, so that a dot that checks
+ * out formats nothing (inference runs for every traced or eager op). */
 static kiln_status check_dot_dims(kiln_ctx *cx, const kiln__attrs *attrs, const char *side,
                                   const kiln_dims *batch, const kiln_dims *contract, int32_t rank) {
-    char what[64];
-    snprintf(what, sizeof what, "%s_batching_dims", side);
-    kiln_status s = kiln__check_dims(cx, attrs, what, batch, rank);
+    bool lhs = side[0] == 'l';
+    kiln_status s =
+        kiln__check_dims(cx, attrs, lhs ? "lhs_batching_dims" : "rhs_batching_dims", batch, rank);
     if (s != KILN_OK) return s;
-    snprintf(what, sizeof what, "%s_contracting_dims", side);
-    if ((s = kiln__check_dims(cx, attrs, what, contract, rank)) != KILN_OK) return s;
+    if ((s = kiln__check_dims(cx, attrs, lhs ? "lhs_contracting_dims" : "rhs_contracting_dims",
+                              contract, rank)) != KILN_OK)
+        return s;
     for (int32_t i = 0; i < contract->count; i++)
         for (int32_t j = 0; j < batch->count; j++)
             if (contract->v[i] == batch->v[j])

@@ -10,6 +10,7 @@
 #include "core/tensor_internal.h"
 #include "frontend/trace.h"
 #include "kiln/autodiff.h"
+#include "runtime/ad_cache.h"
 
 #define MAX_ARGS 4096
 
@@ -232,7 +233,7 @@ static kiln_status run_module(kiln_ctx *cx, const char *fn, kiln_module *dst,
                                   (int)n_results);
     if (!current_trace(cx)) {
         kiln_exe *exe = NULL;
-        kiln_status s = kiln_compile(cx, dst, NULL, &exe);
+        kiln_status s = kiln__ad_compile(cx, dst, &exe);
         if (s == KILN_OK) s = kiln_exe_call(cx, exe, args, results);
         kiln_exe_release(exe);
         return s;

@@ -209,13 +209,36 @@ static plan plan_for_result(const kiln_shape *shape) {
     return p;
 }
 
+/* out[0..n) = the element of type T at v. */
+#define FILL(T, out, v, n)                   \
+    do {                                     \
+        T value_;                            \
+        memcpy(&value_, (v), sizeof value_); \
+        T *o_ = (out);                       \
+        for (int64_t i_ = 0; i_ < (n); i_++) \
+            o_[i_] = value_;                 \
+    } while (0)
+
 kiln_status kiln__eval_BROADCAST_IN_DIM(kiln_ctx *cx, const kiln__attrs *attrs,
                                         kiln_tensor *const *operands, int n_operands,
                                         kiln_tensor **results, int n_results) {
     (void)cx, (void)n_operands, (void)n_results;
     const kiln_tensor *x = operands[0];
     kiln_tensor *r = results[0];
-    if (kiln_tensor_numel(r) == 0) return KILN_OK;
+    int64_t n = kiln_tensor_numel(r);
+    if (n == 0) return KILN_OK;
+    if (kiln_tensor_numel(x) == 1) {
+        /* A scalar (how the builders broadcast numbers): a fill, which vectorizes. */
+        const void *v = kiln__in(x);
+        void *out = kiln__out(r);
+        switch (elem_size(x)) {
+        case 1: memset(out, *(const uint8_t *)v, (size_t)n); return KILN_OK;
+        case 2: FILL(uint16_t, out, v, n); return KILN_OK;
+        case 4: FILL(uint32_t, out, v, n); return KILN_OK;
+        case 8: FILL(uint64_t, out, v, n); return KILN_OK;
+        default: break;
+        }
+    }
     const kiln_shape *xs = kiln_tensor_shape(x);
     int64_t xst[KILN_MAX_RANK];
     row_strides(xs, xst);

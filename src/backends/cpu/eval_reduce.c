@@ -134,7 +134,7 @@ void kiln__scalar_region_fini(kiln__scalar_region *s) {
 /* ---- typed combiners ------------------------------------------------------------------- */
 
 #define ADD_OP(a, b) ((a) + (b))
-#define MUL_U(a, b) ((a)*1u * (b)) /* unsigned: no promotion to signed int */
+#define MUL_U(a, b) ((a) * 1u * (b)) /* unsigned: no promotion to signed int */
 #define MUL_F(a, b) ((a) * (b))
 #define AND_OP(a, b) ((a) & (b))
 #define OR_OP(a, b) ((a) | (b))
@@ -392,6 +392,7 @@ typedef void (*pass_fn)(const void *x, int64_t O, int64_t R, int64_t I, void *ou
 #define RED_MIN_PARALLEL 131072 /* elements below which a reduction stays on one thread */
 #define RED_MAX_LEVELS 64       /* binary-counter levels: enough for any int64 row count */
 #define TILE 16384              /* columns per tile when combining rows */
+#define RED_STREAM_BYTES 16384  /* a block's sums that fit L1: rows streamed whole */
 
 /* Integer passes: any associative op, 8 lanes along a contiguous run; rows combined tile by
  * tile. The ops are exact, associative and commutative (unsigned wrap-around, and, or,
@@ -556,7 +557,7 @@ static int red_levels(int64_t R) {
 #define DEF_SUM_BASE(S, T, V, ATTR)                                                             \
     static ATTR T S##_sum_leaf##V(const T *restrict x, int64_t n) {                             \
         if (n < 8) {                                                                            \
-            T s = (T)-0.0;                                                                      \
+            T s = (T) - 0.0;                                                                    \
             for (int64_t i = 0; i < n; i++)                                                     \
                 s += x[i];                                                                      \
             return s;                                                                           \
@@ -639,78 +640,105 @@ static KILN_RED_AVX2 inline void red_prefetch32_f64(const double *p) {
         _mm_prefetch((const char *)(p + 8 * k), _MM_HINT_T1);
 }
 
-#define DEF_SUM_AVX2(S, T, VT)                                                                   \
-    static KILN_RED_AVX2 T S##_hsum8(VT v) {                                                     \
-        T r[8];                                                                                  \
-        red_store_##S(r, v);                                                                     \
-        return ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));                \
-    }                                                                                            \
-    static KILN_RED_AVX2 T S##_sum_leaf_avx2(const T *restrict x, int64_t n) {                   \
-        if (n < 8) {                                                                             \
-            T s = (T)-0.0;                                                                       \
-            for (int64_t i = 0; i < n; i++)                                                      \
-                s += x[i];                                                                       \
-            return s;                                                                            \
-        }                                                                                        \
-        VT r = red_load_##S(x);                                                                  \
-        int64_t i = 8;                                                                           \
-        for (; i + 8 <= n; i += 8)                                                               \
-            r = red_add_##S(r, red_load_##S(x + i));                                             \
-        T s = S##_hsum8(r);                                                                      \
-        for (; i < n; i++)                                                                       \
-            s += x[i];                                                                           \
-        return s;                                                                                \
-    }                                                                                            \
-    /* t = x[0] + ... + x[rows-1] in order, all rows of a block in one pass over columns.        \
-     * Walking down 16 rows at once defeats the hardware prefetchers (16 streams, rows often a   \
-     * power of two apart): column sums of f32[4096,4096] read at ~86% of the bandwidth of a     \
-     * plain read. So each row's piece of the following block (the first pf_rows rows after      \
-     * this block, which the caller knows exist) is prefetched into L2 while this one is         \
-     * summed: ~100% of a plain read. Prefetches change no result. */                            \
-    static KILN_RED_AVX2 void S##_sum_block_avx2(const T *restrict x, int64_t rows, int64_t ld,  \
-                                                 int64_t w, T *restrict t, int64_t pf_rows) {    \
-        const int64_t ahead = rows * ld;                                                         \
-        int64_t i = 0;                                                                           \
-        for (; i + 32 <= w; i += 32) {                                                           \
-            const T *restrict a = x + i;                                                         \
-            if (pf_rows > 0) red_prefetch32_##S(a + ahead);                                      \
-            VT s0 = red_load_##S(a), s1 = red_load_##S(a + 8), s2 = red_load_##S(a + 16),        \
-               s3 = red_load_##S(a + 24);                                                        \
-            for (int64_t r = 1; r < rows; r++) {                                                 \
-                a += ld;                                                                         \
-                if (r < pf_rows) red_prefetch32_##S(a + ahead);                                  \
-                s0 = red_add_##S(s0, red_load_##S(a));                                           \
-                s1 = red_add_##S(s1, red_load_##S(a + 8));                                       \
-                s2 = red_add_##S(s2, red_load_##S(a + 16));                                      \
-                s3 = red_add_##S(s3, red_load_##S(a + 24));                                      \
-            }                                                                                    \
-            red_store_##S(t + i, s0);                                                            \
-            red_store_##S(t + i + 8, s1);                                                        \
-            red_store_##S(t + i + 16, s2);                                                       \
-            red_store_##S(t + i + 24, s3);                                                       \
-        }                                                                                        \
-        for (; i + 8 <= w; i += 8) {                                                             \
-            const T *restrict a = x + i;                                                         \
-            VT s0 = red_load_##S(a);                                                             \
-            for (int64_t r = 1; r < rows; r++) {                                                 \
-                a += ld;                                                                         \
-                s0 = red_add_##S(s0, red_load_##S(a));                                           \
-            }                                                                                    \
-            red_store_##S(t + i, s0);                                                            \
-        }                                                                                        \
-        for (; i < w; i++) {                                                                     \
-            T s = x[i];                                                                          \
-            for (int64_t r = 1; r < rows; r++)                                                   \
-                s += x[r * ld + i];                                                              \
-            t[i] = s;                                                                            \
-        }                                                                                        \
-    }                                                                                            \
-    static KILN_RED_AVX2 void S##_add_into_avx2(T *restrict d, const T *restrict s, int64_t w) { \
-        int64_t i = 0;                                                                           \
-        for (; i + 8 <= w; i += 8)                                                               \
-            red_store_##S(d + i, red_add_##S(red_load_##S(d + i), red_load_##S(s + i)));         \
-        for (; i < w; i++)                                                                       \
-            d[i] += s[i];                                                                        \
+#define DEF_SUM_AVX2(S, T, VT)                                                                    \
+    static KILN_RED_AVX2 T S##_hsum8(VT v) {                                                      \
+        T r[8];                                                                                   \
+        red_store_##S(r, v);                                                                      \
+        return ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));                 \
+    }                                                                                             \
+    static KILN_RED_AVX2 T S##_sum_leaf_avx2(const T *restrict x, int64_t n) {                    \
+        if (n < 8) {                                                                              \
+            T s = (T) - 0.0;                                                                      \
+            for (int64_t i = 0; i < n; i++)                                                       \
+                s += x[i];                                                                        \
+            return s;                                                                             \
+        }                                                                                         \
+        VT r = red_load_##S(x);                                                                   \
+        int64_t i = 8;                                                                            \
+        for (; i + 8 <= n; i += 8)                                                                \
+            r = red_add_##S(r, red_load_##S(x + i));                                              \
+        T s = S##_hsum8(r);                                                                       \
+        for (; i < n; i++)                                                                        \
+            s += x[i];                                                                            \
+        return s;                                                                                 \
+    }                                                                                             \
+    /* t = x[0] + ... + x[rows-1] in order, all rows of a block in one pass over columns.         \
+     * Walking down 16 rows at once defeats the hardware prefetchers (16 streams, rows often a    \
+     * power of two apart): column sums of f32[4096,4096] read at ~86% of the bandwidth of a      \
+     * plain read. So each row's piece of the following block (the first pf_rows rows after       \
+     * this block, which the caller knows exist) is prefetched into L2 while this one is          \
+     * summed: ~100% of a plain read. Prefetches change no result. */                             \
+    static KILN_RED_AVX2 void S##_sum_block_avx2(const T *restrict x, int64_t rows, int64_t ld,   \
+                                                 int64_t w, T *restrict t, int64_t pf_rows) {     \
+        if (w * (int64_t)sizeof(T) <= RED_STREAM_BYTES) {                                         \
+            /* t fits L1: stream the rows one after another, t += row (sequential reads the       \
+             * prefetchers follow), the same additions in the same order per column. */           \
+            (void)pf_rows;                                                                        \
+            int64_t i = 0;                                                                        \
+            for (; i + 8 <= w; i += 8)                                                            \
+                red_store_##S(t + i, red_load_##S(x + i));                                        \
+            for (; i < w; i++)                                                                    \
+                t[i] = x[i];                                                                      \
+            for (int64_t r = 1; r < rows; r++) {                                                  \
+                const T *restrict a = x + r * ld;                                                 \
+                for (i = 0; i + 32 <= w; i += 32) {                                               \
+                    red_store_##S(t + i, red_add_##S(red_load_##S(t + i), red_load_##S(a + i)));  \
+                    red_store_##S(t + i + 8,                                                      \
+                                  red_add_##S(red_load_##S(t + i + 8), red_load_##S(a + i + 8))); \
+                    red_store_##S(t + i + 16, red_add_##S(red_load_##S(t + i + 16),               \
+                                                          red_load_##S(a + i + 16)));             \
+                    red_store_##S(t + i + 24, red_add_##S(red_load_##S(t + i + 24),               \
+                                                          red_load_##S(a + i + 24)));             \
+                }                                                                                 \
+                for (; i + 8 <= w; i += 8)                                                        \
+                    red_store_##S(t + i, red_add_##S(red_load_##S(t + i), red_load_##S(a + i)));  \
+                for (; i < w; i++)                                                                \
+                    t[i] += a[i];                                                                 \
+            }                                                                                     \
+            return;                                                                               \
+        }                                                                                         \
+        const int64_t ahead = rows * ld;                                                          \
+        int64_t i = 0;                                                                            \
+        for (; i + 32 <= w; i += 32) {                                                            \
+            const T *restrict a = x + i;                                                          \
+            if (pf_rows > 0) red_prefetch32_##S(a + ahead);                                       \
+            VT s0 = red_load_##S(a), s1 = red_load_##S(a + 8), s2 = red_load_##S(a + 16),         \
+               s3 = red_load_##S(a + 24);                                                         \
+            for (int64_t r = 1; r < rows; r++) {                                                  \
+                a += ld;                                                                          \
+                if (r < pf_rows) red_prefetch32_##S(a + ahead);                                   \
+                s0 = red_add_##S(s0, red_load_##S(a));                                            \
+                s1 = red_add_##S(s1, red_load_##S(a + 8));                                        \
+                s2 = red_add_##S(s2, red_load_##S(a + 16));                                       \
+                s3 = red_add_##S(s3, red_load_##S(a + 24));                                       \
+            }                                                                                     \
+            red_store_##S(t + i, s0);                                                             \
+            red_store_##S(t + i + 8, s1);                                                         \
+            red_store_##S(t + i + 16, s2);                                                        \
+            red_store_##S(t + i + 24, s3);                                                        \
+        }                                                                                         \
+        for (; i + 8 <= w; i += 8) {                                                              \
+            const T *restrict a = x + i;                                                          \
+            VT s0 = red_load_##S(a);                                                              \
+            for (int64_t r = 1; r < rows; r++) {                                                  \
+                a += ld;                                                                          \
+                s0 = red_add_##S(s0, red_load_##S(a));                                            \
+            }                                                                                     \
+            red_store_##S(t + i, s0);                                                             \
+        }                                                                                         \
+        for (; i < w; i++) {                                                                      \
+            T s = x[i];                                                                           \
+            for (int64_t r = 1; r < rows; r++)                                                    \
+                s += x[r * ld + i];                                                               \
+            t[i] = s;                                                                             \
+        }                                                                                         \
+    }                                                                                             \
+    static KILN_RED_AVX2 void S##_add_into_avx2(T *restrict d, const T *restrict s, int64_t w) {  \
+        int64_t i = 0;                                                                            \
+        for (; i + 8 <= w; i += 8)                                                                \
+            red_store_##S(d + i, red_add_##S(red_load_##S(d + i), red_load_##S(s + i)));          \
+        for (; i < w; i++)                                                                        \
+            d[i] += s[i];                                                                         \
     }
 DEF_SUM_AVX2(f32, float, __m256)
 DEF_SUM_AVX2(f64, double, red_v8d)
@@ -737,7 +765,7 @@ DEF_SUM_AVX2(f64, double, red_v8d)
                                      T *scratch) {                                           \
         if (R == 0) {                                                                        \
             for (int64_t i = 0; i < w; i++)                                                  \
-                out[i] = (T)-0.0;                                                            \
+                out[i] = (T) - 0.0;                                                          \
             return;                                                                          \
         }                                                                                    \
         if (R <= RED_SUM_BLOCK) {                                                            \
@@ -926,7 +954,7 @@ DEF_SUM_AVX2(f64, double, red_v8d)
     DEF_FLOAT_KERNELS_ALL(S, T, K, U, SIGN_SHIFT, MAG, INF)                                       \
     static T S##_identity(kiln__region_kind kind) {                                               \
         switch (kind) {                                                                           \
-        case KILN_REGION_ADD: return (T)-0.0;                                                     \
+        case KILN_REGION_ADD: return (T) - 0.0;                                                   \
         case KILN_REGION_MULTIPLY: return (T)1;                                                   \
         case KILN_REGION_MAXIMUM: return -(T)INFINITY;                                            \
         default: return (T)INFINITY;                                                              \

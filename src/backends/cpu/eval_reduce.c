@@ -662,12 +662,12 @@ static KILN_RED_AVX2 inline void red_prefetch32_f64(const double *p) {
             s += x[i];                                                                            \
         return s;                                                                                 \
     }                                                                                             \
-    /* t = x[0] + ... + x[rows-1] in order, all rows of a block in one pass over columns.         \
-     * Walking down 16 rows at once defeats the hardware prefetchers (16 streams, rows often a    \
-     * power of two apart): column sums of f32[4096,4096] read at ~86% of the bandwidth of a      \
-     * plain read. So each row's piece of the following block (the first pf_rows rows after       \
-     * this block, which the caller knows exist) is prefetched into L2 while this one is          \
-     * summed: ~100% of a plain read. Prefetches change no result. */                             \
+    /* t = x[0] + ... + x[rows-1] in order. When t fits L1 the rows stream one after another.     \
+     * Wider, all rows of a block go in one pass over strips of columns; walking down 16 rows     \
+     * at once defeats the hardware prefetchers (16 streams, rows often a power of two apart),    \
+     * so each row's piece of the following block (the first pf_rows rows after this block,       \
+     * which the caller knows exist) is prefetched into L2 while this one is summed.              \
+     * Prefetches change no result. */                                                            \
     static KILN_RED_AVX2 void S##_sum_block_avx2(const T *restrict x, int64_t rows, int64_t ld,   \
                                                  int64_t w, T *restrict t, int64_t pf_rows) {     \
         if (w * (int64_t)sizeof(T) <= RED_STREAM_BYTES) {                                         \

@@ -9,16 +9,16 @@
         .rank = NUM(__VA_ARGS__), .dims = { __VA_ARGS__ } \
     }
 #define F64(lo_, hi_, ...) \
-    {.dtype = KILN_F64, .shape = SHAPE(__VA_ARGS__), .lo = (lo_), .hi = (hi_)}
-#define F64_SCALAR(lo_, hi_) {.dtype = KILN_F64, .shape = {.rank = 0}, .lo = (lo_), .hi = (hi_)}
-#define FIXED_INTS(dt, vals, ...) \
-    {.dtype = (dt),               \
-     .shape = SHAPE(__VA_ARGS__), \
-     .fixed = true,               \
-     .ints = (vals),              \
-     .n_ints = (int32_t)(sizeof(vals) / sizeof((vals)[0]))}
+    { .dtype = KILN_F64, .shape = SHAPE(__VA_ARGS__), .lo = (lo_), .hi = (hi_) }
+#define F64_SCALAR(lo_, hi_) \
+    { .dtype = KILN_F64, .shape = {.rank = 0}, .lo = (lo_), .hi = (hi_) }
+#define FIXED_INTS(dt, vals, ...)                                                  \
+    {                                                                              \
+        .dtype = (dt), .shape = SHAPE(__VA_ARGS__), .fixed = true, .ints = (vals), \
+        .n_ints = (int32_t)(sizeof(vals) / sizeof((vals)[0]))                      \
+    }
 #define FIXED_SCALAR_INT(dt, vals) \
-    {.dtype = (dt), .shape = {.rank = 0}, .fixed = true, .ints = (vals), .n_ints = 1}
+    { .dtype = (dt), .shape = {.rank = 0}, .fixed = true, .ints = (vals), .n_ints = 1 }
 
 static kiln_status done(kiln_ctx *cx) { return kiln_ctx_status(cx); }
 

@@ -21,17 +21,17 @@
         .rank = NUM(__VA_ARGS__), .dims = { __VA_ARGS__ } \
     }
 #define F64(lo_, hi_, ...) \
-    {.dtype = KILN_F64, .shape = SHAPE(__VA_ARGS__), .lo = (lo_), .hi = (hi_)}
+    { .dtype = KILN_F64, .shape = SHAPE(__VA_ARGS__), .lo = (lo_), .hi = (hi_) }
 
-#define FIXED_INTS(dt, vals, ...) \
-    {.dtype = (dt),               \
-     .shape = SHAPE(__VA_ARGS__), \
-     .fixed = true,               \
-     .ints = (vals),              \
-     .n_ints = (int32_t)(sizeof(vals) / sizeof((vals)[0]))}
+#define FIXED_INTS(dt, vals, ...)                                                  \
+    {                                                                              \
+        .dtype = (dt), .shape = SHAPE(__VA_ARGS__), .fixed = true, .ints = (vals), \
+        .n_ints = (int32_t)(sizeof(vals) / sizeof((vals)[0]))                      \
+    }
 #define FIXED_SCALAR_INT(dt, vals) \
-    {.dtype = (dt), .shape = {.rank = 0}, .fixed = true, .ints = (vals), .n_ints = 1}
-#define F64_SCALAR(lo_, hi_) {.dtype = KILN_F64, .shape = {.rank = 0}, .lo = (lo_), .hi = (hi_)}
+    { .dtype = (dt), .shape = {.rank = 0}, .fixed = true, .ints = (vals), .n_ints = 1 }
+#define F64_SCALAR(lo_, hi_) \
+    { .dtype = KILN_F64, .shape = {.rank = 0}, .lo = (lo_), .hi = (hi_) }
 
 static kiln_status done(kiln_ctx *cx) { return kiln_ctx_status(cx); }
 
@@ -104,41 +104,27 @@ static kiln_status conv_fn(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **o
 }
 
 /* NCHW input, OIHW kernel, NCHW output; lists in parentheses. */
-#define NCHW(strides, low, high, lhs_dil, rhs_dil, fgc, bgc) \
-    {.input_batch_dimension = 0,                             \
-     .input_feature_dimension = 1,                           \
-     .input_spatial_dimensions = DIMS(2, 3),                 \
-     .kernel_input_feature_dimension = 1,                    \
-     .kernel_output_feature_dimension = 0,                   \
-     .kernel_spatial_dimensions = DIMS(2, 3),                \
-     .output_batch_dimension = 0,                            \
-     .output_feature_dimension = 1,                          \
-     .output_spatial_dimensions = DIMS(2, 3),                \
-     .window_strides = DIMS strides,                         \
-     .padding_low = DIMS low,                                \
-     .padding_high = DIMS high,                              \
-     .lhs_dilation = DIMS lhs_dil,                           \
-     .rhs_dilation = DIMS rhs_dil,                           \
-     .feature_group_count = (fgc),                           \
-     .batch_group_count = (bgc)}
+#define NCHW(strides, low, high, lhs_dil, rhs_dil, fgc, bgc)                                   \
+    {                                                                                          \
+        .input_batch_dimension = 0, .input_feature_dimension = 1,                              \
+        .input_spatial_dimensions = DIMS(2, 3), .kernel_input_feature_dimension = 1,           \
+        .kernel_output_feature_dimension = 0, .kernel_spatial_dimensions = DIMS(2, 3),         \
+        .output_batch_dimension = 0, .output_feature_dimension = 1,                            \
+        .output_spatial_dimensions = DIMS(2, 3), .window_strides = DIMS strides,               \
+        .padding_low = DIMS low, .padding_high = DIMS high, .lhs_dilation = DIMS lhs_dil,      \
+        .rhs_dilation = DIMS rhs_dil, .feature_group_count = (fgc), .batch_group_count = (bgc) \
+    }
 /* NHWC input, HWIO kernel, NHWC output. */
-#define NHWC(strides, low, high, lhs_dil, rhs_dil, fgc, bgc) \
-    {.input_batch_dimension = 0,                             \
-     .input_feature_dimension = 3,                           \
-     .input_spatial_dimensions = DIMS(1, 2),                 \
-     .kernel_input_feature_dimension = 2,                    \
-     .kernel_output_feature_dimension = 3,                   \
-     .kernel_spatial_dimensions = DIMS(0, 1),                \
-     .output_batch_dimension = 0,                            \
-     .output_feature_dimension = 3,                          \
-     .output_spatial_dimensions = DIMS(1, 2),                \
-     .window_strides = DIMS strides,                         \
-     .padding_low = DIMS low,                                \
-     .padding_high = DIMS high,                              \
-     .lhs_dilation = DIMS lhs_dil,                           \
-     .rhs_dilation = DIMS rhs_dil,                           \
-     .feature_group_count = (fgc),                           \
-     .batch_group_count = (bgc)}
+#define NHWC(strides, low, high, lhs_dil, rhs_dil, fgc, bgc)                                   \
+    {                                                                                          \
+        .input_batch_dimension = 0, .input_feature_dimension = 3,                              \
+        .input_spatial_dimensions = DIMS(1, 2), .kernel_input_feature_dimension = 2,           \
+        .kernel_output_feature_dimension = 3, .kernel_spatial_dimensions = DIMS(0, 1),         \
+        .output_batch_dimension = 0, .output_feature_dimension = 3,                            \
+        .output_spatial_dimensions = DIMS(1, 2), .window_strides = DIMS strides,               \
+        .padding_low = DIMS low, .padding_high = DIMS high, .lhs_dilation = DIMS lhs_dil,      \
+        .rhs_dilation = DIMS rhs_dil, .feature_group_count = (fgc), .batch_group_count = (bgc) \
+    }
 
 static kiln_conv_params conv_plain = NCHW((1, 1), (0, 0), (0, 0), (1, 1), (1, 1), 1, 1);
 static kiln_conv_params conv_stride_pad = NCHW((2, 2), (1, 0), (2, 1), (1, 1), (1, 1), 1, 1);

@@ -107,9 +107,9 @@ static kiln_tensor *take_in_scope(kiln_ctx *cx, const char *fn, kiln_tensor *x,
         }
         kiln_shape out = {.rank = r + q - 1};
         for (int32_t d = 0; d < out.rank; d++)
-            out.dims[d] = d < axis       ? kiln_tensor_dim(x, d)
-                          : d < axis + q ? kiln_tensor_dim(indices, (int32_t)(d - axis))
-                                         : kiln_tensor_dim(x, (int32_t)(d - q + 1));
+            out.dims[d] = d < axis            ? kiln_tensor_dim(x, d)
+                          : d < axis + q      ? kiln_tensor_dim(indices, (int32_t)(d - axis))
+                                              : kiln_tensor_dim(x, (int32_t)(d - q + 1));
         return kiln_zeros(cx, kiln_tensor_dtype(x), out);
     }
     /* Negative indices count from the end (numpy's convention): i + dim where i < 0,

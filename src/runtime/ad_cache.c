@@ -1,3 +1,5 @@
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+
 #include "runtime/ad_cache.h"
 
 #include <string.h>

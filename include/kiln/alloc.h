@@ -3,7 +3,8 @@
  * Every host allocation kiln makes (the ctx itself, tensor objects, tensor data, internal
  * compile data) goes through the allocator of the ctx that made it. Leave it NULL in the
  * options to use the C library (posix_memalign/free). Tensor data is asked for in size
- * classes and kept by the ctx's buffer cache when released (kiln/ctx.h), so the allocator
+ * classes (whole pages above 256 KiB) and kept by the ctx's buffer cache when released
+ * (kiln/ctx.h), so the allocator
  * sees fewer, rounded-up requests, and memory it handed out comes back at kiln_ctx_trim,
  * at kiln_ctx_release, or when it fails an allocation (the cache then frees what it keeps
  * and asks once more).

@@ -4,10 +4,9 @@
  * compile data) goes through the allocator of the ctx that made it. Leave it NULL in the
  * options to use the C library (posix_memalign/free). Tensor data is asked for in size
  * classes (whole pages above 256 KiB) and kept by the ctx's buffer cache when released
- * (kiln/ctx.h), so the allocator
- * sees fewer, rounded-up requests, and memory it handed out comes back at kiln_ctx_trim,
- * at kiln_ctx_release, or when it fails an allocation (the cache then frees what it keeps
- * and asks once more).
+ * (kiln/ctx.h), so the allocator sees fewer, rounded-up requests, and memory it handed out
+ * comes back at kiln_ctx_trim, at kiln_ctx_release, or when it fails an allocation (the
+ * cache then frees what it keeps and asks once more).
  *
  *     static void *my_alloc(void *user, size_t size, size_t align) { ... }
  *     static void my_free(void *user, void *ptr, size_t size) { ... }

@@ -1,4 +1,5 @@
-/* A growable string built through the ctx's allocator (for printers). */
+/* A growable string built through the ctx's allocator (for printers, and the bytes of
+ * module fingerprints: append takes any bytes). */
 #ifndef KILN_BASE_STRBUF_H
 #define KILN_BASE_STRBUF_H
 

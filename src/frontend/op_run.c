@@ -16,9 +16,8 @@ kiln__type kiln__type_of(const kiln_tensor *t) {
 }
 
 /* Operand i + 1 is on device b, not on operand 1's device a. */
-static __attribute__((noinline, cold)) kiln_status device_error(kiln_ctx *cx, const char *fn,
-                                                                kiln_device a, int i,
-                                                                kiln_device b) {
+static __attribute__((noinline, cold)) kiln_status
+device_error(kiln_ctx *cx, const char *fn, kiln_device a, int i, kiln_device b) {
     char da[48], db[48];
     return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
                               "%s: operand 1 is on device %s and operand %d on device %s; move "
@@ -58,11 +57,9 @@ static kiln_tensor *result_over(kiln_ctx *cx, const char *fn, kiln_tensor *reuse
 
 /* kiln__op_run's body, inlined into it and into kiln__op_run1, so that the compiler
  * specialises the one-result case that most builders take (a few percent of an eager op). */
-static inline __attribute__((always_inline)) kiln_status run(kiln_ctx *cx, kiln_op op,
-                                                             kiln__attrs *attrs,
-                                                             kiln_tensor *const *operands,
-                                                             int n_operands, kiln_tensor **results,
-                                                             int n_results, kiln_tensor *reuse) {
+static inline __attribute__((always_inline)) kiln_status
+run(kiln_ctx *cx, kiln_op op, kiln__attrs *attrs, kiln_tensor *const *operands, int n_operands,
+    kiln_tensor **results, int n_results, kiln_tensor *reuse) {
     const char *fn = attrs->fn ? attrs->fn : kiln__op_get_info(op)->name;
     for (int i = 0; i < n_results; i++)
         results[i] = NULL;

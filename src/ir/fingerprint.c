@@ -3,40 +3,21 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "base/alloc.h"
-#include "base/ctx_internal.h"
 #include "ops/attrs.h"
 
 typedef struct writer {
-    kiln_ctx *cx;
-    kiln__fingerprint *f;
+    kiln__strbuf *sb;
     int32_t next_id; /* the next value's number */
-    bool ok;
+    bool ok;         /* false once the module proves unfit (nothing recorded) */
 } writer;
 
 static void put(writer *w, const void *p, size_t n) {
     if (!w->ok) return;
-    kiln__fingerprint *f = w->f;
-    if (f->n + n > KILN__FINGERPRINT_MAX_BYTES) {
+    if (w->sb->length + n > KILN__FINGERPRINT_MAX_BYTES) {
         w->ok = false;
         return;
     }
-    if (f->n + n > f->cap) {
-        size_t cap = f->cap ? f->cap : 1024;
-        while (cap < f->n + n)
-            cap *= 2;
-        uint8_t *grown = kiln__raw_alloc(&w->cx->allocator, cap, 1);
-        if (!grown) {
-            w->ok = false;
-            return;
-        }
-        if (f->n) memcpy(grown, f->bytes, f->n);
-        if (f->bytes) kiln__raw_free(&w->cx->allocator, f->bytes, f->cap);
-        f->bytes = grown;
-        f->cap = cap;
-    }
-    memcpy(f->bytes + f->n, p, n);
-    f->n += n;
+    kiln__strbuf_append(w->sb, p, n);
 }
 
 static void put_i64(writer *w, int64_t v) { put(w, &v, sizeof v); }
@@ -267,10 +248,11 @@ static uint64_t hash_bytes(const uint8_t *p, size_t n) {
 
 bool kiln__module_fingerprint(kiln_ctx *cx, kiln_module *m, kiln__fingerprint *out) {
     memset(out, 0, sizeof *out);
+    kiln__strbuf_init(&out->bytes, cx);
     /* Checks would need an encoding of their own; modules with them come from the parser
      * for conformance tests, not from the transformations this serves. */
     if (m->n_checks) return false;
-    writer w = {.cx = cx, .f = out, .ok = true};
+    writer w = {.sb = &out->bytes, .ok = true};
     /* The calling convention: what the entry donates, preserves and aliases. */
     const kiln__block *entry = m->n_funcs ? m->funcs[0]->body : NULL;
     int32_t n_args = entry ? entry->n_args : 0, n_results = entry ? entry->n_results : 0;
@@ -290,15 +272,14 @@ bool kiln__module_fingerprint(kiln_ctx *cx, kiln_module *m, kiln__fingerprint *o
         put_i64(&w, fn->is_public);
         put_block(&w, fn->body);
     }
-    if (!w.ok) {
-        kiln__fingerprint_free(cx, out);
-        return false;
-    }
-    out->hash = hash_bytes(out->bytes, out->n);
+    if (!w.ok || out->bytes.failed) return false;
+    out->hash = hash_bytes((const uint8_t *)out->bytes.data, out->bytes.length);
     return true;
 }
 
-void kiln__fingerprint_free(kiln_ctx *cx, kiln__fingerprint *f) {
-    if (f->bytes) kiln__raw_free(&cx->allocator, f->bytes, f->cap);
-    memset(f, 0, sizeof *f);
+bool kiln__fingerprint_equal(const kiln__fingerprint *a, const kiln__fingerprint *b) {
+    return a->hash == b->hash && a->bytes.length == b->bytes.length &&
+           memcmp(a->bytes.data, b->bytes.data, a->bytes.length) == 0;
 }
+
+void kiln__fingerprint_free(kiln__fingerprint *f) { kiln__strbuf_destroy(&f->bytes); }

@@ -1,6 +1,6 @@
 /* A module's fingerprint: bytes that describe everything its compilation depends on (the
- * calling convention, the functions, every block's argument types, every op's kind, operands, result types,
- * attributes and regions, small constants by value), so that two modules with equal
+ * calling convention, the functions, every block's argument types, every op's kind, operands,
+ * result types, attributes and regions, small constants by value), so that two modules with equal
  * fingerprints compile to executables that compute the same thing. A cache of compiled
  * modules keys on it (runtime/ad_cache.c). */
 #ifndef KILN_IR_FINGERPRINT_H
@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/strbuf.h"
 #include "ir/ir.h"
 
 /* Constants of more bytes than this make a module unfit for a fingerprint: comparing
@@ -18,17 +19,19 @@
 #define KILN__FINGERPRINT_MAX_BYTES ((size_t)256 << 10)
 
 typedef struct kiln__fingerprint {
-    uint8_t *bytes; /* from the ctx's allocator */
-    size_t n, cap;
-    uint64_t hash; /* of bytes[0..n) */
+    kiln__strbuf bytes; /* bytes.data[0..bytes.length) */
+    uint64_t hash;      /* of those bytes */
 } kiln__fingerprint;
 
-/* Writes m's fingerprint into *out (which the caller frees with kiln__fingerprint_free).
- * False, with nothing recorded, when m cannot have one (a large constant, checks, a
- * fingerprint over the bound) or memory runs out. Numbers the
- * values' scratch ids. */
+/* Writes m's fingerprint into *out, which the caller frees with kiln__fingerprint_free
+ * (also after a failure). False when m cannot have one (a large constant, checks, a
+ * fingerprint over the bound: nothing recorded) or memory runs out (RESOURCE_EXHAUSTED
+ * recorded in cx). Numbers the values' scratch ids. */
 bool kiln__module_fingerprint(kiln_ctx *cx, kiln_module *m, kiln__fingerprint *out);
 
-void kiln__fingerprint_free(kiln_ctx *cx, kiln__fingerprint *f);
+/* Whether two fingerprints are the same bytes. */
+bool kiln__fingerprint_equal(const kiln__fingerprint *a, const kiln__fingerprint *b);
+
+void kiln__fingerprint_free(kiln__fingerprint *f);
 
 #endif

@@ -1,11 +1,9 @@
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
-
 #include "runtime/ad_cache.h"
 
 #include <string.h>
-#include <time.h>
 
 #include "base/alloc.h"
+#include "base/clock.h"
 #include "base/ctx_internal.h"
 #include "base/scope.h"
 #include "ir/fingerprint.h"
@@ -29,8 +27,8 @@ typedef struct ad_cache {
 } ad_cache;
 
 static void drop_entry(ad_cache *c, entry *e) {
-    c->stats.bytes -= e->key.n;
-    kiln__fingerprint_free(c->cx, &e->key);
+    c->stats.bytes -= e->key.bytes.length;
+    kiln__fingerprint_free(&e->key);
     kiln_exe_release(e->exe);
     memset(e, 0, sizeof *e);
 }
@@ -47,7 +45,7 @@ static void drop(kiln__owned *self) {
     kiln_ctx *cx = c->cx;
     clear(c);
     cx->ad_cache = NULL;
-    kiln__free(cx, c, sizeof *c);
+    kiln__raw_free(&cx->allocator, c, sizeof *c);
 }
 
 /* The ctx's cache, made on first use; NULL when out of memory (nothing recorded). */
@@ -63,12 +61,6 @@ static ad_cache *cache_of(kiln_ctx *cx) {
     return c;
 }
 
-static int64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static bool same_target(const entry *e, kiln_ctx *cx) {
     return e->device.type == cx->device.type && e->device.id == cx->device.id &&
            strcmp(e->backend, cx->backend) == 0;
@@ -79,15 +71,16 @@ kiln_status kiln__ad_compile(kiln_ctx *cx, kiln_module *m, kiln_exe **out_exe) {
     ad_cache *c = cache_of(cx);
     kiln__fingerprint key;
     if (!c || !kiln__module_fingerprint(cx, m, &key)) {
+        if (c) kiln__fingerprint_free(&key);
+        if (kiln_ctx_status(cx) != KILN_OK) return kiln_ctx_status(cx); /* out of memory */
         if (c) c->stats.misses++;
         return kiln_compile(cx, m, NULL, out_exe);
     }
     c->tick++;
     for (int32_t i = 0; i < c->n; i++) {
         entry *e = &c->entries[i];
-        if (e->key.hash == key.hash && e->key.n == key.n && same_target(e, cx) &&
-            memcmp(e->key.bytes, key.bytes, key.n) == 0) {
-            kiln__fingerprint_free(cx, &key);
+        if (kiln__fingerprint_equal(&e->key, &key) && same_target(e, cx)) {
+            kiln__fingerprint_free(&key);
             e->used = c->tick;
             c->stats.hits++;
             *out_exe = kiln_exe_retain(e->exe);
@@ -95,11 +88,11 @@ kiln_status kiln__ad_compile(kiln_ctx *cx, kiln_module *m, kiln_exe **out_exe) {
         }
     }
     c->stats.misses++;
-    int64_t t0 = now_ns();
+    int64_t t0 = kiln__now_ns();
     kiln_status s = kiln_compile(cx, m, NULL, out_exe);
-    c->stats.compile_ns += now_ns() - t0;
+    c->stats.compile_ns += kiln__now_ns() - t0;
     if (s != KILN_OK) {
-        kiln__fingerprint_free(cx, &key);
+        kiln__fingerprint_free(&key);
         return s;
     }
     c->stats.compiles++;
@@ -118,7 +111,7 @@ kiln_status kiln__ad_compile(kiln_ctx *cx, kiln_module *m, kiln_exe **out_exe) {
     memcpy(slot->backend, cx->backend, sizeof slot->backend);
     slot->exe = kiln_exe_retain(*out_exe);
     slot->used = c->tick;
-    c->stats.bytes += key.n;
+    c->stats.bytes += key.bytes.length;
     c->stats.entries = c->n;
     return KILN_OK;
 }

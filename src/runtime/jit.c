@@ -5,9 +5,9 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "base/alloc.h"
+#include "base/clock.h"
 #include "base/ctx_internal.h"
 #include "core/tensor_internal.h"
 #include "frontend/trace.h"
@@ -81,12 +81,6 @@ static char *jit_strdup(kiln_ctx *cx, const kiln_allocator *a, const char *s, co
 
 static void jit_strfree(const kiln_allocator *a, char *s) {
     if (s) jit_free(a, s, strlen(s) + 1);
-}
-
-static int64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 /* ---- options and creation ----------------------------------------------------------------- */
@@ -498,11 +492,11 @@ static kiln_status miss(kiln_ctx *cx, kiln_jit *f, const void *in, kiln_tensor *
                                    (size_t)l->n_out_statics * sizeof *e->out_statics, f->name);
         if (!e->out_statics) s = KILN_RESOURCE_EXHAUSTED;
     }
-    int64_t t0 = now_ns();
+    int64_t t0 = kiln__now_ns();
     kiln_module *m = NULL;
     if (s == KILN_OK) s = lower(cx, f, in, args, e->out_statics, &m);
     if (s == KILN_OK) s = kiln_compile(cx, m, f->has_compile ? &f->compile : NULL, &e->exe);
-    int64_t dt = now_ns() - t0;
+    int64_t dt = kiln__now_ns() - t0;
     if (s == KILN_OK) {
         kiln_exe_info info;
         size_t arena = 0;

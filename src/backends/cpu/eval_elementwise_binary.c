@@ -113,7 +113,7 @@ KERNEL(SUBTRACT) {
 KERNEL(MULTIPLY) {
     UNPACK;
     switch (dt) {
-    case KILN_BOOL: BIN_LOOP(uint8_t, uint8_t, x &y); break;
+    case KILN_BOOL: BIN_LOOP(uint8_t, uint8_t, x & y); break;
 #define BODY(T, U, S, W, BITS, SG) BIN_LOOP(T, T, (W)x *(W)y)
         KILN__EW_INT_CASES(BODY)
 #undef BODY
@@ -126,7 +126,7 @@ KERNEL(DIVIDE) {
     UNPACK;
     switch (dt) {
 #define BODY(T, U, S, W, BITS, SG) \
-    BIN_LOOP(T, T, y == 0 ? (T) - 1 : SG && (S)y == -1 ? (T)(0 - (W)x) : (T)(x / y))
+    BIN_LOOP(T, T, y == 0 ? (T)-1 : SG && (S)y == -1 ? (T)(0 - (W)x) : (T)(x / y))
         KILN__EW_INT_CASES(BODY)
 #undef BODY
         FLOAT_DEFAULT(div, "divide")
@@ -173,7 +173,7 @@ KERNEL(MAXIMUM) {
 KERNEL(MINIMUM) {
     UNPACK;
     switch (dt) {
-    case KILN_BOOL: BIN_LOOP(uint8_t, uint8_t, x &y); break;
+    case KILN_BOOL: BIN_LOOP(uint8_t, uint8_t, x & y); break;
 #define BODY(T, U, S, W, BITS, SG) BIN_LOOP(T, T, x < y ? x : y)
         KILN__EW_INT_CASES(BODY)
 #undef BODY
@@ -238,7 +238,7 @@ KERNEL(SHIFT_RIGHT_ARITHMETIC) {
     UNPACK;
     switch (dt) {
 #define BODY(T, U, S, W, BITS, SG) \
-    BIN_LOOP(T, T, (U)y >= (BITS) ? ((S)x < 0 ? (S) - 1 : 0) : (S)x >> (U)y)
+    BIN_LOOP(T, T, (U)y >= (BITS) ? ((S)x < 0 ? (S)-1 : 0) : (S)x >> (U)y)
         KILN__EW_INT_CASES(BODY)
 #undef BODY
     default: return kiln__ew_bad_dtype(cx, "shift_right_arithmetic", dt);

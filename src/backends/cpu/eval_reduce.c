@@ -134,7 +134,7 @@ void kiln__scalar_region_fini(kiln__scalar_region *s) {
 /* ---- typed combiners ------------------------------------------------------------------- */
 
 #define ADD_OP(a, b) ((a) + (b))
-#define MUL_U(a, b) ((a) * 1u * (b)) /* unsigned: no promotion to signed int */
+#define MUL_U(a, b) ((a)*1u * (b)) /* unsigned: no promotion to signed int */
 #define MUL_F(a, b) ((a) * (b))
 #define AND_OP(a, b) ((a) & (b))
 #define OR_OP(a, b) ((a) | (b))
@@ -557,7 +557,7 @@ static int red_levels(int64_t R) {
 #define DEF_SUM_BASE(S, T, V, ATTR)                                                             \
     static ATTR T S##_sum_leaf##V(const T *restrict x, int64_t n) {                             \
         if (n < 8) {                                                                            \
-            T s = (T) - 0.0;                                                                    \
+            T s = (T)-0.0;                                                                      \
             for (int64_t i = 0; i < n; i++)                                                     \
                 s += x[i];                                                                      \
             return s;                                                                           \
@@ -648,7 +648,7 @@ static KILN_RED_AVX2 inline void red_prefetch32_f64(const double *p) {
     }                                                                                             \
     static KILN_RED_AVX2 T S##_sum_leaf_avx2(const T *restrict x, int64_t n) {                    \
         if (n < 8) {                                                                              \
-            T s = (T) - 0.0;                                                                      \
+            T s = (T)-0.0;                                                                        \
             for (int64_t i = 0; i < n; i++)                                                       \
                 s += x[i];                                                                        \
             return s;                                                                             \
@@ -765,7 +765,7 @@ DEF_SUM_AVX2(f64, double, red_v8d)
                                      T *scratch) {                                           \
         if (R == 0) {                                                                        \
             for (int64_t i = 0; i < w; i++)                                                  \
-                out[i] = (T) - 0.0;                                                          \
+                out[i] = (T)-0.0;                                                            \
             return;                                                                          \
         }                                                                                    \
         if (R <= RED_SUM_BLOCK) {                                                            \
@@ -954,7 +954,7 @@ DEF_SUM_AVX2(f64, double, red_v8d)
     DEF_FLOAT_KERNELS_ALL(S, T, K, U, SIGN_SHIFT, MAG, INF)                                       \
     static T S##_identity(kiln__region_kind kind) {                                               \
         switch (kind) {                                                                           \
-        case KILN_REGION_ADD: return (T) - 0.0;                                                   \
+        case KILN_REGION_ADD: return (T)-0.0;                                                     \
         case KILN_REGION_MULTIPLY: return (T)1;                                                   \
         case KILN_REGION_MAXIMUM: return -(T)INFINITY;                                            \
         default: return (T)INFINITY;                                                              \

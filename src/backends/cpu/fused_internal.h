@@ -16,4 +16,10 @@ typedef void (*kiln__fprim)(void *r, const void *a, const void *b, const void *c
  * of a binary op is one value, read from its first element (NULL for other ops); -1: none. */
 kiln__fprim kiln__fused_prim(kiln_op op, kiln_dtype dtype, int scalar);
 
+/* The vector primitive of an f32/f64 transcendental (exp, expm1, log, log1p, sin, cos,
+ * tan, tanh, cbrt, logistic) when the CPU has AVX2/FMA, or NULL: what the evaluator runs
+ * eagerly, so that eager and compiled share one kernel. These primitives load each vector
+ * before they store it, so r may be a. */
+kiln__fprim kiln__fused_transcendental(kiln_op op, kiln_dtype dtype);
+
 #endif

@@ -312,3 +312,20 @@ kiln__fprim kiln__fused_prim(kiln_op op, kiln_dtype dtype, int scalar) {
     default: return NULL;
     }
 }
+
+kiln__fprim kiln__fused_transcendental(kiln_op op, kiln_dtype dtype) {
+    if (!kiln__cpu_avx2_fma() || (dtype != KILN_F32 && dtype != KILN_F64)) return NULL;
+    switch (op) {
+    case KILN_OP_EXPONENTIAL:
+    case KILN_OP_EXPONENTIAL_MINUS_ONE:
+    case KILN_OP_LOG:
+    case KILN_OP_LOG_PLUS_ONE:
+    case KILN_OP_SINE:
+    case KILN_OP_COSINE:
+    case KILN_OP_TAN:
+    case KILN_OP_TANH:
+    case KILN_OP_CBRT:
+    case KILN_OP_LOGISTIC: return kiln__fused_prim(op, dtype, -1);
+    default: return NULL;
+    }
+}

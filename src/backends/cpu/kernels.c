@@ -1,7 +1,6 @@
 /* The CPU evaluator's kernel table, generated from ops.def, and the compile-time
  * preparation of kernels: what the CPU backend's table, its compiled engine and the
  * interpreter backend call to run or prepare one op. */
-#include "backends/cpu/cpu_features.h"
 #include "backends/cpu/eval.h"
 #include "backends/cpu/eval_linalg.h"
 #include "backends/cpu/fused_internal.h"
@@ -15,42 +14,22 @@ _Static_assert(sizeof table / sizeof table[0] == KILN_OP_COUNT, "one kernel per 
 
 bool kiln__cpu_supports_op(kiln_op op) { return (int)op >= 0 && op < KILN_OP_COUNT; }
 
-static bool transcendental(kiln_op op) {
-    switch (op) {
-    case KILN_OP_EXPONENTIAL:
-    case KILN_OP_EXPONENTIAL_MINUS_ONE:
-    case KILN_OP_LOG:
-    case KILN_OP_LOG_PLUS_ONE:
-    case KILN_OP_SINE:
-    case KILN_OP_COSINE:
-    case KILN_OP_TAN:
-    case KILN_OP_TANH:
-    case KILN_OP_CBRT:
-    case KILN_OP_LOGISTIC: return true;
-    default: return false;
-    }
-}
-
 kiln_status kiln__cpu_eval_op(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs,
                               kiln_tensor *const *operands, int n_operands, kiln_tensor **results,
                               int n_results) {
     if (!kiln__cpu_supports_op(op))
         return kiln_ctx_set_error(cx, KILN_UNIMPLEMENTED, "cpu: op %d is not supported", (int)op);
     /* The f32/f64 transcendentals run the fused engine's primitive over the whole array:
-     * the code the compiled tiles run (AVX-512 forms where the engine takes them), so eager
-     * and compiled share one kernel. Its vector forms load each vector before they store
-     * it, so they also run in place (kiln_move). */
-    if (n_operands == 1 && n_results == 1 && transcendental(op) && kiln__cpu_avx2_fma()) {
-        kiln_dtype dt = kiln_tensor_dtype(results[0]);
-        kiln__fprim prim =
-            (dt == KILN_F32 || dt == KILN_F64) && kiln_tensor_dtype(operands[0]) == dt
-                ? kiln__fused_prim(op, dt, -1)
-                : NULL;
+     * the code the compiled tiles run (AVX-512 forms where the engine takes them), in
+     * place too (kiln_move). */
+    kiln__fprim prim = n_operands == 1 && n_results == 1 &&
+                               kiln_tensor_dtype(operands[0]) == kiln_tensor_dtype(results[0])
+                           ? kiln__fused_transcendental(op, kiln_tensor_dtype(results[0]))
+                           : NULL;
+    if (prim) {
         int64_t n = kiln_tensor_numel(results[0]);
-        if (prim) {
-            if (n > 0) prim(kiln__out(results[0]), kiln__in(operands[0]), NULL, NULL, n);
-            return KILN_OK;
-        }
+        if (n > 0) prim(kiln__out(results[0]), kiln__in(operands[0]), NULL, NULL, n);
+        return KILN_OK;
     }
     return table[op](cx, attrs, operands, n_operands, results, n_results);
 }

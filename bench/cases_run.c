@@ -250,6 +250,54 @@ void case_emlx_dot10(bench *b) { emlx_case(b, fn_emlx_dot, 10, 1); }
 void case_emlx_dot100(bench *b) { emlx_case(b, fn_emlx_dot, 100, 1); }
 void case_emlx_dot1000(bench *b) { emlx_case(b, fn_emlx_dot, 1000, 1); }
 
+/* ---- eager autodiff ------------------------------------------------------------------------ */
+
+/* loss = sum(h^2), h = tanh(tanh(x @ w1) @ w2); kiln_grad by w1 on concrete tensors. */
+static kiln_status fn_mlp_loss(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
+                               void *user) {
+    (void)user;
+    kiln_tensor *h = kiln_tanh(cx, kiln_matmul(cx, in[1], in[0]));
+    h = kiln_tanh(cx, kiln_matmul(cx, h, in[2]));
+    out[0] = kiln_sum(cx, kiln_multiply(cx, h, h), KILN_DIMS(0, 1), false);
+    return kiln_ctx_status(cx);
+}
+
+typedef struct {
+    kiln_ctx *cx;
+    kiln_tensor **args;
+    bool clear; /* empty the ctx's derivative cache first: a compile every call */
+} grad_state;
+
+static void grad_once(void *user) {
+    grad_state *g = user;
+    if (g->clear) kiln_ad_cache_clear(g->cx);
+    kiln_scope_begin(g->cx);
+    kiln_tensor *grad = NULL;
+    kiln_grad(g->cx, &(kiln_region){fn_mlp_loss, NULL}, 3, g->args, NULL, &grad);
+    kiln_scope_end(g->cx);
+}
+
+void case_eager_grad(bench *b) {
+    kiln_ctx *cx = b->cx;
+    kiln_tensor *args[3] = {
+        kiln_random_uniform(cx, kiln_key_from_seed(1), KILN_F32, KILN_SHAPE(64, 64), -0.1, 0.1),
+        kiln_random_uniform(cx, kiln_key_from_seed(2), KILN_F32, KILN_SHAPE(32, 64), -1, 1),
+        kiln_random_uniform(cx, kiln_key_from_seed(3), KILN_F32, KILN_SHAPE(64, 16), -0.1, 0.1)};
+    grad_state cached = {cx, args, false}, fresh = {cx, args, true};
+    stats c = measure(grad_once, &cached, policy_fast());
+    stats f = measure(grad_once, &fresh, policy_fast());
+    if (check(b)) {
+        emit_time(b->suite, b->name, "kiln-eager", "call", c, b->threads,
+                  "kiln_grad by w1 of sum(tanh(tanh(x@w1)@w2)^2), x f32[32,64], w1 f32[64,64], "
+                  "w2 f32[64,16]; the derivative's executable cached by the ctx");
+        emit_time(b->suite, b->name, "kiln-eager", "call_compiling", f, b->threads,
+                  "the same with the cache emptied before each call: trace, differentiate, "
+                  "compile, run");
+    }
+    for (int i = 0; i < 3; i++)
+        kiln_tensor_release(args[i]);
+}
+
 /* ---- elementwise and reductions ---------------------------------------------------------- */
 
 static kiln_status fn_expsin(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *user) {

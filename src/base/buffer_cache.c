@@ -1,6 +1,8 @@
+#define _POSIX_C_SOURCE 200809L /* sched_yield */
+
 #include "base/buffer_cache.h"
 
-#include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
@@ -34,16 +36,29 @@ typedef struct kept_sized {
 } kept_sized;
 
 struct kiln__buffer_cache {
-    pthread_mutex_t lock;
-    atomic_long refs; /* the ctx's (until close) and one per block handed out */
+    /* A spin lock: every eager tensor takes and gives back blocks, the critical sections
+     * are a few loads and stores, and contention (a tensor released on another thread) is
+     * rare; a mutex's lock and unlock cost a sixth of a small eager op here. */
+    atomic_bool locked;
     kiln_allocator allocator;
-    bool open;
+    bool open;         /* the ctx is alive; the cache goes with its last block after */
+    size_t blocks_out; /* blocks handed out and not given back */
     size_t limit;
     size_t kept_bytes, kept_blocks, peak_kept_bytes, live_bytes;
     uint64_t hits, misses, retries;
     kept *lists[CLASSES];
     kept *large; /* kept blocks above LARGE_MIN, of any size */
 };
+
+static void lock(kiln__buffer_cache *c) {
+    while (atomic_exchange_explicit(&c->locked, true, memory_order_acquire))
+        while (atomic_load_explicit(&c->locked, memory_order_relaxed))
+            sched_yield();
+}
+
+static void unlock(kiln__buffer_cache *c) {
+    atomic_store_explicit(&c->locked, false, memory_order_release);
+}
 
 /* The class of a request of at most LARGE_MIN bytes, and the capacity of its blocks. */
 static int class_of(size_t n, size_t *capacity) {
@@ -95,20 +110,15 @@ kiln__buffer_cache *kiln__buffer_cache_new(const kiln_allocator *allocator, size
     kiln__buffer_cache *c = kiln__raw_alloc(allocator, sizeof *c, _Alignof(kiln__buffer_cache));
     if (!c) return NULL;
     memset(c, 0, sizeof *c);
-    if (pthread_mutex_init(&c->lock, NULL) != 0) {
-        kiln__raw_free(allocator, c, sizeof *c);
-        return NULL;
-    }
-    atomic_init(&c->refs, 1);
+    atomic_init(&c->locked, false);
     c->allocator = *allocator;
     c->open = true;
     c->limit = limit;
     return c;
 }
 
-static void unref(kiln__buffer_cache *c) {
-    if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1) return;
-    pthread_mutex_destroy(&c->lock);
+/* Frees the cache itself, once closed with no block out (decided under the lock). */
+static void destroy(kiln__buffer_cache *c) {
     kiln_allocator a = c->allocator;
     kiln__raw_free(&a, c, sizeof *c);
 }
@@ -124,14 +134,16 @@ static void free_chain(kiln__buffer_cache *c, kept *chain) {
 
 /* Frees kept blocks, large ones first, then the largest classes, until at most `target` bytes are
  * kept (unlinked under the lock, freed outside it); under the same lock, *limit (when not NULL)
- * becomes the new limit, `retry` counts an allocator failure and `close` stops keeping. Returns the
- * bytes freed. */
+ * becomes the new limit, `retry` counts an allocator failure and `close` stops keeping (and
+ * frees the cache when no block is out: it must not be touched after). Returns the bytes
+ * freed. */
 static size_t shrink(kiln__buffer_cache *c, size_t target, const size_t *limit, bool retry,
                      bool close) {
-    pthread_mutex_lock(&c->lock);
+    lock(c);
     if (limit) c->limit = *limit;
     if (retry) c->retries++;
     if (close) c->open = false;
+    bool last = close && c->blocks_out == 0;
     size_t before = c->kept_bytes;
     kept *chain = NULL;
     for (int k = CLASSES; k >= 0 && c->kept_bytes > target; k--) {
@@ -146,8 +158,9 @@ static size_t shrink(kiln__buffer_cache *c, size_t target, const size_t *limit, 
         }
     }
     size_t freed = before - c->kept_bytes;
-    pthread_mutex_unlock(&c->lock);
+    unlock(c);
     free_chain(c, chain);
+    if (last) destroy(c);
     return freed;
 }
 
@@ -155,7 +168,7 @@ void *kiln__buffer_cache_alloc(kiln__buffer_cache *c, size_t nbytes, size_t alig
                                size_t *capacity) {
     if (nbytes == 0 || alignment > BLOCK_ALIGNMENT) return NULL;
     size_t cap = kiln__buffer_cache_capacity(nbytes);
-    pthread_mutex_lock(&c->lock);
+    lock(c);
     kept *b = NULL;
     if (cap > LARGE_MIN) {
         b = take_large(c, cap);
@@ -172,7 +185,8 @@ void *kiln__buffer_cache_alloc(kiln__buffer_cache *c, size_t nbytes, size_t alig
         c->misses++;
     }
     c->live_bytes += cap; /* taken back below if the allocator fails */
-    pthread_mutex_unlock(&c->lock);
+    c->blocks_out++;
+    unlock(c);
     if (!b) {
         b = kiln__raw_alloc(&c->allocator, cap, BLOCK_ALIGNMENT);
         if (!b) {
@@ -181,14 +195,14 @@ void *kiln__buffer_cache_alloc(kiln__buffer_cache *c, size_t nbytes, size_t alig
             b = kiln__raw_alloc(&c->allocator, cap, BLOCK_ALIGNMENT);
         }
         if (!b) {
-            pthread_mutex_lock(&c->lock);
+            lock(c);
             c->live_bytes -= cap;
-            pthread_mutex_unlock(&c->lock);
+            c->blocks_out--; /* the ctx holds the cache open while it allocates */
+            unlock(c);
             return NULL;
         }
         kiln__advise_huge(b, cap);
     }
-    atomic_fetch_add_explicit(&c->refs, 1, memory_order_relaxed);
     *capacity = cap;
     return b;
 }
@@ -196,7 +210,7 @@ void *kiln__buffer_cache_alloc(kiln__buffer_cache *c, size_t nbytes, size_t alig
 void kiln__buffer_cache_free(kiln__buffer_cache *c, void *block, size_t capacity) {
     if (!block) return;
     size_t cap = capacity;
-    pthread_mutex_lock(&c->lock);
+    lock(c);
     c->live_bytes -= cap;
     bool keep = c->open && cap <= c->limit && c->kept_bytes <= c->limit - cap;
     if (keep) {
@@ -209,15 +223,19 @@ void kiln__buffer_cache_free(kiln__buffer_cache *c, void *block, size_t capacity
         c->kept_blocks++;
         if (c->kept_bytes > c->peak_kept_bytes) c->peak_kept_bytes = c->kept_bytes;
     }
-    pthread_mutex_unlock(&c->lock);
-    if (!keep) kiln__raw_free(&c->allocator, block, cap);
-    unref(c);
+    bool last = --c->blocks_out == 0 && !c->open;
+    /* Once unlocked, a closing ctx on another thread may free the cache when this was
+     * its last block out: copy what is needed first. */
+    kiln_allocator a = c->allocator;
+    unlock(c);
+    if (!keep) kiln__raw_free(&a, block, cap);
+    if (last) destroy(c);
 }
 
 size_t kiln__buffer_cache_trim(kiln__buffer_cache *c) { return shrink(c, 0, NULL, false, false); }
 
 void kiln__buffer_cache_stats(kiln__buffer_cache *c, kiln_cache_stats *out) {
-    pthread_mutex_lock(&c->lock);
+    lock(c);
     out->kept_bytes = c->kept_bytes;
     out->kept_blocks = c->kept_blocks;
     out->peak_kept_bytes = c->peak_kept_bytes;
@@ -226,7 +244,7 @@ void kiln__buffer_cache_stats(kiln__buffer_cache *c, kiln_cache_stats *out) {
     out->hits = c->hits;
     out->misses = c->misses;
     out->retries = c->retries;
-    pthread_mutex_unlock(&c->lock);
+    unlock(c);
 }
 
 void kiln__buffer_cache_set_limit(kiln__buffer_cache *c, size_t limit) {
@@ -236,5 +254,4 @@ void kiln__buffer_cache_set_limit(kiln__buffer_cache *c, size_t limit) {
 void kiln__buffer_cache_close(kiln__buffer_cache *c) {
     if (!c) return;
     shrink(c, 0, NULL, false, true);
-    unref(c);
 }

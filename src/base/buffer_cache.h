@@ -13,8 +13,9 @@
  * KILN_HUGE_BLOCK bytes or more is advised to use transparent huge pages when first made.
  *
  * The cache is shared by the ctx and every block it handed out: storages may be released
- * on any thread and after kiln_ctx_release, so it is locked and refcounted, and a closed
- * cache (its ctx released) frees every block given back to it. */
+ * on any thread and after kiln_ctx_release, so it is locked (a spin lock: its critical
+ * sections are a few stores) and counts the blocks out; a closed cache (its ctx released)
+ * frees every block given back to it, and itself with the last. */
 #ifndef KILN_BASE_BUFFER_CACHE_H
 #define KILN_BASE_BUFFER_CACHE_H
 

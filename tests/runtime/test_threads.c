@@ -18,3 +18,5 @@ Test(threads, donation_on_many_threads) { scenario(2); }
 Test(threads, executables_on_two_devices_at_once) { scenario(3); }
 
 Test(threads, interpreter_backend_on_many_threads) { scenario(4); }
+
+Test(threads, tensors_released_on_other_threads_as_the_ctx_goes) { scenario(5); }

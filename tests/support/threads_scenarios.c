@@ -201,10 +201,83 @@ static bool run_threads(kiln_region_fn f, kiln_shape shape, bool donate, const c
     return ok;
 }
 
+/* Tensors released on other threads while their ctx makes more and then goes: their
+ * records and data go back to the ctx's buffer cache (a spin lock guards it), and the
+ * cache itself goes with the last block, whichever thread gives it back. */
+#define RELEASERS 4
+#define RELEASED 400
+
+typedef struct {
+    kiln_tensor *ts[RELEASED];
+    int n;
+    double sum; /* of every tensor's last element, read before releasing it */
+} releaser;
+
+static void *release_all(void *user) {
+    releaser *r = user;
+    for (int i = 0; i < r->n; i++) {
+        const float *v = kiln_tensor_data(r->ts[i]); /* readable on any thread */
+        r->sum += v[kiln_tensor_numel(r->ts[i]) - 1];
+        kiln_tensor_release(r->ts[i]);
+    }
+    return NULL;
+}
+
+static bool release_elsewhere(char *err, size_t cap) {
+    kiln_ctx *cx = NULL;
+    if (kiln_ctx_create(NULL, &cx) != KILN_OK) return snprintf(err, cap, "no ctx"), false;
+    static releaser rs[RELEASERS];
+    double want[RELEASERS] = {0};
+    kiln_scope_begin(cx);
+    for (int t = 0; t < RELEASERS; t++) {
+        rs[t].n = RELEASED;
+        rs[t].sum = 0;
+        for (int i = 0; i < RELEASED; i++) {
+            /* small ones (record and data in one block) and big ones (data apart) */
+            int64_t n = i % 3 == 2 ? 5000 + i : 1 + i % 50;
+            rs[t].ts[i] = kiln_tensor_retain(kiln_full(cx, KILN_F32, KILN_SHAPE(n), t + i));
+            want[t] += t + i;
+        }
+    }
+    kiln_scope_end(cx); /* the retained references are the last */
+    pthread_t threads[RELEASERS];
+    int started = 0;
+    for (int t = 0; t < RELEASERS; t++)
+        if (pthread_create(&threads[t], NULL, release_all, &rs[t]) == 0) started++;
+    bool ok = started == RELEASERS;
+    if (!ok) snprintf(err, cap, "only %d of %d threads started", started, RELEASERS);
+    /* Meanwhile this thread takes blocks from the same cache, then releases the ctx. */
+    for (int k = 0; k < 200 && ok; k++) {
+        kiln_scope_begin(cx);
+        kiln_tensor *x = kiln_full(cx, KILN_F32, KILN_SHAPE(1 + k % 300), 2);
+        kiln_tensor *y = kiln_add(cx, kiln_multiply(cx, x, x), kiln_scalar(cx, 1, KILN_F32));
+        if (kiln_tensor_item(cx, y, 0) != 5) {
+            snprintf(err, cap, "step %d: %s", k, kiln_ctx_error_message(cx));
+            ok = false;
+        }
+        kiln_scope_end(cx);
+    }
+    kiln_ctx_release(cx);
+    for (int t = 0; t < started; t++) {
+        pthread_join(threads[t], NULL);
+        if (ok && rs[t].sum != want[t]) {
+            snprintf(err, cap, "thread %d read %g; expected %g", t, rs[t].sum, want[t]);
+            ok = false;
+        }
+    }
+    if (!ok)
+        for (int t = started; t < RELEASERS; t++)
+            release_all(&rs[t]);
+    return ok;
+}
+
 const char *const kiln_test_thread_scenarios[KILN_TEST_N_THREAD_SCENARIOS] = {
-    "one_executable_from_many_threads", "regions_interpreted_on_many_threads",
-    "donation_on_many_threads", "executables_on_two_devices_at_once",
-    "interpreter_backend_on_many_threads"};
+    "one_executable_from_many_threads",
+    "regions_interpreted_on_many_threads",
+    "donation_on_many_threads",
+    "executables_on_two_devices_at_once",
+    "interpreter_backend_on_many_threads",
+    "tensors_released_on_other_threads_as_the_ctx_goes"};
 
 bool kiln_test_thread_scenario(int which, char *err, size_t cap) {
     err[0] = 0;
@@ -220,6 +293,7 @@ bool kiln_test_thread_scenario(int which, char *err, size_t cap) {
     case 4:
         return run_threads(emlx_step, KILN_SHAPE(10, 10), true, "interpreter", 2, err, cap) &&
                run_threads(looped, KILN_SHAPE(4, 5), false, "interpreter", 1, err, cap);
+    case 5: return release_elsewhere(err, cap);
     default: snprintf(err, cap, "no scenario %d", which); return false;
     }
 }

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define KILN_TEST_N_THREAD_SCENARIOS 5
+#define KILN_TEST_N_THREAD_SCENARIOS 6
 extern const char *const kiln_test_thread_scenarios[KILN_TEST_N_THREAD_SCENARIOS];
 
 /* Runs scenario `which`; false with a message in err (cap bytes) when it fails. */

@@ -135,12 +135,13 @@ KILN_API kiln_status kiln_ctx_set_error(kiln_ctx *cx, kiln_status status, const 
 KILN_API const kiln_allocator *kiln_ctx_allocator(const kiln_ctx *cx);
 KILN_API kiln_device kiln_ctx_device(const kiln_ctx *cx);
 
-/* The ctx's buffer cache. Host tensor data comes from the cache in size classes up to
- * 256 KiB (64-byte steps up to 1 KiB, then four per power of two: at most 25% above the
- * request) and, above that, in blocks of the request rounded up to a page, which a later
- * request at most 1/8 smaller may take. The cache keeps the blocks released tensors give
- * back, up to its limit, and hands them out again;
- * blocks of 8 MiB and more are advised to use transparent huge pages. When the allocator
+/* The ctx's buffer cache. Host tensors take their memory from the cache: the tensor's
+ * record, and its data (up to 896 bytes in one block with the data's own record). Blocks
+ * come in size classes up to 256 KiB (64-byte steps up to 1 KiB, then four per power of
+ * two: at most 25% above the request) and, above that, in the request rounded up to a
+ * page, which a later request at most 1/8 smaller may take. The cache keeps the blocks
+ * released tensors give back, up to its limit, and hands them out again; blocks of 8 MiB
+ * and more are advised to use transparent huge pages. When the allocator
  * fails, the cache frees what it keeps and tries once more before reporting
  * RESOURCE_EXHAUSTED. Tensors may outlive the ctx: their memory then goes straight back
  * to the allocator. */

@@ -2,6 +2,7 @@
 
 #include "base/alloc.h"
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,9 @@ static size_t block_alignment(size_t size, size_t alignment) {
 static void *libc_alloc(void *user, size_t size, size_t alignment) {
     (void)user;
     alignment = block_alignment(size, alignment);
+    /* malloc's own alignment suffices for most records, and it is glibc's fast path (its
+     * per-thread cache), which posix_memalign bypasses. */
+    if (alignment <= _Alignof(max_align_t)) return malloc(size);
     void *p = NULL;
     if (posix_memalign(&p, alignment, size) != 0) return NULL;
     return p;

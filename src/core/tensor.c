@@ -23,23 +23,36 @@ bool kiln__check_dtype_shape(kiln_ctx *cx, const char *fn, kiln_dtype dtype,
         return false;
     }
     char text[KILN_MAX_RANK * 21 + 3];
+    /* One pass: the rules of kiln_shape_numel and kiln_shape_nbytes (the product of the
+     * non-zero dimensions and its byte size must fit), checked once per tensor made. */
+    int64_t extent = 1, bytes;
+    bool empty = false, overflow = false;
     for (int32_t i = 0; i < shape->rank; i++) {
-        if (shape->dims[i] < 0) {
+        int64_t d = shape->dims[i];
+        if (d < 0) {
             kiln_shape_format(shape, text, sizeof text);
             kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
                                "%s: shape %s has a negative dimension at axis %d", fn, text,
                                (int)i);
             return false;
         }
+        if (d == 0)
+            empty = true;
+        else
+            overflow |= __builtin_mul_overflow(extent, d, &extent);
     }
-    if (!kiln_shape_numel(shape, out_numel) || !kiln_shape_nbytes(shape, dtype, out_nbytes)) {
-        kiln_shape_format(shape, text, sizeof text);
-        kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
-                           "%s: shape %s of %s is too large: its byte size overflows", fn, text,
-                           kiln_dtype_name(dtype));
-        return false;
+    overflow |= __builtin_mul_overflow(extent, (int64_t)kiln_dtype_size(dtype), &bytes) ||
+                (uint64_t)bytes > (uint64_t)SIZE_MAX;
+    if (!overflow) {
+        *out_numel = empty ? 0 : extent;
+        *out_nbytes = empty ? 0 : (size_t)bytes;
+        return true;
     }
-    return true;
+    kiln_shape_format(shape, text, sizeof text);
+    kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                       "%s: shape %s of %s is too large: its byte size overflows", fn, text,
+                       kiln_dtype_name(dtype));
+    return false;
 }
 
 static void drop_scope_reference(kiln__owned *node) {
@@ -49,16 +62,26 @@ static void drop_scope_reference(kiln__owned *node) {
 
 /* Frees or gives back the data of an unwrapped storage. */
 static void free_data(kiln__storage *s) {
+    if (s->in_block) return; /* it goes with the record */
     if (s->cache)
         kiln__buffer_cache_free(s->cache, s->data, s->capacity);
     else
         kiln__raw_free(&s->allocator, s->data, s->nbytes);
 }
 
-void kiln__storage_free(kiln__storage *s) {
-    free_data(s);
+/* Frees the record (and the data sharing its block). */
+static void free_record(kiln__storage *s) {
+    if (s->in_block) {
+        kiln__buffer_cache_free(s->cache, s, s->capacity);
+        return;
+    }
     kiln_allocator a = s->allocator;
     kiln__raw_free(&a, s, sizeof *s);
+}
+
+void kiln__storage_free(kiln__storage *s) {
+    free_data(s);
+    free_record(s);
 }
 
 void kiln__storage_release(kiln__storage *s) {
@@ -73,8 +96,7 @@ void kiln__storage_release(kiln__storage *s) {
     } else {
         free_data(s);
     }
-    kiln_allocator a = s->allocator;
-    kiln__raw_free(&a, s, sizeof *s);
+    free_record(s);
 }
 
 /* Makes the tensor object around `storage` (which it takes over) and hands it to the
@@ -82,9 +104,17 @@ void kiln__storage_release(kiln__storage *s) {
 static kiln_tensor *tensor_around(kiln_ctx *cx, const char *fn, kiln_dtype dtype,
                                   const kiln_shape *shape, int64_t numel, size_t nbytes,
                                   kiln__storage *storage) {
-    kiln_tensor *t = kiln__alloc(cx, sizeof *t, _Alignof(kiln_tensor), fn);
-    if (!t) return NULL;
+    size_t capacity;
+    kiln_tensor *t =
+        kiln__buffer_cache_alloc(cx->cache, sizeof *t, _Alignof(kiln_tensor), &capacity);
+    if (!t) {
+        kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "out of memory allocating %zu bytes for %s",
+                           sizeof *t, fn);
+        return NULL;
+    }
     memset(t, 0, sizeof *t);
+    t->cache = cx->cache;
+    t->capacity = capacity;
     atomic_init(&t->refs, 1);
     t->dtype = dtype;
     t->shape.rank = shape->rank;
@@ -103,15 +133,42 @@ kiln__storage *kiln__storage_new(kiln_ctx *cx, const char *fn, size_t nbytes) {
     return kiln__storage_new_on(cx, fn, nbytes, cx->device);
 }
 
-kiln__storage *kiln__storage_new_on(kiln_ctx *cx, const char *fn, size_t nbytes,
-                                    kiln_device device) {
-    kiln__storage *s = kiln__alloc(cx, sizeof *s, _Alignof(kiln__storage), fn);
-    if (!s) return NULL;
+static kiln__storage *storage_init(kiln__storage *s, kiln_ctx *cx, size_t nbytes,
+                                   kiln_device device) {
     memset(s, 0, sizeof *s);
     atomic_init(&s->refs, 1);
     s->device = device;
     s->nbytes = nbytes;
     s->allocator = cx->allocator;
+    return s;
+}
+
+/* A storage whose record and data are one block of the cache. */
+static kiln__storage *storage_in_block(kiln_ctx *cx, const char *fn, size_t nbytes,
+                                       kiln_device device) {
+    size_t capacity;
+    void *block = kiln__buffer_cache_alloc(cx->cache, KILN__STORAGE_HEAD + nbytes,
+                                           KILN_DATA_ALIGNMENT, &capacity);
+    if (!block) {
+        kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "out of memory allocating %zu bytes for %s",
+                           nbytes, fn);
+        return NULL;
+    }
+    kiln__storage *s = storage_init(block, cx, nbytes, device);
+    s->data = (char *)block + KILN__STORAGE_HEAD;
+    s->cache = cx->cache;
+    s->capacity = capacity;
+    s->in_block = true;
+    return s;
+}
+
+kiln__storage *kiln__storage_new_on(kiln_ctx *cx, const char *fn, size_t nbytes,
+                                    kiln_device device) {
+    if (nbytes > 0 && nbytes <= KILN__STORAGE_IN_BLOCK_MAX)
+        return storage_in_block(cx, fn, nbytes, device);
+    kiln__storage *s = kiln__alloc(cx, sizeof *s, _Alignof(kiln__storage), fn);
+    if (!s) return NULL;
+    storage_init(s, cx, nbytes, device);
     if (nbytes > 0) {
         s->data = kiln__buffer_cache_alloc(cx->cache, nbytes, KILN_DATA_ALIGNMENT, &s->capacity);
         if (s->data) {
@@ -385,7 +442,10 @@ void kiln_tensor_release(kiln_tensor *t) {
     kiln__storage_release(t->storage);
     kiln_allocator a = t->allocator;
     if (t->dead) kiln__raw_free(&a, t->dead, strlen(t->dead) + 1);
-    kiln__raw_free(&a, t, sizeof *t);
+    if (t->cache)
+        kiln__buffer_cache_free(t->cache, t, t->capacity);
+    else
+        kiln__raw_free(&a, t, sizeof *t);
 }
 
 kiln_tensor *kiln_scope_escape(kiln_ctx *cx, kiln_tensor *t) {

@@ -19,6 +19,9 @@ typedef struct kiln__storage {
      * given back to it at the end; NULL for data from the allocator or wrapped. */
     struct kiln__buffer_cache *cache;
     size_t capacity;
+    /* Small data shares one block of the cache with this record (KILN__STORAGE_HEAD bytes
+     * of record, then the data): one allocation per tensor, given back in one piece. */
+    bool in_block;
     kiln_deleter_fn deleter; /* wrapped memory: the user's deleter (may be NULL) */
     void *deleter_user;
     bool wrapped;
@@ -33,6 +36,12 @@ typedef struct kiln__storage {
     struct kiln__storage *recycle_next;
 } kiln__storage;
 
+/* Where a storage's data starts in its block when they share one (in_block), and the most
+ * data stored that way: what fits a block of 1 KiB, where the cache's classes are 64-byte
+ * steps, so sharing wastes no more than a separate block would. */
+#define KILN__STORAGE_HEAD ((sizeof(kiln__storage) + 63) / 64 * 64)
+#define KILN__STORAGE_IN_BLOCK_MAX ((size_t)1024 - KILN__STORAGE_HEAD)
+
 struct kiln_tensor {
     kiln__owned owned; /* the scope's reference, if a scope holds one */
     atomic_long refs;  /* all references, the scope's included */
@@ -42,7 +51,11 @@ struct kiln_tensor {
     size_t nbytes;
     kiln__storage *storage; /* NULL for a traced tensor */
     size_t byte_offset;
-    kiln_allocator allocator; /* frees this struct */
+    kiln_allocator allocator; /* frees the dead message (and this struct when cache is NULL) */
+    /* The cache block this struct is (tensor_around), of `capacity` bytes; NULL for a
+     * struct inside another object (an executable's call state). */
+    struct kiln__buffer_cache *cache;
+    size_t capacity;
     /* A traced tensor stands for an IR value while kiln_lower traces a function: `trace`
      * is that value (opaque here), and the tensor has no storage. */
     void *trace;

@@ -5,8 +5,12 @@
 #include <stdint.h>
 
 #include "base/buffer_cache.h"
+#include "core/tensor_internal.h"
 #include "failing_allocator.h"
 #include "test_util.h"
+
+/* The block of a tensor's own record: it comes from the cache too. */
+#define RECORD kiln__buffer_cache_capacity(sizeof(kiln_tensor))
 
 static kiln_cache_stats stats_of(kiln_ctx *cx) {
     kiln_cache_stats s;
@@ -43,15 +47,15 @@ Test(buffer_cache, released_memory_is_reused_by_the_next_tensor_of_its_class) {
     kiln_tensor *a = kiln_zeros(cx, KILN_F32, KILN_SHAPE(1000));
     const void *p = kiln_tensor_data(a);
     kiln_tensor_release(a);
-    kiln_cache_stats s1 = stats_of(cx);
-    cr_assert_eq(s1.kept_blocks, s0.kept_blocks + 1);
-    cr_assert_eq(s1.kept_bytes, s0.kept_bytes + 4096);
+    kiln_cache_stats s1 = stats_of(cx); /* its data block and its record */
+    cr_assert_eq(s1.kept_blocks, s0.kept_blocks + 2);
+    cr_assert_eq(s1.kept_bytes, s0.kept_bytes + 4096 + RECORD);
     /* 3,900 bytes round to the same 4 KiB class: the same block comes back. */
     kiln_tensor *b = kiln_ones(cx, KILN_U8, KILN_SHAPE(3900));
     cr_assert_eq(kiln_tensor_data(b), p);
     cr_assert_eq(kiln_tensor_item(cx, b, 3899), 1.0);
     kiln_cache_stats s2 = stats_of(cx);
-    cr_assert_eq(s2.hits, s1.hits + 1);
+    cr_assert_eq(s2.hits, s1.hits + 2);
     cr_assert_eq(s2.kept_bytes, s0.kept_bytes);
     cr_assert_geq(s2.live_bytes, 4096);
     /* Another class does not take it. */
@@ -86,22 +90,24 @@ Test(buffer_cache, the_limit_bounds_what_is_kept_and_trim_frees_it) {
     failing_allocator_init(&fa, -1);
     kiln_ctx_options o = kiln_ctx_options_default();
     o.allocator = &fa.allocator;
-    o.cache_bytes = 10000;
+    o.cache_bytes = 40000;
     kiln_ctx *cx = NULL;
     cr_assert_eq(kiln_ctx_create(&o, &cx), KILN_OK);
     int64_t base = fa.live_blocks;
     kiln_scope_begin(cx);
     for (int i = 0; i < 4; i++)
-        kiln_zeros(cx, KILN_F32, KILN_SHAPE(1024)); /* 4 KiB each */
+        kiln_zeros(cx, KILN_F32, KILN_SHAPE(4096)); /* 16 KiB each */
     kiln_scope_end(cx);
+    /* Two of the four data blocks fit under 40,000 bytes, and the four records. */
+    cr_assert_leq(32768 + 4 * RECORD, 40000);
     kiln_cache_stats s = stats_of(cx);
-    cr_assert_eq(s.kept_blocks, 2); /* 8 KiB of the four fit under 10,000 bytes */
-    cr_assert_eq(s.kept_bytes, 8192);
-    cr_assert_eq(fa.live_blocks, base + 2);
-    /* A lower limit frees what is above it; trim frees the rest. */
-    kiln_ctx_set_cache_limit(cx, 5000);
-    cr_assert_eq(stats_of(cx).kept_bytes, 4096);
-    cr_assert_eq(kiln_ctx_trim(cx), 4096);
+    cr_assert_eq(s.kept_blocks, 2 + 4);
+    cr_assert_eq(s.kept_bytes, 32768 + 4 * RECORD);
+    cr_assert_eq(fa.live_blocks, base + 6);
+    /* A lower limit frees what is above it, the biggest blocks first; trim frees the rest. */
+    kiln_ctx_set_cache_limit(cx, 20000);
+    cr_assert_eq(stats_of(cx).kept_bytes, 16384 + 4 * RECORD);
+    cr_assert_eq(kiln_ctx_trim(cx), 16384 + 4 * RECORD);
     cr_assert_eq(kiln_ctx_trim(cx), 0);
     cr_assert_eq(fa.live_blocks, base);
     /* 0 keeps nothing. */
@@ -118,7 +124,7 @@ Test(buffer_cache, an_allocator_failure_frees_the_kept_blocks_and_tries_again) {
     kiln_ctx *cx = failing_allocator_ctx(&fa);
     cr_assert_not_null(cx);
     kiln_tensor_release(kiln_zeros(cx, KILN_F32, KILN_SHAPE(4096)));
-    cr_assert_eq(stats_of(cx).kept_bytes, 16384);
+    cr_assert_eq(stats_of(cx).kept_bytes, 16384 + RECORD);
     /* The data allocation of the next tensor fails once: the kept 16 KiB go back, the
      * retry succeeds. The storage record comes first. */
     static float data[10000];
@@ -273,4 +279,37 @@ Test(buffer_cache, a_big_request_takes_the_smallest_kept_block_at_most_an_eighth
     kiln__buffer_cache_stats(c, &s);
     cr_assert_eq(s.kept_blocks, 0);
     kiln__buffer_cache_close(c);
+}
+
+/* Live allocator blocks after making a u8 tensor of n bytes, kept until the ctx goes. */
+static int64_t blocks_for(kiln_ctx *cx, failing_allocator *fa, int64_t n, kiln_tensor **out) {
+    kiln_ctx_trim(cx);
+    int64_t before = fa->live_blocks;
+    *out = kiln_full(cx, KILN_U8, KILN_SHAPE(n), 7);
+    cr_assert_not_null(*out, "%s", kiln_ctx_error_message(cx));
+    cr_assert_eq((uintptr_t)kiln_tensor_data(*out) % 64, 0, "%lld bytes: data not aligned",
+                 (long long)n);
+    return fa->live_blocks - before;
+}
+
+Test(buffer_cache, a_small_tensors_storage_and_data_share_one_block) {
+    failing_allocator fa;
+    kiln_ctx *cx = failing_allocator_ctx(&fa);
+    cr_assert_not_null(cx);
+    kiln_tensor *t[4];
+    /* the tensor's record, and one block for its storage and data */
+    cr_assert_eq(blocks_for(cx, &fa, 1, &t[0]), 2);
+    cr_assert_eq(blocks_for(cx, &fa, (int64_t)KILN__STORAGE_IN_BLOCK_MAX, &t[1]), 2);
+    cr_assert_leq(kiln__buffer_cache_capacity(KILN__STORAGE_HEAD + KILN__STORAGE_IN_BLOCK_MAX),
+                  1024);
+    /* one byte more: the data has a block of its own */
+    cr_assert_eq(blocks_for(cx, &fa, (int64_t)KILN__STORAGE_IN_BLOCK_MAX + 1, &t[2]), 3);
+    cr_assert_eq(blocks_for(cx, &fa, 100000, &t[3]), 3);
+    /* A view keeps the shared block alive after the tensor it was made from goes. */
+    kiln_tensor *v = kiln_tensor_retain(kiln_reshape(cx, t[0], KILN_SHAPE(1, 1)));
+    kiln_tensor_release(t[0]);
+    cr_assert_eq(kiln_tensor_item(cx, v, 0), 7.0);
+    kiln_tensor_release(v);
+    kiln_ctx_release(cx);
+    cr_assert_eq(fa.live_blocks, 0);
 }

@@ -541,7 +541,9 @@ Test(compile, one_failed_allocation_anywhere_in_compile_fails_cleanly_or_changes
         succeeded++;
         if (!hit) break; /* past the compile's last allocation */
     }
-    cr_assert_gt(failed, 3);
+    /* several allocations fail the compile (tensors' records and small data come from the
+     * ctx's cache, where a kept block serves them without the allocator) */
+    cr_assert_geq(failed, 3, "%d compiles failed", failed);
     /* some failures only cost an optimization (cse's table among them) */
     cr_assert_gt(succeeded, 1, "%d compiles succeeded", succeeded);
     kiln_module_release(m);

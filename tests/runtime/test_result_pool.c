@@ -145,6 +145,7 @@ Test(result_pool, pooled_bytes_are_bounded_and_freed_with_the_executable) {
     cr_assert_not_null(cx);
     kiln_exe *exe = compile_square(cx, false);
     kiln_tensor *x = input(cx, 4);
+    kiln_ctx_trim(cx);
     int64_t before = fa.live_bytes;
     kiln_tensor *r[6];
     for (int k = 0; k < 6; k++)

@@ -123,11 +123,12 @@ static void destroy(kiln__buffer_cache *c) {
     kiln__raw_free(&a, c, sizeof *c);
 }
 
-/* Frees a chain of blocks unlinked from the lists (outside the lock). */
-static void free_chain(kiln__buffer_cache *c, kept *chain) {
+/* Frees a chain of blocks unlinked from the lists (outside the lock, with a copy of the
+ * cache's allocator: a closed cache may go at any moment once unlocked). */
+static void free_chain(const kiln_allocator *a, kept *chain) {
     while (chain) {
         kept *next = chain->next;
-        kiln__raw_free(&c->allocator, chain, capacity_of(chain));
+        kiln__raw_free(a, chain, capacity_of(chain));
         chain = next;
     }
 }
@@ -158,8 +159,9 @@ static size_t shrink(kiln__buffer_cache *c, size_t target, const size_t *limit, 
         }
     }
     size_t freed = before - c->kept_bytes;
+    kiln_allocator a = c->allocator;
     unlock(c);
-    free_chain(c, chain);
+    free_chain(&a, chain);
     if (last) destroy(c);
     return freed;
 }

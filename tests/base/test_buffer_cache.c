@@ -313,3 +313,27 @@ Test(buffer_cache, a_small_tensors_storage_and_data_share_one_block) {
     kiln_ctx_release(cx);
     cr_assert_eq(fa.live_blocks, 0);
 }
+
+Test(buffer_cache, a_small_tensor_that_cannot_get_its_block_or_record_is_resource_exhausted) {
+    failing_allocator fa;
+    kiln_ctx *cx = failing_allocator_ctx(&fa);
+    cr_assert_not_null(cx);
+    static const float data[4] = {1, 2, 3, 4};
+    char want[96];
+    /* k = 0: the storage's block (with the data); k = 1: the tensor's record */
+    for (int k = 0; k < 2; k++) {
+        kiln_ctx_trim(cx);
+        int64_t live = fa.live_blocks;
+        fa.fail_once = false;
+        fa.fail_after = fa.allocations + k;
+        cr_assert_null(kiln_tensor_from_host(cx, KILN_F32, KILN_SHAPE(4), data, sizeof data));
+        fa.fail_after = -1;
+        snprintf(want, sizeof want, "out of memory allocating %zu bytes for kiln_tensor_from_host",
+                 k == 0 ? sizeof data : sizeof(kiln_tensor));
+        expect_error(cx, KILN_RESOURCE_EXHAUSTED, want);
+        kiln_ctx_trim(cx);
+        cr_assert_eq(fa.live_blocks, live, "failure %d leaked", k);
+    }
+    kiln_ctx_release(cx);
+    cr_assert_eq(fa.live_blocks, 0);
+}

@@ -1,7 +1,8 @@
 /* Helpers shared by the elementwise kernels (see eval_elementwise.h). */
 #include "backends/cpu/eval_elementwise.h"
 
-void kiln__ew_load_half(kiln_dtype dtype, const uint16_t *src, float *dst, int64_t n) {
+static KILN__EW_VECTOR void load_half(kiln_dtype dtype, const uint16_t *src, float *dst,
+                                      int64_t n) {
     if (dtype == KILN_F16) {
         for (int64_t i = 0; i < n; i++)
             dst[i] = kiln_f16_to_f32(src[i]);
@@ -11,7 +12,8 @@ void kiln__ew_load_half(kiln_dtype dtype, const uint16_t *src, float *dst, int64
     }
 }
 
-void kiln__ew_store_half(kiln_dtype dtype, const float *src, uint16_t *dst, int64_t n) {
+static KILN__EW_VECTOR void store_half(kiln_dtype dtype, const float *src, uint16_t *dst,
+                                       int64_t n) {
     if (dtype == KILN_F16) {
         for (int64_t i = 0; i < n; i++)
             dst[i] = kiln_f32_to_f16(src[i]);
@@ -19,6 +21,14 @@ void kiln__ew_store_half(kiln_dtype dtype, const float *src, uint16_t *dst, int6
         for (int64_t i = 0; i < n; i++)
             dst[i] = kiln_f32_to_bf16(src[i]);
     }
+}
+
+void kiln__ew_load_half(kiln_dtype dtype, const uint16_t *src, float *dst, int64_t n) {
+    load_half(dtype, src, dst, n);
+}
+
+void kiln__ew_store_half(kiln_dtype dtype, const float *src, uint16_t *dst, int64_t n) {
+    store_half(dtype, src, dst, n);
 }
 
 bool kiln__ew_float_unary(kiln_dtype dtype, const void *x, void *r, int64_t n,

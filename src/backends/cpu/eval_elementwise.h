@@ -23,6 +23,35 @@
     case KILN_U32: BODY(uint32_t, uint32_t, int32_t, uint32_t, 32, 0); break; \
     case KILN_U64: BODY(uint64_t, uint64_t, int64_t, uint64_t, 64, 0); break;
 
+/* Kernels whose loops vectorize: compiled twice, for the baseline ISA and for AVX2, the
+ * dynamic loader picking one for the CPU once (an ifunc, as glibc's memcpy). The AVX2 copy
+ * is the same C, so its results are the same bits (no FMA: floating-point expressions are
+ * not contracted). GCC only: clang 14 gives the resolver of a static clone set a global
+ * symbol, which two libraries could both define. Elsewhere the baseline alone. */
+#if defined(__x86_64__) && defined(__ELF__) && defined(__linux__) && !defined(__clang__) && \
+    __GNUC__ >= 8
+#define KILN__EW_VECTOR __attribute__((target_clones("avx2", "default")))
+#else
+#define KILN__EW_VECTOR
+#endif
+
+/* One evaluator kernel (kiln__eval_NAME, the signature of kiln__eval_fn), vectorized as
+ * above: the clones are static and the kernel calls them, because the dispatcher of a
+ * clone set with external linkage is exported whatever the visibility (GCC 12). Followed
+ * by the kernel's body. */
+#define KILN__EW_KERNEL(NAME)                                                                      \
+    static KILN__EW_VECTOR kiln_status NAME##_kernel(kiln_ctx *cx, const kiln__attrs *attrs,       \
+                                                     kiln_tensor *const *operands, int n_operands, \
+                                                     kiln_tensor **results, int n_results);        \
+    kiln_status kiln__eval_##NAME(kiln_ctx *cx, const kiln__attrs *attrs,                          \
+                                  kiln_tensor *const *operands, int n_operands,                    \
+                                  kiln_tensor **results, int n_results) {                          \
+        return NAME##_kernel(cx, attrs, operands, n_operands, results, n_results);                 \
+    }                                                                                              \
+    static KILN__EW_VECTOR kiln_status NAME##_kernel(kiln_ctx *cx, const kiln__attrs *attrs,       \
+                                                     kiln_tensor *const *operands, int n_operands, \
+                                                     kiln_tensor **results, int n_results)
+
 /* Elements staged at a time when f16/bf16 are computed in f32. */
 #define KILN__EW_CHUNK 256
 

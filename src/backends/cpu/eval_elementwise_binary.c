@@ -7,10 +7,7 @@
  * maximum are or, multiply and minimum are and. */
 #include "backends/cpu/eval_elementwise.h"
 
-#define KERNEL(NAME)                                                            \
-    kiln_status kiln__eval_##NAME(kiln_ctx *cx, const kiln__attrs *attrs,       \
-                                  kiln_tensor *const *operands, int n_operands, \
-                                  kiln_tensor **results, int n_results)
+#define KERNEL(NAME) KILN__EW_KERNEL(NAME)
 
 /* One loop over n elements: x and y (of type T) from a_ and b_, the result (R) to r_. */
 #define BIN_LOOP(T, R, EXPR)                 \
@@ -36,18 +33,20 @@
 
 /* ---- floating-point array kernels --------------------------------------------------------- */
 
-#define FLOAT_BINARY(name, E32, E64)                                                    \
-    static void name##_f32(const float *pa, const float *pb, float *pr, int64_t n) {    \
-        for (int64_t i = 0; i < n; i++) {                                               \
-            float x = pa[i], y = pb[i];                                                 \
-            pr[i] = (E32);                                                              \
-        }                                                                               \
-    }                                                                                   \
-    static void name##_f64(const double *pa, const double *pb, double *pr, int64_t n) { \
-        for (int64_t i = 0; i < n; i++) {                                               \
-            double x = pa[i], y = pb[i];                                                \
-            pr[i] = (E64);                                                              \
-        }                                                                               \
+#define FLOAT_BINARY(name, E32, E64)                                                       \
+    static KILN__EW_VECTOR void name##_f32(const float *pa, const float *pb, float *pr,    \
+                                           int64_t n) {                                    \
+        for (int64_t i = 0; i < n; i++) {                                                  \
+            float x = pa[i], y = pb[i];                                                    \
+            pr[i] = (E32);                                                                 \
+        }                                                                                  \
+    }                                                                                      \
+    static KILN__EW_VECTOR void name##_f64(const double *pa, const double *pb, double *pr, \
+                                           int64_t n) {                                    \
+        for (int64_t i = 0; i < n; i++) {                                                  \
+            double x = pa[i], y = pb[i];                                                   \
+            pr[i] = (E64);                                                                 \
+        }                                                                                  \
     }
 
 FLOAT_BINARY(add, x + y, x + y)

@@ -3,10 +3,7 @@
 
 #include "backends/cpu/eval_elementwise.h"
 
-#define KERNEL(NAME)                                                            \
-    kiln_status kiln__eval_##NAME(kiln_ctx *cx, const kiln__attrs *attrs,       \
-                                  kiln_tensor *const *operands, int n_operands, \
-                                  kiln_tensor **results, int n_results)
+#define KERNEL(NAME) KILN__EW_KERNEL(NAME)
 
 /* ---- compare ------------------------------------------------------------------------------ */
 
@@ -146,7 +143,8 @@ KERNEL(SELECT) {
 /* ---- clamp -------------------------------------------------------------------------------- */
 
 /* min(max(x, lo), hi) over elements of type T loaded with LOAD and stored with STORE, with
- * lo and hi either scalars (hoisted, so the loop vectorizes) or arrays. */
+ * lo and hi either scalars (hoisted) or arrays; the two common cases, both scalars and both
+ * arrays, have loops of their own, with unit strides, so that they vectorize. */
 #define CLAMP_LOOP(T, C, LOAD, STORE, MAX, MIN)                                                   \
     do {                                                                                          \
         const T *plo_ = lo_;                                                                      \
@@ -157,6 +155,9 @@ KERNEL(SELECT) {
             C lo = LOAD(plo_[0]), hi = LOAD(phi_[0]);                                             \
             for (int64_t i_ = 0; i_ < n; i_++)                                                    \
                 pr_[i_] = STORE(MIN(MAX(LOAD(px_[i_]), lo), hi));                                 \
+        } else if (lo_step && hi_step) {                                                          \
+            for (int64_t i_ = 0; i_ < n; i_++)                                                    \
+                pr_[i_] = STORE(MIN(MAX(LOAD(px_[i_]), LOAD(plo_[i_])), LOAD(phi_[i_])));         \
         } else {                                                                                  \
             for (int64_t i_ = 0; i_ < n; i_++)                                                    \
                 pr_[i_] = STORE(                                                                  \

@@ -9,10 +9,7 @@
 #include "backends/cpu/eval_elementwise.h"
 #include "core/element.h"
 
-#define KERNEL(NAME)                                                            \
-    kiln_status kiln__eval_##NAME(kiln_ctx *cx, const kiln__attrs *attrs,       \
-                                  kiln_tensor *const *operands, int n_operands, \
-                                  kiln_tensor **results, int n_results)
+#define KERNEL(NAME) KILN__EW_KERNEL(NAME)
 
 /* ---- value conversions -------------------------------------------------------------------- */
 

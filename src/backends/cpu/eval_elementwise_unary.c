@@ -6,10 +6,7 @@
 #include "backends/cpu/sleef_avx2.h"
 #include "backends/cpu/vmath.h"
 
-#define KERNEL(NAME)                                                            \
-    kiln_status kiln__eval_##NAME(kiln_ctx *cx, const kiln__attrs *attrs,       \
-                                  kiln_tensor *const *operands, int n_operands, \
-                                  kiln_tensor **results, int n_results)
+#define KERNEL(NAME) KILN__EW_KERNEL(NAME)
 
 /* One loop over n elements: x (of type T) from x_, the result (of type R) to r_. */
 #define UN_LOOP(T, R, EXPR)                  \
@@ -24,19 +21,19 @@
 
 /* ---- floating-point array kernels --------------------------------------------------------- */
 
-#define FLOAT_UNARY_F32(name, E32)                                  \
-    static void name##_f32(const float *px, float *pr, int64_t n) { \
-        for (int64_t i = 0; i < n; i++) {                           \
-            float x = px[i];                                        \
-            pr[i] = (E32);                                          \
-        }                                                           \
+#define FLOAT_UNARY_F32(name, E32)                                                  \
+    static KILN__EW_VECTOR void name##_f32(const float *px, float *pr, int64_t n) { \
+        for (int64_t i = 0; i < n; i++) {                                           \
+            float x = px[i];                                                        \
+            pr[i] = (E32);                                                          \
+        }                                                                           \
     }
-#define FLOAT_UNARY_F64(name, E64)                                    \
-    static void name##_f64(const double *px, double *pr, int64_t n) { \
-        for (int64_t i = 0; i < n; i++) {                             \
-            double x = px[i];                                         \
-            pr[i] = (E64);                                            \
-        }                                                             \
+#define FLOAT_UNARY_F64(name, E64)                                                    \
+    static KILN__EW_VECTOR void name##_f64(const double *px, double *pr, int64_t n) { \
+        for (int64_t i = 0; i < n; i++) {                                             \
+            double x = px[i];                                                         \
+            pr[i] = (E64);                                                            \
+        }                                                                             \
     }
 #define FLOAT_UNARY(name, E32, E64) FLOAT_UNARY_F32(name, E32) FLOAT_UNARY_F64(name, E64)
 

@@ -304,6 +304,48 @@ Test(fused, compare_select_clamp_on_every_dtype) {
     kiln_ctx_release(cx);
 }
 
+/* clamp between two scalar bounds (user: the pair, as doubles): the fused engine reads them
+ * as one value each (a primitive of its own), never spread over a tile. */
+FN(clamp_scalar_bounds) {
+    const double *b = user;
+    kiln_dtype dt = kiln_tensor_dtype(in[0]);
+    out[0] = kiln_clamp(cx, kiln_scalar(cx, b[0], dt), in[0], kiln_scalar(cx, b[1], dt));
+    return kiln_ctx_status(cx);
+}
+
+Test(fused, clamp_between_scalar_bounds_runs_a_primitive_and_matches_the_evaluator) {
+    kiln_ctx *cx = test_ctx();
+    /* ordinary, signed zeros, infinite, NaN and crossed (lo > hi) bounds */
+    const double bounds[][2] = {{-0.5, 2.0}, {-0.0, 0.0}, {0.0, -0.0}, {-INFINITY, 1.0},
+                                {NAN, 1.0},  {-1.0, NAN}, {3.0, -3.0}};
+    const kiln_dtype dts[] = {KILN_F32, KILN_F64, KILN_F16, KILN_BF16};
+    for (int t = 0; t < 4; t++) {
+        for (size_t k = 0; k < sizeof bounds / sizeof bounds[0]; k++) {
+            char tag[64];
+            snprintf(tag, sizeof tag, "%s [%g, %g]", kiln_dtype_name(dts[t]), bounds[k][0],
+                     bounds[k][1]);
+            kiln_arg_spec a = {.dtype = dts[t], .shape = KILN_SHAPE(3000)};
+            kiln_exe_info info =
+                check_fn(cx, clamp_scalar_bounds, (void *)bounds[k], &a, 1, 1, 0, tag);
+            cr_assert_eq(info.n_kernels, 1, "%s", tag);
+        }
+    }
+    /* The kernel runs no instruction through the evaluator. */
+    kiln_region fn = {clamp_scalar_bounds, (void *)bounds[0]};
+    kiln_arg_spec a = {.dtype = KILN_F32, .shape = KILN_SHAPE(3000)};
+    kiln_module *m = NULL;
+    kiln_exe *exe = NULL;
+    cr_assert_eq(kiln_lower(cx, &fn, &a, 1, 1, NULL, &m), KILN_OK);
+    cr_assert_eq(kiln_compile(cx, m, NULL, &exe), KILN_OK);
+    char *text = kiln_exe_to_string(cx, exe);
+    cr_assert_not_null(text);
+    cr_assert(strstr(text, "0 instructions on the evaluator") != NULL, "%s", text);
+    kiln_string_free(cx, text);
+    kiln_exe_release(exe);
+    kiln_module_release(m);
+    kiln_ctx_release(cx);
+}
+
 FN(convert_pair) {
     kiln_dtype to = *(const kiln_dtype *)user;
     /* convert there, compute there, convert back: saturation, NaN to 0, rounding */

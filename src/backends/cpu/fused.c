@@ -43,8 +43,8 @@ typedef struct fstep {
     const kiln__attrs *attrs; /* for the evaluator's kernel (NULL with a primitive) */
     int32_t dst, args[3], n_args;
     kiln_dtype dtype, arg_dtype[3];
-    bool round;        /* an f16/bf16 result computed by a primitive in f32 */
-    int8_t scalar_arg; /* the argument the primitive reads as one value, or -1 */
+    bool round;          /* an f16/bf16 result computed by a primitive in f32 */
+    uint8_t scalar_args; /* mask of the arguments the primitive reads as one value */
 } fstep;
 
 typedef struct foutput {
@@ -212,11 +212,8 @@ kiln__fused *kiln__fused_build(kiln_ctx *cx, const kiln__kernel *k,
     for (int32_t j = 0; j < k->n_instrs; j++) {
         const kiln__kinstr *ins = &k->instrs[j];
         fstep *s = &f->steps[j];
-        *s = (fstep){.op = ins->op,
-                     .dst = k->n_inputs + j,
-                     .n_args = ins->n_args,
-                     .dtype = ins->dtype,
-                     .scalar_arg = -1};
+        *s = (fstep){
+            .op = ins->op, .dst = k->n_inputs + j, .n_args = ins->n_args, .dtype = ins->dtype};
         for (int32_t a = 0; a < ins->n_args; a++) {
             s->args[a] = ins->args[a];
             int32_t r = ins->args[a];
@@ -234,19 +231,20 @@ kiln__fused *kiln__fused_build(kiln_ctx *cx, const kiln__kernel *k,
         }
         bool half_bits =
             is_half(ins->dtype) && (ins->op == KILN_OP_ABS || ins->op == KILN_OP_NEGATE);
-        s->prim = args_ok && !half_bits ? kiln__fused_prim(ins->op, ct, -1) : NULL;
-        /* A scalar operand of a binary primitive is read as one value, not spread. */
-        if (s->prim && ins->n_args == 2) {
-            for (int32_t a = 0; a < 2; a++) {
-                int32_t r = ins->args[a], other = ins->args[1 - a];
-                bool sc = r < k->n_inputs && k->inputs[r].access == KILN__KACCESS_SCALAR;
-                bool osc = other < k->n_inputs && k->inputs[other].access == KILN__KACCESS_SCALAR;
-                kiln__fprim p = sc && !osc ? kiln__fused_prim(ins->op, ct, a) : NULL;
-                if (p) {
-                    s->prim = p;
-                    s->scalar_arg = a;
-                }
-            }
+        s->prim = args_ok && !half_bits ? kiln__fused_prim(ins->op, ct, 0) : NULL;
+        /* Scalar operands are read as one value, not spread, where the primitive has that
+         * variant (some operand must be an array: it sets the tile). */
+        unsigned scalars = 0;
+        for (int32_t a = 0; a < ins->n_args; a++) {
+            int32_t r = ins->args[a];
+            if (r < k->n_inputs && k->inputs[r].access == KILN__KACCESS_SCALAR) scalars |= 1u << a;
+        }
+        kiln__fprim p = s->prim && scalars && scalars != (1u << ins->n_args) - 1
+                            ? kiln__fused_prim(ins->op, ct, scalars)
+                            : NULL;
+        if (p) {
+            s->prim = p;
+            s->scalar_args = (uint8_t)scalars;
         }
         s->round = s->prim && is_half(ins->dtype) && ins->op != KILN_OP_SELECT;
         if (!s->prim) {
@@ -265,7 +263,7 @@ kiln__fused *kiln__fused_build(kiln_ctx *cx, const kiln__kernel *k,
     }
     for (int32_t j = 0; j < f->n_steps; j++)
         for (int32_t a = 0; a < f->steps[j].n_args; a++)
-            if (f->steps[j].args[a] < k->n_inputs && f->steps[j].scalar_arg != a)
+            if (f->steps[j].args[a] < k->n_inputs && !(f->steps[j].scalar_args >> a & 1u))
                 f->fill_all[f->steps[j].args[a]] = true;
     for (int32_t o = 0; o < k->n_outputs; o++) {
         int32_t r = k->outputs[o].reg;

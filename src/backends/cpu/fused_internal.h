@@ -12,9 +12,11 @@
 typedef void (*kiln__fprim)(void *r, const void *a, const void *b, const void *c, int64_t n);
 
 /* The primitive for `op` on f32 or f64 (AVX2/FMA when the CPU has them), or NULL when the
- * op has none (the evaluator's kernel then runs on the tile). scalar 0 or 1: that operand
- * of a binary op is one value, read from its first element (NULL for other ops); -1: none. */
-kiln__fprim kiln__fused_prim(kiln_op op, kiln_dtype dtype, int scalar);
+ * op has none (the evaluator's kernel then runs on the tile). `scalars`: a mask of the
+ * operands read as one value from their first element (bit i: operand i), so that a
+ * broadcast constant is never spread over a tile; 0 for none. Variants exist for either
+ * operand of a binary op and for both bounds of clamp (0b101); NULL for any other mask. */
+kiln__fprim kiln__fused_prim(kiln_op op, kiln_dtype dtype, unsigned scalars);
 
 /* The vector primitive of an f32/f64 transcendental (exp, expm1, log, log1p, sin, cos,
  * tan, tanh, cbrt, logistic) when the CPU has AVX2/FMA, or NULL: what the evaluator runs

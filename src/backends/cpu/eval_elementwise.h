@@ -27,9 +27,11 @@
  * dynamic loader picking one for the CPU once (an ifunc, as glibc's memcpy). The AVX2 copy
  * is the same C, so its results are the same bits (no FMA: floating-point expressions are
  * not contracted). GCC only: clang 14 gives the resolver of a static clone set a global
- * symbol, which two libraries could both define. Elsewhere the baseline alone. */
+ * symbol, which two libraries could both define. Not under ThreadSanitizer or
+ * AddressSanitizer: the loader runs a resolver while relocating, before the sanitizer's
+ * runtime is up, and an instrumented resolver crashes there. Elsewhere the baseline alone. */
 #if defined(__x86_64__) && defined(__ELF__) && defined(__linux__) && !defined(__clang__) && \
-    __GNUC__ >= 8
+    __GNUC__ >= 8 && !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
 #define KILN__EW_VECTOR __attribute__((target_clones("avx2", "default")))
 #else
 #define KILN__EW_VECTOR

@@ -26,6 +26,7 @@
 
 #include "backends/cpu/cpu_features.h"
 #include "backends/cpu/eval_reduce.h"
+#include "backends/cpu/eval_reduce_sum.h"
 #include "base/alloc.h"
 #include "base/threads.h"
 #include "core/tensor_internal.h"
@@ -386,13 +387,13 @@ void kiln__fill_elements(void *dst, const void *value, size_t size, int64_t n) {
 
 typedef void (*pass_fn)(const void *x, int64_t O, int64_t R, int64_t I, void *out);
 
-#define RED_SUM_BLOCK 16        /* rows summed in order before the pairwise tree */
-#define RED_STACK_BYTES 262144  /* scratch per column chunk, on the stack */
-#define RED_CHUNK 65536         /* elements per block of a product, or per parallel item */
-#define RED_MIN_PARALLEL 131072 /* elements below which a reduction stays on one thread */
-#define RED_MAX_LEVELS 64       /* binary-counter levels: enough for any int64 row count */
-#define TILE 16384              /* columns per tile when combining rows */
-#define RED_STREAM_BYTES 16384  /* a block's sums that fit L1: rows streamed whole */
+#define RED_SUM_BLOCK 16               /* rows summed in order before the pairwise tree */
+#define RED_STACK_BYTES 262144         /* scratch per column chunk, on the stack */
+#define RED_CHUNK 65536                /* elements per block of a product, or per parallel item */
+#define RED_MIN_PARALLEL 131072        /* elements below which a reduction stays on one thread */
+#define RED_MAX_LEVELS 64              /* binary-counter levels: enough for any int64 row count */
+#define RED_INTERLEAVE_BYTES (4 << 20) /* run sums over at most this much: leaves four at once */
+#define TILE 16384                     /* columns per tile when combining rows */
 
 /* Integer passes: any associative op, 8 lanes along a contiguous run; rows combined tile by
  * tile. The ops are exact, associative and commutative (unsigned wrap-around, and, or,
@@ -520,13 +521,9 @@ DEF_PASS(pass_min_i64, int64_t, INT64_MAX, MIN_I)
 
 /* ---- contiguous f32/f64 reductions: kiln__reduce_f32 / kiln__reduce_f64 ---------------- */
 
-/* Each kernel exists twice: built for the baseline ISA and for AVX2 (chosen at run time).
- * Both variants perform the same operations in the same order (lanes are plain arrays of 8,
- * rows are added in order, no contraction), so they give bitwise the same results; AVX2
- * only widens what the compiler vectorizes. */
-#if defined(__x86_64__) && defined(__GNUC__)
-#define KILN_RED_AVX2 __attribute__((target("avx2")))
-#define KILN_RED_HAVE_AVX2 1
+/* Each kernel exists twice, for the baseline ISA and for AVX2 (eval_reduce_sum.h): the AVX2
+ * variant is chosen at run time unless forced off (the tests compare the two). */
+#if KILN_RED_HAVE_AVX2
 static int red_force_baseline;
 
 void kiln__reduce_force_baseline(bool on) {
@@ -537,7 +534,6 @@ static bool red_use_avx2(void) {
     return kiln__cpu_avx2() && !__atomic_load_n(&red_force_baseline, __ATOMIC_RELAXED);
 }
 #else
-#define KILN_RED_HAVE_AVX2 0
 void kiln__reduce_force_baseline(bool on) { (void)on; }
 #endif
 
@@ -548,201 +544,23 @@ static int red_bit_length(uint64_t v) {
     return n;
 }
 
+/* Where numpy's pairwise sum splits a run of n > 128: the left half, a multiple of 8 (never
+ * longer than the right). */
+static int64_t red_half(int64_t n) { return n / 2 - (n / 2) % 8; }
+
+/* Whether a sum along runs reads four leaves of its tree at once. In cache that is about
+ * twice as fast as one leaf after another (a leaf is one chain of dependent additions); from
+ * memory it is slower (four streams 512 bytes apart confuse the prefetchers, while one leaf
+ * after another is a single sequential stream). An input larger than the last-level cache
+ * cannot be in it. Either way the additions and their order are the same. */
+static bool red_interleave(double elements, size_t elem_bytes) {
+    return elements * (double)elem_bytes <= RED_INTERLEAVE_BYTES;
+}
+
 /* Levels of the binary counter that combines the row blocks of R rows. */
 static int red_levels(int64_t R) {
     return red_bit_length((uint64_t)((R + RED_SUM_BLOCK - 1) / RED_SUM_BLOCK));
 }
-
-/* The sum kernels of the baseline ISA: lanes are arrays of 8, rows are added in order. */
-#define DEF_SUM_BASE(S, T, V, ATTR)                                                             \
-    static ATTR T S##_sum_leaf##V(const T *restrict x, int64_t n) {                             \
-        if (n < 8) {                                                                            \
-            T s = (T)-0.0;                                                                      \
-            for (int64_t i = 0; i < n; i++)                                                     \
-                s += x[i];                                                                      \
-            return s;                                                                           \
-        }                                                                                       \
-        {                                                                                       \
-            T r[8];                                                                             \
-            for (int l = 0; l < 8; l++)                                                         \
-                r[l] = x[l];                                                                    \
-            int64_t i = 8;                                                                      \
-            for (; i + 8 <= n; i += 8)                                                          \
-                for (int l = 0; l < 8; l++)                                                     \
-                    r[l] += x[i + l];                                                           \
-            T s = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));            \
-            for (; i < n; i++)                                                                  \
-                s += x[i];                                                                      \
-            return s;                                                                           \
-        }                                                                                       \
-    }                                                                                           \
-    /* t = x[0] + x[1] + ... + x[rows-1] (rows in order), four rows per pass over t.            \
-     * pf_rows: see the AVX2 variant (a hint only; this fallback ignores it). */                \
-    static ATTR void S##_sum_block##V(const T *restrict x, int64_t rows, int64_t ld, int64_t w, \
-                                      T *restrict t, int64_t pf_rows) {                         \
-        (void)pf_rows;                                                                          \
-        int64_t r = 1;                                                                          \
-        if (rows >= 4) {                                                                        \
-            const T *restrict a = x, *restrict b = x + ld, *restrict c = x + 2 * ld,            \
-                              *restrict d = x + 3 * ld;                                         \
-            for (int64_t i = 0; i < w; i++)                                                     \
-                t[i] = ((a[i] + b[i]) + c[i]) + d[i];                                           \
-            r = 4;                                                                              \
-        } else {                                                                                \
-            for (int64_t i = 0; i < w; i++)                                                     \
-                t[i] = x[i];                                                                    \
-        }                                                                                       \
-        for (; r + 4 <= rows; r += 4) {                                                         \
-            const T *restrict a = x + r * ld, *restrict b = a + ld, *restrict c = b + ld,       \
-                              *restrict d = c + ld;                                             \
-            for (int64_t i = 0; i < w; i++)                                                     \
-                t[i] = (((t[i] + a[i]) + b[i]) + c[i]) + d[i];                                  \
-        }                                                                                       \
-        for (; r < rows; r++) {                                                                 \
-            const T *restrict a = x + r * ld;                                                   \
-            for (int64_t i = 0; i < w; i++)                                                     \
-                t[i] += a[i];                                                                   \
-        }                                                                                       \
-    }                                                                                           \
-    static ATTR void S##_add_into##V(T *restrict d, const T *restrict s, int64_t w) {           \
-        for (int64_t i = 0; i < w; i++)                                                         \
-            d[i] += s[i];                                                                       \
-    }
-
-#if KILN_RED_HAVE_AVX2
-#include <immintrin.h>
-
-/* The same sum kernels with AVX2 intrinsics: a lane array of 8 is one __m256 of f32, or two
- * __m256d of f64; every lane sees the same additions in the same order as DEF_SUM_BASE. */
-typedef struct {
-    __m256d lo, hi;
-} red_v8d;
-static KILN_RED_AVX2 inline red_v8d red_load_f64(const double *p) {
-    return (red_v8d){_mm256_loadu_pd(p), _mm256_loadu_pd(p + 4)};
-}
-static KILN_RED_AVX2 inline red_v8d red_add_f64(red_v8d a, red_v8d b) {
-    return (red_v8d){_mm256_add_pd(a.lo, b.lo), _mm256_add_pd(a.hi, b.hi)};
-}
-static KILN_RED_AVX2 inline void red_store_f64(double *p, red_v8d v) {
-    _mm256_storeu_pd(p, v.lo);
-    _mm256_storeu_pd(p + 4, v.hi);
-}
-static KILN_RED_AVX2 inline __m256 red_load_f32(const float *p) { return _mm256_loadu_ps(p); }
-static KILN_RED_AVX2 inline __m256 red_add_f32(__m256 a, __m256 b) { return _mm256_add_ps(a, b); }
-static KILN_RED_AVX2 inline void red_store_f32(float *p, __m256 v) { _mm256_storeu_ps(p, v); }
-/* Into L2, not L1: the rows of a block share L1 sets (rows a power of two apart). */
-static KILN_RED_AVX2 inline void red_prefetch32_f32(const float *p) {
-    _mm_prefetch((const char *)p, _MM_HINT_T1);
-    _mm_prefetch((const char *)(p + 16), _MM_HINT_T1);
-}
-static KILN_RED_AVX2 inline void red_prefetch32_f64(const double *p) {
-    for (int k = 0; k < 4; k++)
-        _mm_prefetch((const char *)(p + 8 * k), _MM_HINT_T1);
-}
-
-#define DEF_SUM_AVX2(S, T, VT)                                                                    \
-    static KILN_RED_AVX2 T S##_hsum8(VT v) {                                                      \
-        T r[8];                                                                                   \
-        red_store_##S(r, v);                                                                      \
-        return ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));                 \
-    }                                                                                             \
-    static KILN_RED_AVX2 T S##_sum_leaf_avx2(const T *restrict x, int64_t n) {                    \
-        if (n < 8) {                                                                              \
-            T s = (T)-0.0;                                                                        \
-            for (int64_t i = 0; i < n; i++)                                                       \
-                s += x[i];                                                                        \
-            return s;                                                                             \
-        }                                                                                         \
-        VT r = red_load_##S(x);                                                                   \
-        int64_t i = 8;                                                                            \
-        for (; i + 8 <= n; i += 8)                                                                \
-            r = red_add_##S(r, red_load_##S(x + i));                                              \
-        T s = S##_hsum8(r);                                                                       \
-        for (; i < n; i++)                                                                        \
-            s += x[i];                                                                            \
-        return s;                                                                                 \
-    }                                                                                             \
-    /* t = x[0] + ... + x[rows-1] in order. When t fits L1 the rows stream one after another.     \
-     * Wider, all rows of a block go in one pass over strips of columns; walking down 16 rows     \
-     * at once defeats the hardware prefetchers (16 streams, rows often a power of two apart),    \
-     * so each row's piece of the following block (the first pf_rows rows after this block,       \
-     * which the caller knows exist) is prefetched into L2 while this one is summed.              \
-     * Prefetches change no result. */                                                            \
-    static KILN_RED_AVX2 void S##_sum_block_avx2(const T *restrict x, int64_t rows, int64_t ld,   \
-                                                 int64_t w, T *restrict t, int64_t pf_rows) {     \
-        if (w * (int64_t)sizeof(T) <= RED_STREAM_BYTES) {                                         \
-            /* t fits L1: stream the rows one after another, t += row (sequential reads the       \
-             * prefetchers follow), the same additions in the same order per column. */           \
-            (void)pf_rows;                                                                        \
-            int64_t i = 0;                                                                        \
-            for (; i + 8 <= w; i += 8)                                                            \
-                red_store_##S(t + i, red_load_##S(x + i));                                        \
-            for (; i < w; i++)                                                                    \
-                t[i] = x[i];                                                                      \
-            for (int64_t r = 1; r < rows; r++) {                                                  \
-                const T *restrict a = x + r * ld;                                                 \
-                for (i = 0; i + 32 <= w; i += 32) {                                               \
-                    red_store_##S(t + i, red_add_##S(red_load_##S(t + i), red_load_##S(a + i)));  \
-                    red_store_##S(t + i + 8,                                                      \
-                                  red_add_##S(red_load_##S(t + i + 8), red_load_##S(a + i + 8))); \
-                    red_store_##S(t + i + 16, red_add_##S(red_load_##S(t + i + 16),               \
-                                                          red_load_##S(a + i + 16)));             \
-                    red_store_##S(t + i + 24, red_add_##S(red_load_##S(t + i + 24),               \
-                                                          red_load_##S(a + i + 24)));             \
-                }                                                                                 \
-                for (; i + 8 <= w; i += 8)                                                        \
-                    red_store_##S(t + i, red_add_##S(red_load_##S(t + i), red_load_##S(a + i)));  \
-                for (; i < w; i++)                                                                \
-                    t[i] += a[i];                                                                 \
-            }                                                                                     \
-            return;                                                                               \
-        }                                                                                         \
-        const int64_t ahead = rows * ld;                                                          \
-        int64_t i = 0;                                                                            \
-        for (; i + 32 <= w; i += 32) {                                                            \
-            const T *restrict a = x + i;                                                          \
-            if (pf_rows > 0) red_prefetch32_##S(a + ahead);                                       \
-            VT s0 = red_load_##S(a), s1 = red_load_##S(a + 8), s2 = red_load_##S(a + 16),         \
-               s3 = red_load_##S(a + 24);                                                         \
-            for (int64_t r = 1; r < rows; r++) {                                                  \
-                a += ld;                                                                          \
-                if (r < pf_rows) red_prefetch32_##S(a + ahead);                                   \
-                s0 = red_add_##S(s0, red_load_##S(a));                                            \
-                s1 = red_add_##S(s1, red_load_##S(a + 8));                                        \
-                s2 = red_add_##S(s2, red_load_##S(a + 16));                                       \
-                s3 = red_add_##S(s3, red_load_##S(a + 24));                                       \
-            }                                                                                     \
-            red_store_##S(t + i, s0);                                                             \
-            red_store_##S(t + i + 8, s1);                                                         \
-            red_store_##S(t + i + 16, s2);                                                        \
-            red_store_##S(t + i + 24, s3);                                                        \
-        }                                                                                         \
-        for (; i + 8 <= w; i += 8) {                                                              \
-            const T *restrict a = x + i;                                                          \
-            VT s0 = red_load_##S(a);                                                              \
-            for (int64_t r = 1; r < rows; r++) {                                                  \
-                a += ld;                                                                          \
-                s0 = red_add_##S(s0, red_load_##S(a));                                            \
-            }                                                                                     \
-            red_store_##S(t + i, s0);                                                             \
-        }                                                                                         \
-        for (; i < w; i++) {                                                                      \
-            T s = x[i];                                                                           \
-            for (int64_t r = 1; r < rows; r++)                                                    \
-                s += x[r * ld + i];                                                               \
-            t[i] = s;                                                                             \
-        }                                                                                         \
-    }                                                                                             \
-    static KILN_RED_AVX2 void S##_add_into_avx2(T *restrict d, const T *restrict s, int64_t w) {  \
-        int64_t i = 0;                                                                            \
-        for (; i + 8 <= w; i += 8)                                                                \
-            red_store_##S(d + i, red_add_##S(red_load_##S(d + i), red_load_##S(s + i)));          \
-        for (; i < w; i++)                                                                        \
-            d[i] += s[i];                                                                         \
-    }
-DEF_SUM_AVX2(f32, float, __m256)
-DEF_SUM_AVX2(f64, double, red_v8d)
-#endif
 
 /* The kernels of one float type in one ISA variant V (ATTR: its target attribute).
  *  run:   along a contiguous run (I == 1).
@@ -754,11 +572,18 @@ DEF_SUM_AVX2(f64, double, red_v8d)
  * (DEF_FLOAT_KEYS), which order like the floats with -0 < +0, NaN winning. */
 #define DEF_FLOAT_KERNELS(S, T, K, U, SIGN_SHIFT, MAG, INF, V, ATTR)                         \
     /* numpy's pairwise sum. */                                                              \
-    static ATTR T S##_sum_run##V(const T *restrict x, int64_t n) {                           \
+    static ATTR T S##_sum_run##V(const T *restrict x, int64_t n, bool interleave) {          \
         if (n <= 128) return S##_sum_leaf##V(x, n);                                          \
-        int64_t h = n / 2;                                                                   \
-        h -= h % 8;                                                                          \
-        return S##_sum_run##V(x, h) + S##_sum_run##V(x + h, n - h);                          \
+        const int64_t h = red_half(n), hl = red_half(h), hr = red_half(n - h);               \
+        if (interleave && h > 128 && h - hl <= 128 && n - h - hr <= 128) {                   \
+            /* Four grandchildren, all leaves: summed at once, combined as the tree does. */ \
+            const T *const xs[4] = {x, x + hl, x + h, x + h + hr};                           \
+            const int64_t ns[4] = {hl, h - hl, hr, n - h - hr};                              \
+            T s[4];                                                                          \
+            S##_sum_leaf4##V(xs, ns, s);                                                     \
+            return (s[0] + s[1]) + (s[2] + s[3]);                                            \
+        }                                                                                    \
+        return S##_sum_run##V(x, h, interleave) + S##_sum_run##V(x + h, n - h, interleave);  \
     }                                                                                        \
     /* scratch: (red_levels(R) + 1) * w elements. */                                         \
     static ATTR void S##_sum_rows##V(const T *x, int64_t R, int64_t ld, int64_t w, T *out,   \
@@ -960,9 +785,9 @@ DEF_SUM_AVX2(f64, double, red_v8d)
         default: return (T)INFINITY;                                                              \
         }                                                                                         \
     }                                                                                             \
-    static T S##_run(kiln__region_kind kind, const T *x, int64_t n) {                             \
+    static T S##_run(kiln__region_kind kind, const T *x, int64_t n, bool interleave) {            \
         switch (kind) {                                                                           \
-        case KILN_REGION_ADD: return RED_CALL(S##_sum_run, x, n);                                 \
+        case KILN_REGION_ADD: return RED_CALL(S##_sum_run, x, n, interleave);                     \
         case KILN_REGION_MULTIPLY: return RED_CALL(S##_mul_run, x, n);                            \
         default: {                                                                                \
             const bool is_max = kind == KILN_REGION_MAXIMUM;                                      \
@@ -996,9 +821,10 @@ DEF_SUM_AVX2(f64, double, red_v8d)
         const T *x;                                                                               \
         int64_t O, R, I, W, n_chunks;                                                             \
         T *out;                                                                                   \
-        int64_t n;  /* a single run: its length */                                                \
-        int depth;  /* sum of a single run: the tree's depth at the leaves */                     \
-        T *partial; /* per leaf or block */                                                       \
+        int64_t n;       /* a single run: its length */                                           \
+        int depth;       /* sum of a single run: the tree's depth at the leaves */                \
+        bool interleave; /* sums along runs: leaves four at a time (RED_INTERLEAVE_BYTES) */      \
+        T *partial;      /* per leaf or block */                                                  \
         K *partial_keys;                                                                          \
         int64_t first_block; /* the product/extreme of a single run: the batch's first block */   \
     } S##_job;                                                                                    \
@@ -1019,7 +845,7 @@ DEF_SUM_AVX2(f64, double, red_v8d)
     static void S##_runs_range(void *user, int64_t begin, int64_t end) {                          \
         const S##_job *j = user;                                                                  \
         for (int64_t o = begin; o < end; o++)                                                     \
-            j->out[o] = S##_run(j->kind, j->x + o * j->R, j->R);                                  \
+            j->out[o] = S##_run(j->kind, j->x + o * j->R, j->R, j->interleave);                   \
     }                                                                                             \
     /* The leaves of the pairwise tree of a run of n at depth d, in order. */                     \
     static void S##_leaves(int64_t off, int64_t n, int d, int64_t *offs, int64_t *lens, int *k) { \
@@ -1044,11 +870,12 @@ DEF_SUM_AVX2(f64, double, red_v8d)
         const T *x;                                                                               \
         const int64_t *offs, *lens;                                                               \
         T *v;                                                                                     \
+        bool interleave;                                                                          \
     } S##_leaf_job;                                                                               \
     static void S##_leaves_range(void *user, int64_t begin, int64_t end) {                        \
         const S##_leaf_job *j = user;                                                             \
         for (int64_t i = begin; i < end; i++)                                                     \
-            j->v[i] = RED_CALL(S##_sum_run, j->x + j->offs[i], j->lens[i]);                       \
+            j->v[i] = RED_CALL(S##_sum_run, j->x + j->offs[i], j->lens[i], j->interleave);        \
     }                                                                                             \
     static void S##_blocks_range(void *user, int64_t begin, int64_t end) {                        \
         const S##_job *j = user;                                                                  \
@@ -1072,7 +899,7 @@ DEF_SUM_AVX2(f64, double, red_v8d)
             T v[64];                                                                              \
             int k = 0;                                                                            \
             S##_leaves(0, n, d, offs, lens, &k);                                                  \
-            S##_leaf_job lj = {x, offs, lens, v};                                                 \
+            S##_leaf_job lj = {x, offs, lens, v, red_interleave(n, sizeof(T))};                   \
             kiln__parallel_for(k, 1, S##_leaves_range, &lj);                                      \
             k = 0;                                                                                \
             return S##_combine_leaves(n, d, v, &k);                                               \
@@ -1120,7 +947,13 @@ DEF_SUM_AVX2(f64, double, red_v8d)
                 out[0] = S##_run_parallel(kind, x, R);                                            \
                 return true;                                                                      \
             }                                                                                     \
-            S##_job j = {.kind = kind, .x = x, .O = O, .R = R, .I = 1, .out = out};               \
+            S##_job j = {.kind = kind,                                                            \
+                         .x = x,                                                                  \
+                         .O = O,                                                                  \
+                         .R = R,                                                                  \
+                         .I = 1,                                                                  \
+                         .out = out,                                                              \
+                         .interleave = red_interleave(total, sizeof(T))};                         \
             if (parallel)                                                                         \
                 kiln__parallel_for(O, R >= RED_MIN_PARALLEL ? 1 : RED_MIN_PARALLEL / R,           \
                                    S##_runs_range, &j);                                           \

@@ -216,6 +216,7 @@ void case_expsin_1e6(bench *b);
 void case_expsin_1e7(bench *b);
 void case_sum_all(bench *b);
 void case_sum_rows(bench *b);
+void case_sum_rows_small(bench *b);
 void case_sum_cols(bench *b);
 void case_gemm64(bench *b);
 void case_gemm256(bench *b);

@@ -400,17 +400,18 @@ static void pct_of_read(bench *b, const kiln_region *fn, const kiln_arg_spec *ar
     emit(b->suite, b->name, "kiln", "pct_bw", sp.median, sp.p10, sp.p90, "%", pairs, 1, note);
 }
 
-static void reduction_case(bench *b, int which) {
-    const int64_t n = 4096;
+static void reduction_case(bench *b, int which, int64_t rows, int64_t cols) {
+    const bool big = rows * cols * 4 > (32 << 20); /* past the caches */
     kiln_tensor *x =
-        kiln_random_uniform(b->cx, kiln_key_from_seed(8), KILN_F32, KILN_SHAPE(n, n), 0, 1);
-    kiln_arg_spec arg = {.dtype = KILN_F32, .shape = KILN_SHAPE(n, n)};
+        kiln_random_uniform(b->cx, kiln_key_from_seed(8), KILN_F32, KILN_SHAPE(rows, cols), 0, 1);
+    kiln_arg_spec arg = {.dtype = KILN_F32, .shape = KILN_SHAPE(rows, cols)};
     run_spec rs = spec_fast(b);
-    rs.bytes = 4.0 * (double)n * (double)n;
-    rs.pct_bw = b->threads > 1; /* one thread: measured against interleaved reads below */
-    rs.calls = (reps_policy){1, opt.quick ? 5 : 15, opt.quick ? 11 : 201};
+    rs.bytes = 4.0 * (double)rows * (double)cols;
+    rs.pct_bw = b->threads > 1 && big; /* one thread: measured against interleaved reads below */
+    if (big) rs.calls = (reps_policy){1, opt.quick ? 5 : 15, opt.quick ? 11 : 201};
     rs.note = which == 0   ? "sum over both axes -> f32[]"
-              : which == 1 ? "sum over axis 1 -> f32[4096]"
+              : which == 1 ? (big ? "sum over axis 1 -> f32[4096]"
+                                  : "sum over axis 1 -> f32[256], 1 MiB: in cache")
                            : "sum over axis 0 -> f32[4096]";
     kiln_region fn = {fn_sum_axes, &which};
     stats compiled;
@@ -421,14 +422,16 @@ static void reduction_case(bench *b, int which) {
         if (check(b))
             emit_time(b->suite, b->name, "kiln-eager", "call", eager, b->threads,
                       "op by op, no tracing");
-        if (b->threads == 1) pct_of_read(b, &fn, &arg, &x, rs.bytes);
+        if (b->threads == 1 && big) pct_of_read(b, &fn, &arg, &x, rs.bytes);
     }
     kiln_tensor_release(x);
 }
 
-void case_sum_all(bench *b) { reduction_case(b, 0); }
-void case_sum_rows(bench *b) { reduction_case(b, 1); }
-void case_sum_cols(bench *b) { reduction_case(b, 2); }
+void case_sum_all(bench *b) { reduction_case(b, 0, 4096, 4096); }
+void case_sum_rows(bench *b) { reduction_case(b, 1, 4096, 4096); }
+/* Rows that fit the caches: a batch of softmax or layer-norm rows. */
+void case_sum_rows_small(bench *b) { reduction_case(b, 1, 256, 1024); }
+void case_sum_cols(bench *b) { reduction_case(b, 2, 4096, 4096); }
 
 /* ---- GEMM ---------------------------------------------------------------------------------- */
 

@@ -82,6 +82,7 @@ static const bench_case cases[] = {
     {"elementwise", "expsin 1e7", case_expsin_1e7, 1},
     {"reduction", "sum all 4096x4096", case_sum_all, 1},
     {"reduction", "sum rows 4096x4096", case_sum_rows, 1},
+    {"reduction", "sum rows 256x1024", case_sum_rows_small, 0},
     {"reduction", "sum cols 4096x4096", case_sum_cols, 1},
     {"loop", "heat 1000 steps f32[4096]", case_heat_loop, 0},
     {"loop", "invariant exp 1000 steps", case_loop_invariant, 0},

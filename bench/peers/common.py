@@ -156,6 +156,7 @@ class Runner:
 EMLX_DOT = [10, 100, 1000]
 ELEMENTWISE = [("cos", "1e6"), ("cos", "1e7"), ("expsin", "1e6"), ("expsin", "1e7")]
 REDUCE_SHAPE = (4096, 4096)
+REDUCE_SMALL_SHAPE = (256, 1024)  # rows that fit the caches
 GEMM = [64, 256, 1024]
 VGG = [(1, 3, 224, 224), (8, 3, 32, 32)]
 
@@ -177,6 +178,7 @@ def call_cases(quick):
     shape = "%dx%d" % REDUCE_SHAPE
     out += [("reduction", f"sum {axes} {shape}", f"sum_{axes}", "ms")
             for axes in ("all", "rows", "cols")]
+    out += [("reduction", "sum rows %dx%d" % REDUCE_SMALL_SHAPE, "sum_rows", "us")]
     out += [("loop", "heat 1000 steps f32[4096]", "heat", "ms")]
     out += [("gemm", f"f32 {n}", "gemm", "ms") for n in quick_filter(quick, GEMM, [64, 256])]
     out += [("vgg", "VGG11 %dx%dx%dx%d" % s, "vgg11", "ms") for s in quick_filter(quick, VGG, [])]

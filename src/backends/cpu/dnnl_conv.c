@@ -37,9 +37,14 @@ void kiln__dnnl_conv_no_workspace(bool on) { atomic_store(&no_workspace, on); }
 void kiln__dnnl_conv_any_size(bool on) { atomic_store(&any_size, on); }
 
 #ifdef KILN_HAVE_DNNL
-#include <oneapi/dnnl/dnnl.h>
 #include <pthread.h>
 #include <sys/mman.h>
+
+#include "backends/cpu/dnnl_api.h"
+
+/* oneDNN's entry points; only called once entry_get has found them (it returns NULL when
+ * oneDNN cannot be opened, and the caller falls back). */
+static const kiln__dnnl_api *dnnl(void) { return kiln__dnnl_api_get(); }
 
 /* Below this many multiply-adds, im2col + GEMM (see make_key). */
 #define DNNL_MIN_MACS 262144.0
@@ -175,10 +180,10 @@ static bool make_key(const kiln__attrs *a, kiln_dtype lt, const kiln_shape *ls, 
 
 static void entry_destroy(conv_entry *e) {
     if (!e) return;
-    if (e->conv) dnnl_primitive_destroy(e->conv);
-    if (e->r_src) dnnl_primitive_destroy(e->r_src);
-    if (e->r_wei) dnnl_primitive_destroy(e->r_wei);
-    if (e->r_dst) dnnl_primitive_destroy(e->r_dst);
+    if (e->conv) dnnl()->dnnl_primitive_destroy(e->conv);
+    if (e->r_src) dnnl()->dnnl_primitive_destroy(e->r_src);
+    if (e->r_wei) dnnl()->dnnl_primitive_destroy(e->r_wei);
+    if (e->r_dst) dnnl()->dnnl_primitive_destroy(e->r_dst);
     free(e);
 }
 
@@ -186,15 +191,16 @@ static void entry_destroy(conv_entry *e) {
  * oneDNN cannot reorder). */
 static dnnl_primitive_t make_reorder(const dnnl_memory_desc_t *a, const dnnl_memory_desc_t *b,
                                      bool *ok) {
-    if (dnnl_memory_desc_equal(a, b)) return NULL;
+    if (dnnl()->dnnl_memory_desc_equal(a, b)) return NULL;
     dnnl_primitive_desc_t pd;
     dnnl_primitive_t r = NULL;
-    if (dnnl_reorder_primitive_desc_create(&pd, a, engine, b, engine, NULL) != dnnl_success) {
+    if (dnnl()->dnnl_reorder_primitive_desc_create(&pd, a, engine, b, engine, NULL) !=
+        dnnl_success) {
         *ok = false;
         return NULL;
     }
-    if (dnnl_primitive_create(&r, pd) != dnnl_success) *ok = false;
-    dnnl_primitive_desc_destroy(pd);
+    if (dnnl()->dnnl_primitive_create(&r, pd) != dnnl_success) *ok = false;
+    dnnl()->dnnl_primitive_desc_destroy(pd);
     return r;
 }
 
@@ -202,8 +208,8 @@ static dnnl_primitive_t make_reorder(const dnnl_memory_desc_t *a, const dnnl_mem
 static bool md_is(const dnnl_memory_desc_t *md, const int64_t *dims, dnnl_format_tag_t tag) {
     dnnl_memory_desc_t t;
     dnnl_dims_t d = {dims[0], dims[1], dims[2], dims[3]};
-    return dnnl_memory_desc_init_by_tag(&t, 4, d, dnnl_f32, tag) == dnnl_success &&
-           dnnl_memory_desc_equal(&t, md);
+    return dnnl()->dnnl_memory_desc_init_by_tag(&t, 4, d, dnnl_f32, tag) == dnnl_success &&
+           dnnl()->dnnl_memory_desc_equal(&t, md);
 }
 
 /* The layout changes of 2-d convolutions as transposes: NCHW -> NHWC (the input), OIHW ->
@@ -243,7 +249,7 @@ typedef struct conv_geom {
  * input in a plain layout, at half the blocked kernels' speed on VGG's layers). */
 static bool good_impl(dnnl_primitive_desc_t pd, bool direct_only) {
     const char *impl = NULL;
-    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success ||
+    if (dnnl()->dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success ||
         !impl || strncmp(impl, "ref", 3) == 0)
         return false;
     return !direct_only || strstr(impl, "gemm") == NULL;
@@ -255,13 +261,13 @@ static dnnl_primitive_desc_t make_conv_pd(const conv_geom *g, const dnnl_memory_
                                           const_dnnl_primitive_attr_t attr, bool direct_only) {
     dnnl_convolution_desc_t cd;
     dnnl_primitive_desc_t pd = NULL;
-    if (dnnl_dilated_convolution_forward_desc_init(
+    if (dnnl()->dnnl_dilated_convolution_forward_desc_init(
             &cd, dnnl_forward_inference, dnnl_convolution_direct, src, g->wei, g->bias, g->dst,
             g->st, g->dl, g->pl, g->pr) != dnnl_success ||
-        dnnl_primitive_desc_create(&pd, &cd, attr, engine, NULL) != dnnl_success)
+        dnnl()->dnnl_primitive_desc_create(&pd, &cd, attr, engine, NULL) != dnnl_success)
         return NULL;
     if (!good_impl(pd, direct_only)) {
-        dnnl_primitive_desc_destroy(pd);
+        dnnl()->dnnl_primitive_desc_destroy(pd);
         return NULL;
     }
     return pd;
@@ -285,45 +291,49 @@ static conv_entry *entry_build(const conv_key *k) {
     dnnl_memory_desc_t any_src, any_wei, any_dst;
     dnnl_dims_t bd = {k->dst_dims[1]};
     bool ok =
-        dnnl_memory_desc_init_by_strides(&e->usr_src, nd, sd, dnnl_f32, ss) == dnnl_success &&
-        dnnl_memory_desc_init_by_strides(&e->usr_wei, wd, wdm, dnnl_f32, ws) == dnnl_success &&
-        dnnl_memory_desc_init_by_strides(&e->usr_dst, nd, dd, dnnl_f32, ds) == dnnl_success &&
-        dnnl_memory_desc_init_by_tag(&any_src, nd, sd, dnnl_f32, dnnl_format_tag_any) ==
+        dnnl()->dnnl_memory_desc_init_by_strides(&e->usr_src, nd, sd, dnnl_f32, ss) ==
             dnnl_success &&
-        dnnl_memory_desc_init_by_tag(&any_wei, wd, wdm, dnnl_f32, dnnl_format_tag_any) ==
+        dnnl()->dnnl_memory_desc_init_by_strides(&e->usr_wei, wd, wdm, dnnl_f32, ws) ==
             dnnl_success &&
-        dnnl_memory_desc_init_by_tag(&any_dst, nd, dd, dnnl_f32, dnnl_format_tag_any) ==
+        dnnl()->dnnl_memory_desc_init_by_strides(&e->usr_dst, nd, dd, dnnl_f32, ds) ==
             dnnl_success &&
-        dnnl_memory_desc_init_by_tag(&e->bias, 1, bd, dnnl_f32, dnnl_a) == dnnl_success;
+        dnnl()->dnnl_memory_desc_init_by_tag(&any_src, nd, sd, dnnl_f32, dnnl_format_tag_any) ==
+            dnnl_success &&
+        dnnl()->dnnl_memory_desc_init_by_tag(&any_wei, wd, wdm, dnnl_f32, dnnl_format_tag_any) ==
+            dnnl_success &&
+        dnnl()->dnnl_memory_desc_init_by_tag(&any_dst, nd, dd, dnnl_f32, dnnl_format_tag_any) ==
+            dnnl_success &&
+        dnnl()->dnnl_memory_desc_init_by_tag(&e->bias, 1, bd, dnnl_f32, dnnl_a) == dnnl_success;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_primitive_desc_t pd = NULL;
-    ok = ok && dnnl_primitive_attr_create(&attr) == dnnl_success &&
-         dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success;
+    ok = ok && dnnl()->dnnl_primitive_attr_create(&attr) == dnnl_success &&
+         dnnl()->dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) ==
+             dnnl_success;
     conv_geom g = {k->has_bias ? &e->bias : NULL, &any_wei, &any_dst, st, dl, pl, pr};
     if (ok) pd = make_conv_pd(&g, &e->usr_src, attr, true);
     if (ok && !pd) pd = make_conv_pd(&g, &any_src, attr, false);
     ok = ok && pd;
     if (ok) {
-        e->src = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
-        e->wei = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-        e->dst = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
-        e->scratch = dnnl_memory_desc_get_size(
-            dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0));
-        ok = dnnl_primitive_create(&e->conv, pd) == dnnl_success;
+        e->src = *dnnl()->dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+        e->wei = *dnnl()->dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+        e->dst = *dnnl()->dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+        e->scratch = dnnl()->dnnl_memory_desc_get_size(
+            dnnl()->dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0));
+        ok = dnnl()->dnnl_primitive_create(&e->conv, pd) == dnnl_success;
     }
     /* Reorder primitives only for the layout changes that are not transposes: a call never
      * runs the others, and building one is a JIT compile. */
     if (ok) {
-        e->need_src = !dnnl_memory_desc_equal(&e->usr_src, &e->src);
-        e->need_wei = !dnnl_memory_desc_equal(&e->usr_wei, &e->wei);
-        e->need_dst = !dnnl_memory_desc_equal(&e->dst, &e->usr_dst);
+        e->need_src = !dnnl()->dnnl_memory_desc_equal(&e->usr_src, &e->src);
+        e->need_wei = !dnnl()->dnnl_memory_desc_equal(&e->usr_wei, &e->wei);
+        e->need_dst = !dnnl()->dnnl_memory_desc_equal(&e->dst, &e->usr_dst);
         plan_transposes(e);
         if (!e->t_src.on) e->r_src = make_reorder(&e->usr_src, &e->src, &ok);
         if (!e->t_wei.on) e->r_wei = make_reorder(&e->usr_wei, &e->wei, &ok);
         if (!e->t_dst.on) e->r_dst = make_reorder(&e->dst, &e->usr_dst, &ok);
     }
-    if (pd) dnnl_primitive_desc_destroy(pd);
-    if (attr) dnnl_primitive_attr_destroy(attr);
+    if (pd) dnnl()->dnnl_primitive_desc_destroy(pd);
+    if (attr) dnnl()->dnnl_primitive_attr_destroy(attr);
     if (!ok) {
         conv_entry bare = {.key = *k};
         entry_destroy(e);
@@ -342,7 +352,8 @@ static conv_entry *entry_get(const conv_key *k, bool *transient) {
     uint64_t h = key_hash(k) % BUCKETS;
     kiln__threads_sync_blas(); /* oneDNN reads the OpenMP count when it makes a primitive */
     pthread_mutex_lock(&cache_lock);
-    if (!engine && !engine_failed && dnnl_engine_create(&engine, dnnl_cpu, 0) != dnnl_success)
+    if (!engine && !engine_failed &&
+        (!kiln__dnnl_api_get() || dnnl()->dnnl_engine_create(&engine, dnnl_cpu, 0) != dnnl_success))
         engine_failed = true;
     conv_entry *e = NULL;
     if (engine) {
@@ -445,9 +456,9 @@ static layout layout_of(const conv_entry *e) {
     layout l = {0};
     size_t at = 0;
     /* Page-aligned parts, so that no two share a cache line or a page's first touch. */
-    if (e->need_src) l.src = at, at += round_up(dnnl_memory_desc_get_size(&e->src), 4096);
-    if (e->need_wei) l.wei = at, at += round_up(dnnl_memory_desc_get_size(&e->wei), 4096);
-    if (e->need_dst) l.dst = at, at += round_up(dnnl_memory_desc_get_size(&e->dst), 4096);
+    if (e->need_src) l.src = at, at += round_up(dnnl()->dnnl_memory_desc_get_size(&e->src), 4096);
+    if (e->need_wei) l.wei = at, at += round_up(dnnl()->dnnl_memory_desc_get_size(&e->wei), 4096);
+    if (e->need_dst) l.dst = at, at += round_up(dnnl()->dnnl_memory_desc_get_size(&e->dst), 4096);
     if (e->scratch) l.scratch = at, at += round_up(e->scratch, 4096);
     l.total = at;
     return l;
@@ -460,14 +471,14 @@ typedef struct mems {
 
 static dnnl_memory_t mem_make(mems *ms, const dnnl_memory_desc_t *md, void *data) {
     dnnl_memory_t m = NULL;
-    if (dnnl_memory_create(&m, md, engine, data) != dnnl_success) return NULL;
+    if (dnnl()->dnnl_memory_create(&m, md, engine, data) != dnnl_success) return NULL;
     ms->m[ms->n++] = m;
     return m;
 }
 
 static bool exec(dnnl_primitive_t p, dnnl_stream_t s, dnnl_memory_t from, dnnl_memory_t to) {
     dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
-    return dnnl_primitive_execute(p, s, 2, args) == dnnl_success;
+    return dnnl()->dnnl_primitive_execute(p, s, 2, args) == dnnl_success;
 }
 
 /* Runs the reorders and the convolution with the reordered operands and the scratchpad at
@@ -481,8 +492,9 @@ static bool run_in(const conv_entry *e, const layout *l, unsigned char *base,
     dnnl_memory_t uwei = mem_make(&ms, &e->usr_wei, (void *)kiln__in(rhs));
     dnnl_memory_t udst = mem_make(&ms, &e->usr_dst, kiln__out(out));
     dnnl_memory_t src = usrc, wei = uwei, dst = udst, bmem = NULL, smem = NULL;
-    bool ok = usrc && uwei && udst &&
-              dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) == dnnl_success;
+    bool ok =
+        usrc && uwei && udst &&
+        dnnl()->dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) == dnnl_success;
     if (ok && e->t_src.on) {
         const xpose *t = &e->t_src;
         kiln__transpose_f32(kiln__in(lhs), (float *)(void *)(base + l->src), t->batch, t->rows,
@@ -504,7 +516,7 @@ static bool run_in(const conv_entry *e, const layout *l, unsigned char *base,
     if (ok && e->scratch) {
         dnnl_memory_desc_t smd;
         dnnl_dims_t sdim = {(dnnl_dim_t)e->scratch};
-        ok = dnnl_memory_desc_init_by_tag(&smd, 1, sdim, dnnl_u8, dnnl_a) == dnnl_success &&
+        ok = dnnl()->dnnl_memory_desc_init_by_tag(&smd, 1, sdim, dnnl_u8, dnnl_a) == dnnl_success &&
              (smem = mem_make(&ms, &smd, base + l->scratch));
     }
     if (ok) {
@@ -513,18 +525,18 @@ static bool run_in(const conv_entry *e, const layout *l, unsigned char *base,
         int n = 3;
         if (bmem) args[n++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, bmem};
         if (smem) args[n++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, smem};
-        ok = dnnl_primitive_execute(e->conv, stream, n, args) == dnnl_success;
+        ok = dnnl()->dnnl_primitive_execute(e->conv, stream, n, args) == dnnl_success;
     }
     if (ok && e->r_dst) ok = exec(e->r_dst, stream, dst, udst);
-    if (ok) ok = dnnl_stream_wait(stream) == dnnl_success;
+    if (ok) ok = dnnl()->dnnl_stream_wait(stream) == dnnl_success;
     if (ok && e->t_dst.on) {
         const xpose *t = &e->t_dst;
         kiln__transpose_f32((const float *)(const void *)(base + l->dst), kiln__out(out), t->batch,
                             t->rows, t->cols, t->group, t->stride, t->stride);
     }
-    if (stream) dnnl_stream_destroy(stream);
+    if (stream) dnnl()->dnnl_stream_destroy(stream);
     for (int i = 0; i < ms.n; i++)
-        dnnl_memory_destroy(ms.m[i]);
+        dnnl()->dnnl_memory_destroy(ms.m[i]);
     return ok;
 }
 
@@ -573,7 +585,7 @@ bool kiln__dnnl_conv(kiln_ctx *cx, const kiln__attrs *a, const kiln_tensor *lhs,
     return true;
 }
 
-bool kiln__dnnl_conv_available(void) { return true; }
+bool kiln__dnnl_conv_available(void) { return kiln__dnnl_api_get() != NULL; }
 
 #else
 

@@ -102,12 +102,19 @@ kiln_status kiln__dnnl_conv_prepare(kiln_ctx *cx, const kiln__attrs *a, const ki
 
 /* Tests only: with true, kiln__dnnl_conv declines every call, so convolution takes the
  * im2col path (to compare the two). Process-wide, thread-safe; false restores oneDNN.
- * kiln__dnnl_conv_available says whether kiln was built with oneDNN. */
+ * kiln__dnnl_conv_available says whether kiln was built with oneDNN and this process can
+ * open it (which opens it: dnnl_api.h). */
 void kiln__dnnl_conv_force_off(bool on);
 /* Tests only: with true, oneDNN also takes convolutions below its size threshold (which
  * otherwise go to im2col + GEMM), so that small cases exercise it. */
 void kiln__dnnl_conv_any_size(bool on);
 bool kiln__dnnl_conv_available(void);
+/* Tests only: whether this process has oneDNN mapped (read from /proc/self/maps; false where
+ * that cannot be read). */
+bool kiln__dnnl_api_mapped(void);
+/* Tests only: the library kiln__dnnl_api_get opens instead of oneDNN's soname; effective
+ * before the first open only (a name that cannot be opened tests the fallback). */
+void kiln__dnnl_api_use_library(const char *name);
 /* Tests only: with true, every oneDNN call allocates its reorder and scratchpad memory
  * through the ctx (as when the thread's workspace is busy or would be too large), so that
  * path and its out-of-memory error can be tested. */

@@ -1,0 +1,51 @@
+/* oneDNN's C API as kiln calls it: opened at run time (dlopen) on first use, never linked,
+ * so that a process that never convolves never maps oneDNN (40 MB, with libstdc++ and
+ * libOpenCL behind it: most of the dynamic loader's work at start-up when it was linked),
+ * and libkiln runs where oneDNN is missing (convolution then takes im2col + GEMM). */
+#ifndef KILN_BACKENDS_CPU_DNNL_API_H
+#define KILN_BACKENDS_CPU_DNNL_API_H
+
+#include <oneapi/dnnl/dnnl.h>
+#include <stdbool.h>
+
+/* Every oneDNN function dnnl_conv.c calls. */
+#define KILN_DNNL_FUNCTIONS(X)                    \
+    X(dnnl_dilated_convolution_forward_desc_init) \
+    X(dnnl_engine_create)                         \
+    X(dnnl_memory_create)                         \
+    X(dnnl_memory_desc_equal)                     \
+    X(dnnl_memory_desc_get_size)                  \
+    X(dnnl_memory_desc_init_by_strides)           \
+    X(dnnl_memory_desc_init_by_tag)               \
+    X(dnnl_memory_destroy)                        \
+    X(dnnl_primitive_attr_create)                 \
+    X(dnnl_primitive_attr_destroy)                \
+    X(dnnl_primitive_attr_set_scratchpad_mode)    \
+    X(dnnl_primitive_create)                      \
+    X(dnnl_primitive_desc_create)                 \
+    X(dnnl_primitive_desc_destroy)                \
+    X(dnnl_primitive_desc_query)                  \
+    X(dnnl_primitive_desc_query_md)               \
+    X(dnnl_primitive_destroy)                     \
+    X(dnnl_primitive_execute)                     \
+    X(dnnl_reorder_primitive_desc_create)         \
+    X(dnnl_stream_create)                         \
+    X(dnnl_stream_destroy)                        \
+    X(dnnl_stream_wait)
+
+/* The entry points, each named as the function it points to. */
+typedef struct kiln__dnnl_api {
+#define KILN_DNNL_MEMBER(name) __typeof__(name) *name;
+    KILN_DNNL_FUNCTIONS(KILN_DNNL_MEMBER)
+#undef KILN_DNNL_MEMBER
+} kiln__dnnl_api;
+
+/* oneDNN, opened on the first call (thread-safe; later calls return the same answer), or
+ * NULL when it cannot be: the library is missing or lacks an entry point
+ * (kiln__dnnl_api_error says which). */
+const kiln__dnnl_api *kiln__dnnl_api_get(void);
+
+/* Why kiln__dnnl_api_get returned NULL, once it has ("" otherwise). */
+const char *kiln__dnnl_api_error(void);
+
+#endif

@@ -3,13 +3,15 @@
  * from either. */
 #include <pthread.h>
 
+#include "backends/cpu/blas_api.h"
 #include "backends/cpu/eval_linalg.h"
 #include "base/threads.h"
 
-/* OpenBLAS's own setter (every flavour has it). */
-void openblas_set_num_threads(int num_threads);
-
-static void blas_count(int n) { openblas_set_num_threads(n); }
+/* Never opens OpenBLAS: opening it sets the count then (blas_api.c). */
+static void blas_count(int n) {
+    const kiln__blas_api *blas = kiln__blas_api_if_open();
+    if (blas) blas->openblas_set_num_threads(n);
+}
 
 static void threads_hook(void) { kiln__threads_on_count_change(blas_count); }
 

@@ -59,6 +59,8 @@ const char *kiln__dnnl_api_error(void) { return error; }
 
 #else
 void kiln__dnnl_api_use_library(const char *name) { (void)name; }
+
+const char *kiln__dnnl_api_error(void) { return "built without oneDNN"; }
 #endif
 
 bool kiln__dnnl_api_mapped(void) {

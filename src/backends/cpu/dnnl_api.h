@@ -45,7 +45,4 @@ typedef struct kiln__dnnl_api {
  * (kiln__dnnl_api_error says which). */
 const kiln__dnnl_api *kiln__dnnl_api_get(void);
 
-/* Why kiln__dnnl_api_get returned NULL, once it has ("" otherwise). */
-const char *kiln__dnnl_api_error(void);
-
 #endif

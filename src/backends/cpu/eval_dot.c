@@ -1,7 +1,8 @@
 /* dot_general on the CPU, and the helpers it shares with convolution (eval_linalg.h):
  * conversion into the result's compute representation, transposing copies, GEMM.
  *
- * f32/f64 products go to OpenBLAS with transposes folded into its flags; the exceptions,
+ * f32/f64 products go to OpenBLAS (opened on first use: blas_api.h; kiln's loops when it
+ * cannot be) with transposes folded into its flags; the exceptions,
  * measured on the reference machine: tiny products run as loops, small transposed operands
  * are copied untransposed first (OpenBLAS's small-matrix kernels take only that layout), a
  * vector times a matrix runs as blocks of GEMV (or, f32 against a matrix with contiguous
@@ -10,11 +11,11 @@
  * single-threaded, kiln's threads spreading the blocks and chunks. Which path runs, and how
  * a product is cut, depends on the shapes only, so every path gives the same bits on any
  * thread count. */
-#include <cblas.h>
 #include <limits.h>
 #include <math.h>
 #include <string.h>
 
+#include "backends/cpu/blas_api.h"
 #include "backends/cpu/eval.h"
 #include "backends/cpu/eval_linalg.h"
 #include "base/alloc.h"
@@ -398,13 +399,13 @@ static void gemv_blocks(void *user, int64_t begin, int64_t end) {
         blasint r = (blasint)(j->trans ? j->rows : w), c = (blasint)(j->trans ? w : j->cols);
         enum CBLAS_TRANSPOSE t = j->trans ? CblasTrans : CblasNoTrans;
         if (j->f64)
-            cblas_dgemv(CblasRowMajor, t, r, c, 1.0, (const double *)j->m + off, (blasint)j->ld,
-                        j->x, (blasint)j->incx, 0.0, (double *)j->y + o0 * j->incy,
-                        (blasint)j->incy);
+            kiln__blas_api_if_open()->cblas_dgemv(
+                CblasRowMajor, t, r, c, 1.0, (const double *)j->m + off, (blasint)j->ld, j->x,
+                (blasint)j->incx, 0.0, (double *)j->y + o0 * j->incy, (blasint)j->incy);
         else
-            cblas_sgemv(CblasRowMajor, t, r, c, 1.0f, (const float *)j->m + off, (blasint)j->ld,
-                        j->x, (blasint)j->incx, 0.0f, (float *)j->y + o0 * j->incy,
-                        (blasint)j->incy);
+            kiln__blas_api_if_open()->cblas_sgemv(
+                CblasRowMajor, t, r, c, 1.0f, (const float *)j->m + off, (blasint)j->ld, j->x,
+                (blasint)j->incx, 0.0f, (float *)j->y + o0 * j->incy, (blasint)j->incy);
     }
 }
 
@@ -453,15 +454,15 @@ static void gemm_chunks(void *user, int64_t begin, int64_t end) {
             n = w;
         }
         if (j->f64)
-            cblas_dgemm(CblasRowMajor, ta, tb, (blasint)m, (blasint)n, (blasint)j->kk, 1.0,
-                        (const double *)(const void *)a, (blasint)j->lda,
-                        (const double *)(const void *)b, (blasint)j->ldb, 0.0, (double *)(void *)c,
-                        (blasint)j->ldc);
+            kiln__blas_api_if_open()->cblas_dgemm(
+                CblasRowMajor, ta, tb, (blasint)m, (blasint)n, (blasint)j->kk, 1.0,
+                (const double *)(const void *)a, (blasint)j->lda, (const double *)(const void *)b,
+                (blasint)j->ldb, 0.0, (double *)(void *)c, (blasint)j->ldc);
         else
-            cblas_sgemm(CblasRowMajor, ta, tb, (blasint)m, (blasint)n, (blasint)j->kk, 1.0f,
-                        (const float *)(const void *)a, (blasint)j->lda,
-                        (const float *)(const void *)b, (blasint)j->ldb, 0.0f, (float *)(void *)c,
-                        (blasint)j->ldc);
+            kiln__blas_api_if_open()->cblas_sgemm(
+                CblasRowMajor, ta, tb, (blasint)m, (blasint)n, (blasint)j->kk, 1.0f,
+                (const float *)(const void *)a, (blasint)j->lda, (const float *)(const void *)b,
+                (blasint)j->ldb, 0.0f, (float *)(void *)c, (blasint)j->ldc);
     }
 }
 
@@ -538,6 +539,7 @@ void kiln__lk_gemm(kiln__lk k, bool trans_a, bool trans_b, int64_t m, int64_t n,
             memset((unsigned char *)c + (size_t)(i * ldc) * es, 0, (size_t)n * es);
         return;
     }
+    /* BLAS when the sizes fit its int and OpenBLAS can be opened; else the loops below. */
     bool fits = fits_blas(m) && fits_blas(n) && fits_blas(kk) && fits_blas(lda) && fits_blas(ldb) &&
                 fits_blas(ldc);
     bool tiny = (double)m * (double)n * (double)kk <= SMALL_MNK;
@@ -545,7 +547,7 @@ void kiln__lk_gemm(kiln__lk k, bool trans_a, bool trans_b, int64_t m, int64_t n,
     case KILN__LK_F32:
         if (tiny)
             SMALL_LOOP(float);
-        else if (fits)
+        else if (fits && kiln__blas_api_get())
             blas_gemm(k, trans_a, trans_b, m, n, kk, a, lda, b, ldb, c, ldc);
         else
             GEMM_LOOP(float, MULADD_F, 0);
@@ -553,7 +555,7 @@ void kiln__lk_gemm(kiln__lk k, bool trans_a, bool trans_b, int64_t m, int64_t n,
     case KILN__LK_F64:
         if (tiny)
             SMALL_LOOP(double);
-        else if (fits)
+        else if (fits && kiln__blas_api_get())
             blas_gemm(k, trans_a, trans_b, m, n, kk, a, lda, b, ldb, c, ldc);
         else
             GEMM_LOOP(double, MULADD_F, 0);

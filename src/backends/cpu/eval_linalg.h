@@ -109,6 +109,9 @@ void kiln__dnnl_conv_force_off(bool on);
  * otherwise go to im2col + GEMM), so that small cases exercise it. */
 void kiln__dnnl_conv_any_size(bool on);
 bool kiln__dnnl_conv_available(void);
+/* Why oneDNN could not be opened, once kiln__dnnl_conv_available (or a convolution) has
+ * tried ("" otherwise; "built without oneDNN" in such a build). */
+const char *kiln__dnnl_api_error(void);
 /* Tests only: whether this process has oneDNN mapped (read from /proc/self/maps; false where
  * that cannot be read). */
 bool kiln__dnnl_api_mapped(void);

@@ -1,0 +1,47 @@
+/* OpenBLAS as kiln calls it: opened at run time (dlopen) when a product first needs it,
+ * never linked, so that a process that multiplies no matrices never maps it (with
+ * libgfortran behind it: a millisecond of start-up when it was linked). Without it, f32 and
+ * f64 products run as kiln's own loops (eval_dot.c), slower but the same semantics. */
+#ifndef KILN_BACKENDS_CPU_BLAS_API_H
+#define KILN_BACKENDS_CPU_BLAS_API_H
+
+#include <cblas.h>
+#include <stdbool.h>
+
+/* OpenBLAS's own thread-count setter (every flavour has it; cblas.h may not declare it). */
+void openblas_set_num_threads(int num_threads);
+
+/* Every OpenBLAS function kiln calls. */
+#define KILN_BLAS_FUNCTIONS(X) \
+    X(cblas_sgemm)             \
+    X(cblas_dgemm)             \
+    X(cblas_sgemv)             \
+    X(cblas_dgemv)             \
+    X(openblas_set_num_threads)
+
+/* The entry points, each named as the function it points to. */
+typedef struct kiln__blas_api {
+#define KILN_BLAS_MEMBER(name) __typeof__(name) *name;
+    KILN_BLAS_FUNCTIONS(KILN_BLAS_MEMBER)
+#undef KILN_BLAS_MEMBER
+} kiln__blas_api;
+
+/* OpenBLAS, opened on the first call (thread-safe; its thread count set to kiln's), or NULL
+ * when it cannot be: the library is missing or lacks an entry point (kiln__blas_api_error
+ * says which). */
+const kiln__blas_api *kiln__blas_api_get(void);
+
+/* OpenBLAS if it has been opened already, else NULL; never opens it. */
+const kiln__blas_api *kiln__blas_api_if_open(void);
+
+/* Why kiln__blas_api_get returned NULL, once it has ("" otherwise). */
+const char *kiln__blas_api_error(void);
+
+/* Tests only: whether this process has OpenBLAS mapped (from /proc/self/maps). */
+bool kiln__blas_api_mapped(void);
+
+/* Tests only: the library kiln__blas_api_get opens instead of OpenBLAS; effective before
+ * the first open only. */
+void kiln__blas_api_use_library(const char *name);
+
+#endif

@@ -181,8 +181,6 @@ kiln_tensor *heat_step(kiln_ctx *cx, kiln_tensor *x);
 
 /* One small compiled program run before any case (see first_call). */
 void warm_up_engine(kiln_ctx *cx);
-/* The child of time_to_load (kiln-bench --child-load); returns the exit status. */
-int child_load(void);
 /* compile_cold of a comptime case: its first compile in fresh processes (kiln-bench
  * --child-cold SUITE/NAME, after only warm_up_engine), the median of several. */
 void emit_compile_cold(bench *b);

@@ -141,7 +141,6 @@ static int child_cold(const char *which) {
 }
 
 int main(int argc, char **argv) {
-    if (argc == 2 && strcmp(argv[1], "--child-load") == 0) return child_load();
     if (argc == 3 && strcmp(argv[1], "--child-cold") == 0) return child_cold(argv[2]);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     opt.cores = cores > 0 ? (int)(cores > 64 ? 64 : cores) : 1;

@@ -53,7 +53,7 @@ for t in 1 "$ALL"; do
     [ $have_ort = 1 ] && run "ort threads=$t" $PY peers/ort_peer.py --threads "$t" $QUICK
 done
 if [ -x "$PY" ] && [ -x ../build/bench/kiln-bench ]; then
-    run "time_to_load" $PY peers/load_peer.py --kiln-child ../build/bench/kiln-bench $QUICK
+    run "time_to_load" $PY peers/load_peer.py --kiln-child ../build/bench/kiln-load-child $QUICK
 fi
 
 MERGE_PY=$PY

@@ -1,7 +1,7 @@
 """time_to_load peers of kiln-bench: whole processes that load a library, compile cos of
 f32[10] and run it once (checking the value), timed by hyperfine (median of many runs,
 after warm-up runs) in one invocation, so that all of them see the same machine:
-- kiln: kiln-bench --child-load (load libkiln, ctx, lower + compile + call; impl
+- kiln: kiln-load-child (load libkiln, ctx, lower + compile + call; impl
   "kiln-hyperfine", shown beside kiln-bench's own spawn-to-exit figure, not a peer);
 - jax: import jax, jax.jit(jnp.cos) of f32[10], block_until_ready;
 - torch-eager: import torch, torch.cos; torch-compile: the same through torch.compile
@@ -19,7 +19,7 @@ import sys
 import tempfile
 
 ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-ap.add_argument("--kiln-child", required=True, help="build/bench/kiln-bench")
+ap.add_argument("--kiln-child", required=True, help="build/bench/kiln-load-child")
 ap.add_argument("--python", default=sys.executable, help="the peers' interpreter")
 ap.add_argument("--quick", action="store_true")
 args = ap.parse_args()
@@ -41,7 +41,7 @@ slow_runs = 3 if args.quick else 5  # torch.compile's first compile takes second
 
 tmp = tempfile.mkdtemp()
 env = dict(os.environ, JAX_PLATFORMS="cpu")
-commands = [("kiln-hyperfine", [args.kiln_child, "--child-load"], runs)]
+commands = [("kiln-hyperfine", [args.kiln_child], runs)]
 for impl, prog in PROGRAMS.items():
     commands.append((impl, [args.python, "-c", prog], slow_runs if impl == "torch-compile"
                      else runs))
@@ -62,6 +62,6 @@ for impl, argv, n in commands:
                       "metric": "wall", "median": r["median"] * 1e3,
                       "p10": times[k // 10] * 1e3, "p90": times[(9 * k) // 10] * 1e3,
                       "unit": "ms", "reps": k, "threads": 1,
-                      "note": "hyperfine: " + (PROGRAMS.get(impl) or "kiln-bench --child-load")}),
+                      "note": "hyperfine: " + (PROGRAMS.get(impl) or "kiln-load-child")}),
           flush=True)
 shutil.rmtree(tmp, ignore_errors=True)

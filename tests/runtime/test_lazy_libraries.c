@@ -11,6 +11,17 @@
 #include "backends/cpu/eval_linalg.h"
 #include "test_util.h"
 
+/* Whether this build opens the libraries on first use; the sanitizer build links them too,
+ * so that they are mapped from the start (CMakeLists.txt says why), and only the loading
+ * itself and the fallbacks can be checked there. */
+static bool opened_on_first_use(void) {
+#ifdef KILN_TEST_LIBRARIES_AT_START
+    return false;
+#else
+    return true;
+#endif
+}
+
 /* A convolution big enough for oneDNN (at least 262,144 multiply-adds): f32[1,8,32,32]
  * with f32[16,8,3,3], padding 1. Returns the result's sum and its first element. */
 static void convolve(kiln_ctx *cx, double *sum, double *first) {
@@ -41,13 +52,17 @@ Test(lazy_libraries, each_library_is_mapped_by_the_first_op_that_needs_it) {
     cr_assert_not_null(t, "%s", kiln_ctx_error_message(cx));
     t = kiln_matmul(cx, two, two);
     cr_assert_not_null(t, "%s", kiln_ctx_error_message(cx));
-    cr_assert(!kiln__blas_api_mapped(), "OpenBLAS was mapped before any product needed it");
-    cr_assert(!kiln__dnnl_api_mapped(), "oneDNN was mapped before any convolution");
+    if (opened_on_first_use()) {
+        cr_assert(!kiln__blas_api_mapped(), "OpenBLAS was mapped before any product needed it");
+        cr_assert(!kiln__dnnl_api_mapped(), "oneDNN was mapped before any convolution");
+    }
     /* A 64 x 64 x 64 product opens OpenBLAS, not oneDNN. */
     kiln_tensor *c = kiln_cosine(cx, kiln_matmul(cx, a, a));
     cr_assert_not_null(c, "%s", kiln_ctx_error_message(cx));
     cr_assert(kiln__blas_api_mapped(), "a matrix product did not open OpenBLAS");
-    cr_assert(!kiln__dnnl_api_mapped(), "oneDNN was mapped before any convolution");
+    cr_assert_not_null(kiln__blas_api_if_open());
+    if (opened_on_first_use())
+        cr_assert(!kiln__dnnl_api_mapped(), "oneDNN was mapped before any convolution");
     cr_assert_eq(kiln_scope_end(cx), KILN_OK);
     /* The first convolution opens it (where kiln was built with it). */
     double sum, first;
@@ -73,7 +88,7 @@ Test(lazy_libraries, convolution_falls_back_when_onednn_cannot_be_opened) {
     convolve(cx, &sum, &first);
     expect_ok(cx);
     cr_assert(!kiln__dnnl_conv_available());
-    cr_assert(!kiln__dnnl_api_mapped());
+    if (opened_on_first_use()) cr_assert(!kiln__dnnl_api_mapped());
     cr_assert(strstr(kiln__dnnl_api_error(), "libkiln-no-such-onednn.so.0") ||
                   strcmp(kiln__dnnl_api_error(), "built without oneDNN") == 0,
               "%s", kiln__dnnl_api_error());
@@ -120,6 +135,6 @@ Test(lazy_libraries, products_fall_back_when_openblas_cannot_be_opened) {
     cr_assert_null(kiln__blas_api_get());
     cr_assert(strstr(kiln__blas_api_error(), "libkiln-no-such-openblas.so.0") != NULL, "%s",
               kiln__blas_api_error());
-    cr_assert(!kiln__blas_api_mapped());
+    if (opened_on_first_use()) cr_assert(!kiln__blas_api_mapped());
     kiln_ctx_release(cx);
 }

@@ -3,12 +3,10 @@
 #define _POSIX_C_SOURCE 200809L
 #include "backends/cpu/blas_api.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdio.h>
-#include <string.h>
 
+#include "base/dynlib.h"
 #include "base/threads.h"
 
 #ifndef KILN_OPENBLAS_LIBRARY
@@ -24,29 +22,17 @@ static char error[512];
 void kiln__blas_api_use_library(const char *name) { library = name; }
 
 static void load(void) {
-    void *lib = dlopen(library, RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        const char *why = dlerror();
-        snprintf(error, sizeof error, "OpenBLAS (%s) could not be opened: %s", library,
-                 why ? why : "unknown reason");
+#define KILN_BLAS_NAME(name) #name,
+#define KILN_BLAS_SLOT(name) (void *)&api.name,
+    static const char *const names[] = {KILN_BLAS_FUNCTIONS(KILN_BLAS_NAME)};
+    void *const slots[] = {KILN_BLAS_FUNCTIONS(KILN_BLAS_SLOT)};
+#undef KILN_BLAS_NAME
+#undef KILN_BLAS_SLOT
+    if (!kiln__dynlib_open(library, "OpenBLAS", names, slots, sizeof names / sizeof names[0], error,
+                           sizeof error))
         return;
-    }
-    /* ISO C cannot convert void * to a function pointer; POSIX guarantees the
-     * representation, so the bytes are copied. */
-#define KILN_BLAS_RESOLVE(name)                                                       \
-    {                                                                                 \
-        void *sym = dlsym(lib, #name);                                                \
-        if (!sym) {                                                                   \
-            snprintf(error, sizeof error, "OpenBLAS (%s) has no %s", library, #name); \
-            dlclose(lib);                                                             \
-            return;                                                                   \
-        }                                                                             \
-        memcpy(&api.name, &sym, sizeof sym);                                          \
-    }
-    KILN_BLAS_FUNCTIONS(KILN_BLAS_RESOLVE)
-#undef KILN_BLAS_RESOLVE
-    /* The library stays open for the life of the process. From here the thread-count hook
-     * (blas_threads.c) keeps the count in step; this sets the count it missed. */
+    /* From here the thread-count hook (blas_threads.c) keeps the count in step; this sets
+     * the count it missed. */
     atomic_store(&loaded, true);
     api.openblas_set_num_threads(kiln__threads_count());
 }
@@ -62,13 +48,4 @@ const kiln__blas_api *kiln__blas_api_if_open(void) {
 
 const char *kiln__blas_api_error(void) { return error; }
 
-bool kiln__blas_api_mapped(void) {
-    FILE *f = fopen("/proc/self/maps", "r");
-    if (!f) return false;
-    char line[1024];
-    bool found = false;
-    while (!found && fgets(line, sizeof line, f))
-        found = strstr(line, "/libopenblas") != NULL;
-    fclose(f);
-    return found;
-}
+bool kiln__blas_api_mapped(void) { return kiln__dynlib_mapped("/libopenblas"); }

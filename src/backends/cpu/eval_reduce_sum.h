@@ -176,8 +176,8 @@ static KILN_RED_AVX2 inline void red_hsum8x4_f64(red_v8d a, red_v8d b, red_v8d c
             s += x[i];                                                                             \
         return s;                                                                                  \
     }                                                                                              \
-    /* Leaves of 128 (any run whose length is 128 times a power of two) share their                \
-     * horizontal sums. */                                                                         \
+    /* The baseline's sum_leaf4 with vectors: four chains advancing together. Leaves of 128        \
+     * (any run 128 times a power of two long) share their horizontal sums. */                     \
     static KILN_RED_AVX2 void S##_sum_leaf4_avx2(const T *const x[4], const int64_t n[4],          \
                                                  T s[4]) {                                         \
         const T *const a = x[0], *const b = x[1], *const c = x[2], *const d = x[3];                \

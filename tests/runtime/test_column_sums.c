@@ -10,18 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/cpu/eval_reduce.h"
-#include "base/threads.h"
+#include "reduce_variants.h"
 #include "test_util.h"
 
 #define BLOCK 16
-
-/* Values spread over many binades, so that any other association rounds differently. */
-static double spread(uint64_t i) {
-    uint64_t h = (i + 1) * 0x9E3779B97F4A7C15u;
-    double u = (double)(h >> 11) / 9007199254740992.0 * 2 - 1;
-    return ldexp(u, (int)((h >> 3) % 24) - 12);
-}
 
 #define DEF_REFERENCE(S, T)                                                                     \
     /* Rows [r0, r1) of column c, added in order. */                                            \
@@ -72,17 +64,6 @@ typedef struct {
 static const shape3 SHAPES[] = {{1, 16, 40},  {1, 17, 33},   {2, 31, 67},    {1, 32, 64},
                                 {1, 33, 9},   {3, 100, 45},  {1, 257, 96},   {1, 250, 131},
                                 {2, 1000, 7}, {1, 520, 300}, {1, 600, 1000}, {2, 300, 260}};
-
-/* Variant v: 0 one thread, 1 two threads, 2 three threads, 3 baseline ISA on two threads. */
-static void set_variant(int v) {
-    kiln__threads_set_count(v == 0 ? 1 : v == 2 ? 3 : 2);
-    kiln__reduce_force_baseline(v == 3);
-}
-
-static void reset_variant(void) {
-    kiln__reduce_force_baseline(false);
-    kiln__threads_set_count(0);
-}
 
 Test(column_sums, f32_sums_follow_the_documented_order_bit_for_bit) {
     for (size_t k = 0; k < sizeof SHAPES / sizeof SHAPES[0]; k++) {

@@ -26,9 +26,10 @@ typedef struct kiln__blas_api {
 #undef KILN_BLAS_MEMBER
 } kiln__blas_api;
 
-/* OpenBLAS, opened on the first call (thread-safe; its thread count set to kiln's), or NULL
- * when it cannot be: the library is missing or lacks an entry point (kiln__blas_api_error
- * says which). */
+/* OpenBLAS, opened on the first call (thread-safe; its thread count set to kiln's): a table
+ * kiln owns, valid for the life of the process; or NULL when it cannot be opened (the
+ * library is missing or lacks an entry point: kiln__blas_api_error says which). Later calls
+ * give the same answer. */
 const kiln__blas_api *kiln__blas_api_get(void);
 
 /* OpenBLAS if it has been opened already, else NULL; never opens it. */

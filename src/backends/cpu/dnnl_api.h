@@ -40,9 +40,10 @@ typedef struct kiln__dnnl_api {
 #undef KILN_DNNL_MEMBER
 } kiln__dnnl_api;
 
-/* oneDNN, opened on the first call (thread-safe; later calls return the same answer), or
- * NULL when it cannot be: the library is missing or lacks an entry point
- * (kiln__dnnl_api_error says which). */
+/* oneDNN, opened on the first call (thread-safe): a table kiln owns, valid for the life of
+ * the process; or NULL when it cannot be opened (the library is missing or lacks an entry
+ * point: kiln__dnnl_api_error, eval_linalg.h, says which). Later calls give the same
+ * answer. */
 const kiln__dnnl_api *kiln__dnnl_api_get(void);
 
 #endif

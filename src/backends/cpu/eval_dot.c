@@ -1,16 +1,16 @@
 /* dot_general on the CPU, and the helpers it shares with convolution (eval_linalg.h):
  * conversion into the result's compute representation, transposing copies, GEMM.
  *
- * f32/f64 products go to OpenBLAS (opened on first use: blas_api.h; kiln's loops when it
- * cannot be) with transposes folded into its flags; the exceptions,
- * measured on the reference machine: tiny products run as loops, small transposed operands
- * are copied untransposed first (OpenBLAS's small-matrix kernels take only that layout), a
- * vector times a matrix runs as blocks of GEMV (or, f32 against a matrix with contiguous
- * output columns, as kiln__gemv_f32's single stream), larger products as chunks of rows or
- * columns, and batches of small products are split across kiln's threads. BLAS itself always runs
- * single-threaded, kiln's threads spreading the blocks and chunks. Which path runs, and how
- * a product is cut, depends on the shapes only, so every path gives the same bits on any
- * thread count. */
+ * f32/f64 products go to OpenBLAS (opened on first use, blas_api.h; kiln's loops when it
+ * cannot be) with transposes folded into its flags; the exceptions, measured on the
+ * reference machine: tiny products run as loops, small transposed operands are copied
+ * untransposed first (OpenBLAS's small-matrix kernels take only that layout), a vector
+ * times a matrix runs as blocks of GEMV (or, f32 against a matrix with contiguous output
+ * columns, as kiln__gemv_f32's single stream), larger products as chunks of rows or
+ * columns, and batches of small products are split across kiln's threads. BLAS itself
+ * always runs single-threaded, kiln's threads spreading the blocks and chunks. Which path runs, and
+ * how a product is cut, depends on the shapes only, so every path gives the same bits on any thread
+ * count. */
 #include <limits.h>
 #include <math.h>
 #include <string.h>

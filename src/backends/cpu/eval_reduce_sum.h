@@ -43,32 +43,11 @@
             return s;                                                                           \
         }                                                                                       \
     }                                                                                           \
-    /* s[k] = sum_leaf(x[k], n[k]) for four leaves of at least 8 elements, their four chains of \
-     * additions interleaved (one chain leaves the adder waiting on its latency). */            \
+    /* s[k] = sum_leaf(x[k], n[k]) for four leaves of at least 8 elements (the AVX2 variant     \
+     * advances their four chains of additions together; here one leaf after another). */       \
     static ATTR void S##_sum_leaf4##V(const T *const x[4], const int64_t n[4], T s[4]) {        \
-        T r[4][8];                                                                              \
         for (int k = 0; k < 4; k++)                                                             \
-            for (int l = 0; l < 8; l++)                                                         \
-                r[k][l] = x[k][l];                                                              \
-        int64_t m = n[0];                                                                       \
-        for (int k = 1; k < 4; k++)                                                             \
-            m = n[k] < m ? n[k] : m;                                                            \
-        int64_t i = 8;                                                                          \
-        for (; i + 8 <= m; i += 8)                                                              \
-            for (int k = 0; k < 4; k++)                                                         \
-                for (int l = 0; l < 8; l++)                                                     \
-                    r[k][l] += x[k][i + l];                                                     \
-        for (int k = 0; k < 4; k++) {                                                           \
-            int64_t j = i;                                                                      \
-            for (; j + 8 <= n[k]; j += 8)                                                       \
-                for (int l = 0; l < 8; l++)                                                     \
-                    r[k][l] += x[k][j + l];                                                     \
-            T t = ((r[k][0] + r[k][1]) + (r[k][2] + r[k][3])) +                                 \
-                  ((r[k][4] + r[k][5]) + (r[k][6] + r[k][7]));                                  \
-            for (; j < n[k]; j++)                                                               \
-                t += x[k][j];                                                                   \
-            s[k] = t;                                                                           \
-        }                                                                                       \
+            s[k] = S##_sum_leaf##V(x[k], n[k]);                                                 \
     }                                                                                           \
     /* t = x[0] + x[1] + ... + x[rows-1] (rows in order), four rows per pass over t.            \
      * pf_rows: see the AVX2 variant (a hint only; this fallback ignores it). */                \
@@ -176,8 +155,9 @@ static KILN_RED_AVX2 inline void red_hsum8x4_f64(red_v8d a, red_v8d b, red_v8d c
             s += x[i];                                                                             \
         return s;                                                                                  \
     }                                                                                              \
-    /* The baseline's sum_leaf4 with vectors: four chains advancing together. Leaves of 128        \
-     * (any run 128 times a power of two long) share their horizontal sums. */                     \
+    /* sum_leaf4 with the four chains of additions advancing together (one chain leaves the        \
+     * adder waiting on its latency). Leaves of 128 (any run 128 times a power of two long)        \
+     * share their horizontal sums. */                                                             \
     static KILN_RED_AVX2 void S##_sum_leaf4_avx2(const T *const x[4], const int64_t n[4],          \
                                                  T s[4]) {                                         \
         const T *const a = x[0], *const b = x[1], *const c = x[2], *const d = x[3];                \

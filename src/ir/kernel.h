@@ -114,12 +114,32 @@ const char *kiln__kaccess_name(kiln__kaccess a);
 /* The name of a reduction combiner ("add", ...), "" for NONE. */
 const char *kiln__kreduce_name(kiln__kreduce r);
 
+/* Kernels that compute the same thing: the same iteration shape, instructions, access
+ * patterns (offsets, strides, constants' bits), outputs and reduction, over operands of the
+ * same types and ending in the same ops. Two such kernels run as one code on different
+ * buffers (a backend builds it once: an unrolled loop or a repeated layer makes the same
+ * kernel thousands of times). Which values the operands are does not matter. The hash is
+ * equal for kernels that are the same. Thread-safe. */
+uint64_t kiln__kernel_hash(const kiln__kernel *k);
+bool kiln__kernel_same(const kiln__kernel *a, const kiln__kernel *b);
+
+/* The numbers a kernel's values print with, when they are not the values' own ids (a
+ * kernel description shared by several kernels of an executable): per operand its
+ * number and how many blocks out it lives (NULL: 0), per output and then the reduction's
+ * result its number, and the kernel's own number. */
+typedef struct kiln__kernel_names {
+    int32_t id;
+    const int32_t *operands, *operand_depths, *outputs;
+} kiln__kernel_names;
+
 /* Appends the kernel as text, one line per input, instruction and output:
  *     kernel #0 f32[10,10] (2 ops)
  *       in0 = contiguous %arg0 f32
  *       r2 = multiply in0, in1 : f32
  *       out r2 -> %3
- * Values print as %<id> with the ids the caller set on the module's values. */
-void kiln__kernel_print(kiln__strbuf *sb, const kiln__kernel *k, const char *indent);
+ * Values print as %<id> with the ids the caller set on the module's values, or with
+ * `names` when not NULL (an operand of an enclosing block as %<id>^<depth>). */
+void kiln__kernel_print(kiln__strbuf *sb, const kiln__kernel *k, const char *indent,
+                        const kiln__kernel_names *names);
 
 #endif

@@ -28,25 +28,43 @@ typedef struct group {
     const kiln_shape *shape; /* of the first member's result (its interned type's) */
 } group;
 
-typedef struct fuser {
+/* A view as the plan keeps it: its strides up to the value's rank only (a plan of 10^5
+ * slices must not hold 16 strides for each). */
+typedef struct stored_view {
+    const kiln__value *base;
+    kiln_dtype iota_dtype;
+    int32_t rank;
+    int64_t off;
+    int64_t st[];
+} stored_view;
+
+typedef struct kiln__fuser fuser;
+
+struct kiln__fuser {
     kiln_ctx *cx;
     const kiln__block *b; /* the block planned */
     const kiln__fusion_options *o;
     int32_t max_instrs;
     int32_t n_vals, n_ops;
     const kiln__ir_op **ops;
-    int32_t *def;      /* per value: the op index defining it, or -1 */
-    view **views;      /* per value: its view when it is a view op's result */
-    bool *is_const;    /* per value: a constant, or foldable from constants */
-    int32_t *in_group; /* per value: uses by ops of its own kernel */
-    int32_t *absorbed; /* per value: uses by kernels and unmaterialized views */
+    int32_t *def;        /* per value: the op index defining it, or -1 */
+    stored_view **views; /* per value: its view when it is a view op's result */
+    bool *is_const;      /* per value: a constant, or foldable from constants */
+    int32_t *in_group;   /* per value: uses by ops of its own kernel */
+    int32_t *absorbed;   /* per value: uses by kernels and unmaterialized views */
     group *groups;
     int32_t n_groups;
     kiln__fusion *f;
+    /* Each kernel's members, in block order: members[first[g] .. first[g + 1]). */
+    int32_t *first, *members;
+    int32_t *reg_of_op; /* per op index: its register in the kernel being built, or -1 */
+    /* Where the description of the kernel being built goes (kiln__fusion_kernel). */
+    void *(*kalloc)(void *user, size_t size, size_t align);
+    void *kalloc_user;
     /* A kernel's inputs and operands while build_kernel gathers them. */
     kiln__kinput inputs[KILN__KERNEL_MAX_INPUTS + 1];
     const kiln__value *operands[KILN__KERNEL_MAX_INPUTS + 2];
-} fuser;
+};
 
 static void *falloc(fuser *z, size_t size, size_t align) {
     void *p = z->o->alloc(z->o->alloc_user, size ? size : 1, align);
@@ -100,7 +118,11 @@ static int32_t vid(const fuser *z, const kiln__value *v) {
 }
 
 static view view_of(const fuser *z, const kiln__value *v) {
-    return z->views[vid(z, v)] ? *z->views[vid(z, v)] : identity_view(v);
+    const stored_view *s = z->views[vid(z, v)];
+    if (!s) return identity_view(v);
+    view w = {.base = s->base, .iota_dtype = s->iota_dtype, .off = s->off};
+    memcpy(w.st, s->st, (size_t)s->rank * sizeof *w.st);
+    return w;
 }
 
 /* The view an op's result is of its operand's view, when it is one. */
@@ -323,9 +345,13 @@ static void walk(fuser *z) {
         if (is_view_kind(op->kind) && op->n_results == 1) {
             view w;
             if (make_view(z, op, &w)) {
-                view *stored = FNEW(z, view, 1);
+                int32_t rank = op->results[0]->type->shape.rank;
+                stored_view *stored = falloc(z, sizeof *stored + (size_t)rank * sizeof *stored->st,
+                                             _Alignof(stored_view));
                 if (!stored) return;
-                *stored = w;
+                *stored = (stored_view){
+                    .base = w.base, .iota_dtype = w.iota_dtype, .rank = rank, .off = w.off};
+                memcpy(stored->st, w.st, (size_t)rank * sizeof *w.st);
                 z->views[vid(z, op->results[0])] = stored;
                 f->role[k] = KILN__FUSE_VIEW;
                 /* A view of a kernel's value is read after that kernel. */
@@ -426,11 +452,6 @@ static void materialize(fuser *z) {
 
 /* ---- building kernels --------------------------------------------------------------------- */
 
-typedef struct kbuild {
-    kiln__kernel *k;
-    int32_t *reg_of_op; /* per op index of the body: its register, or -1 */
-} kbuild;
-
 static int32_t add_operand(fuser *z, kiln__kernel *k, const kiln__value *v) {
     (void)z;
     for (int32_t o = 0; o < k->n_operands; o++)
@@ -489,19 +510,26 @@ static int32_t add_input(fuser *z, kiln__kernel *k, const kiln__value *u) {
     return k->n_inputs++;
 }
 
+static void *kalloc(fuser *z, size_t size, size_t align) {
+    void *p = z->kalloc(z->kalloc_user, size ? size : 1, align);
+    if (p) memset(p, 0, size ? size : 1);
+    return p;
+}
+
+#define KNEW(z, type, n) ((type *)kalloc((z), (size_t)(n) * sizeof(type), _Alignof(type)))
+
 /* Builds kernel g from its members, the ops members[0..n_members-1] in block order. */
-static kiln_status build_kernel(fuser *z, int32_t g, kiln__kernel *k, int32_t *reg_of_op,
-                                const int32_t *members, int32_t n_members) {
-    k->id = g;
-    k->shape = *z->groups[g].shape;
-    k->ops = FNEW(z, const kiln__ir_op *, n_members);
-    k->instrs = FNEW(z, kiln__kinstr, n_members);
+static kiln_status build_kernel(fuser *z, int32_t g, kiln__kernel *k, const int32_t *members,
+                                int32_t n_members) {
+    int32_t *reg_of_op = z->reg_of_op;
+    *k = (kiln__kernel){.id = g, .shape = *z->groups[g].shape};
+    k->ops = KNEW(z, const kiln__ir_op *, n_members);
+    k->instrs = KNEW(z, kiln__kinstr, n_members);
     /* Inputs and operands gather in the fuser's arrays of the most a kernel can have, and
-     * are copied to arrays of their own size at the end: 10^4 kernels must not each hold
-     * room for 25 inputs of 16 strides. */
+     * are copied to arrays of their own size at the end. */
     k->inputs = z->inputs;
     k->operands = z->operands;
-    k->outputs = FNEW(z, kiln__koutput, n_members);
+    k->outputs = KNEW(z, kiln__koutput, n_members);
     if (!k->ops || !k->instrs || !k->outputs) return KILN_RESOURCE_EXHAUSTED;
     /* Inputs first (registers 0..n_inputs-1), then one register per instruction. */
     for (int32_t pass = 0; pass < 2; pass++) {
@@ -550,8 +578,8 @@ static kiln_status build_kernel(fuser *z, int32_t g, kiln__kernel *k, int32_t *r
                 k->outputs[k->n_outputs++] = (kiln__koutput){.reg = reg_of_op[j], .value = v};
         }
     }
-    kiln__kinput *inputs = FNEW(z, kiln__kinput, k->n_inputs);
-    const kiln__value **operands = FNEW(z, const kiln__value *, k->n_operands);
+    kiln__kinput *inputs = KNEW(z, kiln__kinput, k->n_inputs);
+    const kiln__value **operands = KNEW(z, const kiln__value *, k->n_operands);
     if (!inputs || !operands) return KILN_RESOURCE_EXHAUSTED;
     memcpy(inputs, k->inputs, (size_t)k->n_inputs * sizeof *inputs);
     memcpy(operands, k->operands, (size_t)k->n_operands * sizeof *operands);
@@ -563,22 +591,27 @@ static kiln_status build_kernel(fuser *z, int32_t g, kiln__kernel *k, int32_t *r
 kiln_status kiln__fusion_plan(kiln_ctx *cx, const kiln__block *b, const kiln__fusion_options *o,
                               kiln__fusion *out) {
     memset(out, 0, sizeof *out);
+    /* The plan's state outlives this call (kiln__fusion_kernel). */
+    fuser *zp = o->alloc(o->alloc_user, sizeof *zp, _Alignof(fuser));
+    if (!zp) return KILN_RESOURCE_EXHAUSTED;
+    memset(zp, 0, sizeof *zp);
     fuser z = {.cx = cx, .b = b, .o = o, .f = out};
     z.max_instrs = o->max_instrs > 0 && o->max_instrs < KILN__KERNEL_MAX_INSTRS
                        ? o->max_instrs
                        : KILN__KERNEL_MAX_INSTRS;
     if (z.max_instrs > KILN__KERNEL_MAX_OUTPUTS * 6) z.max_instrs = KILN__KERNEL_MAX_OUTPUTS * 6;
-    int32_t n_ops = 0, n_vals = b->n_args;
+    int32_t n_ops = 0, n_vals = b->n_args, n_convs = 0;
     for (const kiln__ir_op *op = b->first; op; op = op->next) {
         n_ops++;
         n_vals += op->n_results;
+        n_convs += op->kind == KILN_OP_CONVOLUTION;
     }
     z.n_ops = n_ops;
     z.n_vals = n_vals;
     out->n_ops = n_ops;
     z.ops = FNEW(&z, const kiln__ir_op *, n_ops);
     z.def = FNEW(&z, int32_t, n_vals + 1);
-    z.views = FNEW(&z, view *, n_vals + 1);
+    z.views = FNEW(&z, stored_view *, n_vals + 1);
     z.is_const = FNEW(&z, bool, n_vals + 1);
     z.in_group = FNEW(&z, int32_t, n_vals + 1);
     z.absorbed = FNEW(&z, int32_t, n_vals + 1);
@@ -586,10 +619,11 @@ kiln_status kiln__fusion_plan(kiln_ctx *cx, const kiln__block *b, const kiln__fu
     out->role = FNEW(&z, uint8_t, n_ops);
     out->kernel = FNEW(&z, int32_t, n_ops);
     out->epilogue = FNEW(&z, int32_t, n_ops);
-    out->epilogues = FNEW(&z, kiln__conv_epilogue, n_ops);
-    int32_t *reg_of_op = FNEW(&z, int32_t, n_ops);
+    /* One epilogue at most per convolution. */
+    out->epilogues = FNEW(&z, kiln__conv_epilogue, n_convs);
+    z.reg_of_op = FNEW(&z, int32_t, n_ops);
     if (!z.ops || !z.def || !z.views || !z.is_const || !z.in_group || !z.absorbed || !z.groups ||
-        !out->role || !out->kernel || !out->epilogue || !out->epilogues || !reg_of_op)
+        !out->role || !out->kernel || !out->epilogue || !out->epilogues || !z.reg_of_op)
         return KILN_RESOURCE_EXHAUSTED;
     z.def[n_vals] = -1; /* values of the blocks around b (vid) */
     for (int32_t i = 0; i < b->n_args; i++) {
@@ -607,30 +641,49 @@ kiln_status kiln__fusion_plan(kiln_ctx *cx, const kiln__block *b, const kiln__fu
     walk(&z);
     if (kiln_ctx_status(cx) != KILN_OK) return kiln_ctx_status(cx);
     materialize(&z);
-    out->kernels = FNEW(&z, kiln__kernel, z.n_groups);
+    out->kernels = FNEW(&z, kiln__fusion_group, z.n_groups);
     /* Each kernel's members, in block order: one pass over the ops for all kernels, not
      * one per kernel. */
     int32_t *first = FNEW(&z, int32_t, z.n_groups + 1), *members = FNEW(&z, int32_t, n_ops);
-    if (!out->kernels || !first || !members) return KILN_RESOURCE_EXHAUSTED;
+    int32_t *fill = FNEW(&z, int32_t, z.n_groups + 1);
+    if (!out->kernels || !first || !members || !fill) return KILN_RESOURCE_EXHAUSTED;
     for (int32_t j = 0; j < n_ops; j++)
         if (out->role[j] == KILN__FUSE_MEMBER) first[out->kernel[j] + 1]++;
     for (int32_t g = 0; g < z.n_groups; g++)
         first[g + 1] += first[g];
-    int32_t *fill = FNEW(&z, int32_t, z.n_groups + 1);
-    if (!fill) return KILN_RESOURCE_EXHAUSTED;
     memcpy(fill, first, (size_t)(z.n_groups + 1) * sizeof *fill);
-    for (int32_t j = 0; j < n_ops; j++)
-        if (out->role[j] == KILN__FUSE_MEMBER) members[fill[out->kernel[j]]++] = j;
-    for (int32_t g = 0; g < z.n_groups; g++) {
-        kiln_status s = build_kernel(&z, g, &out->kernels[g], reg_of_op, members + first[g],
-                                     first[g + 1] - first[g]);
-        if (s != KILN_OK) return s;
+    for (int32_t j = 0; j < n_ops; j++) {
+        if (out->role[j] != KILN__FUSE_MEMBER) continue;
+        int32_t g = out->kernel[j];
+        members[fill[g]++] = j;
+        kiln__fusion_group *s = &out->kernels[g];
+        s->shape = z.groups[g].shape;
+        s->n_members++;
+        s->last = j;
+        s->reduces = z.groups[g].reduces;
+        const kiln__ir_op *op = z.ops[j];
+        for (int32_t i = 0; i < op->n_operands; i++)
+            if (group_of_value(&z, op->operands[i]) != g && z.views[vid(&z, op->operands[i])])
+                s->reads_views = true;
     }
+    z.first = first;
+    z.members = members;
     out->n_kernels = z.n_groups;
+    *zp = z;
+    out->fuser = zp;
     return KILN_OK;
 }
 
-void kiln__fusion_print(kiln__strbuf *sb, const kiln__block *b, const kiln__fusion *f) {
+kiln_status kiln__fusion_kernel(kiln__fusion *f, int32_t g, kiln__kernel *out,
+                                void *(*alloc)(void *user, size_t size, size_t align), void *user) {
+    fuser *z = f->fuser;
+    z->f = f;
+    z->kalloc = alloc;
+    z->kalloc_user = user;
+    return build_kernel(z, g, out, z->members + z->first[g], z->first[g + 1] - z->first[g]);
+}
+
+void kiln__fusion_print(kiln__strbuf *sb, const kiln__block *b, kiln__fusion *f) {
     int32_t k = 0;
     for (const kiln__ir_op *op = b->first; op && k < f->n_ops; op = op->next, k++) {
         if (op->n_results) kiln__strbuf_printf(sb, "%%%d = ", (int)op->results[0]->id);
@@ -652,6 +705,11 @@ void kiln__fusion_print(kiln__strbuf *sb, const kiln__block *b, const kiln__fusi
             }
         }
     }
-    for (int32_t i = 0; i < f->n_kernels; i++)
-        kiln__kernel_print(sb, &f->kernels[i], "");
+    for (int32_t i = 0; i < f->n_kernels; i++) {
+        kiln__kernel kernel;
+        if (kiln__fusion_kernel(f, i, &kernel, f->fuser->o->alloc, f->fuser->o->alloc_user) !=
+            KILN_OK)
+            return;
+        kiln__kernel_print(sb, &kernel, "", NULL);
+    }
 }

@@ -113,26 +113,48 @@ typedef struct kiln__fusion_options {
     void *alloc_user;
 } kiln__fusion_options;
 
+/* What the plan knows of kernel g without building its description: enough for a backend
+ * to choose how to run it before its last op is reached. */
+typedef struct kiln__fusion_group {
+    const kiln_shape *shape; /* the iteration space (a value type's, the module's) */
+    int32_t n_members;       /* module ops it replaces */
+    int32_t last;            /* op index of its last member: where it runs */
+    bool reduces;            /* ends in a reduce */
+    bool reads_views;        /* some member reads a view (not a buffer as it is) */
+} kiln__fusion_group;
+
+typedef struct kiln__fuser kiln__fuser;
+
 typedef struct kiln__fusion {
-    kiln__kernel *kernels;
     int32_t n_kernels;
-    int32_t n_ops;   /* ops of the body */
-    uint8_t *role;   /* per op: KILN__FUSE_* */
-    int32_t *kernel; /* per op: the index of its kernel, or -1 */
+    kiln__fusion_group *kernels; /* per kernel */
+    int32_t n_ops;               /* ops of the body */
+    uint8_t *role;               /* per op: KILN__FUSE_* */
+    int32_t *kernel;             /* per op: the index of its kernel, or -1 */
     kiln__conv_epilogue *epilogues;
     int32_t n_epilogues;
-    int32_t *epilogue; /* per op: for a convolution and its epilogue ops, the index into
-                          epilogues, or -1 */
+    int32_t *epilogue;  /* per op: for a convolution and its epilogue ops, the index into
+                           epilogues, or -1 */
+    kiln__fuser *fuser; /* the plan's state, for kiln__fusion_kernel */
 } kiln__fusion;
 
 /* Plans the fusion of block `b` (a function body whose values the plan refers to; values'
  * `id` fields are set: arguments 0.., then op results in order). Returns KILN_OK, or the
- * allocator's error (KILN_RESOURCE_EXHAUSTED). Not thread-safe for one block. */
+ * allocator's error (KILN_RESOURCE_EXHAUSTED). The plan lives in the options' memory and
+ * refers to them (they must outlive it). Not thread-safe for one block. */
 kiln_status kiln__fusion_plan(kiln_ctx *cx, const kiln__block *b, const kiln__fusion_options *o,
                               kiln__fusion *out);
 
+/* Describes kernel g of the plan in *out, its arrays from alloc(user, size, align) (which
+ * the caller may free once done with the kernel: a plan of 10^4 kernels never holds all
+ * their descriptions at once). The block's values keep the ids the plan gave them.
+ * Returns KILN_OK, or RESOURCE_EXHAUSTED when alloc fails (it records the error). Not
+ * thread-safe for one plan. */
+kiln_status kiln__fusion_kernel(kiln__fusion *f, int32_t g, kiln__kernel *out,
+                                void *(*alloc)(void *user, size_t size, size_t align), void *user);
+
 /* The plan as text: one line per op of the body ("%3 = multiply: kernel #0"), then the
- * kernels (kiln__kernel_print). */
-void kiln__fusion_print(kiln__strbuf *sb, const kiln__block *b, const kiln__fusion *f);
+ * kernels (kiln__kernel_print), described with the plan's own memory. */
+void kiln__fusion_print(kiln__strbuf *sb, const kiln__block *b, kiln__fusion *f);
 
 #endif

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/threads.h"
@@ -613,6 +614,73 @@ Test(fused, the_emlx_step_is_one_kernel_without_intermediates) {
     kiln_ctx_release(cx);
 }
 
+/* Steps of the heat equation (a stencil of slices, one kernel per step, and a concatenate
+ * with the boundary values); *user steps, the last one with another coefficient when
+ * user[1] is set. */
+FN(heat_steps) {
+    (void)in;
+    const int *steps = user;
+    kiln_tensor *x = in[0];
+    for (int s = 0; s < steps[0]; s++) {
+        const int64_t n = kiln_tensor_dim(x, 0);
+        double k = steps[1] && s == steps[0] - 1 ? 0.2 : 0.1;
+        kiln_tensor *l = kiln_slice(cx, x, KILN_DIMS(0), KILN_DIMS(n - 2), KILN_DIMS_NONE);
+        kiln_tensor *c = kiln_slice(cx, x, KILN_DIMS(1), KILN_DIMS(n - 1), KILN_DIMS_NONE);
+        kiln_tensor *r = kiln_slice(cx, x, KILN_DIMS(2), KILN_DIMS(n), KILN_DIMS_NONE);
+        kiln_tensor *lap = kiln_add(
+            cx, kiln_subtract(cx, l, kiln_multiply(cx, kiln_scalar(cx, 2, KILN_F32), c)), r);
+        kiln_tensor *parts[3] = {
+            kiln_slice(cx, x, KILN_DIMS(0), KILN_DIMS(1), KILN_DIMS_NONE),
+            kiln_add(cx, c, kiln_multiply(cx, kiln_scalar(cx, k, KILN_F32), lap)),
+            kiln_slice(cx, x, KILN_DIMS(n - 1), KILN_DIMS(n), KILN_DIMS_NONE)};
+        x = kiln_concatenate(cx, parts, 3, 0);
+    }
+    out[0] = x;
+    return kiln_ctx_status(cx);
+}
+
+Test(fused, kernels_that_are_the_same_code_share_it_and_print_their_own_values) {
+    kiln_ctx *cx = test_ctx();
+    kiln_arg_spec a = {.dtype = KILN_F32, .shape = KILN_SHAPE(64)};
+    int same[2] = {3, 0}, last_differs[2] = {3, 1};
+    kiln_exe_info info = check_fn(cx, heat_steps, same, &a, 1, 1, 0, "3 equal steps");
+    cr_assert_eq(info.n_kernels, 3);
+    check_fn(cx, heat_steps, last_differs, &a, 1, 1, 0, "the last step differs");
+    const struct {
+        int *steps;
+        const char *header;
+    } cases[] = {{same, "(3 fused kernels replacing 15 ops, 1 distinct;"},
+                 {last_differs, "(3 fused kernels replacing 15 ops, 2 distinct;"}};
+    for (int c = 0; c < 2; c++) {
+        kiln_exe *exe = compile(cx, heat_steps, cases[c].steps, &a, 1, 1, true);
+        char *text = kiln_exe_to_string(cx, exe);
+        cr_assert_not_null(text, "%s", kiln_ctx_error_message(cx));
+        cr_assert(strstr(text, cases[c].header), "missing \"%s\" in\n%s", cases[c].header, text);
+        /* Each kernel names its own operands and result, and its own number. */
+        const char *at = text;
+        int kernels = 0, prev_in = -1, prev_out = -1;
+        while ((at = strstr(at, "in2 = contiguous %"))) {
+            int v_in = atoi(at + strlen("in2 = contiguous %"));
+            const char *o = strstr(at, "-> %");
+            cr_assert_not_null(o);
+            int v_out = atoi(o + 4);
+            cr_assert_gt(v_in, prev_in, "kernel %d reads %%%d after %%%d\n%s", kernels, v_in,
+                         prev_in, text);
+            cr_assert_gt(v_out, prev_out, "%s", text);
+            prev_in = v_in;
+            prev_out = v_out;
+            kernels++;
+            at = o;
+        }
+        cr_assert_eq(kernels, 3, "%s", text);
+        cr_assert(strstr(text, "kernel #0 ") && !strstr(text, "kernel #3 "), "%s", text);
+        kiln_string_free(cx, text);
+        kiln_exe_release(exe);
+    }
+    expect_ok(cx);
+    kiln_ctx_release(cx);
+}
+
 Test(fused, the_executable_prints_its_kernels_memory_plan_and_cost) {
     kiln_ctx *cx = test_ctx();
     kiln_arg_spec a[2] = {{.dtype = KILN_F32, .shape = KILN_SHAPE(10, 10)},
@@ -621,7 +689,8 @@ Test(fused, the_executable_prints_its_kernels_memory_plan_and_cost) {
     char *text = kiln_exe_to_string(cx, exe);
     cr_assert_not_null(text, "%s", kiln_ctx_error_message(cx));
     const char *want[] = {
-        "1 ops (1 fused kernels replacing 19 ops; 9 views read in place; 0 convolution epilogues)",
+        "1 ops (1 fused kernels replacing 19 ops, 1 distinct; 9 views read in place; 0 "
+        "convolution epilogues)",
         "kernel #0 f32[10,10] (19 ops: add multiply add",
         "in0 = contiguous %0 f32[10,10]",
         "= scalar %",

@@ -73,7 +73,11 @@ typedef struct kiln__xop {
     /* A fused kernel (kind is its last op's): in are its operands, out its outputs and
      * then its reduction's result. NULL for a single op. */
     const kiln__fused *kernel;
-    const kiln__kernel *desc; /* its description, for printing (the executable's copy) */
+    /* Its description, for printing (the executable's copy). Kernels that are the same
+     * code (kiln__kernel_same) share both: the description's values are those of the
+     * first; `in` and `out` name this one's, and kernel_id is its number in its block. */
+    const kiln__kernel *desc;
+    int32_t kernel_id;
     /* A convolution with a fused epilogue (kiln__conv_epilogue): in[2], when n_in is 3, is
      * the bias; then the activation (KILN__ACT_*). Runs as kiln__cpu_conv_bias_act. */
     bool conv_epilogue;
@@ -192,6 +196,7 @@ typedef struct kiln__cpu_exe {
     size_t arena_bytes;
     int32_t n_ops;
     int32_t n_kernels, n_fused_ops; /* kernels among the ops, and the module ops they replace */
+    int32_t n_kernel_codes;         /* distinct kernels among them (the rest share one) */
     int32_t n_views;                /* view ops that kernels read in place */
     int32_t n_epilogues;            /* convolutions with a fused epilogue */
 

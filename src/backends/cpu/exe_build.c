@@ -28,15 +28,27 @@ static const char compile_fn[] = "kiln_compile";
 typedef struct compiler {
     kiln_ctx *cx;
     kiln__cpu_exe *exe;
-    bool fold;                   /* evaluate small all-constant ops now */
+    bool fold; /* evaluate small all-constant ops now */
     /* Fusion, when on: the options every block's plan is made with (plans live in the
      * compile's scratch arena: the executable keeps copies of its kernels). */
     bool fuse;
     kiln__fusion_options fusion_options;
+    kiln__arena *kernel_scratch; /* the description of the kernel being emitted */
     /* The executable's distinct types (keep_type): the table for the compile only, the
      * copies in the executable's memory. */
     kiln__type_set types;
+    /* The executable's distinct kernels (shared_kernel): the table for the compile only. */
+    struct kernel_code *codes;
+    size_t n_codes, cap_codes;
 } compiler;
+
+/* A kernel built once for every kernel of the executable that is the same code. */
+typedef struct kernel_code {
+    uint64_t hash;
+    const kiln__kernel *desc; /* the executable's copy */
+    const kiln__fused *fused;
+    const kiln__attrs *attrs; /* its last op's */
+} kernel_code;
 
 static void *xalloc(compiler *c, size_t size, size_t align) {
     return kiln__cpu_exe_alloc_raw(c->cx, c->exe, size, align);
@@ -253,6 +265,50 @@ static const kiln__kernel *keep_kernel(compiler *c, const kiln__kernel *k) {
     return d;
 }
 
+/* The table slot of kernel k (hash h): its code's, or the empty slot where it goes. */
+static kernel_code *code_slot(compiler *c, const kiln__kernel *k, uint64_t h) {
+    for (size_t i = (size_t)(h * 0x9e3779b97f4a7c15ull >> 32) & (c->cap_codes - 1);;
+         i = (i + 1) & (c->cap_codes - 1)) {
+        kernel_code *e = &c->codes[i];
+        if (!e->desc || (e->hash == h && kiln__kernel_same(e->desc, k))) return e;
+    }
+}
+
+/* Grows the table (twice the capacity) when it is half full. False when out of memory. */
+static bool codes_room(compiler *c) {
+    if (c->cap_codes && 2 * (c->n_codes + 1) <= c->cap_codes) return true;
+    size_t cap = c->cap_codes ? 2 * c->cap_codes : 64;
+    kernel_code *old = c->codes;
+    size_t old_cap = c->cap_codes;
+    c->codes = kiln__calloc(c->cx, cap * sizeof *c->codes, _Alignof(kernel_code), compile_fn);
+    if (!c->codes) {
+        c->codes = old;
+        return false;
+    }
+    c->cap_codes = cap;
+    for (size_t i = 0; i < old_cap; i++)
+        if (old[i].desc) *code_slot(c, old[i].desc, old[i].hash) = old[i];
+    kiln__free(c->cx, old, old_cap * sizeof *old);
+    return true;
+}
+
+/* The code of kernel k: built (the tiled engine's form, a description for printing, its
+ * last op's attributes) the first time a kernel that is the same is seen, then shared. */
+static const kernel_code *shared_kernel(compiler *c, const kiln__kernel *k) {
+    if (!codes_room(c)) return NULL;
+    uint64_t h = kiln__kernel_hash(k);
+    kernel_code *e = code_slot(c, k, h);
+    if (e->desc) return e;
+    const kiln__fused *fk = kiln__fused_build(c->cx, k, xalloc_cb, c);
+    const kiln__kernel *kept = fk ? keep_kernel(c, k) : NULL;
+    const kiln__attrs *attrs = kept ? copy_attrs(c, k->ops[k->n_ops - 1]) : NULL;
+    if (!attrs) return NULL;
+    *e = (kernel_code){.hash = h, .desc = kept, .fused = fk, .attrs = attrs};
+    c->n_codes++;
+    c->exe->n_kernel_codes++;
+    return e;
+}
+
 /* A fused kernel becomes one op of the block, at the position of its last op. */
 static bool emit_kernel(compiler *c, const cscope *self, kiln__xblock *b, const kiln__kernel *k) {
     int32_t n_out = k->n_outputs + (k->reduce != KILN__KREDUCE_NONE);
@@ -264,20 +320,18 @@ static bool emit_kernel(compiler *c, const cscope *self, kiln__xblock *b, const 
     for (int32_t o = 0; o < k->n_outputs; o++)
         out[o] = k->outputs[o].value->id;
     if (k->reduce != KILN__KREDUCE_NONE) out[k->n_outputs] = k->reduce_value->id;
-    const kiln__fused *fk = kiln__fused_build(c->cx, k, xalloc_cb, c);
-    const kiln__kernel *kept = fk ? keep_kernel(c, k) : NULL;
-    const kiln__ir_op *last = k->ops[k->n_ops - 1];
-    kiln__attrs *attrs = kept ? copy_attrs(c, last) : NULL;
-    if (!attrs) return false;
-    b->ops[b->n_ops] = (kiln__xop){.kind = last->kind,
+    const kernel_code *code = shared_kernel(c, k);
+    if (!code) return false;
+    b->ops[b->n_ops] = (kiln__xop){.kind = k->ops[k->n_ops - 1]->kind,
                                    .n_in = k->n_operands,
                                    .n_out = n_out,
                                    .in = in,
                                    .out = out,
                                    .regions = NULL,
-                                   .attrs = attrs,
-                                   .kernel = fk,
-                                   .desc = kept};
+                                   .attrs = code->attrs,
+                                   .kernel = code->fused,
+                                   .desc = code->desc,
+                                   .kernel_id = k->id};
     if (k->n_operands > b->max_in) b->max_in = k->n_operands;
     if (n_out > b->max_out) b->max_out = n_out;
     b->n_ops++;
@@ -321,22 +375,10 @@ static bool emit_conv_epilogue(compiler *c, const cscope *self, kiln__xblock *b,
 /* A kernel over one element whose ops read their operands themselves (no view): the
  * evaluator's kernels run its ops for less than the tiled engine's setup (a loop's
  * counter and condition), so they stay single ops. */
-static bool runs_alone(const kiln__kernel *k) {
-    if (k->reduce != KILN__KREDUCE_NONE) return false;
-    for (int32_t d = 0; d < k->shape.rank; d++)
-        if (k->shape.dims[d] != 1) return false;
-    for (int32_t m = 0; m < k->n_ops; m++) {
-        const kiln__ir_op *op = k->ops[m];
-        for (int32_t i = 0; i < op->n_operands; i++) {
-            const kiln__value *v = op->operands[i];
-            bool direct = false;
-            for (int32_t o = 0; o < k->n_operands && !direct; o++)
-                direct = k->operands[o] == v;
-            for (int32_t j = 0; j < m && !direct; j++)
-                direct = v->def == k->ops[j];
-            if (!direct) return false;
-        }
-    }
+static bool runs_alone(const kiln__fusion_group *g) {
+    if (g->reduces || g->reads_views) return false;
+    for (int32_t d = 0; d < g->shape->rank; d++)
+        if (g->shape->dims[d] != 1) return false;
     return true;
 }
 
@@ -395,9 +437,14 @@ static kiln__xblock *compile_block(compiler *c, const kiln__block *ir, const csc
         }
         if (fz && fz->role[index] == KILN__FUSE_MEMBER &&
             !runs_alone(&fz->kernels[fz->kernel[index]])) {
-            const kiln__kernel *k = &fz->kernels[fz->kernel[index]];
-            if (k->ops[k->n_ops - 1] != op) continue; /* the kernel runs at its last op */
-            if (!emit_kernel(c, &self, b, k)) return NULL;
+            if (fz->kernels[fz->kernel[index]].last != index) continue; /* it runs at its last op */
+            /* Its description only while it is emitted (the executable keeps a copy). */
+            kiln__kernel k;
+            bool ok = kiln__fusion_kernel(&plan, fz->kernel[index], &k, scratch_alloc,
+                                          c->kernel_scratch) == KILN_OK &&
+                      emit_kernel(c, &self, b, &k);
+            kiln__arena_reset(c->kernel_scratch);
+            if (!ok) return NULL;
             continue;
         }
         kiln__xref *in = XNEW(c, kiln__xref, op->n_operands);
@@ -488,9 +535,11 @@ static kiln_status build(compiler *c, const kiln__compile_request *req) {
     c->fold = !o->disable_constant_folding;
     /* The fusion plans are needed while the blocks are built only (the executable keeps
      * copies of its kernels), so they live in an arena of the compile. */
-    kiln__arena scratch;
-    _Alignas(64) unsigned char first_block[4096];
+    kiln__arena scratch, kernel_scratch;
+    _Alignas(64) unsigned char first_block[4096], kernel_block[16384];
     kiln__arena_init_buffer(&scratch, c->cx, first_block, sizeof first_block, 8192);
+    kiln__arena_init_buffer(&kernel_scratch, c->cx, kernel_block, sizeof kernel_block, 16384);
+    c->kernel_scratch = &kernel_scratch;
     c->fuse = !o->disable_fusion;
     c->fusion_options = (kiln__fusion_options){.fold_max_bytes = c->fold ? FOLD_MAX_BYTES : 0,
                                                .reduce_kind = reduce_kind,
@@ -499,6 +548,7 @@ static kiln_status build(compiler *c, const kiln__compile_request *req) {
                                                .alloc_user = &scratch};
     exe->entry = compile_block(c, body, NULL);
     kiln__arena_destroy(&scratch);
+    kiln__arena_destroy(&kernel_scratch);
     if (!exe->entry)
         return kiln_ctx_status(c->cx) != KILN_OK ? kiln_ctx_status(c->cx) : KILN_RESOURCE_EXHAUSTED;
     return kiln__cpu_plan(c->cx, exe, o->assert_nonallocating);
@@ -520,6 +570,7 @@ kiln_status kiln__cpu_compile(kiln_ctx *cx, const kiln__compile_request *req,
     kiln__type_set_init(&c.types, cx);
     kiln_status s = build(&c, req);
     kiln__type_set_free(&c.types);
+    if (c.codes) kiln__free(cx, c.codes, c.cap_codes * sizeof *c.codes);
     if (s == KILN_OK) {
         kiln__exe_make_result_pool(exe);
         s = kiln__exe_prime(cx, exe);

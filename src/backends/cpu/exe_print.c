@@ -71,7 +71,13 @@ static void print_block(kiln__strbuf *sb, const kiln__xblock *b, int depth, int6
             kiln__strbuf_printf(sb, "fused, tile %lld elements, %d instructions on the evaluator\n",
                                 (long long)kiln__fused_tile(op->kernel),
                                 (int)kiln__fused_n_fallback(op->kernel));
-            kiln__kernel_print(sb, op->desc, sub);
+            int32_t ids[KILN__KERNEL_MAX_INPUTS + 2], depths[KILN__KERNEL_MAX_INPUTS + 2];
+            for (int32_t i = 0; i < op->n_in && i < KILN__KERNEL_MAX_INPUTS + 2; i++) {
+                ids[i] = op->in[i].slot;
+                depths[i] = op->in[i].depth;
+            }
+            const kiln__kernel_names names = {op->kernel_id, ids, depths, op->out};
+            kiln__kernel_print(sb, op->desc, sub, &names);
             kiln__strbuf_printf(sb,
                                 "%scost: %lld flops, %lld transcendentals, %lld bytes read, %lld "
                                 "bytes written\n",
@@ -116,10 +122,11 @@ void kiln__cpu_print(kiln__strbuf *sb, const kiln__executable *x) {
     kiln__cost total = {0};
     kiln__strbuf_printf(sb,
                         "executable @%s: %d args, %d results, %d ops (%d fused kernels replacing "
-                        "%d ops; %d views read in place; %d convolution epilogues)\n",
+                        "%d ops, %d distinct; %d views read in place; %d convolution "
+                        "epilogues)\n",
                         exe->name, (int)exe->n_args, (int)exe->n_results, (int)exe->n_ops,
-                        (int)exe->n_kernels, (int)exe->n_fused_ops, (int)exe->n_views,
-                        (int)exe->n_epilogues);
+                        (int)exe->n_kernels, (int)exe->n_fused_ops, (int)exe->n_kernel_codes,
+                        (int)exe->n_views, (int)exe->n_epilogues);
     print_block(sb, b, 0, 1, &total);
     const kiln__xplan *p = b->plan;
     kiln__strbuf_printf(sb, "memory plan: arena peak %zu bytes, %d buffers\n", exe->arena_bytes,

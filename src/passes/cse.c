@@ -5,14 +5,15 @@
  * do.
  *
  * Linear in the number of ops: each block's ops are hash-consed (a table keyed by kind,
- * operands, result types and attributes), and uses move through one map from replaced
- * values to their replacements, applied to each op's operands as the walk reaches it
- * (nested regions and block results included), instead of a scan of the rest of the block
- * per replacement. */
+ * operands, result types and attributes), and uses move to the replacements as the walk
+ * reaches them (nested regions and block results included), instead of a scan of the rest
+ * of the block per replacement. A value's `id` says whether it was replaced: the walk sets
+ * it on every value before any use can see it (SSA: a value is defined before its uses),
+ * 0 for a value that stays and -(k + 1) for one replaced by the k-th replacement, so a use
+ * finds its replacement without a lookup in a map. */
 #include <string.h>
 
 #include "base/alloc.h"
-#include "ir/clone.h"
 #include "passes/passes.h"
 
 static bool dims_eq(const kiln_dims *a, const kiln_dims *b) {
@@ -153,91 +154,131 @@ static uint64_t hash_op(const kiln__ir_op *op) {
 
 /* ---- one block ---------------------------------------------------------------------------- */
 
-/* The block's live ops so far, by hash (open addressing; cap a power of two). Each slot
- * keeps its op's hash, so a probe past another op compares hashes, not the ops (whose
- * memory a table of 10^5 ops would otherwise fetch at every step). */
-typedef struct op_slot {
-    uint64_t hash;
-    const kiln__ir_op *op;
-} op_slot;
-
+/* The block's live ops so far, by hash (open addressing; cap a power of two, at most two
+ * thirds full). Each slot keeps 32 bits of its op's hash beside it, so a probe past
+ * another op compares those, not the ops (whose memory a table of 10^5 ops would
+ * otherwise fetch at every step). */
 typedef struct op_table {
-    op_slot *slots;
+    const kiln__ir_op **ops;
+    uint32_t *tags;
     size_t cap;
     unsigned shift; /* 64 - log2(cap): the slot is the top bits of the mixed hash */
 } op_table;
 
 /* The earlier op equal to op, or NULL after adding op. */
 static const kiln__ir_op *find_or_add(op_table *t, const kiln__ir_op *op) {
-    uint64_t h = hash_op(op);
-    for (size_t i = (size_t)((h * 0x9e3779b97f4a7c15ull) >> t->shift);; i = (i + 1) & (t->cap - 1)) {
-        op_slot *s = &t->slots[i];
-        if (!s->op) {
-            *s = (op_slot){h, op};
+    uint64_t h = hash_op(op) * 0x9e3779b97f4a7c15ull;
+    uint32_t tag = (uint32_t)h;
+    for (size_t i = (size_t)(h >> t->shift);; i = (i + 1) & (t->cap - 1)) {
+        if (!t->ops[i]) {
+            t->ops[i] = op;
+            t->tags[i] = tag;
             return NULL;
         }
-        if (s->hash == h && same_op(s->op, op)) return s->op;
+        if (t->tags[i] == tag && same_op(t->ops[i], op)) return t->ops[i];
     }
 }
 
-/* Moves each use of a replaced value to its replacement (one lookup per use). */
-static void rewrite(kiln__value **vals, int32_t n, const kiln__vmap *map) {
-    if (map->n == 0) return;
+/* The replacements so far: a replaced value's id is -(its index + 1). */
+typedef struct replacements {
+    kiln_ctx *cx;
+    kiln__value **to;
+    int32_t n, cap;
+} replacements;
+
+static bool add_replacement(replacements *r, kiln__value *from, kiln__value *to) {
+    if (r->n == r->cap) {
+        int32_t cap = r->cap ? 2 * r->cap : 256;
+        kiln__value **p = kiln__alloc(r->cx, (size_t)cap * sizeof *p, _Alignof(void *), "cse");
+        if (!p) return false;
+        if (r->to) {
+            memcpy(p, r->to, (size_t)r->n * sizeof *p);
+            kiln__free(r->cx, r->to, (size_t)r->cap * sizeof *p);
+        }
+        r->to = p;
+        r->cap = cap;
+    }
+    r->to[r->n] = to;
+    from->id = -(++r->n);
+    return true;
+}
+
+/* Moves each use of a replaced value to its replacement. */
+static void rewrite(kiln__value **vals, int32_t n, const replacements *r) {
     for (int32_t i = 0; i < n; i++) {
-        kiln__value *to = kiln__vmap_get(map, vals[i]);
-        if (!to) continue;
+        if (vals[i]->id >= 0) continue;
+        kiln__value *to = r->to[-vals[i]->id - 1];
         vals[i]->uses--;
         to->uses++;
         vals[i] = to;
     }
 }
 
-static int32_t cse_block(kiln_ctx *cx, kiln__block *b, kiln__vmap *map) {
+/* Whether an op may be found equal to another (same_op can hold). */
+static bool comparable(const kiln__ir_op *op) {
+    switch (op->kind) {
+    case KILN_OP_COMPARE:
+    case KILN_OP_CONVERT:
+    case KILN_OP_BITCAST_CONVERT:
+    case KILN_OP_CONSTANT:
+    case KILN_OP_IOTA:
+    case KILN_OP_BROADCAST_IN_DIM:
+    case KILN_OP_RESHAPE:
+    case KILN_OP_TRANSPOSE:
+    case KILN_OP_SLICE: return op->n_regions == 0;
+    default: return op->n_regions == 0 && kiln__op_has(op->kind, KILN_OPF_ELEMENTWISE);
+    }
+}
+
+static int32_t cse_block(kiln_ctx *cx, kiln__block *b, replacements *r) {
     int32_t changes = 0;
+    for (int32_t i = 0; i < b->n_args; i++)
+        b->args[i]->id = 0;
     size_t n_ops = (size_t)b->n_ops;
-    op_table t = {NULL, 16, 60};
-    while (t.cap < 2 * n_ops) {
+    op_table t = {NULL, NULL, 16, 60};
+    while (2 * t.cap < 3 * n_ops) {
         t.cap *= 2;
         t.shift--;
     }
     /* Out of memory: no table, no elimination in this block (uses still move, so that what
      * outer blocks replaced stays right), and no error: the pass only optimizes. */
     kiln_status before = kiln_ctx_status(cx);
-    t.slots = kiln__alloc(cx, t.cap * sizeof *t.slots, _Alignof(void *), "cse");
-    if (t.slots)
-        memset(t.slots, 0, t.cap * sizeof *t.slots);
-    else if (before == KILN_OK)
-        kiln_ctx_clear_error(cx);
+    t.ops = kiln__calloc(cx, t.cap * sizeof *t.ops, _Alignof(void *), "cse");
+    t.tags = t.ops ? kiln__alloc(cx, t.cap * sizeof *t.tags, _Alignof(uint32_t), "cse") : NULL;
+    if (!t.tags && before == KILN_OK) kiln_ctx_clear_error(cx);
     for (kiln__ir_op *op = b->first; op; op = op->next) {
-        rewrite(op->operands, op->n_operands, map);
-        for (int32_t r = 0; r < op->n_regions; r++)
-            if (op->regions[r]) changes += cse_block(cx, op->regions[r], map);
-        if (op->n_regions != 0 || !live(op) || !t.slots) continue;
+        rewrite(op->operands, op->n_operands, r);
+        for (int32_t i = 0; i < op->n_regions; i++)
+            if (op->regions[i]) changes += cse_block(cx, op->regions[i], r);
+        for (int32_t i = 0; i < op->n_results; i++)
+            op->results[i]->id = 0;
+        if (!t.tags || !comparable(op) || !live(op)) continue;
         const kiln__ir_op *prev = find_or_add(&t, op);
         if (!prev) continue;
-        bool ok = true;
-        for (int32_t i = 0; i < op->n_results && ok; i++)
-            ok = kiln__vmap_put(map, op->results[i], prev->results[i]);
-        if (!ok) { /* out of memory: keep this op; nothing half-replaced is left */
-            for (int32_t i = 0; i < op->n_results; i++)
-                kiln__vmap_put(map, op->results[i], NULL);
+        int32_t n_before = r->n, i = 0;
+        while (i < op->n_results && add_replacement(r, op->results[i], prev->results[i]))
+            i++;
+        if (i < op->n_results) { /* out of memory: keep this op; nothing half-replaced */
+            for (int32_t j = 0; j < op->n_results; j++)
+                op->results[j]->id = 0;
+            r->n = n_before;
             if (before == KILN_OK) kiln_ctx_clear_error(cx);
             continue;
         }
         changes++;
     }
-    rewrite(b->results, b->n_results, map);
-    if (t.slots) kiln__free(cx, t.slots, t.cap * sizeof *t.slots);
+    rewrite(b->results, b->n_results, r);
+    if (t.ops) kiln__free(cx, t.ops, t.cap * sizeof *t.ops);
+    if (t.tags) kiln__free(cx, t.tags, t.cap * sizeof *t.tags);
     return changes;
 }
 
 int32_t kiln__pass_cse(kiln_module *m) {
     int32_t changes = 0;
     for (int32_t f = 0; f < m->n_funcs; f++) {
-        kiln__vmap map;
-        kiln__vmap_init(&map, m->cx);
-        changes += cse_block(m->cx, m->funcs[f]->body, &map);
-        kiln__vmap_free(&map);
+        replacements r = {.cx = m->cx};
+        changes += cse_block(m->cx, m->funcs[f]->body, &r);
+        if (r.to) kiln__free(m->cx, r.to, (size_t)r.cap * sizeof *r.to);
     }
     return changes;
 }

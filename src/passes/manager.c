@@ -74,9 +74,11 @@ int32_t kiln__pass_dce(kiln_module *m) { return kiln__module_dce(m); }
 
 int32_t kiln__passes_simplify(kiln_module *m, unsigned flags) {
     static const kiln__pass simplify[] = {
-        {"canonicalize", kiln__pass_canonicalize, 0},
-        /* One walk merges chains too: uses move as the walk reaches them. */
+        /* First, so that canonicalize looks at one op where a trace made thousands of
+         * equal ones (an unrolled loop's constants). One walk merges chains too: uses move
+         * as the walk reaches them. */
         {"cse", kiln__pass_cse, KILN__PASS_IDEMPOTENT},
+        {"canonicalize", kiln__pass_canonicalize, 0},
         /* One walk unrolls every loop it can (inner loops first). */
         {"unroll", kiln__pass_unroll, KILN__PASS_IDEMPOTENT},
         /* One walk moves everything that can move: run again, it finds nothing. */

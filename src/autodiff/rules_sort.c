@@ -59,8 +59,9 @@ static kiln__value *sort_permutation(kiln__emitter *e, const kiln__ad_op *op) {
     const kiln_region *builtin = o->attrs->region[0];
     a.region[0] = NULL;
     kiln__ir_op *s = kiln__emit_op(e, KILN_OP_SORT, &a, operands, n + 1);
-    if (!s) return NULL;
-    s->attrs->region[0] = builtin;
+    kiln__attrs *own = s ? kiln__op_attrs_mut(e->m, s) : NULL;
+    if (!own) return NULL;
+    own->region[0] = builtin;
     kiln__type args[130];
     for (int32_t i = 0; i < 2 * n; i++)
         args[i] = (kiln__type){.dtype = op->primals[i / 2]->type->dtype};
@@ -110,7 +111,9 @@ static void batched_dims(int32_t rank, int32_t dim, kiln_dims *batch, kiln_dims 
     *along = (kiln_dims){.count = 1, .v = {dim}};
 }
 
-static bool has_derivative(const kiln__value *v) { return v && kiln_dtype_is_float(v->type->dtype); }
+static bool has_derivative(const kiln__value *v) {
+    return v && kiln_dtype_is_float(v->type->dtype);
+}
 
 kiln_status kiln__vjp_SORT(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts,
                            kiln__value **out_cts) {

@@ -14,6 +14,7 @@ kiln_module *kiln__module_new(kiln_ctx *cx, const char *name) {
     kiln__arena_init(&m->arena, cx, 16384);
     kiln__arena_init(&m->node_arena, cx, 4096);
     kiln__type_set_init(&m->types, cx);
+    kiln__attrs_set_init(&m->attrs, cx);
     const char *n = name ? name : "kiln";
     m->name = kiln__arena_strndup(&m->arena, n, strlen(n));
     if (!m->name) {
@@ -37,6 +38,7 @@ void kiln_module_release(kiln_module *m) {
     kiln__free(cx, m->constants, (size_t)m->cap_constants * sizeof *m->constants);
     kiln__free(cx, m->funcs, (size_t)m->cap_funcs * sizeof *m->funcs);
     kiln__type_set_free(&m->types);
+    kiln__attrs_set_free(&m->attrs);
     kiln__arena_destroy(&m->arena);
     kiln__arena_destroy(&m->node_arena);
     kiln__free(cx, m, sizeof *m);
@@ -125,14 +127,23 @@ kiln__ir_op *kiln__block_append(kiln_module *m, kiln__block *block, kiln_op kind
     if (!op) return NULL;
     memset(op, 0, sizeof *op);
     op->kind = kind;
-    size_t attrs_size = kiln__attrs_size(kind);
-    op->attrs = kiln__arena_alloc(a, attrs_size, _Alignof(kiln__attrs));
-    if (!op->attrs) return NULL;
+    /* Attributes the op cannot change are interned (one copy of equal ones); those of ops
+     * with regions or of calls (records that transforms attach) are its own. */
+    kiln__attrs local;
     if (attrs)
-        kiln__attrs_copy(op->attrs, attrs, kind);
+        kiln__attrs_copy(&local, attrs, kind);
     else
-        memset(op->attrs, 0, attrs_size);
-    op->attrs->regions = NULL; /* never keep a caller's array */
+        memset(&local, 0, kiln__attrs_size(kind));
+    local.regions = NULL; /* never keep a caller's array */
+    if (n_regions == 0 && kind != KILN_OP_CALL) {
+        op->attrs = kiln__attrs_set_intern(&m->attrs, kind, &local, arena_alloc, a);
+        op->attrs_shared = true;
+    } else {
+        kiln__attrs *own = kiln__arena_alloc(a, kiln__attrs_size(kind), _Alignof(kiln__attrs));
+        if (own) kiln__attrs_copy(own, &local, kind);
+        op->attrs = own;
+    }
+    if (!op->attrs) return NULL;
     op->block = block;
     op->n_operands = n_operands;
     op->n_results = n_results;
@@ -202,18 +213,30 @@ void kiln__op_move_before(kiln__ir_op *op, kiln__ir_op *at) {
     b->n_ops++;
 }
 
-bool kiln__op_set_kind(kiln_module *m, kiln__ir_op *op, kiln_op kind) {
+kiln__attrs *kiln__op_attrs_mut(kiln_module *m, kiln__ir_op *op) {
+    if (!op->attrs_shared) return (kiln__attrs *)op->attrs;
+    kiln__attrs *a =
+        kiln__arena_alloc(&m->arena, kiln__attrs_size(op->kind), _Alignof(kiln__attrs));
+    if (!a) return NULL;
+    kiln__attrs_copy(a, op->attrs, op->kind);
+    op->attrs = a;
+    op->attrs_shared = false;
+    return a;
+}
+
+kiln__attrs *kiln__op_set_kind(kiln_module *m, kiln__ir_op *op, kiln_op kind) {
     size_t have = kiln__attrs_size(op->kind), need = kiln__attrs_size(kind);
-    kiln__attrs *a = op->attrs;
-    if (need > have) {
+    kiln__attrs *a = op->attrs_shared ? NULL : (kiln__attrs *)op->attrs;
+    if (!a || need > have) {
         a = kiln__arena_alloc(&m->arena, need, _Alignof(kiln__attrs));
-        if (!a) return false;
+        if (!a) return NULL;
         memcpy(a, op->attrs, offsetof(kiln__attrs, u));
     }
     memset(&a->u, 0, need - offsetof(kiln__attrs, u));
     op->attrs = a;
+    op->attrs_shared = false;
     op->kind = kind;
-    return true;
+    return a;
 }
 
 kiln_status kiln__block_set_results(kiln_module *m, kiln__block *block, kiln__value *const *values,

@@ -11,11 +11,12 @@
 #include <stdint.h>
 
 #include "base/arena.h"
-#include "ops/type_set.h"
 #include "kiln/jit.h"
 #include "ops/attrs.h"
+#include "ops/attrs_set.h"
 #include "ops/infer.h"
 #include "ops/op.h"
+#include "ops/type_set.h"
 
 typedef struct kiln__value kiln__value;
 typedef struct kiln__block kiln__block;
@@ -45,13 +46,16 @@ struct kiln__block {
 
 struct kiln__ir_op {
     kiln_op kind;
+    /* attrs is the module's interned copy (ops without regions, calls aside), which other
+     * ops may share: kiln__op_attrs_mut gives the op a copy of its own to change. */
+    bool attrs_shared;
     /* The part of a kiln__attrs its kind uses (kiln__attrs_size), in the module's arena:
-     * read only the member of the op's kind, copy with kiln__attrs_copy, and change the
-     * kind with kiln__op_set_kind. Region pointers are kept only for builtin regions
-     * (static, recognised by backends for fast paths); every region is also traced into
-     * `regions`. attrs->fn is a static string. attrs->u.constant is retained by the
-     * module. */
-    kiln__attrs *attrs;
+     * read only the member of the op's kind, copy with kiln__attrs_copy, change it through
+     * kiln__op_attrs_mut and the kind with kiln__op_set_kind. Region pointers are kept
+     * only for builtin regions (static, recognised by backends for fast paths); every
+     * region is also traced into `regions`. attrs->fn is a static string.
+     * attrs->u.constant is retained by the module. */
+    const kiln__attrs *attrs;
     kiln__value **operands;
     int32_t n_operands;
     kiln__value **results;
@@ -93,6 +97,9 @@ struct kiln_module {
     int32_t n_checks;
     /* The module's distinct value types (kiln__module_type); the copies in the arena. */
     kiln__type_set types;
+    /* The distinct attributes of its ops that cannot change (kiln__block_append); the
+     * copies in the arena. */
+    kiln__attrs_set attrs;
 };
 
 kiln_module *kiln__module_new(kiln_ctx *cx, const char *name);
@@ -109,11 +116,16 @@ kiln__ir_op *kiln__block_append(kiln_module *m, kiln__block *block, kiln_op kind
                                 const kiln__attrs *attrs, kiln__value *const *operands,
                                 int32_t n_operands, const kiln__type *result_types,
                                 int32_t n_results, int32_t n_regions);
+/* The op's attributes to change in place: its own copy (made in the module's arena when
+ * they were shared). NULL, with RESOURCE_EXHAUSTED in the module's ctx and the op
+ * unchanged, when out of memory. */
+kiln__attrs *kiln__op_attrs_mut(kiln_module *m, kiln__ir_op *op);
 /* Makes op an op of `kind` (a rewrite in place): its attributes keep their common fields
- * and get a zeroed member of the new kind, reallocated in the module's arena when the
- * new kind's member is larger. False, with RESOURCE_EXHAUSTED in the module's ctx and op
- * unchanged, when that allocation fails. */
-bool kiln__op_set_kind(kiln_module *m, kiln__ir_op *op, kiln_op kind);
+ * and get a zeroed member of the new kind, in a copy of the op's own (made in the module's
+ * arena when they were shared or the new kind's member is larger). Returns them, to fill
+ * in; NULL, with RESOURCE_EXHAUSTED in the module's ctx and op unchanged, when that
+ * allocation fails. */
+kiln__attrs *kiln__op_set_kind(kiln_module *m, kiln__ir_op *op, kiln_op kind);
 /* The block a value belongs to: its op's block, or the block it is an argument of. */
 static inline const kiln__block *kiln__value_home(const kiln__value *v) {
     return v->def ? v->def->block : v->block;

@@ -1,5 +1,7 @@
 /* Algebraic identities (README.md). Every rewrite either moves an op's uses to a value
- * that already exists or changes an op in place, so the pass never allocates. */
+ * that already exists or changes an op in place; changing one first gives it attributes
+ * of its own (kiln__op_attrs_mut: they may be shared), and when that copy cannot be made
+ * the op stays as it is. */
 #include <string.h>
 
 #include "passes/passes.h"
@@ -56,7 +58,8 @@ static bool is_splat(const kiln__value *v, splat_kind want) {
     const kiln__ir_op *d = v->def;
     if (d && d->kind == KILN_OP_BROADCAST_IN_DIM) {
         const kiln__ir_op *s = d->operands[0]->def;
-        if (!s || s->kind != KILN_OP_CONSTANT || d->operands[0]->type->shape.rank != 0) return false;
+        if (!s || s->kind != KILN_OP_CONSTANT || d->operands[0]->type->shape.rank != 0)
+            return false;
         d = s;
     }
     if (!d || d->kind != KILN_OP_CONSTANT || !d->attrs->u.constant) return false;
@@ -84,7 +87,7 @@ static bool is_identity_perm(const kiln_dims *p) {
     return true;
 }
 
-static int32_t rewrite_transpose(kiln__ir_op *op) {
+static int32_t rewrite_transpose(kiln_module *m, kiln__ir_op *op) {
     const kiln_dims *p = &op->attrs->u.permutation;
     if (is_identity_perm(p)) return forward(op, op->operands[0]);
     const kiln__ir_op *in = op->operands[0]->def;
@@ -96,12 +99,14 @@ static int32_t rewrite_transpose(kiln__ir_op *op) {
         if (p->v[i] < 0 || p->v[i] >= q->count) return 0;
         c.v[i] = q->v[p->v[i]];
     }
-    op->attrs->u.permutation = c;
+    kiln__attrs *own = kiln__op_attrs_mut(m, op);
+    if (!own) return 0; /* out of memory: the op stays as it is */
+    own->u.permutation = c;
     set_operand(op, 0, in->operands[0]);
     return 1;
 }
 
-static int32_t rewrite_slice(kiln__ir_op *op) {
+static int32_t rewrite_slice(kiln_module *m, kiln__ir_op *op) {
     kiln__value *res = op->results[0];
     /* A slice keeping its operand's type keeps every element: start 0, and a stride
      * other than 1 only over a dimension of size 1. */
@@ -120,16 +125,18 @@ static int32_t rewrite_slice(kiln__ir_op *op) {
         strides.v[d] = t1->v[d] * t2->v[d];
         limit.v[d] = start.v[d] + (n - 1) * strides.v[d] + 1;
     }
-    op->attrs->u.slice.start = start;
-    op->attrs->u.slice.limit = limit;
-    op->attrs->u.slice.strides = strides;
+    kiln__attrs *own = kiln__op_attrs_mut(m, op);
+    if (!own) return 0; /* out of memory: the op stays as it is */
+    own->u.slice.start = start;
+    own->u.slice.limit = limit;
+    own->u.slice.strides = strides;
     set_operand(op, 0, in->operands[0]);
     return 1;
 }
 
 /* reverse(reverse(x, A), B) is reverse(x, A xor B); reversing only dimensions of size 1
  * (or none) is x. */
-static int32_t rewrite_reverse(kiln__ir_op *op) {
+static int32_t rewrite_reverse(kiln_module *m, kiln__ir_op *op) {
     const kiln__type *t = op->operands[0]->type;
     const kiln_dims *b = &op->attrs->u.reverse_dims;
     bool noop = true;
@@ -149,7 +156,9 @@ static int32_t rewrite_reverse(kiln__ir_op *op) {
     kiln_dims c = {.count = 0};
     for (int32_t d = 0; d < t->shape.rank; d++)
         if (flip[d]) c.v[c.count++] = d;
-    op->attrs->u.reverse_dims = c;
+    kiln__attrs *own = kiln__op_attrs_mut(m, op);
+    if (!own) return 0; /* out of memory: the op stays as it is */
+    own->u.reverse_dims = c;
     set_operand(op, 0, in->operands[0]);
     return 1;
 }
@@ -157,7 +166,7 @@ static int32_t rewrite_reverse(kiln__ir_op *op) {
 /* broadcast_in_dim with the identity mapping onto the same type is x; a broadcast of a
  * broadcast is one broadcast (x's dimension i goes where the inner one sent it, then where
  * the outer one sends that). */
-static int32_t rewrite_broadcast(kiln__ir_op *op) {
+static int32_t rewrite_broadcast(kiln_module *m, kiln__ir_op *op) {
     const kiln_dims *d = &op->attrs->u.broadcast.dims;
     if (type_eq(op->operands[0]->type, op->results[0]->type) && is_identity_perm(d))
         return forward(op, op->operands[0]);
@@ -169,7 +178,9 @@ static int32_t rewrite_broadcast(kiln__ir_op *op) {
         if (e->v[i] < 0 || e->v[i] >= d->count) return 0;
         c.v[i] = d->v[e->v[i]];
     }
-    op->attrs->u.broadcast.dims = c;
+    kiln__attrs *own = kiln__op_attrs_mut(m, op);
+    if (!own) return 0; /* out of memory: the op stays as it is */
+    own->u.broadcast.dims = c;
     set_operand(op, 0, in->operands[0]);
     return 1;
 }
@@ -200,8 +211,9 @@ static int32_t moved_scalar_broadcast(kiln_module *m, kiln__ir_op *op) {
     if (!in || in->kind != KILN_OP_BROADCAST_IN_DIM || in->operands[0]->type->shape.rank != 0)
         return 0;
     /* Out of memory for the broadcast's attributes: the op stays as it is. */
-    if (!kiln__op_set_kind(m, op, KILN_OP_BROADCAST_IN_DIM)) return 0;
-    op->attrs->u.broadcast.shape = op->results[0]->type->shape;
+    kiln__attrs *own = kiln__op_set_kind(m, op, KILN_OP_BROADCAST_IN_DIM);
+    if (!own) return 0;
+    own->u.broadcast.shape = op->results[0]->type->shape;
     set_operand(op, 0, in->operands[0]);
     return 1;
 }
@@ -255,10 +267,10 @@ static int32_t rewrite(kiln_module *m, kiln__ir_op *op) {
         }
         return 0;
     }
-    case KILN_OP_TRANSPOSE: return moved_scalar_broadcast(m, op) ? 1 : rewrite_transpose(op);
-    case KILN_OP_SLICE: return moved_scalar_broadcast(m, op) ? 1 : rewrite_slice(op);
-    case KILN_OP_REVERSE: return moved_scalar_broadcast(m, op) ? 1 : rewrite_reverse(op);
-    case KILN_OP_BROADCAST_IN_DIM: return rewrite_broadcast(op);
+    case KILN_OP_TRANSPOSE: return moved_scalar_broadcast(m, op) ? 1 : rewrite_transpose(m, op);
+    case KILN_OP_SLICE: return moved_scalar_broadcast(m, op) ? 1 : rewrite_slice(m, op);
+    case KILN_OP_REVERSE: return moved_scalar_broadcast(m, op) ? 1 : rewrite_reverse(m, op);
+    case KILN_OP_BROADCAST_IN_DIM: return rewrite_broadcast(m, op);
     case KILN_OP_PAD: return pad_is_noop(op) ? forward(op, a) : 0;
     case KILN_OP_CONCATENATE: return op->n_operands == 1 ? forward(op, a) : 0;
     default: return 0;

@@ -759,8 +759,13 @@ kiln_tensor *kiln_stop_gradient(kiln_ctx *cx, kiln_tensor *x) {
     kiln_tensor *r = NULL;
     if (kiln_optimization_barrier(cx, &x, 1, &r) != KILN_OK) return NULL;
     kiln__value *v = kiln__tensor_trace(r);
-    /* The marker: a barrier recorded under this name (printed as an identity barrier). */
-    if (v && v->def) v->def->attrs->fn = KILN__STOP_GRADIENT_FN;
+    /* The marker: a barrier recorded under this name (printed as an identity barrier), in
+     * attributes of its own (a plain barrier's are shared with its equals). */
+    if (v && v->def) {
+        kiln__attrs *own = kiln__op_attrs_mut(current_trace(cx)->module, v->def);
+        if (!own) return NULL; /* out of memory: recorded by the module's arena */
+        own->fn = KILN__STOP_GRADIENT_FN;
+    }
     return r;
 }
 
@@ -799,8 +804,13 @@ kiln_status kiln_custom_vjp_call(kiln_ctx *cx, const kiln_custom_vjp *def, kiln_
         if (!t || kiln__module_keep_constant(current_trace(cx)->module, t) != KILN_OK) {
             s = oom(cx, fn);
         } else {
-            v->def->attrs->fn = KILN__CUSTOM_VJP_FN;
-            v->def->attrs->u.constant = t;
+            kiln__attrs *own = kiln__op_attrs_mut(current_trace(cx)->module, v->def);
+            if (!own) {
+                s = oom(cx, fn);
+            } else {
+                own->fn = KILN__CUSTOM_VJP_FN;
+                own->u.constant = t;
+            }
         }
         if (t) kiln__tensor_discard(t);
     }

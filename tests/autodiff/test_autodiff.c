@@ -312,6 +312,28 @@ Test(autodiff, stop_gradient_blocks_the_flow) {
     kiln_ctx_release(cx);
 }
 
+static kiln_status barrier_and_stopped(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
+                                       void *u) {
+    (void)u;
+    /* barrier(x) * sg(x): both barriers of the same type (equal attributes, one copy in the
+     * module until stop_gradient marks its own); the gradient is sg(x) = x. */
+    kiln_tensor *b = NULL;
+    if (kiln_optimization_barrier(cx, (kiln_tensor *[]){in[0]}, 1, &b) != KILN_OK)
+        return kiln_ctx_status(cx);
+    out[0] =
+        kiln_sum(cx, kiln_multiply(cx, b, kiln_stop_gradient(cx, in[0])), (kiln_dims){0}, false);
+    return kiln_ctx_status(cx);
+}
+
+Test(autodiff, stop_gradient_leaves_a_plain_barrier_of_the_same_type_alone) {
+    kiln_ctx *cx = test_ctx();
+    kiln_tensor *x = f64(cx, KILN_SHAPE(6), xs6), *g = NULL;
+    cr_assert_eq(kiln_grad(cx, &(kiln_region){barrier_and_stopped, NULL}, 1, &x, NULL, &g), KILN_OK,
+                 "%s", kiln_ctx_error_message(cx));
+    expect_close(g, xs6, 6, 0);
+    kiln_ctx_release(cx);
+}
+
 /* log(1 + e^x), stable for large x, with derivative logistic(x). */
 static kiln_status log1pexp_fwd(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
     (void)u;

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/arena.h"
+#include "failing_allocator.h"
 #include "ir/ir.h"
 #include "ir/print.h"
 #include "passes/passes.h"
@@ -515,6 +517,80 @@ Test(canonicalize, moved_scalar_broadcast) {
 }
 Test(cse, common_subexpressions) {
     cr_assert_gt(check(common, f32_4, 1, 1, before_cse, after_cse, "cse"), 0);
+}
+
+/* ---- shared attributes ------------------------------------------------------------------- */
+
+/* Two slices with the same attributes on different operands: the module keeps one copy,
+ * and canonicalize folding the slice of a slice changes only that op. */
+static const char *const shared_slices =
+    "func.func public @main(%arg0: tensor<8xf32>, %arg1: tensor<6xf32>) -> "
+    "(tensor<4xf32>, tensor<4xf32>) {\n"
+    "  %0 = stablehlo.slice %arg0 [1:7] : (tensor<8xf32>) -> tensor<6xf32>\n"
+    "  %1 = stablehlo.slice %0 [1:5] : (tensor<6xf32>) -> tensor<4xf32>\n"
+    "  %2 = stablehlo.slice %arg1 [1:5] : (tensor<6xf32>) -> tensor<4xf32>\n"
+    "  return %1, %2 : tensor<4xf32>, tensor<4xf32>\n"
+    "}\n";
+
+static kiln_module *parse_text(kiln_ctx *cx, const char *text) {
+    kiln_module *m = NULL;
+    cr_assert_eq(kiln_module_parse(cx, text, strlen(text), NULL, &m), KILN_OK, "%s",
+                 kiln_ctx_error_message(cx));
+    return m;
+}
+
+static const kiln__ir_op *nth_op(const kiln_module *m, int n) {
+    const kiln__ir_op *op = m->funcs[0]->body->first;
+    while (op && n-- > 0)
+        op = op->next;
+    cr_assert_not_null(op);
+    return op;
+}
+
+Test(canonicalize, a_rewrite_changes_only_its_op_where_attributes_are_shared) {
+    kiln_ctx *cx = test_ctx();
+    kiln_module *m = parse_text(cx, shared_slices);
+    const kiln__ir_op *inner = nth_op(m, 1), *other = nth_op(m, 2);
+    cr_assert(inner->attrs_shared && inner->attrs == other->attrs, "equal attributes are one copy");
+    cr_assert_neq(nth_op(m, 0)->attrs, inner->attrs);
+    cr_assert_gt(kiln__pass_canonicalize(m), 0);
+    cr_assert_eq(kiln__module_verify(m), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    cr_assert(!inner->attrs_shared && inner->attrs != other->attrs);
+    char *text = kiln_module_to_string(cx, m);
+    cr_assert_not_null(text);
+    cr_assert(strstr(text, "stablehlo.slice %arg0 [2:6]"), "%s", text);
+    cr_assert(strstr(text, "stablehlo.slice %arg1 [1:5]"), "%s", text);
+    kiln_string_free(cx, text);
+    kiln_module_release(m);
+    expect_ok(cx);
+    kiln_ctx_release(cx);
+}
+
+/* Out of memory for the op's own copy of its attributes: the rewrite is skipped, the
+ * module stays valid and unchanged. */
+Test(canonicalize, no_memory_for_own_attributes_keeps_the_op) {
+    failing_allocator fa;
+    kiln_ctx *cx = failing_allocator_ctx(&fa);
+    cr_assert_not_null(cx);
+    kiln_module *m = parse_text(cx, shared_slices);
+    kiln_ctx_clear_error(cx);
+    /* Every allocation fails from here on, and the module's arena is filled up, so the
+     * copy would need a new block. */
+    fa.fail_after = fa.allocations;
+    while (kiln__arena_alloc(&m->arena, 4096, 8))
+        ;
+    while (kiln__arena_alloc(&m->arena, 8, 8))
+        ;
+    kiln_ctx_clear_error(cx);
+    cr_assert_eq(kiln__pass_canonicalize(m), 0);
+    kiln_ctx_clear_error(cx);
+    fa.fail_after = -1;
+    cr_assert_eq(kiln__module_verify(m), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    const kiln__ir_op *inner = nth_op(m, 1);
+    cr_assert(inner->attrs_shared && inner->attrs == nth_op(m, 2)->attrs);
+    cr_assert_eq(inner->operands[0], nth_op(m, 0)->results[0], "the slice of a slice stays");
+    kiln_module_release(m);
+    kiln_ctx_release(cx);
 }
 
 /* ---- results stay equal ------------------------------------------------------------------ */

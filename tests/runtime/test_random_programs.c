@@ -1535,10 +1535,11 @@ static void iotaize(kiln_ctx *cx, kiln_module *m) {
             /* The tensor stays alive in the module's list of constants. */
             kiln_dtype dtype = kiln_tensor_dtype(c);
             kiln_shape shape = *kiln_tensor_shape(c);
-            if (!kiln__op_set_kind(m, op, KILN_OP_IOTA)) break; /* out of memory: keep it */
-            op->attrs->u.iota.dtype = dtype;
-            op->attrs->u.iota.shape = shape;
-            op->attrs->u.iota.dimension = d;
+            kiln__attrs *a = kiln__op_set_kind(m, op, KILN_OP_IOTA);
+            if (!a) break; /* out of memory: keep it */
+            a->u.iota.dtype = dtype;
+            a->u.iota.shape = shape;
+            a->u.iota.dimension = d;
             break;
         }
     }

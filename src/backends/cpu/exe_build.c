@@ -37,6 +37,7 @@ typedef struct compiler {
     /* The executable's distinct types (keep_type): the table for the compile only, the
      * copies in the executable's memory. */
     kiln__type_set types;
+    kiln__attrs_set attrs; /* its distinct attributes (copy_attrs), the same way */
     /* The executable's distinct kernels (shared_kernel): the table for the compile only. */
     struct kernel_code *codes;
     size_t n_codes, cap_codes;
@@ -68,10 +69,20 @@ static const kiln__type *keep_type(compiler *c, const kiln__type *t) {
     return kiln__type_set_intern(&c->types, t, type_alloc, c);
 }
 
-/* The executable's copy of an op's attributes: the part its kind uses. */
-static kiln__attrs *copy_attrs(compiler *c, const kiln__ir_op *op) {
+/* The executable's copy of an op's attributes: the part its kind uses, with its region
+ * count and no region array (builtin regions stay). One copy of equal attributes for ops
+ * without regions (an unrolled loop's slices: one), which nothing changes. */
+static void *attrs_alloc(void *c, size_t size, size_t align) { return xalloc(c, size, align); }
+
+static const kiln__attrs *copy_attrs(compiler *c, const kiln__ir_op *op) {
+    kiln__attrs local;
+    kiln__attrs_copy(&local, op->attrs, op->kind);
+    local.regions = NULL;
+    local.n_regions = op->n_regions;
+    if (op->n_regions == 0)
+        return kiln__attrs_set_intern(&c->attrs, op->kind, &local, attrs_alloc, c);
     kiln__attrs *a = xalloc(c, kiln__attrs_size(op->kind), _Alignof(kiln__attrs));
-    if (a) kiln__attrs_copy(a, op->attrs, op->kind);
+    if (a) kiln__attrs_copy(a, &local, op->kind);
     return a;
 }
 
@@ -348,7 +359,7 @@ static bool emit_conv_epilogue(compiler *c, const cscope *self, kiln__xblock *b,
     int32_t n_in = e->bias ? 3 : 2;
     kiln__xref *in = XNEW(c, kiln__xref, n_in);
     int32_t *out = XNEW(c, int32_t, 1);
-    kiln__attrs *attrs = copy_attrs(c, conv);
+    const kiln__attrs *attrs = copy_attrs(c, conv);
     if (!in || !out || !attrs) return false;
     for (int32_t i = 0; i < 2; i++)
         if (!resolve(c, self, conv->operands[i], &in[i])) return false;
@@ -458,12 +469,10 @@ static kiln__xblock *compile_block(compiler *c, const kiln__block *ir, const csc
         kiln__xop *x = &b->ops[b->n_ops];
         int32_t *out = XNEW(c, int32_t, op->n_results);
         kiln__xblock **regions = XNEW(c, kiln__xblock *, op->n_regions);
-        kiln__attrs *attrs = copy_attrs(c, op);
+        const kiln__attrs *attrs = copy_attrs(c, op);
         if (!out || !regions || !attrs) return NULL;
         for (int32_t r = 0; r < op->n_results; r++)
             out[r] = first + r;
-        attrs->regions = NULL;
-        attrs->n_regions = op->n_regions;
         for (int32_t i = 0; i < op->n_regions; i++) {
             const kiln_region *builtin = i < 2 ? op->attrs->region[i] : NULL;
             if (builtin) continue;
@@ -568,8 +577,10 @@ kiln_status kiln__cpu_compile(kiln_ctx *cx, const kiln__compile_request *req,
     exe->device = req->device;
     compiler c = {.cx = cx, .exe = exe};
     kiln__type_set_init(&c.types, cx);
+    kiln__attrs_set_init(&c.attrs, cx);
     kiln_status s = build(&c, req);
     kiln__type_set_free(&c.types);
+    kiln__attrs_set_free(&c.attrs);
     if (c.codes) kiln__free(cx, c.codes, c.cap_codes * sizeof *c.codes);
     if (s == KILN_OK) {
         kiln__exe_make_result_pool(exe);

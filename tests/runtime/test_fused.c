@@ -681,6 +681,29 @@ Test(fused, kernels_that_are_the_same_code_share_it_and_print_their_own_values) 
     kiln_ctx_release(cx);
 }
 
+/* What an executable of an unrolled loop holds: its kernels are one code, its equal
+ * attributes one copy, and its call state one tensor header per arena place, not one per
+ * value; about the size of its op list, however many steps. */
+Test(fused, an_unrolled_loop_compiles_to_an_executable_of_its_op_list_size) {
+    failing_allocator fa;
+    kiln_ctx *cx = failing_allocator_ctx(&fa);
+    cr_assert_not_null(cx);
+    kiln_arg_spec a = {.dtype = KILN_F32, .shape = KILN_SHAPE(64)};
+    int steps[2] = {1000, 0};
+    int64_t before = fa.live_bytes;
+    kiln_exe *exe = compile(cx, heat_steps, steps, &a, 1, 1, true);
+    kiln_ctx_trim(cx); /* what tracing left in the ctx's caches */
+    int64_t held = fa.live_bytes - before;
+    kiln_exe_info info;
+    cr_assert_eq(kiln_exe_info_get(cx, exe, &info), KILN_OK);
+    cr_assert_eq(info.n_kernels, 1000);
+    cr_log_info("1,000 steps: %d ops, %lld bytes held", (int)info.n_ops, (long long)held);
+    cr_assert_lt(held, (int64_t)info.n_ops * 400, "%lld bytes for %d ops", (long long)held,
+                 (int)info.n_ops);
+    kiln_exe_release(exe);
+    kiln_ctx_release(cx);
+}
+
 Test(fused, the_executable_prints_its_kernels_memory_plan_and_cost) {
     kiln_ctx *cx = test_ctx();
     kiln_arg_spec a[2] = {{.dtype = KILN_F32, .shape = KILN_SHAPE(10, 10)},

@@ -192,7 +192,8 @@ typedef struct kiln__cpu_exe {
     const kiln__type **header_type;
     size_t *header_offset;
     int32_t n_headers;
-    int32_t n_ptrs; /* the call state's tensor pointers (slot arrays, scratch, carries) */
+    int32_t n_buffers; /* values and carries placed in the arena (some share a header) */
+    int32_t n_ptrs;    /* the call state's tensor pointers (slot arrays, scratch, carries) */
     size_t arena_bytes;
     int32_t n_ops;
     int32_t n_kernels, n_fused_ops; /* kernels among the ops, and the module ops they replace */

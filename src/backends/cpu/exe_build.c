@@ -393,6 +393,22 @@ static bool runs_alone(const kiln__fusion_group *g) {
     return true;
 }
 
+/* How many ops a fused block can have at most: the module's, less views, the kernel
+ * members that do not run the kernel, and the epilogue ops before the last. */
+static int32_t ops_after_fusion(const kiln__fusion *f) {
+    int32_t n = 0;
+    for (int32_t k = 0; k < f->n_ops; k++) {
+        if (f->role[k] == KILN__FUSE_VIEW) continue;
+        if (f->epilogue[k] >= 0 && f->epilogues[f->epilogue[k]].last != k) continue;
+        if (f->role[k] == KILN__FUSE_MEMBER) {
+            const kiln__fusion_group *g = &f->kernels[f->kernel[k]];
+            if (!runs_alone(g) && g->last != k) continue;
+        }
+        n++;
+    }
+    return n;
+}
+
 static kiln__xblock *compile_block(compiler *c, const kiln__block *ir, const cscope *parent) {
     kiln__xblock *b = XNEW(c, kiln__xblock, 1);
     if (!b) return NULL;
@@ -404,16 +420,6 @@ static kiln__xblock *compile_block(compiler *c, const kiln__block *ir, const csc
     b->n_args = ir->n_args;
     b->n_slots = n_slots;
     b->n_results = ir->n_results;
-    b->types = XNEW(c, const kiln__type *, n_slots);
-    b->consts = XNEW(c, kiln_tensor *, n_slots);
-    b->ops = XNEW(c, kiln__xop, n_ops);
-    b->results = XNEW(c, kiln__xref, ir->n_results);
-    if (!b->types || !b->consts || !b->ops || !b->results) return NULL;
-    cscope self = {.ir = ir, .x = b, .parent = parent};
-    for (int32_t i = 0; i < ir->n_args; i++) {
-        ir->args[i]->id = i;
-        if (!(b->types[i] = keep_type(c, ir->args[i]->type))) return NULL;
-    }
     /* Every block is fused, the bodies of loops and branches as the entry function: its own
      * plan, made before the block's values are numbered as slots (the plan numbers them
      * the same way). */
@@ -422,6 +428,16 @@ static kiln__xblock *compile_block(compiler *c, const kiln__block *ir, const csc
     if (c->fuse && ir->n_ops > 0) {
         if (kiln__fusion_plan(c->cx, ir, &c->fusion_options, &plan) != KILN_OK) return NULL;
         fz = &plan;
+    }
+    b->types = XNEW(c, const kiln__type *, n_slots);
+    b->consts = XNEW(c, kiln_tensor *, n_slots);
+    b->ops = XNEW(c, kiln__xop, fz ? ops_after_fusion(fz) : n_ops);
+    b->results = XNEW(c, kiln__xref, ir->n_results);
+    if (!b->types || !b->consts || !b->ops || !b->results) return NULL;
+    cscope self = {.ir = ir, .x = b, .parent = parent};
+    for (int32_t i = 0; i < ir->n_args; i++) {
+        ir->args[i]->id = i;
+        if (!(b->types[i] = keep_type(c, ir->args[i]->type))) return NULL;
     }
     int32_t slot = ir->n_args;
     int32_t index = -1;
@@ -660,7 +676,7 @@ void kiln__cpu_info(const kiln__executable *x, kiln__executable_info *out) {
     const kiln__cpu_exe *exe = (const kiln__cpu_exe *)x;
     *out = (kiln__executable_info){.n_ops = exe->n_ops,
                                    .arena_bytes = exe->arena_bytes,
-                                   .n_buffers = exe->n_headers,
+                                   .n_buffers = exe->n_buffers,
                                    .n_kernels = exe->n_kernels,
                                    .n_fused_ops = exe->n_fused_ops,
                                    .n_conv_epilogues = exe->n_epilogues};

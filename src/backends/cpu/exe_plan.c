@@ -134,8 +134,13 @@ typedef struct planner {
     kiln__cpu_exe *exe;
     size_t end; /* the arena's size */
     int32_t n_headers, cap_headers;
+    int32_t n_buffers; /* values and carries placed: some share a header */
     int32_t n_ptrs;
     int32_t cap_blocks;
+    /* The headers of arena values by type and offset (shared_header): open addressing,
+     * header index + 1 (0: empty), from the ctx's allocator for the plan only. */
+    int32_t *by_place;
+    size_t cap_by_place, n_by_place;
 } planner;
 
 /* Whose block it is: the entry (results into the caller's tensors, donation), a loop's body
@@ -163,7 +168,50 @@ static int32_t add_header(planner *P, const kiln__type *t, size_t offset) {
     }
     exe->header_type[P->n_headers] = t;
     exe->header_offset[P->n_headers] = offset;
+    P->n_buffers++;
     return P->n_headers++;
+}
+
+static size_t place_hash(const kiln__type *t, size_t offset) {
+    uint64_t h = ((uint64_t)(uintptr_t)t ^ ((uint64_t)offset << 17)) * 0x9e3779b97f4a7c15ull;
+    return (size_t)(h >> 32);
+}
+
+/* The header of an arena value of type t (the executable's interned copy) at offset: one
+ * for all the values of that type placed there, whose lifetimes never overlap (at most
+ * one op reads one and writes the next over it, which is how it works in place anyway),
+ * so that a call state of a 10^4-step unrolled loop holds a few headers, not one per
+ * value. -1 when out of memory. */
+static int32_t shared_header(planner *P, const kiln__type *t, size_t offset) {
+    if (2 * (P->n_by_place + 1) > P->cap_by_place) {
+        size_t cap = P->cap_by_place ? 2 * P->cap_by_place : 64;
+        int32_t *m = kiln__calloc(P->cx, cap * sizeof *m, _Alignof(int32_t), "kiln_compile");
+        if (!m) return -1;
+        for (size_t i = 0; i < P->cap_by_place; i++) {
+            int32_t h = P->by_place[i] - 1;
+            if (h < 0) continue;
+            size_t j = place_hash(P->exe->header_type[h], P->exe->header_offset[h]) & (cap - 1);
+            while (m[j])
+                j = (j + 1) & (cap - 1);
+            m[j] = h + 1;
+        }
+        kiln__free(P->cx, P->by_place, P->cap_by_place * sizeof *P->by_place);
+        P->by_place = m;
+        P->cap_by_place = cap;
+    }
+    size_t i = place_hash(t, offset) & (P->cap_by_place - 1);
+    for (; P->by_place[i]; i = (i + 1) & (P->cap_by_place - 1)) {
+        int32_t h = P->by_place[i] - 1;
+        if (P->exe->header_type[h] == t && P->exe->header_offset[h] == offset) {
+            P->n_buffers++;
+            return h;
+        }
+    }
+    int32_t h = add_header(P, t, offset);
+    if (h < 0) return -1;
+    P->by_place[i] = h + 1;
+    P->n_by_place++;
+    return h;
 }
 
 static bool add_block(planner *P, kiln__xblock *b) {
@@ -511,10 +559,14 @@ static kiln_status plan_values(planner *P, kiln__xblock *b, kiln__xplan *p, size
         }
     }
     p->peak = ap.peak;
+    /* A part's header is pointed into its result when the block runs: its own. */
     for (int32_t v = 0; v < n; v++) {
-        if (p->slot_kind[v] != KILN__SLOT_ARENA && p->slot_kind[v] != KILN__SLOT_PART) continue;
-        if ((p->slot_tensor[v] = add_header(P, b->types[v], p->slot_offset[v])) < 0)
-            return KILN_RESOURCE_EXHAUSTED;
+        uint8_t kind = p->slot_kind[v];
+        if (kind != KILN__SLOT_ARENA && kind != KILN__SLOT_PART) continue;
+        p->slot_tensor[v] = kind == KILN__SLOT_ARENA
+                                ? shared_header(P, b->types[v], p->slot_offset[v])
+                                : add_header(P, b->types[v], p->slot_offset[v]);
+        if (p->slot_tensor[v] < 0) return KILN_RESOURCE_EXHAUSTED;
     }
     p->vals_at = P->n_ptrs;
     P->n_ptrs += n + b->max_in + b->max_out;
@@ -525,10 +577,12 @@ static kiln_status plan_values(planner *P, kiln__xblock *b, kiln__xplan *p, size
 kiln_status kiln__cpu_plan(kiln_ctx *cx, kiln__cpu_exe *exe, bool assert_nonallocating) {
     planner P = {.cx = cx, .exe = exe};
     kiln_status s = plan_block(&P, exe->entry, 0, ROLE_ENTRY, assert_nonallocating);
+    if (P.by_place) kiln__free(cx, P.by_place, P.cap_by_place * sizeof *P.by_place);
     if (s != KILN_OK) return s;
     exe->results = exe->entry->plan->results;
     exe->arena_bytes = P.end;
     exe->n_headers = P.n_headers;
+    exe->n_buffers = P.n_buffers;
     exe->n_ptrs = P.n_ptrs;
     exe->n_ops = exe->entry->n_ops;
 

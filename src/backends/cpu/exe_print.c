@@ -130,7 +130,7 @@ void kiln__cpu_print(kiln__strbuf *sb, const kiln__executable *x) {
     print_block(sb, b, 0, 1, &total);
     const kiln__xplan *p = b->plan;
     kiln__strbuf_printf(sb, "memory plan: arena peak %zu bytes, %d buffers\n", exe->arena_bytes,
-                        (int)exe->n_headers);
+                        (int)exe->n_buffers);
     for (int32_t v = b->n_args; v < b->n_slots; v++) {
         uint8_t kind = p->slot_kind[v];
         if (kind == KILN__SLOT_CONST || kind == KILN__SLOT_UNUSED) continue;

@@ -25,6 +25,7 @@ typedef struct view {
 typedef struct group {
     int32_t n_members, n_leaves;
     bool sealed, reduces;
+    bool reads_views;        /* a member reads a value through a view (kiln__fusion_group) */
     const kiln_shape *shape; /* of the first member's result (its interned type's) */
 } group;
 
@@ -226,6 +227,20 @@ static int32_t new_group(fuser *z, const kiln_shape *shape) {
     return z->n_groups++;
 }
 
+/* Op k became a kernel member or an epilogue op: the views it reads are absorbed (read by
+ * a kernel or a library call, which materialize counts against their uses), and a
+ * member's kernel notes that it reads views. */
+static void absorb_operands(fuser *z, int32_t k, int32_t g) {
+    const kiln__ir_op *op = z->ops[k];
+    for (int32_t i = 0; i < op->n_operands; i++) {
+        int32_t u = vid(z, op->operands[i]);
+        int32_t d = z->def[u];
+        if (d >= 0 && z->f->role[d] == KILN__FUSE_VIEW) z->absorbed[u]++;
+        if (g >= 0 && z->views[u] && group_of_value(z, op->operands[i]) != g)
+            z->groups[g].reads_views = true;
+    }
+}
+
 static void add_member(fuser *z, int32_t k, int32_t g) {
     const kiln__ir_op *op = z->ops[k];
     z->f->role[k] = KILN__FUSE_MEMBER;
@@ -239,6 +254,7 @@ static void add_member(fuser *z, int32_t k, int32_t g) {
             z->groups[g].n_leaves++;
     }
     if (z->groups[g].n_members >= z->max_instrs) z->groups[g].sealed = true;
+    absorb_operands(z, k, g);
 }
 
 static bool all_const_operands(const fuser *z, const kiln__ir_op *op) {
@@ -324,6 +340,7 @@ static bool take_epilogue(fuser *z, int32_t k) {
         cand.last = k;
         f->epilogues[e] = cand;
         f->role[k] = KILN__FUSE_EPILOGUE;
+        absorb_operands(z, k, -1);
         f->epilogue[k] = e;
         /* The call runs here: the kernel making the bias must have run. */
         seal_base(z, other);
@@ -406,6 +423,7 @@ static void walk(fuser *z) {
                 seal_base(z, init);
                 f->role[k] = KILN__FUSE_MEMBER;
                 f->kernel[k] = g;
+                absorb_operands(z, k, g);
                 z->groups[g].n_members++;
                 z->groups[g].reduces = true;
                 z->groups[g].sealed = true;
@@ -427,14 +445,8 @@ static void walk(fuser *z) {
  * again. */
 static void materialize(fuser *z) {
     kiln__fusion *f = z->f;
-    for (int32_t k = 0; k < z->n_ops; k++) {
-        if (f->role[k] != KILN__FUSE_MEMBER && f->role[k] != KILN__FUSE_EPILOGUE) continue;
-        const kiln__ir_op *op = z->ops[k];
-        for (int32_t i = 0; i < op->n_operands; i++) {
-            int32_t d = z->def[vid(z, op->operands[i])];
-            if (d >= 0 && f->role[d] == KILN__FUSE_VIEW) z->absorbed[vid(z, op->operands[i])]++;
-        }
-    }
+    /* The reads by kernels and epilogues were counted as the walk took them
+     * (absorb_operands); the views' own reads of views are counted here, from the last. */
     for (int32_t k = z->n_ops - 1; k >= 0; k--) {
         if (f->role[k] != KILN__FUSE_VIEW) continue;
         const kiln__ir_op *op = z->ops[k];
@@ -600,16 +612,20 @@ kiln_status kiln__fusion_plan(kiln_ctx *cx, const kiln__block *b, const kiln__fu
                        ? o->max_instrs
                        : KILN__KERNEL_MAX_INSTRS;
     if (z.max_instrs > KILN__KERNEL_MAX_OUTPUTS * 6) z.max_instrs = KILN__KERNEL_MAX_OUTPUTS * 6;
-    int32_t n_ops = 0, n_vals = b->n_args, n_convs = 0;
-    for (const kiln__ir_op *op = b->first; op; op = op->next) {
-        n_ops++;
+    /* One walk of the list (the block counts its ops); the rest index this array. */
+    int32_t n_ops = b->n_ops, n_vals = b->n_args, n_convs = 0;
+    z.ops = FNEW(&z, const kiln__ir_op *, n_ops);
+    if (!z.ops) return KILN_RESOURCE_EXHAUSTED;
+    int32_t k = 0;
+    for (const kiln__ir_op *op = b->first; op && k < n_ops; op = op->next, k++) {
+        z.ops[k] = op;
         n_vals += op->n_results;
         n_convs += op->kind == KILN_OP_CONVOLUTION;
     }
+    n_ops = k;
     z.n_ops = n_ops;
     z.n_vals = n_vals;
     out->n_ops = n_ops;
-    z.ops = FNEW(&z, const kiln__ir_op *, n_ops);
     z.def = FNEW(&z, int32_t, n_vals + 1);
     z.views = FNEW(&z, stored_view *, n_vals + 1);
     z.is_const = FNEW(&z, bool, n_vals + 1);
@@ -622,7 +638,7 @@ kiln_status kiln__fusion_plan(kiln_ctx *cx, const kiln__block *b, const kiln__fu
     /* One epilogue at most per convolution. */
     out->epilogues = FNEW(&z, kiln__conv_epilogue, n_convs);
     z.reg_of_op = FNEW(&z, int32_t, n_ops);
-    if (!z.ops || !z.def || !z.views || !z.is_const || !z.in_group || !z.absorbed || !z.groups ||
+    if (!z.def || !z.views || !z.is_const || !z.in_group || !z.absorbed || !z.groups ||
         !out->role || !out->kernel || !out->epilogue || !out->epilogues || !z.reg_of_op)
         return KILN_RESOURCE_EXHAUSTED;
     z.def[n_vals] = -1; /* values of the blocks around b (vid) */
@@ -630,9 +646,9 @@ kiln_status kiln__fusion_plan(kiln_ctx *cx, const kiln__block *b, const kiln__fu
         b->args[i]->id = i;
         z.def[i] = -1;
     }
-    int32_t id = b->n_args, k = 0;
-    for (const kiln__ir_op *op = b->first; op; op = op->next, k++) {
-        z.ops[k] = op;
+    int32_t id = b->n_args;
+    for (k = 0; k < n_ops; k++) {
+        const kiln__ir_op *op = z.ops[k];
         for (int32_t r = 0; r < op->n_results; r++) {
             op->results[r]->id = id;
             z.def[id++] = k;
@@ -661,10 +677,7 @@ kiln_status kiln__fusion_plan(kiln_ctx *cx, const kiln__block *b, const kiln__fu
         s->n_members++;
         s->last = j;
         s->reduces = z.groups[g].reduces;
-        const kiln__ir_op *op = z.ops[j];
-        for (int32_t i = 0; i < op->n_operands; i++)
-            if (group_of_value(&z, op->operands[i]) != g && z.views[vid(&z, op->operands[i])])
-                s->reads_views = true;
+        s->reads_views = z.groups[g].reads_views;
     }
     z.first = first;
     z.members = members;

@@ -130,17 +130,21 @@ kiln__ir_op *kiln__block_append(kiln_module *m, kiln__block *block, kiln_op kind
     /* Attributes the op cannot change are interned (one copy of equal ones); those of ops
      * with regions or of calls (records that transforms attach) are its own. */
     kiln__attrs local;
-    if (attrs)
-        kiln__attrs_copy(&local, attrs, kind);
-    else
-        memset(&local, 0, kiln__attrs_size(kind));
-    local.regions = NULL; /* never keep a caller's array */
+    const kiln__attrs *from = attrs;
+    if (!attrs || attrs->regions) { /* never keep a caller's array */
+        if (attrs)
+            kiln__attrs_copy(&local, attrs, kind);
+        else
+            memset(&local, 0, kiln__attrs_size(kind));
+        local.regions = NULL;
+        from = &local;
+    }
     if (n_regions == 0 && kind != KILN_OP_CALL) {
-        op->attrs = kiln__attrs_set_intern(&m->attrs, kind, &local, arena_alloc, a);
+        op->attrs = kiln__attrs_set_intern(&m->attrs, kind, from, arena_alloc, a);
         op->attrs_shared = true;
     } else {
         kiln__attrs *own = kiln__arena_alloc(a, kiln__attrs_size(kind), _Alignof(kiln__attrs));
-        if (own) kiln__attrs_copy(own, &local, kind);
+        if (own) kiln__attrs_copy(own, from, kind);
         op->attrs = own;
     }
     if (!op->attrs) return NULL;

@@ -189,6 +189,7 @@ void case_comptime_sum(bench *b);
 void case_comptime_cos(bench *b);
 void case_comptime_grad_cos(bench *b);
 void case_vgg11_ct(bench *b);
+void case_vgg11_small_ct(bench *b);
 void case_vgg13_ct(bench *b);
 void case_vgg16_ct(bench *b);
 void case_vgg19_ct(bench *b);

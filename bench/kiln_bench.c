@@ -64,6 +64,7 @@ static const bench_case cases[] = {
     {"comptime", "VGG13", case_vgg13_ct, 0},
     {"comptime", "VGG16", case_vgg16_ct, 0},
     {"comptime", "VGG19", case_vgg19_ct, 0},
+    {"comptime", "VGG11 8x3x32x32", case_vgg11_small_ct, 0},
     {"comptime", "heat 100 steps", case_heat100_ct, 0},
     {"comptime", "heat 1000 steps", case_heat1000_ct, 0},
     {"comptime", "heat 10000 steps", case_heat10000_ct, 0},

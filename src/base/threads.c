@@ -75,6 +75,14 @@ void kiln__threads_sync_blas(void) {
 #endif
 }
 
+void kiln__threads_blas_set(int n) {
+#ifdef KILN_HAVE_OPENMP
+    if (n >= 1 && omp_get_max_threads() != n) omp_set_num_threads(n);
+#else
+    (void)n;
+#endif
+}
+
 void kiln__threads_blas_one(void) {
 #ifdef KILN_HAVE_OPENMP
     if (omp_get_max_threads() != 1) omp_set_num_threads(1);

@@ -47,6 +47,10 @@ bool kiln__threads_in_parallel(void);
  * each BLAS or oneDNN call. */
 void kiln__threads_sync_blas(void);
 
+/* Makes the next BLAS or oneDNN call on this thread use n threads (a primitive built on
+ * another thread for the count its caller had). */
+void kiln__threads_blas_set(int n);
+
 /* Makes the BLAS calls on this thread run on one thread, until the next
  * kiln__threads_sync_blas: for calls whose results must not depend on how BLAS would
  * split them. */

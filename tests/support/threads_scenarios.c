@@ -271,13 +271,96 @@ static bool release_elsewhere(char *err, size_t cap) {
     return ok;
 }
 
+/* Convolutions compiled and called at once on several threads, three geometries shared
+ * among them: compiling queues each geometry's oneDNN primitives for the builder thread,
+ * and the first calls race it (a call builds a geometry still queued itself, and waits for
+ * one being built). Every result must equal the same convolution run eagerly. */
+#define CONV_THREADS 6
+#define CONV_CALLS 12
+
+static kiln_status conv_fn(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
+    (void)u;
+    kiln_nn_conv2d_params p = {.padding = {1, 1}};
+    out[0] = kiln_nn_conv2d(cx, in[0], in[1], NULL, &p);
+    return kiln_ctx_status(cx);
+}
+
+typedef struct conv_job {
+    int id;
+    char error[256];
+} conv_job;
+
+static void *conv_worker(void *p) {
+    conv_job *j = p;
+    kiln_ctx *cx = NULL;
+    /* One thread for kernels: each calling thread would start an OpenMP team of its own
+     * for oneDNN's parallel loops, and GNU OpenMP, not built for ThreadSanitizer, then
+     * shows as races in its thread-local storage. The cache and its builder are what run
+     * concurrently here. */
+    kiln_ctx_options o = kiln_ctx_options_default();
+    o.num_threads = 1;
+    if (kiln_ctx_create(&o, &cx) != KILN_OK) {
+        snprintf(j->error, sizeof j->error, "thread %d: no ctx", j->id);
+        return NULL;
+    }
+    int64_t hw = 16 + 2 * (j->id % 3); /* 8 * 16 * 16 * 16 * 9 multiply-adds and more */
+    kiln_arg_spec args[2] = {{.dtype = KILN_F32, .shape = KILN_SHAPE(1, 8, hw, hw)},
+                             {.dtype = KILN_F32, .shape = KILN_SHAPE(16, 8, 3, 3)}};
+    kiln_region fn = {conv_fn, NULL};
+    kiln_module *m = NULL;
+    kiln_exe *exe = NULL;
+    if (kiln_lower(cx, &fn, args, 2, 1, NULL, &m) != KILN_OK ||
+        kiln_compile(cx, m, NULL, &exe) != KILN_OK)
+        snprintf(j->error, sizeof j->error, "thread %d: compile: %s", j->id,
+                 kiln_ctx_error_message(cx));
+    kiln_module_release(m);
+    for (int i = 0; i < CONV_CALLS && exe && !j->error[0]; i++) {
+        kiln_scope_begin(cx);
+        kiln_tensor *x = values(cx, args[0].shape, 0.01 * (j->id * 100 + i), 0.03125);
+        kiln_tensor *w = values(cx, args[1].shape, -0.25, 0.00390625);
+        kiln_tensor *want = NULL, *got = NULL;
+        conv_fn(cx, (kiln_tensor *[]){x, w}, &want, NULL);
+        if (kiln_exe_call(cx, exe, (kiln_tensor *[]){x, w}, &got) != KILN_OK)
+            snprintf(j->error, sizeof j->error, "thread %d call %d: %s", j->id, i,
+                     kiln_ctx_error_message(cx));
+        else if (!same(got, want))
+            snprintf(j->error, sizeof j->error, "thread %d call %d: results differ", j->id, i);
+        kiln_scope_end(cx);
+    }
+    kiln_exe_release(exe);
+    kiln_ctx_release(cx);
+    return NULL;
+}
+
+static bool convolutions_at_once(char *err, size_t cap) {
+    conv_job jobs[CONV_THREADS];
+    pthread_t threads[CONV_THREADS];
+    int started = 0;
+    for (int t = 0; t < CONV_THREADS; t++) {
+        jobs[t] = (conv_job){.id = t};
+        if (pthread_create(&threads[t], NULL, conv_worker, &jobs[t]) != 0) break;
+        started++;
+    }
+    bool ok = started == CONV_THREADS;
+    if (!ok) snprintf(err, cap, "only %d of %d threads started", started, CONV_THREADS);
+    for (int t = 0; t < started; t++) {
+        pthread_join(threads[t], NULL);
+        if (ok && jobs[t].error[0]) {
+            snprintf(err, cap, "%s", jobs[t].error);
+            ok = false;
+        }
+    }
+    return ok;
+}
+
 const char *const kiln_test_thread_scenarios[KILN_TEST_N_THREAD_SCENARIOS] = {
     "one_executable_from_many_threads",
     "regions_interpreted_on_many_threads",
     "donation_on_many_threads",
     "executables_on_two_devices_at_once",
     "interpreter_backend_on_many_threads",
-    "tensors_released_on_other_threads_as_the_ctx_goes"};
+    "tensors_released_on_other_threads_as_the_ctx_goes",
+    "convolutions_compiled_and_called_on_many_threads"};
 
 bool kiln_test_thread_scenario(int which, char *err, size_t cap) {
     err[0] = 0;
@@ -294,6 +377,7 @@ bool kiln_test_thread_scenario(int which, char *err, size_t cap) {
         return run_threads(emlx_step, KILN_SHAPE(10, 10), true, "interpreter", 2, err, cap) &&
                run_threads(looped, KILN_SHAPE(4, 5), false, "interpreter", 1, err, cap);
     case 5: return release_elsewhere(err, cap);
+    case 6: return convolutions_at_once(err, cap);
     default: snprintf(err, cap, "no scenario %d", which); return false;
     }
 }

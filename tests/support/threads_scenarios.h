@@ -4,10 +4,11 @@
 #define KILN_TESTS_THREADS_SCENARIOS_H
 
 #include <kiln/kiln.h>
+#include <kiln/nn.h>
 #include <stdbool.h>
 #include <stddef.h>
 
-#define KILN_TEST_N_THREAD_SCENARIOS 6
+#define KILN_TEST_N_THREAD_SCENARIOS 7
 extern const char *const kiln_test_thread_scenarios[KILN_TEST_N_THREAD_SCENARIOS];
 
 /* Runs scenario `which`; false with a message in err (cap bytes) when it fails. */

@@ -8,14 +8,19 @@
  * into them and the result back, each call. The input stays in its own layout when an
  * optimized direct kernel reads it so (oneDNN has one for few input channels in NCHW, a
  * network's first layer: 2-4x faster than its blocked kernel after a reorder there).
- * Primitives (the convolution and the reorders) are built once per geometry, at compile
- * time through prepare_op or at the first call, and kept in a process-wide cache guarded by
- * a mutex; oneDNN's primitives may run on several threads at once, and each call brings its
- * own stream. The reordered operands and the scratchpad live in a workspace per calling
- * thread, kept between calls: fresh buffers of this size cost a page fault per 4 KiB on
- * every call (VGG11 at 224x224 moves ~75 MB of activations and weights per call). The
- * layout changes that are plain transposes (NCHW <-> NHWC, OIHW -> O-blocked weights) run as
- * kiln__transpose_f32 (VGG11 at 224x224 on one thread: ~12 ms per call, oneDNN's
+ * Primitives (the convolution and the reorders) are built once per geometry and kept in a
+ * process-wide cache guarded by a mutex; oneDNN's primitives may run on several threads at
+ * once, and each call brings its own stream. Compiling (prepare_op) only queues a geometry
+ * for a builder thread of the process (oneDNN's JIT takes about a millisecond per
+ * primitive: a VGG's compile would wait for all of them); a call that reaches a geometry
+ * still queued builds it itself, one being built it waits for; primitives are created one at
+ * a time (oneDNN's globals race otherwise), without the cache's mutex, so calls of ready
+ * geometries never wait for a build. The builder stops at exit, before oneDNN's own
+ * destructors run, and a fork waits for builds in progress. The reordered operands and the
+ * scratchpad live in a workspace per calling thread, kept between calls: fresh buffers of this size
+ * cost a page fault per 4 KiB on every call (VGG11 at 224x224 moves ~75 MB of activations and
+ * weights per call). The layout changes that are plain transposes (NCHW <-> NHWC, OIHW -> O-blocked
+ * weights) run as kiln__transpose_f32 (VGG11 at 224x224 on one thread: ~12 ms per call, oneDNN's
  * reorders ~15 ms). */
 #define _POSIX_C_SOURCE 200809L
 #define _DEFAULT_SOURCE /* madvise advice values */
@@ -69,9 +74,15 @@ typedef struct xpose {
     int64_t batch, rows, cols, group, stride;
 } xpose;
 
+/* Where an entry of the cache stands. Fields past the key are written by its builder only
+ * while BUILDING, and read by others only once READY (both under cache_lock). */
+enum { QUEUED, BUILDING, READY };
+
 typedef struct conv_entry {
     conv_key key;
-    bool ok; /* false: oneDNN has no implementation; the caller falls back */
+    int state;                 /* QUEUED, BUILDING or READY (under cache_lock) */
+    struct conv_entry *queued; /* the next entry waiting for the builder thread */
+    bool ok;                   /* false: oneDNN has no implementation; the caller falls back */
     /* The operands and result in oneDNN's layouts differ from the user's: a layout change,
      * as a transpose (t_*, when on) or else a reorder primitive (r_*, made only then). */
     bool need_src, need_wei, need_dst;
@@ -91,6 +102,14 @@ static conv_entry *cache[BUCKETS];
 static int cache_count;
 static dnnl_engine_t engine;
 static bool engine_failed;
+/* Entries becoming READY are announced on `built`; the builder thread waits on `work` for
+ * the queue (first in, first built) to fill, and stops at process exit. */
+static pthread_cond_t built = PTHREAD_COND_INITIALIZER, work = PTHREAD_COND_INITIALIZER;
+static conv_entry *queue_head, *queue_tail;
+static pthread_t builder;
+static bool builder_running, builder_stop;
+static int n_building; /* threads building an entry now (the builder or callers) */
+static bool forking;   /* a fork waits for the builds in progress: start no new one */
 
 static uint64_t key_hash(const conv_key *k) {
     const unsigned char *p = (const unsigned char *)k;
@@ -178,12 +197,11 @@ static bool make_key(const kiln__attrs *a, kiln_dtype lt, const kiln_shape *ls, 
     return true;
 }
 
+static void destroy_primitives(conv_entry *e);
+
 static void entry_destroy(conv_entry *e) {
     if (!e) return;
-    if (e->conv) dnnl()->dnnl_primitive_destroy(e->conv);
-    if (e->r_src) dnnl()->dnnl_primitive_destroy(e->r_src);
-    if (e->r_wei) dnnl()->dnnl_primitive_destroy(e->r_wei);
-    if (e->r_dst) dnnl()->dnnl_primitive_destroy(e->r_dst);
+    destroy_primitives(e);
     free(e);
 }
 
@@ -273,12 +291,33 @@ static dnnl_primitive_desc_t make_conv_pd(const conv_geom *g, const dnnl_memory_
     return pd;
 }
 
-/* Builds the primitives of a geometry (engine created). NULL only when out of memory; an
- * entry with ok false when oneDNN has no implementation. */
-static conv_entry *entry_build(const conv_key *k) {
-    conv_entry *e = calloc(1, sizeof *e);
-    if (!e) return NULL;
-    e->key = *k;
+static void destroy_primitives(conv_entry *e) {
+    if (e->conv) dnnl()->dnnl_primitive_destroy(e->conv);
+    if (e->r_src) dnnl()->dnnl_primitive_destroy(e->r_src);
+    if (e->r_wei) dnnl()->dnnl_primitive_destroy(e->r_wei);
+    if (e->r_dst) dnnl()->dnnl_primitive_destroy(e->r_dst);
+    e->conv = e->r_src = e->r_wei = e->r_dst = NULL;
+}
+
+/* Builds the primitives of entry e's geometry into it (engine created), on the calling
+ * thread with the thread count the key was made for; e->ok false when oneDNN has no
+ * implementation. */
+static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void entry_fill_locked(conv_entry *e);
+
+/* One primitive creation at a time in the process (the builder's and callers'): two at
+ * once race in oneDNN's lazily made globals (ThreadSanitizer shows it), and the cache's
+ * lock is not held meanwhile, so calls of ready geometries never wait for a build. */
+static void entry_fill(conv_entry *e) {
+    pthread_mutex_lock(&create_lock);
+    entry_fill_locked(e);
+    pthread_mutex_unlock(&create_lock);
+}
+
+static void entry_fill_locked(conv_entry *e) {
+    const conv_key *k = &e->key;
+    kiln__threads_blas_set(k->nthr); /* oneDNN sizes its blocking by the OpenMP count */
     int nd = 2 + k->S, wd = nd + (k->G > 1);
     dnnl_dims_t sd, ss, wdm, ws, dd, ds, st, dl, pl, pr;
     for (int i = 0; i < nd; i++)
@@ -334,43 +373,181 @@ static conv_entry *entry_build(const conv_key *k) {
     }
     if (pd) dnnl()->dnnl_primitive_desc_destroy(pd);
     if (attr) dnnl()->dnnl_primitive_attr_destroy(attr);
-    if (!ok) {
-        conv_entry bare = {.key = *k};
-        entry_destroy(e);
-        e = malloc(sizeof *e);
-        if (e) *e = bare;
-    } else {
-        e->ok = true;
-    }
+    if (!ok) destroy_primitives(e);
+    e->ok = ok;
+}
+
+/* Under cache_lock: the cached entry of key k (hash h), or NULL. */
+static conv_entry *find(const conv_key *k, uint64_t h) {
+    for (conv_entry *e = cache[h]; e; e = e->next)
+        if (memcmp(&e->key, k, sizeof *k) == 0) return e;
+    return NULL;
+}
+
+/* Under cache_lock: a new entry of key k in the cache (NULL when out of memory or the
+ * cache is full). */
+static conv_entry *insert(const conv_key *k, uint64_t h, int state) {
+    if (cache_count >= MAX_ENTRIES) return NULL;
+    conv_entry *e = calloc(1, sizeof *e);
+    if (!e) return NULL;
+    e->key = *k;
+    e->state = state;
+    e->next = cache[h];
+    cache[h] = e;
+    cache_count++;
     return e;
 }
 
-/* The cached entry of a geometry, built when missing. *transient: the caller owns it (the
- * cache is full). NULL: out of memory or no engine. */
-static conv_entry *entry_get(const conv_key *k, bool *transient) {
-    *transient = false;
-    uint64_t h = key_hash(k) % BUCKETS;
-    kiln__threads_sync_blas(); /* oneDNN reads the OpenMP count when it makes a primitive */
-    pthread_mutex_lock(&cache_lock);
+/* Under cache_lock: makes the engine the first time. False when there is none. */
+static bool have_engine(void) {
     if (!engine && !engine_failed &&
         (!kiln__dnnl_api_get() || dnnl()->dnnl_engine_create(&engine, dnnl_cpu, 0) != dnnl_success))
         engine_failed = true;
-    conv_entry *e = NULL;
-    if (engine) {
-        for (e = cache[h]; e; e = e->next)
-            if (memcmp(&e->key, k, sizeof *k) == 0) break;
+    return engine != NULL;
+}
+
+/* Under cache_lock, which it drops while building: builds e (BUILDING, taken by the
+ * caller) and announces it. */
+static void build_taken(conv_entry *e) {
+    while (forking)
+        pthread_cond_wait(&built, &cache_lock);
+    if (have_engine()) { /* the first time: opens oneDNN (a few ms), on the builder mostly */
+        n_building++;
+        pthread_mutex_unlock(&cache_lock);
+        entry_fill(e);
+        pthread_mutex_lock(&cache_lock);
+        n_building--;
+    }
+    e->state = READY;
+    pthread_cond_broadcast(&built);
+}
+
+static void unqueue(conv_entry *e) {
+    conv_entry **at = &queue_head, *prev = NULL;
+    while (*at && *at != e) {
+        prev = *at;
+        at = &(*at)->queued;
+    }
+    if (!*at) return;
+    *at = e->queued;
+    if (queue_tail == e) queue_tail = prev;
+    e->queued = NULL;
+}
+
+/* The builder thread: builds queued entries, oldest first, until the process exits. */
+static void *builder_main(void *unused) {
+    (void)unused;
+    pthread_mutex_lock(&cache_lock);
+    while (!builder_stop) {
+        conv_entry *e = queue_head;
         if (!e) {
-            e = entry_build(k);
-            if (e && cache_count < MAX_ENTRIES) {
-                e->next = cache[h];
-                cache[h] = e;
-                cache_count++;
-            } else if (e) {
-                *transient = true;
-            }
+            pthread_cond_wait(&work, &cache_lock);
+            continue;
         }
+        unqueue(e);
+        e->state = BUILDING;
+        build_taken(e);
     }
     pthread_mutex_unlock(&cache_lock);
+    return NULL;
+}
+
+/* At exit, before oneDNN's own destructors: the builder finishes the entry it is building
+ * and stops. */
+static void builder_join(void) {
+    pthread_mutex_lock(&cache_lock);
+    bool running = builder_running;
+    builder_stop = true;
+    pthread_cond_signal(&work);
+    pthread_mutex_unlock(&cache_lock);
+    if (running) pthread_join(builder, NULL);
+}
+
+/* fork: a child gets only the forking thread, so no thread may be inside oneDNN's
+ * primitive creation when it forks (its first-time static initialisers would stay locked
+ * in the child forever). The fork waits for builds in progress (the cache's lock, held
+ * across the fork, keeps new ones from starting); the child starts a builder of its own
+ * when it queues something, and builds what is still queued when it needs it. */
+static void fork_prepare(void) {
+    pthread_mutex_lock(&cache_lock);
+    forking = true;
+    while (n_building > 0)
+        pthread_cond_wait(&built, &cache_lock);
+}
+static void fork_parent(void) {
+    forking = false;
+    pthread_cond_broadcast(&built);
+    pthread_mutex_unlock(&cache_lock);
+}
+static void fork_child(void) {
+    forking = false;
+    builder_running = false;
+    /* The parent's waiters (its builder on `work`) do not exist here. */
+    pthread_cond_init(&work, NULL);
+    pthread_cond_init(&built, NULL);
+    pthread_mutex_unlock(&cache_lock);
+}
+
+/* Under cache_lock: queues e for the builder, starting it the first time. False when no
+ * thread can be made (the entry is then built by its first caller). */
+static bool enqueue(conv_entry *e) {
+    if (!builder_running && !builder_stop) {
+        static bool hooks;
+        if (!hooks) {
+            hooks = atexit(builder_join) == 0 &&
+                    pthread_atfork(fork_prepare, fork_parent, fork_child) == 0;
+            if (!hooks) return false;
+        }
+        builder_running = pthread_create(&builder, NULL, builder_main, NULL) == 0;
+    }
+    if (!builder_running) return false;
+    e->queued = NULL;
+    if (queue_tail)
+        queue_tail->queued = e;
+    else
+        queue_head = e;
+    queue_tail = e;
+    pthread_cond_signal(&work);
+    return true;
+}
+
+/* The ready entry of a geometry: built now by the caller when missing or still queued,
+ * waited for when the builder (or another caller) is on it. *transient: the caller owns
+ * it (the cache is full). NULL: out of memory or no engine. */
+static conv_entry *entry_get(const conv_key *k, bool *transient) {
+    *transient = false;
+    uint64_t h = key_hash(k) % BUCKETS;
+    pthread_mutex_lock(&cache_lock);
+    conv_entry *e = NULL;
+    if (have_engine()) {
+        e = find(k, h);
+        if (!e && (e = insert(k, h, BUILDING))) {
+            build_taken(e);
+        } else if (!e) { /* cache full (or no memory for an entry): one for this call */
+            e = calloc(1, sizeof *e);
+            if (e) {
+                e->key = *k;
+                *transient = true;
+                while (forking)
+                    pthread_cond_wait(&built, &cache_lock);
+                n_building++;
+                pthread_mutex_unlock(&cache_lock);
+                entry_fill(e);
+                pthread_mutex_lock(&cache_lock);
+                n_building--;
+                e->state = READY;
+                pthread_cond_broadcast(&built);
+            }
+        } else if (e->state == QUEUED) {
+            unqueue(e);
+            e->state = BUILDING;
+            build_taken(e);
+        }
+        while (e && e->state != READY)
+            pthread_cond_wait(&built, &cache_lock);
+    }
+    pthread_mutex_unlock(&cache_lock);
+    kiln__threads_sync_blas(); /* building may have set another count on this thread */
     return e;
 }
 
@@ -380,12 +557,20 @@ kiln_status kiln__dnnl_conv_prepare(kiln_ctx *cx, const kiln__attrs *a, const ki
     if (!make_key(a, lhs->dtype, &lhs->shape, rhs->dtype, &rhs->shape, out->dtype, &out->shape,
                   bias, &k))
         return KILN_OK;
-    bool transient;
-    conv_entry *e = entry_get(&k, &transient);
-    if (!e && !engine_failed)
-        return kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED,
-                                  "convolution: out of memory building a oneDNN primitive");
-    if (transient) entry_destroy(e);
+    /* Queued for the builder thread: compiling does not wait for oneDNN (opening it, the
+     * first time, and its JIT), and the first call waits only for the primitives it reaches
+     * before they are made (or makes them itself when the builder has not started on them). */
+    uint64_t h = key_hash(&k) % BUCKETS;
+    pthread_mutex_lock(&cache_lock);
+    if (!engine_failed && !find(&k, h)) {
+        conv_entry *e = insert(&k, h, QUEUED);
+        if (e && !enqueue(e)) {
+            e->state = BUILDING;
+            build_taken(e);
+        }
+    }
+    pthread_mutex_unlock(&cache_lock);
+    (void)cx;
     return KILN_OK;
 }
 

@@ -91,9 +91,11 @@ void kiln__cpu_threads_init(void);
  * dilation, batch groups, negative padding, empty tensors, no implementation) and the
  * caller must compute it; true when it ran, with the outcome in *status (errors recorded
  * in cx). `bias` is NULL or f32[output features], added by oneDNN.
- * kiln__dnnl_conv_prepare builds and caches the primitives for these types ahead of the
- * first call; returns KILN_OK also when oneDNN does not take them, RESOURCE_EXHAUSTED when
- * memory runs out. Both are thread-safe. */
+ * kiln__dnnl_conv_prepare queues the primitives for these types for the process's builder
+ * thread, ahead of the first call, and returns at once (a call that reaches them first
+ * builds them itself, or waits for the builder already on them); KILN_OK always (also when
+ * oneDNN does not take them or memory runs out: the call then builds or falls back). Both
+ * are thread-safe; a fork waits for builds in progress. */
 bool kiln__dnnl_conv(kiln_ctx *cx, const kiln__attrs *a, const kiln_tensor *lhs,
                      const kiln_tensor *rhs, const kiln_tensor *bias, kiln_tensor *out,
                      kiln_status *status);

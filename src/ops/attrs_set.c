@@ -5,12 +5,6 @@
 
 #include "base/alloc.h"
 
-struct kiln__attrs_set_slot {
-    uint64_t hash; /* of kind and bytes; 0 only for an empty slot */
-    const kiln__attrs *attrs;
-    kiln_op kind;
-};
-
 /* Four independent lanes of 8 bytes (a slice's 464 bytes hash in about a quarter of the
  * time one dependent chain takes: this runs for every op a trace appends). */
 static uint64_t attrs_hash(kiln_op kind, const kiln__attrs *a, size_t size) {
@@ -41,10 +35,12 @@ static uint64_t attrs_hash(kiln_op kind, const kiln__attrs *a, size_t size) {
 void kiln__attrs_set_init(kiln__attrs_set *s, kiln_ctx *cx) {
     memset(s, 0, sizeof *s);
     s->cx = cx;
+    s->slots = s->first;
+    s->cap = sizeof s->first / sizeof s->first[0];
 }
 
 static bool grow(kiln__attrs_set *s) {
-    size_t cap = s->cap ? 2 * s->cap : 64;
+    size_t cap = 2 * s->cap;
     kiln__attrs_set_slot *t =
         kiln__calloc(s->cx, cap * sizeof *t, _Alignof(kiln__attrs_set_slot), "attributes");
     if (!t) return false;
@@ -55,7 +51,7 @@ static bool grow(kiln__attrs_set *s) {
             j = (j + 1) & (cap - 1);
         t[j] = s->slots[i];
     }
-    if (s->slots) kiln__free(s->cx, s->slots, s->cap * sizeof *s->slots);
+    if (s->slots != s->first) kiln__free(s->cx, s->slots, s->cap * sizeof *s->slots);
     s->slots = t;
     s->cap = cap;
     return true;
@@ -80,7 +76,9 @@ const kiln__attrs *kiln__attrs_set_intern(kiln__attrs_set *s, kiln_op kind, cons
 }
 
 void kiln__attrs_set_free(kiln__attrs_set *s) {
-    if (s->slots) kiln__free(s->cx, s->slots, s->cap * sizeof *s->slots);
-    s->slots = NULL;
-    s->n = s->cap = 0;
+    if (s->slots != s->first) kiln__free(s->cx, s->slots, s->cap * sizeof *s->slots);
+    memset(s->first, 0, sizeof s->first);
+    s->slots = s->first;
+    s->n = 0;
+    s->cap = sizeof s->first / sizeof s->first[0];
 }

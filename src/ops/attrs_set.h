@@ -10,16 +10,22 @@
 #define KILN_OPS_ATTRS_SET_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "kiln/ctx.h"
 #include "ops/attrs.h"
 
-typedef struct kiln__attrs_set_slot kiln__attrs_set_slot;
+typedef struct kiln__attrs_set_slot {
+    uint64_t hash; /* of kind and bytes; 0 only for an empty slot */
+    const kiln__attrs *attrs;
+    kiln_op kind;
+} kiln__attrs_set_slot;
 
 typedef struct kiln__attrs_set {
     kiln_ctx *cx;                /* the table's allocator */
-    kiln__attrs_set_slot *slots; /* by hash; NULL until the first entry */
+    kiln__attrs_set_slot *slots; /* by hash: `first` while the set is small */
     size_t n, cap;
+    kiln__attrs_set_slot first[16]; /* no allocation for a small program */
 } kiln__attrs_set;
 
 /* Where the copies of new attributes come from: `size` bytes aligned to `align`, or NULL. */

@@ -6,6 +6,7 @@
  * it. The same walk gives a convolution the bias add and ReLU that follow it as its
  * epilogue (take_epilogue). A backward walk then decides which views something other than
  * a kernel needs. */
+#include <stddef.h>
 #include <string.h>
 
 #include "passes/passes.h"
@@ -604,86 +605,90 @@ kiln_status kiln__fusion_plan(kiln_ctx *cx, const kiln__block *b, const kiln__fu
                               kiln__fusion *out) {
     memset(out, 0, sizeof *out);
     /* The plan's state outlives this call (kiln__fusion_kernel). */
-    fuser *zp = o->alloc(o->alloc_user, sizeof *zp, _Alignof(fuser));
-    if (!zp) return KILN_RESOURCE_EXHAUSTED;
-    memset(zp, 0, sizeof *zp);
-    fuser z = {.cx = cx, .b = b, .o = o, .f = out};
-    z.max_instrs = o->max_instrs > 0 && o->max_instrs < KILN__KERNEL_MAX_INSTRS
-                       ? o->max_instrs
-                       : KILN__KERNEL_MAX_INSTRS;
-    if (z.max_instrs > KILN__KERNEL_MAX_OUTPUTS * 6) z.max_instrs = KILN__KERNEL_MAX_OUTPUTS * 6;
+    fuser *z = o->alloc(o->alloc_user, sizeof *z, _Alignof(fuser));
+    if (!z) return KILN_RESOURCE_EXHAUSTED;
+    /* The staging arrays at its end are written before they are read: not cleared (a
+     * tiny program is planned in well under a microsecond). */
+    memset(z, 0, offsetof(fuser, inputs));
+    z->cx = cx;
+    z->b = b;
+    z->o = o;
+    z->f = out;
+    z->max_instrs = o->max_instrs > 0 && o->max_instrs < KILN__KERNEL_MAX_INSTRS
+                        ? o->max_instrs
+                        : KILN__KERNEL_MAX_INSTRS;
+    if (z->max_instrs > KILN__KERNEL_MAX_OUTPUTS * 6) z->max_instrs = KILN__KERNEL_MAX_OUTPUTS * 6;
     /* One walk of the list (the block counts its ops); the rest index this array. */
     int32_t n_ops = b->n_ops, n_vals = b->n_args, n_convs = 0;
-    z.ops = FNEW(&z, const kiln__ir_op *, n_ops);
-    if (!z.ops) return KILN_RESOURCE_EXHAUSTED;
+    z->ops = FNEW(z, const kiln__ir_op *, n_ops);
+    if (!z->ops) return KILN_RESOURCE_EXHAUSTED;
     int32_t k = 0;
     for (const kiln__ir_op *op = b->first; op && k < n_ops; op = op->next, k++) {
-        z.ops[k] = op;
+        z->ops[k] = op;
         n_vals += op->n_results;
         n_convs += op->kind == KILN_OP_CONVOLUTION;
     }
     n_ops = k;
-    z.n_ops = n_ops;
-    z.n_vals = n_vals;
+    z->n_ops = n_ops;
+    z->n_vals = n_vals;
     out->n_ops = n_ops;
-    z.def = FNEW(&z, int32_t, n_vals + 1);
-    z.views = FNEW(&z, stored_view *, n_vals + 1);
-    z.is_const = FNEW(&z, bool, n_vals + 1);
-    z.in_group = FNEW(&z, int32_t, n_vals + 1);
-    z.absorbed = FNEW(&z, int32_t, n_vals + 1);
-    z.groups = FNEW(&z, group, n_ops);
-    out->role = FNEW(&z, uint8_t, n_ops);
-    out->kernel = FNEW(&z, int32_t, n_ops);
-    out->epilogue = FNEW(&z, int32_t, n_ops);
+    z->def = FNEW(z, int32_t, n_vals + 1);
+    z->views = FNEW(z, stored_view *, n_vals + 1);
+    z->is_const = FNEW(z, bool, n_vals + 1);
+    z->in_group = FNEW(z, int32_t, n_vals + 1);
+    z->absorbed = FNEW(z, int32_t, n_vals + 1);
+    z->groups = FNEW(z, group, n_ops);
+    out->role = FNEW(z, uint8_t, n_ops);
+    out->kernel = FNEW(z, int32_t, n_ops);
+    out->epilogue = FNEW(z, int32_t, n_ops);
     /* One epilogue at most per convolution. */
-    out->epilogues = FNEW(&z, kiln__conv_epilogue, n_convs);
-    z.reg_of_op = FNEW(&z, int32_t, n_ops);
-    if (!z.def || !z.views || !z.is_const || !z.in_group || !z.absorbed || !z.groups ||
-        !out->role || !out->kernel || !out->epilogue || !out->epilogues || !z.reg_of_op)
+    out->epilogues = FNEW(z, kiln__conv_epilogue, n_convs);
+    z->reg_of_op = FNEW(z, int32_t, n_ops);
+    if (!z->def || !z->views || !z->is_const || !z->in_group || !z->absorbed || !z->groups ||
+        !out->role || !out->kernel || !out->epilogue || !out->epilogues || !z->reg_of_op)
         return KILN_RESOURCE_EXHAUSTED;
-    z.def[n_vals] = -1; /* values of the blocks around b (vid) */
+    z->def[n_vals] = -1; /* values of the blocks around b (vid) */
     for (int32_t i = 0; i < b->n_args; i++) {
         b->args[i]->id = i;
-        z.def[i] = -1;
+        z->def[i] = -1;
     }
     int32_t id = b->n_args;
     for (k = 0; k < n_ops; k++) {
-        const kiln__ir_op *op = z.ops[k];
+        const kiln__ir_op *op = z->ops[k];
         for (int32_t r = 0; r < op->n_results; r++) {
             op->results[r]->id = id;
-            z.def[id++] = k;
+            z->def[id++] = k;
         }
     }
-    walk(&z);
+    walk(z);
     if (kiln_ctx_status(cx) != KILN_OK) return kiln_ctx_status(cx);
-    materialize(&z);
-    out->kernels = FNEW(&z, kiln__fusion_group, z.n_groups);
+    materialize(z);
+    out->kernels = FNEW(z, kiln__fusion_group, z->n_groups);
     /* Each kernel's members, in block order: one pass over the ops for all kernels, not
      * one per kernel. */
-    int32_t *first = FNEW(&z, int32_t, z.n_groups + 1), *members = FNEW(&z, int32_t, n_ops);
-    int32_t *fill = FNEW(&z, int32_t, z.n_groups + 1);
+    int32_t *first = FNEW(z, int32_t, z->n_groups + 1), *members = FNEW(z, int32_t, n_ops);
+    int32_t *fill = FNEW(z, int32_t, z->n_groups + 1);
     if (!out->kernels || !first || !members || !fill) return KILN_RESOURCE_EXHAUSTED;
     for (int32_t j = 0; j < n_ops; j++)
         if (out->role[j] == KILN__FUSE_MEMBER) first[out->kernel[j] + 1]++;
-    for (int32_t g = 0; g < z.n_groups; g++)
+    for (int32_t g = 0; g < z->n_groups; g++)
         first[g + 1] += first[g];
-    memcpy(fill, first, (size_t)(z.n_groups + 1) * sizeof *fill);
+    memcpy(fill, first, (size_t)(z->n_groups + 1) * sizeof *fill);
     for (int32_t j = 0; j < n_ops; j++) {
         if (out->role[j] != KILN__FUSE_MEMBER) continue;
         int32_t g = out->kernel[j];
         members[fill[g]++] = j;
         kiln__fusion_group *s = &out->kernels[g];
-        s->shape = z.groups[g].shape;
+        s->shape = z->groups[g].shape;
         s->n_members++;
         s->last = j;
-        s->reduces = z.groups[g].reduces;
-        s->reads_views = z.groups[g].reads_views;
+        s->reduces = z->groups[g].reduces;
+        s->reads_views = z->groups[g].reads_views;
     }
-    z.first = first;
-    z.members = members;
-    out->n_kernels = z.n_groups;
-    *zp = z;
-    out->fuser = zp;
+    z->first = first;
+    z->members = members;
+    out->n_kernels = z->n_groups;
+    out->fuser = z;
     return KILN_OK;
 }
 

@@ -38,18 +38,20 @@ typedef struct compiler {
      * copies in the executable's memory. */
     kiln__type_set types;
     kiln__attrs_set attrs; /* its distinct attributes (copy_attrs), the same way */
-    /* The executable's distinct kernels (shared_kernel): the table for the compile only. */
+    /* The executable's distinct kernels (shared_kernel): the table for the compile only,
+     * `first_codes` while it is small. */
     struct kernel_code *codes;
     size_t n_codes, cap_codes;
+    struct kernel_code {
+        uint64_t hash;
+        const kiln__kernel *desc; /* the executable's copy */
+        const kiln__fused *fused;
+        const kiln__attrs *attrs; /* its last op's */
+    } first_codes[16];
 } compiler;
 
 /* A kernel built once for every kernel of the executable that is the same code. */
-typedef struct kernel_code {
-    uint64_t hash;
-    const kiln__kernel *desc; /* the executable's copy */
-    const kiln__fused *fused;
-    const kiln__attrs *attrs; /* its last op's */
-} kernel_code;
+typedef struct kernel_code kernel_code;
 
 static void *xalloc(compiler *c, size_t size, size_t align) {
     return kiln__cpu_exe_alloc_raw(c->cx, c->exe, size, align);
@@ -287,8 +289,12 @@ static kernel_code *code_slot(compiler *c, const kiln__kernel *k, uint64_t h) {
 
 /* Grows the table (twice the capacity) when it is half full. False when out of memory. */
 static bool codes_room(compiler *c) {
-    if (c->cap_codes && 2 * (c->n_codes + 1) <= c->cap_codes) return true;
-    size_t cap = c->cap_codes ? 2 * c->cap_codes : 64;
+    if (!c->codes) {
+        c->codes = c->first_codes;
+        c->cap_codes = sizeof c->first_codes / sizeof c->first_codes[0];
+    }
+    if (2 * (c->n_codes + 1) <= c->cap_codes) return true;
+    size_t cap = 2 * c->cap_codes;
     kernel_code *old = c->codes;
     size_t old_cap = c->cap_codes;
     c->codes = kiln__calloc(c->cx, cap * sizeof *c->codes, _Alignof(kernel_code), compile_fn);
@@ -299,7 +305,7 @@ static bool codes_room(compiler *c) {
     c->cap_codes = cap;
     for (size_t i = 0; i < old_cap; i++)
         if (old[i].desc) *code_slot(c, old[i].desc, old[i].hash) = old[i];
-    kiln__free(c->cx, old, old_cap * sizeof *old);
+    if (old != c->first_codes) kiln__free(c->cx, old, old_cap * sizeof *old);
     return true;
 }
 
@@ -597,7 +603,7 @@ kiln_status kiln__cpu_compile(kiln_ctx *cx, const kiln__compile_request *req,
     kiln_status s = build(&c, req);
     kiln__type_set_free(&c.types);
     kiln__attrs_set_free(&c.attrs);
-    if (c.codes) kiln__free(cx, c.codes, c.cap_codes * sizeof *c.codes);
+    if (c.codes && c.codes != c.first_codes) kiln__free(cx, c.codes, c.cap_codes * sizeof *c.codes);
     if (s == KILN_OK) {
         kiln__exe_make_result_pool(exe);
         s = kiln__exe_prime(cx, exe);

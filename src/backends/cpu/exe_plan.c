@@ -141,6 +141,7 @@ typedef struct planner {
      * header index + 1 (0: empty), from the ctx's allocator for the plan only. */
     int32_t *by_place;
     size_t cap_by_place, n_by_place;
+    int32_t first_places[32]; /* by_place while it is small */
 } planner;
 
 /* Whose block it is: the entry (results into the caller's tensors, donation), a loop's body
@@ -183,8 +184,12 @@ static size_t place_hash(const kiln__type *t, size_t offset) {
  * so that a call state of a 10^4-step unrolled loop holds a few headers, not one per
  * value. -1 when out of memory. */
 static int32_t shared_header(planner *P, const kiln__type *t, size_t offset) {
+    if (!P->by_place) {
+        P->by_place = P->first_places; /* zeroed with the planner */
+        P->cap_by_place = sizeof P->first_places / sizeof P->first_places[0];
+    }
     if (2 * (P->n_by_place + 1) > P->cap_by_place) {
-        size_t cap = P->cap_by_place ? 2 * P->cap_by_place : 64;
+        size_t cap = 2 * P->cap_by_place;
         int32_t *m = kiln__calloc(P->cx, cap * sizeof *m, _Alignof(int32_t), "kiln_compile");
         if (!m) return -1;
         for (size_t i = 0; i < P->cap_by_place; i++) {
@@ -195,7 +200,8 @@ static int32_t shared_header(planner *P, const kiln__type *t, size_t offset) {
                 j = (j + 1) & (cap - 1);
             m[j] = h + 1;
         }
-        kiln__free(P->cx, P->by_place, P->cap_by_place * sizeof *P->by_place);
+        if (P->by_place != P->first_places)
+            kiln__free(P->cx, P->by_place, P->cap_by_place * sizeof *P->by_place);
         P->by_place = m;
         P->cap_by_place = cap;
     }
@@ -577,7 +583,8 @@ static kiln_status plan_values(planner *P, kiln__xblock *b, kiln__xplan *p, size
 kiln_status kiln__cpu_plan(kiln_ctx *cx, kiln__cpu_exe *exe, bool assert_nonallocating) {
     planner P = {.cx = cx, .exe = exe};
     kiln_status s = plan_block(&P, exe->entry, 0, ROLE_ENTRY, assert_nonallocating);
-    if (P.by_place) kiln__free(cx, P.by_place, P.cap_by_place * sizeof *P.by_place);
+    if (P.by_place && P.by_place != P.first_places)
+        kiln__free(cx, P.by_place, P.cap_by_place * sizeof *P.by_place);
     if (s != KILN_OK) return s;
     exe->results = exe->entry->plan->results;
     exe->arena_bytes = P.end;

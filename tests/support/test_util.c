@@ -50,3 +50,16 @@ int test_backends(const char **names, int cap) {
     cr_assert_gt(n, 0, "no backend is available");
     return n;
 }
+
+kiln_tensor *test_heat_step(kiln_ctx *cx, kiln_tensor *x, double k) {
+    const int64_t n = kiln_tensor_dim(x, 0);
+    kiln_tensor *l = kiln_slice(cx, x, KILN_DIMS(0), KILN_DIMS(n - 2), KILN_DIMS_NONE);
+    kiln_tensor *c = kiln_slice(cx, x, KILN_DIMS(1), KILN_DIMS(n - 1), KILN_DIMS_NONE);
+    kiln_tensor *r = kiln_slice(cx, x, KILN_DIMS(2), KILN_DIMS(n), KILN_DIMS_NONE);
+    kiln_tensor *lap =
+        kiln_add(cx, kiln_subtract(cx, l, kiln_multiply(cx, kiln_scalar(cx, 2, KILN_F32), c)), r);
+    kiln_tensor *parts[3] = {kiln_slice(cx, x, KILN_DIMS(0), KILN_DIMS(1), KILN_DIMS_NONE),
+                             kiln_add(cx, c, kiln_multiply(cx, kiln_scalar(cx, k, KILN_F32), lap)),
+                             kiln_slice(cx, x, KILN_DIMS(n - 1), KILN_DIMS(n), KILN_DIMS_NONE)};
+    return kiln_concatenate(cx, parts, 3, 0);
+}

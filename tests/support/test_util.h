@@ -41,4 +41,8 @@ int test_backends(const char **names, int cap);
 /* A path under the build's test scratch folder, unique to the process. */
 const char *test_tmp_path(const char *name);
 
+/* One step of the 1-D heat equation on x [n]: u + k (l - 2c + r) on the interior, the two
+ * boundary values kept (three slices, the stencil, a concatenate: 13 ops when traced). */
+kiln_tensor *test_heat_step(kiln_ctx *cx, kiln_tensor *x, double k);
+
 #endif

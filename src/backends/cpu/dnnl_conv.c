@@ -406,17 +406,26 @@ static bool have_engine(void) {
     return engine != NULL;
 }
 
-/* Under cache_lock, which it drops while building: builds e (BUILDING, taken by the
- * caller) and announces it. */
-static void build_taken(conv_entry *e) {
+/* Under cache_lock, which it drops while building (counted, so that a fork waits): builds
+ * e and announces it. */
+static void build_unlocked(conv_entry *e) {
     while (forking)
         pthread_cond_wait(&built, &cache_lock);
+    n_building++;
+    pthread_mutex_unlock(&cache_lock);
+    entry_fill(e);
+    pthread_mutex_lock(&cache_lock);
+    n_building--;
+    e->state = READY;
+    pthread_cond_broadcast(&built);
+}
+
+/* Under cache_lock: builds e (BUILDING, taken by the caller) when there is an engine, and
+ * announces it. */
+static void build_taken(conv_entry *e) {
     if (have_engine()) { /* the first time: opens oneDNN (a few ms), on the builder mostly */
-        n_building++;
-        pthread_mutex_unlock(&cache_lock);
-        entry_fill(e);
-        pthread_mutex_lock(&cache_lock);
-        n_building--;
+        build_unlocked(e);
+        return;
     }
     e->state = READY;
     pthread_cond_broadcast(&built);
@@ -528,15 +537,7 @@ static conv_entry *entry_get(const conv_key *k, bool *transient) {
             if (e) {
                 e->key = *k;
                 *transient = true;
-                while (forking)
-                    pthread_cond_wait(&built, &cache_lock);
-                n_building++;
-                pthread_mutex_unlock(&cache_lock);
-                entry_fill(e);
-                pthread_mutex_lock(&cache_lock);
-                n_building--;
-                e->state = READY;
-                pthread_cond_broadcast(&built);
+                build_unlocked(e);
             }
         } else if (e->state == QUEUED) {
             unqueue(e);

@@ -127,6 +127,13 @@ static view view_of(const fuser *z, const kiln__value *v) {
     return w;
 }
 
+/* The buffer v is read from (view_of(z, v).base without building the view): NULL for an
+ * iota. */
+static const kiln__value *view_base(const fuser *z, const kiln__value *v) {
+    const stored_view *s = z->views[vid(z, v)];
+    return s ? s->base : v;
+}
+
 /* The view an op's result is of its operand's view, when it is one. */
 static bool make_view(const fuser *z, const kiln__ir_op *op, view *out) {
     const kiln__type *rt = op->results[0]->type;
@@ -194,8 +201,7 @@ static int32_t group_of_value(const fuser *z, const kiln__value *v) {
 }
 
 static void seal_base(fuser *z, const kiln__value *v) {
-    view w = view_of(z, v);
-    int32_t g = group_of_value(z, w.base);
+    int32_t g = group_of_value(z, view_base(z, v));
     if (g >= 0) z->groups[g].sealed = true;
 }
 
@@ -216,7 +222,7 @@ static bool can_join(const fuser *z, const kiln__ir_op *op, int32_t g, const kil
             if (!shape_eq(&u->type->shape, shape)) return false;
             continue;
         }
-        if (group_of_value(z, view_of(z, u).base) == g) return false;
+        if (group_of_value(z, view_base(z, u)) == g) return false;
         leaves++;
     }
     return leaves <= KILN__KERNEL_MAX_INPUTS - 1;
@@ -260,8 +266,8 @@ static void add_member(fuser *z, int32_t k, int32_t g) {
 
 static bool all_const_operands(const fuser *z, const kiln__ir_op *op) {
     for (int32_t i = 0; i < op->n_operands; i++) {
-        view w = view_of(z, op->operands[i]);
-        if (w.base && !z->is_const[vid(z, w.base)]) return false;
+        const kiln__value *b = view_base(z, op->operands[i]);
+        if (b && !z->is_const[vid(z, b)]) return false;
     }
     return true;
 }
@@ -296,7 +302,7 @@ static const kiln__value *feature_vector(const fuser *z, const kiln__value *v, i
 /* Does v read only +0 (all bits zero) from a constant? maximum(x, +0) is the ReLU the library
  * call applies; -0 would differ at x = -0. */
 static bool reads_plus_zero(const fuser *z, const kiln__value *v) {
-    const kiln__value *b = view_of(z, v).base;
+    const kiln__value *b = view_base(z, v);
     const kiln__ir_op *d = b ? b->def : NULL;
     if (!d || d->kind != KILN_OP_CONSTANT || !d->attrs->u.constant) return false;
     const kiln_tensor *t = d->attrs->u.constant;
@@ -418,9 +424,9 @@ static void walk(fuser *z) {
             z->o->reduce_kind(op) != KILN__KREDUCE_NONE) {
             const kiln__value *x = op->operands[0], *init = op->operands[1];
             int32_t g = group_of_value(z, x);
-            view wi = view_of(z, init);
             if (g >= 0 && !z->groups[g].sealed && !z->groups[g].reduces &&
-                z->groups[g].n_members < z->max_instrs && group_of_value(z, wi.base) != g) {
+                z->groups[g].n_members < z->max_instrs &&
+                group_of_value(z, view_base(z, init)) != g) {
                 seal_base(z, init);
                 f->role[k] = KILN__FUSE_MEMBER;
                 f->kernel[k] = g;

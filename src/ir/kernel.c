@@ -213,11 +213,7 @@ uint64_t kiln__kernel_hash(const kiln__kernel *k) {
 }
 
 static bool type_same(const kiln__type *a, const kiln__type *b) {
-    if (a == b) return true;
-    if (a->dtype != b->dtype || a->shape.rank != b->shape.rank) return false;
-    for (int32_t d = 0; d < a->shape.rank; d++)
-        if (a->shape.dims[d] != b->shape.dims[d]) return false;
-    return true;
+    return a == b || (a->dtype == b->dtype && kiln_shape_equal(&a->shape, &b->shape));
 }
 
 static bool input_same(const kiln__kinput *a, const kiln__kinput *b, int32_t rank) {
@@ -242,10 +238,8 @@ static bool instr_same(const kiln__kinstr *a, const kiln__kinstr *b) {
 bool kiln__kernel_same(const kiln__kernel *a, const kiln__kernel *b) {
     if (a->n_operands != b->n_operands || a->n_inputs != b->n_inputs ||
         a->n_instrs != b->n_instrs || a->n_outputs != b->n_outputs || a->n_ops != b->n_ops ||
-        a->reduce != b->reduce || a->shape.rank != b->shape.rank)
+        a->reduce != b->reduce || !kiln_shape_equal(&a->shape, &b->shape))
         return false;
-    for (int32_t d = 0; d < a->shape.rank; d++)
-        if (a->shape.dims[d] != b->shape.dims[d]) return false;
     for (int32_t o = 0; o < a->n_operands; o++)
         if (!type_same(a->operands[o]->type, b->operands[o]->type)) return false;
     for (int32_t i = 0; i < a->n_inputs; i++)

@@ -31,6 +31,7 @@ typedef struct kiln__attrs_set {
 /* Where the copies of new attributes come from: `size` bytes aligned to `align`, or NULL. */
 typedef void *(*kiln__attrs_alloc_fn)(void *user, size_t size, size_t align);
 
+/* An empty set whose table (past its first 16 entries) comes from cx's allocator. */
 void kiln__attrs_set_init(kiln__attrs_set *s, kiln_ctx *cx);
 /* The set's copy of the attributes `a` of an op of `kind`, made with alloc the first time
  * they are seen. NULL when out of memory (RESOURCE_EXHAUSTED in the ctx for the table;

@@ -214,20 +214,10 @@ static void rewrite(kiln__value **vals, int32_t n, const replacements *r) {
     }
 }
 
-/* Whether an op may be found equal to another (same_op can hold). */
+/* Whether an op may be found equal to another (same_op can hold): attrs_eq holds for an
+ * op's attributes and themselves exactly for the kinds it compares. */
 static bool comparable(const kiln__ir_op *op) {
-    switch (op->kind) {
-    case KILN_OP_COMPARE:
-    case KILN_OP_CONVERT:
-    case KILN_OP_BITCAST_CONVERT:
-    case KILN_OP_CONSTANT:
-    case KILN_OP_IOTA:
-    case KILN_OP_BROADCAST_IN_DIM:
-    case KILN_OP_RESHAPE:
-    case KILN_OP_TRANSPOSE:
-    case KILN_OP_SLICE: return op->n_regions == 0;
-    default: return op->n_regions == 0 && kiln__op_has(op->kind, KILN_OPF_ELEMENTWISE);
-    }
+    return op->n_regions == 0 && attrs_eq(op->kind, op->attrs, op->attrs);
 }
 
 static int32_t cse_block(kiln_ctx *cx, kiln__block *b, replacements *r) {

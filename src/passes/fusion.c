@@ -68,10 +68,16 @@ struct kiln__fuser {
     const kiln__value *operands[KILN__KERNEL_MAX_INPUTS + 2];
 };
 
-static void *falloc(fuser *z, size_t size, size_t align) {
-    void *p = z->o->alloc(z->o->alloc_user, size ? size : 1, align);
+/* Zeroed memory from alloc(user, ...), NULL when it fails. */
+static void *zalloc(void *(*alloc)(void *, size_t, size_t), void *user, size_t size, size_t align) {
+    void *p = alloc(user, size ? size : 1, align);
     if (p) memset(p, 0, size ? size : 1);
     return p;
+}
+
+/* The plan's memory (the options' allocator). */
+static void *falloc(fuser *z, size_t size, size_t align) {
+    return zalloc(z->o->alloc, z->o->alloc_user, size, align);
 }
 
 #define FNEW(z, type, n) ((type *)falloc((z), (size_t)(n) * sizeof(type), _Alignof(type)))
@@ -529,13 +535,9 @@ static int32_t add_input(fuser *z, kiln__kernel *k, const kiln__value *u) {
     return k->n_inputs++;
 }
 
-static void *kalloc(fuser *z, size_t size, size_t align) {
-    void *p = z->kalloc(z->kalloc_user, size ? size : 1, align);
-    if (p) memset(p, 0, size ? size : 1);
-    return p;
-}
-
-#define KNEW(z, type, n) ((type *)kalloc((z), (size_t)(n) * sizeof(type), _Alignof(type)))
+/* The memory of the kernel description being built (kiln__fusion_kernel's allocator). */
+#define KNEW(z, type, n) \
+    ((type *)zalloc((z)->kalloc, (z)->kalloc_user, (size_t)(n) * sizeof(type), _Alignof(type)))
 
 /* Builds kernel g from its members, the ops members[0..n_members-1] in block order. */
 static kiln_status build_kernel(fuser *z, int32_t g, kiln__kernel *k, const int32_t *members,
@@ -686,7 +688,6 @@ kiln_status kiln__fusion_plan(kiln_ctx *cx, const kiln__block *b, const kiln__fu
         members[fill[g]++] = j;
         kiln__fusion_group *s = &out->kernels[g];
         s->shape = z->groups[g].shape;
-        s->n_members++;
         s->last = j;
         s->reduces = z->groups[g].reduces;
         s->reads_views = z->groups[g].reads_views;

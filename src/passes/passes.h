@@ -117,7 +117,6 @@ typedef struct kiln__fusion_options {
  * to choose how to run it before its last op is reached. */
 typedef struct kiln__fusion_group {
     const kiln_shape *shape; /* the iteration space (a value type's, the module's) */
-    int32_t n_members;       /* module ops it replaces */
     int32_t last;            /* op index of its last member: where it runs */
     bool reduces;            /* ends in a reduce */
     bool reads_views;        /* some member reads a view (not a buffer as it is) */

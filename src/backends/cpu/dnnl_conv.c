@@ -197,7 +197,13 @@ static bool make_key(const kiln__attrs *a, kiln_dtype lt, const kiln_shape *ls, 
     return true;
 }
 
-static void destroy_primitives(conv_entry *e);
+static void destroy_primitives(conv_entry *e) {
+    if (e->conv) dnnl()->dnnl_primitive_destroy(e->conv);
+    if (e->r_src) dnnl()->dnnl_primitive_destroy(e->r_src);
+    if (e->r_wei) dnnl()->dnnl_primitive_destroy(e->r_wei);
+    if (e->r_dst) dnnl()->dnnl_primitive_destroy(e->r_dst);
+    e->conv = e->r_src = e->r_wei = e->r_dst = NULL;
+}
 
 static void entry_destroy(conv_entry *e) {
     if (!e) return;
@@ -291,30 +297,9 @@ static dnnl_primitive_desc_t make_conv_pd(const conv_geom *g, const dnnl_memory_
     return pd;
 }
 
-static void destroy_primitives(conv_entry *e) {
-    if (e->conv) dnnl()->dnnl_primitive_destroy(e->conv);
-    if (e->r_src) dnnl()->dnnl_primitive_destroy(e->r_src);
-    if (e->r_wei) dnnl()->dnnl_primitive_destroy(e->r_wei);
-    if (e->r_dst) dnnl()->dnnl_primitive_destroy(e->r_dst);
-    e->conv = e->r_src = e->r_wei = e->r_dst = NULL;
-}
-
 /* Builds the primitives of entry e's geometry into it (engine created), on the calling
  * thread with the thread count the key was made for; e->ok false when oneDNN has no
- * implementation. */
-static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void entry_fill_locked(conv_entry *e);
-
-/* One primitive creation at a time in the process (the builder's and callers'): two at
- * once race in oneDNN's lazily made globals (ThreadSanitizer shows it), and the cache's
- * lock is not held meanwhile, so calls of ready geometries never wait for a build. */
-static void entry_fill(conv_entry *e) {
-    pthread_mutex_lock(&create_lock);
-    entry_fill_locked(e);
-    pthread_mutex_unlock(&create_lock);
-}
-
+ * implementation. Under create_lock (entry_fill). */
 static void entry_fill_locked(conv_entry *e) {
     const conv_key *k = &e->key;
     kiln__threads_blas_set(k->nthr); /* oneDNN sizes its blocking by the OpenMP count */
@@ -375,6 +360,17 @@ static void entry_fill_locked(conv_entry *e) {
     if (attr) dnnl()->dnnl_primitive_attr_destroy(attr);
     if (!ok) destroy_primitives(e);
     e->ok = ok;
+}
+
+/* One primitive creation at a time in the process (the builder's and callers'): two at
+ * once race in oneDNN's lazily made globals (ThreadSanitizer shows it), and the cache's
+ * lock is not held meanwhile, so calls of ready geometries never wait for a build. */
+static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void entry_fill(conv_entry *e) {
+    pthread_mutex_lock(&create_lock);
+    entry_fill_locked(e);
+    pthread_mutex_unlock(&create_lock);
 }
 
 /* Under cache_lock: the cached entry of key k (hash h), or NULL. */

@@ -41,7 +41,7 @@ typedef struct compiler {
     /* The executable's distinct kernels (shared_kernel): the table for the compile only,
      * `first_codes` while it is small. */
     struct kernel_code *codes;
-    size_t n_codes, cap_codes;
+    size_t cap_codes; /* the entries: exe->n_kernel_codes */
     struct kernel_code {
         uint64_t hash;
         const kiln__kernel *desc; /* the executable's copy */
@@ -293,7 +293,7 @@ static bool codes_room(compiler *c) {
         c->codes = c->first_codes;
         c->cap_codes = sizeof c->first_codes / sizeof c->first_codes[0];
     }
-    if (2 * (c->n_codes + 1) <= c->cap_codes) return true;
+    if (2 * ((size_t)c->exe->n_kernel_codes + 1) <= c->cap_codes) return true;
     size_t cap = 2 * c->cap_codes;
     kernel_code *old = c->codes;
     size_t old_cap = c->cap_codes;
@@ -321,7 +321,6 @@ static const kernel_code *shared_kernel(compiler *c, const kiln__kernel *k) {
     const kiln__attrs *attrs = kept ? copy_attrs(c, k->ops[k->n_ops - 1]) : NULL;
     if (!attrs) return NULL;
     *e = (kernel_code){.hash = h, .desc = kept, .fused = fk, .attrs = attrs};
-    c->n_codes++;
     c->exe->n_kernel_codes++;
     return e;
 }

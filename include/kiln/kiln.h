@@ -10,9 +10,11 @@
  *   kiln/ops.h     the op builders (StableHLO ops and numpy-style conveniences), with
  *                  kiln/ops_elementwise.h, ops_movement.h, ops_indexing.h, ops_reduce.h,
  *                  ops_linalg.h and ops_control.h
- *   kiln/tree.h    tree descriptors: C structs of tensors, flatten and unflatten
+ *   kiln/tree.h    tree descriptors: C structs of tensors as function arguments,
+ *                  flatten and unflatten
  *   kiln/jit.h     tracing, lower -> compile -> call, the jit cache
- *   kiln/tree.h    tree descriptors: C structs of tensors as function arguments
+ *   kiln/autodiff.h  reverse and forward mode (grad, vjp, jvp, custom_vjp)
+ *   kiln/vmap.h    batching: a function of one example run on a batch
  *   kiln/parse.h   reading StableHLO text
  *   kiln/nn.h      layers, losses, optimizers, models, weights on disk, digits data
  */
@@ -37,5 +39,6 @@
 #include "kiln/tensor.h"
 #include "kiln/tree.h"
 #include "kiln/version.h"
+#include "kiln/vmap.h"
 
 #endif

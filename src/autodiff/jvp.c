@@ -30,7 +30,7 @@ static kiln_status jvp_op(kiln__ad *ad, const kiln__ir_op *op) {
         const kiln__value *fv[MAX_VALUES];
         int32_t n = 0;
         for (int32_t r = 0; r < op->n_regions && n >= 0; r++) {
-            n = kiln__ad_free_values(cx, op->regions[r], true, fv, MAX_VALUES);
+            n = kiln__block_free_values(cx, op->regions[r], true, fv, MAX_VALUES);
             for (int32_t k = 0; k < n; k++)
                 any |= kiln__vmap_get(&ad->deriv, fv[k]) != NULL;
         }

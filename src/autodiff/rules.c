@@ -5,6 +5,8 @@
  * has its default. */
 #include "autodiff/rules.h"
 
+bool kiln__ad_is_float(const kiln__type *type) { return kiln_dtype_is_float(type->dtype); }
+
 kiln_status kiln__ad_unimplemented(kiln__emitter *e, const kiln__ad_op *op, const char *mode,
                                    const char *what) {
     if (kiln_ctx_status(e->cx) != KILN_OK) return kiln_ctx_status(e->cx);

@@ -170,7 +170,7 @@ static int32_t op_free_values(kiln__ad *ad, const kiln__ir_op *op, const kiln__v
     int32_t n = 0;
     for (int32_t r = 0; r < op->n_regions; r++) {
         const kiln__value *fv[MAX_VALUES];
-        int32_t m = kiln__ad_free_values(ad->e.cx, op->regions[r], true, fv, MAX_VALUES);
+        int32_t m = kiln__block_free_values(ad->e.cx, op->regions[r], true, fv, MAX_VALUES);
         if (m < 0) return -1;
         for (int32_t k = 0; k < m; k++) {
             bool seen = false;
@@ -520,7 +520,7 @@ kiln_status kiln__vjp_WHILE(kiln__emitter *e, const kiln__ad_op *op, kiln__value
 
     /* 2. The reverse loop: (j, float carry cotangents..., free-value cotangents...). */
     const kiln__value *fv[MAX_VALUES];
-    int32_t n_fv = kiln__ad_free_values(e->cx, body, true, fv, MAX_VALUES - 2 * n - 2);
+    int32_t n_fv = kiln__block_free_values(e->cx, body, true, fv, MAX_VALUES - 2 * n - 2);
     if (n_fv < 0)
         return kiln__emit_error(e, KILN_UNIMPLEMENTED, "the loop uses too many outer values");
     int32_t nr = 1 + nf + n_fv;

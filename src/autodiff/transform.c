@@ -48,48 +48,6 @@ kiln__ad *kiln__ad_of(kiln__emitter *e) {
     return ad;
 }
 
-/* ---- free values ----------------------------------------------------------------------- */
-
-typedef struct free_walk {
-    const kiln__block *root;
-    bool float_only;
-    const kiln__value **out;
-    int32_t cap, n;
-    kiln__vmap seen;
-    bool failed;
-} free_walk;
-
-static void free_use(free_walk *w, const kiln__value *v) {
-    if (w->failed || kiln__value_defined_in(v, w->root)) return;
-    if (w->float_only && !kiln_dtype_is_float(v->type->dtype)) return;
-    if (kiln__vmap_get(&w->seen, v)) return;
-    if (w->n >= w->cap || !kiln__vmap_put(&w->seen, v, (kiln__value *)v)) {
-        w->failed = true;
-        return;
-    }
-    w->out[w->n++] = v;
-}
-
-static void free_block(free_walk *w, const kiln__block *b) {
-    for (const kiln__ir_op *op = b->first; op; op = op->next) {
-        for (int32_t i = 0; i < op->n_operands; i++)
-            free_use(w, op->operands[i]);
-        for (int32_t r = 0; r < op->n_regions; r++)
-            if (op->regions[r]) free_block(w, op->regions[r]);
-    }
-    for (int32_t i = 0; i < b->n_results; i++)
-        free_use(w, b->results[i]);
-}
-
-int32_t kiln__ad_free_values(kiln_ctx *cx, const kiln__block *b, bool float_only,
-                             const kiln__value **out, int32_t cap) {
-    free_walk w = {.root = b, .float_only = float_only, .out = out, .cap = cap};
-    kiln__vmap_init(&w.seen, cx);
-    free_block(&w, b);
-    kiln__vmap_free(&w.seen);
-    return w.failed ? -1 : w.n;
-}
-
 /* ---- the forward ops of a block ----------------------------------------------------------- */
 
 kiln_status kiln__ad_forward(kiln__ad *ad, const kiln__block *src) {

@@ -6,12 +6,7 @@
 #include "autodiff/rules.h"
 #include "ir/clone.h"
 
-/* The marker attrs.fn of a stop_gradient (an optimization_barrier that the transforms
- * treat as a constant) and of a custom_vjp call (a call whose attrs.u.constant is a u8
- * tensor holding a kiln__custom_vjp_record). */
-#define KILN__STOP_GRADIENT_FN "kiln_stop_gradient"
-#define KILN__CUSTOM_VJP_FN "kiln_custom_vjp_call"
-
+/* The markers (KILN__STOP_GRADIENT_FN, KILN__CUSTOM_VJP_FN: ops/attrs.h). */
 bool kiln__ad_is_stop_gradient(const kiln__ir_op *op);
 bool kiln__ad_is_custom_vjp(const kiln__ir_op *op);
 
@@ -56,12 +51,6 @@ kiln_status kiln__ad_forward_loop(kiln__ad *ad, const kiln__ir_op *w, bool *done
 kiln_status kiln__ad_backward(kiln__ad *ad, const kiln__block *src);
 /* Clones src's ops and runs their jvp rules, in order. */
 kiln_status kiln__ad_jvp_ops(kiln__ad *ad, const kiln__block *src);
-
-/* The values a block (its nested regions included) uses but does not define, in first-use
- * order, at most cap (returns the count, or -1 past cap). Only floating-point ones when
- * float_only. */
-int32_t kiln__ad_free_values(kiln_ctx *cx, const kiln__block *b, bool float_only,
-                             const kiln__value **out, int32_t cap);
 
 /* Whole functions. The vjp of f is a new public function in dst taking f's arguments, then
  * the n_extra values `extra` (values f's body uses from outside, when it is a block nested

@@ -104,8 +104,8 @@ static __attribute__((noinline)) kiln_status set_results(kiln_module *dst, kiln_
     return s;
 }
 
-static kiln_status clone_region(kiln_module *dst, kiln__ir_op *parent, int32_t r,
-                                const kiln__block *src, kiln__vmap *map) {
+kiln_status kiln__clone_region(kiln_module *dst, kiln__ir_op *parent, int32_t r,
+                               const kiln__block *src, kiln__vmap *map) {
     kiln_ctx *cx = dst->cx;
     if (kiln__stack_low(KILN__STACK_RESERVE))
         return kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED,
@@ -175,7 +175,7 @@ kiln__ir_op *kiln__clone_op(kiln_module *dst, kiln__block *into, const kiln__ir_
                             kiln__vmap *map) {
     kiln__ir_op *copy = append_copy(dst, into, op, map);
     for (int32_t r = 0; copy && r < op->n_regions; r++)
-        if (clone_region(dst, copy, r, op->regions[r], map) != KILN_OK) copy = NULL;
+        if (kiln__clone_region(dst, copy, r, op->regions[r], map) != KILN_OK) copy = NULL;
     for (int32_t i = 0; copy && i < op->n_results; i++)
         if (!kiln__vmap_put(map, op->results[i], copy->results[i])) copy = NULL;
     return copy;
@@ -223,4 +223,46 @@ void kiln__op_remove(kiln__ir_op *op) {
     for (int32_t r = 0; r < op->n_regions; r++)
         if (op->regions[r]) drop_uses(op->regions[r]);
     kiln__op_unlink(op);
+}
+
+/* ---- free values ------------------------------------------------------------------------ */
+
+typedef struct free_walk {
+    const kiln__block *root;
+    bool float_only;
+    const kiln__value **out;
+    int32_t cap, n;
+    kiln__vmap seen;
+    bool failed;
+} free_walk;
+
+static void free_use(free_walk *w, const kiln__value *v) {
+    if (w->failed || kiln__value_defined_in(v, w->root)) return;
+    if (w->float_only && !kiln_dtype_is_float(v->type->dtype)) return;
+    if (kiln__vmap_get(&w->seen, v)) return;
+    if (w->n >= w->cap || !kiln__vmap_put(&w->seen, v, (kiln__value *)v)) {
+        w->failed = true;
+        return;
+    }
+    w->out[w->n++] = v;
+}
+
+static void free_block(free_walk *w, const kiln__block *b) {
+    for (const kiln__ir_op *op = b->first; op; op = op->next) {
+        for (int32_t i = 0; i < op->n_operands; i++)
+            free_use(w, op->operands[i]);
+        for (int32_t r = 0; r < op->n_regions; r++)
+            if (op->regions[r]) free_block(w, op->regions[r]);
+    }
+    for (int32_t i = 0; i < b->n_results; i++)
+        free_use(w, b->results[i]);
+}
+
+int32_t kiln__block_free_values(kiln_ctx *cx, const kiln__block *b, bool float_only,
+                                const kiln__value **out, int32_t cap) {
+    free_walk w = {.root = b, .float_only = float_only, .out = out, .cap = cap};
+    kiln__vmap_init(&w.seen, cx);
+    free_block(&w, b);
+    kiln__vmap_free(&w.seen);
+    return w.failed ? -1 : w.n;
 }

@@ -30,6 +30,12 @@ kiln__value *kiln__vmap_get(const kiln__vmap *map, const kiln__value *k);
 kiln__ir_op *kiln__clone_op(kiln_module *dst, kiln__block *into, const kiln__ir_op *op,
                             kiln__vmap *map);
 
+/* Makes region r of `parent` (in dst) a copy of block src: its arguments (added to the map)
+ * and ops through map, its results set. For a transform that builds an op of its own and
+ * keeps an original op's regions. */
+kiln_status kiln__clone_region(kiln_module *dst, kiln__ir_op *parent, int32_t r,
+                               const kiln__block *src, kiln__vmap *map);
+
 /* Clones every op of src into `into` (src's arguments must be mapped already). Does not
  * set into's results; the caller reads src's results through the map. */
 kiln_status kiln__clone_ops(kiln_module *dst, kiln__block *into, const kiln__block *src,
@@ -39,6 +45,12 @@ kiln_status kiln__clone_ops(kiln_module *dst, kiln__block *into, const kiln__blo
  * and writes the values of its results into out_results (src->n_results of them). */
 kiln_status kiln__inline_block(kiln_module *dst, kiln__block *into, const kiln__block *src,
                                kiln__value *const *args, kiln__value **out_results);
+
+/* The values a block (its nested regions included) uses but does not define, in first-use
+ * order, at most cap (returns the count, or -1 past cap). Only floating-point ones when
+ * float_only. */
+int32_t kiln__block_free_values(kiln_ctx *cx, const kiln__block *b, bool float_only,
+                                const kiln__value **out, int32_t cap);
 
 /* Unlinks op from its block and drops the uses it (its regions included) holds on values;
  * the op's memory stays in the arena. For scaffolding that must not reach the module. */

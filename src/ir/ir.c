@@ -257,6 +257,36 @@ kiln_status kiln__block_set_results(kiln_module *m, kiln__block *block, kiln__va
     return KILN_OK;
 }
 
+kiln_status kiln__module_note(kiln_module *m, const char *text) {
+    for (int32_t i = 0; i < m->n_notes; i++)
+        if (strcmp(m->notes[i], text) == 0) return KILN_OK;
+    if (m->n_notes == m->cap_notes) {
+        int32_t cap = m->cap_notes ? 2 * m->cap_notes : 4;
+        const char **grown =
+            kiln__arena_alloc(&m->arena, (size_t)cap * sizeof *grown, _Alignof(char *));
+        if (!grown)
+            return kiln_ctx_set_error(m->cx, KILN_RESOURCE_EXHAUSTED, "out of memory (a note)");
+        if (m->n_notes) memcpy(grown, m->notes, (size_t)m->n_notes * sizeof *grown);
+        m->notes = grown;
+        m->cap_notes = cap;
+    }
+    size_t n = strlen(text) + 1;
+    char *copy = kiln__arena_alloc(&m->arena, n, 1);
+    if (!copy) return kiln_ctx_set_error(m->cx, KILN_RESOURCE_EXHAUSTED, "out of memory (a note)");
+    memcpy(copy, text, n);
+    m->notes[m->n_notes++] = copy;
+    return KILN_OK;
+}
+
+kiln_status kiln__module_copy_notes(kiln_module *dst, const kiln_module *src) {
+    if (!src || dst == src) return KILN_OK;
+    for (int32_t i = 0; i < src->n_notes; i++) {
+        kiln_status s = kiln__module_note(dst, src->notes[i]);
+        if (s != KILN_OK) return s;
+    }
+    return KILN_OK;
+}
+
 kiln_status kiln__module_keep_constant(kiln_module *m, kiln_tensor *t) {
     if (!grow(m->cx, (void **)&m->constants, &m->cap_constants, m->n_constants + 1,
               sizeof *m->constants, "module constants"))

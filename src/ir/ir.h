@@ -100,6 +100,11 @@ struct kiln_module {
     /* The distinct attributes of its ops that cannot change (kiln__block_append); the
      * copies in the arena. */
     kiln__attrs_set attrs;
+    /* Notes for people about how the program was made ("kiln_vmap: stablehlo.gather ...
+     * runs in a loop over the batch"), distinct, in the arena: carried by the transforms
+     * and inlining into the modules they make, and printed by kiln_exe_print. */
+    const char **notes;
+    int32_t n_notes, cap_notes;
 };
 
 kiln_module *kiln__module_new(kiln_ctx *cx, const char *name);
@@ -139,6 +144,11 @@ void kiln__op_unlink(kiln__ir_op *op);
 void kiln__op_move_before(kiln__ir_op *op, kiln__ir_op *at);
 kiln_status kiln__block_set_results(kiln_module *m, kiln__block *block, kiln__value *const *values,
                                     int32_t n);
+/* Adds a note (copied; a note the module has already is not added twice). Out of memory
+ * is recorded in the module's ctx. */
+kiln_status kiln__module_note(kiln_module *m, const char *text);
+/* Adds src's notes to dst. */
+kiln_status kiln__module_copy_notes(kiln_module *dst, const kiln_module *src);
 /* Keeps a reference to a constant's tensor for the module's life. */
 kiln_status kiln__module_keep_constant(kiln_module *m, kiln_tensor *t);
 

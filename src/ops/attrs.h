@@ -31,7 +31,7 @@ typedef struct kiln__attrs {
             kiln_compare_direction direction;
             kiln_compare_type type; /* never DEFAULT once built: resolved from the dtype */
         } compare;
-        kiln_dtype convert_to; /* convert, bitcast_convert */
+        kiln_dtype convert_to;       /* convert, bitcast_convert */
         const kiln_tensor *constant; /* constant: the value (a concrete tensor) */
         struct {
             kiln_dtype dtype;
@@ -76,6 +76,13 @@ typedef struct kiln__attrs {
         } loop;
     } u;
 } kiln__attrs;
+
+/* Markers in attrs.fn: a stop_gradient (an optimization_barrier that differentiation
+ * treats as a constant) and a custom_vjp call (a call whose attrs.u.constant is a u8
+ * tensor holding the runtime's record of the rule). Transforms other than autodiff keep
+ * them: batching runs such a call per example so that its rule survives. */
+#define KILN__STOP_GRADIENT_FN "kiln_stop_gradient"
+#define KILN__CUSTOM_VJP_FN "kiln_custom_vjp_call"
 
 /* The bytes of a kiln__attrs that an op of `kind` uses: the common fields and the union
  * member of its kind (none for most elementwise ops). */

@@ -8,11 +8,11 @@
 #include "base/alloc.h"
 #include "base/ctx_internal.h"
 #include "core/tensor_internal.h"
-#include "frontend/trace.h"
 #include "kiln/autodiff.h"
-#include "runtime/ad_cache.h"
+#include "runtime/traced_fn.h"
+#include "runtime/tree_internal.h"
 
-#define MAX_ARGS 4096
+#define MAX_ARGS KILN__TRACED_FN_MAX_VALUES
 
 /* What a custom_vjp call records (the payload of its u8 record tensor). n_out first after
  * n_in: vjp.c reads it as the second int32. */
@@ -32,122 +32,17 @@ static kiln_status oom(kiln_ctx *cx, const char *fn) {
 
 static kiln__trace *current_trace(kiln_ctx *cx) { return cx->trace; }
 
-/* ---- tracing the function --------------------------------------------------------------- */
-
-/* The traced function. Eagerly it is the entry of a module of its own. Inside a trace it is
- * a block nested in the current one (under a placeholder op, removed again by
- * source_fini), so that the function may use tensors of the enclosing trace: those values
- * become extra arguments of the derivative, held constant, and the inlined derivative
- * uses them directly. */
-typedef struct source {
-    kiln_ctx *cx;
-    kiln_module *own;       /* eager: the module (released by source_fini) */
-    kiln__func func;        /* the function traced */
-    kiln__ir_op *holder;    /* traced: the placeholder in the enclosing block */
-    const kiln__value **fv; /* traced: the enclosing trace's values the function uses */
-    int32_t n_fv;
-} source;
-
-static void source_fini(source *src) {
-    if (src->holder) kiln__op_remove(src->holder);
-    if (src->fv) kiln__free(src->cx, (void *)src->fv, (size_t)MAX_ARGS * sizeof *src->fv);
-    kiln_module_release(src->own);
-    memset(src, 0, sizeof *src);
-}
-
-/* Traces f (n_in arguments typed like `like`, n_out results) into m's block `body`. */
-static kiln_status trace_into(kiln_ctx *cx, const char *fn, const kiln_region *f, int32_t n_in,
-                              kiln_tensor *const *like, int32_t n_out, kiln_module *m,
-                              kiln__block *body) {
-    kiln_status s = kiln_scope_begin(cx);
-    if (s != KILN_OK) return s;
-    size_t bytes = (size_t)(n_in + n_out + 1) * sizeof(kiln_tensor *);
-    kiln_tensor **in = kiln__calloc(cx, bytes, _Alignof(kiln_tensor *), fn);
-    if (!in) s = KILN_RESOURCE_EXHAUSTED;
-    kiln_tensor **outs = in ? in + n_in : NULL;
-    for (int32_t i = 0; i < n_in && s == KILN_OK; i++) {
-        kiln__type t = {kiln_tensor_dtype(like[i]), *kiln_tensor_shape(like[i])};
-        kiln__value *v = kiln__block_add_arg(m, body, t);
-        in[i] = v ? kiln__tensor_new_traced(cx, fn, t.dtype, t.shape, v) : NULL;
-        if (!in[i]) s = oom(cx, fn);
-    }
-    if (s == KILN_OK) {
-        kiln__trace tr;
-        void *saved = cx->trace;
-        s = kiln__trace_nest(cx, fn, &tr, current_trace(cx), m, body);
-        if (s == KILN_OK) {
-            cx->trace = &tr;
-            s = f->fn(cx, in, outs, f->user);
-        }
-        if (s == KILN_OK && kiln_ctx_status(cx) != KILN_OK) s = kiln_ctx_status(cx);
-        if (s != KILN_OK && kiln_ctx_status(cx) == KILN_OK)
-            kiln_ctx_set_error(cx, s, "%s: the function failed with %s", fn, kiln_status_name(s));
-        kiln__value **values = NULL;
-        if (s == KILN_OK) {
-            values = kiln__arena_alloc(&m->arena, (size_t)(n_out ? n_out : 1) * sizeof *values,
-                                       _Alignof(void *));
-            if (!values) s = oom(cx, fn);
-        }
-        for (int32_t r = 0; r < n_out && s == KILN_OK; r++) {
-            if (!outs[r]) {
-                s = kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
-                                       "%s: the function stored no tensor for result %d", fn,
-                                       (int)r + 1);
-                break;
-            }
-            values[r] = kiln__trace_value_of(cx, fn, outs[r]);
-            if (!values[r]) s = kiln_ctx_status(cx);
-        }
-        if (s == KILN_OK) s = kiln__block_set_results(m, body, values, n_out);
-        cx->trace = saved;
-    }
-    if (in) kiln__free(cx, in, bytes);
-    kiln_scope_end(cx);
-    if (s != KILN_OK && kiln_ctx_status(cx) != KILN_OK) s = kiln_ctx_status(cx);
-    return s;
-}
-
-static kiln_status trace_source(kiln_ctx *cx, const char *fn, const kiln_region *f, int32_t n_in,
-                                kiln_tensor *const *like, int32_t n_out, source *out) {
+/* Traces f with arguments typed like the n_in tensors `like`. */
+static kiln_status trace_like(kiln_ctx *cx, const char *fn, const kiln_region *f, int32_t n_in,
+                              kiln_tensor *const *like, int32_t n_out, kiln__traced_fn *out) {
     memset(out, 0, sizeof *out);
-    out->cx = cx;
-    out->func.name = "main";
-    out->func.is_public = true;
-    kiln__trace *tr = current_trace(cx);
-    if (!tr) {
-        out->own = kiln__module_new(cx, fn);
-        kiln__func *main_fn = out->own ? kiln__module_add_func(out->own, "main", true) : NULL;
-        if (!main_fn) {
-            source_fini(out);
-            return oom(cx, fn);
-        }
-        out->func = *main_fn;
-        kiln_status s = trace_into(cx, fn, f, n_in, like, n_out, out->own, main_fn->body);
-        if (s != KILN_OK) source_fini(out);
-        return s;
-    }
-    kiln__attrs a = {.fn = fn, .n_regions = 1};
-    out->holder = kiln__block_append(tr->module, tr->block, KILN_OP_CALL, &a, NULL, 0, NULL, 0, 1);
-    kiln__block *body = out->holder ? kiln__block_new(tr->module, out->holder) : NULL;
-    out->fv = kiln__alloc(cx, (size_t)MAX_ARGS * sizeof *out->fv, _Alignof(void *), fn);
-    if (!body || !out->fv) {
-        source_fini(out);
-        return oom(cx, fn);
-    }
-    out->holder->regions[0] = body;
-    out->func.body = body;
-    kiln_status s = trace_into(cx, fn, f, n_in, like, n_out, tr->module, body);
-    if (s == KILN_OK) {
-        out->n_fv = kiln__ad_free_values(cx, body, false, out->fv, MAX_ARGS);
-        if (out->n_fv < 0)
-            s = kiln_ctx_status(cx) != KILN_OK
-                    ? kiln_ctx_status(cx)
-                    : kiln_ctx_set_error(cx, KILN_UNIMPLEMENTED,
-                                         "%s: the function uses more than %d tensors of the "
-                                         "enclosing trace",
-                                         fn, MAX_ARGS);
-    }
-    if (s != KILN_OK) source_fini(out);
+    size_t bytes = (size_t)(n_in + 1) * sizeof(kiln__type);
+    kiln__type *types = kiln__alloc(cx, bytes, _Alignof(kiln__type), fn);
+    if (!types) return KILN_RESOURCE_EXHAUSTED;
+    for (int32_t i = 0; i < n_in; i++)
+        types[i] = (kiln__type){kiln_tensor_dtype(like[i]), *kiln_tensor_shape(like[i])};
+    kiln_status s = kiln__traced_fn_trace(cx, fn, f, n_in, types, n_out, out);
+    kiln__free(cx, types, bytes);
     return s;
 }
 
@@ -214,62 +109,14 @@ static kiln_status custom_bwd(kiln__emitter *e, const kiln__ir_op *call,
 
 static const kiln__ad_hooks hooks = {.custom_bwd = custom_bwd};
 
-/* ---- running a transformed module ---------------------------------------------------- */
-
-/* Runs dst's entry on args (eagerly: compile and call; in a trace: inline), writing its
- * n_results results (new tensors in the current scope). */
-static kiln_status run_module(kiln_ctx *cx, const char *fn, kiln_module *dst,
-                              kiln_tensor *const *args, int32_t n_args, const source *src,
-                              int32_t n_lead, kiln_tensor **results, int32_t n_results) {
-    /* dst's arguments: args[0..n_lead), then src's extra values, then the other args. */
-    const kiln__block *body = dst->funcs[0]->body;
-    int32_t n_fv = src->n_fv;
-    if (body->n_args != n_args + n_fv || body->n_results != n_results)
-        return kiln_ctx_set_error(cx, KILN_INTERNAL,
-                                  "%s: internal: the derivative takes %d "
-                                  "arguments and gives %d results; expected "
-                                  "%d and %d",
-                                  fn, (int)body->n_args, (int)body->n_results, (int)(n_args + n_fv),
-                                  (int)n_results);
-    if (!current_trace(cx)) {
-        kiln_exe *exe = NULL;
-        kiln_status s = kiln__ad_compile(cx, dst, &exe);
-        if (s == KILN_OK) s = kiln_exe_call(cx, exe, args, results);
-        kiln_exe_release(exe);
-        return s;
-    }
-    kiln__trace *tr = current_trace(cx);
-    size_t bytes = (size_t)(n_args + n_fv + n_results + 1) * sizeof(kiln__value *);
-    kiln__value **vals = kiln__calloc(cx, bytes, _Alignof(void *), fn);
-    if (!vals) return KILN_RESOURCE_EXHAUSTED;
-    kiln__value **outs = vals + n_args + n_fv;
-    kiln_status s = KILN_OK;
-    for (int32_t i = 0, k = 0; i < n_args + n_fv && s == KILN_OK; i++) {
-        if (i >= n_lead && i < n_lead + n_fv) {
-            vals[i] = (kiln__value *)src->fv[i - n_lead];
-            continue;
-        }
-        vals[i] = kiln__trace_value_of(cx, fn, args[k++]);
-        if (!vals[i]) s = kiln_ctx_status(cx);
-    }
-    if (s == KILN_OK) s = kiln__inline_block(tr->module, tr->block, body, vals, outs);
-    for (int32_t r = 0; r < n_results && s == KILN_OK; r++) {
-        results[r] =
-            kiln__tensor_new_traced(cx, fn, outs[r]->type->dtype, outs[r]->type->shape, outs[r]);
-        if (!results[r]) s = oom(cx, fn);
-    }
-    kiln__free(cx, vals, bytes);
-    return s;
-}
-
 static bool is_float(kiln_tensor *t) { return kiln_dtype_is_float(kiln_tensor_dtype(t)); }
 
-/* Runs dst (run_module) on the n_in primals followed by extra[i] for each take[i] (n_extra
+/* Runs dst (kiln__traced_fn_run) on the n_in primals followed by extra[i] for each take[i] (n_extra
  * entries), into its n_results results. */
-static kiln_status run_derivative(kiln_ctx *cx, const char *fn, kiln_module *dst, const source *src,
-                                  kiln_tensor *const *primals, int32_t n_in,
-                                  kiln_tensor *const *extra, const bool *take, int32_t n_extra,
-                                  kiln_tensor **results, int32_t n_results) {
+static kiln_status run_derivative(kiln_ctx *cx, const char *fn, kiln_module *dst,
+                                  const kiln__traced_fn *src, kiln_tensor *const *primals,
+                                  int32_t n_in, kiln_tensor *const *extra, const bool *take,
+                                  int32_t n_extra, kiln_tensor **results, int32_t n_results) {
     int32_t n_args = n_in;
     for (int32_t i = 0; i < n_extra; i++)
         n_args += take[i];
@@ -281,7 +128,7 @@ static kiln_status run_derivative(kiln_ctx *cx, const char *fn, kiln_module *dst
         args[k++] = primals[i];
     for (int32_t i = 0; i < n_extra; i++)
         if (take[i]) args[k++] = extra[i];
-    kiln_status s = run_module(cx, fn, dst, args, n_args, src, n_in, results, n_results);
+    kiln_status s = kiln__traced_fn_run(cx, fn, dst, args, n_args, src, n_in, results, n_results);
     kiln__free(cx, args, bytes);
     return s;
 }
@@ -308,16 +155,16 @@ static kiln_status check_counts(kiln_ctx *cx, const char *fn, int32_t n_in, int3
  * cotangents of the inputs with wrt[i] into out_cts[i] (others NULL). */
 static kiln_status vjp_core(kiln_ctx *cx, const char *fn, const kiln_region *f, int32_t n_in,
                             kiln_tensor *const *primals, int32_t n_out, kiln_tensor *const *cts,
-                            const bool *wrt, source *traced, const char *module_name,
+                            const bool *wrt, kiln__traced_fn *traced, const char *module_name,
                             kiln_tensor **out_results, kiln_tensor **out_cts) {
     /* `traced`: f already traced (taken over), or NULL. */
-    source src;
+    kiln__traced_fn src;
     kiln_module *dst = NULL;
     kiln_status s = KILN_OK;
     if (traced)
         src = *traced;
     else
-        s = trace_source(cx, fn, f, n_in, primals, n_out, &src);
+        s = trace_like(cx, fn, f, n_in, primals, n_out, &src);
     if (s != KILN_OK) return s;
     const kiln__block *body = src.func.body;
     bool *flags = kiln__calloc(cx, (size_t)(n_in + n_out + 1), 1, fn);
@@ -366,7 +213,7 @@ static kiln_status vjp_core(kiln_ctx *cx, const char *fn, const kiln_region *f, 
     }
     if (res) kiln__free(cx, res, rbytes);
     if (flags) kiln__free(cx, flags, (size_t)(n_in + n_out + 1));
-    source_fini(&src);
+    kiln__traced_fn_fini(&src);
     kiln_module_release(dst);
     return s;
 }
@@ -428,9 +275,9 @@ kiln_status kiln_jvp(kiln_ctx *cx, const kiln_region *f, int32_t n_in, kiln_tens
                                       kiln__type_text(&want, b), (int)i);
         }
     }
-    source src;
+    kiln__traced_fn src;
     kiln_module *dst = NULL;
-    if ((s = trace_source(cx, fn, f, n_in, primals, n_out, &src)) != KILN_OK) return s;
+    if ((s = trace_like(cx, fn, f, n_in, primals, n_out, &src)) != KILN_OK) return s;
     const kiln__block *body = src.func.body;
     bool *wrt = kiln__calloc(cx, (size_t)n_in + 1, 1, fn);
     int32_t n_float = 0;
@@ -461,7 +308,7 @@ kiln_status kiln_jvp(kiln_ctx *cx, const kiln_region *f, int32_t n_in, kiln_tens
     }
     if (res) kiln__free(cx, res, rbytes);
     if (wrt) kiln__free(cx, wrt, (size_t)n_in + 1);
-    source_fini(&src);
+    kiln__traced_fn_fini(&src);
     kiln_module_release(dst);
     return s;
 }
@@ -527,14 +374,14 @@ static kiln_status grad_common(kiln_ctx *cx, const char *fn, const kiln_region *
         else
             wrt[a] = true;
     }
-    source probe;
+    kiln__traced_fn probe;
     bool have_probe = false;
     kiln_tensor *seed = NULL;
     kiln_tensor **cts = NULL, **all = NULL;
     size_t cbytes = (size_t)(n_out + 1) * sizeof *cts, abytes = (size_t)(n_in + 1) * sizeof *all;
     if (s == KILN_OK) {
         /* The value's type decides the seed (a rank-0 float 1). */
-        s = trace_source(cx, fn, f, n_in, args, n_out, &probe);
+        s = trace_like(cx, fn, f, n_in, args, n_out, &probe);
         have_probe = s == KILN_OK;
     }
     if (s == KILN_OK) {
@@ -560,7 +407,7 @@ static kiln_status grad_common(kiln_ctx *cx, const char *fn, const kiln_region *
         s = vjp_core(cx, fn, f, n_in, args, n_out, cts, wrt, &probe, o.name, out_results, all);
         have_probe = false;
     }
-    if (have_probe) source_fini(&probe);
+    if (have_probe) kiln__traced_fn_fini(&probe);
     if (s == KILN_OK)
         for (int32_t k = 0; k < n_argnums; k++)
             out_grads[k] = all[argnums[k]];
@@ -608,37 +455,6 @@ kiln_status kiln_value_and_grad(kiln_ctx *cx, const kiln_region *f, int32_t n_in
 
 /* ---- tree mode ---------------------------------------------------------------------------- */
 
-typedef struct tree_call {
-    kiln_jit_fn fn;
-    void *user;
-    const kiln_tree_def *in_def, *out_def;
-    const kiln_tree_static *statics; /* of the input */
-    int32_t n_in, n_statics, n_out, n_out_statics;
-    kiln_tree_static *out_statics; /* written by the trace */
-    void *in_buf, *out_buf;
-} tree_call;
-
-static kiln_status tree_region(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
-                               void *user) {
-    tree_call *t = user;
-    memset(t->in_buf, 0, t->in_def->size);
-    memset(t->out_buf, 0, t->out_def->size);
-    kiln_status s =
-        kiln_tree_unflatten(cx, t->in_def, in, t->n_in, t->statics, t->n_statics, t->in_buf);
-    if (s == KILN_OK) s = t->fn(cx, t->in_buf, t->out_buf, t->user);
-    if (s == KILN_OK && kiln_ctx_status(cx) != KILN_OK) s = kiln_ctx_status(cx);
-    if (s == KILN_OK)
-        s = kiln_tree_flatten(cx, t->out_def, t->out_buf, out, t->n_out, t->out_statics,
-                              t->n_out_statics);
-    return s;
-}
-
-static bool path_matches(const char *prefix, const char *path) {
-    size_t n = strlen(prefix);
-    if (strncmp(prefix, path, n) != 0) return false;
-    return path[n] == '\0' || path[n] == '.' || path[n] == '[';
-}
-
 kiln_status kiln_value_and_grad_tree(kiln_ctx *cx, kiln_jit_fn fn, void *user,
                                      const kiln_tree_def *in_def, const void *in,
                                      const kiln_tree_def *out_def, void *out,
@@ -664,7 +480,7 @@ kiln_status kiln_value_and_grad_tree(kiln_ctx *cx, kiln_jit_fn fn, void *user,
                                       name, options->struct_size, sizeof(kiln_grad_options));
         o = *options;
     }
-    tree_call t = {.fn = fn, .user = user, .in_def = in_def, .out_def = out_def};
+    kiln__tree_call t = {.fn = fn, .user = user, .in_def = in_def, .out_def = out_def};
     t.n_in = kiln_tree_leaf_count(in_def);
     t.n_statics = kiln_tree_static_count(in_def);
     t.n_out = kiln_tree_leaf_count(out_def);
@@ -700,7 +516,7 @@ kiln_status kiln_value_and_grad_tree(kiln_ctx *cx, kiln_jit_fn fn, void *user,
             kiln_tree_leaf_path(in_def, i, path, sizeof path);
             want = false;
             for (int32_t k = 0; k < o.n_wrt_paths; k++)
-                want |= o.wrt_paths[k] && path_matches(o.wrt_paths[k], path);
+                want |= o.wrt_paths[k] && kiln__tree_path_has_prefix(path, o.wrt_paths[k]);
             if (want && !is_float(leaves[i]))
                 s = kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
                                        "%s: leaf '%s' has dtype %s; only floating-point leaves "
@@ -720,7 +536,7 @@ kiln_status kiln_value_and_grad_tree(kiln_ctx *cx, kiln_jit_fn fn, void *user,
         }
         for (int32_t i = 0; i < t.n_in && !any; i++) {
             kiln_tree_leaf_path(in_def, i, path, sizeof path);
-            any = path_matches(o.wrt_paths[k], path);
+            any = kiln__tree_path_has_prefix(path, o.wrt_paths[k]);
         }
         if (!any)
             s = kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
@@ -736,7 +552,7 @@ kiln_status kiln_value_and_grad_tree(kiln_ctx *cx, kiln_jit_fn fn, void *user,
         lo.n_argnums = n_argnums;
         lo.wrt_paths = NULL;
         lo.has_aux = t.n_out > 1;
-        kiln_region region = {tree_region, &t};
+        kiln_region region = {kiln__tree_call_region, &t};
         s = grad_common(cx, name, &region, t.n_in, leaves, t.n_out, &lo, results, grads);
     }
     if (s == KILN_OK) {

@@ -49,6 +49,15 @@ static void lay_out(kiln_exe *exe, shell_mem *mem, const kiln_module *m) {
     const kiln__block *body = main_fn->body;
     int32_t na = body->n_args, nr = body->n_results;
     exe->name = take_string(mem, m->name ? m->name : "kiln");
+    size_t notes = 0;
+    for (int32_t i = 0; i < m->n_notes; i++)
+        notes += strlen(m->notes[i]) + sizeof "note: \n" - 1;
+    exe->notes = notes ? take(mem, notes + 1, 1) : NULL;
+    if (exe->notes) {
+        char *p = exe->notes;
+        for (int32_t i = 0; i < m->n_notes; i++)
+            p += sprintf(p, "note: %s\n", m->notes[i]);
+    }
     exe->arg_names = take(mem, (size_t)na * sizeof *exe->arg_names, _Alignof(char *));
     exe->arg_types = take(mem, (size_t)na * sizeof *exe->arg_types, _Alignof(kiln__type));
     exe->arg_specs = take(mem, (size_t)na * sizeof *exe->arg_specs, _Alignof(kiln_arg_spec));
@@ -219,8 +228,8 @@ kiln_status kiln_exe_info_get(kiln_ctx *cx, const kiln_exe *exe, kiln_exe_info *
                                 .device = exe->device,
                                 .args = exe->arg_specs,
                                 .results = exe->result_specs,
-                                .cost = {i->cost.flops, i->cost.transcendentals,
-                                         i->cost.bytes_read, i->cost.bytes_written}};
+                                .cost = {i->cost.flops, i->cost.transcendentals, i->cost.bytes_read,
+                                         i->cost.bytes_written}};
     return KILN_OK;
 }
 
@@ -238,6 +247,7 @@ char *kiln_exe_to_string(kiln_ctx *cx, const kiln_exe *exe) {
         kiln__strbuf_printf(&sb,
                             "executable @%s: %d args, %d results (backend %s prints nothing)\n",
                             exe->name, (int)exe->n_args, (int)exe->n_results, exe->backend->name);
+    if (exe->notes) kiln__strbuf_puts(&sb, exe->notes);
     return kiln__strbuf_take(&sb);
 }
 

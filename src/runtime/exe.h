@@ -20,6 +20,7 @@ struct kiln_exe {
     kiln__executable *impl; /* the backend's */
     kiln_device device;
     char *name;       /* the module's */
+    char *notes;      /* the module's notes as "note: ...\n" lines, or NULL */
     char **arg_names; /* per argument, or NULL entries */
     int32_t n_args, n_results;
     kiln__type *arg_types;

@@ -516,3 +516,18 @@ kiln_status kiln_tree_unflatten(kiln_ctx *cx, const kiln_tree_def *def, kiln_ten
     kiln__tree_walk(def, false, unflatten_item, &st);
     return st.status;
 }
+
+kiln_status kiln__tree_call_region(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
+                                   void *user) {
+    kiln__tree_call *t = user;
+    memset(t->in_buf, 0, t->in_def->size);
+    memset(t->out_buf, 0, t->out_def->size);
+    kiln_status s =
+        kiln_tree_unflatten(cx, t->in_def, in, t->n_in, t->statics, t->n_statics, t->in_buf);
+    if (s == KILN_OK) s = t->fn(cx, t->in_buf, t->out_buf, t->user);
+    if (s == KILN_OK && kiln_ctx_status(cx) != KILN_OK) s = kiln_ctx_status(cx);
+    if (s == KILN_OK)
+        s = kiln_tree_flatten(cx, t->out_def, t->out_buf, out, t->n_out, t->out_statics,
+                              t->n_out_statics);
+    return s;
+}

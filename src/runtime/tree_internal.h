@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 
+#include "kiln/jit.h"
 #include "kiln/tree.h"
 
 /* One leaf or static scalar met by kiln__tree_walk. */
@@ -41,5 +42,23 @@ void kiln__tree_static_format(const kiln_tree_static *value, char *buf, size_t s
 /* True when `path` is `prefix` or lies under it ("params" covers "params.w" and
  * "params[0]"). */
 bool kiln__tree_path_has_prefix(const char *path, const char *prefix);
+
+/* A function of structs as a region over leaves (what the transformations of tree
+ * functions trace): unflattens the leaves it receives (with the input's statics) into
+ * in_buf, calls fn, and flattens what fn wrote into out_buf, recording its statics in
+ * out_statics. The caller sizes the buffers (in_def->size, out_def->size). */
+typedef struct kiln__tree_call {
+    kiln_jit_fn fn;
+    void *user;
+    const kiln_tree_def *in_def, *out_def;
+    const kiln_tree_static *statics; /* of the input */
+    int32_t n_in, n_statics, n_out, n_out_statics;
+    kiln_tree_static *out_statics; /* written by the trace */
+    void *in_buf, *out_buf;
+} kiln__tree_call;
+
+/* The kiln_region_fn of a kiln__tree_call (user). */
+kiln_status kiln__tree_call_region(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
+                                   void *user);
 
 #endif

@@ -1,16 +1,12 @@
-/* The emitter the rules and transforms build IR with: ops appended to a block, result
- * types from the op table's inference, builtin regions materialised as blocks exactly as
- * tracing records them (so printers, passes and backends see the same IR either way). */
+/* The IR emitter (ir/emit.h). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "autodiff/rules.h"
 #include "core/tensor_internal.h"
+#include "ir/emit.h"
 
 #define MAX_TYPES 64
-
-bool kiln__ad_is_float(const kiln__type *type) { return kiln_dtype_is_float(type->dtype); }
 
 kiln_status kiln__emit_error(kiln__emitter *e, kiln_status code, const char *fmt, ...) {
     if (kiln_ctx_status(e->cx) != KILN_OK) return kiln_ctx_status(e->cx);
@@ -19,13 +15,13 @@ kiln_status kiln__emit_error(kiln__emitter *e, kiln_status code, const char *fmt
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return kiln_ctx_set_error(e->cx, code, "%s: %s", e->fn ? e->fn : "autodiff", msg);
+    return kiln_ctx_set_error(e->cx, code, "%s: %s", e->fn ? e->fn : "kiln", msg);
 }
 
 static bool failed(kiln__emitter *e) { return kiln_ctx_status(e->cx) != KILN_OK; }
 
 static void *oom(kiln__emitter *e) {
-    kiln__emit_error(e, KILN_RESOURCE_EXHAUSTED, "out of memory building the derivative");
+    kiln__emit_error(e, KILN_RESOURCE_EXHAUSTED, "out of memory building the transformed function");
     return NULL;
 }
 
@@ -67,7 +63,7 @@ static kiln_compare_type compare_type_of(kiln_dtype d) {
 static kiln_status never_called(kiln_ctx *cx, kiln_tensor *const *args, kiln_tensor **results,
                                 void *user) {
     (void)args, (void)results, (void)user;
-    return kiln_ctx_set_error(cx, KILN_INTERNAL, "internal: autodiff called a region");
+    return kiln_ctx_set_error(cx, KILN_INTERNAL, "internal: a transform called a region");
 }
 
 /* Fills a builtin region's block: its two scalar arguments combined by the builtin op. */
@@ -99,7 +95,7 @@ static bool fill_builtin(kiln__emitter *e, kiln__block *b, const builtin *bi,
 
 static kiln__ir_op *emit_impl(kiln__emitter *e, kiln_op kind, const kiln__attrs *attrs,
                               kiln__value *const *operands, int32_t n_operands,
-                              const kiln__type *given, int32_t n_given) {
+                              const kiln__type *given, int32_t n_given, bool fill_builtins) {
     if (failed(e)) return NULL;
     const kiln__op_info *info = kiln__op_get_info(kind);
     if (!info)
@@ -178,7 +174,7 @@ static kiln__ir_op *emit_impl(kiln__emitter *e, kiln_op kind, const kiln__attrs 
     kiln__ir_op *op = kiln__block_append(e->m, e->block, kind, &recorded, operands, n_operands, out,
                                          n_results, n_regions);
     if (!op) return oom(e);
-    for (int32_t r = 0; r < n_regions; r++) {
+    for (int32_t r = 0; r < n_regions && fill_builtins; r++) {
         if (!bis[r]) continue;
         kiln__type args[MAX_TYPES];
         int32_t nres = 0;
@@ -195,7 +191,12 @@ static kiln__ir_op *emit_impl(kiln__emitter *e, kiln_op kind, const kiln__attrs 
 
 kiln__ir_op *kiln__emit_op(kiln__emitter *e, kiln_op kind, const kiln__attrs *attrs,
                            kiln__value *const *operands, int32_t n_operands) {
-    return emit_impl(e, kind, attrs, operands, n_operands, NULL, 0);
+    return emit_impl(e, kind, attrs, operands, n_operands, NULL, 0, true);
+}
+
+kiln__ir_op *kiln__emit_op_bare(kiln__emitter *e, kiln_op kind, const kiln__attrs *attrs,
+                                kiln__value *const *operands, int32_t n_operands) {
+    return emit_impl(e, kind, attrs, operands, n_operands, NULL, 0, false);
 }
 
 kiln__ir_op *kiln__emit_op_typed(kiln__emitter *e, kiln_op kind, const kiln__attrs *attrs,
@@ -207,7 +208,7 @@ kiln__ir_op *kiln__emit_op_typed(kiln__emitter *e, kiln_op kind, const kiln__att
     }
     static const kiln__type none = {0};
     return emit_impl(e, kind, attrs, operands, n_operands, n_results ? result_types : &none,
-                     n_results);
+                     n_results, true);
 }
 
 kiln__value *kiln__emit(kiln__emitter *e, kiln_op kind, const kiln__attrs *attrs,

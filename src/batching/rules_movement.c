@@ -1,0 +1,158 @@
+/* Batching rules of the data-movement ops: the same op over one more (leading) dimension,
+ * its dimension attributes shifted past it. Indices that differ per example (a batched
+ * start index, a batched padding value) are left to the loop. */
+#include "batching/batch.h"
+
+const char kiln__batch_movement_linked = 1;
+
+/* dims with v in front. */
+static kiln_dims prepend(const kiln_dims *dims, int64_t v) {
+    kiln_dims r = {.count = 1, .v = {v}};
+    for (int32_t i = 0; i < dims->count && r.count < KILN_MAX_RANK; i++)
+        r.v[r.count++] = dims->v[i];
+    return r;
+}
+
+static kiln_shape prepend_shape(const kiln_shape *s, int64_t v) {
+    kiln_shape r = {.rank = s->rank + 1};
+    r.dims[0] = v;
+    for (int32_t d = 0; d < s->rank && d + 1 < KILN_MAX_RANK; d++)
+        r.dims[d + 1] = s->dims[d];
+    return r;
+}
+
+/* The op again on its batched first operand, with attributes `a`. */
+static kiln_status one(kiln__batch *b, const kiln__batch_op *v, const kiln__attrs *a,
+                       kiln__value **out, bool *out_batched) {
+    out[0] = kiln__emit(&b->e, v->op->kind, a, v->in, 1);
+    out_batched[0] = true;
+    return kiln_ctx_status(b->e.cx);
+}
+
+kiln_status kiln__batch_BITCAST_CONVERT(kiln__batch *b, const kiln__batch_op *op, kiln__value **out,
+                                        bool *out_batched) {
+    kiln__attrs a = kiln__batch_attrs(op->op);
+    return one(b, op, &a, out, out_batched);
+}
+
+kiln_status kiln__batch_BROADCAST_IN_DIM(kiln__batch *b, const kiln__batch_op *op,
+                                         kiln__value **out, bool *out_batched) {
+    kiln__attrs a = kiln__batch_attrs(op->op);
+    a.u.broadcast.shape = prepend_shape(&a.u.broadcast.shape, b->size);
+    a.u.broadcast.dims = kiln__batch_shift_dims(&a.u.broadcast.dims, 0);
+    return one(b, op, &a, out, out_batched);
+}
+
+kiln_status kiln__batch_RESHAPE(kiln__batch *b, const kiln__batch_op *op, kiln__value **out,
+                                bool *out_batched) {
+    kiln__attrs a = kiln__batch_attrs(op->op);
+    a.u.reshape = prepend_shape(&a.u.reshape, b->size);
+    return one(b, op, &a, out, out_batched);
+}
+
+kiln_status kiln__batch_TRANSPOSE(kiln__batch *b, const kiln__batch_op *op, kiln__value **out,
+                                  bool *out_batched) {
+    kiln__attrs a = kiln__batch_attrs(op->op);
+    a.u.permutation = kiln__batch_shift_dims(&a.u.permutation, 0);
+    return one(b, op, &a, out, out_batched);
+}
+
+kiln_status kiln__batch_REVERSE(kiln__batch *b, const kiln__batch_op *op, kiln__value **out,
+                                bool *out_batched) {
+    kiln__attrs a = kiln__batch_attrs(op->op);
+    a.u.reverse_dims = kiln__batch_shift_dims(&a.u.reverse_dims, -1);
+    return one(b, op, &a, out, out_batched);
+}
+
+kiln_status kiln__batch_SLICE(kiln__batch *b, const kiln__batch_op *op, kiln__value **out,
+                              bool *out_batched) {
+    kiln__attrs a = kiln__batch_attrs(op->op);
+    a.u.slice.start = prepend(&a.u.slice.start, 0);
+    a.u.slice.limit = prepend(&a.u.slice.limit, b->size);
+    a.u.slice.strides = prepend(&a.u.slice.strides, 1);
+    return one(b, op, &a, out, out_batched);
+}
+
+/* A zero start index of the dtype the op's other indices have (i64 when it has none). */
+static kiln__value *zero_index(kiln__batch *b, const kiln__batch_op *v, int32_t first_index) {
+    kiln_dtype t = first_index < v->n_in ? v->in[first_index]->type->dtype : KILN_I64;
+    return kiln__emit_scalar(&b->e, t, 0);
+}
+
+static bool indices_batched(const kiln__batch_op *v, int32_t first) {
+    for (int32_t i = first; i < v->n_in; i++)
+        if (v->batched[i]) return true;
+    return false;
+}
+
+kiln_status kiln__batch_DYNAMIC_SLICE(kiln__batch *b, const kiln__batch_op *op, kiln__value **out,
+                                      bool *out_batched) {
+    if (indices_batched(op, 1)) return kiln__batch_by_loop(b, op, out, out_batched);
+    kiln__value *ops[KILN_MAX_RANK + 1];
+    ops[0] = op->in[0];
+    ops[1] = zero_index(b, op, 1);
+    for (int32_t i = 1; i < op->n_in; i++)
+        ops[i + 1] = op->in[i];
+    kiln__attrs a = kiln__batch_attrs(op->op);
+    a.u.slice_sizes = prepend(&a.u.slice_sizes, b->size);
+    out[0] = kiln__emit(&b->e, KILN_OP_DYNAMIC_SLICE, &a, ops, op->n_in + 1);
+    out_batched[0] = true;
+    return kiln_ctx_status(b->e.cx);
+}
+
+kiln_status kiln__batch_DYNAMIC_UPDATE_SLICE(kiln__batch *b, const kiln__batch_op *op,
+                                             kiln__value **out, bool *out_batched) {
+    if (indices_batched(op, 2)) return kiln__batch_by_loop(b, op, out, out_batched);
+    kiln__value *ops[KILN_MAX_RANK + 2];
+    ops[0] = kiln__batch_broadcast(b, op->in[0], op->batched[0]);
+    ops[1] = kiln__batch_broadcast(b, op->in[1], op->batched[1]);
+    ops[2] = zero_index(b, op, 2);
+    for (int32_t i = 2; i < op->n_in; i++)
+        ops[i + 1] = op->in[i];
+    kiln__attrs a = kiln__batch_attrs(op->op);
+    out[0] = kiln__emit(&b->e, KILN_OP_DYNAMIC_UPDATE_SLICE, &a, ops, op->n_in + 1);
+    out_batched[0] = true;
+    return kiln_ctx_status(b->e.cx);
+}
+
+kiln_status kiln__batch_PAD(kiln__batch *b, const kiln__batch_op *op, kiln__value **out,
+                            bool *out_batched) {
+    if (op->batched[1]) return kiln__batch_by_loop(b, op, out, out_batched);
+    kiln__attrs a = kiln__batch_attrs(op->op);
+    a.u.pad.low = prepend(&a.u.pad.low, 0);
+    a.u.pad.high = prepend(&a.u.pad.high, 0);
+    a.u.pad.interior = prepend(&a.u.pad.interior, 0);
+    kiln__value *ops[2] = {op->in[0], op->in[1]};
+    out[0] = kiln__emit(&b->e, KILN_OP_PAD, &a, ops, 2);
+    out_batched[0] = true;
+    return kiln_ctx_status(b->e.cx);
+}
+
+kiln_status kiln__batch_CONCATENATE(kiln__batch *b, const kiln__batch_op *op, kiln__value **out,
+                                    bool *out_batched) {
+    kiln__value *fixed[64];
+    if (op->n_in > 64) return kiln__batch_by_loop(b, op, out, out_batched);
+    for (int32_t i = 0; i < op->n_in; i++)
+        fixed[i] = kiln__batch_broadcast(b, op->in[i], op->batched[i]);
+    kiln__attrs a = kiln__batch_attrs(op->op);
+    a.u.dimension += 1;
+    out[0] = kiln__emit(&b->e, KILN_OP_CONCATENATE, &a, fixed, op->n_in);
+    out_batched[0] = true;
+    return kiln_ctx_status(b->e.cx);
+}
+
+kiln_status kiln__batch_SORT(kiln__batch *b, const kiln__batch_op *op, kiln__value **out,
+                             bool *out_batched) {
+    kiln__value *fixed[64];
+    if (op->n_in > 64) return kiln__batch_by_loop(b, op, out, out_batched);
+    for (int32_t i = 0; i < op->n_in; i++)
+        fixed[i] = kiln__batch_broadcast(b, op->in[i], op->batched[i]);
+    kiln__attrs a = kiln__batch_attrs(op->op);
+    a.u.sort.dimension += 1;
+    kiln__ir_op *n = kiln__batch_emit_like(b, op->op, &a, fixed, op->n_in);
+    for (int32_t j = 0; n && j < n->n_results; j++) {
+        out[j] = n->results[j];
+        out_batched[j] = true;
+    }
+    return kiln_ctx_status(b->e.cx);
+}

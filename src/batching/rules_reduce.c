@@ -1,0 +1,78 @@
+/* Batching rules of the reductions: the inputs batched (broadcast where only some are),
+ * the reduced dimensions and windows shifted past the batch. An init value that differs
+ * per example is left to the loop. */
+#include "batching/batch.h"
+
+const char kiln__batch_reduce_linked = 1;
+
+#define MAX_INPUTS 32
+
+/* Inputs [0, n) batched (broadcast), inits [n, 2n) as they are; false when an init is
+ * batched or there are too many. */
+static bool inputs_and_inits(kiln__batch *b, const kiln__batch_op *v, int32_t n,
+                             kiln__value **ops) {
+    if (n > MAX_INPUTS || v->n_in != 2 * n) return false;
+    for (int32_t i = n; i < 2 * n; i++)
+        if (v->batched[i]) return false;
+    for (int32_t i = 0; i < n; i++)
+        ops[i] = kiln__batch_broadcast(b, v->in[i], v->batched[i]);
+    for (int32_t i = n; i < 2 * n; i++)
+        ops[i] = v->in[i];
+    return true;
+}
+
+static kiln_status results_of(kiln__batch *b, const kiln__ir_op *n, kiln__value **out,
+                              bool *out_batched) {
+    for (int32_t j = 0; n && j < n->n_results; j++) {
+        out[j] = n->results[j];
+        out_batched[j] = true;
+    }
+    return kiln_ctx_status(b->e.cx);
+}
+
+kiln_status kiln__batch_REDUCE(kiln__batch *b, const kiln__batch_op *op, kiln__value **out,
+                               bool *out_batched) {
+    kiln__value *ops[2 * MAX_INPUTS];
+    if (!inputs_and_inits(b, op, op->n_in / 2, ops))
+        return kiln__batch_by_loop(b, op, out, out_batched);
+    kiln__attrs a = kiln__batch_attrs(op->op);
+    a.u.reduce_dims = kiln__batch_shift_dims(&a.u.reduce_dims, -1);
+    return results_of(b, kiln__batch_emit_like(b, op->op, &a, ops, op->n_in), out, out_batched);
+}
+
+/* A window of 1 along the batch: no stride, dilation or padding there. */
+static kiln_window_params batch_window(const kiln_window_params *w) {
+    kiln_window_params r = *w;
+    const kiln_dims *in[6] = {&w->window_dimensions, &w->window_strides, &w->base_dilations,
+                              &w->window_dilations,  &w->padding_low,    &w->padding_high};
+    kiln_dims *to[6] = {&r.window_dimensions, &r.window_strides, &r.base_dilations,
+                        &r.window_dilations,  &r.padding_low,    &r.padding_high};
+    const int64_t lead[6] = {1, 1, 1, 1, 0, 0};
+    for (int k = 0; k < 6; k++) {
+        kiln_dims d = {.count = 1, .v = {lead[k]}};
+        for (int32_t i = 0; i < in[k]->count && d.count < KILN_MAX_RANK; i++)
+            d.v[d.count++] = in[k]->v[i];
+        *to[k] = d;
+    }
+    return r;
+}
+
+kiln_status kiln__batch_REDUCE_WINDOW(kiln__batch *b, const kiln__batch_op *op, kiln__value **out,
+                                      bool *out_batched) {
+    kiln__value *ops[2 * MAX_INPUTS];
+    if (!inputs_and_inits(b, op, op->n_in / 2, ops))
+        return kiln__batch_by_loop(b, op, out, out_batched);
+    kiln__attrs a = kiln__batch_attrs(op->op);
+    a.u.window = batch_window(&a.u.window);
+    return results_of(b, kiln__batch_emit_like(b, op->op, &a, ops, op->n_in), out, out_batched);
+}
+
+kiln_status kiln__batch_SELECT_AND_SCATTER(kiln__batch *b, const kiln__batch_op *op,
+                                           kiln__value **out, bool *out_batched) {
+    if (op->batched[2]) return kiln__batch_by_loop(b, op, out, out_batched);
+    kiln__value *ops[3] = {kiln__batch_broadcast(b, op->in[0], op->batched[0]),
+                           kiln__batch_broadcast(b, op->in[1], op->batched[1]), op->in[2]};
+    kiln__attrs a = kiln__batch_attrs(op->op);
+    a.u.window = batch_window(&a.u.window);
+    return results_of(b, kiln__batch_emit_like(b, op->op, &a, ops, 3), out, out_batched);
+}

@@ -1,0 +1,43 @@
+/* A user's function traced for a transformation (kiln_vjp, kiln_jvp, kiln_grad,
+ * kiln_vmap), and running what the transformation made of it.
+ *
+ * Eagerly the function is the entry of a module of its own. Inside a trace it is a block
+ * nested in the current one (under a placeholder op, removed again by
+ * kiln__traced_fn_fini), so that the function may use tensors of the enclosing trace:
+ * those values (`fv`) become extra arguments of the transformed function, and the inlined
+ * result uses them directly. */
+#ifndef KILN_RUNTIME_TRACED_FN_H
+#define KILN_RUNTIME_TRACED_FN_H
+
+#include "frontend/trace.h"
+#include "ir/ir.h"
+
+/* The most values of an enclosing trace a traced function may use. */
+#define KILN__TRACED_FN_MAX_VALUES 4096
+
+typedef struct kiln__traced_fn {
+    kiln_ctx *cx;
+    kiln_module *own;       /* eager: the module (released by kiln__traced_fn_fini) */
+    kiln__func func;        /* the function traced */
+    kiln__ir_op *holder;    /* traced: the placeholder in the enclosing block */
+    const kiln__value **fv; /* traced: the enclosing trace's values the function uses */
+    int32_t n_fv;
+} kiln__traced_fn;
+
+/* Traces f (n_in arguments of the given types, n_out results) into *out: a module of its
+ * own when cx is not tracing, else a block nested in the current trace. On error *out is
+ * empty (safe to fini) and the error is recorded. */
+kiln_status kiln__traced_fn_trace(kiln_ctx *cx, const char *fn, const kiln_region *f, int32_t n_in,
+                                  const kiln__type *types, int32_t n_out, kiln__traced_fn *out);
+void kiln__traced_fn_fini(kiln__traced_fn *src);
+
+/* Runs dst's entry (a transformation of src) on args, writing its n_results results (new
+ * tensors in the current scope): eagerly compiled (through the ctx's cache of eager
+ * transformations) and called, inside a trace inlined into the current block. dst's
+ * arguments are args[0..n_lead), then src's fv, then the rest of args. */
+kiln_status kiln__traced_fn_run(kiln_ctx *cx, const char *fn, kiln_module *dst,
+                                kiln_tensor *const *args, int32_t n_args,
+                                const kiln__traced_fn *src, int32_t n_lead, kiln_tensor **results,
+                                int32_t n_results);
+
+#endif

@@ -1,0 +1,249 @@
+/* The public batching API (kiln/vmap.h): trace the function on one example's types,
+ * batch the traced module (src/batching), then compile and run it (eager) or inline it
+ * into the enclosing trace, as the autodiff API does. */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/ctx_internal.h"
+#include "batching/batch.h"
+#include "core/tensor_internal.h"
+#include "kiln/vmap.h"
+#include "runtime/traced_fn.h"
+#include "runtime/tree_internal.h"
+
+#define MAX_ARGS KILN__TRACED_FN_MAX_VALUES
+
+kiln_vmap_options kiln_vmap_options_default(void) {
+    return (kiln_vmap_options){.struct_size = sizeof(kiln_vmap_options), .name = "vmap"};
+}
+
+static kiln_status read_options(kiln_ctx *cx, const char *fn, const kiln_vmap_options *options,
+                                kiln_vmap_options *o) {
+    *o = kiln_vmap_options_default();
+    if (!options) return KILN_OK;
+    if (options->struct_size < sizeof(kiln_vmap_options))
+        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                  "%s: options->struct_size is %zu; expected %zu (use "
+                                  "kiln_vmap_options_default)",
+                                  fn, options->struct_size, sizeof(kiln_vmap_options));
+    *o = *options;
+    if (!o->name) o->name = "vmap";
+    if (o->axis_size < 0)
+        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                  "%s: options->axis_size is %lld; expected >= 0", fn,
+                                  (long long)o->axis_size);
+    return KILN_OK;
+}
+
+/* The core: `axes` holds each argument's in axis (KILN_VMAP_NONE or any in-range value,
+ * normalized here). */
+static kiln_status vmap_core(kiln_ctx *cx, const char *fn, const kiln_region *f, int32_t n_in,
+                             kiln_tensor *const *args, int32_t n_out, const kiln_vmap_options *o,
+                             int32_t *axes, kiln_tensor **out) {
+    kiln_status s = KILN_OK;
+    int64_t size = o->axis_size;
+    int32_t sized_by = -1; /* the argument that fixed the size */
+    size_t tbytes = (size_t)(n_in + 1) * sizeof(kiln__type);
+    size_t obytes = (size_t)(n_out + 1) * sizeof(int32_t);
+    kiln__type *types = kiln__alloc(cx, tbytes, _Alignof(kiln__type), fn);
+    int32_t *out_axes = types ? kiln__alloc(cx, obytes, _Alignof(int32_t), fn) : NULL;
+    if (!out_axes) {
+        if (types) kiln__free(cx, types, tbytes);
+        return KILN_RESOURCE_EXHAUSTED;
+    }
+    char have[KILN__TYPE_TEXT];
+    for (int32_t i = 0; i < n_in && s == KILN_OK; i++) {
+        const kiln_shape *shape = kiln_tensor_shape(args[i]);
+        types[i] = (kiln__type){kiln_tensor_dtype(args[i]), *shape};
+        if (axes[i] == KILN_VMAP_NONE) continue;
+        int32_t rank = shape->rank, a = axes[i] < 0 ? axes[i] + rank : axes[i];
+        if (a < 0 || a >= rank) {
+            s = kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                   "%s: the in axis of argument %d is %d; argument %d is %s (rank "
+                                   "%d), so it must be within %d..%d",
+                                   fn, (int)i, (int)axes[i], (int)i,
+                                   kiln__type_text(&types[i], have), (int)rank, -(int)rank,
+                                   (int)rank - 1);
+            break;
+        }
+        axes[i] = a;
+        int64_t n = shape->dims[a];
+        if (sized_by < 0 && !o->axis_size) {
+            size = n;
+            sized_by = i;
+        } else if (n != size) {
+            if (sized_by >= 0)
+                s = kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                       "%s: argument %d has %lld examples along its axis %d; "
+                                       "argument %d has %lld along its axis %d (every mapped "
+                                       "argument holds the same batch)",
+                                       fn, (int)i, (long long)n, (int)a, (int)sized_by,
+                                       (long long)size, (int)axes[sized_by]);
+            else
+                s = kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                       "%s: argument %d has %lld examples along its axis %d; "
+                                       "options->axis_size is %lld",
+                                       fn, (int)i, (long long)n, (int)a, (long long)size);
+            break;
+        }
+        /* The example's type: the axis removed. */
+        for (int32_t d = a; d + 1 < rank; d++)
+            types[i].shape.dims[d] = shape->dims[d + 1];
+        types[i].shape.rank = rank - 1;
+    }
+    if (s == KILN_OK && sized_by < 0 && !o->axis_size)
+        s = kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                               "%s: no argument is mapped (every in axis is KILN_VMAP_NONE), so "
+                               "the batch size is unknown: give options->axis_size",
+                               fn);
+    kiln__traced_fn src;
+    memset(&src, 0, sizeof src);
+    kiln_module *dst = NULL;
+    if (s == KILN_OK) s = kiln__traced_fn_trace(cx, fn, f, n_in, types, n_out, &src);
+    if (s == KILN_OK) {
+        const kiln__block *body = src.func.body;
+        for (int32_t j = 0; j < n_out && s == KILN_OK; j++) {
+            int32_t a = o->out_axes ? o->out_axes[j] : 0;
+            int32_t rank = body->results[j]->type->shape.rank + 1;
+            if (a != KILN_VMAP_NONE && a < 0) a += rank;
+            if (a != KILN_VMAP_NONE && (a < 0 || a >= rank))
+                s = kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                       "%s: out_axes[%d] is %d; result %d is %s for one example, "
+                                       "so with the batch it has rank %d: the axis must be "
+                                       "within %d..%d",
+                                       fn, (int)j, (int)o->out_axes[j], (int)j,
+                                       kiln__type_text(body->results[j]->type, have), (int)rank,
+                                       -(int)rank, (int)rank - 1);
+            out_axes[j] = a;
+        }
+    }
+    if (s == KILN_OK) {
+        dst = kiln__module_new(cx, o->name);
+        kiln__func *g = NULL;
+        s = dst ? kiln__batch_func(cx, fn, &src.func, src.fv, src.n_fv, dst, axes, out_axes, size,
+                                   &g)
+                : kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "%s: out of memory", fn);
+    }
+    if (s == KILN_OK) s = kiln__traced_fn_run(cx, fn, dst, args, n_in, &src, n_in, out, n_out);
+    kiln__traced_fn_fini(&src);
+    kiln_module_release(dst);
+    kiln__free(cx, out_axes, obytes);
+    kiln__free(cx, types, tbytes);
+    return s;
+}
+
+static kiln_status check_counts(kiln_ctx *cx, const char *fn, int32_t n_in, int32_t n_out) {
+    if (n_in < 0 || n_in > MAX_ARGS || n_out < 0 || n_out > MAX_ARGS)
+        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                  "%s: n_in %d and n_out %d must be within 0..%d", fn, (int)n_in,
+                                  (int)n_out, MAX_ARGS);
+    return KILN_OK;
+}
+
+kiln_status kiln_vmap(kiln_ctx *cx, const kiln_region *f, int32_t n_in, kiln_tensor *const *args,
+                      int32_t n_out, const kiln_vmap_options *options, kiln_tensor **out) {
+    static const char fn[] = "kiln_vmap";
+    if (!cx) return KILN_INVALID_ARGUMENT;
+    if (kiln_ctx_status(cx) != KILN_OK) return kiln_ctx_status(cx);
+    kiln_status s;
+    if ((s = check_counts(cx, fn, n_in, n_out)) != KILN_OK) return s;
+    if (!out && n_out > 0) return kiln__null_argument(cx, fn, "out");
+    for (int32_t j = 0; j < n_out; j++)
+        out[j] = NULL;
+    if (!f || !f->fn) return kiln__null_argument(cx, fn, "f");
+    if (!args && n_in > 0) return kiln__null_argument(cx, fn, "args");
+    for (int32_t i = 0; i < n_in; i++)
+        if (!args[i])
+            return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT, "%s: args[%d] is NULL", fn,
+                                      (int)i);
+    kiln_vmap_options o;
+    if ((s = read_options(cx, fn, options, &o)) != KILN_OK) return s;
+    size_t bytes = (size_t)(n_in + 1) * sizeof(int32_t);
+    int32_t *axes = kiln__alloc(cx, bytes, _Alignof(int32_t), fn);
+    if (!axes) return KILN_RESOURCE_EXHAUSTED;
+    for (int32_t i = 0; i < n_in; i++)
+        axes[i] = o.in_axes ? o.in_axes[i] : 0;
+    s = vmap_core(cx, fn, f, n_in, args, n_out, &o, axes, out);
+    kiln__free(cx, axes, bytes);
+    return s;
+}
+
+kiln_status kiln_vmap_tree(kiln_ctx *cx, kiln_jit_fn fn, void *user, const kiln_tree_def *in_def,
+                           const void *in, const kiln_tree_def *out_def, void *out,
+                           const kiln_vmap_options *options) {
+    static const char name[] = "kiln_vmap_tree";
+    if (!cx) return KILN_INVALID_ARGUMENT;
+    if (kiln_ctx_status(cx) != KILN_OK) return kiln_ctx_status(cx);
+    if (!fn) return kiln__null_argument(cx, name, "fn");
+    if (!in_def) return kiln__null_argument(cx, name, "in_def");
+    if (!in) return kiln__null_argument(cx, name, "in");
+    if (!out_def) return kiln__null_argument(cx, name, "out_def");
+    if (!out) return kiln__null_argument(cx, name, "out");
+    kiln_status s;
+    if ((s = kiln_tree_check(cx, in_def)) != KILN_OK) return s;
+    if ((s = kiln_tree_check(cx, out_def)) != KILN_OK) return s;
+    kiln_vmap_options o;
+    if ((s = read_options(cx, name, options, &o)) != KILN_OK) return s;
+    if (o.n_in_paths < 0 || (o.n_in_paths > 0 && (!o.in_paths || !o.in_path_axes)))
+        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                  "%s: options->n_in_paths is %d; in_paths and in_path_axes must "
+                                  "hold that many entries",
+                                  name, (int)o.n_in_paths);
+    kiln__tree_call t = {.fn = fn, .user = user, .in_def = in_def, .out_def = out_def};
+    t.n_in = kiln_tree_leaf_count(in_def);
+    t.n_statics = kiln_tree_static_count(in_def);
+    t.n_out = kiln_tree_leaf_count(out_def);
+    t.n_out_statics = kiln_tree_static_count(out_def);
+    /* One block for every scratch array. */
+    size_t n_ptr = (size_t)t.n_in + (size_t)t.n_out + 2;
+    size_t n_st = (size_t)t.n_statics + (size_t)t.n_out_statics + 2;
+    size_t bytes = n_ptr * sizeof(void *) + n_st * sizeof(kiln_tree_static) + in_def->size +
+                   out_def->size + (size_t)(t.n_in + 1) * sizeof(int32_t) + 64;
+    char *mem = kiln__calloc(cx, bytes, 16, name);
+    if (!mem) return KILN_RESOURCE_EXHAUSTED;
+    kiln_tensor **leaves = (kiln_tensor **)mem;
+    kiln_tensor **results = leaves + t.n_in;
+    kiln_tree_static *statics = (kiln_tree_static *)(mem + n_ptr * sizeof(void *));
+    t.out_statics = statics + t.n_statics + 1;
+    char *bufs = (char *)(statics + n_st);
+    t.in_buf = bufs;
+    t.out_buf = bufs + ((in_def->size + 15) & ~(size_t)15);
+    int32_t *axes = (int32_t *)((char *)t.out_buf + ((out_def->size + 15) & ~(size_t)15));
+    s = kiln_tree_flatten(cx, in_def, in, leaves, t.n_in, statics, t.n_statics);
+    t.statics = statics;
+    char path[KILN_TREE_PATH_MAX];
+    for (int32_t i = 0; i < t.n_in && s == KILN_OK; i++) {
+        kiln_tree_leaf_path(in_def, i, path, sizeof path);
+        axes[i] = o.in_axis;
+        for (int32_t k = 0; k < o.n_in_paths; k++)
+            if (o.in_paths[k] && kiln__tree_path_has_prefix(path, o.in_paths[k])) {
+                axes[i] = o.in_path_axes[k];
+                break;
+            }
+    }
+    for (int32_t k = 0; k < o.n_in_paths && s == KILN_OK; k++) {
+        bool any = false;
+        if (!o.in_paths[k]) {
+            s = kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT, "%s: in_paths[%d] is NULL", name,
+                                   (int)k);
+            break;
+        }
+        for (int32_t i = 0; i < t.n_in && !any; i++) {
+            kiln_tree_leaf_path(in_def, i, path, sizeof path);
+            any = kiln__tree_path_has_prefix(path, o.in_paths[k]);
+        }
+        if (!any)
+            s = kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                   "%s: in_paths[%d] '%s' matches no leaf of %s", name, (int)k,
+                                   o.in_paths[k], in_def->name ? in_def->name : "in_def");
+    }
+    if (s == KILN_OK) {
+        kiln_region region = {kiln__tree_call_region, &t};
+        s = vmap_core(cx, name, &region, t.n_in, leaves, t.n_out, &o, axes, results);
+    }
+    if (s == KILN_OK)
+        s = kiln_tree_unflatten(cx, out_def, results, t.n_out, t.out_statics, t.n_out_statics, out);
+    kiln__free(cx, mem, bytes);
+    return s;
+}

@@ -59,19 +59,86 @@ KILN_API kiln_status kiln_fori_loop(kiln_ctx *cx, int64_t lower, int64_t upper,
                                     kiln_tensor *const *inits, int32_t n, const kiln_region *body,
                                     kiln_tensor **out);
 
-/* StableHLO if: runs on_true or on_false (no args, n_results results each) depending on
- * the rank-0 i1 `pred`. Only the branch taken runs, so only its results are checked.
- * Errors: INVALID_ARGUMENT for a pred that is not a rank-0 i1 tensor, a NULL branch, a
- * missing result; a branch's own error propagates. */
-KILN_API kiln_status kiln_cond(kiln_ctx *cx, kiln_tensor *pred, const kiln_region *on_true,
-                               const kiln_region *on_false, int32_t n_results, kiln_tensor **out);
+typedef struct kiln_scan_options {
+    size_t struct_size; /* sizeof(kiln_scan_options); set by kiln_scan_options_default */
+    /* Runs from the last row of xs to the first; ys are still stacked by the row they came
+     * from (JAX's reverse=True). */
+    bool reverse;
+    /* Steps per iteration of the loop that runs them (>= 1; default 1): larger values
+     * trade program size for less loop bookkeeping; a remainder runs after the loop. */
+    int32_t unroll;
+    /* The number of steps: needed when there are no xs (0 otherwise, or xs' length). */
+    int64_t length;
+} kiln_scan_options;
 
-/* StableHLO case: runs branches[index] (no args, n_results results), index a rank-0 i32
- * tensor; an index out of [0, n_branches) (negative included) runs the last branch.
- * Errors: INVALID_ARGUMENT for an index that is not a rank-0 i32 tensor, n_branches < 1,
- * a branch without fn, a missing result; a branch's own error propagates. */
+/* Options with every field at its default (forward, unroll 1, length from xs).
+ * Thread-safe. */
+KILN_API kiln_scan_options kiln_scan_options_default(void);
+
+/* JAX's lax.scan: carry = init; for each row t of the xs (in order, or reversed),
+ * (carry, y_t) = body(carry, x_t); then out_carry = carry and out_ys[k] stacks y_t along a
+ * new axis 0 (row t at position t). body takes the n_carry carries then one row of each of
+ * the n_xs xs (xs[k] without its axis 0), and returns the n_carry new carries (of the
+ * inits' types) then n_ys results of the same types at every step. The steps run as a
+ * kiln_fori_loop (differentiable in both modes, batched by kiln_vmap like any loop); the
+ * ys' types come from the first step (eagerly it runs before the loop) or, traced or with
+ * no step, from tracing the body once. Results are new tensors of the innermost scope.
+ * Errors: INVALID_ARGUMENT for negative counts (at most 64 each), NULL arrays or entries, a
+ * NULL body, xs of rank 0 or of different lengths, no xs without options->length (or a
+ * length that differs from theirs), unroll < 1, a carry result of the wrong type (naming
+ * it); a body's own error propagates.
+ *
+ *     // running sums: carry s, y_t = s + x_t
+ *     static kiln_status step(kiln_ctx *cx, kiln_tensor *const *a, kiln_tensor **r, void *u) {
+ *         r[0] = kiln_add(cx, a[0], a[1]);   // the new carry
+ *         r[1] = r[0];                       // y_t
+ *         return kiln_ctx_status(cx);
+ *     }
+ *     kiln_tensor *total, *sums;  // x f32[n, 3]: total f32[3], sums f32[n, 3]
+ *     kiln_scan(cx, &(kiln_region){step}, &zero3, 1, &x, 1, 1, NULL, &total, &sums);
+ */
+KILN_API kiln_status kiln_scan(kiln_ctx *cx, const kiln_region *body, kiln_tensor *const *init,
+                               int32_t n_carry, kiln_tensor *const *xs, int32_t n_xs,
+                               int32_t n_ys, const kiln_scan_options *options,
+                               kiln_tensor **out_carry, kiln_tensor **out_ys);
+
+/* StableHLO if (JAX's lax.cond(pred, on_true, on_false, *operands)): runs on_true or
+ * on_false, depending on the rank-0 i1 `pred`, on the n_operands `operands` (its args; may
+ * be none) and stores its n_results results in out. Both branches must return the same
+ * types: when traced both become regions and are compared ("kiln_cond: the false branch
+ * returns f32[3] for result 1; the true branch returns f32[2]"); eagerly only the branch
+ * taken runs (a branch may read its operands' values, as eager code does), so only its
+ * results are checked. Errors: INVALID_ARGUMENT for a pred that is not a rank-0 i1
+ * tensor, a NULL branch, NULL operands or operands[i], results that differ in type, a
+ * missing result; a branch's own error propagates.
+ *
+ *     static kiln_status neg(kiln_ctx *cx, kiln_tensor *const *a, kiln_tensor **r, void *u) {
+ *         r[0] = kiln_negate(cx, a[0]);
+ *         return kiln_ctx_status(cx);
+ *     }
+ *     static kiln_status same(kiln_ctx *cx, kiln_tensor *const *a, kiln_tensor **r, void *u) {
+ *         r[0] = a[0];
+ *         return KILN_OK;
+ *     }
+ *     kiln_tensor *y;   // y = x < 0 ? -x : x
+ *     kiln_cond(cx, kiln_compare(cx, x, kiln_scalar_like(cx, x, 0), KILN_CMP_LT,
+ *                                KILN_CMP_DEFAULT),
+ *               &(kiln_region){neg}, &(kiln_region){same}, &x, 1, 1, &y);
+ */
+KILN_API kiln_status kiln_cond(kiln_ctx *cx, kiln_tensor *pred, const kiln_region *on_true,
+                               const kiln_region *on_false, kiln_tensor *const *operands,
+                               int32_t n_operands, int32_t n_results, kiln_tensor **out);
+
+/* StableHLO case (JAX's lax.switch(index, branches, *operands)): runs branches[index] on
+ * the n_operands `operands` (n_results results), index a rank-0 i32 tensor; an index out
+ * of [0, n_branches) (negative included) runs the last branch. Every branch must return the
+ * same types, checked as kiln_cond checks them ("the branch 2 returns ..."). Errors:
+ * INVALID_ARGUMENT for an index that is not a rank-0 i32 tensor, n_branches < 1 (or over
+ * 4096), a branch without fn, NULL operands, results that differ in type, a missing
+ * result; a branch's own error propagates. */
 KILN_API kiln_status kiln_case(kiln_ctx *cx, kiln_tensor *index, const kiln_region *branches,
-                               int32_t n_branches, int32_t n_results, kiln_tensor **out);
+                               int32_t n_branches, kiln_tensor *const *operands,
+                               int32_t n_operands, int32_t n_results, kiln_tensor **out);
 
 /* func.call: runs `callee` on args[0..n_args-1] and stores its n_results results in out.
  * Errors: INVALID_ARGUMENT for a NULL callee or arg, a missing result; the callee's own

@@ -9,6 +9,7 @@
 #include "base/ctx_internal.h"
 #include "core/tensor_internal.h"
 #include "frontend/op_run.h"
+#include "frontend/trace.h"
 
 /* Checks a count (>= 0) and the array it sizes (not NULL when the count is positive). */
 static kiln_status check_list(kiln_ctx *cx, const char *fn, const char *count_name, int32_t n,
@@ -152,23 +153,358 @@ kiln_status kiln_fori_loop(kiln_ctx *cx, int64_t lower, int64_t upper, kiln_tens
     return s;
 }
 
+/* ---- scan: a fori loop over the rows of xs, stacking ys ---------------------------------- */
+
+kiln_scan_options kiln_scan_options_default(void) {
+    return (kiln_scan_options){.struct_size = sizeof(kiln_scan_options), .unroll = 1};
+}
+
+typedef struct scan_loop {
+    const kiln_region *body;
+    kiln_tensor *const *xs;
+    int32_t n_carry, n_xs, n_ys, unroll;
+    int64_t length, start; /* steps start..length-1 run in the loop and after it */
+    bool reverse;
+    const kiln_shape *x_shapes, *y_shapes; /* one row of each */
+} scan_loop;
+
+/* One step at t (an i64 rank-0 tensor): state = (carries..., stacks of ys...) in `state`,
+ * the next state into `next` (tensors of the innermost scope). */
+static kiln_status scan_step(kiln_ctx *cx, const scan_loop *sc, kiln_tensor *t,
+                             kiln_tensor *const *state, kiln_tensor **next) {
+    static const char fn[] = "kiln_scan";
+    kiln_tensor *at =
+        sc->reverse
+            ? kiln_subtract(cx, kiln_full_int(cx, KILN_I64, KILN_SHAPE_SCALAR, sc->length - 1), t)
+            : t;
+    kiln_tensor *zero = kiln_full_int(cx, KILN_I64, KILN_SHAPE_SCALAR, 0);
+    kiln_tensor *starts[KILN_MAX_RANK], *args[64 + 64], *res[64 + 64];
+    starts[0] = at;
+    for (int32_t d = 1; d < KILN_MAX_RANK; d++)
+        starts[d] = zero;
+    for (int32_t k = 0; k < sc->n_carry; k++)
+        args[k] = state[k];
+    for (int32_t k = 0; k < sc->n_xs; k++) {
+        const kiln_shape *row = &sc->x_shapes[k];
+        kiln_dims sizes = {.count = row->rank + 1, .v = {1}};
+        for (int32_t d = 0; d < row->rank; d++)
+            sizes.v[d + 1] = row->dims[d];
+        args[sc->n_carry + k] =
+            kiln_reshape(cx, kiln_dynamic_slice(cx, sc->xs[k], starts, sizes), *row);
+    }
+    if (kiln_ctx_status(cx) != KILN_OK) return kiln_ctx_status(cx);
+    int32_t n_res = sc->n_carry + sc->n_ys;
+    kiln_status s = kiln__region_call(cx, sc->body, "kiln_scan: body", args, sc->n_carry + sc->n_xs,
+                                      res, n_res);
+    if (s != KILN_OK) return s;
+    for (int32_t j = 0; j < n_res; j++)
+        res[j] = lend_to_scope(cx, res[j]);
+    for (int32_t k = 0; k < sc->n_carry; k++)
+        next[k] = res[k];
+    for (int32_t k = 0; k < sc->n_ys; k++) {
+        if (!state[sc->n_carry + k]) { /* no stack yet: the first step's y as it is */
+            next[sc->n_carry + k] = res[sc->n_carry + k];
+            continue;
+        }
+        const kiln_shape *row = &sc->y_shapes[k];
+        kiln_shape one = {.rank = row->rank + 1, .dims = {1}};
+        for (int32_t d = 0; d < row->rank; d++)
+            one.dims[d + 1] = row->dims[d];
+        next[sc->n_carry + k] = kiln_dynamic_update_slice(
+            cx, state[sc->n_carry + k], kiln_reshape(cx, res[sc->n_carry + k], one), starts);
+    }
+    (void)fn;
+    return kiln_ctx_status(cx);
+}
+
+/* The loop's body: `unroll` steps at t = start + i * unroll + u. */
+static kiln_status scan_trip(kiln_ctx *cx, kiln_tensor *const *args, kiln_tensor **results,
+                             void *user) {
+    const scan_loop *sc = user;
+    int32_t n = sc->n_carry + sc->n_ys;
+    kiln_tensor *a[128], *b[128];
+    for (int32_t k = 0; k < n; k++)
+        a[k] = args[k + 1];
+    kiln_tensor *base =
+        kiln_multiply(cx, args[0], kiln_full_int(cx, KILN_I64, KILN_SHAPE_SCALAR, sc->unroll));
+    for (int32_t u = 0; u < sc->unroll; u++) {
+        kiln_tensor *t =
+            kiln_add(cx, base, kiln_full_int(cx, KILN_I64, KILN_SHAPE_SCALAR, sc->start + u));
+        kiln_status s = scan_step(cx, sc, t, a, b);
+        if (s != KILN_OK) return s;
+        memcpy(a, b, (size_t)n * sizeof *a);
+    }
+    for (int32_t k = 0; k < n; k++)
+        results[k] = a[k];
+    return kiln_ctx_status(cx);
+}
+
+/* The arrays of one kiln_scan, off the stack (scans nest inside control flow). */
+typedef struct scan_scratch {
+    kiln_shape x_rows[64], y_rows[64];
+    kiln__type types[128], got[128];
+    kiln_tensor *state[128], *final[128], *next[128];
+} scan_scratch;
+
+static kiln_status scan_run(kiln_ctx *cx, const kiln_region *body, kiln_tensor *const *init,
+                            int32_t n_carry, kiln_tensor *const *xs, int32_t n_xs, int32_t n_ys,
+                            const kiln_scan_options *o, scan_scratch *m, kiln_tensor **out_carry,
+                            kiln_tensor **out_ys) {
+    static const char fn[] = "kiln_scan";
+    kiln_status s;
+    char what[32];
+    /* The length: every xs[k]'s leading dimension, or options->length. */
+    int64_t length = o->length;
+    kiln_shape *x_rows = m->x_rows, *y_rows = m->y_rows;
+    kiln__type *types = m->types, *got = m->got;
+    for (int32_t k = 0; k < n_xs; k++) {
+        if (!xs[k]) {
+            snprintf(what, sizeof what, "xs[%d]", (int)k);
+            return kiln__null_argument(cx, fn, what);
+        }
+        const kiln_shape *sh = kiln_tensor_shape(xs[k]);
+        if (sh->rank < 1)
+            return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                      "%s: xs[%d] is rank 0; each x is scanned along its axis 0",
+                                      fn, (int)k);
+        if ((k > 0 || o->length) && sh->dims[0] != length)
+            return kiln_ctx_set_error(
+                cx, KILN_INVALID_ARGUMENT, "%s: xs[%d] has %lld rows; %s %lld", fn, (int)k,
+                (long long)sh->dims[0], k > 0 ? "xs[0] has" : "options->length is",
+                (long long)length);
+        length = sh->dims[0];
+        x_rows[k] = (kiln_shape){.rank = sh->rank - 1};
+        for (int32_t d = 1; d < sh->rank; d++)
+            x_rows[k].dims[d - 1] = sh->dims[d];
+    }
+    for (int32_t k = 0; k < n_carry; k++)
+        types[k] = kiln__type_of(init[k]);
+    for (int32_t k = 0; k < n_xs; k++)
+        types[n_carry + k] = (kiln__type){kiln_tensor_dtype(xs[k]), x_rows[k]};
+    scan_loop sc = {.body = body,
+                    .xs = xs,
+                    .n_carry = n_carry,
+                    .n_xs = n_xs,
+                    .n_ys = n_ys,
+                    .unroll = o->unroll,
+                    .length = length,
+                    .reverse = o->reverse,
+                    .x_shapes = x_rows,
+                    .y_shapes = y_rows};
+    int32_t n = n_carry + n_ys;
+    kiln_tensor **state = m->state, ** final = m->final;
+    /* What the body returns: eagerly, its first step runs (the body may read values, as
+     * eager code does); traced, or with no step to run, it is traced once. */
+    bool first_step = !kiln__tracing(cx) && length > 0;
+    if (first_step) {
+        for (int32_t k = 0; k < n_carry; k++)
+            state[k] = init[k];
+        for (int32_t k = 0; k < n_ys; k++)
+            state[n_carry + k] = NULL;
+        kiln_tensor *t0 = kiln_full_int(cx, KILN_I64, KILN_SHAPE_SCALAR, 0);
+        s = t0 ? scan_step(cx, &sc, t0, state, m->next) : kiln_ctx_status(cx);
+        for (int32_t j = 0; j < n && s == KILN_OK; j++)
+            got[j] = kiln__type_of(m->next[j]);
+    } else {
+        s = kiln__trace_result_types(cx, "kiln_scan: body", body, types, n_carry + n_xs, n, got);
+    }
+    if (s != KILN_OK) return s;
+    for (int32_t k = 0; k < n_carry; k++) {
+        if (got[k].dtype == types[k].dtype && kiln_shape_equal(&got[k].shape, &types[k].shape))
+            continue;
+        char have[KILN__TYPE_TEXT], want[KILN__TYPE_TEXT];
+        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                  "%s: body result %d (carry %d) has type %s; expected %s (the "
+                                  "type of init[%d])",
+                                  fn, (int)k, (int)k, kiln__type_text(&got[k], have),
+                                  kiln__type_text(&types[k], want), (int)k);
+    }
+    /* The state: the carries, then a stack of `length` rows per y (holding the first
+     * step's y when it ran). */
+    for (int32_t k = 0; k < n_carry; k++)
+        state[k] = first_step ? m->next[k] : init[k];
+    kiln_tensor *zero = kiln_full_int(cx, KILN_I64, KILN_SHAPE_SCALAR, 0);
+    kiln_tensor *starts[KILN_MAX_RANK] = {
+        kiln_full_int(cx, KILN_I64, KILN_SHAPE_SCALAR, o->reverse ? length - 1 : 0)};
+    for (int32_t d = 1; d < KILN_MAX_RANK; d++)
+        starts[d] = zero;
+    for (int32_t k = 0; k < n_ys; k++) {
+        y_rows[k] = got[n_carry + k].shape;
+        if (y_rows[k].rank >= KILN_MAX_RANK)
+            return kiln_ctx_set_error(cx, KILN_UNIMPLEMENTED,
+                                      "%s: body result %d (y %d) has rank %d; stacked it would "
+                                      "pass %d dimensions",
+                                      fn, (int)(n_carry + k), (int)k, (int)y_rows[k].rank,
+                                      KILN_MAX_RANK);
+        kiln_shape st = {.rank = y_rows[k].rank + 1, .dims = {length}};
+        for (int32_t d = 0; d < y_rows[k].rank; d++)
+            st.dims[d + 1] = y_rows[k].dims[d];
+        state[n_carry + k] = kiln_full(cx, got[n_carry + k].dtype, st, 0);
+        if (first_step) {
+            st.dims[0] = 1;
+            state[n_carry + k] = kiln_dynamic_update_slice(
+                cx, state[n_carry + k], kiln_reshape(cx, m->next[n_carry + k], st), starts);
+        }
+    }
+    if (kiln_ctx_status(cx) != KILN_OK) return kiln_ctx_status(cx);
+    sc.start = first_step;
+    int64_t trips = (length - sc.start) / o->unroll, rest = (length - sc.start) % o->unroll;
+    s = kiln_fori_loop(cx, 0, trips, state, n, &(kiln_region){scan_trip, &sc}, final);
+    /* The steps that do not fill a whole trip, after the loop. */
+    for (int64_t u = 0; u < rest && s == KILN_OK; u++) {
+        kiln_tensor *t =
+            kiln_full_int(cx, KILN_I64, KILN_SHAPE_SCALAR, sc.start + trips * o->unroll + u);
+        s = t ? scan_step(cx, &sc, t, final, m->next) : kiln_ctx_status(cx);
+        if (s == KILN_OK) memcpy(final, m->next, (size_t)n * sizeof *final);
+    }
+    if (s != KILN_OK) return s;
+    for (int32_t k = 0; k < n_carry; k++)
+        out_carry[k] = final[k];
+    for (int32_t k = 0; k < n_ys; k++)
+        out_ys[k] = final[n_carry + k];
+    return KILN_OK;
+}
+
+kiln_status kiln_scan(kiln_ctx *cx, const kiln_region *body, kiln_tensor *const *init,
+                      int32_t n_carry, kiln_tensor *const *xs, int32_t n_xs, int32_t n_ys,
+                      const kiln_scan_options *options, kiln_tensor **out_carry,
+                      kiln_tensor **out_ys) {
+    static const char fn[] = "kiln_scan";
+    if (!cx) return KILN_INVALID_ARGUMENT;
+    kiln_status s;
+    if ((s = check_list(cx, fn, "n_carry", n_carry, "out_carry", out_carry)) != KILN_OK) return s;
+    if ((s = check_list(cx, fn, "n_ys", n_ys, "out_ys", out_ys)) != KILN_OK) return s;
+    for (int32_t k = 0; k < n_carry; k++)
+        out_carry[k] = NULL;
+    for (int32_t k = 0; k < n_ys; k++)
+        out_ys[k] = NULL;
+    if ((s = check_list(cx, fn, "n_carry", n_carry, "init", init)) != KILN_OK) return s;
+    if ((s = check_list(cx, fn, "n_xs", n_xs, "xs", xs)) != KILN_OK) return s;
+    if (n_carry > 64 || n_xs > 64 || n_ys > 64)
+        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                  "%s: n_carry %d, n_xs %d and n_ys %d: at most 64 each", fn,
+                                  (int)n_carry, (int)n_xs, (int)n_ys);
+    if (!body) return kiln__null_argument(cx, fn, "body");
+    if (!body->fn) return kiln__null_argument(cx, fn, "body->fn");
+    kiln_scan_options o = kiln_scan_options_default();
+    if (options) {
+        if (options->struct_size < sizeof o)
+            return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                      "%s: options->struct_size is %zu; expected %zu (use "
+                                      "kiln_scan_options_default)",
+                                      fn, options->struct_size, sizeof o);
+        o = *options;
+    }
+    if (o.unroll < 1)
+        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                  "%s: options->unroll is %d; expected >= 1", fn, (int)o.unroll);
+    if (o.length < 0)
+        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                  "%s: options->length is %lld; expected >= 0", fn,
+                                  (long long)o.length);
+    char what[32];
+    for (int32_t k = 0; k < n_carry; k++)
+        if (!init[k]) {
+            snprintf(what, sizeof what, "init[%d]", (int)k);
+            return kiln__null_argument(cx, fn, what);
+        }
+    scan_scratch *m = kiln__alloc(cx, sizeof *m, _Alignof(scan_scratch), fn);
+    if (!m) return KILN_RESOURCE_EXHAUSTED;
+    s = scan_run(cx, body, init, n_carry, xs, n_xs, n_ys, &o, m, out_carry, out_ys);
+    kiln__free(cx, m, sizeof *m);
+    return s;
+}
+
 /* ---- cond, case, call, optimization_barrier --------------------------------------------- */
 
+/* A branch called with the operands of its cond or case, as the op's region (no arguments:
+ * the operands reach it from outside, as StableHLO's if and case capture them). */
+typedef struct branch_call {
+    const kiln_region *branch;
+    kiln_tensor *const *operands;
+} branch_call;
+
+static kiln_status call_branch(kiln_ctx *cx, kiln_tensor *const *args, kiln_tensor **results,
+                               void *user) {
+    (void)args;
+    const branch_call *c = user;
+    return c->branch->fn(cx, c->operands, results, c->branch->user);
+}
+
+#define FIXED_BRANCHES 8
+
+/* cond and case: checks the operands and makes every branch a region over them. */
+static kiln_status run_branches(kiln_ctx *cx, const char *fn, kiln_op kind, kiln_tensor *selector,
+                                const kiln_region *const *branches, int32_t n_branches,
+                                kiln_tensor *const *operands, int32_t n_operands, int32_t n_results,
+                                kiln_tensor **out) {
+    kiln_status s;
+    if ((s = check_list(cx, fn, "n_operands", n_operands, "operands", operands)) != KILN_OK)
+        return s;
+    for (int32_t i = 0; i < n_operands; i++)
+        if (!operands[i]) {
+            char what[32];
+            snprintf(what, sizeof what, "operands[%d]", (int)i);
+            return kiln__null_argument(cx, fn, what);
+        }
+    branch_call fixed_calls[FIXED_BRANCHES], *calls = fixed_calls;
+    kiln_region fixed_regions[FIXED_BRANCHES], *regions = fixed_regions;
+    size_t cbytes = (size_t)n_branches * sizeof *calls,
+           rbytes = (size_t)n_branches * sizeof *regions;
+    if (n_branches > FIXED_BRANCHES) {
+        calls = kiln__alloc(cx, cbytes, _Alignof(branch_call), fn);
+        regions = calls ? kiln__alloc(cx, rbytes, _Alignof(kiln_region), fn) : NULL;
+        if (!regions) {
+            if (calls) kiln__free(cx, calls, cbytes);
+            return KILN_RESOURCE_EXHAUSTED;
+        }
+    }
+    for (int32_t r = 0; r < n_branches; r++) {
+        calls[r] = (branch_call){branches[r], operands};
+        regions[r] = (kiln_region){call_branch, &calls[r]};
+    }
+    s = KILN_OK;
+    if (s == KILN_OK) {
+        kiln__attrs a = {.fn = fn, .n_results = n_results};
+        for (int32_t r = 0; r < n_branches; r++)
+            if (!branches[r] || !branches[r]->fn) {
+                /* The op reports a missing branch by its own rules. */
+                regions[r] = branches[r] ? *branches[r] : (kiln_region){0};
+            }
+        if (kind == KILN_OP_IF) {
+            a.region[0] = branches[0] ? &regions[0] : NULL;
+            a.region[1] = branches[1] ? &regions[1] : NULL;
+            a.n_regions = 2;
+        } else {
+            a.regions = regions;
+            a.n_regions = n_branches;
+        }
+        s = kiln__op_run(cx, kind, &a, &selector, 1, out, n_results);
+    }
+    if (calls != fixed_calls) {
+        kiln__free(cx, calls, cbytes);
+        kiln__free(cx, regions, rbytes);
+    }
+    return s;
+}
+
 kiln_status kiln_cond(kiln_ctx *cx, kiln_tensor *pred, const kiln_region *on_true,
-                      const kiln_region *on_false, int32_t n_results, kiln_tensor **out) {
+                      const kiln_region *on_false, kiln_tensor *const *operands, int32_t n_operands,
+                      int32_t n_results, kiln_tensor **out) {
     static const char fn[] = "kiln_cond";
     if (!cx) return KILN_INVALID_ARGUMENT;
     kiln_status s;
     if ((s = check_list(cx, fn, "n_results", n_results, "out", out)) != KILN_OK) return s;
     for (int32_t i = 0; i < n_results; i++)
         out[i] = NULL;
-    kiln__attrs a = {
-        .fn = fn, .region = {on_true, on_false}, .n_regions = 2, .n_results = n_results};
-    return kiln__op_run(cx, KILN_OP_IF, &a, &pred, 1, out, n_results);
+    const kiln_region *branches[2] = {on_true, on_false};
+    return run_branches(cx, fn, KILN_OP_IF, pred, branches, 2, operands, n_operands, n_results,
+                        out);
 }
 
 kiln_status kiln_case(kiln_ctx *cx, kiln_tensor *index, const kiln_region *branches,
-                      int32_t n_branches, int32_t n_results, kiln_tensor **out) {
+                      int32_t n_branches, kiln_tensor *const *operands, int32_t n_operands,
+                      int32_t n_results, kiln_tensor **out) {
     static const char fn[] = "kiln_case";
     if (!cx) return KILN_INVALID_ARGUMENT;
     kiln_status s;
@@ -177,9 +513,19 @@ kiln_status kiln_case(kiln_ctx *cx, kiln_tensor *index, const kiln_region *branc
         out[i] = NULL;
     if ((s = check_list(cx, fn, "n_branches", n_branches, "branches", branches)) != KILN_OK)
         return s;
-    kiln__attrs a = {
-        .fn = fn, .regions = branches, .n_regions = n_branches, .n_results = n_results};
-    return kiln__op_run(cx, KILN_OP_CASE, &a, &index, 1, out, n_results);
+    if (n_branches > 4096)
+        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT, "%s: n_branches is %d; at most 4096",
+                                  fn, (int)n_branches);
+    const kiln_region *fixed[FIXED_BRANCHES], **list = fixed;
+    size_t bytes = (size_t)n_branches * sizeof *list;
+    if (n_branches > FIXED_BRANCHES && !(list = kiln__alloc(cx, bytes, _Alignof(void *), fn)))
+        return KILN_RESOURCE_EXHAUSTED;
+    for (int32_t r = 0; r < n_branches; r++)
+        list[r] = &branches[r];
+    s = run_branches(cx, fn, KILN_OP_CASE, index, list, n_branches, operands, n_operands, n_results,
+                     out);
+    if (list != fixed) kiln__free(cx, list, bytes);
+    return s;
 }
 
 kiln_status kiln_call(kiln_ctx *cx, const kiln_region *callee, kiln_tensor *const *args,

@@ -6,10 +6,20 @@
 #include "base/ctx_internal.h"
 #include "base/stack.h"
 #include "core/tensor_internal.h"
+#include "ir/clone.h"
 
 #define MAX_TYPES 64
 
 static kiln__trace *current(kiln_ctx *cx) { return cx->trace; }
+
+void kiln__branch_name(kiln_op kind, int32_t r, char *buf, size_t size) {
+    if (kind == KILN_OP_IF)
+        snprintf(buf, size, "%s", r == 0 ? "true branch" : "false branch");
+    else if (kind == KILN_OP_CASE)
+        snprintf(buf, size, "branch %d", (int)r);
+    else
+        snprintf(buf, size, "region %d", (int)r + 1);
+}
 
 bool kiln__tracing(const kiln_ctx *cx) { return cx->trace != NULL; }
 
@@ -147,11 +157,12 @@ static kiln_status control_result_types(kiln_ctx *cx, const kiln__attrs *attrs,
         for (int i = 0; i < n_results; i++) {
             const kiln__type *x = other->results[i]->type;
             if (x->dtype != out[i].dtype || !kiln_shape_equal(&x->shape, &out[i].shape)) {
-                char a[KILN__TYPE_TEXT], c[KILN__TYPE_TEXT];
+                char a[KILN__TYPE_TEXT], c[KILN__TYPE_TEXT], name[32], first[32];
+                kiln__branch_name(op->kind, r, name, sizeof name);
+                kiln__branch_name(op->kind, from, first, sizeof first);
                 return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
-                                          "%s: region %d returns %s for result %d; region 1 "
-                                          "returns %s",
-                                          fn, (int)r + 1, kiln__type_text(x, a), i + 1,
+                                          "%s: the %s returns %s for result %d; the %s returns %s",
+                                          fn, name, kiln__type_text(x, a), i + 1, first,
                                           kiln__type_text(&out[i], c));
             }
         }
@@ -245,4 +256,43 @@ kiln_status kiln__trace_op(kiln_ctx *cx, kiln_op op, kiln__attrs *attrs,
         }
     }
     return KILN_OK;
+}
+
+kiln_status kiln__trace_result_types(kiln_ctx *cx, const char *what, const kiln_region *region,
+                                     const kiln__type *arg_types, int32_t n_args, int32_t n_results,
+                                     kiln__type *out) {
+    kiln__trace *saved = current(cx), top;
+    kiln_module *own = NULL;
+    kiln__block *block;
+    if (saved) {
+        block = saved->block;
+    } else {
+        /* Not tracing: a module of its own, dropped afterwards. */
+        own = kiln__module_new(cx, what);
+        kiln__func *f = own ? kiln__module_add_func(own, "main", true) : NULL;
+        if (!f) {
+            kiln_module_release(own);
+            return kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "%s: out of memory", what);
+        }
+        kiln_status s = kiln__trace_nest(cx, what, &top, NULL, own, f->body);
+        if (s != KILN_OK) {
+            kiln_module_release(own);
+            return s;
+        }
+        block = f->body;
+        cx->trace = &top;
+    }
+    kiln__trace *tr = current(cx);
+    kiln__attrs a = {.fn = what, .n_regions = 1};
+    kiln__ir_op *holder =
+        kiln__block_append(tr->module, block, KILN_OP_CALL, &a, NULL, 0, NULL, 0, 1);
+    kiln_status s =
+        holder ? kiln__trace_region(cx, what, region, holder, 0, arg_types, n_args, n_results)
+               : kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "%s: out of memory", what);
+    for (int32_t i = 0; i < n_results && s == KILN_OK; i++)
+        out[i] = *holder->regions[0]->results[i]->type;
+    if (holder) kiln__op_remove(holder);
+    cx->trace = saved;
+    kiln_module_release(own);
+    return s;
 }

@@ -49,4 +49,17 @@ kiln_status kiln__trace_region(kiln_ctx *cx, const char *what, const kiln_region
                                kiln__ir_op *parent, int32_t index, const kiln__type *arg_types,
                                int32_t n_args, int32_t n_results);
 
+/* How messages name region r of a control op: "true branch" / "false branch" (if),
+ * "branch 2" (case), "region 1" (others). */
+void kiln__branch_name(kiln_op kind, int32_t r, char *buf, size_t size);
+
+/* The types of the n_results results of `region` on arguments of arg_types, found by
+ * tracing it (into a scratch block of the current trace, or of a module of its own when
+ * cx is not tracing) that is dropped again: nothing it records stays, and ops on concrete
+ * tensors alone run as they would. For checking a branch that does not run, and learning
+ * what a loop body returns before building the loop. */
+kiln_status kiln__trace_result_types(kiln_ctx *cx, const char *what, const kiln_region *region,
+                                     const kiln__type *arg_types, int32_t n_args, int32_t n_results,
+                                     kiln__type *out);
+
 #endif

@@ -279,14 +279,14 @@ static kiln_status if_fn(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out
     (void)u;
     cond_box b = {in[0], in[1]};
     kiln_region t = {branch_a, &b}, f = {branch_b, &b};
-    return kiln_cond(cx, kiln_convert(cx, in[2], KILN_BOOL), &t, &f, 2, out);
+    return kiln_cond(cx, kiln_convert(cx, in[2], KILN_BOOL), &t, &f, NULL, 0, 2, out);
 }
 static const int64_t one[] = {1}, zero[] = {0}, seven[] = {7};
 static kiln_status case_fn(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
     (void)u;
     cond_box b = {in[0], in[1]};
     kiln_region br[3] = {{branch_a, &b}, {branch_b, &b}, {branch_c, &b}};
-    return kiln_case(cx, in[2], br, 3, 2, out);
+    return kiln_case(cx, in[2], br, 3, NULL, 0, 2, out);
 }
 
 static kiln_status callee(kiln_ctx *cx, kiln_tensor *const *a, kiln_tensor **r, void *u) {

@@ -433,14 +433,15 @@ static kiln_status c_cond(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **ou
     captured c = {in[0]};
     kiln_tensor *p =
         kiln_compare(cx, in[1], kiln_scalar_like(cx, in[1], 0), KILN_CMP_GT, KILN_CMP_DEFAULT);
-    return kiln_cond(cx, p, &(kiln_region){br_sum, &c}, &(kiln_region){br_const, &c}, 1, out);
+    return kiln_cond(cx, p, &(kiln_region){br_sum, &c}, &(kiln_region){br_const, &c}, NULL, 0, 1,
+                     out);
 }
 
 static kiln_status c_case(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
     (void)u;
     captured c = {in[0]};
     kiln_region br[3] = {{br_sum, &c}, {br_max, &c}, {br_const, &c}};
-    return kiln_case(cx, in[1], br, 3, 1, out);
+    return kiln_case(cx, in[1], br, 3, NULL, 0, 1, out);
 }
 
 Test(vmap, branches_with_shared_and_per_example_selectors) {
@@ -458,6 +459,37 @@ Test(vmap, branches_with_shared_and_per_example_selectors) {
     check_case(cx, &cases, (kiln_tensor *[]){xs, ks}, 6);
     vcase shared_case = {"case, shared index", c_case, 2, 1, {0, N}, 1e-6, false};
     check_case(cx, &shared_case, (kiln_tensor *[]){xs, kiln_scalar(cx, 1, KILN_I32)}, 6);
+    kiln_ctx_release(cx);
+}
+
+/* scan: a carry over the rows of x, the running values stacked. */
+static kiln_status running(kiln_ctx *cx, kiln_tensor *const *a, kiln_tensor **r, void *u) {
+    (void)u;
+    r[0] = kiln_add(cx, kiln_multiply(cx, a[0], kiln_scalar_like(cx, a[0], 0.5)), a[1]);
+    r[1] = kiln_tanh(cx, r[0]);
+    return kiln_ctx_status(cx);
+}
+
+static kiln_status c_scan(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
+    (void)u; /* in[0] the initial carry f32[2], in[1] the rows f32[5, 2] */
+    kiln_scan_options o = kiln_scan_options_default();
+    o.unroll = 2;
+    return kiln_scan(cx, &(kiln_region){running, NULL}, &in[0], 1, &in[1], 1, 1, &o, &out[0],
+                     &out[1]);
+}
+
+Test(vmap, scan_batched) {
+    kiln_ctx *cx = test_ctx();
+    vcase c = {"scan", c_scan, 2, 2, {0, 1}, 1e-6, false};
+    check_case(cx, &c,
+               (kiln_tensor *[]){rnd(cx, KILN_F32, KILN_SHAPE(3, 2), 40),
+                                 rnd(cx, KILN_F32, KILN_SHAPE(5, 3, 2), 41)},
+               3);
+    vcase shared = {"scan, shared rows", c_scan, 2, 2, {0, N}, 1e-6, false};
+    check_case(cx, &shared,
+               (kiln_tensor *[]){rnd(cx, KILN_F32, KILN_SHAPE(3, 2), 42),
+                                 rnd(cx, KILN_F32, KILN_SHAPE(5, 2), 43)},
+               3);
     kiln_ctx_release(cx);
 }
 

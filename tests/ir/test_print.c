@@ -621,7 +621,7 @@ static kiln_status step(kiln_ctx *cx, kiln_tensor *const *a, kiln_tensor **r, vo
     kiln_tensor *odd = kiln_compare(cx, kiln_remainder(cx, a[0], kiln_scalar(cx, 2, KILN_I64)),
                                     kiln_scalar(cx, 1, KILN_I64), KILN_CMP_EQ, KILN_CMP_DEFAULT);
     kiln_region on_true = {twice, a[1]}, on_false = {same, a[1]};
-    return kiln_cond(cx, odd, &on_true, &on_false, 1, &r[1]);
+    return kiln_cond(cx, odd, &on_true, &on_false, NULL, 0, 1, &r[1]);
 }
 
 static kiln_status branch_const(kiln_ctx *cx, kiln_tensor *const *a, kiln_tensor **r, void *u) {
@@ -648,7 +648,7 @@ static kiln_status control(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **o
     static const double values[3] = {1, 2, 0.5};
     kiln_region branches[3] = {
         {branch_const, (void *)&values[0]}, {same, in[0]}, {branch_const, (void *)&values[2]}};
-    s = kiln_case(cx, in[1], branches, 3, 1, &out[1]);
+    s = kiln_case(cx, in[1], branches, 3, NULL, 0, 1, &out[1]);
     if (s != KILN_OK) return s;
     kiln_region fn = {callee, in[2]};
     kiln_tensor *called[2];

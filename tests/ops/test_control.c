@@ -466,18 +466,18 @@ Test(control, if_conformance) {
     static const int64_t zero = 0, one = 1;
     kiln_region t = {branch_fill, (void *)&zero}, f = {branch_fill, (void *)&one};
     kiln_tensor *out[2];
-    cr_assert_eq(kiln_cond(cx, scalar_bool(cx, true), &t, &f, 2, out), KILN_OK, "%s",
+    cr_assert_eq(kiln_cond(cx, scalar_bool(cx, true), &t, &f, NULL, 0, 2, out), KILN_OK, "%s",
                  kiln_ctx_error_message(cx));
     expect_i64(cx, out[0], 2, 0);
     expect_i64(cx, out[1], 2, 0);
     cr_assert_neq(out[0], out[1]); /* one tensor returned twice: two results */
     kiln_tensor_release(out[0]);
     expect_i64(cx, out[1], 2, 0);
-    cr_assert_eq(kiln_cond(cx, scalar_bool(cx, false), &t, &f, 2, out), KILN_OK);
+    cr_assert_eq(kiln_cond(cx, scalar_bool(cx, false), &t, &f, NULL, 0, 2, out), KILN_OK);
     expect_i64(cx, out[0], 2, 1);
     expect_i64(cx, out[1], 2, 1);
     /* No results at all. */
-    cr_assert_eq(kiln_cond(cx, scalar_bool(cx, false), &t, &f, 0, NULL), KILN_OK);
+    cr_assert_eq(kiln_cond(cx, scalar_bool(cx, false), &t, &f, NULL, 0, 0, NULL), KILN_OK);
     expect_ok(cx);
     kiln_ctx_release(cx);
 }
@@ -487,32 +487,32 @@ Test(control, if_errors) {
     static const int64_t zero = 0;
     kiln_region t = {branch_fill, (void *)&zero};
     kiln_tensor *out[2];
-    cr_assert_eq(kiln_cond(cx, scalar_i32(cx, 1), &t, &t, 2, out), KILN_INVALID_ARGUMENT);
+    cr_assert_eq(kiln_cond(cx, scalar_i32(cx, 1), &t, &t, NULL, 0, 2, out), KILN_INVALID_ARGUMENT);
     cr_assert_null(out[0]);
     expect_error(cx, KILN_INVALID_ARGUMENT,
                  "kiln_cond: pred has type i32[]; expected a rank-0 i1 tensor");
-    cr_assert_eq(kiln_cond(cx, kiln_ones(cx, KILN_BOOL, KILN_SHAPE(1)), &t, &t, 2, out),
+    cr_assert_eq(kiln_cond(cx, kiln_ones(cx, KILN_BOOL, KILN_SHAPE(1)), &t, &t, NULL, 0, 2, out),
                  KILN_INVALID_ARGUMENT);
     expect_error(cx, KILN_INVALID_ARGUMENT, "pred has type i1[1]");
-    cr_assert_eq(kiln_cond(cx, scalar_bool(cx, true), &t, NULL, 2, out), KILN_INVALID_ARGUMENT);
+    cr_assert_eq(kiln_cond(cx, scalar_bool(cx, true), &t, NULL, NULL, 0, 2, out), KILN_INVALID_ARGUMENT);
     expect_error(cx, KILN_INVALID_ARGUMENT, "kiln_cond: false branch is NULL");
-    cr_assert_eq(kiln_cond(cx, scalar_bool(cx, true), &(kiln_region){NULL, NULL}, &t, 2, out),
+    cr_assert_eq(kiln_cond(cx, scalar_bool(cx, true), &(kiln_region){NULL, NULL}, &t, NULL, 0, 2, out),
                  KILN_INVALID_ARGUMENT);
     expect_error(cx, KILN_INVALID_ARGUMENT, "kiln_cond: true branch has no function");
-    cr_assert_eq(kiln_cond(cx, NULL, &t, &t, 2, out), KILN_INVALID_ARGUMENT);
+    cr_assert_eq(kiln_cond(cx, NULL, &t, &t, NULL, 0, 2, out), KILN_INVALID_ARGUMENT);
     expect_error(cx, KILN_INVALID_ARGUMENT, "kiln_cond: operand 1 is NULL");
-    cr_assert_eq(kiln_cond(cx, scalar_bool(cx, true), &t, &t, 2, NULL), KILN_INVALID_ARGUMENT);
+    cr_assert_eq(kiln_cond(cx, scalar_bool(cx, true), &t, &t, NULL, 0, 2, NULL), KILN_INVALID_ARGUMENT);
     expect_error(cx, KILN_INVALID_ARGUMENT, "kiln_cond: out is NULL");
     /* A branch that fails, or returns too few results. */
     cr_assert_eq(
-        kiln_cond(cx, scalar_bool(cx, false), &t, &(kiln_region){body_fails, NULL}, 2, out),
+        kiln_cond(cx, scalar_bool(cx, false), &t, &(kiln_region){body_fails, NULL}, NULL, 0, 2, out),
         KILN_DATA_LOSS);
     expect_error(cx, KILN_DATA_LOSS, "the body broke on purpose");
     cr_assert_eq(
-        kiln_cond(cx, scalar_bool(cx, true), &(kiln_region){region_aborts, NULL}, &t, 1, out),
+        kiln_cond(cx, scalar_bool(cx, true), &(kiln_region){region_aborts, NULL}, &t, NULL, 0, 1, out),
         KILN_ABORTED);
     expect_error(cx, KILN_ABORTED, "kiln_cond: true branch failed with ABORTED");
-    cr_assert_eq(kiln_cond(cx, scalar_bool(cx, true), &t, &t, 3, (kiln_tensor *[3]){NULL}),
+    cr_assert_eq(kiln_cond(cx, scalar_bool(cx, true), &t, &t, NULL, 0, 3, (kiln_tensor *[3]){NULL}),
                  KILN_INVALID_ARGUMENT);
     expect_error(cx, KILN_INVALID_ARGUMENT,
                  "kiln_cond: true branch returned no tensor for result 3");
@@ -530,7 +530,7 @@ Test(control, case_conformance) {
     static const int64_t want[] = {1, 0, 1, 1, 1, 1};
     for (size_t i = 0; i < sizeof index / sizeof index[0]; i++) {
         kiln_tensor *out[2];
-        cr_assert_eq(kiln_case(cx, scalar_i32(cx, index[i]), branches, 2, 2, out), KILN_OK, "%s",
+        cr_assert_eq(kiln_case(cx, scalar_i32(cx, index[i]), branches, 2, NULL, 0, 2, out), KILN_OK, "%s",
                      kiln_ctx_error_message(cx));
         expect_i64(cx, out[0], 2, want[i]);
         expect_i64(cx, out[1], 2, want[i]);
@@ -540,7 +540,7 @@ Test(control, case_conformance) {
     }
     /* One branch: every index runs it. */
     kiln_tensor *out[2];
-    cr_assert_eq(kiln_case(cx, scalar_i32(cx, 5), branches, 1, 2, out), KILN_OK);
+    cr_assert_eq(kiln_case(cx, scalar_i32(cx, 5), branches, 1, NULL, 0, 2, out), KILN_OK);
     expect_i64(cx, out[0], 2, 0);
     expect_ok(cx);
     kiln_ctx_release(cx);
@@ -551,22 +551,22 @@ Test(control, case_errors) {
     kiln_tensor *b0 = vec_i64(cx, 2, 0);
     kiln_region branches[2] = {{branch_outer, b0}, {NULL, NULL}};
     kiln_tensor *out[2];
-    cr_assert_eq(kiln_case(cx, scalar_i64(cx, 0), branches, 1, 2, out), KILN_INVALID_ARGUMENT);
+    cr_assert_eq(kiln_case(cx, scalar_i64(cx, 0), branches, 1, NULL, 0, 2, out), KILN_INVALID_ARGUMENT);
     expect_error(cx, KILN_INVALID_ARGUMENT,
                  "kiln_case: index has type i64[]; expected a rank-0 i32 tensor");
-    cr_assert_eq(kiln_case(cx, kiln_zeros(cx, KILN_I32, KILN_SHAPE(1)), branches, 1, 2, out),
+    cr_assert_eq(kiln_case(cx, kiln_zeros(cx, KILN_I32, KILN_SHAPE(1)), branches, 1, NULL, 0, 2, out),
                  KILN_INVALID_ARGUMENT);
     expect_error(cx, KILN_INVALID_ARGUMENT, "index has type i32[1]");
-    cr_assert_eq(kiln_case(cx, scalar_i32(cx, 0), branches, 0, 2, out), KILN_INVALID_ARGUMENT);
+    cr_assert_eq(kiln_case(cx, scalar_i32(cx, 0), branches, 0, NULL, 0, 2, out), KILN_INVALID_ARGUMENT);
     expect_error(cx, KILN_INVALID_ARGUMENT, "kiln_case: has 0 branches; expected at least 1");
-    cr_assert_eq(kiln_case(cx, scalar_i32(cx, 0), branches, 2, 2, out), KILN_INVALID_ARGUMENT);
+    cr_assert_eq(kiln_case(cx, scalar_i32(cx, 0), branches, 2, NULL, 0, 2, out), KILN_INVALID_ARGUMENT);
     expect_error(cx, KILN_INVALID_ARGUMENT, "kiln_case: branch 1 has no function");
-    cr_assert_eq(kiln_case(cx, scalar_i32(cx, 0), NULL, 2, 2, out), KILN_INVALID_ARGUMENT);
+    cr_assert_eq(kiln_case(cx, scalar_i32(cx, 0), NULL, 2, NULL, 0, 2, out), KILN_INVALID_ARGUMENT);
     expect_error(cx, KILN_INVALID_ARGUMENT, "kiln_case: branches is NULL");
-    cr_assert_eq(kiln_case(cx, scalar_i32(cx, 0), branches, -2, 2, out), KILN_INVALID_ARGUMENT);
+    cr_assert_eq(kiln_case(cx, scalar_i32(cx, 0), branches, -2, NULL, 0, 2, out), KILN_INVALID_ARGUMENT);
     expect_error(cx, KILN_INVALID_ARGUMENT, "kiln_case: n_branches is -2; expected >= 0");
     kiln_region failing[2] = {{branch_outer, b0}, {body_fails, NULL}};
-    cr_assert_eq(kiln_case(cx, scalar_i32(cx, 9), failing, 2, 2, out), KILN_DATA_LOSS);
+    cr_assert_eq(kiln_case(cx, scalar_i32(cx, 9), failing, 2, NULL, 0, 2, out), KILN_DATA_LOSS);
     cr_assert_null(out[0]);
     expect_error(cx, KILN_DATA_LOSS, "the body broke on purpose");
     kiln_ctx_release(cx);
@@ -671,7 +671,7 @@ static kiln_status body_with_case(kiln_ctx *cx, kiln_tensor *const *args, kiln_t
                                {branch_scalar, (void *)&v[2]}};
     kiln_tensor *picked;
     kiln_status s =
-        kiln_case(cx, scalar_i32(cx, (int32_t)(as_i64(args[0]) % 3)), branches, 3, 1, &picked);
+        kiln_case(cx, scalar_i32(cx, (int32_t)(as_i64(args[0]) % 3)), branches, 3, NULL, 0, 1, &picked);
     if (s != KILN_OK) return s;
     r[0] = scalar_i64(cx, as_i64(args[0]) + 1);
     r[1] = scalar_i64(cx, as_i64(args[1]) + as_i64(picked));
@@ -704,10 +704,10 @@ Test(control, nested_control_flow) {
     static const int64_t seven = 7;
     kiln_region t = {branch_with_loop, &L}, f = {branch_scalar, (void *)&seven};
     kiln_tensor *r;
-    cr_assert_eq(kiln_cond(cx, scalar_bool(cx, true), &t, &f, 1, &r), KILN_OK, "%s",
+    cr_assert_eq(kiln_cond(cx, scalar_bool(cx, true), &t, &f, NULL, 0, 1, &r), KILN_OK, "%s",
                  kiln_ctx_error_message(cx));
     expect_i64(cx, r, 1, 15);
-    cr_assert_eq(kiln_cond(cx, scalar_bool(cx, false), &t, &f, 1, &r), KILN_OK);
+    cr_assert_eq(kiln_cond(cx, scalar_bool(cx, false), &t, &f, NULL, 0, 1, &r), KILN_OK);
     expect_i64(cx, r, 1, 7);
     cr_assert_eq(L.body_calls, 5);
     /* A case inside a while. */
@@ -727,7 +727,7 @@ Test(control, nested_control_flow) {
     expect_i64(cx, out[0], 4, 7);
     /* An error deep inside propagates out of both. */
     kiln_region failing = {branch_with_failing_loop, NULL};
-    cr_assert_eq(kiln_cond(cx, scalar_bool(cx, true), &failing, &f, 1, &r), KILN_DATA_LOSS);
+    cr_assert_eq(kiln_cond(cx, scalar_bool(cx, true), &failing, &f, NULL, 0, 1, &r), KILN_DATA_LOSS);
     cr_assert_null(r);
     expect_error(cx, KILN_DATA_LOSS, "the body broke on purpose");
     cr_assert_eq(
@@ -1316,7 +1316,7 @@ static kiln_status workload(kiln_ctx *cx) {
     if (s != KILN_OK) return s;
     static const int64_t one = 1;
     kiln_region t = {branch_fill, (void *)&one};
-    if ((s = kiln_cond(cx, scalar_bool(cx, true), &t, &t, 2, out)) != KILN_OK) return s;
+    if ((s = kiln_cond(cx, scalar_bool(cx, true), &t, &t, NULL, 0, 2, out)) != KILN_OK) return s;
     if ((s = kiln_call(cx, &(kiln_region){swap, NULL}, (kiln_tensor *[]){inits[0], inits[1]}, 2, 2,
                        out)) != KILN_OK)
         return s;

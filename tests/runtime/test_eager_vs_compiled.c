@@ -908,18 +908,18 @@ static kiln_status f_if(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
     kiln_region t = {on_true, &e}, f = {on_false, &e};
     kiln_tensor *pred = kiln_compare(cx, reduce_sum(cx, in[0], KILN_DIMS(0)),
                                      kiln_scalar(cx, 0, KILN_F32), KILN_CMP_GT, KILN_CMP_DEFAULT);
-    kiln_status s = kiln_cond(cx, pred, &t, &f, 2, out);
+    kiln_status s = kiln_cond(cx, pred, &t, &f, NULL, 0, 2, out);
     if (s != KILN_OK) return s;
-    return kiln_cond(cx, in[2], &t, &f, 2, out + 2);
+    return kiln_cond(cx, in[2], &t, &f, NULL, 0, 2, out + 2);
 }
 
 static kiln_status f_case(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
     (void)u;
     branch_env e = {.x = in[0], .y = in[1]};
     kiln_region branches[3] = {{on_true, &e}, {on_false, &e}, {branch_const, &e}};
-    kiln_status s = kiln_case(cx, in[2], branches, 3, 2, out);
+    kiln_status s = kiln_case(cx, in[2], branches, 3, NULL, 0, 2, out);
     if (s != KILN_OK) return s;
-    return kiln_case(cx, in[3], branches, 3, 2, out + 2);
+    return kiln_case(cx, in[3], branches, 3, NULL, 0, 2, out + 2);
 }
 
 /* More branches than run_op binds without allocating. */
@@ -928,7 +928,7 @@ static kiln_status f_case6(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **o
     branch_env e = {.x = in[0], .y = in[1]};
     kiln_region branches[6] = {{on_true, &e},      {on_false, &e}, {branch_const, &e},
                                {branch_const, &e}, {on_true, &e},  {on_false, &e}};
-    return kiln_case(cx, in[2], branches, 6, 2, out);
+    return kiln_case(cx, in[2], branches, 6, NULL, 0, 2, out);
 }
 
 static kiln_status callee(kiln_ctx *cx, kiln_tensor *const *a, kiln_tensor **r, void *u) {

@@ -127,7 +127,7 @@ static kiln_status inner_body(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor 
                                      kiln_scalar(cx, 0, KILN_F32), KILN_CMP_GT, KILN_CMP_DEFAULT);
     kiln_region t = {on_true, x}, f = {on_false, x};
     kiln_tensor *y = NULL;
-    kiln_status s = kiln_cond(cx, pred, &t, &f, 1, &y);
+    kiln_status s = kiln_cond(cx, pred, &t, &f, NULL, 0, 1, &y);
     if (s != KILN_OK) return s;
     out[0] = kiln_multiply(cx, kiln_tanh(cx, y), kiln_scalar(cx, 0.5, KILN_F32));
     return kiln_ctx_status(cx);

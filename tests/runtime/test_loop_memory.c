@@ -298,7 +298,7 @@ static kiln_status outer(kiln_ctx *cx, kiln_tensor *const *s, kiln_tensor **r, v
                                     kiln_scalar(cx, 0.5, KILN_F32), KILN_CMP_GT, KILN_CMP_DEFAULT);
     kiln_region t = {halve, x}, f = {keep, x};
     kiln_tensor *y = NULL;
-    kiln_status st = kiln_cond(cx, big, &t, &f, 1, &y);
+    kiln_status st = kiln_cond(cx, big, &t, &f, NULL, 0, 1, &y);
     if (st != KILN_OK) return st;
     kiln_region body = {inner, NULL};
     return kiln_fori_loop(cx, 0, 3, &y, 1, &body, r);
@@ -343,7 +343,7 @@ static kiln_status branchy_body(kiln_ctx *cx, kiln_tensor *const *s, kiln_tensor
     kiln_tensor *big = kiln_compare(cx, kiln_sum(cx, x, KILN_DIMS_NONE, false),
                                     kiln_scalar(cx, 0, KILN_F32), KILN_CMP_GT, KILN_CMP_DEFAULT);
     kiln_region t = {flip, x}, f = {halve_it, x};
-    return kiln_cond(cx, big, &t, &f, 1, r);
+    return kiln_cond(cx, big, &t, &f, NULL, 0, 1, r);
 }
 
 static kiln_status branchy(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {

@@ -29,7 +29,7 @@ static kiln_status nest(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
     kiln_region t = {nest, e}, f = {leaf, e};
     kiln_tensor *p =
         kiln_compare(cx, e->x, kiln_scalar_like(cx, e->x, 0), KILN_CMP_GT, KILN_CMP_DEFAULT);
-    return kiln_cond(cx, p, &t, &f, 1, out);
+    return kiln_cond(cx, p, &t, &f, NULL, 0, 1, out);
 }
 
 static int depth_of_fn;

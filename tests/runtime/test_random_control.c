@@ -234,7 +234,7 @@ static kiln_status body(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
         branch_env t = {p, next_c, 0x7777}, f = {p, next_c, 0x8888};
         kiln_region rt = {branch, &t}, rf = {branch, &f};
         kiln_tensor *picked[3];
-        if ((s = kiln_cond(cx, pred, &rt, &rf, p->n_carries, picked)) != KILN_OK) return s;
+        if ((s = kiln_cond(cx, pred, &rt, &rf, NULL, 0, p->n_carries, picked)) != KILN_OK) return s;
         memcpy(next_c, picked, sizeof picked);
     }
     if (p->inner_loop) {

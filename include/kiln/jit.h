@@ -277,7 +277,7 @@ KILN_API kiln_status kiln_exe_info_get(kiln_ctx *cx, const kiln_exe *exe, kiln_e
  * made, and the summed kernel cost (flops, transcendental calls, bytes read and written
  * per call; a loop's body as often as it runs when its trip count is known):
  *
- *     executable @emlx: 2 args, 1 results, 1 ops (1 fused kernels replacing 19 ops; ...)
+ *     executable @kiln: 2 args, 1 results, 1 ops (1 fused kernels replacing 19 ops; ...)
  *     op 0: fused, tile 1024 elements, 0 instructions on the evaluator
  *       kernel #0 f32[10,10] (19 ops: add multiply add ...)
  *         in0 = contiguous %0 f32[10,10]

@@ -28,6 +28,9 @@ echo "flags: $flags"
 "$cc" -std=c17 "$consumer_src/main.c" -o "$work/consumer-pc" $flags
 libdir=$(PKG_CONFIG_PATH="$pcdir" pkg-config --variable=libdir kiln)
 LD_LIBRARY_PATH="$libdir" "$work/consumer-pc"
+# Without LD_LIBRARY_PATH, as the README says: an rpath to the prefix's libdir.
+"$cc" -std=c17 "$consumer_src/main.c" -o "$work/consumer-pc-rpath" $flags -Wl,-rpath,"$libdir"
+"$work/consumer-pc-rpath"
 "$cc" -std=c17 "$consumer_src/main.c" -o "$work/consumer-pc-static" \
       $(PKG_CONFIG_PATH="$pcdir" pkg-config --cflags kiln) "$libdir/libkiln.a" \
       $(PKG_CONFIG_PATH="$pcdir" pkg-config --static --libs kiln | sed 's/ -lkiln\b//')

@@ -59,13 +59,22 @@ typedef struct kiln_lower_options {
     size_t struct_size; /* sizeof(kiln_lower_options) */
     const char *name;   /* module name (default "kiln"); printed as module @name */
     bool donate_all;    /* Reactant's :auto: donate every argument that is not preserved */
+    /* Per result, optional (NULL, or NULL entries): its name, printed as JAX prints result
+     * names (jax.result_info) and given back by kiln_module_info_get and kiln_exe_info_get.
+     * Tree functions get their output leaf paths here. */
+    const char *const *result_names;
 } kiln_lower_options;
 
 /* Options with every field at its default (name "kiln", nothing donated). */
 KILN_API kiln_lower_options kiln_lower_options_default(void);
 
+/* KILN_LOWER_INFER_RESULTS as kiln_lower's n_results: as many results as fn stores. */
+#define KILN_LOWER_INFER_RESULTS (-1)
+
 /* Traces fn over n_args arguments of the given types into a module returning n_results
- * results (fn must store that many tensors). `options` may be NULL. On success
+ * results (fn must store that many tensors; with KILN_LOWER_INFER_RESULTS, fn stores
+ * results 0..k-1 for any k up to 4096, and the module has k: a NULL before the last one
+ * stored is INVALID_ARGUMENT naming it). `options` may be NULL. On success
  * *out_module is a new module (kiln_module_release). Errors: INVALID_ARGUMENT (bad specs,
  * a NULL result, a result not made by the trace), whatever fn reports (its error is kept),
  * RESOURCE_EXHAUSTED (out of memory; regions and traces, kiln_grad's included, nested more
@@ -88,6 +97,11 @@ typedef struct kiln_module_info {
     const int32_t *preserved; /* per result: the argument returned unchanged, or -1 */
     const int32_t *aliases;   /* per result: the donated argument it may reuse, or -1 */
     int32_t n_ops;            /* ops in the entry function body (not counting regions) */
+    /* The signature (JAX's in_avals and out_info): per argument its dtype, shape, name (its
+     * leaf path, or kiln.path as parsed; NULL when it has none) and donation; per result
+     * its dtype, shape and name (a tree function's output path, or jax.result_info as
+     * parsed; NULL when none), donate false. */
+    const kiln_arg_spec *args, *results;
 } kiln_module_info;
 
 /* Fills *out_info; its arrays are borrowed and live as long as the module (kiln_compile may
@@ -177,11 +191,11 @@ KILN_API kiln_compile_options kiln_compile_options_default(void);
  * on the module; small ops whose operands are all constants are evaluated at compile time),
  * groups elementwise ops, their broadcasts, transposes, slices and iotas, and reductions of
  * them into fused kernels, in the entry function and in the bodies of loops and branches
- * alike (kiln_exe_print shows them), plans buffers and builds an executable. `options` may be NULL. On success *out_exe is a new executable
- * (kiln_exe_release) whose memory comes from cx's allocator; the module may be released
- * at once: the executable keeps copies of what it needs (it shares the storage of the
- * module's constants). The backend (options->backend, else the device's preferred one)
- * builds the executable; the description above is the "cpu" backend's, while
+ * alike (kiln_exe_print shows them), plans buffers and builds an executable. `options` may be NULL.
+ * On success *out_exe is a new executable (kiln_exe_release) whose memory comes from cx's
+ * allocator; the module may be released at once: the executable keeps copies of what it needs (it
+ * shares the storage of the module's constants). The backend (options->backend, else the device's
+ * preferred one) builds the executable; the description above is the "cpu" backend's, while
  * "interpreter" keeps the ops as they are and runs them one at a time.
  * Errors: INVALID_ARGUMENT (NULL arguments, options->struct_size, a device the ctx does not
  * have), UNIMPLEMENTED (a device type no backend runs on), NOT_FOUND (an unknown backend
@@ -259,8 +273,8 @@ typedef struct kiln_exe_info {
                                  convolution library call (counted in n_ops once) */
     const char *backend;      /* the backend that compiled it ("cpu", "interpreter", ...) */
     kiln_device device;       /* the device it runs on */
-    /* Per argument: its dtype, shape, name and whether it is donated; per result: its dtype
-     * and shape (name NULL, donate false). */
+    /* Per argument: its dtype, shape, name and whether it is donated; per result: its
+     * dtype, shape and name (as kiln_module_info has them; donate false). */
     const kiln_arg_spec *args, *results;
     kiln_cost cost; /* of one call */
 } kiln_exe_info;

@@ -353,12 +353,41 @@ kiln_status kiln_module_info_get(kiln_ctx *cx, const kiln_module *m, kiln_module
     int32_t n_ops = 0;
     for (const kiln__ir_op *op = body->first; op; op = op->next)
         n_ops++;
+    const kiln__func *f = m->funcs[0];
+    kiln_module *mm = (kiln_module *)m; /* the arrays are made once, into the arena */
+    if (!mm->info_args || mm->info_n_args != body->n_args ||
+        mm->info_n_results != body->n_results) {
+        size_t na = (size_t)(body->n_args ? body->n_args : 1),
+               nr = (size_t)(body->n_results ? body->n_results : 1);
+        kiln_arg_spec *args =
+            kiln__arena_alloc(&mm->arena, na * sizeof *args, _Alignof(kiln_arg_spec));
+        kiln_arg_spec *results =
+            kiln__arena_alloc(&mm->arena, nr * sizeof *results, _Alignof(kiln_arg_spec));
+        if (!args || !results)
+            return kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED,
+                                      "kiln_module_info_get: out of memory");
+        for (int32_t i = 0; i < body->n_args; i++)
+            args[i] = (kiln_arg_spec){.dtype = body->args[i]->type->dtype,
+                                      .shape = body->args[i]->type->shape,
+                                      .name = f->arg_names ? f->arg_names[i] : NULL,
+                                      .donate = m->donated && m->donated[i]};
+        for (int32_t r = 0; r < body->n_results; r++)
+            results[r] = (kiln_arg_spec){.dtype = body->results[r]->type->dtype,
+                                         .shape = body->results[r]->type->shape,
+                                         .name = f->result_names ? f->result_names[r] : NULL};
+        mm->info_args = args;
+        mm->info_results = results;
+        mm->info_n_args = body->n_args;
+        mm->info_n_results = body->n_results;
+    }
     *out = (kiln_module_info){.n_args = body->n_args,
                               .n_results = body->n_results,
                               .donated = m->donated,
                               .preserved = m->preserved,
                               .aliases = m->aliases,
-                              .n_ops = n_ops};
+                              .n_ops = n_ops,
+                              .args = mm->info_args,
+                              .results = mm->info_results};
     return KILN_OK;
 }
 

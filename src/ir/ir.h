@@ -71,6 +71,9 @@ struct kiln__func {
     bool is_public;
     kiln__block *body;
     const char **arg_names; /* leaf paths ("params.w1"), or NULL entries */
+    /* Per result: its name (a leaf path, or what JAX's jax.result_info says), or NULL (the
+     * array itself may be NULL). */
+    const char **result_names;
 };
 
 /* The calling convention kiln_lower records (readable through kiln_module_info). */
@@ -105,6 +108,9 @@ struct kiln_module {
      * and inlining into the modules they make, and printed by kiln_exe_print. */
     const char **notes;
     int32_t n_notes, cap_notes;
+    /* kiln_module_info_get's signature arrays, made on the first call (in the arena). */
+    kiln_arg_spec *info_args, *info_results;
+    int32_t info_n_args, info_n_results;
 };
 
 kiln_module *kiln__module_new(kiln_ctx *cx, const char *name);

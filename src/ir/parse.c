@@ -118,6 +118,18 @@ static bool func_def_into(parser *p, kiln__type *results) {
                 if (paren && kiln__text_accept(p, '{')) {
                     attr d = {0};
                     if (!kiln__text_attr_entries(p, &d, '}')) return false;
+                    const attr *info = kiln__text_dict_get(&d, "jax.result_info");
+                    if (info && info->kind == A_STR) {
+                        if (!f.result_names) {
+                            f.result_names =
+                                kiln__text_aalloc(p, MAX_VALUES * sizeof *f.result_names);
+                            if (!f.result_names) return false;
+                            memset(f.result_names, 0, MAX_VALUES * sizeof *f.result_names);
+                        }
+                        f.result_names[n_results - 1] =
+                            kiln__text_unescape(p, info->text, info->len);
+                        if (!f.result_names[n_results - 1]) return kiln__text_oom(p);
+                    }
                 }
             } while (paren && kiln__text_accept(p, ','));
             if (paren && !kiln__text_expect(p, ')', "to close the results")) return false;
@@ -319,6 +331,7 @@ static bool finish(parser *p, const char *entry_name) {
     if (!fn) return kiln__text_oom(p);
     fn->body = f->body;
     fn->arg_names = f->arg_names;
+    fn->result_names = f->result_names; /* room for MAX_VALUES: checks' results have none */
     kiln__block *body = f->body;
     int32_t n_ret = body->n_results;
     if (f->n_extra) {

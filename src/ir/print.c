@@ -904,8 +904,8 @@ static void print_convention(printer *p, const kiln__func *f) {
 /* Prints `body` as func.func @name; `extra` are captured values, arguments after the
  * block's own. */
 static void print_function(printer *p, const char *fname, bool is_public, bool entry,
-                           const char *const *arg_names, const kiln__block *body,
-                           const values *extra) {
+                           const char *const *arg_names, const char *const *result_names,
+                           const kiln__block *body, const values *extra) {
     names_clear(p);
     number_block(p, body, (naming){0}, false, extra);
     if (p->failed) return;
@@ -943,7 +943,22 @@ static void print_function(printer *p, const char *fname, bool is_public, bool e
         put(p, "}");
     }
     put(p, ")");
-    if (body->n_results == 1) {
+    bool named = false;
+    for (int32_t r = 0; result_names && r < body->n_results; r++)
+        named |= result_names[r] != NULL;
+    if (named) {
+        /* Named results, as JAX writes them: -> (tensor<f32> {jax.result_info = "loss"}). */
+        put(p, " -> (");
+        for (int32_t r = 0; r < body->n_results; r++) {
+            if (r) put(p, ", ");
+            put_type(p, body->results[r]->type);
+            if (!result_names[r]) continue;
+            put(p, " {jax.result_info = ");
+            put_string(p, result_names[r]);
+            put(p, "}");
+        }
+        put(p, ")");
+    } else if (body->n_results == 1) {
         put(p, " -> ");
         put_type(p, body->results[0]->type);
     } else if (body->n_results > 1) {
@@ -967,7 +982,8 @@ static char *module_text(kiln_ctx *cx, const kiln_module *m) {
     for (int32_t f = 0; f < m->n_funcs && !p.failed && !p.sb.failed; f++) {
         const kiln__func *fn = m->funcs[f];
         if (f == 0) print_convention(&p, fn);
-        print_function(&p, fn->name, fn->is_public, f == 0, fn->arg_names, fn->body, NULL);
+        print_function(&p, fn->name, fn->is_public, f == 0, fn->arg_names, fn->result_names,
+                       fn->body, NULL);
     }
     for (int32_t c = 0; c < p.n_calls && !p.failed && !p.sb.failed; c++) {
         const kiln__ir_op *call = p.calls[c];
@@ -979,7 +995,8 @@ static char *module_text(kiln_ctx *cx, const kiln_module *m) {
         captures_of(&p, call, &captured);
         char fname[32];
         snprintf(fname, sizeof fname, "callee_%d", (int)c);
-        if (!p.failed) print_function(&p, fname, false, false, NULL, call->regions[0], &captured);
+        if (!p.failed)
+            print_function(&p, fname, false, false, NULL, NULL, call->regions[0], &captured);
         values_free(&p, &captured);
     }
     put(&p, "}\n");

@@ -50,6 +50,7 @@ typedef struct pfunc {
     bool is_public;
     kiln__block *body;
     const char **arg_names;
+    const char **result_names; /* jax.result_info, per declared result (NULL: none) */
     bool *donor;
     int32_t *alias_of_result; /* per argument: tf.aliasing_output, or -1 */
     kiln__value **extra;      /* check values appended to the results */

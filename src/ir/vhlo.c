@@ -916,6 +916,39 @@ static bool arg_convention(xlator *x, const header *h, uint32_t i) {
     return true;
 }
 
+/* Result i's name, as JAX writes it in res_attrs (jax.result_info), in the text form. */
+static bool result_info(xlator *x, const header *h, uint32_t i) {
+    kiln__vattr all = {0}, dict = {0};
+    uint32_t di = 0;
+    if (!find(h->attrs, h->n_attrs, "res_attrs")) return true;
+    if (!get(x, h->attrs, h->n_attrs, "res_attrs", &all)) return false;
+    if (all.kind != KILN__VA_ARRAY || i >= all.n) return true;
+    if (!kiln__vhlo_array_item(x->bc, &all, i, &di) || !kiln__vhlo_attr(x->bc, di, &dict))
+        return false;
+    if (dict.kind != KILN__VA_DICT) return true;
+    for (uint32_t k = 0; k < dict.n; k++) {
+        uint32_t ki = 0, vi = 0;
+        kiln__vattr key = {0}, value = {0};
+        if (!kiln__vhlo_dict_item(x->bc, &dict, k, &ki, &vi) || !kiln__vhlo_attr(x->bc, ki, &key))
+            return false;
+        if (key.kind != KILN__VA_STRING || key.len != 15 ||
+            memcmp(key.text, "jax.result_info", 15) != 0)
+            continue;
+        if (!kiln__vhlo_attr(x->bc, vi, &value)) return false;
+        if (value.kind != KILN__VA_STRING) continue;
+        put(x, " {jax.result_info = \"");
+        for (size_t j = 0; j < value.len; j++) {
+            unsigned char ch = (unsigned char)value.text[j];
+            if (ch == '"' || ch == '\\' || ch < 0x20 || ch >= 0x7f)
+                putf(x, "\\%02X", ch);
+            else
+                putf(x, "%c", ch);
+        }
+        put(x, "\"}");
+    }
+    return true;
+}
+
 static bool func(xlator *x, kiln__bc_cursor *c, header *h) {
     kiln__vattr name = {0}, vis = {0}, ft = {0};
     kiln__vtype fty = {0};
@@ -964,7 +997,7 @@ static bool func(xlator *x, kiln__bc_cursor *c, header *h) {
         uint32_t t = 0;
         if (!kiln__vhlo_function_type(x->bc, &fty, true, i, &t)) return false;
         if (i) put(x, ", ");
-        if (!type_text(x, t)) return false;
+        if (!type_text(x, t) || !result_info(x, h, i)) return false;
     }
     put(x, ") {\n");
     x->depth++;

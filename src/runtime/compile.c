@@ -70,6 +70,11 @@ static void lay_out(kiln_exe *exe, shell_mem *mem, const kiln_module *m) {
         char *copy = take_string(mem, name);
         if (mem->base) exe->arg_names[i] = copy;
     }
+    for (int32_t r = 0; r < nr; r++) {
+        const char *name = main_fn->result_names ? main_fn->result_names[r] : NULL;
+        char *copy = take_string(mem, name);
+        if (mem->base) exe->result_specs[r].name = copy;
+    }
 }
 
 /* The calling convention: what the module recorded, made safe. */
@@ -88,7 +93,8 @@ static void convention(kiln_exe *exe, const kiln_module *m) {
     }
     for (int32_t r = 0; r < exe->n_results; r++) {
         const kiln__type *t = body->results[r]->type;
-        exe->result_specs[r] = (kiln_arg_spec){.dtype = t->dtype, .shape = t->shape};
+        exe->result_specs[r] = (kiln_arg_spec){
+            .dtype = t->dtype, .shape = t->shape, .name = exe->result_specs[r].name};
         exe->preserved[r] = m->preserved ? m->preserved[r] : -1;
         exe->aliases[r] = m->aliases ? m->aliases[r] : -1;
     }

@@ -357,9 +357,19 @@ static kiln_status lower(kiln_ctx *cx, kiln_jit *f, const void *in, kiln_tensor 
     kiln_lower_options lo = kiln_lower_options_default();
     lo.name = f->name;
     lo.donate_all = f->donate_all;
+    const char **result_names =
+        jit_alloc(cx, &cx->allocator, (size_t)(l->n_out ? l->n_out : 1) * sizeof(char *), f->name);
+    if (!result_names) {
+        jit_free(&cx->allocator, specs, (size_t)l->n_in * sizeof *specs);
+        return KILN_RESOURCE_EXHAUSTED;
+    }
+    for (int32_t j = 0; j < l->n_out; j++)
+        result_names[j] = l->out_leaves[j].path;
+    lo.result_names = result_names;
     trace_call tc = {.f = f, .in = in, .out_statics = out_statics};
     kiln_region region = {trace_adapter, &tc};
     kiln_status s = kiln_lower(cx, &region, specs, l->n_in, l->n_out, &lo, out_module);
+    jit_free(&cx->allocator, result_names, (size_t)(l->n_out ? l->n_out : 1) * sizeof(char *));
     jit_free(&cx->allocator, specs, (size_t)l->n_in * sizeof *specs);
     return s;
 }

@@ -79,10 +79,13 @@ kiln_status kiln_lower(kiln_ctx *cx, const kiln_region *fn, const kiln_arg_spec 
     if (!out_module) return kiln__null_argument(cx, name, "out_module");
     *out_module = NULL;
     if (!fn || !fn->fn) return kiln__null_argument(cx, name, "fn");
-    if (n_args < 0 || n_results < 0 || n_args > 4096 || n_results > 4096)
+    if (n_args < 0 || n_results < KILN_LOWER_INFER_RESULTS || n_args > 4096 || n_results > 4096)
         return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
-                                  "%s: n_args %d and n_results %d must be within 0..4096", name,
-                                  (int)n_args, (int)n_results);
+                                  "%s: n_args %d and n_results %d must be within 0..4096 "
+                                  "(n_results may be KILN_LOWER_INFER_RESULTS)",
+                                  name, (int)n_args, (int)n_results);
+    bool infer = n_results == KILN_LOWER_INFER_RESULTS;
+    if (infer) n_results = 4096; /* room; the count is what fn stores */
     if (n_args > 0 && !args) return kiln__null_argument(cx, name, "args");
     kiln_lower_options o = kiln_lower_options_default();
     if (options) {
@@ -128,8 +131,8 @@ kiln_status kiln_lower(kiln_ctx *cx, const kiln_region *fn, const kiln_arg_spec 
     kiln__block *body = main_fn->body;
     s = kiln_scope_begin(cx);
     if (s == KILN_OK) {
-        kiln_tensor **in = kiln__calloc(cx, (size_t)(n_args + n_results + 1) * sizeof *in,
-                                        _Alignof(kiln_tensor *), name);
+        size_t in_bytes = (size_t)(n_args + n_results + 1) * sizeof(kiln_tensor *);
+        kiln_tensor **in = kiln__calloc(cx, in_bytes, _Alignof(kiln_tensor *), name);
         if (!in) s = KILN_RESOURCE_EXHAUSTED;
         kiln_tensor **outs = in ? in + n_args : NULL;
         for (int32_t i = 0; i < n_args && s == KILN_OK; i++) {
@@ -145,6 +148,12 @@ kiln_status kiln_lower(kiln_ctx *cx, const kiln_region *fn, const kiln_arg_spec 
                 kiln_ctx_set_error(cx, s, "%s: the function failed with %s", name,
                                    kiln_status_name(s));
             kiln__value **values = NULL;
+            if (s == KILN_OK && infer) {
+                int32_t stored = 0;
+                for (int32_t r = 0; r < n_results; r++)
+                    if (outs[r]) stored = r + 1;
+                n_results = stored;
+            }
             if (s == KILN_OK) {
                 values = kiln__arena_alloc(&m->arena,
                                            (size_t)(n_results ? n_results : 1) * sizeof *values,
@@ -164,10 +173,21 @@ kiln_status kiln_lower(kiln_ctx *cx, const kiln_region *fn, const kiln_arg_spec 
             if (s == KILN_OK) s = kiln__block_set_results(m, body, values, n_results);
             cx->trace = NULL;
         }
-        if (in) kiln__free(cx, in, (size_t)(n_args + n_results + 1) * sizeof *in);
+        if (in) kiln__free(cx, in, in_bytes);
         kiln_scope_end(cx);
     }
     if (s == KILN_OK) s = calling_convention(m, args, o.donate_all);
+    if (s == KILN_OK && o.result_names) {
+        int32_t n = main_fn->body->n_results;
+        main_fn->result_names =
+            kiln__arena_alloc(&m->arena, (size_t)(n ? n : 1) * sizeof(char *), _Alignof(char *));
+        if (!main_fn->result_names) s = KILN_RESOURCE_EXHAUSTED;
+        for (int32_t r = 0; r < n && s == KILN_OK; r++) {
+            const char *rn = o.result_names[r];
+            main_fn->result_names[r] = rn ? kiln__arena_strndup(&m->arena, rn, strlen(rn)) : NULL;
+            if (rn && !main_fn->result_names[r]) s = KILN_RESOURCE_EXHAUSTED;
+        }
+    }
     if (s != KILN_OK) {
         if (kiln_ctx_status(cx) == KILN_OK) kiln_ctx_set_error(cx, s, "%s: out of memory", name);
         kiln_module_release(m);

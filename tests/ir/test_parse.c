@@ -402,8 +402,7 @@ Test(parse, calls_nest_to_the_limit_and_no_deeper) {
     kiln_exe *exe = NULL;
     cr_assert_eq(kiln_compile(cx, m, NULL, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
     kiln_tensor *x = kiln_scalar(cx, -5, KILN_I32), *y = NULL;
-    cr_assert_eq(kiln_exe_call_n(cx, exe, &x, 1, &y, 1), KILN_OK, "%s",
-                 kiln_ctx_error_message(cx));
+    cr_assert_eq(kiln_exe_call_n(cx, exe, &x, 1, &y, 1), KILN_OK, "%s", kiln_ctx_error_message(cx));
     cr_assert_eq(*(const int32_t *)kiln_tensor_data(y), 5 + 65);
     kiln_exe_release(exe);
     kiln_module_release(m);
@@ -676,7 +675,8 @@ Test(parse, nesting_to_the_limit_and_small_thread_stacks) {
 
 /* JAX's text with debug information: location aliases before and after the module and
  * loc(...) after arguments, ops, bodies and the module. They are read as whitespace, so
- * the module is the one without them; names that merely start with "loc" are untouched. */
+ * the module is the one without them (the result's name stays); names that merely start
+ * with "loc" are untouched. */
 Test(parse, locations_are_read_and_dropped) {
     static const char with_locs[] =
         "#loc1 = loc(\"x\")\n"
@@ -697,7 +697,8 @@ Test(parse, locations_are_read_and_dropped) {
         "#loc3 = loc(\"<string>\":5:4 to :69)\n";
     static const char without[] =
         "module @jit_f {\n"
-        "  func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n"
+        "  func.func public @main(%arg0: tensor<4xf32>) -> (tensor<4xf32> {jax.result_info = "
+        "\"result\"}) {\n"
         "    %loc = stablehlo.sine %arg0 : tensor<4xf32>\n"
         "    %0 = func.call @loc(%loc) : (tensor<4xf32>) -> tensor<4xf32>\n"
         "    return %0 : tensor<4xf32>\n"
@@ -733,8 +734,10 @@ Test(parse, types_too_large_for_their_strides_are_errors) {
     expect_error(cx, KILN_INVALID_ARGUMENT,
                  "1:21: error: tensor type too large: the product of its dimensions overflows");
     static const char result[] =
-        "func.func @main(%a: tensor<0x1152921504606846976xf32>) -> tensor<0x1152921504606846976xf32> {\n"
-        "  %0 = stablehlo.concatenate %a, %a, %a, %a, %a, dim = 1 : (tensor<0x1152921504606846976xf32>, "
+        "func.func @main(%a: tensor<0x1152921504606846976xf32>) -> "
+        "tensor<0x1152921504606846976xf32> {\n"
+        "  %0 = stablehlo.concatenate %a, %a, %a, %a, %a, dim = 1 : "
+        "(tensor<0x1152921504606846976xf32>, "
         "tensor<0x1152921504606846976xf32>, tensor<0x1152921504606846976xf32>, "
         "tensor<0x1152921504606846976xf32>, tensor<0x1152921504606846976xf32>) -> "
         "tensor<0x5764607523034234880xf32>\n"

@@ -320,6 +320,11 @@ KILN_API kiln_status kiln_exe_print(kiln_ctx *cx, const kiln_exe *exe, FILE *str
  *
  *     train_step: arg 1 'y': shape [10,10] -> [20,10]; compiled specialization 2 in 0.31 ms
  *
+ * The reason compares the call with the closest cached signature (the fewest differences;
+ * with an empty cache, the last call's), and says when the signature was compiled before
+ * and has left the cache since ("compiled before, and evicted since (... max_entries)",
+ * "... kiln_jit_clear emptied the cache since").
+ *
  * The function takes either a list of tensors (a kiln_region, as for kiln_lower) or C
  * structs described by tree descriptors:
  *

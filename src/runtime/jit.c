@@ -19,6 +19,15 @@
 #define JIT_MAX_ARGS 4096
 #define JIT_DEFAULT_MAX_ENTRIES 64
 #define JIT_REASON_MAX 512
+#define JIT_GONE_MAX 32 /* departed signatures remembered, to explain their recompiles */
+
+/* Why a signature left the cache. */
+typedef enum jit_gone_why { GONE_MAX_ENTRIES, GONE_MAX_BYTES, GONE_CLEARED } jit_gone_why;
+
+typedef struct jit_gone {
+    uint64_t hash; /* of the key (a 64-bit hash: a false match only mislabels a log line) */
+    jit_gone_why why;
+} jit_gone;
 
 /* One cached executable. */
 typedef struct jit_entry {
@@ -54,6 +63,8 @@ struct kiln_jit {
     int64_t pending;        /* compiles under way, counted against max_specializations */
     kiln__jit_key last_key; /* the signature of the last successful call (words NULL: none) */
     kiln_exe *last_exe;
+    jit_gone gone[JIT_GONE_MAX]; /* the latest departures, a ring */
+    int32_t n_gone;              /* ever recorded */
 };
 
 /* ---- memory ------------------------------------------------------------------------------ */
@@ -124,16 +135,32 @@ static void push_front(kiln_jit *f, jit_entry *e) {
     f->stats.bytes += e->bytes;
 }
 
-static void clear_entries(kiln_jit *f) {
+/* Remembers that the signature with `hash` left the cache, and why. Lock held. */
+static void record_gone(kiln_jit *f, uint64_t hash, jit_gone_why why) {
+    f->gone[f->n_gone % JIT_GONE_MAX] = (jit_gone){hash, why};
+    f->n_gone++;
+}
+
+static const jit_gone *find_gone(const kiln_jit *f, uint64_t hash) {
+    int32_t n = f->n_gone < JIT_GONE_MAX ? f->n_gone : JIT_GONE_MAX;
+    for (int32_t k = 1; k <= n; k++) { /* the latest first */
+        const jit_gone *g = &f->gone[(f->n_gone - k) % JIT_GONE_MAX];
+        if (g->hash == hash) return g;
+    }
+    return NULL;
+}
+
+static void clear_entries(kiln_jit *f, bool record) {
     while (f->head) {
         jit_entry *e = f->head;
+        if (record) record_gone(f, e->key.hash, GONE_CLEARED);
         unlink_entry(f, e);
         free_entry(f, e);
     }
 }
 
 static void destroy(kiln_jit *f) {
-    clear_entries(f);
+    clear_entries(f, false);
     kiln_exe_release(f->last_exe);
     kiln__jit_key_free(&f->allocator, &f->last_key);
     if (f->donate) jit_free(&f->allocator, f->donate, (size_t)f->layout.n_in * sizeof *f->donate);
@@ -465,6 +492,7 @@ static int32_t evict(kiln_jit *f, const jit_entry *keep, const char **why) {
         jit_entry *victim = f->tail;
         if (!(over_count || over_bytes) || !victim || victim == keep) break;
         *why = over_count ? "max_entries" : "max_bytes";
+        record_gone(f, victim->key.hash, over_count ? GONE_MAX_ENTRIES : GONE_MAX_BYTES);
         unlink_entry(f, victim);
         free_entry(f, victim); /* last_exe and running calls hold their own references */
         f->stats.evictions++;
@@ -556,6 +584,40 @@ static kiln_status miss(kiln_ctx *cx, kiln_jit *f, const void *in, kiln_tensor *
     return s;
 }
 
+/* Why `key` missed: compiled before and since evicted or cleared (said so), else its
+ * differences from the closest cached signature (the fewest), else from the last call's
+ * (the cache is empty), else the first call. Lock held. */
+static void explain_miss(kiln_jit *f, const kiln__jit_key *key, char *reason, size_t size) {
+    const jit_gone *g = find_gone(f, key->hash);
+    if (g) {
+        if (g->why == GONE_CLEARED)
+            snprintf(reason, size, "compiled before, and kiln_jit_clear emptied the cache since");
+        else if (g->why == GONE_MAX_ENTRIES)
+            snprintf(reason, size,
+                     "compiled before, and evicted since (the cache holds at most %d entries: "
+                     "max_entries)",
+                     (int)f->max_entries);
+        else
+            snprintf(reason, size,
+                     "compiled before, and evicted since (the cache holds at most %zu bytes: "
+                     "max_bytes)",
+                     f->max_bytes);
+        return;
+    }
+    const jit_entry *closest = NULL;
+    int best = 0;
+    char scratch[JIT_REASON_MAX];
+    for (const jit_entry *e = f->head; e; e = e->next) {
+        int n = kiln__jit_key_explain(&f->layout, &e->key, key, scratch, sizeof scratch);
+        if (!closest || n < best) {
+            closest = e;
+            best = n;
+        }
+    }
+    const kiln__jit_key *before = closest ? &closest->key : f->last_key.words ? &f->last_key : NULL;
+    kiln__jit_key_explain(&f->layout, before, key, reason, size);
+}
+
 /* Finds or makes the executable for the signature of `in`; writes the result's statics. */
 static kiln_status lookup(kiln_ctx *cx, kiln_jit *f, const void *in, kiln_tensor *const *args,
                           void *out, kiln_exe **out_exe) {
@@ -580,8 +642,7 @@ static kiln_status lookup(kiln_ctx *cx, kiln_jit *f, const void *in, kiln_tensor
         return KILN_OK;
     }
     f->stats.misses++;
-    kiln__jit_key_explain(&f->layout, f->last_key.words ? &f->last_key : NULL, &key, reason,
-                          sizeof reason);
+    explain_miss(f, &key, reason, sizeof reason);
     if (f->max_specializations > 0 && f->stats.compiles + f->pending >= f->max_specializations) {
         pthread_mutex_unlock(&f->mutex);
         kiln__jit_key_free(&f->allocator, &key);
@@ -683,6 +744,6 @@ kiln_status kiln_jit_stats_get(kiln_ctx *cx, kiln_jit *f, kiln_jit_stats *out_st
 void kiln_jit_clear(kiln_jit *f) {
     if (!f) return;
     pthread_mutex_lock(&f->mutex);
-    clear_entries(f);
+    clear_entries(f, true);
     pthread_mutex_unlock(&f->mutex);
 }

@@ -230,11 +230,13 @@ void kiln__jit_key_free(const kiln_allocator *a, kiln__jit_key *k) {
 typedef struct explanation {
     char *buf;
     size_t size;
-    int changes;
+    int changes;  /* leaves (statics, the device) that differ */
+    int distance; /* their differences: a leaf's dtype and shape count apart */
 } explanation;
 
 static void change(explanation *x, const char *fmt, ...) KILN_PRINTF_LIKE(2, 3);
 static void change(explanation *x, const char *fmt, ...) {
+    x->distance++;
     if (x->changes++ > 0) return;
     va_list ap;
     va_start(ap, fmt);
@@ -252,11 +254,11 @@ static kiln_shape shape_at(const uint64_t *w, size_t *k) {
 
 static const char *dtype_name(uint64_t code) { return kiln_dtype_name((kiln_dtype)code); }
 
-void kiln__jit_key_explain(const kiln__jit_layout *l, const kiln__jit_key *before,
-                           const kiln__jit_key *now, char *buf, size_t size) {
+int kiln__jit_key_explain(const kiln__jit_layout *l, const kiln__jit_key *before,
+                          const kiln__jit_key *now, char *buf, size_t size) {
     if (!before || !before->words) {
         snprintf(buf, size, "first call");
-        return;
+        return -1;
     }
     explanation x = {.buf = buf, .size = size};
     const uint64_t *o = before->words, *w = now->words;
@@ -269,6 +271,7 @@ void kiln__jit_key_explain(const kiln__jit_layout *l, const kiln__jit_key *befor
         kiln_shape so = shape_at(o, &ko), sn = shape_at(w, &kn);
         bool dtype_changed = dt_o != dt_n, shape_changed = !kiln_shape_equal(&so, &sn);
         if (!dtype_changed && !shape_changed) continue;
+        x.distance += dtype_changed + shape_changed - 1; /* change() counts one */
         char who[KILN_TREE_PATH_MAX + 32], a[160] = "", b[160] = "";
         kiln__jit_arg_name(l, i, who, sizeof who);
         kiln_shape_format(&so, a, sizeof a);
@@ -298,4 +301,5 @@ void kiln__jit_key_explain(const kiln__jit_layout *l, const kiln__jit_key *befor
             snprintf(buf + len, size - len, " (and %d more change%s)", x.changes - 1,
                      x.changes > 2 ? "s" : "");
     }
+    return x.distance;
 }

@@ -57,8 +57,9 @@ void kiln__jit_key_free(const kiln_allocator *a, kiln__jit_key *k);
 
 /* Why `now` missed, compared with `before` (NULL: "first call"): the first difference,
  * naming the leaf ("arg 1 'y': shape [10,10] -> [20,10]", "static 'cfg.n': 3 -> 4"), and
- * how many more there are. */
-void kiln__jit_key_explain(const kiln__jit_layout *l, const kiln__jit_key *before,
-                           const kiln__jit_key *now, char *buf, size_t size);
+ * how many more there are. Returns how far apart they are: the number of differences, a
+ * leaf's dtype and shape counted apart (0: equal; -1 without `before`). */
+int kiln__jit_key_explain(const kiln__jit_layout *l, const kiln__jit_key *before,
+                          const kiln__jit_key *now, char *buf, size_t size);
 
 #endif

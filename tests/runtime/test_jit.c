@@ -152,7 +152,8 @@ Test(jit, misses_are_logged_with_their_reason) {
     expect_log(&c, "train_step: arg 0 'x': dtype f32 -> f64; compiled");
     kiln_jit_call_list(cx, f, (kiln_tensor *[]){a, b64}, r);
     expect_ok(cx);
-    expect_log(&c, "train_step: arg 0 'x': dtype f64 -> f32 (and 1 more change); compiled");
+    /* Compared with the closest cached signature, (a, b): one change. */
+    expect_log(&c, "train_step: arg 1 'y': dtype f32 -> f64; compiled");
     kiln_jit_call_list(cx, f, (kiln_tensor *[]){b, a64}, r);
     expect_ok(cx);
     expect_log(&c, "arg 0 'x': shape [10,10] -> [20,10] (and 1 more change)");
@@ -165,12 +166,48 @@ Test(jit, misses_are_logged_with_their_reason) {
     cr_assert_eq(stats_of(cx, f).entries, 0);
     kiln_jit_call_list(cx, f, (kiln_tensor *[]){a64, a64}, r);
     expect_ok(cx);
-    expect_log(&c, "train_step: the signature is no longer cached (evicted or cleared)");
+    expect_log(&c, "train_step: compiled before, and kiln_jit_clear emptied the cache since");
     kiln_jit_stats s = stats_of(cx, f);
     cr_assert_eq(s.misses, 7);
     cr_assert_eq(s.compiles, 7);
     cr_assert_eq(s.hits, 1);
     cr_assert_eq(s.evictions, 0);
+    kiln_jit_release(f);
+    kiln_ctx_release(cx);
+}
+
+static kiln_status negate_one(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
+    (void)u;
+    out[0] = kiln_negate(cx, in[0]);
+    return kiln_ctx_status(cx);
+}
+
+Test(jit, a_miss_is_explained_against_the_closest_entry_and_evictions_are_named) {
+    log_capture c = {0};
+    kiln_ctx *cx = logging_ctx(&c);
+    kiln_jit *f = NULL;
+    cr_assert_eq(kiln_jit_create(cx, &(kiln_region){negate_one, NULL}, 1, 1, NULL, &f), KILN_OK);
+    kiln_tensor *r, *f4 = kiln_zeros(cx, KILN_F32, KILN_SHAPE(4)),
+                    *f8 = kiln_zeros(cx, KILN_F32, KILN_SHAPE(8)),
+                    *d4 = kiln_zeros(cx, KILN_F64, KILN_SHAPE(4));
+    kiln_jit_call_list(cx, f, &f4, &r);
+    kiln_jit_call_list(cx, f, &f8, &r);
+    /* After f32[8], f64[4] differs from the cached f32[4] in its dtype alone. */
+    kiln_jit_call_list(cx, f, &d4, &r);
+    expect_ok(cx);
+    expect_log(&c, "jit: arg 0: dtype f32 -> f64; compiled specialization 3");
+    kiln_jit_release(f);
+    /* With room for one entry, a signature that comes back was evicted. */
+    kiln_jit_options o = kiln_jit_options_default();
+    o.max_entries = 1;
+    cr_assert_eq(kiln_jit_create(cx, &(kiln_region){negate_one, NULL}, 1, 1, &o, &f), KILN_OK);
+    kiln_jit_call_list(cx, f, &f4, &r);
+    kiln_jit_call_list(cx, f, &f8, &r);
+    expect_log(&c, "jit: arg 0: shape [4] -> [8]");
+    kiln_jit_call_list(cx, f, &f4, &r);
+    expect_ok(cx);
+    expect_log(&c, "jit: compiled before, and evicted since (the cache holds at most 1 entries: "
+                   "max_entries); compiled specialization 3");
     kiln_jit_release(f);
     kiln_ctx_release(cx);
 }

@@ -394,6 +394,14 @@ typedef struct kiln_jit_options {
     /* List mode: n_in argument names (NULL, or NULL entries, for none), used like tree
      * paths in logs, errors, donate_paths and the printed module. Copied. */
     const char *const *arg_names;
+    /* List mode (JAX's static_argnums): the arguments passed to the function as they are,
+     * concrete, instead of traced, so that it may read their values (a step count, a
+     * flag, a table of sizes); each one's dtype, shape and contents (at most 4096 bytes)
+     * are part of the cache key, so another value compiles anew. They are not arguments
+     * of the compiled program and cannot be donated. Copied; tree functions have
+     * KILN_STATIC members instead. */
+    const int32_t *static_argnums;
+    int32_t n_static_argnums;
     /* Cache bounds; 0 means no bound. Defaults: 64 entries, no byte bound. */
     int32_t max_entries;
     size_t max_bytes;

@@ -213,12 +213,19 @@ static kiln_status finish_create(kiln_ctx *cx, const char *api, kiln_jit *f,
     int32_t n = f->layout.n_in;
     f->donate = jit_alloc(cx, &f->allocator, (size_t)n * sizeof *f->donate, api);
     if (!f->name || !f->donate) s = KILN_RESOURCE_EXHAUSTED;
-    for (int32_t i = 0; i < n && s == KILN_OK; i++)
+    for (int32_t i = 0; i < n && s == KILN_OK; i++) {
         f->donate[i] = o->donate && o->donate[i];
+        if (f->donate[i] && f->layout.in_leaves[i].is_static)
+            s = kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                   "%s: argument %d is static (static_argnums); it is not an "
+                                   "argument of the compiled program and cannot be donated",
+                                   api, (int)i);
+    }
     for (int32_t p = 0; p < o->n_donate_paths && s == KILN_OK; p++) {
         bool matched = false;
         for (int32_t i = 0; i < n; i++)
-            if (kiln__tree_path_has_prefix(f->layout.in_leaves[i].path, o->donate_paths[p]))
+            if (!f->layout.in_leaves[i].is_static &&
+                kiln__tree_path_has_prefix(f->layout.in_leaves[i].path, o->donate_paths[p]))
                 matched = f->donate[i] = true;
         if (!matched)
             s = kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
@@ -278,14 +285,42 @@ kiln_status kiln_jit_create(kiln_ctx *cx, const kiln_region *fn, int32_t n_in, i
     kiln_jit_options o;
     kiln_status s = read_options(cx, api, options, &o);
     if (s != KILN_OK) return s;
-    kiln_jit *f = new_jit(cx, api);
-    if (!f) return KILN_RESOURCE_EXHAUSTED;
-    f->region = *fn;
-    s = kiln__jit_layout_list(cx, &f->allocator, n_in, n_out, o.arg_names, &f->layout);
-    if (s != KILN_OK) {
-        jit_free(&f->allocator, f, sizeof *f);
-        return s;
+    bool fixed[64] = {false}, *is_static = fixed;
+    size_t sbytes = (size_t)(n_in ? n_in : 1);
+    if (n_in > 64 && !(is_static = jit_alloc(cx, &cx->allocator, sbytes, api)))
+        return KILN_RESOURCE_EXHAUSTED;
+    if (is_static != fixed) memset(is_static, 0, sbytes);
+    if (o.n_static_argnums < 0 || (o.n_static_argnums > 0 && !o.static_argnums))
+        s = kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                               "%s: n_static_argnums is %d with static_argnums %s", api,
+                               (int)o.n_static_argnums, o.static_argnums ? "set" : "NULL");
+    for (int32_t k = 0; k < o.n_static_argnums && s == KILN_OK; k++) {
+        int32_t a = o.static_argnums[k];
+        if (a < 0 || a >= n_in)
+            s = kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                   "%s: static_argnums[%d] is %d; expected 0 to %d", api, (int)k,
+                                   (int)a, (int)n_in - 1);
+        else if (is_static[a])
+            s = kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                   "%s: static_argnums[%d] repeats argument %d", api, (int)k,
+                                   (int)a);
+        else
+            is_static[a] = true;
     }
+    kiln_jit *f = s == KILN_OK ? new_jit(cx, api) : NULL;
+    if (f) {
+        f->region = *fn;
+        s = kiln__jit_layout_list(cx, &f->allocator, n_in, n_out, o.arg_names, is_static,
+                                  &f->layout);
+        if (s != KILN_OK) {
+            jit_free(&f->allocator, f, sizeof *f);
+            f = NULL;
+        }
+    } else if (s == KILN_OK) {
+        s = KILN_RESOURCE_EXHAUSTED;
+    }
+    if (is_static != fixed) jit_free(&cx->allocator, is_static, sbytes);
+    if (!f) return s;
     return finish_create(cx, api, f, &o, out_jit);
 }
 
@@ -302,6 +337,11 @@ kiln_status kiln_jit_create_tree(kiln_ctx *cx, kiln_jit_fn fn, void *user,
     kiln_jit_options o;
     kiln_status s = read_options(cx, api, options, &o);
     if (s != KILN_OK) return s;
+    if (o.n_static_argnums != 0)
+        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                  "%s: static_argnums is for list mode; a tree function's "
+                                  "statics are its KILN_STATIC members",
+                                  api);
     kiln_jit *f = new_jit(cx, api);
     if (!f) return KILN_RESOURCE_EXHAUSTED;
     f->tree = true;
@@ -343,9 +383,11 @@ static kiln_status trace_adapter(kiln_ctx *cx, kiln_tensor *const *args, kiln_te
     void *out = jit_alloc(cx, &cx->allocator, l->out_size, f->name);
     kiln_status s = in && out ? KILN_OK : KILN_RESOURCE_EXHAUSTED;
     if (s == KILN_OK) {
-        if (l->in_size) memcpy(in, tc->in, l->in_size);
-        for (int32_t i = 0; i < l->n_in; i++)
-            memcpy((unsigned char *)in + l->in_leaves[i].offset, &args[i], sizeof(kiln_tensor *));
+        if (l->in_size) memcpy(in, tc->in, l->in_size); /* static leaves stay the caller's */
+        for (int32_t i = 0, k = 0; i < l->n_in; i++)
+            if (!l->in_leaves[i].is_static)
+                memcpy((unsigned char *)in + l->in_leaves[i].offset, &args[k++],
+                       sizeof(kiln_tensor *));
         if (f->tree)
             s = f->tree_fn(cx, in, out, f->tree_user);
         else
@@ -376,11 +418,13 @@ static kiln_status lower(kiln_ctx *cx, kiln_jit *f, const void *in, kiln_tensor 
     const kiln__jit_layout *l = &f->layout;
     kiln_arg_spec *specs = jit_alloc(cx, &cx->allocator, (size_t)l->n_in * sizeof *specs, f->name);
     if (!specs) return KILN_RESOURCE_EXHAUSTED;
+    int32_t n_traced = 0;
     for (int32_t i = 0; i < l->n_in; i++)
-        specs[i] = (kiln_arg_spec){.dtype = kiln_tensor_dtype(args[i]),
-                                   .shape = *kiln_tensor_shape(args[i]),
-                                   .name = l->in_leaves[i].path,
-                                   .donate = f->donate[i]};
+        if (!l->in_leaves[i].is_static)
+            specs[n_traced++] = (kiln_arg_spec){.dtype = kiln_tensor_dtype(args[i]),
+                                                .shape = *kiln_tensor_shape(args[i]),
+                                                .name = l->in_leaves[i].path,
+                                                .donate = f->donate[i]};
     kiln_lower_options lo = kiln_lower_options_default();
     lo.name = f->name;
     lo.donate_all = f->donate_all;
@@ -395,7 +439,7 @@ static kiln_status lower(kiln_ctx *cx, kiln_jit *f, const void *in, kiln_tensor 
     lo.result_names = result_names;
     trace_call tc = {.f = f, .in = in, .out_statics = out_statics};
     kiln_region region = {trace_adapter, &tc};
-    kiln_status s = kiln_lower(cx, &region, specs, l->n_in, l->n_out, &lo, out_module);
+    kiln_status s = kiln_lower(cx, &region, specs, n_traced, l->n_out, &lo, out_module);
     jit_free(&cx->allocator, result_names, (size_t)(l->n_out ? l->n_out : 1) * sizeof(char *));
     jit_free(&cx->allocator, specs, (size_t)l->n_in * sizeof *specs);
     return s;
@@ -672,6 +716,12 @@ static kiln_status call(kiln_ctx *cx, const char *api, kiln_jit *f, const void *
         memcpy((unsigned char *)out + l->out_leaves[r].offset, &none, sizeof none);
     kiln_exe *exe = NULL;
     if (s == KILN_OK) s = lookup(cx, f, in, b.args, out, &exe);
+    if (s == KILN_OK && l->n_static_leaves) {
+        /* The program's arguments: the leaves that are not static, in order (in place:
+         * the static ones are the caller's and were only keyed on). */
+        for (int32_t i = 0, k = 0; i < l->n_in; i++)
+            if (!l->in_leaves[i].is_static) b.args[k++] = b.args[i];
+    }
     if (s == KILN_OK) s = kiln_exe_call(cx, exe, b.args, b.results);
     if (s == KILN_OK)
         for (int32_t r = 0; r < l->n_out; r++)

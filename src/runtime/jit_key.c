@@ -52,7 +52,7 @@ static char *copy_path(const kiln_allocator *a, const char *path) {
 
 kiln_status kiln__jit_layout_list(kiln_ctx *cx, const kiln_allocator *a, int32_t n_in,
                                   int32_t n_out, const char *const *arg_names,
-                                  kiln__jit_layout *out) {
+                                  const bool *is_static, kiln__jit_layout *out) {
     kiln__jit_layout l = {.in_size = (size_t)n_in * sizeof(kiln_tensor *),
                           .out_size = (size_t)n_out * sizeof(kiln_tensor *),
                           .n_in = n_in,
@@ -63,7 +63,9 @@ kiln_status kiln__jit_layout_list(kiln_ctx *cx, const kiln_allocator *a, int32_t
     for (int32_t i = 0; ok && i < n_in; i++) {
         l.in_leaves[i] = (kiln__jit_slot){.kind = KILN_TREE_TENSOR,
                                           .offset = (size_t)i * sizeof(kiln_tensor *),
-                                          .size = sizeof(kiln_tensor *)};
+                                          .size = sizeof(kiln_tensor *),
+                                          .is_static = is_static && is_static[i]};
+        l.n_static_leaves += l.in_leaves[i].is_static;
         if (arg_names && arg_names[i] && arg_names[i][0]) {
             l.in_leaves[i].path = copy_path(a, arg_names[i]);
             ok = l.in_leaves[i].path != NULL;
@@ -136,10 +138,11 @@ kiln_status kiln__jit_layout_tree(kiln_ctx *cx, const char *api, const kiln_allo
 
 void kiln__jit_arg_name(const kiln__jit_layout *l, int32_t i, char *buf, size_t size) {
     const char *path = l->in_leaves[i].path;
+    const char *kind = l->in_leaves[i].is_static ? "static arg" : "arg";
     if (path)
-        snprintf(buf, size, "arg %d '%s'", (int)i, path);
+        snprintf(buf, size, "%s %d '%s'", kind, (int)i, path);
     else
-        snprintf(buf, size, "arg %d", (int)i);
+        snprintf(buf, size, "%s %d", kind, (int)i);
 }
 
 /* ---- keys --------------------------------------------------------------------------------- */
@@ -171,8 +174,21 @@ kiln_status kiln__jit_key_build(kiln_ctx *cx, const kiln_allocator *a, const kil
                                 kiln_device device, const void *in, kiln_tensor *const *args,
                                 kiln__jit_key *out) {
     size_t n = KEY_HEADER + (size_t)l->n_in_statics;
-    for (int32_t i = 0; i < l->n_in; i++)
+    for (int32_t i = 0; i < l->n_in; i++) {
         n += 2 + (size_t)kiln_tensor_rank(args[i]);
+        if (!l->in_leaves[i].is_static) continue;
+        size_t bytes = (size_t)kiln_tensor_numel(args[i]) * kiln_dtype_size(kiln_tensor_dtype(args[i]));
+        if (bytes > KILN__JIT_STATIC_MAX_BYTES) {
+            char who[KILN_TREE_PATH_MAX + 32];
+            kiln__jit_arg_name(l, i, who, sizeof who);
+            return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                      "%s holds %zu bytes; a static argument holds at most %d "
+                                      "(its value is part of the cache key: pass large "
+                                      "tensors as traced arguments)",
+                                      who, bytes, KILN__JIT_STATIC_MAX_BYTES);
+        }
+        n += 1 + (bytes + 7) / 8; /* the byte count, then the bytes */
+    }
     uint64_t *w = key_alloc(a, n * sizeof *w);
     if (!w) return out_of_memory(cx, "a jit cache key");
     size_t k = 0;
@@ -185,6 +201,12 @@ kiln_status kiln__jit_key_build(kiln_ctx *cx, const kiln_allocator *a, const kil
         w[k++] = (uint64_t)shape->rank;
         for (int32_t d = 0; d < shape->rank; d++)
             w[k++] = (uint64_t)shape->dims[d];
+        if (!l->in_leaves[i].is_static) continue;
+        size_t bytes = (size_t)kiln_tensor_numel(args[i]) * kiln_dtype_size(kiln_tensor_dtype(args[i]));
+        w[k++] = bytes;
+        memset(&w[k], 0, (bytes + 7) / 8 * sizeof *w);
+        if (bytes) memcpy(&w[k], kiln_tensor_data(args[i]), bytes);
+        k += (bytes + 7) / 8;
     }
     for (int32_t j = 0; j < l->n_in_statics; j++) {
         kiln_tree_static v =
@@ -270,6 +292,18 @@ int kiln__jit_key_explain(const kiln__jit_layout *l, const kiln__jit_key *before
         uint64_t dt_o = o[ko++], dt_n = w[kn++];
         kiln_shape so = shape_at(o, &ko), sn = shape_at(w, &kn);
         bool dtype_changed = dt_o != dt_n, shape_changed = !kiln_shape_equal(&so, &sn);
+        if (l->in_leaves[i].is_static) {
+            size_t bo = o[ko++], bn = w[kn++];
+            bool value_changed = bo != bn || memcmp(&o[ko], &w[kn], (bo + 7) / 8 * 8) != 0;
+            ko += (bo + 7) / 8;
+            kn += (bn + 7) / 8;
+            if (value_changed && !dtype_changed && !shape_changed) {
+                char who[KILN_TREE_PATH_MAX + 32];
+                kiln__jit_arg_name(l, i, who, sizeof who);
+                change(&x, "%s: its value changed", who);
+                continue;
+            }
+        }
         if (!dtype_changed && !shape_changed) continue;
         x.distance += dtype_changed + shape_changed - 1; /* change() counts one */
         char who[KILN_TREE_PATH_MAX + 32], a[160] = "", b[160] = "";

@@ -15,12 +15,19 @@ typedef struct kiln__jit_slot {
     size_t offset; /* in the struct (list mode: the array of tensor pointers) */
     size_t size;
     char *path; /* "params.w", an arg_names entry, or NULL */
+    /* A list-mode argument passed as it is (static_argnums): concrete when traced, its
+     * value part of the key. */
+    bool is_static;
 } kiln__jit_slot;
+
+/* The most bytes a static tensor argument holds (its value is part of the key). */
+#define KILN__JIT_STATIC_MAX_BYTES 4096
 
 typedef struct kiln__jit_layout {
     size_t in_size, out_size; /* bytes of the input and output structs */
     int32_t n_in, n_out;      /* tensor leaves */
     int32_t n_in_statics, n_out_statics;
+    int32_t n_static_leaves; /* in_leaves with is_static */
     kiln__jit_slot *in_leaves, *out_leaves, *in_statics, *out_statics;
 } kiln__jit_layout;
 
@@ -28,7 +35,7 @@ typedef struct kiln__jit_layout {
  * through `a`; errors are recorded in cx. */
 kiln_status kiln__jit_layout_list(kiln_ctx *cx, const kiln_allocator *a, int32_t n_in,
                                   int32_t n_out, const char *const *arg_names,
-                                  kiln__jit_layout *out);
+                                  const bool *is_static, kiln__jit_layout *out);
 kiln_status kiln__jit_layout_tree(kiln_ctx *cx, const char *api, const kiln_allocator *a,
                                   const kiln_tree_def *in_def, const kiln_tree_def *out_def,
                                   kiln__jit_layout *out);

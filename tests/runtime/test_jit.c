@@ -894,3 +894,65 @@ Test(jit, running_out_of_memory_is_reported_cleanly) {
     }
     cr_assert(succeeded);
 }
+
+/* ---- static arguments in list mode ------------------------------------------------------ */
+
+/* x * n, with n read on the host: it must be concrete (static). */
+static kiln_status scale_by_static(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
+                                   void *u) {
+    (void)u;
+    cr_assert(!kiln_tensor_is_traced(in[1]), "a static argument arrives concrete");
+    cr_assert(kiln_tensor_is_traced(in[0]));
+    int32_t n = *(const int32_t *)kiln_tensor_data(in[1]);
+    out[0] = kiln_multiply(cx, in[0], kiln_scalar_like(cx, in[0], n));
+    return kiln_ctx_status(cx);
+}
+
+Test(jit, static_arguments_in_list_mode_are_keyed_by_value) {
+    log_capture c = {0};
+    kiln_ctx *cx = logging_ctx(&c);
+    kiln_jit_options o = kiln_jit_options_default();
+    o.name = "scale";
+    o.arg_names = (const char *[]){"x", "n"};
+    o.static_argnums = (int32_t[]){1};
+    o.n_static_argnums = 1;
+    kiln_jit *f = NULL;
+    cr_assert_eq(kiln_jit_create(cx, &(kiln_region){scale_by_static, NULL}, 2, 1, &o, &f),
+                 KILN_OK, "%s", kiln_ctx_error_message(cx));
+    kiln_tensor *x = kiln_ones(cx, KILN_F32, KILN_SHAPE(3)), *r;
+    kiln_tensor *two = kiln_scalar(cx, 2, KILN_I32), *three = kiln_scalar(cx, 3, KILN_I32);
+    cr_assert_eq(kiln_jit_call_list(cx, f, (kiln_tensor *[]){x, two}, &r), KILN_OK, "%s",
+                 kiln_ctx_error_message(cx));
+    cr_assert_float_eq(((const float *)kiln_tensor_data(r))[2], 2.0f, 0);
+    cr_assert_eq(kiln_jit_call_list(cx, f, (kiln_tensor *[]){x, kiln_scalar(cx, 2, KILN_I32)}, &r),
+                 KILN_OK);
+    cr_assert_eq(stats_of(cx, f).compiles, 1, "the same value hits");
+    cr_assert_eq(kiln_jit_call_list(cx, f, (kiln_tensor *[]){x, three}, &r), KILN_OK);
+    cr_assert_float_eq(((const float *)kiln_tensor_data(r))[0], 3.0f, 0);
+    expect_log(&c, "scale: static arg 1 'n': its value changed; compiled specialization 2");
+    /* The program takes x alone. */
+    kiln_exe_info info;
+    cr_assert_eq(kiln_exe_info_get(cx, kiln_jit_last_exe(f), &info), KILN_OK);
+    cr_assert_eq(info.n_args, 1);
+    kiln_jit_release(f);
+    /* Errors. */
+    o.static_argnums = (int32_t[]){2};
+    kiln_jit_create(cx, &(kiln_region){scale_by_static, NULL}, 2, 1, &o, &f);
+    expect_error(cx, KILN_INVALID_ARGUMENT, "static_argnums[0] is 2; expected 0 to 1");
+    o.static_argnums = (int32_t[]){1, 1};
+    o.n_static_argnums = 2;
+    kiln_jit_create(cx, &(kiln_region){scale_by_static, NULL}, 2, 1, &o, &f);
+    expect_error(cx, KILN_INVALID_ARGUMENT, "static_argnums[1] repeats argument 1");
+    o.n_static_argnums = 1;
+    o.donate = (const bool[]){false, true};
+    kiln_jit_create(cx, &(kiln_region){scale_by_static, NULL}, 2, 1, &o, &f);
+    expect_error(cx, KILN_INVALID_ARGUMENT, "argument 1 is static (static_argnums)");
+    o.donate = NULL;
+    cr_assert_eq(kiln_jit_create(cx, &(kiln_region){scale_by_static, NULL}, 2, 1, &o, &f),
+                 KILN_OK);
+    kiln_jit_call_list(cx, f, (kiln_tensor *[]){x, kiln_zeros(cx, KILN_I32, KILN_SHAPE(2000))}, &r);
+    expect_error(cx, KILN_INVALID_ARGUMENT,
+                 "static arg 1 'n' holds 8000 bytes; a static argument holds at most 4096");
+    kiln_jit_release(f);
+    kiln_ctx_release(cx);
+}

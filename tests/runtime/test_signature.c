@@ -145,3 +145,15 @@ Test(signature, lower_infers_the_result_count) {
     expect_error(cx, KILN_INVALID_ARGUMENT, "n_results -2");
     kiln_ctx_release(cx);
 }
+
+Test(signature, static_argnums_are_for_list_mode) {
+    kiln_ctx *cx = test_ctx();
+    kiln_jit_options o = kiln_jit_options_default();
+    o.static_argnums = (int32_t[]){0};
+    o.n_static_argnums = 1;
+    kiln_jit *jit = NULL;
+    kiln_jit_create_tree(cx, step, NULL, &kiln_tree_def_pair, &kiln_tree_def_step_out, &o, &jit);
+    expect_error(cx, KILN_INVALID_ARGUMENT, "static_argnums is for list mode");
+    cr_assert_null(jit);
+    kiln_ctx_release(cx);
+}

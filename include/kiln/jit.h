@@ -83,6 +83,26 @@ KILN_API kiln_status kiln_lower(kiln_ctx *cx, const kiln_region *fn, const kiln_
                                 int32_t n_args, int32_t n_results,
                                 const kiln_lower_options *options, kiln_module **out_module);
 
+/* A function over structs: `in` points to a struct of the input type whose tensor
+ * members are traced tensors and whose static members hold the caller's values (other
+ * members are copied from the caller's struct as they are, but are not part of the cache
+ * key); the function stores tensors into every tensor member of the zero-filled struct
+ * `out` (and may set its static members: the values stored while tracing are returned by
+ * every call that uses that trace). Returns KILN_OK or an error, as a kiln_region. */
+typedef kiln_status (*kiln_jit_fn)(kiln_ctx *cx, const void *in, void *out, void *user);
+
+/* kiln_lower for a function of structs (a kiln_jit_fn, as kiln_jit_create_tree takes),
+ * without a jit: traces fn on the leaves of `in` (a struct described by in_def; its
+ * tensors give the argument types, its static members their values) into a module whose
+ * arguments are in's leaves and whose results are the leaves of the out_def struct fn
+ * fills, named by their paths ("params.w" ...; options->result_names, when set, instead).
+ * Errors as kiln_lower's, and INVALID_ARGUMENT for a NULL or invalid descriptor or a NULL
+ * leaf of `in` (naming its path). */
+KILN_API kiln_status kiln_lower_tree(kiln_ctx *cx, kiln_jit_fn fn, void *user,
+                                     const kiln_tree_def *in_def, const void *in,
+                                     const kiln_tree_def *out_def,
+                                     const kiln_lower_options *options, kiln_module **out_module);
+
 /* Modules are refcounted: retain adds a reference (returns m; NULL for NULL), release drops
  * one and frees the module with the last (NULL is a no-op). Thread-safe counts; a module
  * must be released while its ctx's allocator is alive. */
@@ -377,14 +397,6 @@ KILN_API kiln_status kiln_exe_print(kiln_ctx *cx, const kiln_exe *exe, FILE *str
  */
 
 typedef struct kiln_jit kiln_jit;
-
-/* A function over structs: `in` points to a struct of the input type whose tensor
- * members are traced tensors and whose static members hold the caller's values (other
- * members are copied from the caller's struct as they are, but are not part of the cache
- * key); the function stores tensors into every tensor member of the zero-filled struct
- * `out` (and may set its static members: the values stored while tracing are returned by
- * every call that uses that trace). Returns KILN_OK or an error, as a kiln_region. */
-typedef kiln_status (*kiln_jit_fn)(kiln_ctx *cx, const void *in, void *out, void *user);
 
 typedef struct kiln_jit_options {
     size_t struct_size; /* sizeof(kiln_jit_options); set by kiln_jit_options_default */

@@ -1,10 +1,12 @@
 /* kiln_lower: trace a function into a module and record its calling convention. */
+#include <stdint.h>
 #include <string.h>
 
 #include "base/alloc.h"
 #include "base/ctx_internal.h"
 #include "core/tensor_internal.h"
 #include "frontend/trace.h"
+#include "runtime/tree_internal.h"
 
 kiln_lower_options kiln_lower_options_default(void) {
     return (kiln_lower_options){.struct_size = sizeof(kiln_lower_options), .name = "kiln"};
@@ -195,4 +197,80 @@ kiln_status kiln_lower(kiln_ctx *cx, const kiln_region *fn, const kiln_arg_spec 
     }
     *out_module = m;
     return KILN_OK;
+}
+
+/* The next `bytes` of a block sized for them (16-byte aligned pieces). */
+static void *carve(char **at, size_t bytes) {
+    char *p = (char *)(((uintptr_t)*at + 15) & ~(uintptr_t)15);
+    *at = p + bytes;
+    return p;
+}
+
+kiln_status kiln_lower_tree(kiln_ctx *cx, kiln_jit_fn fn, void *user, const kiln_tree_def *in_def,
+                            const void *in, const kiln_tree_def *out_def,
+                            const kiln_lower_options *options, kiln_module **out_module) {
+    static const char name[] = "kiln_lower_tree";
+    if (!cx) return KILN_INVALID_ARGUMENT;
+    if (!out_module) return kiln__null_argument(cx, name, "out_module");
+    *out_module = NULL;
+    if (!fn) return kiln__null_argument(cx, name, "fn");
+    if (!in_def) return kiln__null_argument(cx, name, "in_def");
+    if (!in) return kiln__null_argument(cx, name, "in");
+    if (!out_def) return kiln__null_argument(cx, name, "out_def");
+    kiln_status s;
+    if ((s = kiln_tree_check(cx, in_def)) != KILN_OK) return s;
+    if ((s = kiln_tree_check(cx, out_def)) != KILN_OK) return s;
+    kiln_lower_options o = kiln_lower_options_default();
+    if (options) {
+        if (options->struct_size < sizeof o)
+            return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                      "%s: options->struct_size is %zu; expected %zu (use "
+                                      "kiln_lower_options_default)",
+                                      name, options->struct_size, sizeof o);
+        o = *options;
+    }
+    kiln__tree_call t = {.fn = fn, .user = user, .in_def = in_def, .out_def = out_def};
+    t.n_in = kiln_tree_leaf_count(in_def);
+    t.n_statics = kiln_tree_static_count(in_def);
+    t.n_out = kiln_tree_leaf_count(out_def);
+    t.n_out_statics = kiln_tree_static_count(out_def);
+    /* One block: leaves, statics, the specs, both structs, and every leaf's path (each
+     * piece padded to 16 bytes: 7 pieces). */
+    size_t n_paths = (size_t)t.n_in + (size_t)t.n_out;
+    size_t bytes = (size_t)(t.n_in + 1) * sizeof(kiln_tensor *) +
+                   (size_t)(t.n_statics + t.n_out_statics + 2) * sizeof(kiln_tree_static) +
+                   (size_t)(t.n_in + 1) * sizeof(kiln_arg_spec) + (n_paths + 1) * sizeof(char *) +
+                   in_def->size + out_def->size + 2 + n_paths * KILN_TREE_PATH_MAX + 7 * 16;
+    char *mem = kiln__calloc(cx, bytes, 16, name);
+    if (!mem) return KILN_RESOURCE_EXHAUSTED;
+    char *at = mem;
+    kiln_tensor **leaves = carve(&at, (size_t)(t.n_in + 1) * sizeof *leaves);
+    kiln_tree_static *statics =
+        carve(&at, (size_t)(t.n_statics + t.n_out_statics + 2) * sizeof *statics);
+    kiln_arg_spec *specs = carve(&at, (size_t)(t.n_in + 1) * sizeof *specs);
+    const char **paths = carve(&at, (n_paths + 1) * sizeof *paths);
+    t.in_buf = carve(&at, in_def->size + 1);
+    t.out_buf = carve(&at, out_def->size + 1);
+    char *text = carve(&at, n_paths * KILN_TREE_PATH_MAX);
+    t.statics = statics;
+    t.out_statics = statics + t.n_statics + 1;
+    s = kiln_tree_flatten(cx, in_def, in, leaves, t.n_in, statics, t.n_statics);
+    for (int32_t i = 0; i < t.n_in && s == KILN_OK; i++) {
+        char *p = text + (size_t)i * KILN_TREE_PATH_MAX;
+        kiln_tree_leaf_path(in_def, i, p, KILN_TREE_PATH_MAX);
+        specs[i] = (kiln_arg_spec){.dtype = kiln_tensor_dtype(leaves[i]),
+                                   .shape = *kiln_tensor_shape(leaves[i]),
+                                   .name = p};
+    }
+    for (int32_t j = 0; j < t.n_out; j++) {
+        char *p = text + (size_t)(t.n_in + j) * KILN_TREE_PATH_MAX;
+        kiln_tree_leaf_path(out_def, j, p, KILN_TREE_PATH_MAX);
+        paths[j] = p;
+    }
+    if (!o.result_names) o.result_names = paths;
+    if (s == KILN_OK)
+        s = kiln_lower(cx, &(kiln_region){kiln__tree_call_region, &t}, specs, t.n_in, t.n_out, &o,
+                       out_module);
+    kiln__free(cx, mem, bytes);
+    return s;
 }

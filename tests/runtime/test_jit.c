@@ -917,8 +917,8 @@ Test(jit, static_arguments_in_list_mode_are_keyed_by_value) {
     o.static_argnums = (int32_t[]){1};
     o.n_static_argnums = 1;
     kiln_jit *f = NULL;
-    cr_assert_eq(kiln_jit_create(cx, &(kiln_region){scale_by_static, NULL}, 2, 1, &o, &f),
-                 KILN_OK, "%s", kiln_ctx_error_message(cx));
+    cr_assert_eq(kiln_jit_create(cx, &(kiln_region){scale_by_static, NULL}, 2, 1, &o, &f), KILN_OK,
+                 "%s", kiln_ctx_error_message(cx));
     kiln_tensor *x = kiln_ones(cx, KILN_F32, KILN_SHAPE(3)), *r;
     kiln_tensor *two = kiln_scalar(cx, 2, KILN_I32), *three = kiln_scalar(cx, 3, KILN_I32);
     cr_assert_eq(kiln_jit_call_list(cx, f, (kiln_tensor *[]){x, two}, &r), KILN_OK, "%s",
@@ -948,8 +948,7 @@ Test(jit, static_arguments_in_list_mode_are_keyed_by_value) {
     kiln_jit_create(cx, &(kiln_region){scale_by_static, NULL}, 2, 1, &o, &f);
     expect_error(cx, KILN_INVALID_ARGUMENT, "argument 1 is static (static_argnums)");
     o.donate = NULL;
-    cr_assert_eq(kiln_jit_create(cx, &(kiln_region){scale_by_static, NULL}, 2, 1, &o, &f),
-                 KILN_OK);
+    cr_assert_eq(kiln_jit_create(cx, &(kiln_region){scale_by_static, NULL}, 2, 1, &o, &f), KILN_OK);
     kiln_jit_call_list(cx, f, (kiln_tensor *[]){x, kiln_zeros(cx, KILN_I32, KILN_SHAPE(2000))}, &r);
     expect_error(cx, KILN_INVALID_ARGUMENT,
                  "static arg 1 'n' holds 8000 bytes; a static argument holds at most 4096");

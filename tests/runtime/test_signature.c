@@ -157,3 +157,30 @@ Test(signature, static_argnums_are_for_list_mode) {
     cr_assert_null(jit);
     kiln_ctx_release(cx);
 }
+
+Test(signature, lower_tree_traces_a_function_of_structs) {
+    kiln_ctx *cx = test_ctx();
+    pair in = {kiln_ones(cx, KILN_F32, KILN_SHAPE(3)), kiln_ones(cx, KILN_F32, KILN_SHAPE(2))};
+    kiln_module *m = NULL;
+    cr_assert_eq(kiln_lower_tree(cx, step, NULL, &kiln_tree_def_pair, &in, &kiln_tree_def_step_out,
+                                 NULL, &m),
+                 KILN_OK, "%s", kiln_ctx_error_message(cx));
+    kiln_module_info info;
+    cr_assert_eq(kiln_module_info_get(cx, m, &info), KILN_OK);
+    expect_spec(&info.args[1], KILN_F32, KILN_SHAPE(2), "b", false);
+    expect_spec(&info.results[1], KILN_F32, KILN_SHAPE(3), "grads.w", false);
+    kiln_exe *exe = NULL;
+    cr_assert_eq(kiln_compile(cx, m, NULL, &exe), KILN_OK);
+    kiln_tensor *r[3];
+    cr_assert_eq(kiln_exe_call(cx, exe, (kiln_tensor *[]){in.w, in.b}, r), KILN_OK);
+    cr_assert_float_eq(*(const float *)kiln_tensor_data(r[0]), 3.0f, 0);
+    kiln_exe_release(exe);
+    kiln_module_release(m);
+    pair missing = {in.w, NULL};
+    kiln_lower_tree(cx, step, NULL, &kiln_tree_def_pair, &missing, &kiln_tree_def_step_out, NULL,
+                    &m);
+    expect_error(cx, KILN_INVALID_ARGUMENT, "'b' is NULL");
+    kiln_lower_tree(cx, step, NULL, NULL, &in, &kiln_tree_def_step_out, NULL, &m);
+    expect_error(cx, KILN_INVALID_ARGUMENT, "in_def");
+    kiln_ctx_release(cx);
+}

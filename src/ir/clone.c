@@ -113,6 +113,8 @@ kiln_status kiln__clone_region(kiln_module *dst, kiln__ir_op *parent, int32_t r,
     kiln__block *b = kiln__block_new(dst, parent);
     if (!b) return kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "out of memory copying IR");
     parent->regions[r] = b;
+    if (src->name && !(b->name = kiln__arena_strndup(&dst->arena, src->name, strlen(src->name))))
+        return kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "out of memory copying IR");
     for (int32_t i = 0; i < src->n_args; i++) {
         kiln__value *v = kiln__block_add_arg(dst, b, *src->args[i]->type);
         if (!v || !kiln__vmap_put(map, src->args[i], v))

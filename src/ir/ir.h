@@ -42,6 +42,9 @@ struct kiln__block {
     kiln__value **results; /* what the block returns (its terminator's operands) */
     int32_t n_results;
     kiln__ir_op *parent; /* the op this block is a region of; NULL for a function body */
+    /* A call's region: the name of the function it is a copy of (parsed, in the module's
+     * arena), printed as the callee's name; NULL when it has none. */
+    const char *name;
 };
 
 struct kiln__ir_op {

@@ -231,9 +231,11 @@ static const pfunc *callee_of(parser *p, const pcall *c) {
 
 /* The call's region: a copy of the callee's body (ir/clone.h), whose own calls are
  * complete already. */
-static bool copy_callee(parser *p, kiln__ir_op *call, const kiln__block *body) {
+static bool copy_callee(parser *p, kiln__ir_op *call, const pfunc *g) {
+    const kiln__block *body = g->body;
     kiln__block *nb = kiln__block_new(p->m, call);
     if (!nb) return kiln__text_oom(p);
+    if (!(nb->name = kiln__arena_strndup(&p->m->arena, g->name, g->len))) return kiln__text_oom(p);
     kiln__vmap map;
     kiln__vmap_init(&map, p->cx);
     kiln_status s = KILN_OK;
@@ -277,7 +279,7 @@ static bool resolve_calls(parser *p, int32_t fi, const int32_t *owner, uint8_t *
                                     (int)(g->len > 60 ? 60 : g->len), g->name);
         if (depth >= MAX_CALL_DEPTH)
             return kiln__text_error(p, call->pos, "calls nested more than %d deep", MAX_CALL_DEPTH);
-        if (!resolve_calls(p, gi, owner, state, depth + 1) || !copy_callee(p, call->op, g->body))
+        if (!resolve_calls(p, gi, owner, state, depth + 1) || !copy_callee(p, call->op, g))
             return false;
     }
     state[fi] = 2;

@@ -16,6 +16,9 @@
 #include "ir/print.h"
 #include "ops/op_syntax.h"
 
+/* Room for a callee's printed name (longer names are cut). */
+#define KILN__CALLEE_NAME_MAX 160
+
 /* ---- value names ----------------------------------------------------------------------- */
 
 /* Names that ops ask for (MLIR's getAsmResultNames and getAsmBlockArgumentNames). */
@@ -248,6 +251,30 @@ static int32_t callee_index(const printer *p, const kiln__ir_op *call) {
     for (int32_t i = 0; i < p->n_calls; i++)
         if (p->calls[i] == call) return i;
     return -1;
+}
+
+/* The printed name of call i's callee: the function it was parsed from (@relu), made
+ * unique with a suffix when another call's callee or a function of the module has it
+ * (@relu_1); @callee_<i> when it has no name. */
+static void callee_name(const printer *p, int32_t i, char *buf, size_t size) {
+    const char *base = i >= 0 && p->calls[i]->n_regions > 0 && p->calls[i]->regions[0]
+                           ? p->calls[i]->regions[0]->name
+                           : NULL;
+    if (!base) {
+        snprintf(buf, size, "callee_%d", (int)i);
+        return;
+    }
+    int32_t earlier = 0;
+    for (int32_t j = 0; j < i; j++) {
+        const kiln__block *r = p->calls[j]->n_regions > 0 ? p->calls[j]->regions[0] : NULL;
+        earlier += r && r->name && strcmp(r->name, base) == 0;
+    }
+    for (int32_t f = 0; f < p->m->n_funcs; f++)
+        if (p->m->funcs[f]->name && strcmp(p->m->funcs[f]->name, base) == 0) earlier++;
+    if (earlier == 0)
+        snprintf(buf, size, "%s", base);
+    else
+        snprintf(buf, size, "%s_%d", base, (int)earlier);
 }
 
 /* ---- text pieces ----------------------------------------------------------------------- */
@@ -724,7 +751,11 @@ static void print_call(printer *p, const kiln__ir_op *op) {
     captures_of(p, op, &captured);
     int32_t index = callee_index(p, op);
     if (index < 0) fail_internal(p, "a call without its callee");
-    kiln__strbuf_printf(&p->sb, "func.call @callee_%d(", (int)index);
+    char fname[KILN__CALLEE_NAME_MAX];
+    callee_name(p, index, fname, sizeof fname);
+    put(p, "func.call ");
+    put_symbol(p, fname);
+    put(p, "(");
     put_values(p, op->operands, op->n_operands);
     for (int32_t i = 0; i < captured.count; i++) {
         if (i || op->n_operands) put(p, ", ");
@@ -993,8 +1024,8 @@ static char *module_text(kiln_ctx *cx, const kiln_module *m) {
         }
         values captured;
         captures_of(&p, call, &captured);
-        char fname[32];
-        snprintf(fname, sizeof fname, "callee_%d", (int)c);
+        char fname[KILN__CALLEE_NAME_MAX];
+        callee_name(&p, c, fname, sizeof fname);
         if (!p.failed)
             print_function(&p, fname, false, false, NULL, NULL, call->regions[0], &captured);
         values_free(&p, &captured);

@@ -300,6 +300,116 @@ Test(vmap, reduce_window) {
     kiln_ctx_release(cx);
 }
 
+static kiln_status c_select_scatter(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
+                                    void *u) {
+    (void)u; /* in[0] f32[4, 4], in[1] the source f32[2, 2] */
+    kiln_window_params p = {.window_dimensions = KILN_DIMS(2, 2),
+                            .window_strides = KILN_DIMS(2, 2),
+                            .base_dilations = KILN_DIMS(1, 1),
+                            .window_dilations = KILN_DIMS(1, 1),
+                            .padding_low = KILN_DIMS(0, 0),
+                            .padding_high = KILN_DIMS(0, 0)};
+    out[0] = kiln_select_and_scatter(cx, in[0], in[1], kiln_scalar(cx, 0, KILN_F32), &p,
+                                     kiln_region_greater_equal(), kiln_region_add());
+    return kiln_ctx_status(cx);
+}
+
+Test(vmap, select_and_scatter) {
+    kiln_ctx *cx = test_ctx();
+    vcase c = {"select_and_scatter", c_select_scatter, 2, 1, {0, 0}, 0, false};
+    check_case(cx, &c,
+               (kiln_tensor *[]){rnd(cx, KILN_F32, KILN_SHAPE(3, 4, 4), 44),
+                                 rnd(cx, KILN_F32, KILN_SHAPE(3, 2, 2), 45)},
+               3);
+    vcase shared = {"select_and_scatter, shared source", c_select_scatter, 2, 1, {0, N}, 0, false};
+    check_case(cx, &shared,
+               (kiln_tensor *[]){rnd(cx, KILN_F32, KILN_SHAPE(3, 4, 4), 46),
+                                 rnd(cx, KILN_F32, KILN_SHAPE(2, 2), 47)},
+               3);
+    kiln_ctx_release(cx);
+}
+
+/* ---- calls, barriers, custom derivatives ------------------------------------------------- */
+
+static kiln_status callee(kiln_ctx *cx, kiln_tensor *const *a, kiln_tensor **r, void *u) {
+    (void)u;
+    r[0] = kiln_multiply(cx, kiln_sine(cx, a[0]), a[1]);
+    return kiln_ctx_status(cx);
+}
+
+static kiln_status c_call_and_barrier(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
+                                      void *u) {
+    (void)u;
+    kiln_tensor *r = NULL;
+    if (kiln_call(cx, &(kiln_region){callee, NULL}, in, 2, 1, &r) != KILN_OK)
+        return kiln_ctx_status(cx);
+    out[0] = kiln_add(cx, kiln_stop_gradient(cx, r), in[1]);
+    kiln_tensor *b[2];
+    if (kiln_optimization_barrier(cx, in, 2, b) != KILN_OK) return kiln_ctx_status(cx);
+    out[1] = kiln_subtract(cx, b[0], b[1]);
+    return kiln_ctx_status(cx);
+}
+
+/* A custom derivative: square with a vjp of 3 x (deliberately not 2 x). */
+static kiln_status sq_fwd(kiln_ctx *cx, kiln_tensor *const *a, kiln_tensor **r, void *u) {
+    (void)u;
+    r[0] = kiln_multiply(cx, a[0], a[0]);
+    r[1] = a[0]; /* residual */
+    return kiln_ctx_status(cx);
+}
+
+static kiln_status sq_bwd(kiln_ctx *cx, kiln_tensor *const *a, kiln_tensor **r, void *u) {
+    (void)u; /* a[0] the residual x, a[1] the cotangent */
+    r[0] = kiln_multiply(cx, kiln_multiply(cx, a[0], kiln_scalar_like(cx, a[0], 3)), a[1]);
+    return kiln_ctx_status(cx);
+}
+
+static kiln_status custom_loss(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
+    (void)u;
+    kiln_custom_vjp def = {{sq_fwd, NULL}, {sq_bwd, NULL}, 1, 1, 1, "sq"};
+    kiln_tensor *y = NULL;
+    if (kiln_custom_vjp_call(cx, &def, in, &y) != KILN_OK) return kiln_ctx_status(cx);
+    out[0] = kiln_sum(cx, y, KILN_DIMS(0), false);
+    return kiln_ctx_status(cx);
+}
+
+static kiln_status c_custom_grad(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
+    (void)u;
+    return kiln_grad(cx, &(kiln_region){custom_loss, NULL}, 1, in, NULL, out);
+}
+
+static kiln_status batched_custom_loss(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
+                                       void *u) {
+    (void)u;
+    kiln_tensor *each = NULL;
+    if (kiln_vmap(cx, &(kiln_region){custom_loss, NULL}, 1, in, 1, NULL, &each) != KILN_OK)
+        return kiln_ctx_status(cx);
+    out[0] = kiln_sum(cx, each, KILN_DIMS(0), false);
+    return kiln_ctx_status(cx);
+}
+
+Test(vmap, calls_barriers_and_custom_derivatives) {
+    kiln_ctx *cx = test_ctx();
+    vcase c = {"call and barriers", c_call_and_barrier, 2, 2, {0, N}, 1e-6, false};
+    check_case(cx, &c,
+               (kiln_tensor *[]){rnd(cx, KILN_F32, KILN_SHAPE(4, 3), 48),
+                                 rnd(cx, KILN_F32, KILN_SHAPE(3), 49)},
+               4);
+    /* A custom_vjp call runs per example (a loop), so its own derivative stays: the
+     * per-example gradients are 3 x, not 2 x. */
+    vcase g = {"vmap of grad through custom_vjp", c_custom_grad, 1, 1, {0}, 0, true};
+    kiln_tensor *x = rnd(cx, KILN_F32, KILN_SHAPE(3, 2), 50), *gx = NULL;
+    check_case(cx, &g, &x, 3);
+    kiln_vmap(cx, &(kiln_region){c_custom_grad, NULL}, 1, &x, 1, NULL, &gx);
+    expect_same(cx, gx, kiln_multiply(cx, x, kiln_scalar(cx, 3, KILN_F32)), 0, "3 x");
+    /* And the gradient of the batched function goes through the loop to the same rule. */
+    kiln_tensor *g2 = NULL;
+    cr_assert_eq(kiln_grad(cx, &(kiln_region){batched_custom_loss, NULL}, 1, &x, NULL, &g2),
+                 KILN_OK, "%s", kiln_ctx_error_message(cx));
+    expect_same(cx, g2, kiln_multiply(cx, x, kiln_scalar(cx, 3, KILN_F32)), 0, "grad of vmap");
+    kiln_ctx_release(cx);
+}
+
 /* ---- contractions ------------------------------------------------------------------------ */
 
 static kiln_status c_matmul(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {

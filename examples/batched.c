@@ -121,7 +121,9 @@ static int oscillators(kiln_ctx *cx) {
         kiln_jit_call_list(cx, jit, &c, &xs) != KILN_OK)
         return 1;
     printf("\nthe batched integration, compiled:\n");
-    kiln_exe_print(cx, kiln_jit_last_exe(jit), stdout);
+    kiln_exe *exe = kiln_jit_last_exe(jit);
+    kiln_exe_print(cx, exe, stdout);
+    kiln_exe_release(exe);
     /* The same in plain C. */
     const float *got = kiln_tensor_data(xs);
     double worst = 0;

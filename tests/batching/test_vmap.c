@@ -140,6 +140,7 @@ static void check_case(kiln_ctx *cx, const vcase *c, kiln_tensor *const *args, i
                      loop ? "has" : "lacks", text);
         kiln_string_free(cx, text);
     }
+    kiln_exe_release(exe);
     kiln_jit_release(jit);
 }
 

@@ -932,8 +932,10 @@ Test(jit, static_arguments_in_list_mode_are_keyed_by_value) {
     expect_log(&c, "scale: static arg 1 'n': its value changed; compiled specialization 2");
     /* The program takes x alone. */
     kiln_exe_info info;
-    cr_assert_eq(kiln_exe_info_get(cx, kiln_jit_last_exe(f), &info), KILN_OK);
+    kiln_exe *exe = kiln_jit_last_exe(f);
+    cr_assert_eq(kiln_exe_info_get(cx, exe, &info), KILN_OK);
     cr_assert_eq(info.n_args, 1);
+    kiln_exe_release(exe);
     kiln_jit_release(f);
     /* Errors. */
     o.static_argnums = (int32_t[]){2};

@@ -5,10 +5,11 @@
  * dimension (elementwise ops simply run over it, a matrix product gains a batch or free
  * dimension, a convolution folds the batch into its own batch, features or feature
  * groups), so the batched function is one program, compiled like any other, not a loop
- * over the examples. An op without a batching rule (gather, scatter, random bits, a
- * dynamic slice whose start differs per example ...) runs in a loop over the batch
- * instead: always right, and said by kiln_exe_print ("a loop over the batch, running
- * stablehlo.gather once per example"). Control flow batches too: a loop or branch whose
+ * over the examples (gather and scatter gain a batching dimension). An op without a
+ * batching rule (random bits; a dynamic slice whose start differs per example, a pad
+ * value or a reduction's init that does ...) runs in a loop over the batch instead:
+ * always right, and said by kiln_exe_print ("note: kiln_vmap: stablehlo.rng_bit_generator
+ * has no batching rule here: it runs in a loop over the batch, once per example"). Control flow batches too: a loop or branch whose
  * condition is the same for every example stays one; a condition that differs per example
  * runs every branch and selects per example, and a loop runs until no example's
  * condition holds, each example's state kept as it was once its own condition failed.

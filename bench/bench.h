@@ -205,6 +205,7 @@ void case_loop_invariant(bench *b);
 void case_loop_short(bench *b);
 void case_emlx(bench *b);
 void case_eager_grad(bench *b);
+void case_per_example_grads(bench *b);
 void case_emlx_matmul10(bench *b);
 void case_emlx_dot10(bench *b);
 void case_emlx_dot100(bench *b);

@@ -77,6 +77,7 @@ static const bench_case cases[] = {
     {"emlx", "dot f32[100,100]", case_emlx_dot100, 0},
     {"emlx", "dot f32[1000,1000]", case_emlx_dot1000, 1},
     {"autodiff", "eager grad MLP", case_eager_grad, 0},
+    {"autodiff", "per-example grads MLP", case_per_example_grads, 0},
     {"elementwise", "cos 1e6", case_cos_1e6, 0},
     {"elementwise", "cos 1e7", case_cos_1e7, 1},
     {"elementwise", "expsin 1e6", case_expsin_1e6, 0},

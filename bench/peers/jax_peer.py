@@ -178,3 +178,13 @@ FUNCS = {"heat": heat, "emlx_step": common.emlx_step, "emlx_matmul": common.emlx
          "sum_cols": lambda m: jnp.sum(m, axis=0), "gemm": jnp.matmul, "vgg11": vgg_forward}
 for suite, name, key, unit in common.call_cases(args.quick):
     call_case(suite, name, FUNCS[key], unit, max_reps=21 if key == "vgg11" else None)
+
+
+def per_example_grads(w1, x, w2):  # kiln-bench's autodiff/per-example grads MLP
+    def loss(w1, x, w2):
+        h = jnp.tanh(jnp.tanh(x @ w1) @ w2)
+        return jnp.sum(h * h)
+    return jax.vmap(jax.grad(loss), in_axes=(None, 0, None))(w1, x, w2)
+
+
+call_case("autodiff", "per-example grads MLP", per_example_grads, "us")

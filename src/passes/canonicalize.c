@@ -87,9 +87,41 @@ static bool is_identity_perm(const kiln_dims *p) {
     return true;
 }
 
+/* transpose(dot_general(a, b)) that swaps the two free groups (batch dimensions in place)
+ * is dot_general(b, a): the product is made in the order wanted instead of made and moved
+ * (a gradient's outer product x^T g, batched by kiln_vmap, is such a pair). The dot takes
+ * the transpose's type; it must have no other use. */
+static int32_t swapped_dot(kiln_module *m, kiln__ir_op *op) {
+    kiln__ir_op *dot = op->operands[0]->def;
+    if (!dot || dot->kind != KILN_OP_DOT_GENERAL || dot->results[0]->uses != 1) return 0;
+    const kiln_dot_params *d = &dot->attrs->u.dot;
+    const kiln_dims *p = &op->attrs->u.permutation;
+    int32_t nb = d->lhs_batching_dims.count;
+    int32_t nl = dot->operands[0]->type->shape.rank - nb - d->lhs_contracting_dims.count;
+    int32_t nr = dot->operands[1]->type->shape.rank - nb - d->rhs_contracting_dims.count;
+    if (nl < 1 || nr < 1 || p->count != nb + nl + nr) return 0;
+    for (int32_t i = 0; i < p->count; i++) {
+        int64_t want = i < nb ? i : i < nb + nr ? nb + nl + (i - nb) : nb + (i - nb - nr);
+        if (p->v[i] != want) return 0;
+    }
+    kiln__attrs *own = kiln__op_attrs_mut(m, dot);
+    if (!own) return 0; /* out of memory: both ops stay as they are */
+    if (!kiln__value_set_type(m, dot->results[0], op->results[0]->type)) return 0;
+    kiln_dot_params s = own->u.dot;
+    own->u.dot = (kiln_dot_params){.lhs_batching_dims = s.rhs_batching_dims,
+                                   .rhs_batching_dims = s.lhs_batching_dims,
+                                   .lhs_contracting_dims = s.rhs_contracting_dims,
+                                   .rhs_contracting_dims = s.lhs_contracting_dims};
+    kiln__value *a = dot->operands[0];
+    dot->operands[0] = dot->operands[1];
+    dot->operands[1] = a;
+    return forward(op, dot->results[0]);
+}
+
 static int32_t rewrite_transpose(kiln_module *m, kiln__ir_op *op) {
     const kiln_dims *p = &op->attrs->u.permutation;
     if (is_identity_perm(p)) return forward(op, op->operands[0]);
+    if (swapped_dot(m, op)) return 1;
     const kiln__ir_op *in = op->operands[0]->def;
     if (!in || in->kind != KILN_OP_TRANSPOSE) return 0;
     const kiln_dims *q = &in->attrs->u.permutation;

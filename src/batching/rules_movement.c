@@ -128,28 +128,33 @@ kiln_status kiln__batch_PAD(kiln__batch *b, const kiln__batch_op *op, kiln__valu
     return kiln_ctx_status(b->e.cx);
 }
 
+/* Every operand batched (the unbatched ones broadcast), into ops (room for 64); false when
+ * there are more. */
+static bool all_batched(kiln__batch *b, const kiln__batch_op *op, kiln__value **ops) {
+    if (op->n_in > 64) return false;
+    for (int32_t i = 0; i < op->n_in; i++)
+        ops[i] = kiln__batch_broadcast(b, op->in[i], op->batched[i]);
+    return true;
+}
+
 kiln_status kiln__batch_CONCATENATE(kiln__batch *b, const kiln__batch_op *op, kiln__value **out,
                                     bool *out_batched) {
-    kiln__value *fixed[64];
-    if (op->n_in > 64) return kiln__batch_by_loop(b, op, out, out_batched);
-    for (int32_t i = 0; i < op->n_in; i++)
-        fixed[i] = kiln__batch_broadcast(b, op->in[i], op->batched[i]);
+    kiln__value *ops[64];
+    if (!all_batched(b, op, ops)) return kiln__batch_by_loop(b, op, out, out_batched);
     kiln__attrs a = kiln__batch_attrs(op->op);
     a.u.dimension += 1;
-    out[0] = kiln__emit(&b->e, KILN_OP_CONCATENATE, &a, fixed, op->n_in);
+    out[0] = kiln__emit(&b->e, KILN_OP_CONCATENATE, &a, ops, op->n_in);
     out_batched[0] = true;
     return kiln_ctx_status(b->e.cx);
 }
 
 kiln_status kiln__batch_SORT(kiln__batch *b, const kiln__batch_op *op, kiln__value **out,
                              bool *out_batched) {
-    kiln__value *fixed[64];
-    if (op->n_in > 64) return kiln__batch_by_loop(b, op, out, out_batched);
-    for (int32_t i = 0; i < op->n_in; i++)
-        fixed[i] = kiln__batch_broadcast(b, op->in[i], op->batched[i]);
+    kiln__value *ops[64];
+    if (!all_batched(b, op, ops)) return kiln__batch_by_loop(b, op, out, out_batched);
     kiln__attrs a = kiln__batch_attrs(op->op);
     a.u.sort.dimension += 1;
-    kiln__ir_op *n = kiln__batch_emit_like(b, op->op, &a, fixed, op->n_in);
+    kiln__ir_op *n = kiln__batch_emit_like(b, op->op, &a, ops, op->n_in);
     for (int32_t j = 0; n && j < n->n_results; j++) {
         out[j] = n->results[j];
         out_batched[j] = true;

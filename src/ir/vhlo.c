@@ -887,14 +887,22 @@ static bool string_attr(xlator *x, const header *h, const char *name, kiln__vatt
 /* Argument i's calling convention, as JAX writes it in arg_attrs: the result a donated
  * argument's buffer takes (tf.aliasing_output) or a donation without one
  * (jax.buffer_donor). Other argument attributes (shardings, layouts) are not kiln's. */
-static bool arg_convention(xlator *x, const header *h, uint32_t i) {
-    kiln__vattr all = {0}, dict = {0};
+/* Entry i of a function's per-argument or per-result dictionaries (`list`: "arg_attrs",
+ * "res_attrs") into *dict; dict->kind is not KILN__VA_DICT when it has none. */
+static bool attr_dict_at(xlator *x, const header *h, const char *list, uint32_t i,
+                         kiln__vattr *dict) {
+    kiln__vattr all = {0};
     uint32_t di = 0;
-    if (!find(h->attrs, h->n_attrs, "arg_attrs")) return true;
-    if (!get(x, h->attrs, h->n_attrs, "arg_attrs", &all)) return false;
+    dict->kind = KILN__VA_OTHER;
+    if (!find(h->attrs, h->n_attrs, list)) return true;
+    if (!get(x, h->attrs, h->n_attrs, list, &all)) return false;
     if (all.kind != KILN__VA_ARRAY || i >= all.n) return true;
-    if (!kiln__vhlo_array_item(x->bc, &all, i, &di) || !kiln__vhlo_attr(x->bc, di, &dict))
-        return false;
+    return kiln__vhlo_array_item(x->bc, &all, i, &di) && kiln__vhlo_attr(x->bc, di, dict);
+}
+
+static bool arg_convention(xlator *x, const header *h, uint32_t i) {
+    kiln__vattr dict = {0};
+    if (!attr_dict_at(x, h, "arg_attrs", i, &dict)) return false;
     if (dict.kind != KILN__VA_DICT) return true;
     for (uint32_t k = 0; k < dict.n; k++) {
         uint32_t ki = 0, vi = 0;
@@ -918,13 +926,8 @@ static bool arg_convention(xlator *x, const header *h, uint32_t i) {
 
 /* Result i's name, as JAX writes it in res_attrs (jax.result_info), in the text form. */
 static bool result_info(xlator *x, const header *h, uint32_t i) {
-    kiln__vattr all = {0}, dict = {0};
-    uint32_t di = 0;
-    if (!find(h->attrs, h->n_attrs, "res_attrs")) return true;
-    if (!get(x, h->attrs, h->n_attrs, "res_attrs", &all)) return false;
-    if (all.kind != KILN__VA_ARRAY || i >= all.n) return true;
-    if (!kiln__vhlo_array_item(x->bc, &all, i, &di) || !kiln__vhlo_attr(x->bc, di, &dict))
-        return false;
+    kiln__vattr dict = {0};
+    if (!attr_dict_at(x, h, "res_attrs", i, &dict)) return false;
     if (dict.kind != KILN__VA_DICT) return true;
     for (uint32_t k = 0; k < dict.n; k++) {
         uint32_t ki = 0, vi = 0;

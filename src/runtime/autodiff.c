@@ -480,11 +480,8 @@ kiln_status kiln_value_and_grad_tree(kiln_ctx *cx, kiln_jit_fn fn, void *user,
                                       name, options->struct_size, sizeof(kiln_grad_options));
         o = *options;
     }
-    kiln__tree_call t = {.fn = fn, .user = user, .in_def = in_def, .out_def = out_def};
-    t.n_in = kiln_tree_leaf_count(in_def);
-    t.n_statics = kiln_tree_static_count(in_def);
-    t.n_out = kiln_tree_leaf_count(out_def);
-    t.n_out_statics = kiln_tree_static_count(out_def);
+    kiln__tree_call t;
+    kiln__tree_call_init(&t, fn, user, in_def, out_def);
     if (t.n_out < 1)
         return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
                                   "%s: %s has no tensor leaf for the value", name,
@@ -527,22 +524,8 @@ kiln_status kiln_value_and_grad_tree(kiln_ctx *cx, kiln_jit_fn fn, void *user,
         }
         if (want) argnums[n_argnums++] = i;
     }
-    for (int32_t k = 0; k < o.n_wrt_paths && o.wrt_paths && s == KILN_OK; k++) {
-        bool any = false;
-        if (!o.wrt_paths[k]) {
-            s = kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT, "%s: wrt_paths[%d] is NULL", name,
-                                   (int)k);
-            break;
-        }
-        for (int32_t i = 0; i < t.n_in && !any; i++) {
-            kiln_tree_leaf_path(in_def, i, path, sizeof path);
-            any = kiln__tree_path_has_prefix(path, o.wrt_paths[k]);
-        }
-        if (!any)
-            s = kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
-                                   "%s: wrt_paths[%d] '%s' matches no leaf of %s", name, (int)k,
-                                   o.wrt_paths[k], in_def->name ? in_def->name : "in_def");
-    }
+    if (s == KILN_OK && o.wrt_paths)
+        s = kiln__tree_check_prefixes(cx, name, "wrt_paths", in_def, o.wrt_paths, o.n_wrt_paths);
     if (s == KILN_OK && n_argnums == 0)
         s = kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
                                "%s: no floating-point leaf to differentiate", name);

@@ -177,7 +177,8 @@ kiln_status kiln__jit_key_build(kiln_ctx *cx, const kiln_allocator *a, const kil
     for (int32_t i = 0; i < l->n_in; i++) {
         n += 2 + (size_t)kiln_tensor_rank(args[i]);
         if (!l->in_leaves[i].is_static) continue;
-        size_t bytes = (size_t)kiln_tensor_numel(args[i]) * kiln_dtype_size(kiln_tensor_dtype(args[i]));
+        size_t bytes =
+            (size_t)kiln_tensor_numel(args[i]) * kiln_dtype_size(kiln_tensor_dtype(args[i]));
         if (bytes > KILN__JIT_STATIC_MAX_BYTES) {
             char who[KILN_TREE_PATH_MAX + 32];
             kiln__jit_arg_name(l, i, who, sizeof who);
@@ -202,7 +203,8 @@ kiln_status kiln__jit_key_build(kiln_ctx *cx, const kiln_allocator *a, const kil
         for (int32_t d = 0; d < shape->rank; d++)
             w[k++] = (uint64_t)shape->dims[d];
         if (!l->in_leaves[i].is_static) continue;
-        size_t bytes = (size_t)kiln_tensor_numel(args[i]) * kiln_dtype_size(kiln_tensor_dtype(args[i]));
+        size_t bytes =
+            (size_t)kiln_tensor_numel(args[i]) * kiln_dtype_size(kiln_tensor_dtype(args[i]));
         w[k++] = bytes;
         memset(&w[k], 0, (bytes + 7) / 8 * sizeof *w);
         if (bytes) memcpy(&w[k], kiln_tensor_data(args[i]), bytes);

@@ -229,11 +229,8 @@ kiln_status kiln_lower_tree(kiln_ctx *cx, kiln_jit_fn fn, void *user, const kiln
                                       name, options->struct_size, sizeof o);
         o = *options;
     }
-    kiln__tree_call t = {.fn = fn, .user = user, .in_def = in_def, .out_def = out_def};
-    t.n_in = kiln_tree_leaf_count(in_def);
-    t.n_statics = kiln_tree_static_count(in_def);
-    t.n_out = kiln_tree_leaf_count(out_def);
-    t.n_out_statics = kiln_tree_static_count(out_def);
+    kiln__tree_call t;
+    kiln__tree_call_init(&t, fn, user, in_def, out_def);
     /* One block: leaves, statics, the specs, both structs, and every leaf's path (each
      * piece padded to 16 bytes: 7 pieces). */
     size_t n_paths = (size_t)t.n_in + (size_t)t.n_out;

@@ -531,3 +531,34 @@ kiln_status kiln__tree_call_region(kiln_ctx *cx, kiln_tensor *const *in, kiln_te
                               t->n_out_statics);
     return s;
 }
+
+void kiln__tree_call_init(kiln__tree_call *t, kiln_jit_fn fn, void *user,
+                          const kiln_tree_def *in_def, const kiln_tree_def *out_def) {
+    *t = (kiln__tree_call){.fn = fn, .user = user, .in_def = in_def, .out_def = out_def};
+    t->n_in = kiln_tree_leaf_count(in_def);
+    t->n_statics = kiln_tree_static_count(in_def);
+    t->n_out = kiln_tree_leaf_count(out_def);
+    t->n_out_statics = kiln_tree_static_count(out_def);
+}
+
+kiln_status kiln__tree_check_prefixes(kiln_ctx *cx, const char *fn, const char *what,
+                                      const kiln_tree_def *def, const char *const *prefixes,
+                                      int32_t n) {
+    char path[KILN_TREE_PATH_MAX];
+    int32_t n_leaves = kiln_tree_leaf_count(def);
+    for (int32_t k = 0; k < n; k++) {
+        if (!prefixes[k])
+            return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT, "%s: %s[%d] is NULL", fn, what,
+                                      (int)k);
+        bool any = false;
+        for (int32_t i = 0; i < n_leaves && !any; i++) {
+            kiln_tree_leaf_path(def, i, path, sizeof path);
+            any = kiln__tree_path_has_prefix(path, prefixes[k]);
+        }
+        if (!any)
+            return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                      "%s: %s[%d] '%s' matches no leaf of %s", fn, what, (int)k,
+                                      prefixes[k], def->name ? def->name : "in_def");
+    }
+    return KILN_OK;
+}

@@ -57,6 +57,17 @@ typedef struct kiln__tree_call {
     void *in_buf, *out_buf;
 } kiln__tree_call;
 
+/* *t for fn over in_def -> out_def, its leaf and static counts filled in (the buffers and
+ * the statics are the caller's to set). */
+void kiln__tree_call_init(kiln__tree_call *t, kiln_jit_fn fn, void *user,
+                          const kiln_tree_def *in_def, const kiln_tree_def *out_def);
+
+/* Checks that each of the n leaf path prefixes (named `what` in messages: "wrt_paths")
+ * is not NULL and matches some leaf of def; INVALID_ARGUMENT naming it otherwise. */
+kiln_status kiln__tree_check_prefixes(kiln_ctx *cx, const char *fn, const char *what,
+                                      const kiln_tree_def *def, const char *const *prefixes,
+                                      int32_t n);
+
 /* The kiln_region_fn of a kiln__tree_call (user). */
 kiln_status kiln__tree_call_region(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
                                    void *user);

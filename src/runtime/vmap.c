@@ -190,11 +190,8 @@ kiln_status kiln_vmap_tree(kiln_ctx *cx, kiln_jit_fn fn, void *user, const kiln_
                                   "%s: options->n_in_paths is %d; in_paths and in_path_axes must "
                                   "hold that many entries",
                                   name, (int)o.n_in_paths);
-    kiln__tree_call t = {.fn = fn, .user = user, .in_def = in_def, .out_def = out_def};
-    t.n_in = kiln_tree_leaf_count(in_def);
-    t.n_statics = kiln_tree_static_count(in_def);
-    t.n_out = kiln_tree_leaf_count(out_def);
-    t.n_out_statics = kiln_tree_static_count(out_def);
+    kiln__tree_call t;
+    kiln__tree_call_init(&t, fn, user, in_def, out_def);
     /* One block for every scratch array. */
     size_t n_ptr = (size_t)t.n_in + (size_t)t.n_out + 2;
     size_t n_st = (size_t)t.n_statics + (size_t)t.n_out_statics + 2;
@@ -222,22 +219,8 @@ kiln_status kiln_vmap_tree(kiln_ctx *cx, kiln_jit_fn fn, void *user, const kiln_
                 break;
             }
     }
-    for (int32_t k = 0; k < o.n_in_paths && s == KILN_OK; k++) {
-        bool any = false;
-        if (!o.in_paths[k]) {
-            s = kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT, "%s: in_paths[%d] is NULL", name,
-                                   (int)k);
-            break;
-        }
-        for (int32_t i = 0; i < t.n_in && !any; i++) {
-            kiln_tree_leaf_path(in_def, i, path, sizeof path);
-            any = kiln__tree_path_has_prefix(path, o.in_paths[k]);
-        }
-        if (!any)
-            s = kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
-                                   "%s: in_paths[%d] '%s' matches no leaf of %s", name, (int)k,
-                                   o.in_paths[k], in_def->name ? in_def->name : "in_def");
-    }
+    if (s == KILN_OK)
+        s = kiln__tree_check_prefixes(cx, name, "in_paths", in_def, o.in_paths, o.n_in_paths);
     if (s == KILN_OK) {
         kiln_region region = {kiln__tree_call_region, &t};
         s = vmap_core(cx, name, &region, t.n_in, leaves, t.n_out, &o, axes, results);

@@ -36,11 +36,20 @@ static kiln_status read_options(kiln_ctx *cx, const char *fn, const kiln_vmap_op
     return KILN_OK;
 }
 
+/* How messages name argument i: "argument 2", or in tree mode "leaf 'm.w'". */
+static void arg_name(const kiln_tree_def *def, int32_t i, char *buf, size_t size) {
+    char path[KILN_TREE_PATH_MAX];
+    if (def && kiln_tree_leaf_path(def, i, path, sizeof path) >= 0)
+        snprintf(buf, size, "leaf '%s'", path);
+    else
+        snprintf(buf, size, "argument %d", (int)i);
+}
+
 /* The core: `axes` holds each argument's in axis (KILN_VMAP_NONE or any in-range value,
- * normalized here). */
+ * normalized here); `def` (tree mode) names the arguments in messages. */
 static kiln_status vmap_core(kiln_ctx *cx, const char *fn, const kiln_region *f, int32_t n_in,
                              kiln_tensor *const *args, int32_t n_out, const kiln_vmap_options *o,
-                             int32_t *axes, kiln_tensor **out) {
+                             int32_t *axes, const kiln_tree_def *def, kiln_tensor **out) {
     kiln_status s = KILN_OK;
     int64_t size = o->axis_size;
     int32_t sized_by = -1; /* the argument that fixed the size */
@@ -58,13 +67,14 @@ static kiln_status vmap_core(kiln_ctx *cx, const char *fn, const kiln_region *f,
         types[i] = (kiln__type){kiln_tensor_dtype(args[i]), *shape};
         if (axes[i] == KILN_VMAP_NONE) continue;
         int32_t rank = shape->rank, a = axes[i] < 0 ? axes[i] + rank : axes[i];
+        char who[KILN_TREE_PATH_MAX + 16], other[KILN_TREE_PATH_MAX + 16];
+        arg_name(def, i, who, sizeof who);
         if (a < 0 || a >= rank) {
             s = kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
-                                   "%s: the in axis of argument %d is %d; argument %d is %s (rank "
-                                   "%d), so it must be within %d..%d",
-                                   fn, (int)i, (int)axes[i], (int)i,
-                                   kiln__type_text(&types[i], have), (int)rank, -(int)rank,
-                                   (int)rank - 1);
+                                   "%s: the in axis of %s is %d; it is %s (rank %d), so the axis "
+                                   "must be within %d..%d",
+                                   fn, who, (int)axes[i], kiln__type_text(&types[i], have),
+                                   (int)rank, -(int)rank, (int)rank - 1);
             break;
         }
         axes[i] = a;
@@ -73,18 +83,20 @@ static kiln_status vmap_core(kiln_ctx *cx, const char *fn, const kiln_region *f,
             size = n;
             sized_by = i;
         } else if (n != size) {
-            if (sized_by >= 0)
+            if (sized_by >= 0) {
+                arg_name(def, sized_by, other, sizeof other);
                 s = kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
-                                       "%s: argument %d has %lld examples along its axis %d; "
-                                       "argument %d has %lld along its axis %d (every mapped "
-                                       "argument holds the same batch)",
-                                       fn, (int)i, (long long)n, (int)a, (int)sized_by,
-                                       (long long)size, (int)axes[sized_by]);
-            else
+                                       "%s: %s has %lld examples along its axis %d; %s has %lld "
+                                       "along its axis %d (every mapped argument holds the "
+                                       "same batch)",
+                                       fn, who, (long long)n, (int)a, other, (long long)size,
+                                       (int)axes[sized_by]);
+            } else {
                 s = kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
-                                       "%s: argument %d has %lld examples along its axis %d; "
+                                       "%s: %s has %lld examples along its axis %d; "
                                        "options->axis_size is %lld",
-                                       fn, (int)i, (long long)n, (int)a, (long long)size);
+                                       fn, who, (long long)n, (int)a, (long long)size);
+            }
             break;
         }
         /* The example's type: the axis removed. */
@@ -164,7 +176,7 @@ kiln_status kiln_vmap(kiln_ctx *cx, const kiln_region *f, int32_t n_in, kiln_ten
     if (!axes) return KILN_RESOURCE_EXHAUSTED;
     for (int32_t i = 0; i < n_in; i++)
         axes[i] = o.in_axes ? o.in_axes[i] : 0;
-    s = vmap_core(cx, fn, f, n_in, args, n_out, &o, axes, out);
+    s = vmap_core(cx, fn, f, n_in, args, n_out, &o, axes, NULL, out);
     kiln__free(cx, axes, bytes);
     return s;
 }
@@ -223,7 +235,7 @@ kiln_status kiln_vmap_tree(kiln_ctx *cx, kiln_jit_fn fn, void *user, const kiln_
         s = kiln__tree_check_prefixes(cx, name, "in_paths", in_def, o.in_paths, o.n_in_paths);
     if (s == KILN_OK) {
         kiln_region region = {kiln__tree_call_region, &t};
-        s = vmap_core(cx, name, &region, t.n_in, leaves, t.n_out, &o, axes, results);
+        s = vmap_core(cx, name, &region, t.n_in, leaves, t.n_out, &o, axes, in_def, results);
     }
     if (s == KILN_OK)
         s = kiln_tree_unflatten(cx, out_def, results, t.n_out, t.out_statics, t.n_out_statics, out);

@@ -785,7 +785,7 @@ Test(vmap, errors_name_the_argument) {
     o.in_axes = (int32_t[]){2, N};
     kiln_vmap(cx, &f, 2, (kiln_tensor *[]){x, y}, 1, &o, out);
     expect_error(cx, KILN_INVALID_ARGUMENT,
-                 "the in axis of argument 0 is 2; argument 0 is f32[4,3]");
+                 "the in axis of argument 0 is 2; it is f32[4,3] (rank 2)");
     o.in_axes = (int32_t[]){N, N};
     kiln_vmap(cx, &f, 2, (kiln_tensor *[]){x, y}, 1, &o, out);
     expect_error(cx, KILN_INVALID_ARGUMENT, "give options->axis_size");
@@ -868,6 +868,11 @@ Test(vmap, tree_mode_axes_by_path) {
     expect_error(cx, KILN_INVALID_ARGUMENT, "in_paths[0] 'params' matches no leaf");
     kiln_vmap_tree(cx, predict, NULL, NULL, &a, &kiln_tree_def_pred, &p, &o);
     expect_error(cx, KILN_INVALID_ARGUMENT, "in_def");
+    /* Messages name leaves by their paths. */
+    o = kiln_vmap_options_default(); /* every leaf along axis 0: w has 3 rows, b 2 */
+    kiln_vmap_tree(cx, predict, NULL, &kiln_tree_def_io, &a, &kiln_tree_def_pred, &p, &o);
+    expect_error(cx, KILN_INVALID_ARGUMENT,
+                 "leaf 'm.b' has 2 examples along its axis 0; leaf 'm.w' has 3");
     kiln_ctx_release(cx);
 }
 

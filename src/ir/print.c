@@ -1013,6 +1013,11 @@ static char *module_text(kiln_ctx *cx, const kiln_module *m) {
     for (int32_t f = 0; f < m->n_funcs && !p.failed && !p.sb.failed; f++) {
         const kiln__func *fn = m->funcs[f];
         if (f == 0) print_convention(&p, fn);
+        for (int32_t k = 0; f == 0 && k < m->n_notes; k++) {
+            put(&p, "  // note: ");
+            put(&p, m->notes[k]);
+            put(&p, "\n");
+        }
         print_function(&p, fn->name, fn->is_public, f == 0, fn->arg_names, fn->result_names,
                        fn->body, NULL);
     }

@@ -141,6 +141,14 @@ static void check_case(kiln_ctx *cx, const vcase *c, kiln_tensor *const *args, i
         kiln_string_free(cx, text);
     }
     kiln_exe_release(exe);
+    /* The printed module carries the note too. */
+    kiln_module *m = NULL;
+    cr_assert_eq(kiln_jit_lower(cx, jit, args, &m), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    char *mtext = kiln_module_to_string(cx, m);
+    cr_assert_eq(strstr(mtext, "// note: kiln_vmap:") != NULL, c->by_loop, "%s: %s", c->name,
+                 mtext);
+    kiln_string_free(cx, mtext);
+    kiln_module_release(m);
     kiln_jit_release(jit);
 }
 

@@ -407,9 +407,28 @@ static kiln__ir_op *counted_loop(kiln__emitter *e, kiln__value *const *inits,
     return w;
 }
 
+/* Is carry j only written into? Its argument's one use starts a chain of
+ * dynamic_update_slice ops (each the next one's operand 0, used nowhere else) whose last
+ * result the body returns as carry j: a kiln_scan's stack of ys. The backward pass never
+ * needs such a carry's value (the vjp of dynamic_update_slice reads only its type), so it
+ * is not stacked per iteration: that would take n_iter copies of the whole stack. */
+static bool write_only(const kiln__block *body, int32_t j) {
+    const kiln__value *v = body->results[j];
+    if (v->uses != 1) return false;
+    for (int32_t hops = 0; hops < 1024; hops++) {
+        if (v == body->args[j]) return hops > 0;
+        const kiln__ir_op *d = v->def;
+        if (!d || d->kind != KILN_OP_DYNAMIC_UPDATE_SLICE || d->block != body) return false;
+        v = d->operands[0];
+        if (v->uses != 1) return false;
+    }
+    return false;
+}
+
 /* Emits the loop w (fixed count: lower, n_iter > 0) from the initial carries `inits` as a
  * loop that also stacks the carries each iteration starts with: results 0..n-1 are w's,
- * n..2n-1 the stacks ([n_iter, ...] each). */
+ * n..2n-1 the stacks ([n_iter, ...] each; for a write-only carry a zero of its own type,
+ * passed through). */
 static kiln__ir_op *stacking_loop(kiln__ad *ad, const kiln__ir_op *w, kiln__value *const *prims,
                                   int64_t lower, int64_t n_iter) {
     kiln__emitter *e = &ad->e;
@@ -423,7 +442,9 @@ static kiln__ir_op *stacking_loop(kiln__ad *ad, const kiln__ir_op *w, kiln__valu
     }
     /* Carry 0 is the counter, known in every iteration: not stacked. */
     for (int32_t j = 1; j < n; j++) {
-        types[n + j - 1] = (kiln__type){types[j].dtype, with_lead(&types[j].shape, n_iter)};
+        types[n + j - 1] = write_only(body, j)
+                               ? types[j]
+                               : (kiln__type){types[j].dtype, with_lead(&types[j].shape, n_iter)};
         inits[n + j - 1] = kiln__emit_zeros(e, &types[n + j - 1]);
         if (!inits[n + j - 1]) return NULL;
     }
@@ -438,6 +459,10 @@ static kiln__ir_op *stacking_loop(kiln__ad *ad, const kiln__ir_op *w, kiln__valu
     for (int32_t j = 0; j < n && s == KILN_OK; j++) {
         if (!kiln__vmap_put(&ad->primal, body->args[j], fb->args[j])) s = kiln_ctx_status(e->cx);
         if (j == 0) continue;
+        if (write_only(body, j)) {
+            res[n + j - 1] = fb->args[n + j - 1];
+            continue;
+        }
         kiln_shape one = with_lead(&types[j].shape, 1);
         kiln__value *u = kiln__emit_reshape(&ad->e, fb->args[j], &one);
         res[n + j - 1] = dyn_index(&ad->e, fb->args[n + j - 1], u, k, one.rank);
@@ -551,8 +576,11 @@ kiln_status kiln__vjp_WHILE(kiln__emitter *e, const kiln__ad_op *op, kiln__value
             s = kiln_ctx_status(e->cx);
         for (int32_t j = 1; j < n && s == KILN_OK; j++) {
             kiln__value *stack = stacks[j];
-            kiln__value *row = dyn_index(&ad->e, stack, NULL, k, stack->type->shape.rank);
-            kiln__value *c = kiln__emit_reshape(&ad->e, row, &types[j].shape);
+            kiln__value *c = stack; /* a write-only carry: any value of its type will do */
+            if (!write_only(body, j)) {
+                kiln__value *row = dyn_index(&ad->e, stack, NULL, k, stack->type->shape.rank);
+                c = kiln__emit_reshape(&ad->e, row, &types[j].shape);
+            }
             if (!c || !kiln__vmap_put(&ad->primal, body->args[j], c)) s = kiln_ctx_status(e->cx);
         }
         kiln__value *body_cts[MAX_VALUES] = {0};

@@ -154,9 +154,9 @@ Test(scan, eagerly_each_step_runs_once_and_may_read_values) {
     o.length = 5;
     o.unroll = 2;
     kiln_tensor *i0 = kiln_scalar(cx, 1, KILN_I32), *c, *ys;
-    cr_assert_eq(kiln_scan(cx, &(kiln_region){reads_values, &calls}, &i0, 1, NULL, 0, 1, &o, &c,
-                           &ys),
-                 KILN_OK, "%s", kiln_ctx_error_message(cx));
+    cr_assert_eq(
+        kiln_scan(cx, &(kiln_region){reads_values, &calls}, &i0, 1, NULL, 0, 1, &o, &c, &ys),
+        KILN_OK, "%s", kiln_ctx_error_message(cx));
     cr_assert_eq(calls, 5);
     cr_assert_eq(*(const int32_t *)kiln_tensor_data(c), 11);
     const int32_t *y = kiln_tensor_data(ys);
@@ -369,5 +369,52 @@ Test(branches, results_must_agree_in_type_when_traced) {
     expect_error(cx, KILN_INVALID_ARGUMENT, "operands");
     kiln_cond(cx, kiln_scalar(cx, 1, KILN_BOOL), &br[0], &br[1], args, -1, 1, &r);
     expect_error(cx, KILN_INVALID_ARGUMENT, "n_operands is -1");
+    kiln_ctx_release(cx);
+}
+
+static kiln_status running_tanh(kiln_ctx *cx, kiln_tensor *const *a, kiln_tensor **r, void *u) {
+    (void)u;
+    r[0] =
+        kiln_tanh(cx, kiln_add(cx, kiln_multiply(cx, a[0], kiln_scalar_like(cx, a[0], 0.9)), a[1]));
+    r[1] = r[0];
+    return kiln_ctx_status(cx);
+}
+
+/* A long scan's gradient keeps one copy of its ys' stack, not one per step: the reverse
+ * pass never needs a stack's value (it is only written into). */
+static kiln_status long_scan_loss(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
+                                  void *u) {
+    (void)u; /* in[0] the carry f32[64], in[1] the rows f32[256, 64] */
+    kiln_tensor *c, *ys;
+    kiln_status s =
+        kiln_scan(cx, &(kiln_region){running_tanh, NULL}, &in[0], 1, &in[1], 1, 1, NULL, &c, &ys);
+    if (s != KILN_OK) return s;
+    out[0] = kiln_sum(cx, ys, KILN_DIMS(0, 1), false);
+    return kiln_ctx_status(cx);
+}
+
+static kiln_status long_scan_grad(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
+                                  void *u) {
+    (void)u;
+    return kiln_grad(cx, &(kiln_region){long_scan_loss, NULL}, 2, in, NULL, out);
+}
+
+Test(scan, a_long_scans_gradient_does_not_stack_its_stacks) {
+    kiln_ctx *cx = test_ctx();
+    kiln_jit *jit;
+    cr_assert_eq(kiln_jit_create(cx, &(kiln_region){long_scan_grad, NULL}, 2, 1, NULL, &jit),
+                 KILN_OK);
+    kiln_tensor *args[2] = {kiln_zeros(cx, KILN_F32, KILN_SHAPE(64)),
+                            kiln_ones(cx, KILN_F32, KILN_SHAPE(256, 64))};
+    kiln_tensor *g;
+    cr_assert_eq(kiln_jit_call_list(cx, jit, args, &g), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    kiln_exe *exe = kiln_jit_last_exe(jit);
+    kiln_exe_info info;
+    cr_assert_eq(kiln_exe_info_get(cx, exe, &info), KILN_OK);
+    /* The carries per step: 256 x 64 floats (64 KiB); the ys' stack once: 64 KiB. Stacked
+     * per step it would be 256 x 64 KiB = 16 MiB. */
+    cr_assert_lt(info.arena_bytes, (size_t)1 << 20, "arena %zu bytes", info.arena_bytes);
+    kiln_exe_release(exe);
+    kiln_jit_release(jit);
     kiln_ctx_release(cx);
 }

@@ -747,3 +747,42 @@ Test(parse, types_too_large_for_their_strides_are_errors) {
     cr_assert_null(m);
     kiln_ctx_release(cx);
 }
+
+/* A parsed call keeps its callee's name when printed (each call's callee is a copy: a
+ * second copy of the same function gets a suffix), and the text reads back. */
+Test(parse, callees_keep_their_names_when_printed) {
+    static const char text[] =
+        "module @m {\n"
+        "  func.func public @main(%arg0: tensor<3xf32>) -> tensor<3xf32> {\n"
+        "    %0 = func.call @relu(%arg0) : (tensor<3xf32>) -> tensor<3xf32>\n"
+        "    %1 = func.call @relu(%0) : (tensor<3xf32>) -> tensor<3xf32>\n"
+        "    return %1 : tensor<3xf32>\n"
+        "  }\n"
+        "  func.func private @relu(%x: tensor<3xf32>) -> tensor<3xf32> {\n"
+        "    %c = stablehlo.constant dense<0.0> : tensor<3xf32>\n"
+        "    %r = stablehlo.maximum %x, %c : tensor<3xf32>\n"
+        "    return %r : tensor<3xf32>\n"
+        "  }\n"
+        "}\n";
+    kiln_ctx *cx = test_ctx();
+    kiln_module *m = NULL;
+    cr_assert_eq(kiln_module_parse(cx, text, sizeof text - 1, NULL, &m), KILN_OK, "%s",
+                 kiln_ctx_error_message(cx));
+    char *printed = kiln_module_to_string(cx, m);
+    cr_assert_not_null(printed);
+    cr_assert(strstr(printed, "func.call @relu(%arg0)"), "%s", printed);
+    cr_assert(strstr(printed, "func.call @relu_1("), "%s", printed);
+    cr_assert(strstr(printed, "func.func private @relu("), "%s", printed);
+    cr_assert(strstr(printed, "func.func private @relu_1("), "%s", printed);
+    cr_assert_null(strstr(printed, "callee_"), "%s", printed);
+    kiln_module *back = NULL;
+    cr_assert_eq(kiln_module_parse(cx, printed, strlen(printed), NULL, &back), KILN_OK, "%s",
+                 kiln_ctx_error_message(cx));
+    char *again = kiln_module_to_string(cx, back);
+    cr_assert_str_eq(again, printed);
+    kiln_string_free(cx, again);
+    kiln_string_free(cx, printed);
+    kiln_module_release(back);
+    kiln_module_release(m);
+    kiln_ctx_release(cx);
+}

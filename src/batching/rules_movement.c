@@ -1,6 +1,7 @@
 /* Batching rules of the data-movement ops: the same op over one more (leading) dimension,
- * its dimension attributes shifted past it. Indices that differ per example (a batched
- * start index, a batched padding value) are left to the loop. */
+ * its dimension attributes shifted past it. A dynamic_slice whose start differs per example
+ * becomes a gather; a dynamic_update_slice's (scatter does not clamp as it does) and a
+ * batched padding value are left to the loop. */
 #include "batching/batch.h"
 
 const char kiln__batch_movement_linked = 1;
@@ -85,9 +86,51 @@ static bool indices_batched(const kiln__batch_op *v, int32_t first) {
     return false;
 }
 
+/* dynamic_slice with a start that differs per example: a gather of one slice per example
+ * (gather clamps its starts as dynamic_slice does), the indices [B, k] made of the k
+ * starts; a batched operand pairs its batch with the indices' (a batching dimension). */
+static kiln_status slices_by_gather(kiln__batch *b, const kiln__batch_op *op, kiln__value **out,
+                                    bool *out_batched) {
+    int32_t k = op->n_in - 1;
+    kiln__value *cols[KILN_MAX_RANK];
+    kiln_shape col = {.rank = 2, .dims = {b->size, 1}}, lane = {.rank = 1, .dims = {b->size}};
+    for (int32_t i = 0; i < k; i++) {
+        kiln__value *s = op->batched[i + 1]
+                             ? op->in[i + 1]
+                             : kiln__emit_broadcast(&b->e, op->in[i + 1], &lane, &KILN_DIMS_NONE);
+        cols[i] = kiln__emit_reshape(&b->e, s, &col);
+    }
+    kiln__attrs ca = {.fn = b->e.fn};
+    ca.u.dimension = 1;
+    kiln__value *idx = k == 1 ? cols[0] : kiln__emit(&b->e, KILN_OP_CONCATENATE, &ca, cols, k);
+    const kiln_dims *sizes = &op->op->attrs->u.slice_sizes;
+    kiln__attrs a = {.fn = op->op->attrs->fn};
+    kiln_gather_params *g = &a.u.gather;
+    bool xb = op->batched[0];
+    g->index_vector_dim = 1;
+    g->offset_dims.count = sizes->count;
+    for (int32_t d = 0; d < sizes->count; d++) {
+        g->offset_dims.v[d] = d + 1;
+        g->start_index_map.v[d] = d + xb;
+    }
+    g->start_index_map.count = sizes->count;
+    if (xb) {
+        g->operand_batching_dims = KILN_DIMS(0);
+        g->start_indices_batching_dims = KILN_DIMS(0);
+    }
+    g->slice_sizes.count = 0;
+    if (xb) g->slice_sizes.v[g->slice_sizes.count++] = 1;
+    for (int32_t d = 0; d < sizes->count; d++)
+        g->slice_sizes.v[g->slice_sizes.count++] = sizes->v[d];
+    kiln__value *ops[2] = {op->in[0], idx};
+    out[0] = kiln__emit(&b->e, KILN_OP_GATHER, &a, ops, 2);
+    out_batched[0] = true;
+    return kiln_ctx_status(b->e.cx);
+}
+
 kiln_status kiln__batch_DYNAMIC_SLICE(kiln__batch *b, const kiln__batch_op *op, kiln__value **out,
                                       bool *out_batched) {
-    if (indices_batched(op, 1)) return kiln__batch_by_loop(b, op, out, out_batched);
+    if (indices_batched(op, 1)) return slices_by_gather(b, op, out, out_batched);
     kiln__value *ops[KILN_MAX_RANK + 1];
     ops[0] = op->in[0];
     ops[1] = zero_index(b, op, 1);

@@ -238,6 +238,12 @@ static kiln_status c_dynamic(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor *
     return kiln_ctx_status(cx);
 }
 
+static kiln_status c_window(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
+    (void)u; /* x f32[6, 2], starts i32[] and i32[] */
+    out[0] = kiln_dynamic_slice(cx, in[0], (kiln_tensor *[]){in[1], in[2]}, KILN_DIMS(3, 1));
+    return kiln_ctx_status(cx);
+}
+
 Test(vmap, dynamic_slices_with_shared_and_per_example_starts) {
     kiln_ctx *cx = test_ctx();
     kiln_tensor *x = rnd(cx, KILN_F32, KILN_SHAPE(3, 6, 2), 11);
@@ -248,6 +254,18 @@ Test(vmap, dynamic_slices_with_shared_and_per_example_starts) {
     kiln_tensor *starts = kiln_tensor_from_host(cx, KILN_I32, KILN_SHAPE(3), (int32_t[]){0, 5, 2},
                                                 3 * sizeof(int32_t));
     check_case(cx, &own, (kiln_tensor *[]){x, starts}, 3);
+    /* dynamic_slice alone with per-example starts: a gather, clamped the same way (5 and
+     * 4 are past the end), with the operand batched or shared. */
+    kiln_tensor *cols = kiln_tensor_from_host(cx, KILN_I32, KILN_SHAPE(3), (int32_t[]){1, 0, 4},
+                                              3 * sizeof(int32_t));
+    vcase window = {"dynamic_slice by gather", c_window, 3, 1, {0, 0, 0}, 0, false};
+    check_case(cx, &window, (kiln_tensor *[]){x, starts, cols}, 3);
+    vcase shared_x = {
+        "dynamic_slice by gather, shared operand", c_window, 3, 1, {N, 0, N}, 0, false};
+    check_case(cx, &shared_x,
+               (kiln_tensor *[]){rnd(cx, KILN_F32, KILN_SHAPE(6, 2), 51), starts,
+                                 kiln_scalar(cx, 1, KILN_I32)},
+               3);
     kiln_ctx_release(cx);
 }
 

@@ -1,7 +1,7 @@
 /* Batching rules of the data-movement ops: the same op over one more (leading) dimension,
- * its dimension attributes shifted past it. A dynamic_slice whose start differs per example
- * becomes a gather; a dynamic_update_slice's (scatter does not clamp as it does) and a
- * batched padding value are left to the loop. */
+ * its dimension attributes shifted past it. A dynamic_slice or dynamic_update_slice whose
+ * start differs per example becomes a gather or a scatter; a batched padding value is left
+ * to the loop. */
 #include "batching/batch.h"
 
 const char kiln__batch_movement_linked = 1;
@@ -86,23 +86,37 @@ static bool indices_batched(const kiln__batch_op *v, int32_t first) {
     return false;
 }
 
+/* The per-example start indices op->in[first..] (k of them, batched or shared) as one [B, k]
+ * tensor; with `limit` (the operand's and update's shapes), each start clamped to
+ * [0, limit->dims[d]] first. */
+static kiln__value *start_rows(kiln__batch *b, const kiln__batch_op *op, int32_t first,
+                               const kiln_shape *limit) {
+    int32_t k = op->n_in - first;
+    kiln__value *cols[KILN_MAX_RANK];
+    kiln_shape col = {.rank = 2, .dims = {b->size, 1}}, lane = {.rank = 1, .dims = {b->size}};
+    for (int32_t i = 0; i < k; i++) {
+        kiln__value *s = op->in[first + i];
+        if (!op->batched[first + i]) s = kiln__emit_broadcast(&b->e, s, &lane, &KILN_DIMS_NONE);
+        if (limit) {
+            kiln_dtype t = op->in[first + i]->type->dtype;
+            kiln__value *ops[3] = {kiln__emit_scalar(&b->e, t, 0), s,
+                                   kiln__emit_scalar(&b->e, t, (double)limit->dims[i])};
+            kiln__attrs ca = {.fn = b->e.fn};
+            s = kiln__emit(&b->e, KILN_OP_CLAMP, &ca, ops, 3);
+        }
+        cols[i] = kiln__emit_reshape(&b->e, s, &col);
+    }
+    kiln__attrs ca = {.fn = b->e.fn};
+    ca.u.dimension = 1;
+    return k == 1 ? cols[0] : kiln__emit(&b->e, KILN_OP_CONCATENATE, &ca, cols, k);
+}
+
 /* dynamic_slice with a start that differs per example: a gather of one slice per example
  * (gather clamps its starts as dynamic_slice does), the indices [B, k] made of the k
  * starts; a batched operand pairs its batch with the indices' (a batching dimension). */
 static kiln_status slices_by_gather(kiln__batch *b, const kiln__batch_op *op, kiln__value **out,
                                     bool *out_batched) {
-    int32_t k = op->n_in - 1;
-    kiln__value *cols[KILN_MAX_RANK];
-    kiln_shape col = {.rank = 2, .dims = {b->size, 1}}, lane = {.rank = 1, .dims = {b->size}};
-    for (int32_t i = 0; i < k; i++) {
-        kiln__value *s = op->batched[i + 1]
-                             ? op->in[i + 1]
-                             : kiln__emit_broadcast(&b->e, op->in[i + 1], &lane, &KILN_DIMS_NONE);
-        cols[i] = kiln__emit_reshape(&b->e, s, &col);
-    }
-    kiln__attrs ca = {.fn = b->e.fn};
-    ca.u.dimension = 1;
-    kiln__value *idx = k == 1 ? cols[0] : kiln__emit(&b->e, KILN_OP_CONCATENATE, &ca, cols, k);
+    kiln__value *idx = start_rows(b, op, 1, NULL);
     const kiln_dims *sizes = &op->op->attrs->u.slice_sizes;
     kiln__attrs a = {.fn = op->op->attrs->fn};
     kiln_gather_params *g = &a.u.gather;
@@ -143,9 +157,38 @@ kiln_status kiln__batch_DYNAMIC_SLICE(kiln__batch *b, const kiln__batch_op *op, 
     return kiln_ctx_status(b->e.cx);
 }
 
+/* dynamic_update_slice with a start that differs per example: a scatter replacing one
+ * window per example into each example's own operand. Scatter skips a window out of
+ * bounds where dynamic_update_slice moves it in, so the starts are clamped first. */
+static kiln_status updates_by_scatter(kiln__batch *b, const kiln__batch_op *op, kiln__value **out,
+                                      bool *out_batched) {
+    const kiln_shape *x = &op->op->operands[0]->type->shape, *u = &op->op->operands[1]->type->shape;
+    kiln_shape room = {.rank = x->rank};
+    for (int32_t d = 0; d < x->rank; d++)
+        room.dims[d] = x->dims[d] - u->dims[d];
+    kiln__value *ops[3] = {kiln__batch_broadcast(b, op->in[0], op->batched[0]),
+                           start_rows(b, op, 2, &room),
+                           kiln__batch_broadcast(b, op->in[1], op->batched[1])};
+    kiln__attrs a = {.fn = op->op->attrs->fn, .n_regions = 1, .n_results = 1};
+    a.region[0] = kiln_region_replace();
+    kiln_scatter_params *p = &a.u.scatter;
+    p->update_window_dims.count = p->scatter_dims_to_operand_dims.count = x->rank;
+    for (int32_t d = 0; d < x->rank; d++) {
+        p->update_window_dims.v[d] = d + 1;
+        p->scatter_dims_to_operand_dims.v[d] = d + 1;
+    }
+    p->input_batching_dims = KILN_DIMS(0);
+    p->scatter_indices_batching_dims = KILN_DIMS(0);
+    p->index_vector_dim = 1;
+    p->unique_indices = true; /* one window per example, each into its own operand */
+    out[0] = kiln__emit(&b->e, KILN_OP_SCATTER, &a, ops, 3);
+    out_batched[0] = true;
+    return kiln_ctx_status(b->e.cx);
+}
+
 kiln_status kiln__batch_DYNAMIC_UPDATE_SLICE(kiln__batch *b, const kiln__batch_op *op,
                                              kiln__value **out, bool *out_batched) {
-    if (indices_batched(op, 2)) return kiln__batch_by_loop(b, op, out, out_batched);
+    if (indices_batched(op, 2)) return updates_by_scatter(b, op, out, out_batched);
     kiln__value *ops[KILN_MAX_RANK + 2];
     ops[0] = kiln__batch_broadcast(b, op->in[0], op->batched[0]);
     ops[1] = kiln__batch_broadcast(b, op->in[1], op->batched[1]);

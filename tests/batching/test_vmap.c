@@ -249,11 +249,14 @@ Test(vmap, dynamic_slices_with_shared_and_per_example_starts) {
     kiln_tensor *x = rnd(cx, KILN_F32, KILN_SHAPE(3, 6, 2), 11);
     vcase shared = {"dynamic slice, shared start", c_dynamic, 2, 2, {0, N}, 0, false};
     check_case(cx, &shared, (kiln_tensor *[]){x, kiln_scalar(cx, 2, KILN_I32)}, 3);
-    /* A start per example (clamped as dynamic_slice clamps): the loop. */
-    vcase own = {"dynamic slice, per-example start", c_dynamic, 2, 2, {0, 0}, 0, true};
+    /* A start per example (clamped as the ops clamp): a gather and a scatter. */
+    vcase own = {"dynamic slice, per-example start", c_dynamic, 2, 2, {0, 0}, 0, false};
     kiln_tensor *starts = kiln_tensor_from_host(cx, KILN_I32, KILN_SHAPE(3), (int32_t[]){0, 5, 2},
                                                 3 * sizeof(int32_t));
     check_case(cx, &own, (kiln_tensor *[]){x, starts}, 3);
+    kiln_tensor *below = kiln_tensor_from_host(cx, KILN_I32, KILN_SHAPE(3), (int32_t[]){-3, 9, 1},
+                                               3 * sizeof(int32_t));
+    check_case(cx, &own, (kiln_tensor *[]){x, below}, 3);
     /* dynamic_slice alone with per-example starts: a gather, clamped the same way (5 and
      * 4 are past the end), with the operand batched or shared. */
     kiln_tensor *cols = kiln_tensor_from_host(cx, KILN_I32, KILN_SHAPE(3), (int32_t[]){1, 0, 4},

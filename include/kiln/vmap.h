@@ -6,8 +6,8 @@
  * dimension, a convolution folds the batch into its own batch, features or feature
  * groups), so the batched function is one program, compiled like any other, not a loop
  * over the examples (gather and scatter gain a batching dimension). An op without a
- * batching rule (random bits; a pad value or a reduction's init that differs per example
- * ...) runs in a loop over the batch instead:
+ * batching rule (random bits; a reduction's init that differs per example ...) runs in a
+ * loop over the batch instead:
  * always right, and said by kiln_exe_print ("note: kiln_vmap: stablehlo.rng_bit_generator
  * has no batching rule here: it runs in a loop over the batch, once per example"). Control flow batches too: a loop or branch whose
  * condition is the same for every example stays one; a condition that differs per example

@@ -1,7 +1,7 @@
 /* Batching rules of the data-movement ops: the same op over one more (leading) dimension,
  * its dimension attributes shifted past it. A dynamic_slice or dynamic_update_slice whose
- * start differs per example becomes a gather or a scatter; a batched padding value is left
- * to the loop. */
+ * start differs per example becomes a gather or a scatter; a padding value that does, a
+ * select between the padded operand and the values. */
 #include "batching/batch.h"
 
 const char kiln__batch_movement_linked = 1;
@@ -201,9 +201,35 @@ kiln_status kiln__batch_DYNAMIC_UPDATE_SLICE(kiln__batch *b, const kiln__batch_o
     return kiln_ctx_status(b->e.cx);
 }
 
+/* pad with a padding value per example: the operand padded with any value, then each
+ * example's value selected where the padding is (a mask padded the same way). */
+static kiln_status pad_per_example(kiln__batch *b, const kiln__batch_op *op, kiln__value **out,
+                                   bool *out_batched) {
+    kiln__emitter *e = &b->e;
+    const kiln__ir_op *p = op->op;
+    kiln__attrs a = kiln__batch_attrs(p);
+    kiln__value *x = kiln__batch_broadcast(b, op->in[0], op->batched[0]);
+    kiln__value *padded_ops[2] = {x, kiln__emit_scalar(e, x ? x->type->dtype : KILN_F32, 0)};
+    kiln__attrs pa = a;
+    pa.u.pad.low = prepend(&a.u.pad.low, 0);
+    pa.u.pad.high = prepend(&a.u.pad.high, 0);
+    pa.u.pad.interior = prepend(&a.u.pad.interior, 0);
+    kiln__value *padded = kiln__emit(e, KILN_OP_PAD, &pa, padded_ops, 2);
+    /* true at the operand's elements, false at the padding: the op's own pad of a mask */
+    kiln__type one = {.dtype = KILN_BOOL, .shape = p->operands[0]->type->shape};
+    kiln__value *mask_ops[2] = {kiln__emit_full(e, &one, 1), kiln__emit_scalar(e, KILN_BOOL, 0)};
+    kiln__value *mask =
+        kiln__batch_broadcast(b, kiln__emit(e, KILN_OP_PAD, &a, mask_ops, 2), false);
+    kiln__value *values =
+        padded ? kiln__emit_broadcast(e, op->in[1], &padded->type->shape, &KILN_DIMS(0)) : NULL;
+    out[0] = kiln__emit_select(e, mask, padded, values);
+    out_batched[0] = true;
+    return kiln_ctx_status(e->cx);
+}
+
 kiln_status kiln__batch_PAD(kiln__batch *b, const kiln__batch_op *op, kiln__value **out,
                             bool *out_batched) {
-    if (op->batched[1]) return kiln__batch_by_loop(b, op, out, out_batched);
+    if (op->batched[1]) return pad_per_example(b, op, out, out_batched);
     kiln__attrs a = kiln__batch_attrs(op->op);
     a.u.pad.low = prepend(&a.u.pad.low, 0);
     a.u.pad.high = prepend(&a.u.pad.high, 0);

@@ -215,12 +215,28 @@ static kiln_status c_movement(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor 
     return kiln_ctx_status(cx);
 }
 
+static kiln_status c_pad_value(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
+    (void)u; /* x f32[2, 3], the padding value f32[]: padded, cropped and dilated */
+    out[0] = kiln_pad(cx, in[0], in[1], KILN_DIMS(1, -1), KILN_DIMS(0, 2), KILN_DIMS(1, 1));
+    return kiln_ctx_status(cx);
+}
+
 Test(vmap, movement) {
     kiln_ctx *cx = test_ctx();
     vcase c = {"movement", c_movement, 2, 4, {0, N}, 0, false};
     kiln_tensor *args[2] = {rnd(cx, KILN_F32, KILN_SHAPE(4, 2, 3), 7),
                             rnd(cx, KILN_F32, KILN_SHAPE(2, 5), 8)};
     check_case(cx, &c, args, 4);
+    vcase pv = {"pad, a padding value per example", c_pad_value, 2, 1, {0, 0}, 0, false};
+    check_case(cx, &pv,
+               (kiln_tensor *[]){rnd(cx, KILN_F32, KILN_SHAPE(4, 2, 3), 52),
+                                 rnd(cx, KILN_F32, KILN_SHAPE(4), 53)},
+               4);
+    vcase pv_shared = {"pad, shared operand", c_pad_value, 2, 1, {N, 0}, 0, false};
+    check_case(cx, &pv_shared,
+               (kiln_tensor *[]){rnd(cx, KILN_F32, KILN_SHAPE(2, 3), 54),
+                                 rnd(cx, KILN_F32, KILN_SHAPE(4), 55)},
+               4);
     vcase d = {"movement, both mapped", c_movement, 2, 4, {2, 1}, 0, false};
     kiln_tensor *args2[2] = {rnd(cx, KILN_F32, KILN_SHAPE(2, 3, 4), 9),
                              rnd(cx, KILN_F32, KILN_SHAPE(2, 4, 5), 10)};

@@ -98,9 +98,9 @@ KILN_API kiln_scan_options kiln_scan_options_default(void);
  *     kiln_scan(cx, &(kiln_region){step}, &zero3, 1, &x, 1, 1, NULL, &total, &sums);
  */
 KILN_API kiln_status kiln_scan(kiln_ctx *cx, const kiln_region *body, kiln_tensor *const *init,
-                               int32_t n_carry, kiln_tensor *const *xs, int32_t n_xs,
-                               int32_t n_ys, const kiln_scan_options *options,
-                               kiln_tensor **out_carry, kiln_tensor **out_ys);
+                               int32_t n_carry, kiln_tensor *const *xs, int32_t n_xs, int32_t n_ys,
+                               const kiln_scan_options *options, kiln_tensor **out_carry,
+                               kiln_tensor **out_ys);
 
 /* StableHLO if (JAX's lax.cond(pred, on_true, on_false, *operands)): runs on_true or
  * on_false, depending on the rank-0 i1 `pred`, on the n_operands `operands` (its args; may
@@ -137,8 +137,8 @@ KILN_API kiln_status kiln_cond(kiln_ctx *cx, kiln_tensor *pred, const kiln_regio
  * 4096), a branch without fn, NULL operands, results that differ in type, a missing
  * result; a branch's own error propagates. */
 KILN_API kiln_status kiln_case(kiln_ctx *cx, kiln_tensor *index, const kiln_region *branches,
-                               int32_t n_branches, kiln_tensor *const *operands,
-                               int32_t n_operands, int32_t n_results, kiln_tensor **out);
+                               int32_t n_branches, kiln_tensor *const *operands, int32_t n_operands,
+                               int32_t n_results, kiln_tensor **out);
 
 /* func.call: runs `callee` on args[0..n_args-1] and stores its n_results results in out.
  * Errors: INVALID_ARGUMENT for a NULL callee or arg, a missing result; the callee's own

@@ -9,10 +9,11 @@
  * batching rule (random bits; a reduction's init that differs per example ...) runs in a
  * loop over the batch instead:
  * always right, and said by kiln_exe_print ("note: kiln_vmap: stablehlo.rng_bit_generator
- * has no batching rule here: it runs in a loop over the batch, once per example"). Control flow batches too: a loop or branch whose
- * condition is the same for every example stays one; a condition that differs per example
- * runs every branch and selects per example, and a loop runs until no example's
- * condition holds, each example's state kept as it was once its own condition failed.
+ * has no batching rule here: it runs in a loop over the batch, once per example"). Control flow
+ * batches too: a loop or branch whose condition is the same for every example stays one; a
+ * condition that differs per example runs every branch and selects per example, and a loop runs
+ * until no example's condition holds, each example's state kept as it was once its own condition
+ * failed.
  *
  *     static kiln_status predict(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
  *                                void *u) {

@@ -1039,7 +1039,8 @@ static kiln_status everything(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor 
     kiln_fori_loop(cx, 0, 2, in, 1, &(kiln_region){loop_body, NULL}, &l);
     kiln_tensor *pred = kiln_compare(cx, kiln_sum(cx, in[0], (kiln_dims){0}, false),
                                      kiln_scalar(cx, 0, KILN_F64), KILN_CMP_GT, KILN_CMP_DEFAULT);
-    kiln_cond(cx, pred, &(kiln_region){branch_sin, l}, &(kiln_region){branch_cos, l}, NULL, 0, 1, &b);
+    kiln_cond(cx, pred, &(kiln_region){branch_sin, l}, &(kiln_region){branch_cos, l}, NULL, 0, 1,
+              &b);
     log1pexp(cx, &b, &c, (void *)&one);
     (void)u;
     out[0] = kiln_add(cx, c, kiln_sum(cx, kiln_stop_gradient(cx, in[0]), (kiln_dims){0}, false));

@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "failing_allocator.h"
-#include "op_cases.h"
 #include "frontend/op_run.h"
+#include "op_cases.h"
 #include "test_util.h"
 
 /* ---- helpers ------------------------------------------------------------------------- */
@@ -494,23 +494,26 @@ Test(control, if_errors) {
     cr_assert_eq(kiln_cond(cx, kiln_ones(cx, KILN_BOOL, KILN_SHAPE(1)), &t, &t, NULL, 0, 2, out),
                  KILN_INVALID_ARGUMENT);
     expect_error(cx, KILN_INVALID_ARGUMENT, "pred has type i1[1]");
-    cr_assert_eq(kiln_cond(cx, scalar_bool(cx, true), &t, NULL, NULL, 0, 2, out), KILN_INVALID_ARGUMENT);
-    expect_error(cx, KILN_INVALID_ARGUMENT, "kiln_cond: false branch is NULL");
-    cr_assert_eq(kiln_cond(cx, scalar_bool(cx, true), &(kiln_region){NULL, NULL}, &t, NULL, 0, 2, out),
+    cr_assert_eq(kiln_cond(cx, scalar_bool(cx, true), &t, NULL, NULL, 0, 2, out),
                  KILN_INVALID_ARGUMENT);
+    expect_error(cx, KILN_INVALID_ARGUMENT, "kiln_cond: false branch is NULL");
+    cr_assert_eq(
+        kiln_cond(cx, scalar_bool(cx, true), &(kiln_region){NULL, NULL}, &t, NULL, 0, 2, out),
+        KILN_INVALID_ARGUMENT);
     expect_error(cx, KILN_INVALID_ARGUMENT, "kiln_cond: true branch has no function");
     cr_assert_eq(kiln_cond(cx, NULL, &t, &t, NULL, 0, 2, out), KILN_INVALID_ARGUMENT);
     expect_error(cx, KILN_INVALID_ARGUMENT, "kiln_cond: operand 1 is NULL");
-    cr_assert_eq(kiln_cond(cx, scalar_bool(cx, true), &t, &t, NULL, 0, 2, NULL), KILN_INVALID_ARGUMENT);
+    cr_assert_eq(kiln_cond(cx, scalar_bool(cx, true), &t, &t, NULL, 0, 2, NULL),
+                 KILN_INVALID_ARGUMENT);
     expect_error(cx, KILN_INVALID_ARGUMENT, "kiln_cond: out is NULL");
     /* A branch that fails, or returns too few results. */
-    cr_assert_eq(
-        kiln_cond(cx, scalar_bool(cx, false), &t, &(kiln_region){body_fails, NULL}, NULL, 0, 2, out),
-        KILN_DATA_LOSS);
+    cr_assert_eq(kiln_cond(cx, scalar_bool(cx, false), &t, &(kiln_region){body_fails, NULL}, NULL,
+                           0, 2, out),
+                 KILN_DATA_LOSS);
     expect_error(cx, KILN_DATA_LOSS, "the body broke on purpose");
-    cr_assert_eq(
-        kiln_cond(cx, scalar_bool(cx, true), &(kiln_region){region_aborts, NULL}, &t, NULL, 0, 1, out),
-        KILN_ABORTED);
+    cr_assert_eq(kiln_cond(cx, scalar_bool(cx, true), &(kiln_region){region_aborts, NULL}, &t, NULL,
+                           0, 1, out),
+                 KILN_ABORTED);
     expect_error(cx, KILN_ABORTED, "kiln_cond: true branch failed with ABORTED");
     cr_assert_eq(kiln_cond(cx, scalar_bool(cx, true), &t, &t, NULL, 0, 3, (kiln_tensor *[3]){NULL}),
                  KILN_INVALID_ARGUMENT);
@@ -530,8 +533,8 @@ Test(control, case_conformance) {
     static const int64_t want[] = {1, 0, 1, 1, 1, 1};
     for (size_t i = 0; i < sizeof index / sizeof index[0]; i++) {
         kiln_tensor *out[2];
-        cr_assert_eq(kiln_case(cx, scalar_i32(cx, index[i]), branches, 2, NULL, 0, 2, out), KILN_OK, "%s",
-                     kiln_ctx_error_message(cx));
+        cr_assert_eq(kiln_case(cx, scalar_i32(cx, index[i]), branches, 2, NULL, 0, 2, out), KILN_OK,
+                     "%s", kiln_ctx_error_message(cx));
         expect_i64(cx, out[0], 2, want[i]);
         expect_i64(cx, out[1], 2, want[i]);
         cr_assert_neq(out[0], b0);
@@ -551,19 +554,24 @@ Test(control, case_errors) {
     kiln_tensor *b0 = vec_i64(cx, 2, 0);
     kiln_region branches[2] = {{branch_outer, b0}, {NULL, NULL}};
     kiln_tensor *out[2];
-    cr_assert_eq(kiln_case(cx, scalar_i64(cx, 0), branches, 1, NULL, 0, 2, out), KILN_INVALID_ARGUMENT);
+    cr_assert_eq(kiln_case(cx, scalar_i64(cx, 0), branches, 1, NULL, 0, 2, out),
+                 KILN_INVALID_ARGUMENT);
     expect_error(cx, KILN_INVALID_ARGUMENT,
                  "kiln_case: index has type i64[]; expected a rank-0 i32 tensor");
-    cr_assert_eq(kiln_case(cx, kiln_zeros(cx, KILN_I32, KILN_SHAPE(1)), branches, 1, NULL, 0, 2, out),
-                 KILN_INVALID_ARGUMENT);
+    cr_assert_eq(
+        kiln_case(cx, kiln_zeros(cx, KILN_I32, KILN_SHAPE(1)), branches, 1, NULL, 0, 2, out),
+        KILN_INVALID_ARGUMENT);
     expect_error(cx, KILN_INVALID_ARGUMENT, "index has type i32[1]");
-    cr_assert_eq(kiln_case(cx, scalar_i32(cx, 0), branches, 0, NULL, 0, 2, out), KILN_INVALID_ARGUMENT);
+    cr_assert_eq(kiln_case(cx, scalar_i32(cx, 0), branches, 0, NULL, 0, 2, out),
+                 KILN_INVALID_ARGUMENT);
     expect_error(cx, KILN_INVALID_ARGUMENT, "kiln_case: has 0 branches; expected at least 1");
-    cr_assert_eq(kiln_case(cx, scalar_i32(cx, 0), branches, 2, NULL, 0, 2, out), KILN_INVALID_ARGUMENT);
+    cr_assert_eq(kiln_case(cx, scalar_i32(cx, 0), branches, 2, NULL, 0, 2, out),
+                 KILN_INVALID_ARGUMENT);
     expect_error(cx, KILN_INVALID_ARGUMENT, "kiln_case: branch 1 has no function");
     cr_assert_eq(kiln_case(cx, scalar_i32(cx, 0), NULL, 2, NULL, 0, 2, out), KILN_INVALID_ARGUMENT);
     expect_error(cx, KILN_INVALID_ARGUMENT, "kiln_case: branches is NULL");
-    cr_assert_eq(kiln_case(cx, scalar_i32(cx, 0), branches, -2, NULL, 0, 2, out), KILN_INVALID_ARGUMENT);
+    cr_assert_eq(kiln_case(cx, scalar_i32(cx, 0), branches, -2, NULL, 0, 2, out),
+                 KILN_INVALID_ARGUMENT);
     expect_error(cx, KILN_INVALID_ARGUMENT, "kiln_case: n_branches is -2; expected >= 0");
     kiln_region failing[2] = {{branch_outer, b0}, {body_fails, NULL}};
     cr_assert_eq(kiln_case(cx, scalar_i32(cx, 9), failing, 2, NULL, 0, 2, out), KILN_DATA_LOSS);
@@ -670,8 +678,8 @@ static kiln_status body_with_case(kiln_ctx *cx, kiln_tensor *const *args, kiln_t
                                {branch_scalar, (void *)&v[1]},
                                {branch_scalar, (void *)&v[2]}};
     kiln_tensor *picked;
-    kiln_status s =
-        kiln_case(cx, scalar_i32(cx, (int32_t)(as_i64(args[0]) % 3)), branches, 3, NULL, 0, 1, &picked);
+    kiln_status s = kiln_case(cx, scalar_i32(cx, (int32_t)(as_i64(args[0]) % 3)), branches, 3, NULL,
+                              0, 1, &picked);
     if (s != KILN_OK) return s;
     r[0] = scalar_i64(cx, as_i64(args[0]) + 1);
     r[1] = scalar_i64(cx, as_i64(args[1]) + as_i64(picked));
@@ -727,7 +735,8 @@ Test(control, nested_control_flow) {
     expect_i64(cx, out[0], 4, 7);
     /* An error deep inside propagates out of both. */
     kiln_region failing = {branch_with_failing_loop, NULL};
-    cr_assert_eq(kiln_cond(cx, scalar_bool(cx, true), &failing, &f, NULL, 0, 1, &r), KILN_DATA_LOSS);
+    cr_assert_eq(kiln_cond(cx, scalar_bool(cx, true), &failing, &f, NULL, 0, 1, &r),
+                 KILN_DATA_LOSS);
     cr_assert_null(r);
     expect_error(cx, KILN_DATA_LOSS, "the body broke on purpose");
     cr_assert_eq(

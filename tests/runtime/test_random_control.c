@@ -127,9 +127,9 @@ static kiln_tensor *step(kiln_ctx *cx, rng *r, kiln_tensor *v, kiln_tensor *w, k
     case 3: return kiln_maximum(cx, v, w);
     case 4: return kiln_minimum(cx, v, w);
     case 5:
-        return kiln_select(cx, kiln_compare(cx, v, w, pick(r, 2) ? KILN_CMP_LT : KILN_CMP_GE,
-                                            KILN_CMP_DEFAULT),
-                           v, w);
+        return kiln_select(
+            cx, kiln_compare(cx, v, w, pick(r, 2) ? KILN_CMP_LT : KILN_CMP_GE, KILN_CMP_DEFAULT), v,
+            w);
     case 6: return rank ? kiln_reverse(cx, v, KILN_DIMS(pick(r, rank))) : kiln_negate(cx, v);
     case 7: {
         kiln_tensor *m = max_all(cx, w);
@@ -159,11 +159,11 @@ static kiln_tensor *step(kiln_ctx *cx, rng *r, kiln_tensor *v, kiln_tensor *w, k
     case 11: { /* a scatter adding w's rows into v's in reverse order (unique indices) */
         if (!rank) return kiln_maximum(cx, w, v);
         int64_t n = kiln_tensor_dim(v, 0);
-        kiln_tensor *idx = kiln_reshape(
-            cx,
-            kiln_subtract(cx, kiln_scalar(cx, (double)(n - 1), KILN_I64),
-                          kiln_iota(cx, KILN_I64, KILN_SHAPE(n), 0)),
-            KILN_SHAPE(n, 1));
+        kiln_tensor *idx =
+            kiln_reshape(cx,
+                         kiln_subtract(cx, kiln_scalar(cx, (double)(n - 1), KILN_I64),
+                                       kiln_iota(cx, KILN_I64, KILN_SHAPE(n), 0)),
+                         KILN_SHAPE(n, 1));
         kiln_scatter_params sp = {.update_window_dims = {.count = rank - 1},
                                   .inserted_window_dims = KILN_DIMS(0),
                                   .scatter_dims_to_operand_dims = KILN_DIMS(0),
@@ -217,8 +217,7 @@ static kiln_status branch(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **ou
     return update(cx, b->p, b->salt, b->carries, out);
 }
 
-static kiln_status inner_body(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
-                              void *user) {
+static kiln_status inner_body(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *user) {
     return update(cx, user, 0x1234, in + 1, out);
 }
 
@@ -229,8 +228,8 @@ static kiln_status body(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
     if (s != KILN_OK) return s;
     if (p->branch) {
         kiln_tensor *m = max_all(cx, next_c[0]);
-        kiln_tensor *pred = kiln_compare(cx, m, kiln_scalar(cx, 2, p->carry_dtype[0]),
-                                         KILN_CMP_GT, KILN_CMP_DEFAULT);
+        kiln_tensor *pred = kiln_compare(cx, m, kiln_scalar(cx, 2, p->carry_dtype[0]), KILN_CMP_GT,
+                                         KILN_CMP_DEFAULT);
         branch_env t = {p, next_c, 0x7777}, f = {p, next_c, 0x8888};
         kiln_region rt = {branch, &t}, rf = {branch, &f};
         kiln_tensor *picked[3];
@@ -250,8 +249,7 @@ static kiln_status body(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
 }
 
 /* The function: values for the body from the inputs, then the loop. */
-static kiln_status program_fn(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
-                              void *user) {
+static kiln_status program_fn(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *user) {
     program *p = user;
     for (int i = 0; i < p->n_outer; i++)
         p->outer[i] = kiln_add(cx, kiln_multiply(cx, in[i % p->n_carries], in[i % p->n_carries]),
@@ -268,9 +266,8 @@ static kiln_tensor *random_input(kiln_ctx *cx, rng *r, kiln_dtype dt, kiln_shape
     cr_assert(v);
     for (int64_t i = 0; i < n; i++)
         v[i] = (double)(pick(r, 17) - 8) / (is_float(dt) ? 4 : 1);
-    kiln_tensor *t = kiln_convert(cx, kiln_tensor_from_host(cx, KILN_F64, shape, v,
-                                                            (size_t)n * sizeof *v),
-                                  dt);
+    kiln_tensor *t =
+        kiln_convert(cx, kiln_tensor_from_host(cx, KILN_F64, shape, v, (size_t)n * sizeof *v), dt);
     free(v);
     return t;
 }
@@ -338,7 +335,8 @@ static void run_one(kiln_ctx *cx, uint64_t seed) {
             int64_t at = -1;
             if (same(want[i], got[i], &at)) continue;
             char *text = kiln_module_to_string(cx, m);
-            fprintf(stderr, "random_control: seed %llu (%s), result %d differs at element %lld\n%s\n",
+            fprintf(stderr,
+                    "random_control: seed %llu (%s), result %d differs at element %lld\n%s\n",
                     (unsigned long long)seed, keep ? "loops kept" : "unrolled", i, (long long)at,
                     text ? text : "");
             kiln_string_free(cx, text);

@@ -96,6 +96,7 @@ typedef kiln_status (*kiln_jit_fn)(kiln_ctx *cx, const void *in, void *out, void
  * tensors give the argument types, its static members their values) into a module whose
  * arguments are in's leaves and whose results are the leaves of the out_def struct fn
  * fills, named by their paths ("params.w" ...; options->result_names, when set, instead).
+ * On success *out_module is a new module (kiln_module_release); on error it is NULL.
  * Errors as kiln_lower's, and INVALID_ARGUMENT for a NULL or invalid descriptor or a NULL
  * leaf of `in` (naming its path). */
 KILN_API kiln_status kiln_lower_tree(kiln_ctx *cx, kiln_jit_fn fn, void *user,

@@ -86,9 +86,10 @@ kiln__type kiln__batch_type(const kiln__batch *b, const kiln__type *type);
 /* x (of source type `type`) as a batched value: x itself when batched, else broadcast
  * along a new leading dimension. */
 kiln__value *kiln__batch_broadcast(kiln__batch *b, kiln__value *x, bool batched);
-/* dims with every entry + 1 and `lead` prepended when lead >= 0 (for attributes that
- * list dimensions: the batch shifts them). */
-kiln_dims kiln__batch_shift_dims(const kiln_dims *dims, int64_t lead);
+/* dims with every entry + shift and `lead` in front when lead >= 0: attributes that list
+ * dimensions shift past the batch (shift 1; the batch's own entry as lead), lists of sizes
+ * or offsets gain the batch's entry (shift 0). */
+kiln_dims kiln__batch_dims(const kiln_dims *dims, int64_t lead, int64_t shift);
 /* x with its axis `from` moved to `to` (a transpose; x itself when they are equal). */
 kiln__value *kiln__batch_move_axis(kiln__emitter *e, kiln__value *x, int32_t from, int32_t to);
 /* The op's attributes, whole, to change for the batched op. */

@@ -10,15 +10,6 @@ const char kiln__batch_indexing_linked = 1;
 
 #define MAX_INPUTS 32
 
-/* dims with `lead` in front and every entry shifted by `shift`. */
-static kiln_dims lead_and_shift(const kiln_dims *dims, int64_t lead, int64_t shift) {
-    kiln_dims r = {.count = 0};
-    if (lead >= 0) r.v[r.count++] = lead;
-    for (int32_t i = 0; i < dims->count && r.count < KILN_MAX_RANK; i++)
-        r.v[r.count++] = dims->v[i] + shift;
-    return r;
-}
-
 kiln_status kiln__batch_GATHER(kiln__batch *b, const kiln__batch_op *op, kiln__value **out,
                                bool *out_batched) {
     kiln__attrs a = kiln__batch_attrs(op->op);
@@ -27,15 +18,15 @@ kiln_status kiln__batch_GATHER(kiln__batch *b, const kiln__batch_op *op, kiln__v
     /* The indices always carry the batch (at 0, the first of the result's batch dims);
      * the result's offset dimensions move one place. */
     g->index_vector_dim += 1;
-    g->offset_dims = lead_and_shift(&g->offset_dims, -1, 1);
-    g->start_indices_batching_dims = lead_and_shift(&g->start_indices_batching_dims, -1, 1);
+    g->offset_dims = kiln__batch_dims(&g->offset_dims, -1, 1);
+    g->start_indices_batching_dims = kiln__batch_dims(&g->start_indices_batching_dims, -1, 1);
     if (op->batched[0]) {
         /* The operand's batch pairs with the indices': a batching dimension of both. */
-        g->collapsed_slice_dims = lead_and_shift(&g->collapsed_slice_dims, -1, 1);
-        g->start_index_map = lead_and_shift(&g->start_index_map, -1, 1);
-        g->operand_batching_dims = lead_and_shift(&g->operand_batching_dims, 0, 1);
-        g->start_indices_batching_dims = lead_and_shift(&g->start_indices_batching_dims, 0, 0);
-        g->slice_sizes = lead_and_shift(&g->slice_sizes, 1, 0);
+        g->collapsed_slice_dims = kiln__batch_dims(&g->collapsed_slice_dims, -1, 1);
+        g->start_index_map = kiln__batch_dims(&g->start_index_map, -1, 1);
+        g->operand_batching_dims = kiln__batch_dims(&g->operand_batching_dims, 0, 1);
+        g->start_indices_batching_dims = kiln__batch_dims(&g->start_indices_batching_dims, 0, 0);
+        g->slice_sizes = kiln__batch_dims(&g->slice_sizes, 1, 0);
     }
     out[0] = kiln__emit(&b->e, KILN_OP_GATHER, &a, ops, 2);
     out_batched[0] = true;
@@ -52,11 +43,11 @@ kiln_status kiln__batch_SCATTER(kiln__batch *b, const kiln__batch_op *op, kiln__
         ops[i] = kiln__batch_broadcast(b, op->in[i], op->batched[i]);
     kiln__attrs a = kiln__batch_attrs(op->op);
     kiln_scatter_params *p = &a.u.scatter;
-    p->update_window_dims = lead_and_shift(&p->update_window_dims, -1, 1);
-    p->inserted_window_dims = lead_and_shift(&p->inserted_window_dims, -1, 1);
-    p->scatter_dims_to_operand_dims = lead_and_shift(&p->scatter_dims_to_operand_dims, -1, 1);
-    p->input_batching_dims = lead_and_shift(&p->input_batching_dims, 0, 1);
-    p->scatter_indices_batching_dims = lead_and_shift(&p->scatter_indices_batching_dims, 0, 1);
+    p->update_window_dims = kiln__batch_dims(&p->update_window_dims, -1, 1);
+    p->inserted_window_dims = kiln__batch_dims(&p->inserted_window_dims, -1, 1);
+    p->scatter_dims_to_operand_dims = kiln__batch_dims(&p->scatter_dims_to_operand_dims, -1, 1);
+    p->input_batching_dims = kiln__batch_dims(&p->input_batching_dims, 0, 1);
+    p->scatter_indices_batching_dims = kiln__batch_dims(&p->scatter_indices_batching_dims, 0, 1);
     p->index_vector_dim += 1;
     kiln__ir_op *s = kiln__batch_emit_like(b, op->op, &a, ops, op->n_in);
     for (int32_t j = 0; s && j < s->n_results; j++) {

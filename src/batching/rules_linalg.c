@@ -16,12 +16,12 @@ kiln_status kiln__batch_DOT_GENERAL(kiln__batch *b, const kiln__batch_op *op, ki
     int32_t lhs_free = op->op->operands[0]->type->shape.rank - nb - p->lhs_contracting_dims.count;
     int32_t at = 0; /* where the batch lands in the op's result */
     if (lb) {
-        p->lhs_batching_dims = kiln__batch_shift_dims(&p->lhs_batching_dims, rb ? 0 : -1);
-        p->lhs_contracting_dims = kiln__batch_shift_dims(&p->lhs_contracting_dims, -1);
+        p->lhs_batching_dims = kiln__batch_dims(&p->lhs_batching_dims, rb ? 0 : -1, 1);
+        p->lhs_contracting_dims = kiln__batch_dims(&p->lhs_contracting_dims, -1, 1);
     }
     if (rb) {
-        p->rhs_batching_dims = kiln__batch_shift_dims(&p->rhs_batching_dims, lb ? 0 : -1);
-        p->rhs_contracting_dims = kiln__batch_shift_dims(&p->rhs_contracting_dims, -1);
+        p->rhs_batching_dims = kiln__batch_dims(&p->rhs_batching_dims, lb ? 0 : -1, 1);
+        p->rhs_contracting_dims = kiln__batch_dims(&p->rhs_contracting_dims, -1, 1);
     }
     if (lb && !rb) at = nb;
     if (rb && !lb) at = nb + lhs_free;

@@ -6,14 +6,6 @@
 
 const char kiln__batch_movement_linked = 1;
 
-/* dims with v in front. */
-static kiln_dims prepend(const kiln_dims *dims, int64_t v) {
-    kiln_dims r = {.count = 1, .v = {v}};
-    for (int32_t i = 0; i < dims->count && r.count < KILN_MAX_RANK; i++)
-        r.v[r.count++] = dims->v[i];
-    return r;
-}
-
 static kiln_shape prepend_shape(const kiln_shape *s, int64_t v) {
     kiln_shape r = {.rank = s->rank + 1};
     r.dims[0] = v;
@@ -40,7 +32,7 @@ kiln_status kiln__batch_BROADCAST_IN_DIM(kiln__batch *b, const kiln__batch_op *o
                                          kiln__value **out, bool *out_batched) {
     kiln__attrs a = kiln__batch_attrs(op->op);
     a.u.broadcast.shape = prepend_shape(&a.u.broadcast.shape, b->size);
-    a.u.broadcast.dims = kiln__batch_shift_dims(&a.u.broadcast.dims, 0);
+    a.u.broadcast.dims = kiln__batch_dims(&a.u.broadcast.dims, 0, 1);
     return one(b, op, &a, out, out_batched);
 }
 
@@ -54,23 +46,23 @@ kiln_status kiln__batch_RESHAPE(kiln__batch *b, const kiln__batch_op *op, kiln__
 kiln_status kiln__batch_TRANSPOSE(kiln__batch *b, const kiln__batch_op *op, kiln__value **out,
                                   bool *out_batched) {
     kiln__attrs a = kiln__batch_attrs(op->op);
-    a.u.permutation = kiln__batch_shift_dims(&a.u.permutation, 0);
+    a.u.permutation = kiln__batch_dims(&a.u.permutation, 0, 1);
     return one(b, op, &a, out, out_batched);
 }
 
 kiln_status kiln__batch_REVERSE(kiln__batch *b, const kiln__batch_op *op, kiln__value **out,
                                 bool *out_batched) {
     kiln__attrs a = kiln__batch_attrs(op->op);
-    a.u.reverse_dims = kiln__batch_shift_dims(&a.u.reverse_dims, -1);
+    a.u.reverse_dims = kiln__batch_dims(&a.u.reverse_dims, -1, 1);
     return one(b, op, &a, out, out_batched);
 }
 
 kiln_status kiln__batch_SLICE(kiln__batch *b, const kiln__batch_op *op, kiln__value **out,
                               bool *out_batched) {
     kiln__attrs a = kiln__batch_attrs(op->op);
-    a.u.slice.start = prepend(&a.u.slice.start, 0);
-    a.u.slice.limit = prepend(&a.u.slice.limit, b->size);
-    a.u.slice.strides = prepend(&a.u.slice.strides, 1);
+    a.u.slice.start = kiln__batch_dims(&a.u.slice.start, 0, 0);
+    a.u.slice.limit = kiln__batch_dims(&a.u.slice.limit, b->size, 0);
+    a.u.slice.strides = kiln__batch_dims(&a.u.slice.strides, 1, 0);
     return one(b, op, &a, out, out_batched);
 }
 
@@ -151,7 +143,7 @@ kiln_status kiln__batch_DYNAMIC_SLICE(kiln__batch *b, const kiln__batch_op *op, 
     for (int32_t i = 1; i < op->n_in; i++)
         ops[i + 1] = op->in[i];
     kiln__attrs a = kiln__batch_attrs(op->op);
-    a.u.slice_sizes = prepend(&a.u.slice_sizes, b->size);
+    a.u.slice_sizes = kiln__batch_dims(&a.u.slice_sizes, b->size, 0);
     out[0] = kiln__emit(&b->e, KILN_OP_DYNAMIC_SLICE, &a, ops, op->n_in + 1);
     out_batched[0] = true;
     return kiln_ctx_status(b->e.cx);
@@ -211,9 +203,9 @@ static kiln_status pad_per_example(kiln__batch *b, const kiln__batch_op *op, kil
     kiln__value *x = kiln__batch_broadcast(b, op->in[0], op->batched[0]);
     kiln__value *padded_ops[2] = {x, kiln__emit_scalar(e, x ? x->type->dtype : KILN_F32, 0)};
     kiln__attrs pa = a;
-    pa.u.pad.low = prepend(&a.u.pad.low, 0);
-    pa.u.pad.high = prepend(&a.u.pad.high, 0);
-    pa.u.pad.interior = prepend(&a.u.pad.interior, 0);
+    pa.u.pad.low = kiln__batch_dims(&a.u.pad.low, 0, 0);
+    pa.u.pad.high = kiln__batch_dims(&a.u.pad.high, 0, 0);
+    pa.u.pad.interior = kiln__batch_dims(&a.u.pad.interior, 0, 0);
     kiln__value *padded = kiln__emit(e, KILN_OP_PAD, &pa, padded_ops, 2);
     /* true at the operand's elements, false at the padding: the op's own pad of a mask */
     kiln__type one = {.dtype = KILN_BOOL, .shape = p->operands[0]->type->shape};
@@ -231,9 +223,9 @@ kiln_status kiln__batch_PAD(kiln__batch *b, const kiln__batch_op *op, kiln__valu
                             bool *out_batched) {
     if (op->batched[1]) return pad_per_example(b, op, out, out_batched);
     kiln__attrs a = kiln__batch_attrs(op->op);
-    a.u.pad.low = prepend(&a.u.pad.low, 0);
-    a.u.pad.high = prepend(&a.u.pad.high, 0);
-    a.u.pad.interior = prepend(&a.u.pad.interior, 0);
+    a.u.pad.low = kiln__batch_dims(&a.u.pad.low, 0, 0);
+    a.u.pad.high = kiln__batch_dims(&a.u.pad.high, 0, 0);
+    a.u.pad.interior = kiln__batch_dims(&a.u.pad.interior, 0, 0);
     kiln__value *ops[2] = {op->in[0], op->in[1]};
     out[0] = kiln__emit(&b->e, KILN_OP_PAD, &a, ops, 2);
     out_batched[0] = true;

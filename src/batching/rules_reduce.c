@@ -36,25 +36,18 @@ kiln_status kiln__batch_REDUCE(kiln__batch *b, const kiln__batch_op *op, kiln__v
     if (!inputs_and_inits(b, op, op->n_in / 2, ops))
         return kiln__batch_by_loop(b, op, out, out_batched);
     kiln__attrs a = kiln__batch_attrs(op->op);
-    a.u.reduce_dims = kiln__batch_shift_dims(&a.u.reduce_dims, -1);
+    a.u.reduce_dims = kiln__batch_dims(&a.u.reduce_dims, -1, 1);
     return results_of(b, kiln__batch_emit_like(b, op->op, &a, ops, op->n_in), out, out_batched);
 }
 
 /* A window of 1 along the batch: no stride, dilation or padding there. */
 static kiln_window_params batch_window(const kiln_window_params *w) {
-    kiln_window_params r = *w;
-    const kiln_dims *in[6] = {&w->window_dimensions, &w->window_strides, &w->base_dilations,
-                              &w->window_dilations,  &w->padding_low,    &w->padding_high};
-    kiln_dims *to[6] = {&r.window_dimensions, &r.window_strides, &r.base_dilations,
-                        &r.window_dilations,  &r.padding_low,    &r.padding_high};
-    const int64_t lead[6] = {1, 1, 1, 1, 0, 0};
-    for (int k = 0; k < 6; k++) {
-        kiln_dims d = {.count = 1, .v = {lead[k]}};
-        for (int32_t i = 0; i < in[k]->count && d.count < KILN_MAX_RANK; i++)
-            d.v[d.count++] = in[k]->v[i];
-        *to[k] = d;
-    }
-    return r;
+    return (kiln_window_params){.window_dimensions = kiln__batch_dims(&w->window_dimensions, 1, 0),
+                                .window_strides = kiln__batch_dims(&w->window_strides, 1, 0),
+                                .base_dilations = kiln__batch_dims(&w->base_dilations, 1, 0),
+                                .window_dilations = kiln__batch_dims(&w->window_dilations, 1, 0),
+                                .padding_low = kiln__batch_dims(&w->padding_low, 0, 0),
+                                .padding_high = kiln__batch_dims(&w->padding_high, 0, 0)};
 }
 
 kiln_status kiln__batch_REDUCE_WINDOW(kiln__batch *b, const kiln__batch_op *op, kiln__value **out,

@@ -45,11 +45,11 @@ kiln__value *kiln__batch_broadcast(kiln__batch *b, kiln__value *x, bool batched)
     return kiln__emit_broadcast(&b->e, x, &t.shape, &dims);
 }
 
-kiln_dims kiln__batch_shift_dims(const kiln_dims *dims, int64_t lead) {
+kiln_dims kiln__batch_dims(const kiln_dims *dims, int64_t lead, int64_t shift) {
     kiln_dims r = {.count = 0};
     if (lead >= 0) r.v[r.count++] = lead;
     for (int32_t i = 0; i < dims->count && r.count < KILN_MAX_RANK; i++)
-        r.v[r.count++] = dims->v[i] + 1;
+        r.v[r.count++] = dims->v[i] + shift;
     return r;
 }
 

@@ -172,7 +172,6 @@ typedef struct scan_loop {
  * the next state into `next` (tensors of the innermost scope). */
 static kiln_status scan_step(kiln_ctx *cx, const scan_loop *sc, kiln_tensor *t,
                              kiln_tensor *const *state, kiln_tensor **next) {
-    static const char fn[] = "kiln_scan";
     kiln_tensor *at =
         sc->reverse
             ? kiln_subtract(cx, kiln_full_int(cx, KILN_I64, KILN_SHAPE_SCALAR, sc->length - 1), t)
@@ -213,7 +212,6 @@ static kiln_status scan_step(kiln_ctx *cx, const scan_loop *sc, kiln_tensor *t,
         next[sc->n_carry + k] = kiln_dynamic_update_slice(
             cx, state[sc->n_carry + k], kiln_reshape(cx, res[sc->n_carry + k], one), starts);
     }
-    (void)fn;
     return kiln_ctx_status(cx);
 }
 

@@ -143,14 +143,6 @@ static kiln_status check_tensors(kiln_ctx *cx, const char *fn, const char *what,
     return KILN_OK;
 }
 
-static kiln_status check_counts(kiln_ctx *cx, const char *fn, int32_t n_in, int32_t n_out) {
-    if (n_in < 0 || n_in > MAX_ARGS || n_out < 0 || n_out > MAX_ARGS)
-        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
-                                  "%s: n_in %d and n_out %d must be within 0..%d", fn, (int)n_in,
-                                  (int)n_out, MAX_ARGS);
-    return KILN_OK;
-}
-
 /* The reverse-mode core: f at primals, cotangents cts (n_out entries, NULL = zero), the
  * cotangents of the inputs with wrt[i] into out_cts[i] (others NULL). */
 static kiln_status vjp_core(kiln_ctx *cx, const char *fn, const kiln_region *f, int32_t n_in,
@@ -225,7 +217,7 @@ kiln_status kiln_vjp(kiln_ctx *cx, const kiln_region *f, int32_t n_in, kiln_tens
     if (!cx) return KILN_INVALID_ARGUMENT;
     if (kiln_ctx_status(cx) != KILN_OK) return kiln_ctx_status(cx);
     kiln_status s;
-    if ((s = check_counts(cx, fn, n_in, n_out)) != KILN_OK) return s;
+    if ((s = kiln__traced_fn_check_counts(cx, fn, n_in, n_out)) != KILN_OK) return s;
     if (!out_cotangents && n_in > 0) return kiln__null_argument(cx, fn, "out_cotangents");
     for (int32_t i = 0; i < n_in; i++)
         out_cotangents[i] = NULL;
@@ -252,7 +244,7 @@ kiln_status kiln_jvp(kiln_ctx *cx, const kiln_region *f, int32_t n_in, kiln_tens
     if (!cx) return KILN_INVALID_ARGUMENT;
     if (kiln_ctx_status(cx) != KILN_OK) return kiln_ctx_status(cx);
     kiln_status s;
-    if ((s = check_counts(cx, fn, n_in, n_out)) != KILN_OK) return s;
+    if ((s = kiln__traced_fn_check_counts(cx, fn, n_in, n_out)) != KILN_OK) return s;
     if (!out_tangents && n_out > 0) return kiln__null_argument(cx, fn, "out_tangents");
     for (int32_t j = 0; j < n_out; j++) {
         out_tangents[j] = NULL;
@@ -330,7 +322,7 @@ static kiln_status grad_common(kiln_ctx *cx, const char *fn, const kiln_region *
     }
     if (!f || !f->fn) return kiln__null_argument(cx, fn, "f");
     kiln_status s;
-    if ((s = check_counts(cx, fn, n_in, n_out)) != KILN_OK) return s;
+    if ((s = kiln__traced_fn_check_counts(cx, fn, n_in, n_out)) != KILN_OK) return s;
     if ((s = check_tensors(cx, fn, "args", args, n_in)) != KILN_OK) return s;
     if (n_out < 1)
         return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT, "%s: n_out is %d; expected >= 1", fn,
@@ -462,15 +454,10 @@ kiln_status kiln_value_and_grad_tree(kiln_ctx *cx, kiln_jit_fn fn, void *user,
     static const char name[] = "kiln_value_and_grad_tree";
     if (!cx) return KILN_INVALID_ARGUMENT;
     if (kiln_ctx_status(cx) != KILN_OK) return kiln_ctx_status(cx);
-    if (!fn) return kiln__null_argument(cx, name, "fn");
-    if (!in_def) return kiln__null_argument(cx, name, "in_def");
-    if (!in) return kiln__null_argument(cx, name, "in");
-    if (!out_def) return kiln__null_argument(cx, name, "out_def");
+    kiln_status s = kiln__tree_fn_args(cx, name, fn, in_def, in, out_def);
+    if (s != KILN_OK) return s;
     if (!out) return kiln__null_argument(cx, name, "out");
     if (!out_grads) return kiln__null_argument(cx, name, "out_grads");
-    kiln_status s;
-    if ((s = kiln_tree_check(cx, in_def)) != KILN_OK) return s;
-    if ((s = kiln_tree_check(cx, out_def)) != KILN_OK) return s;
     kiln_grad_options o = kiln_grad_options_default();
     if (options) {
         if (options->struct_size < sizeof(kiln_grad_options))

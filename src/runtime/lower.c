@@ -213,13 +213,8 @@ kiln_status kiln_lower_tree(kiln_ctx *cx, kiln_jit_fn fn, void *user, const kiln
     if (!cx) return KILN_INVALID_ARGUMENT;
     if (!out_module) return kiln__null_argument(cx, name, "out_module");
     *out_module = NULL;
-    if (!fn) return kiln__null_argument(cx, name, "fn");
-    if (!in_def) return kiln__null_argument(cx, name, "in_def");
-    if (!in) return kiln__null_argument(cx, name, "in");
-    if (!out_def) return kiln__null_argument(cx, name, "out_def");
-    kiln_status s;
-    if ((s = kiln_tree_check(cx, in_def)) != KILN_OK) return s;
-    if ((s = kiln_tree_check(cx, out_def)) != KILN_OK) return s;
+    kiln_status s = kiln__tree_fn_args(cx, name, fn, in_def, in, out_def);
+    if (s != KILN_OK) return s;
     kiln_lower_options o = kiln_lower_options_default();
     if (options) {
         if (options->struct_size < sizeof o)

@@ -173,3 +173,13 @@ kiln_status kiln__traced_fn_run(kiln_ctx *cx, const char *fn, kiln_module *dst,
     kiln__free(cx, vals, bytes);
     return s;
 }
+
+kiln_status kiln__traced_fn_check_counts(kiln_ctx *cx, const char *fn, int32_t n_in,
+                                         int32_t n_out) {
+    if (n_in < 0 || n_in > KILN__TRACED_FN_MAX_VALUES || n_out < 0 ||
+        n_out > KILN__TRACED_FN_MAX_VALUES)
+        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                  "%s: n_in %d and n_out %d must be within 0..%d", fn, (int)n_in,
+                                  (int)n_out, KILN__TRACED_FN_MAX_VALUES);
+    return KILN_OK;
+}

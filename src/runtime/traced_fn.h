@@ -24,6 +24,9 @@ typedef struct kiln__traced_fn {
     int32_t n_fv;
 } kiln__traced_fn;
 
+/* INVALID_ARGUMENT naming fn unless 0 <= n_in, n_out <= KILN__TRACED_FN_MAX_VALUES. */
+kiln_status kiln__traced_fn_check_counts(kiln_ctx *cx, const char *fn, int32_t n_in, int32_t n_out);
+
 /* Traces f (n_in arguments of the given types, n_out results) into *out: a module of its
  * own when cx is not tracing, else a block nested in the current trace. On error *out is
  * empty (safe to fini) and the error is recorded. */

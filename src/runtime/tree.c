@@ -562,3 +562,14 @@ kiln_status kiln__tree_check_prefixes(kiln_ctx *cx, const char *fn, const char *
     }
     return KILN_OK;
 }
+
+kiln_status kiln__tree_fn_args(kiln_ctx *cx, const char *name, kiln_jit_fn fn,
+                               const kiln_tree_def *in_def, const void *in,
+                               const kiln_tree_def *out_def) {
+    if (!fn) return kiln__null_argument(cx, name, "fn");
+    if (!in_def) return kiln__null_argument(cx, name, "in_def");
+    if (!in) return kiln__null_argument(cx, name, "in");
+    if (!out_def) return kiln__null_argument(cx, name, "out_def");
+    kiln_status s = kiln_tree_check(cx, in_def);
+    return s == KILN_OK ? kiln_tree_check(cx, out_def) : s;
+}

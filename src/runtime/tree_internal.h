@@ -62,6 +62,13 @@ typedef struct kiln__tree_call {
 void kiln__tree_call_init(kiln__tree_call *t, kiln_jit_fn fn, void *user,
                           const kiln_tree_def *in_def, const kiln_tree_def *out_def);
 
+/* The arguments every API over a function of structs takes: fn, in_def, in and out_def
+ * must not be NULL (INVALID_ARGUMENT naming the first that is), and both descriptors must
+ * be valid (kiln_tree_check). */
+kiln_status kiln__tree_fn_args(kiln_ctx *cx, const char *name, kiln_jit_fn fn,
+                               const kiln_tree_def *in_def, const void *in,
+                               const kiln_tree_def *out_def);
+
 /* Checks that each of the n leaf path prefixes (named `what` in messages: "wrt_paths")
  * is not NULL and matches some leaf of def; INVALID_ARGUMENT naming it otherwise. */
 kiln_status kiln__tree_check_prefixes(kiln_ctx *cx, const char *fn, const char *what,

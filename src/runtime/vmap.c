@@ -12,8 +12,6 @@
 #include "runtime/traced_fn.h"
 #include "runtime/tree_internal.h"
 
-#define MAX_ARGS KILN__TRACED_FN_MAX_VALUES
-
 kiln_vmap_options kiln_vmap_options_default(void) {
     return (kiln_vmap_options){.struct_size = sizeof(kiln_vmap_options), .name = "vmap"};
 }
@@ -145,21 +143,13 @@ static kiln_status vmap_core(kiln_ctx *cx, const char *fn, const kiln_region *f,
     return s;
 }
 
-static kiln_status check_counts(kiln_ctx *cx, const char *fn, int32_t n_in, int32_t n_out) {
-    if (n_in < 0 || n_in > MAX_ARGS || n_out < 0 || n_out > MAX_ARGS)
-        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
-                                  "%s: n_in %d and n_out %d must be within 0..%d", fn, (int)n_in,
-                                  (int)n_out, MAX_ARGS);
-    return KILN_OK;
-}
-
 kiln_status kiln_vmap(kiln_ctx *cx, const kiln_region *f, int32_t n_in, kiln_tensor *const *args,
                       int32_t n_out, const kiln_vmap_options *options, kiln_tensor **out) {
     static const char fn[] = "kiln_vmap";
     if (!cx) return KILN_INVALID_ARGUMENT;
     if (kiln_ctx_status(cx) != KILN_OK) return kiln_ctx_status(cx);
     kiln_status s;
-    if ((s = check_counts(cx, fn, n_in, n_out)) != KILN_OK) return s;
+    if ((s = kiln__traced_fn_check_counts(cx, fn, n_in, n_out)) != KILN_OK) return s;
     if (!out && n_out > 0) return kiln__null_argument(cx, fn, "out");
     for (int32_t j = 0; j < n_out; j++)
         out[j] = NULL;
@@ -187,14 +177,9 @@ kiln_status kiln_vmap_tree(kiln_ctx *cx, kiln_jit_fn fn, void *user, const kiln_
     static const char name[] = "kiln_vmap_tree";
     if (!cx) return KILN_INVALID_ARGUMENT;
     if (kiln_ctx_status(cx) != KILN_OK) return kiln_ctx_status(cx);
-    if (!fn) return kiln__null_argument(cx, name, "fn");
-    if (!in_def) return kiln__null_argument(cx, name, "in_def");
-    if (!in) return kiln__null_argument(cx, name, "in");
-    if (!out_def) return kiln__null_argument(cx, name, "out_def");
+    kiln_status s = kiln__tree_fn_args(cx, name, fn, in_def, in, out_def);
+    if (s != KILN_OK) return s;
     if (!out) return kiln__null_argument(cx, name, "out");
-    kiln_status s;
-    if ((s = kiln_tree_check(cx, in_def)) != KILN_OK) return s;
-    if ((s = kiln_tree_check(cx, out_def)) != KILN_OK) return s;
     kiln_vmap_options o;
     if ((s = read_options(cx, name, options, &o)) != KILN_OK) return s;
     if (o.n_in_paths < 0 || (o.n_in_paths > 0 && (!o.in_paths || !o.in_path_axes)))

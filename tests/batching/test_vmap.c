@@ -847,6 +847,10 @@ Test(vmap, errors_name_the_argument) {
     kiln_vmap(cx, &two, 1, &x, 2, &o, out);
     expect_error(cx, KILN_INVALID_ARGUMENT, "out_axes[0] is 3; result 0 is f32[3]");
     o = kiln_vmap_options_default();
+    o.axis_size = -1;
+    kiln_vmap(cx, &two, 1, &x, 2, &o, out);
+    expect_error(cx, KILN_INVALID_ARGUMENT, "options->axis_size is -1");
+    o = kiln_vmap_options_default();
     o.struct_size = 8;
     kiln_vmap(cx, &two, 1, &x, 2, &o, out);
     expect_error(cx, KILN_INVALID_ARGUMENT, "options->struct_size is 8");
@@ -911,6 +915,14 @@ Test(vmap, tree_mode_axes_by_path) {
     o.in_paths = (const char *[]){"params"};
     kiln_vmap_tree(cx, predict, NULL, &kiln_tree_def_io, &a, &kiln_tree_def_pred, &p, &o);
     expect_error(cx, KILN_INVALID_ARGUMENT, "in_paths[0] 'params' matches no leaf");
+    o.in_paths = (const char *[]){NULL};
+    kiln_vmap_tree(cx, predict, NULL, &kiln_tree_def_io, &a, &kiln_tree_def_pred, &p, &o);
+    expect_error(cx, KILN_INVALID_ARGUMENT, "in_paths[0] is NULL");
+    o.n_in_paths = -1;
+    kiln_vmap_tree(cx, predict, NULL, &kiln_tree_def_io, &a, &kiln_tree_def_pred, &p, &o);
+    expect_error(cx, KILN_INVALID_ARGUMENT, "options->n_in_paths is -1");
+    kiln_vmap_tree(cx, predict, NULL, &kiln_tree_def_io, &a, &kiln_tree_def_pred, NULL, NULL);
+    expect_error(cx, KILN_INVALID_ARGUMENT, "out");
     kiln_vmap_tree(cx, predict, NULL, NULL, &a, &kiln_tree_def_pred, &p, &o);
     expect_error(cx, KILN_INVALID_ARGUMENT, "in_def");
     /* Messages name leaves by their paths. */

@@ -260,6 +260,8 @@ Test(scan, errors) {
     expect_error(cx, KILN_INVALID_ARGUMENT, "init[0]");
     kiln_scan(cx, &body, &init, 1, &x5, 1, -1, NULL, &c, ys);
     expect_error(cx, KILN_INVALID_ARGUMENT, "n_ys is -1");
+    kiln_scan(cx, &body, &init, 1, &x5, 1, 65, NULL, &c, (kiln_tensor *[65]){0});
+    expect_error(cx, KILN_INVALID_ARGUMENT, "n_ys 65: at most 64 each");
     o = kiln_scan_options_default();
     o.struct_size = 4;
     kiln_scan(cx, &body, &init, 1, &x5, 1, 2, &o, &c, ys);
@@ -369,6 +371,8 @@ Test(branches, results_must_agree_in_type_when_traced) {
     expect_error(cx, KILN_INVALID_ARGUMENT, "operands");
     kiln_cond(cx, kiln_scalar(cx, 1, KILN_BOOL), &br[0], &br[1], args, -1, 1, &r);
     expect_error(cx, KILN_INVALID_ARGUMENT, "n_operands is -1");
+    kiln_case(cx, kiln_scalar(cx, 0, KILN_I32), br, 4097, args, 2, 1, &r);
+    expect_error(cx, KILN_INVALID_ARGUMENT, "n_branches is 4097; at most 4096");
     kiln_ctx_release(cx);
 }
 

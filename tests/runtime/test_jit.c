@@ -945,6 +945,9 @@ Test(jit, static_arguments_in_list_mode_are_keyed_by_value) {
     o.n_static_argnums = 2;
     kiln_jit_create(cx, &(kiln_region){scale_by_static, NULL}, 2, 1, &o, &f);
     expect_error(cx, KILN_INVALID_ARGUMENT, "static_argnums[1] repeats argument 1");
+    o.n_static_argnums = -1;
+    kiln_jit_create(cx, &(kiln_region){scale_by_static, NULL}, 2, 1, &o, &f);
+    expect_error(cx, KILN_INVALID_ARGUMENT, "n_static_argnums is -1");
     o.n_static_argnums = 1;
     o.donate = (const bool[]){false, true};
     kiln_jit_create(cx, &(kiln_region){scale_by_static, NULL}, 2, 1, &o, &f);

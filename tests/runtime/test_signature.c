@@ -182,5 +182,10 @@ Test(signature, lower_tree_traces_a_function_of_structs) {
     expect_error(cx, KILN_INVALID_ARGUMENT, "'b' is NULL");
     kiln_lower_tree(cx, step, NULL, NULL, &in, &kiln_tree_def_step_out, NULL, &m);
     expect_error(cx, KILN_INVALID_ARGUMENT, "in_def");
+    kiln_lower_options lo = kiln_lower_options_default();
+    lo.struct_size = 4;
+    kiln_lower_tree(cx, step, NULL, &kiln_tree_def_pair, &in, &kiln_tree_def_step_out, &lo, &m);
+    expect_error(cx, KILN_INVALID_ARGUMENT, "options->struct_size is 4");
+    cr_assert_null(m);
     kiln_ctx_release(cx);
 }

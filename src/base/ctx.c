@@ -121,6 +121,7 @@ void kiln_ctx_release(kiln_ctx *cx) {
     while (cx->scope_depth > 0)
         kiln_scope_end(cx);
     kiln__scope_drain(&cx->root_scope);
+    if (cx->comm && cx->comm_release) cx->comm_release(cx->comm);
     kiln__buffer_cache_close(cx->cache);
     kiln_allocator a = cx->allocator;
     kiln__raw_free(&a, cx, sizeof *cx);

@@ -53,6 +53,13 @@ struct kiln_ctx {
      * the root scope; NULL until the first. */
     void *ad_cache;
 
+    /* The communicator collectives run through (backend/comm.h, kiln/spmd.h), and this
+     * ctx's process in it; NULL for a ctx that is a grid of one process. The ctx holds a
+     * reference, dropped through comm_release (base cannot name the backend layer). */
+    void *comm;
+    int32_t comm_process;
+    void (*comm_release)(void *comm);
+
     kiln__scope root_scope; /* owns what is made outside any user scope */
     kiln__scope *scope;     /* innermost */
     int scope_depth;

@@ -323,9 +323,9 @@ static int32_t dce_block(kiln__block *b) {
         bool used = false;
         for (int32_t i = 0; i < op->n_results; i++)
             used |= op->results[i]->uses > 0;
-        /* Every kiln op is free of side effects; a while loop that never ends is not an
-         * effect kiln keeps. */
-        if (!used) {
+        /* Every kiln op but the collectives is free of side effects (a collective must run
+         * on every process); a while loop that never ends is not an effect kiln keeps. */
+        if (!used && !kiln__op_has(op->kind, KILN_OPF_COLLECTIVE)) {
             unuse_op(op);
             kiln__op_unlink(op);
             removed++;

@@ -200,30 +200,38 @@ static const pfunc *callee_of(parser *p, const pcall *c) {
     const kiln__block *body = f->body;
     const kiln__ir_op *call = c->op;
     char tb[80], tb2[80];
-    if (body->n_args != call->n_operands) {
+    /* a call passes all its operands; run_parallel's program r its share */
+    int32_t n_in = call->n_operands, n_out = call->n_results, in0 = 0, out0 = 0;
+    if (call->kind == KILN_OP_RUN_PARALLEL) {
+        n_in = call->attrs->u.grid.n_args;
+        n_out = call->attrs->u.grid.n_results;
+        in0 = c->region * n_in;
+        out0 = c->region * n_out;
+    }
+    if (body->n_args != n_in) {
         kiln__text_error(p, c->pos, "@%.*s takes %d arguments, the call passes %d", len, name,
-                         (int)body->n_args, (int)call->n_operands);
+                         (int)body->n_args, (int)n_in);
         return NULL;
     }
     for (int32_t i = 0; i < body->n_args; i++)
-        if (!kiln__text_same_type(body->args[i]->type, call->operands[i]->type)) {
+        if (!kiln__text_same_type(body->args[i]->type, call->operands[in0 + i]->type)) {
             kiln__text_error(
                 p, c->pos, "type mismatch: argument %d of @%.*s is %s, the call passes %s", (int)i,
                 len, name, kiln__text_type_str(body->args[i]->type, tb, sizeof tb),
-                kiln__text_type_str(call->operands[i]->type, tb2, sizeof tb2));
+                kiln__text_type_str(call->operands[in0 + i]->type, tb2, sizeof tb2));
             return NULL;
         }
-    if (body->n_results != call->n_results) {
+    if (body->n_results != n_out) {
         kiln__text_error(p, c->pos, "@%.*s returns %d values, the call expects %d", len, name,
-                         (int)body->n_results, (int)call->n_results);
+                         (int)body->n_results, (int)n_out);
         return NULL;
     }
     for (int32_t i = 0; i < body->n_results; i++)
-        if (!kiln__text_same_type(body->results[i]->type, call->results[i]->type)) {
+        if (!kiln__text_same_type(body->results[i]->type, call->results[out0 + i]->type)) {
             kiln__text_error(p, c->pos,
                              "type mismatch: result %d of @%.*s is %s, the call expects %s", (int)i,
                              len, name, kiln__text_type_str(body->results[i]->type, tb, sizeof tb),
-                             kiln__text_type_str(call->results[i]->type, tb2, sizeof tb2));
+                             kiln__text_type_str(call->results[out0 + i]->type, tb2, sizeof tb2));
             return NULL;
         }
     return f;
@@ -231,7 +239,7 @@ static const pfunc *callee_of(parser *p, const pcall *c) {
 
 /* The call's region: a copy of the callee's body (ir/clone.h), whose own calls are
  * complete already. */
-static bool copy_callee(parser *p, kiln__ir_op *call, const pfunc *g) {
+static bool copy_callee(parser *p, kiln__ir_op *call, int32_t region, const pfunc *g) {
     const kiln__block *body = g->body;
     kiln__block *nb = kiln__block_new(p->m, call);
     if (!nb) return kiln__text_oom(p);
@@ -258,7 +266,7 @@ static bool copy_callee(parser *p, kiln__ir_op *call, const pfunc *g) {
         p->failed = true; /* the copy's own error (out of memory, a stack too small) stands */
         return false;
     }
-    call->regions[0] = nb;
+    call->regions[region] = nb;
     return true;
 }
 
@@ -279,7 +287,7 @@ static bool resolve_calls(parser *p, int32_t fi, const int32_t *owner, uint8_t *
                                     (int)(g->len > 60 ? 60 : g->len), g->name);
         if (depth >= MAX_CALL_DEPTH)
             return kiln__text_error(p, call->pos, "calls nested more than %d deep", MAX_CALL_DEPTH);
-        if (!resolve_calls(p, gi, owner, state, depth + 1) || !copy_callee(p, call->op, g))
+        if (!resolve_calls(p, gi, owner, state, depth + 1) || !copy_callee(p, call->op, call->region, g))
             return false;
     }
     state[fi] = 2;

@@ -501,6 +501,34 @@ static int64_t i64_at(const kiln__attrs *a, uint16_t offset) {
 
 static void put_conv_layouts(printer *p, const kiln_conv_params *c);
 
+/* dense<[[0, 1], [2, -1]]> : tensor<2x2xi64> */
+static void put_groups(printer *p, const kiln__groups *g) {
+    if (g->rows * g->cols == 0) {
+        kiln__strbuf_printf(&p->sb, "dense<> : tensor<%dx%dxi64>", (int)g->rows, (int)g->cols);
+        return;
+    }
+    put(p, "dense<[");
+    for (int32_t r = 0; r < g->rows; r++) {
+        put(p, r ? ", [" : "[");
+        for (int32_t c = 0; c < g->cols; c++)
+            kiln__strbuf_printf(&p->sb, "%s%d", c ? ", " : "", (int)g->ids[r * g->cols + c]);
+        put(p, "]");
+    }
+    kiln__strbuf_printf(&p->sb, "]> : tensor<%dx%dxi64>", (int)g->rows, (int)g->cols);
+}
+
+/* Whether the generic form leaves an attribute out: a unit attribute that is not set, a
+ * channel handle of zeros (what StableHLO means when there is none). */
+static bool attr_left_out(const kiln__attr_desc *d, const kiln__attrs *a) {
+    if (d->kind == KILN__AK_NO_TRUE) return true;
+    if (d->kind == KILN__AK_UNIT) return !*(const bool *)kiln__attr_at_const(a, d->offset);
+    if (d->kind == KILN__AK_CHANNEL) {
+        const int64_t *ht = kiln__attr_at_const(a, d->offset);
+        return ht[0] == 0 && ht[1] == 0;
+    }
+    return false;
+}
+
 /* An attribute's value as the generic form writes it. */
 static void put_attr_generic(printer *p, const kiln__attr_desc *d, const kiln__attrs *a) {
     switch (d->kind) {
@@ -539,6 +567,13 @@ static void put_attr_generic(printer *p, const kiln__attr_desc *d, const kiln__a
         put_conv_layouts(p, kiln__attr_at_const(a, d->offset));
         put(p, ">");
         return;
+    case KILN__AK_GROUPS: put_groups(p, kiln__attr_at_const(a, d->offset)); return;
+    case KILN__AK_CHANNEL: {
+        const int64_t *ht = kiln__attr_at_const(a, d->offset);
+        kiln__strbuf_printf(&p->sb, "#stablehlo.channel_handle<handle = %" PRId64 ", type = %" PRId64 ">",
+                            ht[0], ht[1]);
+        return;
+    }
     default: fail_internal(p, "an attribute kind without a generic form"); return;
     }
 }
@@ -552,8 +587,10 @@ static void print_generic(printer *p, const kiln__ir_op *op, int ind) {
     int32_t written = 0;
     for (int32_t i = 0; i < syn->n_attrs; i++) {
         const kiln__attr_desc *d = &syn->attrs[i];
-        if (d->kind == KILN__AK_NO_TRUE) continue;
-        kiln__strbuf_printf(&p->sb, "%s%s = ", written++ ? ", " : " <{", d->name);
+        if (attr_left_out(d, op->attrs)) continue;
+        kiln__strbuf_printf(&p->sb, "%s%s", written++ ? ", " : " <{", d->name);
+        if (d->kind == KILN__AK_UNIT) continue;
+        put(p, " = ");
         put_attr_generic(p, d, op->attrs);
     }
     if (written) put(p, "}>");
@@ -862,6 +899,18 @@ static void print_op(printer *p, const kiln__ir_op *op, int ind) {
         put_values(p, op->operands, op->n_operands);
         put(p, " : ");
         put_types(p, op->operands, op->n_operands);
+        return;
+    case KILN_OP_RUN_PARALLEL:
+        /* the programs inline, one region per process (for reading, not for parsing back:
+         * the interpreter's own form names functions) */
+        put(p, "\"interpreter.run_parallel\"(");
+        put_values(p, op->operands, op->n_operands);
+        put(p, ")");
+        print_regions(p, op, ind);
+        kiln__strbuf_printf(&p->sb, " {num_partitions = %d : i32, num_replicas = %d : i32} : ",
+                            (int)op->attrs->u.grid.num_partitions,
+                            (int)op->attrs->u.grid.num_replicas);
+        put_op_functional(p, op);
         return;
     default: break;
     }

@@ -37,6 +37,7 @@ typedef struct pcall {
     kiln__ir_op *op;
     const char *callee;
     size_t len, pos;
+    int32_t region; /* the op's region the callee's body goes to (run_parallel: a program) */
 } pcall;
 
 typedef struct pcheck {

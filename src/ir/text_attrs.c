@@ -191,7 +191,8 @@ bool kiln__text_attr_value(parser *p, attr *a) {
         else if (!kiln__text_accept(p, '<'))
             ok = kiln__text_error(p, p->pos, "expected '<' after #%.*s", (int)len, id);
         else if (span_is(id, len, "stablehlo.gather") || span_is(id, len, "stablehlo.scatter") ||
-                 span_is(id, len, "stablehlo.dot")) {
+                 span_is(id, len, "stablehlo.dot") ||
+                 span_is(id, len, "stablehlo.channel_handle")) {
             a->kind = A_STRUCT;
             ok = kiln__text_attr_entries(p, a, '>');
         } else if (span_is(id, len, "stablehlo.conv")) {
@@ -472,6 +473,37 @@ static bool struct_fields(parser *p, const kiln__attr_desc *d, const attr *s, ki
     return true;
 }
 
+/* replica_groups = dense<[[0, 1], [2, -1]]> : tensor<2x2xi64> (ids from -1, as int32). */
+static bool groups_value(parser *p, const attr *a, const char *name, kiln__groups *g) {
+    memset(g, 0, sizeof *g);
+    if (a->kind != A_DENSE || a->rank != 2)
+        return kiln__text_error(p, a->pos, "attribute '%s' must be dense<...> : tensor<NxMxi64>",
+                                name);
+    if (a->n > KILN__MAX_GROUP_IDS)
+        return kiln__text_error(p, a->pos, "attribute '%s' holds %d ids; kiln supports at most %d",
+                                name, (int)a->n, KILN__MAX_GROUP_IDS);
+    g->rows = (int32_t)a->dims[0];
+    g->cols = (int32_t)a->dims[1];
+    for (int32_t i = 0; i < a->n; i++) {
+        if (a->ints[i] < -1 || a->ints[i] >= KILN__MAX_GROUP_IDS)
+            return kiln__text_error(p, a->pos, "attribute '%s': id %" PRId64 " is out of range",
+                                    name, a->ints[i]);
+        g->ids[i] = (int32_t)a->ints[i];
+    }
+    return true;
+}
+
+/* channel_handle = #stablehlo.channel_handle<handle = 1, type = 0> */
+static bool channel_value(parser *p, const attr *a, const char *name, int64_t *handle_type) {
+    if (a->kind != A_STRUCT)
+        return kiln__text_error(p, a->pos, "attribute '%s' must be #stablehlo.channel_handle<...>",
+                                name);
+    const attr *h = kiln__text_dict_get(a, "handle"), *t = kiln__text_dict_get(a, "type");
+    handle_type[0] = handle_type[1] = 0;
+    return (!h || int_value(p, h, "handle", &handle_type[0])) &&
+           (!t || int_value(p, t, "type", &handle_type[1]));
+}
+
 /* One attribute of the op's schema from the dict (v: its entry, or NULL). */
 static bool decode_attr(parser *p, kiln_op kind, const kiln__attr_desc *d, const attr *v,
                         size_t pos, int32_t rank0, kiln__attrs *a) {
@@ -511,6 +543,18 @@ static bool decode_attr(parser *p, kiln_op kind, const kiln__attr_desc *d, const
         if (v->kind != A_CONV) return kiln__text_error(p, v->pos, "%s needs %s", op_name, d->name);
         *(kiln_conv_params *)at = v->conv;
         return true;
+    case KILN__AK_GROUPS: return groups_value(p, v, d->name, at);
+    case KILN__AK_UNIT:
+        if (v && v->kind != A_UNIT && v->kind != A_BOOL)
+            return kiln__text_error(p, v->pos, "attribute '%s' takes no value", d->name);
+        *(bool *)at = v && (v->kind == A_UNIT || v->i);
+        return true;
+    case KILN__AK_CHANNEL:
+        if (!v) {
+            ((int64_t *)at)[0] = ((int64_t *)at)[1] = 0;
+            return true;
+        }
+        return channel_value(p, v, d->name, at);
     case KILN__AK_NO_TRUE:
         if (v && v->kind == A_ARRAY)
             for (int32_t i = 0; i < v->n; i++)
@@ -535,6 +579,7 @@ bool kiln__text_build_attrs(parser *p, kiln_op kind, const attr *d, size_t pos,
     if (n_in > 0) {
         t.in0_dtype = in[0].dtype;
         t.in0_rank = in[0].shape.rank;
+        t.in0_shape = in[0].shape;
     }
     for (int32_t i = 0; i < n_out && i < 2; i++) {
         t.out_dtype[i] = out[i].dtype;

@@ -10,6 +10,7 @@
 #include "base/alloc.h"
 #include "core/tensor_internal.h"
 #include "ir/text.h"
+#include "kiln/spmd.h"
 
 /* A splat constant larger than this stays one element in the IR and through compile: a
  * scalar constant broadcast to its type (as JAX writes jnp.full), which fuses into its
@@ -864,6 +865,58 @@ static bool compact_splat(parser *p, kiln__block *b, opdesc *o) {
     return dict_add(p, &o->dict, "broadcast_dimensions", none);
 }
 
+/* interpreter.run_parallel's programs = [[@f, @g], [@h, @i]]: replicas (outer) by
+ * partitions (inner), every program taking an equal share of the operands and results. */
+static bool run_parallel_grid(parser *p, const opdesc *o, kiln__attrs *a) {
+    const attr *progs = kiln__text_dict_get(&o->dict, "programs");
+    if (!progs || progs->kind != A_LIST || progs->n == 0)
+        return kiln__text_error(p, o->pos, "interpreter.run_parallel needs programs = [[@f, ...]]");
+    int32_t R = progs->n, P = -1;
+    for (int32_t r = 0; r < R; r++) {
+        const attr *row = &progs->items[r];
+        if (row->kind != A_LIST || row->n == 0)
+            return kiln__text_error(p, row->pos, "programs: each replica needs a list of functions");
+        if (P >= 0 && row->n != P)
+            return kiln__text_error(p, row->pos, "programs: every replica needs %d partitions",
+                                    (int)P);
+        P = row->n;
+        for (int32_t k = 0; k < P; k++)
+            if (row->items[k].kind != A_SYM)
+                return kiln__text_error(p, row->items[k].pos, "programs: expected @function");
+    }
+    if ((int64_t)R * P > KILN_COMM_MAX_PROCESSES)
+        return kiln__text_error(p, o->pos, "interpreter.run_parallel: at most %d processes",
+                                KILN_COMM_MAX_PROCESSES);
+    int32_t n = R * P;
+    if (o->n_operands % n || o->s.n_out % n)
+        return kiln__text_error(p, o->pos,
+                                "interpreter.run_parallel: %d operands and %d results do not split "
+                                "evenly over %d programs (kiln needs programs of one arity)",
+                                (int)o->n_operands, (int)o->s.n_out, (int)n);
+    a->u.grid.num_replicas = R;
+    a->u.grid.num_partitions = P;
+    a->u.grid.n_args = o->n_operands / n;
+    a->u.grid.n_results = o->s.n_out / n;
+    a->n_results = o->s.n_out;
+    return true;
+}
+
+/* One late-bound call per program: region r gets a copy of program r. */
+static bool run_parallel_calls(parser *p, const opdesc *o, kiln__ir_op *op) {
+    const attr *progs = kiln__text_dict_get(&o->dict, "programs");
+    int32_t r = 0;
+    for (int32_t i = 0; i < progs->n; i++)
+        for (int32_t k = 0; k < progs->items[i].n; k++, r++) {
+            const attr *f = &progs->items[i].items[k];
+            pcall *calls =
+                kiln__text_grow(p, p->calls, &p->cap_calls, p->n_calls, sizeof *calls, 8, true);
+            if (!calls) return false;
+            p->calls = calls;
+            p->calls[p->n_calls++] = (pcall){op, f->text, f->len, f->pos, r};
+        }
+    return true;
+}
+
 static __attribute__((noinline)) bool append_op(parser *p, kiln__block *b, opdesc *o, lhs *l) {
     if (o->kind == KILN_OP_CONSTANT && o->dict.rank == 2 && !compact_splat(p, b, o)) return false;
     const kiln__op_info *info = kiln__op_get_info(o->kind);
@@ -906,7 +959,9 @@ static __attribute__((noinline)) bool append_op(parser *p, kiln__block *b, opdes
         if (o->dict.rank != 1) return kiln__text_error(p, o->pos, "a constant needs a value");
         a.u.constant = p->m->constants[p->m->n_constants - 1];
     }
-    bool regions_op = kiln__op_has(o->kind, KILN_OPF_REGIONS) || o->kind == KILN_OP_CALL;
+    /* calls and run_parallel get their regions (copies of functions) once all are read */
+    bool late = o->kind == KILN_OP_CALL || o->kind == KILN_OP_RUN_PARALLEL;
+    bool regions_op = kiln__op_has(o->kind, KILN_OPF_REGIONS) || late;
     if (!regions_op && o->n_regions)
         return kiln__text_error(p, o->pos, "stablehlo.%s has no regions", info->name);
     int32_t want_regions = o->n_regions;
@@ -919,27 +974,34 @@ static __attribute__((noinline)) bool append_op(parser *p, kiln__block *b, opdes
     case KILN_OP_WHILE:
     case KILN_OP_IF: want_regions = 2; break;
     case KILN_OP_CALL: want_regions = 1; break;
+    case KILN_OP_ALL_REDUCE:
+    case KILN_OP_REDUCE_SCATTER:
+    case KILN_OP_COLLECTIVE_REDUCE: want_regions = 1; break;
+    case KILN_OP_RUN_PARALLEL:
+        if (!run_parallel_grid(p, o, &a)) return false;
+        want_regions = a.u.grid.num_replicas * a.u.grid.num_partitions;
+        break;
     case KILN_OP_CASE:
         if (o->n_regions < 1)
             return kiln__text_error(p, o->pos, "stablehlo.case needs at least one branch");
         break;
     default: break;
     }
-    if (o->kind != KILN_OP_CALL && o->n_regions != want_regions)
+    if (!late && o->n_regions != want_regions)
         return kiln__text_error(p, o->pos, "stablehlo.%s needs %d regions, got %d", info->name,
                                 (int)want_regions, (int)o->n_regions);
     a.n_regions = want_regions;
-    for (int32_t r = 0; r < want_regions && r < 2 && o->kind != KILN_OP_CALL; r++)
+    for (int32_t r = 0; r < want_regions && r < 2 && !late; r++)
         a.region[r] = builtin_region(o->regions[r], o->kind);
     kiln__ir_op *op = kiln__block_append(p->m, b, o->kind, &a, o->operands, o->n_operands, o->s.out,
                                          o->s.n_out, want_regions);
     if (!op) return kiln__text_oom(p);
-    for (int32_t r = 0; r < o->n_regions && o->kind != KILN_OP_CALL; r++) {
+    for (int32_t r = 0; r < o->n_regions && !late; r++) {
         op->regions[r] = o->regions[r];
         o->regions[r]->parent = op;
     }
     /* region signatures */
-    for (int32_t r = 0; r < o->n_regions && o->kind != KILN_OP_CALL; r++) {
+    for (int32_t r = 0; r < o->n_regions && !late; r++) {
         kiln__type *args = kiln__text_leaf_types(p);
         if (!args) return false;
         int32_t n_res = 0;
@@ -984,7 +1046,7 @@ static __attribute__((noinline)) bool append_op(parser *p, kiln__block *b, opdes
                 return kiln__text_error(p, o->s.pos,
                                         "stablehlo.while results must match its operands");
     /* inference */
-    if (!kiln__op_has(o->kind, KILN_OPF_CONTROL) && o->kind != KILN_OP_CALL) {
+    if (!kiln__op_has(o->kind, KILN_OPF_CONTROL) && !late) {
         kiln__attrs bound;
         kiln_region storage[MAX_VALUES];
         kiln__ir_bind_regions(op, &bound, storage, never_called);
@@ -1009,8 +1071,9 @@ static __attribute__((noinline)) bool append_op(parser *p, kiln__block *b, opdes
             kiln__text_grow(p, p->calls, &p->cap_calls, p->n_calls, sizeof *calls, 8, true);
         if (!calls) return false;
         p->calls = calls;
-        p->calls[p->n_calls++] = (pcall){op, o->callee, o->callee_len, o->callee_pos};
+        p->calls[p->n_calls++] = (pcall){op, o->callee, o->callee_len, o->callee_pos, 0};
     }
+    if (o->kind == KILN_OP_RUN_PARALLEL && !run_parallel_calls(p, o, op)) return false;
     /* names */
     if (l->grouped) {
         if (!kiln__text_define(p, l->pos[0], l->names[0], l->lens[0], op->results, op->n_results))
@@ -1124,6 +1187,12 @@ static bool op_line(parser *p, kiln__block *b) {
                 if (ok && !o->s.functional)
                     ok = kiln__text_error(p, o->s.pos, "a call needs a function type");
                 o->have_sig = ok;
+                if (ok) ok = append_op(p, b, o, l);
+            } else if (span_is(id, len, "interpreter.run_parallel")) {
+                o->kind = KILN_OP_RUN_PARALLEL;
+                ok = generic ? generic_op(p, o)
+                             : kiln__text_error(p, o->pos, "write interpreter.run_parallel in "
+                                                           "the generic form (\"...\"(...))");
                 if (ok) ok = append_op(p, b, o, l);
             } else if (len > 6 && memcmp(id, "check.", 6) == 0) {
                 if (l->count >= 0)

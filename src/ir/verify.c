@@ -55,6 +55,20 @@ int32_t kiln__region_signature(kiln_ctx *cx, kiln_op op, const kiln__attrs *attr
         break;
     case KILN_OP_IF:
     case KILN_OP_CASE: results = attrs->n_results; break;
+    case KILN_OP_ALL_REDUCE:
+    case KILN_OP_REDUCE_SCATTER:
+    case KILN_OP_COLLECTIVE_REDUCE: /* computation: two values of the operands' type into one */
+        if (cap >= 2 && n_operands > 0) {
+            out_args[n++] = scalar_of(operands[0].dtype);
+            out_args[n++] = scalar_of(operands[0].dtype);
+        }
+        results = 1;
+        break;
+    case KILN_OP_RUN_PARALLEL: /* program `region`: its share of the operands */
+        for (int32_t i = 0; i < attrs->u.grid.n_args && n < cap; i++)
+            out_args[n++] = operands[region * attrs->u.grid.n_args + i];
+        results = attrs->u.grid.n_results;
+        break;
     case KILN_OP_CALL:
         for (int32_t i = 0; i < n_operands && n < cap; i++)
             out_args[n++] = operands[i];
@@ -103,7 +117,8 @@ static kiln_status verify_op(verifier *v, const kiln__ir_op *op) {
     kiln__type in[MAX_TYPES], out[MAX_TYPES];
     for (int32_t i = 0; i < op->n_operands; i++)
         in[i] = *op->operands[i]->type;
-    if (!(info->flags & KILN_OPF_CONTROL)) {
+    /* run_parallel's results are its programs' (checked with its regions below) */
+    if (!(info->flags & KILN_OPF_CONTROL) && op->kind != KILN_OP_RUN_PARALLEL) {
         kiln__attrs attrs;
         kiln_region bound[MAX_TYPES];
         if (op->n_regions > MAX_TYPES) return fail(v, op, "too many regions to verify");

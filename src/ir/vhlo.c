@@ -365,6 +365,12 @@ static bool schema_attrs(xlator *x, kiln_op op, const named *a, int n) {
                     return kiln__bc_fail(x->bc, x->at, "unsupported %s (kiln has none)", d->name);
             break;
         }
+        case KILN__AK_GROUPS:
+        case KILN__AK_UNIT:
+        case KILN__AK_CHANNEL:
+            ok = kiln__bc_fail(x->bc, x->at, "%s in a portable artifact is not supported yet",
+                               d->name);
+            break;
         default: ok = kiln__bc_fail(x->bc, x->at, "internal: attribute kind %d", (int)d->kind);
         }
         if (!ok) return false;

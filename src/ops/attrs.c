@@ -31,6 +31,14 @@ size_t kiln__attrs_size(kiln_op kind) {
     case KILN_OP_DOT_GENERAL: return MEMBER(dot);
     case KILN_OP_CONVOLUTION: return MEMBER(conv);
     case KILN_OP_WHILE: return MEMBER(loop);
+    case KILN_OP_ALL_REDUCE:
+    case KILN_OP_ALL_GATHER:
+    case KILN_OP_REDUCE_SCATTER:
+    case KILN_OP_ALL_TO_ALL:
+    case KILN_OP_COLLECTIVE_PERMUTE:
+    case KILN_OP_COLLECTIVE_BROADCAST:
+    case KILN_OP_COLLECTIVE_REDUCE: return MEMBER(collective);
+    case KILN_OP_RUN_PARALLEL: return MEMBER(grid);
     default: return offsetof(kiln__attrs, u);
     }
 }

@@ -14,11 +14,22 @@
 #include "kiln/ops.h"
 #include "ops/op.h"
 
+/* A collective's groups of process ids: replica_groups (`rows` groups of `cols` ids, -1
+ * padding the shorter ones) or collective_permute's source_target_pairs (`rows` pairs,
+ * `cols` 2). At most KILN__MAX_GROUP_IDS ids, so that the op's attributes keep a fixed
+ * size no larger than the other kinds'. */
+#define KILN__MAX_GROUP_IDS 256
+typedef struct kiln__groups {
+    int32_t rows, cols;
+    int32_t ids[KILN__MAX_GROUP_IDS];
+} kiln__groups;
+
 typedef struct kiln__attrs {
     kiln_dtype result_dtype; /* dot_general, convolution: the requested result type */
     /* Regions, in the op's order: scatter/reduce/reduce_window: [update]; sort:
      * [comparator]; select_and_scatter: [select, scatter]; while: [cond, body];
-     * if: [true, false]; case: the branches. */
+     * if: [true, false]; case: the branches; all_reduce, reduce_scatter: [computation];
+     * run_parallel: one program per process. */
     const kiln_region *regions;   /* an array of n_regions, when the op's regions are a list */
     const kiln_region *region[2]; /* or up to two separately */
     int32_t n_regions;
@@ -68,6 +79,25 @@ typedef struct kiln__attrs {
         kiln_window_params window; /* reduce_window, select_and_scatter; defaults filled in */
         kiln_dot_params dot;
         kiln_conv_params conv; /* defaults filled in */
+        struct {
+            kiln__groups groups;
+            int64_t channel_handle, channel_type; /* 0, 0 when left out */
+            /* all_gather_dim, scatter_dimension, all_to_all's split_dimension */
+            int64_t dimension;
+            int64_t concat_dimension; /* all_to_all */
+            /* all_to_all: split_count. all_gather, reduce_scatter: the size of each
+             * process group the result type was made for (filled from the types; a
+             * cross_replica_and_partition group spans the partitions too). */
+            int64_t split_count;
+            bool use_global_device_ids;
+            /* collective_broadcast, collective_reduce: the last operand holds each data
+             * operand's root (an index into the group) */
+            bool has_dynamic_root;
+        } collective;
+        struct {
+            int32_t num_replicas, num_partitions; /* run_parallel's grid */
+            int32_t n_args, n_results;            /* of each program */
+        } grid;
         struct {
             /* while: its trip count, when kiln_fori_loop made it (known: upper - lower
              * iterations, or none when upper <= lower). For costs only; never semantics. */

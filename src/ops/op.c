@@ -9,6 +9,7 @@
 #define CONTROL KILN_OPF_CONTROL
 #define REGIONS KILN_OPF_REGIONS
 #define DIFFERENTIABLE KILN_OPF_DIFFERENTIABLE
+#define COLLECTIVE KILN_OPF_COLLECTIVE
 
 static const kiln__op_info infos[] = {
 #define KILN_OP(name, text, nin, nout, flags) {text, nin, nout, flags},
@@ -24,7 +25,8 @@ const kiln__op_info *kiln__op_get_info(kiln_op op) {
 
 kiln_op kiln__op_from_name(const char *name, unsigned long length) {
     for (int i = 0; i < KILN_OP_COUNT; i++)
-        if (strlen(infos[i].name) == length && memcmp(infos[i].name, name, length) == 0)
+        if (!strchr(infos[i].name, '.') && strlen(infos[i].name) == length &&
+            memcmp(infos[i].name, name, length) == 0)
             return (kiln_op)i;
     return KILN_OP_COUNT;
 }

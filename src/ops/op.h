@@ -12,6 +12,7 @@ enum {
     KILN_OPF_CONTROL = 1u << 4,
     KILN_OPF_REGIONS = 1u << 5,
     KILN_OPF_DIFFERENTIABLE = 1u << 6,
+    KILN_OPF_COLLECTIVE = 1u << 7,
 };
 
 typedef enum kiln_op {
@@ -31,7 +32,8 @@ typedef struct kiln__op_info {
 /* Facts about an op; NULL for a value outside the enum. */
 const kiln__op_info *kiln__op_get_info(kiln_op op);
 
-/* The op with StableHLO name `name` (without the "stablehlo." prefix), or KILN_OP_COUNT. */
+/* The op with StableHLO name `name` (without the "stablehlo." prefix), or KILN_OP_COUNT.
+ * Ops of other dialects (a name with a dot: "interpreter.run_parallel") are not found. */
 kiln_op kiln__op_from_name(const char *name, unsigned long length);
 
 static inline bool kiln__op_has(kiln_op op, unsigned flag) {

@@ -148,6 +148,37 @@ static const kiln__attr_desc convolution_attrs[] = {
     ATTR("batch_group_count", I64, u.conv.batch_group_count, .fill = 1),
 };
 
+/* Collectives: StableHLO writes them in the generic form, attributes by name. */
+#define CHANNEL ATTR("channel_handle", CHANNEL, u.collective.channel_handle, OPTIONAL)
+#define GROUPS(attr_name) ATTR(attr_name, GROUPS, u.collective.groups, REQUIRED)
+#define GLOBAL_IDS ATTR("use_global_device_ids", UNIT, u.collective.use_global_device_ids, OPTIONAL)
+static const kiln__attr_desc all_reduce_attrs[] = {CHANNEL, GROUPS("replica_groups"), GLOBAL_IDS};
+static const kiln__attr_desc all_gather_attrs[] = {
+    ATTR("all_gather_dim", I64, u.collective.dimension, REQUIRED),
+    CHANNEL,
+    GROUPS("replica_groups"),
+    GLOBAL_IDS,
+};
+static const kiln__attr_desc reduce_scatter_attrs[] = {
+    CHANNEL,
+    GROUPS("replica_groups"),
+    ATTR("scatter_dimension", I64, u.collective.dimension, REQUIRED),
+    GLOBAL_IDS,
+};
+static const kiln__attr_desc all_to_all_attrs[] = {
+    CHANNEL,
+    ATTR("concat_dimension", I64, u.collective.concat_dimension, REQUIRED),
+    GROUPS("replica_groups"),
+    ATTR("split_count", I64, u.collective.split_count, REQUIRED),
+    ATTR("split_dimension", I64, u.collective.dimension, REQUIRED),
+};
+static const kiln__attr_desc collective_permute_attrs[] = {CHANNEL, GROUPS("source_target_pairs")};
+static const kiln__attr_desc collective_broadcast_attrs[] = {
+    CHANNEL,
+    ATTR("has_dynamic_root", UNIT, u.collective.has_dynamic_root, OPTIONAL),
+    GROUPS("replica_groups"),
+};
+
 #define PLAIN_FUNCTIONAL \
     { .form = KILN__FORM_PLAIN, .type = KILN__TYPE_FUNCTIONAL }
 #define INLINE(type_form, list) \
@@ -195,6 +226,16 @@ static const kiln__op_syntax table[KILN_OP_COUNT] = {
     [KILN_OP_WHILE] = CUSTOM_NO_ATTRS,
     [KILN_OP_CALL] = CUSTOM_NO_ATTRS,
     [KILN_OP_OPTIMIZATION_BARRIER] = CUSTOM_NO_ATTRS,
+    [KILN_OP_REPLICA_ID] = {.form = KILN__FORM_INLINE, .type = KILN__TYPE_RESULT},
+    [KILN_OP_PARTITION_ID] = {.form = KILN__FORM_INLINE, .type = KILN__TYPE_RESULT},
+    [KILN_OP_ALL_REDUCE] = GENERIC(all_reduce_attrs),
+    [KILN_OP_ALL_GATHER] = GENERIC(all_gather_attrs),
+    [KILN_OP_REDUCE_SCATTER] = GENERIC(reduce_scatter_attrs),
+    [KILN_OP_ALL_TO_ALL] = GENERIC(all_to_all_attrs),
+    [KILN_OP_COLLECTIVE_PERMUTE] = GENERIC(collective_permute_attrs),
+    [KILN_OP_COLLECTIVE_BROADCAST] = GENERIC(collective_broadcast_attrs),
+    [KILN_OP_COLLECTIVE_REDUCE] = GENERIC(collective_broadcast_attrs),
+    [KILN_OP_RUN_PARALLEL] = CUSTOM_NO_ATTRS,
 };
 
 static const kiln__op_syntax same_type_plain = {.form = KILN__FORM_PLAIN, .type = KILN__TYPE_SAME};
@@ -294,6 +335,22 @@ void kiln__attrs_complete(kiln_op op, kiln__attrs *a, const kiln__op_types *t) {
         ones(&a->u.window.window_dilations, rank0);
         a->n_results = t->n_out;
         break;
+    case KILN_OP_ALL_GATHER:
+    case KILN_OP_REDUCE_SCATTER: {
+        /* The group size the types say (the processes of a cross_replica_and_partition
+         * group are not known from the attributes alone); replica_groups' width when the
+         * dimension is empty. */
+        a->n_results = t->n_out;
+        int64_t d = a->u.collective.dimension, f = a->u.collective.groups.cols;
+        if (t->n_in > 0 && t->n_out > 0 && d >= 0 && d < t->in0_rank &&
+            d < t->out_shape[0].rank) {
+            int64_t in = t->in0_shape.dims[d], out = t->out_shape[0].dims[d];
+            if (op == KILN_OP_ALL_GATHER && in > 0 && out % in == 0) f = out / in;
+            if (op == KILN_OP_REDUCE_SCATTER && out > 0 && in % out == 0) f = in / out;
+        }
+        a->u.collective.split_count = f;
+        break;
+    }
     case KILN_OP_SCATTER:
     case KILN_OP_REDUCE:
     case KILN_OP_REDUCE_WINDOW:
@@ -301,7 +358,12 @@ void kiln__attrs_complete(kiln_op op, kiln__attrs *a, const kiln__op_types *t) {
     case KILN_OP_IF:
     case KILN_OP_CASE:
     case KILN_OP_CALL:
-    case KILN_OP_OPTIMIZATION_BARRIER: a->n_results = t->n_out; break;
+    case KILN_OP_OPTIMIZATION_BARRIER:
+    case KILN_OP_ALL_REDUCE:
+    case KILN_OP_ALL_TO_ALL:
+    case KILN_OP_COLLECTIVE_BROADCAST:
+    case KILN_OP_COLLECTIVE_REDUCE:
+    case KILN_OP_RUN_PARALLEL: a->n_results = t->n_out; break;
     default: break;
     }
 }

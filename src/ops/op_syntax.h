@@ -26,6 +26,10 @@ typedef enum kiln__attr_kind {
     KILN__AK_STRUCT,  /* #stablehlo.gather<offset_dims = [0], ...> (fields: I64 or DIMS) */
     KILN__AK_CONV,    /* #stablehlo.conv<[b, 0, 1, f]x[o, i, 0, 1]->[b, 0, 1, f]> */
     KILN__AK_NO_TRUE, /* a list of booleans kiln reads but supports only as all false */
+    KILN__AK_GROUPS,  /* dense<[[0, 1], [2, 3]]> : tensor<2x2xi64> (a kiln__groups) */
+    KILN__AK_UNIT,    /* use_global_device_ids: present or not (a bool; written only if true) */
+    KILN__AK_CHANNEL, /* #stablehlo.channel_handle<handle = 1, type = 0> (two int64_t:
+                       * handle, type; left out, and not written, when both are 0) */
 } kiln__attr_kind;
 
 /* How many entries an attribute left out (or a padding) gets. */
@@ -107,6 +111,7 @@ typedef struct kiln__op_types {
     int32_t n_in, n_out;
     kiln_dtype in0_dtype; /* operand 0's, when n_in > 0 */
     int32_t in0_rank;
+    kiln_shape in0_shape;
     kiln_dtype out_dtype[2]; /* the first two results', when there are that many */
     kiln_shape out_shape[2];
 } kiln__op_types;

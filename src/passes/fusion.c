@@ -390,7 +390,8 @@ static void walk(fuser *z) {
             }
         }
         bool folds = z->o->fold_max_bytes && op->n_regions == 0 &&
-                     !kiln__op_has(op->kind, KILN_OPF_CONTROL) && all_const_operands(z, op);
+                     !kiln__op_has(op->kind, KILN_OPF_CONTROL | KILN_OPF_COLLECTIVE) &&
+                     all_const_operands(z, op);
         for (int32_t r = 0; r < op->n_results && folds; r++)
             folds = type_bytes(op->results[r]->type) <= z->o->fold_max_bytes;
         if (folds) {

@@ -71,7 +71,7 @@ static bool view_like(kiln_op kind) {
 /* Where op (at position `index` of the loop's body) goes; ops before it are decided. */
 static op_info place(const kiln__ir_op *op, const kiln__block *body, const op_info *info) {
     op_info stay = {STAY, 0};
-    if (op->n_results == 0 || kiln__op_has(op->kind, KILN_OPF_CONTROL) ||
+    if (op->n_results == 0 || kiln__op_has(op->kind, KILN_OPF_CONTROL | KILN_OPF_COLLECTIVE) ||
         op->kind == KILN_OP_OPTIMIZATION_BARRIER)
         return stay;
     for (int32_t j = 0; j < op->n_regions; j++)

@@ -164,7 +164,8 @@ static kiln_tensor *constant_view(compiler *c, const kiln__ir_op *op) {
 static bool foldable(const compiler *c, const cscope *s, const kiln__ir_op *op,
                      const kiln__xref *in) {
     if (!c->fold) return false;
-    if (kiln__op_has(op->kind, KILN_OPF_CONTROL) || op->n_regions > 0) return false;
+    if (kiln__op_has(op->kind, KILN_OPF_CONTROL | KILN_OPF_COLLECTIVE) || op->n_regions > 0)
+        return false;
     size_t bytes = 0;
     for (int32_t r = 0; r < op->n_results; r++) {
         bytes += kiln__type_bytes(op->results[r]->type);

@@ -22,7 +22,7 @@
 static const char conform_help[] =
     "usage: kiln conform PATH... [--mode eval|compiled] [--tier-file CASES.tsv]\n"
     "                    [--require-tier core|extended|exotic] [--timeout SECONDS]\n"
-    "                    [--no-fork] [--quiet]\n"
+    "                    [--require-all] [--no-fork] [--quiet]\n"
     "\n"
     "Runs StableHLO interpreter test files (stablehlo/tests/interpret). PATH is a .mlir\n"
     "file, a portable artifact (.mlirbc or .mlir.bc, MLIR bytecode of VHLO: one case), or\n"
@@ -31,6 +31,8 @@ static const char conform_help[] =
     "the only function) runs and its check ops are evaluated: check.expect_eq,\n"
     "expect_eq_const, expect_almost_eq, expect_almost_eq_const, expect_close and the\n"
     "stablehlo.custom_call @check.expect_eq / expect_close / expect_almost_eq spellings.\n"
+    "interpreter.run_parallel runs its programs at once, one thread per process of its\n"
+    "grid, their collectives on a local communicator (kiln/spmd.h).\n"
     "\n"
     "One line per case, then the totals:\n"
     "  PASS FILE#CHUNK\n"
@@ -47,12 +49,14 @@ static const char conform_help[] =
     "                          own with the interpreter backend (the evaluator's kernels);\n"
     "                          compiled runs the cpu backend's passes and fused kernels\n"
     "  --tier-file CASES.tsv   the case index (columns file, chunk, line, tier, ..., reasons):\n"
-    "                          exotic-tier cases are skipped with their reasons, and the\n"
-    "                          totals are broken down by tier\n"
+    "                          the totals are broken down by tier (every case runs; one\n"
+    "                          kiln cannot read is skipped as unsupported)\n"
     "  --require-tier TIER     exit 1 only when a case of TIER or a lower tier (core <\n"
     "                          extended < exotic; cases missing from the index count as\n"
     "                          core) fails or is skipped as unsupported; failures above it\n"
     "                          are reported but do not fail the run. Needs --tier-file\n"
+    "  --require-all           exit 1 when any case fails or is skipped (for files kiln must\n"
+    "                          run completely)\n"
     "  --timeout SECONDS       per case (default 60; 0: none)\n"
     "  --no-fork               run cases in this process (debugging; a crash ends the run)\n"
     "  --quiet                 print only failures and the totals\n"
@@ -76,6 +80,7 @@ typedef struct conform {
     cli_mode mode;
     int timeout;
     bool fork, quiet;
+    bool require_all; /* --require-all: a skipped case fails the run too */
     int require_tier; /* -1: none */
     tier_entry *tiers;
     size_t n_tiers;
@@ -653,14 +658,7 @@ static void record(conform *c, const char *name, int chunk, enum outcome o, cons
 static void conform_chunk(conform *c, const char *path, const char *name, int chunk, int first_line,
                           const char *start, const char *end) {
     if (!chunk_has_func(start, end)) return;
-    const tier_entry *e = c->have_tiers ? tier_find(c, name, chunk) : NULL;
     char msg[4096];
-    if (e && e->tier == TIER_EXOTIC) {
-        snprintf(msg, sizeof msg, "unsupported: exotic tier (%s)",
-                 e->reasons[0] ? e->reasons : "see the case index");
-        record(c, name, chunk, OUT_SKIP, msg);
-        return;
-    }
     enum outcome o =
         run_case_isolated(c, path, start, (size_t)(end - start), first_line, msg, sizeof msg);
     record(c, name, chunk, o, msg);
@@ -789,6 +787,8 @@ int cli_conform_main(int argc, char **argv) {
             c.fork = false;
         else if (strcmp(a, "--quiet") == 0)
             c.quiet = true;
+        else if (strcmp(a, "--require-all") == 0)
+            c.require_all = true;
         else if (strcmp(a, "--mode") == 0 || strcmp(a, "--tier-file") == 0 ||
                  strcmp(a, "--require-tier") == 0 || strcmp(a, "--timeout") == 0) {
             if (i + 1 >= argc) {
@@ -860,7 +860,9 @@ int cli_conform_main(int argc, char **argv) {
         printf("required tier %s: %d case%s failed or skipped as unsupported\n",
                tier_names[c.require_tier], c.required_bad, c.required_bad == 1 ? "" : "s");
     printf("%d passed, %d failed, %d skipped\n", c.total[0], c.total[1], c.total[2]);
-    if (c.require_tier >= 0)
+    if (c.require_all)
+        rc = c.total[1] || c.total[2] ? CLI_ERROR : CLI_OK;
+    else if (c.require_tier >= 0)
         rc = c.required_bad ? CLI_ERROR : CLI_OK;
     else
         rc = c.total[1] ? CLI_ERROR : CLI_OK;

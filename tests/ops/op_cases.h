@@ -18,5 +18,6 @@ extern const kiln_op_coverage kiln_cover_indexing[];
 extern const kiln_op_coverage kiln_cover_reduce[];
 extern const kiln_op_coverage kiln_cover_linalg[];
 extern const kiln_op_coverage kiln_cover_control[];
+extern const kiln_op_coverage kiln_cover_collective[];
 
 #endif

@@ -25,7 +25,8 @@ bool kiln__tracing(const kiln_ctx *cx) { return cx->trace != NULL; }
 
 bool kiln__trace_wants(kiln_ctx *cx, kiln_op op, kiln_tensor *const *operands, int n_operands) {
     if (!cx->trace) return false;
-    if (kiln__op_has(op, KILN_OPF_REGIONS) || kiln__op_has(op, KILN_OPF_CONTROL)) return true;
+    /* a collective communicates when the program runs, never while it is traced */
+    if (kiln__op_has(op, KILN_OPF_REGIONS | KILN_OPF_CONTROL | KILN_OPF_COLLECTIVE)) return true;
     for (int i = 0; i < n_operands; i++)
         if (operands[i] && kiln__tensor_trace(operands[i])) return true;
     return false;

@@ -65,6 +65,21 @@ static kiln_status check_dim(kiln_ctx *cx, const kiln__attrs *attrs, const char 
     return KILN_OK;
 }
 
+/* all_gather's and reduce_scatter's group size f (from the types): the groups' width, or
+ * a multiple of it when the groups span the partitions too (cross_replica_and_partition). */
+static kiln_status check_factor(kiln_ctx *cx, const kiln__attrs *attrs, int64_t f) {
+    if (f < 1)
+        return kiln__infer_error(cx, attrs, "the group size %lld is not positive", (long long)f);
+    int64_t w = attrs->u.collective.groups.rows ? attrs->u.collective.groups.cols : 0;
+    bool spans = attrs->u.collective.channel_handle > 0 && !attrs->u.collective.use_global_device_ids;
+    if (w > 0 && (spans ? f % w != 0 : f != w))
+        return kiln__infer_error(cx, attrs,
+                                 "the types make groups of %lld processes; replica_groups has "
+                                 "groups of %lld",
+                                 (long long)f, (long long)w);
+    return KILN_OK;
+}
+
 static kiln_status id_result(kiln_ctx *cx, const kiln__attrs *attrs, int n_operands,
                              kiln__type *results, int n_results) {
     if (n_operands != 0) return kiln__infer_error(cx, attrs, "takes no operands; got %d", n_operands);
@@ -116,7 +131,7 @@ kiln_status kiln__infer_ALL_GATHER(kiln_ctx *cx, const kiln__attrs *attrs,
     if (s == KILN_OK) s = check_channel(cx, attrs);
     if (s != KILN_OK) return s;
     int64_t d = attrs->u.collective.dimension, f = attrs->u.collective.split_count;
-    if (f < 1) return kiln__infer_error(cx, attrs, "the group size %lld is not positive", (long long)f);
+    if ((s = check_factor(cx, attrs, f)) != KILN_OK) return s;
     for (int i = 0; i < n_operands; i++) {
         if ((s = check_dim(cx, attrs, "all_gather_dim", d, &operands[i], i)) != KILN_OK) return s;
         results[i] = operands[i];
@@ -135,8 +150,10 @@ kiln_status kiln__infer_REDUCE_SCATTER(kiln_ctx *cx, const kiln__attrs *attrs,
     if (s == KILN_OK) s = check_computation(cx, attrs);
     if (s != KILN_OK) return s;
     int64_t d = attrs->u.collective.dimension, f = attrs->u.collective.split_count;
-    if ((s = check_dim(cx, attrs, "scatter_dimension", d, &operands[0], 0)) != KILN_OK) return s;
-    if (f < 1 || operands[0].shape.dims[d] % f != 0)
+    if ((s = check_dim(cx, attrs, "scatter_dimension", d, &operands[0], 0)) != KILN_OK ||
+        (s = check_factor(cx, attrs, f)) != KILN_OK)
+        return s;
+    if ( operands[0].shape.dims[d] % f != 0)
         return kiln__infer_error(cx, attrs,
                                  "dimension %lld of the operand (%lld) does not split into %lld "
                                  "equal parts, one per process of the group",

@@ -1,0 +1,344 @@
+/* SPMD programs compiled and run on a local communicator (kiln_exe_call_spmd): collectives
+ * in the entry and in loop bodies, on both backends; what the passes must not do to them;
+ * and the errors (processes that disagree, one that never arrives, one that fails, bad
+ * groups and options). */
+#include <stdio.h>
+#include <string.h>
+
+#include "kiln/kiln.h"
+#include "kiln/spmd.h"
+#include "test_util.h"
+
+static kiln_comm *local(kiln_ctx *cx, int32_t replicas, int32_t partitions, int64_t timeout_ms) {
+    kiln_comm_options o = kiln_comm_options_default();
+    o.num_replicas = replicas;
+    o.num_partitions = partitions;
+    o.timeout_ms = timeout_ms;
+    kiln_comm *c = NULL;
+    cr_assert_eq(kiln_comm_create_local(cx, &o, &c), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    return c;
+}
+
+static kiln_exe *compile_fn(kiln_ctx *cx, kiln_region_fn fn, kiln_dtype dtype, kiln_shape shape,
+                            const char *backend) {
+    kiln_region r = {.fn = fn};
+    kiln_arg_spec a = {.dtype = dtype, .shape = shape};
+    kiln_module *m;
+    cr_assert_eq(kiln_lower(cx, &r, &a, 1, 1, NULL, &m), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    kiln_compile_options o = kiln_compile_options_default();
+    o.backend = backend;
+    kiln_exe *exe;
+    cr_assert_eq(kiln_compile(cx, m, &o, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    kiln_module_release(m);
+    return exe;
+}
+
+/* x + sum over the replicas of x * replica_id, then 3 steps of y = all_reduce(y) / n */
+static kiln_status program(kiln_ctx *cx, kiln_tensor *const *args, kiln_tensor **results,
+                           void *user) {
+    (void)user;
+    kiln_tensor *id = kiln_convert(cx, kiln_replica_id(cx), KILN_F32);
+    kiln_tensor *y = kiln_all_reduce(cx, kiln_multiply(cx, args[0], id), kiln_region_add(), NULL);
+    results[0] = kiln_add(cx, args[0], y);
+    return kiln_ctx_status(cx);
+}
+
+static kiln_status mean_step(kiln_ctx *cx, kiln_tensor *const *args, kiln_tensor **results,
+                             void *user) {
+    (void)user;
+    kiln_tensor *s = kiln_all_reduce(cx, args[1], kiln_region_add(), NULL);
+    results[0] = kiln_add(cx, kiln_multiply(cx, s, kiln_full(cx, KILN_F32, KILN_SHAPE_SCALAR, 0.5)),
+                          kiln_full(cx, KILN_F32, KILN_SHAPE_SCALAR, 1));
+    return kiln_ctx_status(cx);
+}
+
+static kiln_status looped(kiln_ctx *cx, kiln_tensor *const *args, kiln_tensor **results,
+                          void *user) {
+    (void)user;
+    kiln_region body = {.fn = mean_step};
+    return kiln_fori_loop(cx, 0, 40, args, 1, &body, results);
+}
+
+static float value(const kiln_tensor *t, int64_t i) { return ((const float *)kiln_tensor_data(t))[i]; }
+static uint32_t at_u32(const kiln_tensor *t) { return *(const uint32_t *)kiln_tensor_data(t); }
+
+Test(spmd, compiled_collectives_on_both_backends) {
+    kiln_ctx *cx = test_ctx();
+    kiln_comm *comm = local(cx, 3, 1, 20000);
+    const char *backends[] = {"cpu", "interpreter"};
+    for (int b = 0; b < 2; b++) {
+        kiln_exe *exe = compile_fn(cx, program, KILN_F32, KILN_SHAPE(4), backends[b]);
+        kiln_tensor *args[3], *out[3];
+        for (int p = 0; p < 3; p++)
+            args[p] = kiln_full(cx, KILN_F32, KILN_SHAPE(4), p + 1.0);
+        cr_assert_eq(kiln_exe_call_spmd(cx, exe, comm, args, out), KILN_OK, "%s: %s", backends[b],
+                     kiln_ctx_error_message(cx));
+        /* sum of (p + 1) p = 0 + 2 + 6 = 8 */
+        for (int p = 0; p < 3; p++)
+            cr_assert_eq(value(out[p], 3), p + 1.0f + 8.0f, "%s: process %d", backends[b], p);
+        kiln_exe_release(exe);
+    }
+    kiln_comm_release(comm);
+    kiln_ctx_release(cx);
+}
+
+Test(spmd, a_collective_inside_a_loop_runs_every_iteration) {
+    kiln_ctx *cx = test_ctx();
+    kiln_comm *comm = local(cx, 2, 1, 20000);
+    const char *backends[] = {"cpu", "interpreter"};
+    for (int b = 0; b < 2; b++) {
+        kiln_exe *exe = compile_fn(cx, looped, KILN_F32, KILN_SHAPE(2), backends[b]);
+        kiln_tensor *args[2] = {kiln_full(cx, KILN_F32, KILN_SHAPE(2), 0.0),
+                                kiln_full(cx, KILN_F32, KILN_SHAPE(2), 6.0)};
+        kiln_tensor *out[2];
+        cr_assert_eq(kiln_exe_call_spmd(cx, exe, comm, args, out), KILN_OK, "%s",
+                     kiln_ctx_error_message(cx));
+        /* y' = (y0 + y1) / 2 + 1, the same on both processes: 4, 5, 6, ... after 40 steps 43 */
+        for (int p = 0; p < 2; p++)
+            cr_assert_eq(value(out[p], 0), 43.0f, "%s: process %d: %g", backends[b], p,
+                         (double)value(out[p], 0));
+        kiln_exe_release(exe);
+    }
+    kiln_comm_release(comm);
+    kiln_ctx_release(cx);
+}
+
+/* A collective whose result is unused must still run (the others wait for it), and
+ * replica_id must not be folded into a constant. */
+static kiln_status unused_collective(kiln_ctx *cx, kiln_tensor *const *args, kiln_tensor **results,
+                                     void *user) {
+    (void)user;
+    (void)kiln_all_reduce(cx, args[0], kiln_region_add(), NULL);
+    results[0] = kiln_convert(cx, kiln_replica_id(cx), KILN_F32);
+    return kiln_ctx_status(cx);
+}
+
+Test(spmd, passes_keep_collectives_and_ids) {
+    kiln_ctx *cx = test_ctx();
+    kiln_comm *comm = local(cx, 2, 1, 20000);
+    kiln_exe *exe = compile_fn(cx, unused_collective, KILN_F32, KILN_SHAPE(2), "cpu");
+    char *text = kiln_exe_to_string(cx, exe);
+    cr_assert(text && strstr(text, "op 0: all_reduce") && strstr(text, ": replica_id"),
+              "%s", text);
+    kiln_string_free(cx, text);
+    kiln_tensor *args[2] = {kiln_zeros(cx, KILN_F32, KILN_SHAPE(2)),
+                            kiln_zeros(cx, KILN_F32, KILN_SHAPE(2))};
+    kiln_tensor *out[2];
+    cr_assert_eq(kiln_exe_call_spmd(cx, exe, comm, args, out), KILN_OK, "%s",
+                 kiln_ctx_error_message(cx));
+    cr_assert_eq(value(out[0], 0), 0.0f);
+    cr_assert_eq(value(out[1], 0), 1.0f);
+    kiln_exe_release(exe);
+    kiln_comm_release(comm);
+    kiln_ctx_release(cx);
+}
+
+/* ---- errors ------------------------------------------------------------------------------ */
+
+static kiln_status disagree(kiln_ctx *cx, int32_t process, void *user) {
+    (void)user;
+    /* process 1 reduces a longer vector */
+    kiln_tensor *x = kiln_zeros(cx, KILN_F32, process == 1 ? KILN_SHAPE(5) : KILN_SHAPE(4));
+    (void)kiln_all_reduce(cx, x, kiln_region_add(), NULL);
+    return kiln_ctx_status(cx);
+}
+
+Test(spmd, processes_that_disagree_all_fail_naming_both) {
+    kiln_ctx *cx = test_ctx();
+    kiln_comm *comm = local(cx, 3, 1, 20000);
+    cr_assert_eq(kiln_spmd_run(cx, comm, disagree, NULL), KILN_INVALID_ARGUMENT);
+    const char *msg = kiln_ctx_error_message(cx);
+    cr_assert(strstr(msg, "disagree") && strstr(msg, "f32[4]") && strstr(msg, "f32[5]"), "%s", msg);
+    /* the communicator is usable again */
+    kiln_ctx_clear_error(cx);
+    cr_assert_eq(kiln_spmd_run(cx, comm, disagree, NULL), KILN_INVALID_ARGUMENT);
+    kiln_comm_release(comm);
+    kiln_ctx_release(cx);
+}
+
+static kiln_status one_stays_away(kiln_ctx *cx, int32_t process, void *user) {
+    (void)user;
+    if (process == 0) return KILN_OK;
+    (void)kiln_all_reduce(cx, kiln_zeros(cx, KILN_F32, KILN_SHAPE(2)), kiln_region_add(), NULL);
+    return kiln_ctx_status(cx);
+}
+
+Test(spmd, a_process_that_never_arrives_is_a_timeout_not_a_hang) {
+    kiln_ctx *cx = test_ctx();
+    /* process 0 returns at once: its thread ends without failing, so only the timeout
+     * frees the others */
+    kiln_comm *comm = local(cx, 2, 1, 200);
+    cr_assert_eq(kiln_spmd_run(cx, comm, one_stays_away, NULL), KILN_DEADLINE_EXCEEDED);
+    cr_assert(strstr(kiln_ctx_error_message(cx), "waited 200 ms"), "%s",
+              kiln_ctx_error_message(cx));
+    kiln_comm_release(comm);
+    kiln_ctx_release(cx);
+}
+
+static kiln_status one_fails(kiln_ctx *cx, int32_t process, void *user) {
+    (void)user;
+    if (process == 2) return kiln_ctx_set_error(cx, KILN_DATA_LOSS, "the data of process 2 is bad");
+    (void)kiln_all_reduce(cx, kiln_zeros(cx, KILN_F32, KILN_SHAPE(2)), kiln_region_add(), NULL);
+    return kiln_ctx_status(cx);
+}
+
+Test(spmd, a_failing_process_stops_the_others_and_its_error_is_reported) {
+    kiln_ctx *cx = test_ctx();
+    kiln_comm *comm = local(cx, 3, 1, 0); /* no timeout: only the failure frees them */
+    cr_assert_eq(kiln_spmd_run(cx, comm, one_fails, NULL), KILN_DATA_LOSS);
+    cr_assert(strstr(kiln_ctx_error_message(cx), "process 2: the data of process 2 is bad"), "%s",
+              kiln_ctx_error_message(cx));
+    kiln_comm_release(comm);
+    kiln_ctx_release(cx);
+}
+
+typedef struct bad_groups {
+    int which;
+} bad_groups;
+
+static kiln_status bad_group_body(kiln_ctx *cx, int32_t process, void *user) {
+    (void)process;
+    const bad_groups *b = user;
+    kiln_tensor *x = kiln_zeros(cx, KILN_F32, KILN_SHAPE(4));
+    int64_t ids[] = {0, 5};
+    kiln_replica_groups g = {.ids = ids, .n_groups = 1, .group_size = 2};
+    if (b->which == 0) (void)kiln_all_reduce(cx, x, kiln_region_add(), &g);
+    if (b->which == 1) { /* traced for groups of 2, run in groups of 1 */
+        int64_t one[] = {0, 1};
+        kiln_replica_groups pairs = {.ids = one, .n_groups = 2, .group_size = 1};
+        (void)kiln_all_gather(cx, x, 0, &pairs);
+        kiln_ctx_clear_error(cx);
+        (void)kiln_reduce_scatter(cx, kiln_zeros(cx, KILN_F32, KILN_SHAPE(3)), 0,
+                                  kiln_region_add(), NULL);
+    }
+    return kiln_ctx_status(cx);
+}
+
+Test(spmd, groups_outside_the_grid_and_parts_that_do_not_split) {
+    kiln_ctx *cx = test_ctx();
+    kiln_comm *comm = local(cx, 2, 1, 20000);
+    bad_groups b = {0};
+    cr_assert_eq(kiln_spmd_run(cx, comm, bad_group_body, &b), KILN_INVALID_ARGUMENT);
+    cr_assert(strstr(kiln_ctx_error_message(cx), "replica 5; the grid has 2 replicas"), "%s",
+              kiln_ctx_error_message(cx));
+    kiln_ctx_clear_error(cx);
+    b.which = 1;
+    cr_assert_eq(kiln_spmd_run(cx, comm, bad_group_body, &b), KILN_INVALID_ARGUMENT);
+    cr_assert(strstr(kiln_ctx_error_message(cx), "does not split into 2 equal parts"), "%s",
+              kiln_ctx_error_message(cx));
+    kiln_comm_release(comm);
+    kiln_ctx_release(cx);
+}
+
+Test(spmd, group_size_the_result_type_was_not_made_for) {
+    kiln_ctx *cx = test_ctx();
+    /* traced on an unbound ctx, all_gather with no groups gathers one process's part;
+     * run on two processes it must refuse rather than write past the result */
+    kiln_comm *comm = local(cx, 2, 1, 20000);
+    const char *groups[] = {"dense<> : tensor<0x0xi64>", "dense<[[0]]> : tensor<1x1xi64>"};
+    const char *want[] = {"has 2 processes; the result type was made for groups of 1",
+                          "process 1 (replica 1, partition 0) is in no group"};
+    for (int k = 0; k < 2; k++) {
+        char text[512];
+        snprintf(text, sizeof text,
+                 "func.func @main(%%x: tensor<2xf32>) -> tensor<2xf32> {\n"
+                 "  %%r = \"stablehlo.all_gather\"(%%x) {all_gather_dim = 0 : i64,\n"
+                 "        replica_groups = %s} : (tensor<2xf32>) -> tensor<2xf32>\n"
+                 "  return %%r : tensor<2xf32>\n"
+                 "}\n",
+                 groups[k]);
+        kiln_module *m;
+        cr_assert_eq(kiln_module_parse(cx, text, strlen(text), NULL, &m), KILN_OK, "%s",
+                     kiln_ctx_error_message(cx));
+        kiln_exe *exe;
+        cr_assert_eq(kiln_compile(cx, m, NULL, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
+        kiln_module_release(m);
+        kiln_tensor *args[2] = {kiln_zeros(cx, KILN_F32, KILN_SHAPE(2)),
+                                kiln_zeros(cx, KILN_F32, KILN_SHAPE(2))};
+        kiln_tensor *out[2];
+        cr_assert_eq(kiln_exe_call_spmd(cx, exe, comm, args, out), KILN_INVALID_ARGUMENT);
+        cr_assert(strstr(kiln_ctx_error_message(cx), want[k]), "%s", kiln_ctx_error_message(cx));
+        cr_assert(out[0] == NULL && out[1] == NULL);
+        kiln_ctx_clear_error(cx);
+        kiln_exe_release(exe);
+    }
+    kiln_comm_release(comm);
+    kiln_ctx_release(cx);
+}
+
+Test(spmd, option_and_argument_errors) {
+    kiln_ctx *cx = test_ctx();
+    kiln_comm *c = NULL;
+    kiln_comm_options o = kiln_comm_options_default();
+    o.num_replicas = 0;
+    cr_assert_eq(kiln_comm_create_local(cx, &o, &c), KILN_INVALID_ARGUMENT);
+    expect_error(cx, KILN_INVALID_ARGUMENT, "num_replicas (0)");
+    o = kiln_comm_options_default();
+    o.num_replicas = 16;
+    o.num_partitions = 17;
+    cr_assert_eq(kiln_comm_create_local(cx, &o, &c), KILN_INVALID_ARGUMENT);
+    expect_error(cx, KILN_INVALID_ARGUMENT, "at most 256");
+    o = kiln_comm_options_default();
+    o.timeout_ms = -1;
+    cr_assert_eq(kiln_comm_create_local(cx, &o, &c), KILN_INVALID_ARGUMENT);
+    expect_error(cx, KILN_INVALID_ARGUMENT, "timeout_ms is negative");
+    o = kiln_comm_options_default();
+    o.struct_size = 4;
+    cr_assert_eq(kiln_comm_create_local(cx, &o, &c), KILN_INVALID_ARGUMENT);
+    expect_error(cx, KILN_INVALID_ARGUMENT, "struct_size");
+    cr_assert_eq(kiln_comm_create_local(cx, NULL, NULL), KILN_INVALID_ARGUMENT);
+    expect_error(cx, KILN_INVALID_ARGUMENT, "out_comm");
+
+    c = local(cx, 2, 2, 1000);
+    cr_assert_eq(kiln_comm_num_replicas(c), 2);
+    cr_assert_eq(kiln_comm_num_partitions(c), 2);
+    cr_assert_eq(kiln_comm_self(c), -1);
+    cr_assert_str_eq(kiln_comm_kind(c), "local");
+    cr_assert_eq(kiln_ctx_set_comm(cx, c, 4), KILN_INVALID_ARGUMENT);
+    expect_error(cx, KILN_INVALID_ARGUMENT, "process 4 is outside the grid of 2 x 2");
+    cr_assert_eq(kiln_spmd_run(cx, c, NULL, NULL), KILN_INVALID_ARGUMENT);
+    expect_error(cx, KILN_INVALID_ARGUMENT, "fn");
+    cr_assert_eq(kiln_spmd_run(cx, NULL, disagree, NULL), KILN_INVALID_ARGUMENT);
+    expect_error(cx, KILN_INVALID_ARGUMENT, "comm");
+    cr_assert_eq(kiln_exe_call_spmd(cx, NULL, c, NULL, NULL), KILN_INVALID_ARGUMENT);
+    expect_error(cx, KILN_INVALID_ARGUMENT, "exe is NULL");
+
+    /* a bound ctx runs its collectives as its process: alone, it waits for the others */
+    cr_assert_eq(kiln_ctx_set_comm(cx, c, 3), KILN_OK);
+    int32_t p = -1;
+    cr_assert_eq(kiln_ctx_comm(cx, &p), c);
+    cr_assert_eq(p, 3);
+    cr_assert_eq(at_u32(kiln_replica_id(cx)), 1);
+    cr_assert_eq(at_u32(kiln_partition_id(cx)), 1);
+    cr_assert_eq(kiln_ctx_set_comm(cx, NULL, 0), KILN_OK);
+    cr_assert_null(kiln_ctx_comm(cx, NULL));
+    kiln_comm_release(c);
+
+    int64_t ids[] = {0, 1, 2};
+    kiln_replica_groups g = {.ids = ids, .n_groups = 1, .group_size = 300};
+    cr_assert_null(kiln_all_reduce(cx, kiln_zeros(cx, KILN_F32, KILN_SHAPE(1)), kiln_region_add(), &g));
+    expect_error(cx, KILN_INVALID_ARGUMENT, "must be 1 to 256 ids");
+    int64_t neg[] = {-3};
+    kiln_replica_groups gn = {.ids = neg, .n_groups = 1, .group_size = 1};
+    cr_assert_null(kiln_all_gather(cx, kiln_zeros(cx, KILN_F32, KILN_SHAPE(1)), 0, &gn));
+    expect_error(cx, KILN_INVALID_ARGUMENT, "groups->ids[0] is -3");
+    int64_t dup[] = {0, 0};
+    kiln_replica_groups gd = {.ids = dup, .n_groups = 1, .group_size = 2};
+    cr_assert_null(kiln_collective_broadcast(cx, kiln_zeros(cx, KILN_F32, KILN_SHAPE(1)), &gd));
+    expect_error(cx, KILN_INVALID_ARGUMENT, "id 0 appears twice");
+    cr_assert_null(kiln_all_gather(cx, kiln_zeros(cx, KILN_F32, KILN_SHAPE(1)), 1, NULL));
+    expect_error(cx, KILN_INVALID_ARGUMENT, "all_gather_dim 1 is out of range");
+    cr_assert_null(kiln_all_to_all(cx, kiln_zeros(cx, KILN_F32, KILN_SHAPE(3)), 0, 0, 2, NULL));
+    expect_error(cx, KILN_INVALID_ARGUMENT, "does not split into split_count = 2");
+    cr_assert_null(kiln_collective_permute(cx, kiln_zeros(cx, KILN_F32, KILN_SHAPE(1)), NULL, 2, 0));
+    expect_error(cx, KILN_INVALID_ARGUMENT, "n_pairs is 2");
+    int64_t twice[] = {0, 1, 0, 2};
+    cr_assert_null(kiln_collective_permute(cx, kiln_zeros(cx, KILN_F32, KILN_SHAPE(1)), twice, 2, 0));
+    expect_error(cx, KILN_INVALID_ARGUMENT, "source 0 appears twice");
+    kiln_replica_groups glob = {.use_global_device_ids = true};
+    cr_assert_null(kiln_all_reduce(cx, kiln_zeros(cx, KILN_F32, KILN_SHAPE(1)), kiln_region_add(), &glob));
+    expect_error(cx, KILN_INVALID_ARGUMENT, "use_global_device_ids needs a channel_handle > 0");
+    cr_assert_null(kiln_all_reduce(cx, kiln_zeros(cx, KILN_F32, KILN_SHAPE(1)), NULL, NULL));
+    expect_error(cx, KILN_INVALID_ARGUMENT, "computation region is NULL");
+    kiln_ctx_release(cx);
+}

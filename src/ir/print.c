@@ -635,7 +635,7 @@ static void print_inline(printer *p, const kiln__ir_op *op) {
         put_attr_pretty(p, d, op->attrs);
         any = true;
     }
-    put(p, " : ");
+    put(p, any ? " : " : ": "); /* stablehlo.replica_id : tensor<ui32> */
     put_type_form(p, op, syn->type);
 }
 

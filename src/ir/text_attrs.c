@@ -500,8 +500,14 @@ static bool channel_value(parser *p, const attr *a, const char *name, int64_t *h
                                 name);
     const attr *h = kiln__text_dict_get(a, "handle"), *t = kiln__text_dict_get(a, "type");
     handle_type[0] = handle_type[1] = 0;
-    return (!h || int_value(p, h, "handle", &handle_type[0])) &&
-           (!t || int_value(p, t, "type", &handle_type[1]));
+    if ((h && !int_value(p, h, "handle", &handle_type[0])) ||
+        (t && !int_value(p, t, "type", &handle_type[1])))
+        return false;
+    /* Only the handle means something to a collective (positive: cross-partition); the type
+     * is kept as the handle implies it (DEVICE_TO_DEVICE, 1, for a positive one), as a
+     * portable artifact, which stores the handle alone, gives it back. */
+    handle_type[1] = handle_type[0] > 0 ? 1 : 0;
+    return true;
 }
 
 /* One attribute of the op's schema from the dict (v: its entry, or NULL). */

@@ -225,6 +225,51 @@ static bool bool_attr(xlator *x, const named *a, int n, const char *name, bool *
     return true;
 }
 
+/* replica_groups = dense<[[0, 1]]> : tensor<1x2xi64> from a VHLO tensor */
+static bool groups_attr(xlator *x, const named *a, int n, const char *name, bool *first) {
+    int64_t v[KILN__MAX_GROUP_IDS];
+    int32_t count;
+    kiln__vattr t = {0};
+    kiln__vtype type = {0};
+    if (!get(x, a, n, name, &t) ||
+        !kiln__vhlo_tensor_ints(x->bc, &t, v, KILN__MAX_GROUP_IDS, &count, &type))
+        return false;
+    if (type.rank != 2) return kiln__bc_fail(x->bc, x->at, "'%s' is not a 2-d tensor", name);
+    sep(x, first);
+    putf(x, "%s = dense<", name);
+    for (int64_t r = 0; r < type.dims[0] && count > 0; r++) {
+        put(x, r ? ", [" : "[[");
+        for (int64_t c = 0; c < type.dims[1]; c++)
+            putf(x, "%s%" PRId64, c ? ", " : "", v[r * type.dims[1] + c]);
+        put(x, "]");
+    }
+    if (count > 0) put(x, "]");
+    putf(x, "> : tensor<%" PRId64 "x%" PRId64 "xi64>", type.dims[0], type.dims[1]);
+    return true;
+}
+
+/* VHLO's channel_id as StableHLO's channel handle (left out when 0). */
+static bool channel_attr(xlator *x, const named *a, int n, bool *first) {
+    int64_t id = 0;
+    if (find(a, n, "channel_id") && !get_int(x, a, n, "channel_id", &id)) return false;
+    if (id == 0) return true;
+    sep(x, first);
+    putf(x, "channel_handle = #stablehlo.channel_handle<handle = %" PRId64 ", type = %d>", id,
+         id > 0 ? 1 : 0);
+    return true;
+}
+
+/* A VHLO boolean as a unit attribute (written only when true). */
+static bool unit_attr(xlator *x, const named *a, int n, const char *name, bool *first) {
+    bool v = false;
+    if (find(a, n, name) && !get_bool(x, a, n, name, &v)) return false;
+    if (v) {
+        sep(x, first);
+        put(x, name);
+    }
+    return true;
+}
+
 /* Ops whose only attribute says how accurate a transcendental must be. kiln has one
  * implementation of each (within about an ulp, SLEEF's u10 and kiln's own sin and cos),
  * which is the most accurate it has: the attribute is read and, as the text parser does,
@@ -345,6 +390,14 @@ static bool schema_attrs(xlator *x, kiln_op op, const named *a, int n) {
             if (!conv_attr(x, a, n, d, &first)) return false;
             continue;
         }
+        if (d->kind == KILN__AK_CHANNEL) {
+            if (!channel_attr(x, a, n, &first)) return false;
+            continue;
+        }
+        if (d->kind == KILN__AK_UNIT) {
+            if (!unit_attr(x, a, n, d->name, &first)) return false;
+            continue;
+        }
         if (!find(a, n, d->name)) {
             if (d->required) return kiln__bc_fail(x->bc, x->at, "missing attribute '%s'", d->name);
             continue;
@@ -365,12 +418,7 @@ static bool schema_attrs(xlator *x, kiln_op op, const named *a, int n) {
                     return kiln__bc_fail(x->bc, x->at, "unsupported %s (kiln has none)", d->name);
             break;
         }
-        case KILN__AK_GROUPS:
-        case KILN__AK_UNIT:
-        case KILN__AK_CHANNEL:
-            ok = kiln__bc_fail(x->bc, x->at, "%s in a portable artifact is not supported yet",
-                               d->name);
-            break;
+        case KILN__AK_GROUPS: ok = groups_attr(x, a, n, d->name, &first); break;
         default: ok = kiln__bc_fail(x->bc, x->at, "internal: attribute kind %d", (int)d->kind);
         }
         if (!ok) return false;
@@ -381,10 +429,22 @@ static bool schema_attrs(xlator *x, kiln_op op, const named *a, int n) {
 #define ACC \
     { "result_accuracy" }
 
+/* The collectives' properties (VHLO keeps a channel_id where StableHLO has a handle). */
+#define GATHER_PROPS {"all_gather_dim", "channel_id", "replica_groups", "use_global_device_ids"}
+#define REDUCE_PROPS {"channel_id", "replica_groups", "use_global_device_ids"}
+#define ALL_TO_ALL_PROPS \
+    {"channel_id", "concat_dimension", "replica_groups", "split_count", "split_dimension"}
+
 /* Every VHLO op kiln runs, by name (sorted, for bsearch). */
 static const vop ops[] = {
     {"abs_v1", "abs", F_GENERIC, false, {0}},
     {"add_v1", "add", F_GENERIC, false, {0}},
+    {"all_gather_v1", "all_gather", F_GENERIC, false, GATHER_PROPS},
+    {"all_gather_v2", "all_gather", F_GENERIC, false, GATHER_PROPS},
+    {"all_reduce_v1", "all_reduce", F_GENERIC, false, REDUCE_PROPS},
+    {"all_reduce_v2", "all_reduce", F_GENERIC, false, REDUCE_PROPS},
+    {"all_to_all_v1", "all_to_all", F_GENERIC, false, ALL_TO_ALL_PROPS},
+    {"all_to_all_v2", "all_to_all", F_GENERIC, false, ALL_TO_ALL_PROPS},
     {"and_v1", "and", F_GENERIC, false, {0}},
     {"atan2_v1", "atan2", F_GENERIC, false, {0}},
     {"bitcast_convert_v1", "bitcast_convert", F_GENERIC, false, {0}},
@@ -395,6 +455,14 @@ static const vop ops[] = {
     {"cbrt_v2", "cbrt", F_GENERIC, true, ACC},
     {"ceil_v1", "ceil", F_GENERIC, false, {0}},
     {"clamp_v1", "clamp", F_GENERIC, false, {0}},
+    {"collective_broadcast_v1", "collective_broadcast", F_GENERIC, false,
+     {"channel_id", "replica_groups"}},
+    {"collective_broadcast_v2", "collective_broadcast", F_GENERIC, false,
+     {"channel_id", "has_dynamic_root", "replica_groups"}},
+    {"collective_permute_v1", "collective_permute", F_GENERIC, false,
+     {"channel_id", "source_target_pairs"}},
+    {"collective_reduce_v1", "collective_reduce", F_GENERIC, false,
+     {"channel_id", "has_dynamic_root", "replica_groups", "use_global_device_ids"}},
     {"compare_v1", "compare", F_GENERIC, false, {"compare_type", "comparison_direction"}},
     {"composite_v1",
      "func.call",
@@ -481,8 +549,11 @@ static const vop ops[] = {
      F_GENERIC,
      false,
      {"edge_padding_high", "edge_padding_low", "interior_padding"}},
+    {"partition_id_v1", "partition_id", F_GENERIC, false, {0}},
     {"popcnt_v1", "popcnt", F_GENERIC, false, {0}},
     {"power_v1", "power", F_GENERIC, false, {0}},
+    {"reduce_scatter_v1", "reduce_scatter", F_GENERIC, false,
+     {"channel_id", "replica_groups", "scatter_dimension", "use_global_device_ids"}},
     {"reduce_v1", "reduce", F_GENERIC, false, {"dimensions"}},
     {"reduce_window_v1",
      "reduce_window",
@@ -490,6 +561,7 @@ static const vop ops[] = {
      false,
      {"base_dilations", "padding", "window_dilations", "window_dimensions", "window_strides"}},
     {"remainder_v1", "remainder", F_GENERIC, false, {0}},
+    {"replica_id_v1", "replica_id", F_GENERIC, false, {0}},
     {"reshape_v1", "reshape", F_GENERIC, false, {0}},
     {"return_v1", "return", F_RETURN, false, {0}},
     {"reverse_v1", "reverse", F_GENERIC, false, {"dimensions"}},

@@ -16,5 +16,8 @@ extern const char *const golden_control;
 extern const char *const golden_handmade;
 extern const char *const golden_names;
 extern const char *const golden_nested_calls;
+extern const char *const golden_collective;
+extern const char *const golden_collective_text;
+extern const char *const golden_run_parallel;
 
 #endif

@@ -69,7 +69,9 @@ Test(parse, printer_goldens_round_trip) {
                  {golden_control, "control"},
                  {golden_handmade, "handmade"},
                  {golden_names, "names"},
-                 {golden_nested_calls, "nested_calls"}};
+                 {golden_nested_calls, "nested_calls"},
+                 {golden_collective, "collective"},
+                 {golden_collective_text, "collective_text"}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         round_trip(cases[i].text, cases[i].tag);
 }

@@ -1427,6 +1427,16 @@ static const op_golden covered[] = {
     {KILN_OP_GATHER, &golden_indexing},
     {KILN_OP_SCATTER, &golden_indexing},
     {KILN_OP_SORT, &golden_indexing},
+    {KILN_OP_REPLICA_ID, &golden_collective},
+    {KILN_OP_PARTITION_ID, &golden_collective},
+    {KILN_OP_ALL_REDUCE, &golden_collective},
+    {KILN_OP_ALL_GATHER, &golden_collective},
+    {KILN_OP_REDUCE_SCATTER, &golden_collective},
+    {KILN_OP_ALL_TO_ALL, &golden_collective},
+    {KILN_OP_COLLECTIVE_PERMUTE, &golden_collective},
+    {KILN_OP_COLLECTIVE_BROADCAST, &golden_collective},
+    {KILN_OP_COLLECTIVE_REDUCE, &golden_collective_text},
+    {KILN_OP_RUN_PARALLEL, &golden_run_parallel},
     {KILN_OP_REDUCE, &golden_reductions},
     {KILN_OP_REDUCE_WINDOW, &golden_reductions},
     {KILN_OP_SELECT_AND_SCATTER, &golden_reductions},
@@ -1445,6 +1455,8 @@ static bool mentions(const char *text, kiln_op op) {
     char needle[64];
     if (op == KILN_OP_CALL)
         snprintf(needle, sizeof needle, "func.call @");
+    else if (strchr(kiln__op_get_info(op)->name, '.')) /* another dialect: "interpreter.x" */
+        snprintf(needle, sizeof needle, "\"%s", kiln__op_get_info(op)->name);
     else
         snprintf(needle, sizeof needle, "stablehlo.%s", kiln__op_get_info(op)->name);
     for (const char *at = strstr(text, needle); at; at = strstr(at + 1, needle)) {

@@ -26,11 +26,12 @@ const kiln__batch_rule kiln__batch_rules[KILN_OP_COUNT] = {
  * never be extracted. */
 extern const char kiln__batch_elementwise_linked, kiln__batch_movement_linked,
     kiln__batch_reduce_linked, kiln__batch_linalg_linked, kiln__batch_control_linked,
-    kiln__batch_indexing_linked;
+    kiln__batch_indexing_linked, kiln__batch_collective_linked;
 extern const char *const kiln__batch_linked[];
 const char *const kiln__batch_linked[] = {
     &kiln__batch_elementwise_linked, &kiln__batch_movement_linked, &kiln__batch_reduce_linked,
-    &kiln__batch_linalg_linked,      &kiln__batch_control_linked,  &kiln__batch_indexing_linked};
+    &kiln__batch_linalg_linked,      &kiln__batch_control_linked,  &kiln__batch_indexing_linked,
+    &kiln__batch_collective_linked};
 
 bool kiln__batch_rule_is_loop(kiln_op kind) {
     if (kind < 0 || kind >= KILN_OP_COUNT) return true;

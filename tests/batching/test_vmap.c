@@ -937,7 +937,8 @@ Test(vmap, tree_mode_axes_by_path) {
 
 Test(vmap, every_op_has_a_rule_but_those_batched_by_a_loop) {
     /* The ops without a batching rule; an op added to the table without one fails here. */
-    static const kiln_op by_loop[] = {KILN_OP_CONSTANT, KILN_OP_IOTA, KILN_OP_RNG_BIT_GENERATOR};
+    static const kiln_op by_loop[] = {KILN_OP_CONSTANT, KILN_OP_IOTA, KILN_OP_RNG_BIT_GENERATOR,
+                                      KILN_OP_RUN_PARALLEL};
     for (int k = 0; k < KILN_OP_COUNT; k++) {
         bool listed = false;
         for (size_t i = 0; i < sizeof by_loop / sizeof by_loop[0]; i++)

@@ -342,3 +342,60 @@ Test(spmd, option_and_argument_errors) {
     expect_error(cx, KILN_INVALID_ARGUMENT, "computation region is NULL");
     kiln_ctx_release(cx);
 }
+
+/* ---- vmap of collectives ------------------------------------------------------------------ */
+
+static kiln_status gather_and_sum(kiln_ctx *cx, kiln_tensor *const *args, kiln_tensor **results,
+                                  void *user) {
+    (void)user;
+    results[0] = kiln_all_gather(cx, args[0], 0, NULL);
+    results[1] = kiln_all_reduce(cx, args[0], kiln_region_add(), NULL);
+    results[2] = kiln_all_to_all(cx, args[0], 0, 0, 2, NULL);
+    return kiln_ctx_status(cx);
+}
+
+typedef struct vmapped {
+    kiln_tensor *out[2][3];
+} vmapped;
+
+static kiln_status vmap_body(kiln_ctx *cx, int32_t process, void *user) {
+    vmapped *v = user;
+    float x[3][2];
+    for (int e = 0; e < 3; e++)
+        for (int i = 0; i < 2; i++)
+            x[e][i] = (float)(10 * e + i + 100 * process);
+    kiln_tensor *arg = kiln_tensor_from_host(cx, KILN_F32, KILN_SHAPE(3, 2), x, sizeof x);
+    kiln_region f = {.fn = gather_and_sum};
+    kiln_tensor *out[3];
+    kiln_status s = kiln_vmap(cx, &f, 1, &arg, 3, NULL, out);
+    for (int j = 0; j < 3 && s == KILN_OK; j++)
+        v->out[process][j] = kiln_tensor_retain(out[j]);
+    return s;
+}
+
+Test(spmd, vmap_of_collectives_is_the_collective_of_each_example) {
+    kiln_ctx *cx = test_ctx();
+    kiln_comm *comm = local(cx, 2, 1, 20000);
+    vmapped v = {0};
+    cr_assert_eq(kiln_spmd_run(cx, comm, vmap_body, &v), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    for (int p = 0; p < 2; p++) {
+        const kiln_shape *g = kiln_tensor_shape(v.out[p][0]);
+        cr_assert(g->rank == 2 && g->dims[0] == 3 && g->dims[1] == 4);
+        for (int e = 0; e < 3; e++)
+            for (int k = 0; k < 4; k++) {
+                /* example e gathers [x_e@0, x_e@1] */
+                float want = (float)(10 * e + k % 2 + 100 * (k / 2));
+                cr_assert_eq(value(v.out[p][0], e * 4 + k), want);
+            }
+        for (int e = 0; e < 3; e++)
+            for (int i = 0; i < 2; i++) {
+                cr_assert_eq(value(v.out[p][1], e * 2 + i), (float)(2 * (10 * e + i) + 100));
+                /* all_to_all of a 2-vector: element p of each sender, in sender order */
+                cr_assert_eq(value(v.out[p][2], e * 2 + i), (float)(10 * e + p + 100 * i));
+            }
+        for (int j = 0; j < 3; j++)
+            kiln_tensor_release(v.out[p][j]);
+    }
+    kiln_comm_release(comm);
+    kiln_ctx_release(cx);
+}

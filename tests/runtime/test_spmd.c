@@ -399,3 +399,92 @@ Test(spmd, vmap_of_collectives_is_the_collective_of_each_example) {
     kiln_comm_release(comm);
     kiln_ctx_release(cx);
 }
+
+/* ---- eager equals compiled --------------------------------------------------------------- */
+
+static kiln_status every_collective(kiln_ctx *cx, kiln_tensor *const *args, kiln_tensor **results,
+                                    void *user) {
+    (void)user;
+    kiln_tensor *x = args[0];
+    kiln_tensor *id = kiln_convert(cx, kiln_add(cx, kiln_replica_id(cx),
+                                                kiln_multiply(cx, kiln_partition_id(cx),
+                                                              kiln_full(cx, KILN_U32,
+                                                                        KILN_SHAPE_SCALAR, 7))),
+                                   KILN_F32);
+    kiln_tensor *y = kiln_sine(cx, kiln_multiply(cx, x, kiln_add(cx, id, kiln_full(cx, KILN_F32, KILN_SHAPE_SCALAR, 1))));
+    int64_t pairs[] = {0, 1, 1, 0};
+    int64_t flat[] = {0, 3, 1, 2};
+    kiln_replica_groups flattened = {.ids = flat, .n_groups = 2, .group_size = 2, .channel_id = 1,
+                                     .use_global_device_ids = true};
+    kiln_replica_groups across = {.channel_id = 2}; /* all replicas, in every partition */
+    results[0] = kiln_all_reduce(cx, y, kiln_region_add(), &flattened);
+    results[1] = kiln_all_gather(cx, y, 1, &across);
+    results[2] = kiln_reduce_scatter(cx, y, 0, kiln_region_maximum(), NULL);
+    results[3] = kiln_all_to_all(cx, y, 1, 0, 2, NULL);
+    results[4] = kiln_collective_permute(cx, y, pairs, 2, 1); /* across partitions */
+    results[5] = kiln_collective_broadcast(cx, y, NULL);
+    return kiln_ctx_status(cx);
+}
+
+typedef struct eager_run {
+    kiln_tensor *out[4][6];
+} eager_run;
+
+static kiln_tensor *grid_input(kiln_ctx *cx, int32_t process) {
+    float v[16];
+    for (int i = 0; i < 16; i++)
+        v[i] = 0.37f * (float)i - 1.1f * (float)process;
+    return kiln_tensor_from_host(cx, KILN_F32, KILN_SHAPE(4, 4), v, sizeof v);
+}
+
+static kiln_status eager_body(kiln_ctx *cx, int32_t process, void *user) {
+    eager_run *r = user;
+    kiln_tensor *x = grid_input(cx, process);
+    kiln_tensor *out[6];
+    kiln_status s = every_collective(cx, &x, out, NULL);
+    for (int j = 0; j < 6 && s == KILN_OK; j++)
+        r->out[process][j] = kiln_tensor_retain(out[j]);
+    return s;
+}
+
+Test(spmd, eager_equals_compiled_on_a_grid) {
+    kiln_ctx *cx = test_ctx();
+    kiln_comm *comm = local(cx, 2, 2, 20000);
+    eager_run eager = {0};
+    cr_assert_eq(kiln_spmd_run(cx, comm, eager_body, &eager), KILN_OK, "%s",
+                 kiln_ctx_error_message(cx));
+    /* traced on process 0 of the grid, so that the groups' sizes are the grid's */
+    cr_assert_eq(kiln_ctx_set_comm(cx, comm, 0), KILN_OK);
+    kiln_region r = {.fn = every_collective};
+    kiln_arg_spec a = {.dtype = KILN_F32, .shape = KILN_SHAPE(4, 4)};
+    kiln_module *m;
+    cr_assert_eq(kiln_lower(cx, &r, &a, 1, 6, NULL, &m), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    cr_assert_eq(kiln_ctx_set_comm(cx, NULL, 0), KILN_OK);
+    const char *backends[] = {"cpu", "interpreter"};
+    for (int b = 0; b < 2; b++) {
+        kiln_compile_options o = kiln_compile_options_default();
+        o.backend = backends[b];
+        kiln_exe *exe;
+        cr_assert_eq(kiln_compile(cx, m, &o, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
+        kiln_tensor *args[4], *out[24];
+        for (int p = 0; p < 4; p++)
+            args[p] = grid_input(cx, p);
+        cr_assert_eq(kiln_exe_call_spmd(cx, exe, comm, args, out), KILN_OK, "%s",
+                     kiln_ctx_error_message(cx));
+        for (int p = 0; p < 4; p++)
+            for (int j = 0; j < 6; j++) {
+                const kiln_tensor *e = eager.out[p][j], *c = out[p * 6 + j];
+                cr_assert(kiln_shape_equal(kiln_tensor_shape(e), kiln_tensor_shape(c)));
+                cr_assert(memcmp(kiln_tensor_data(e), kiln_tensor_data(c), kiln_tensor_nbytes(e)) ==
+                              0,
+                          "%s: process %d result %d differs from eager", backends[b], p, j);
+            }
+        kiln_exe_release(exe);
+    }
+    for (int p = 0; p < 4; p++)
+        for (int j = 0; j < 6; j++)
+            kiln_tensor_release(eager.out[p][j]);
+    kiln_module_release(m);
+    kiln_comm_release(comm);
+    kiln_ctx_release(cx);
+}

@@ -176,6 +176,12 @@ KILN_API kiln_tensor *kiln_collective_permute(kiln_ctx *cx, kiln_tensor *x, cons
 KILN_API kiln_tensor *kiln_collective_broadcast(kiln_ctx *cx, kiln_tensor *x,
                                                 const kiln_replica_groups *groups);
 
+/* The group's first process gets computation(x@group[0], x@group[1], ...), combined in
+ * group order; every other process gets zeros (the transpose of collective_broadcast). */
+KILN_API kiln_tensor *kiln_collective_reduce(kiln_ctx *cx, kiln_tensor *x,
+                                             const kiln_region *computation,
+                                             const kiln_replica_groups *groups);
+
 #ifdef __cplusplus
 }
 #endif

@@ -113,6 +113,15 @@ kiln_tensor *kiln_collective_permute(kiln_ctx *cx, kiln_tensor *x, const int64_t
     return kiln__op_run1(cx, KILN_OP_COLLECTIVE_PERMUTE, &a, &x, 1);
 }
 
+kiln_tensor *kiln_collective_reduce(kiln_ctx *cx, kiln_tensor *x, const kiln_region *computation,
+                                    const kiln_replica_groups *groups) {
+    kiln__attrs a = {.fn = "kiln_collective_reduce", .n_results = 1, .n_regions = 1,
+                     .region = {computation}};
+    if (!set_groups(cx, a.fn, groups, &a)) return NULL;
+    a.u.collective.use_global_device_ids = false;
+    return kiln__op_run1(cx, KILN_OP_COLLECTIVE_REDUCE, &a, &x, 1);
+}
+
 kiln_tensor *kiln_collective_broadcast(kiln_ctx *cx, kiln_tensor *x,
                                        const kiln_replica_groups *groups) {
     kiln__attrs a = {.fn = "kiln_collective_broadcast", .n_results = 1};

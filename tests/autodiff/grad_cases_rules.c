@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "grad_cases.h"
+#include "kiln/spmd.h"
 
 /* Constant-expression forms of KILN_DIMS / KILN_SHAPE (compound literals are not constant
  * initializers in ISO C) for the static tables below. */
@@ -474,7 +475,38 @@ static const int64_t start_2[] = {2}, start_1[] = {1}, start_5[] = {5}, start_m3
         }                                                                                    \
     }
 
+/* The collectives on one process (an unbound ctx): each is the identity there, so these
+ * check that the rules emit well-formed transposes; tests/runtime/test_spmd.c checks the
+ * gradients across processes. */
+static kiln_status collective_fn(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
+                                 void *user) {
+    int which = *(const int *)user;
+    static const int64_t self[] = {0, 0};
+    kiln_tensor *x = kiln_sine(cx, in[0]);
+    switch (which) {
+    case 0: out[0] = kiln_all_reduce(cx, x, kiln_region_add(), NULL); break;
+    case 1: out[0] = kiln_all_gather(cx, x, 1, NULL); break;
+    case 2: out[0] = kiln_reduce_scatter(cx, x, 0, kiln_region_add(), NULL); break;
+    case 3: out[0] = kiln_all_to_all(cx, x, 1, 0, 1, NULL); break;
+    case 4: out[0] = kiln_collective_permute(cx, x, self, 1, 0); break;
+    case 5: out[0] = kiln_collective_broadcast(cx, x, NULL); break;
+    default: out[0] = kiln_collective_reduce(cx, x, kiln_region_add(), NULL); break;
+    }
+    return kiln_ctx_status(cx);
+}
+static const int coll_which[7] = {0, 1, 2, 3, 4, 5, 6};
+
 const grad_case kiln_test_cases_rules[] = {
+    CASE("all_reduce sum", ALL_REDUCE, 1, collective_fn, &coll_which[0], F64(-1, 1, 2, 3)),
+    CASE("all_gather", ALL_GATHER, 1, collective_fn, &coll_which[1], F64(-1, 1, 2, 3)),
+    CASE("reduce_scatter sum", REDUCE_SCATTER, 1, collective_fn, &coll_which[2], F64(-1, 1, 2, 3)),
+    CASE("all_to_all", ALL_TO_ALL, 1, collective_fn, &coll_which[3], F64(-1, 1, 2, 3)),
+    CASE("collective_permute", COLLECTIVE_PERMUTE, 1, collective_fn, &coll_which[4],
+         F64(-1, 1, 2, 3)),
+    CASE("collective_broadcast", COLLECTIVE_BROADCAST, 1, collective_fn, &coll_which[5],
+         F64(-1, 1, 2, 3)),
+    CASE("collective_reduce sum", COLLECTIVE_REDUCE, 1, collective_fn, &coll_which[6],
+         F64(-1, 1, 2, 3)),
     /* dot_general */
     CASE("dot_general matmul", DOT_GENERAL, 1, dot_fn, &dot_matmul, F64(-1, 1, 3, 4),
          F64(-1, 1, 4, 5)),

@@ -488,3 +488,70 @@ Test(spmd, eager_equals_compiled_on_a_grid) {
     kiln_comm_release(comm);
     kiln_ctx_release(cx);
 }
+
+/* ---- gradients across processes ------------------------------------------------------------ */
+
+/* Each process p pulls cotangent w_p back through a collective of x; the cotangent of x_p
+ * must be the gradient of sum_q <w_q, C(x)_q> with respect to x_p. */
+typedef struct grad_run {
+    int which;
+    kiln_tensor *ct[2];
+} grad_run;
+
+static kiln_status one_collective(kiln_ctx *cx, kiln_tensor *const *args, kiln_tensor **results,
+                                  void *user) {
+    const grad_run *g = user;
+    static const int64_t swap[] = {0, 1, 1, 0};
+    kiln_tensor *x = args[0];
+    switch (g->which) {
+    case 0: results[0] = kiln_all_reduce(cx, x, kiln_region_add(), NULL); break;
+    case 1: results[0] = kiln_all_gather(cx, x, 0, NULL); break;
+    case 2: results[0] = kiln_collective_permute(cx, x, swap, 2, 0); break;
+    case 3: results[0] = kiln_reduce_scatter(cx, x, 0, kiln_region_add(), NULL); break;
+    default: results[0] = kiln_collective_broadcast(cx, x, NULL); break;
+    }
+    return kiln_ctx_status(cx);
+}
+
+static kiln_status grad_body(kiln_ctx *cx, int32_t process, void *user) {
+    grad_run *g = user;
+    float x[4] = {1, 2, 3, 4};
+    kiln_tensor *arg = kiln_tensor_from_host(cx, KILN_F32, KILN_SHAPE(4), x, sizeof x);
+    int64_t n_out = g->which == 1 ? 8 : g->which == 3 ? 2 : 4;
+    float w[8];
+    for (int i = 0; i < n_out; i++)
+        w[i] = (float)(10 * (process + 1) + i);
+    kiln_tensor *ct = kiln_tensor_from_host(cx, KILN_F32, KILN_SHAPE(n_out), w,
+                                            (size_t)n_out * sizeof(float));
+    kiln_region f = {.fn = one_collective, .user = g};
+    kiln_tensor *res, *dx;
+    kiln_status s = kiln_vjp(cx, &f, 1, &arg, 1, &ct, &res, &dx);
+    if (s == KILN_OK) g->ct[process] = kiln_tensor_retain(dx);
+    return s;
+}
+
+Test(spmd, gradients_flow_back_through_every_collective) {
+    kiln_ctx *cx = test_ctx();
+    kiln_comm *comm = local(cx, 2, 1, 20000);
+    /* w_q[i] = 10 (q + 1) + i */
+    float want[5][2][4] = {
+        {{30, 32, 34, 36}, {30, 32, 34, 36}}, /* all_reduce: sum_q w_q */
+        {{10 + 20, 11 + 21, 12 + 22, 13 + 23}, {14 + 24, 15 + 25, 16 + 26, 17 + 27}}, /* block p */
+        {{20, 21, 22, 23}, {10, 11, 12, 13}}, /* the swap's inverse */
+        {{10, 11, 20, 21}, {10, 11, 20, 21}}, /* concatenated */
+        {{30, 32, 34, 36}, {0, 0, 0, 0}},     /* to the root */
+    };
+    for (int which = 0; which < 5; which++) {
+        grad_run g = {.which = which};
+        cr_assert_eq(kiln_spmd_run(cx, comm, grad_body, &g), KILN_OK, "case %d: %s", which,
+                     kiln_ctx_error_message(cx));
+        for (int p = 0; p < 2; p++) {
+            for (int i = 0; i < 4; i++)
+                cr_assert_eq(value(g.ct[p], i), want[which][p][i], "case %d process %d [%d]: %g",
+                             which, p, i, (double)value(g.ct[p], i));
+            kiln_tensor_release(g.ct[p]);
+        }
+    }
+    kiln_comm_release(comm);
+    kiln_ctx_release(cx);
+}

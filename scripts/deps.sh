@@ -9,7 +9,8 @@
 # /usr/bin/python3 with python3-numpy for the interoperability checks (the tests name that
 # interpreter; the pyenv python3 on PATH is never used). Demo data: the digits set shipped by
 # python3-sklearn (read from its file, without Python). Fuzzing (`make fuzz`, also run
-# briefly by `make test`): clang and its runtime libraries.
+# briefly by `make test`): clang and its runtime libraries. Several processes: Open MPI (the
+# MPI communicator, libkiln_mpi, and `mpirun` for its tests).
 #
 # Not here: the benchmark peers (JAX, PyTorch, ONNX Runtime, ...), which `make bench`
 # installs into bench/.venv from bench/requirements.txt (scripts/bench_env.sh), and
@@ -18,7 +19,7 @@ set -eu
 
 PACKAGES="build-essential cmake pkg-config libopenblas-dev libopenblas-openmp-dev zlib1g-dev
 libcjson-dev libsleef-dev libdnnl-dev libcriterion-dev python3 python3-numpy python3-sklearn
-clang ${DEPS_EXTRA:-}"
+clang libopenmpi-dev openmpi-bin ${DEPS_EXTRA:-}"
 
 # clang's major version: the installed clang's, else the one Debian's clang package names
 # (14 on Debian 12, 19 on Debian 13), else by release.

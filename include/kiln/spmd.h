@@ -80,13 +80,45 @@ KILN_API kiln_status kiln_comm_create_local(kiln_ctx *cx, const kiln_comm_option
 KILN_API kiln_comm *kiln_comm_retain(kiln_comm *comm);
 KILN_API void kiln_comm_release(kiln_comm *comm);
 
+/* A communicator of one process per OS process, over a transport of the caller's (kiln/mpi.h
+ * is one; NCCL would be another): two primitives that every process calls in the same
+ * order, for every collective, with a description of the op (`what`, for messages) and a
+ * hash of its attributes and operand types (`sig`), so that processes running different
+ * ops can all fail (INVALID_ARGUMENT naming both) instead of hanging.
+ *  - all_gather: within `members` (process ids in group order; n_members 0 when this
+ *    process is in no group, which must still take part in the agreement on sig), every
+ *    member receives every member's nbytes bytes, in group order, at recv;
+ *  - permute: send nbytes to process `to` and receive nbytes from `from` into recv (either
+ *    -1 for none: recv is then left alone).
+ * Errors are recorded in cx (kiln_ctx_set_error) and returned. The arithmetic of the
+ * collectives (ordered reductions) is kiln's, on top of these. */
+typedef struct kiln_comm_impl {
+    size_t struct_size; /* sizeof(kiln_comm_impl) */
+    const char *kind;   /* "mpi", ... (static) */
+    int32_t self;       /* this OS process's process id */
+    void *user;
+    kiln_status (*all_gather)(void *user, kiln_ctx *cx, const int32_t *members, int32_t n_members,
+                              const void *send, size_t nbytes, void *recv, const char *what,
+                              uint64_t sig);
+    kiln_status (*permute)(void *user, kiln_ctx *cx, int32_t to, int32_t from, const void *send,
+                           size_t nbytes, void *recv, const char *what, uint64_t sig);
+    void (*destroy)(void *user); /* with the last reference (may be NULL) */
+} kiln_comm_impl;
+
+/* A communicator over impl (copied; impl->user is owned by it from now on, destroy called
+ * with the last kiln_comm_release, also when this fails). Errors: INVALID_ARGUMENT (NULL
+ * arguments, options as kiln_comm_create_local's, a self outside the grid, a missing
+ * primitive), RESOURCE_EXHAUSTED. */
+KILN_API kiln_status kiln_comm_create(kiln_ctx *cx, const kiln_comm_options *options,
+                                      const kiln_comm_impl *impl, kiln_comm **out_comm);
+
 /* The grid (0 for a NULL comm). Thread-safe. */
 KILN_API int32_t kiln_comm_num_replicas(const kiln_comm *comm);
 KILN_API int32_t kiln_comm_num_partitions(const kiln_comm *comm);
 /* The process id this OS process runs as (an MPI communicator: its rank), or -1 when
  * every process is a thread here (a local communicator). Thread-safe. */
 KILN_API int32_t kiln_comm_self(const kiln_comm *comm);
-/* "local" or "mpi" (static). */
+/* "local", "mpi", or a kiln_comm_impl's kind. */
 KILN_API const char *kiln_comm_kind(const kiln_comm *comm);
 
 /* Binds cx to process `process` (0 .. replicas*partitions-1) of comm: its collectives
@@ -137,10 +169,13 @@ typedef struct kiln_replica_groups {
 } kiln_replica_groups;
 
 /* Like every builder (kiln/ops.h): results owned by the innermost scope, NULL and a sticky
- * error on failure; traced, they become ops of the module. Errors: INVALID_ARGUMENT (bad
- * groups or dimensions; a group naming a process outside the grid or a group size that
- * differs from the one the result type was made for, when run), DEADLINE_EXCEEDED and
- * ABORTED (another process failed or never arrived), what the communicator reports. */
+ * error on failure; traced, they become ops of the module. Result types depend on the
+ * grid of the ctx that builds them (a group of "all replicas" has num_replicas members):
+ * trace SPMD programs in a ctx bound to their communicator (kiln_ctx_set_comm; any process
+ * of a local one). Errors: INVALID_ARGUMENT (bad groups or dimensions; a group naming a
+ * process outside the grid or a group size that differs from the one the result type was
+ * made for, when run), DEADLINE_EXCEEDED and ABORTED (another process failed or never
+ * arrived), what the communicator reports. */
 
 /* This process's replica id and partition id, as u32 scalars. */
 KILN_API kiln_tensor *kiln_replica_id(kiln_ctx *cx);

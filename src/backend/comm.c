@@ -48,6 +48,7 @@ kiln_status kiln__comm_init(kiln_ctx *cx, kiln_comm *c, const kiln__comm_ops *op
                             const kiln_comm_options *o, int32_t self) {
     atomic_init(&c->refs, 1);
     c->ops = ops;
+    c->kind = ops->kind;
     c->num_replicas = o->num_replicas;
     c->num_partitions = o->num_partitions;
     c->n_processes = o->num_replicas * o->num_partitions;
@@ -81,7 +82,7 @@ void kiln_comm_release(kiln_comm *comm) {
 int32_t kiln_comm_num_replicas(const kiln_comm *comm) { return comm ? comm->num_replicas : 0; }
 int32_t kiln_comm_num_partitions(const kiln_comm *comm) { return comm ? comm->num_partitions : 0; }
 int32_t kiln_comm_self(const kiln_comm *comm) { return comm ? comm->self : -1; }
-const char *kiln_comm_kind(const kiln_comm *comm) { return comm ? comm->ops->kind : "none"; }
+const char *kiln_comm_kind(const kiln_comm *comm) { return comm ? comm->kind : "none"; }
 
 static void comm_release_opaque(void *comm) { kiln_comm_release(comm); }
 
@@ -98,7 +99,7 @@ kiln_status kiln_ctx_set_comm(kiln_ctx *cx, kiln_comm *comm, int32_t process) {
             return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
                                       "%s: this process is process %d of the %s communicator, "
                                       "not %d",
-                                      fn, (int)comm->self, comm->ops->kind, (int)process);
+                                      fn, (int)comm->self, comm->kind, (int)process);
         kiln_comm_retain(comm);
     }
     if (cx->comm && cx->comm_release) cx->comm_release(cx->comm);
@@ -280,7 +281,7 @@ kiln_status kiln_spmd_run(kiln_ctx *cx, kiln_comm *comm, kiln_spmd_fn fn, void *
         return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
                                   "%s: the %s communicator runs one process per OS process; "
                                   "bind a ctx with kiln_ctx_set_comm instead",
-                                  fn_name, comm->ops->kind);
+                                  fn_name, comm->kind);
     int32_t n = comm->n_processes;
     size_t bytes = (size_t)n * sizeof(worker);
     worker *ws = kiln__alloc(cx, bytes, _Alignof(worker), fn_name);

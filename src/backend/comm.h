@@ -40,6 +40,7 @@ typedef struct kiln__comm_ops {
 struct kiln_comm {
     atomic_long refs;
     const kiln__comm_ops *ops;
+    const char *kind; /* ops->kind, or the transport's (kiln_comm_impl) */
     int32_t num_replicas, num_partitions, n_processes;
     int32_t self; /* this OS process's process id; -1 when all are threads here */
     int64_t timeout_ms;

@@ -16,7 +16,10 @@
  *   kiln/autodiff.h  reverse and forward mode (grad, vjp, jvp, custom_vjp)
  *   kiln/vmap.h    batching: a function of one example run on a batch
  *   kiln/parse.h   reading StableHLO text
- *   kiln/nn.h      layers, losses, optimizers, models, weights on disk, digits data
+ *   kiln/spmd.h    several processes: communicators, the collectives, SPMD calls
+ *   kiln/nn.h      layers, losses, optimizers, models, weights on disk, digits data,
+ *                  data-parallel training
+ * (kiln/mpi.h, the MPI communicator, comes with libkiln_mpi.)
  */
 #ifndef KILN_KILN_H
 #define KILN_KILN_H
@@ -35,6 +38,7 @@
 #include "kiln/random.h"
 #include "kiln/safetensors.h"
 #include "kiln/shape.h"
+#include "kiln/spmd.h"
 #include "kiln/status.h"
 #include "kiln/tensor.h"
 #include "kiln/tree.h"

@@ -267,6 +267,75 @@ KILN_API kiln_status kiln_nn_optimizer_update(kiln_ctx *cx, const kiln_nn_optimi
                                               const void *nu, void *out_params,
                                               kiln_tensor **out_step, void *out_mu, void *out_nu);
 
+/* ---- data-parallel training ------------------------------------------------------------
+ * A batch split into equal shards, one per replica (the processes of the ctx's
+ * communicator, kiln/spmd.h: threads of a local one, or MPI ranks, kiln/mpi.h), each
+ * computing the gradients of its own shard. The gradients are summed in replica order and
+ * multiplied by 1/R, the same float operations on every replica, so parameters updated
+ * from them stay the same bits on every replica. One process given n_shards = R computes
+ * the R shards one after the other and sums them in the same order: the same bits as R
+ * replicas (the single-process mode, and the oracle a distributed run is checked against;
+ * tests/nn/test_data_parallel.c, `kiln-demo --data-parallel` and `--shards`).
+ *
+ *     static kiln_status shard_grads(kiln_ctx *cx, const void *params, const void *shard,
+ *                                    void *out_grads, void *out_aux, void *user);
+ *     // in the training step, traced in a ctx bound to the communicator:
+ *     kiln_nn_data_parallel_grads(cx, NULL, shard_grads, NULL, &kiln_tree_def_kiln_nn_cnn,
+ *                                 &params, &kiln_tree_def_batch, &my_shard,
+ *                                 &kiln_tree_def_metrics, &grads, &metrics);
+ *     kiln_nn_optimizer_update(cx, &opt, &kiln_tree_def_kiln_nn_cnn, &params, &grads, ...);
+ */
+
+/* The gradients of one shard: fills out_grads, a struct of the params' type whose tensor
+ * leaves are NULL on entry (statics copied from params), with one gradient per parameter
+ * of its dtype and shape (NULL: no gradient, for every shard alike), and, when an aux
+ * descriptor is given, out_aux (leaves NULL on entry) with float tensors to average the
+ * same way (the loss, an accuracy). */
+typedef kiln_status (*kiln_nn_shard_grad_fn)(kiln_ctx *cx, const void *params, const void *shard,
+                                              void *out_grads, void *out_aux, void *user);
+
+typedef struct kiln_nn_data_parallel {
+    size_t struct_size; /* sizeof(kiln_nn_data_parallel) */
+    /* The shards this process computes in sequence, >= 1 (default 1): every leaf of the
+     * batch holds n_shards equal shards along dimension 0. With replicas too, each
+     * replica sums its own shards before the replicas' sums are summed. */
+    int32_t n_shards;
+} kiln_nn_data_parallel;
+
+/* Options with every field at its default. Pure; thread-safe. */
+KILN_API kiln_nn_data_parallel kiln_nn_data_parallel_default(void);
+
+/* The mean over every shard of every replica of fn's gradients (and aux): fn on each of
+ * this process's shards of `batch` (a tree of batch_def), the results summed in shard
+ * order, then summed across the replicas of the ctx's communicator in replica order (an
+ * all_reduce per dtype; none on an unbound ctx), then multiplied by 1 / (replicas x
+ * n_shards). Partitions, if any, are not reduced over (each partition is its own
+ * data-parallel group). Eager or traced (inside kiln_jit the collectives are part of the
+ * step: trace it in the bound ctx). dp NULL: defaults. Writes out_grads (a struct of
+ * params_def's type, statics from params) and out_aux (aux_def's type; both or neither of
+ * aux_def and out_aux), new tensors owned by the scope; on error neither is written.
+ * Errors: INVALID_ARGUMENT (NULL arguments naming them, dp->struct_size, n_shards < 1, a
+ * batch leaf whose first dimension n_shards does not divide, a gradient whose dtype or
+ * shape is not its parameter's, a gradient NULL for some shards only, a non-float aux
+ * leaf), what fn and the collectives report. */
+KILN_API kiln_status kiln_nn_data_parallel_grads(kiln_ctx *cx, const kiln_nn_data_parallel *dp,
+                                                 kiln_nn_shard_grad_fn fn, void *user,
+                                                 const kiln_tree_def *params_def,
+                                                 const void *params,
+                                                 const kiln_tree_def *batch_def,
+                                                 const void *batch, const kiln_tree_def *aux_def,
+                                                 void *out_grads, void *out_aux);
+
+/* The debugging check that every replica holds the same bits in `tree` (e.g. the
+ * parameters after a step): a hash of its leaves' dtypes, shapes and bytes, all-gathered
+ * over the replicas of the ctx's communicator. Every replica calls it (it is a
+ * collective); on an unbound ctx it only checks its arguments. Eager: the leaves must be
+ * concrete. Errors: DATA_LOSS on every replica when they differ (naming replica 0's and
+ * the first differing replica's hash), INVALID_ARGUMENT (NULL arguments, a traced leaf),
+ * what the collective reports. */
+KILN_API kiln_status kiln_nn_check_replicated(kiln_ctx *cx, const kiln_tree_def *def,
+                                              const void *tree);
+
 /* ---- parameter structs ----------------------------------------------------------------- */
 
 typedef struct kiln_nn_dense_params {

@@ -4,13 +4,25 @@
  * compares the compiled step with the same step run eagerly, saves the weights as
  * safetensors, reloads them and checks the predictions agree.
  *
+ * Data-parallel: under mpirun, --data-parallel trains one replica per rank, each on its
+ * shard of every batch, the gradients all-reduced (kiln_nn_data_parallel_grads); --shards R
+ * is the same training in one process, R shards per batch in sequence, and ends with the
+ * same weights, bit for bit, as R ranks:
+ *
+ *   mpirun -np 2 kiln-demo --data-parallel --out a.safetensors
+ *   kiln-demo --shards 2 --out b.safetensors        # cmp a.safetensors b.safetensors
+ *
  *   kiln-demo [--epochs N] [--seed S] [--batch B] [--lr LR] [--quick] [--print-ir]
  *             [--data PATH] [--out PATH] [--min-accuracy A] [--eager-steps N]
+ *             [--data-parallel] [--shards R]
  *
  * Exit status: 0 when the test accuracy reaches --min-accuracy (0.97; --quick: 2 epochs
  * and 0.90), 1 when it does not or something fails, 2 for bad options or missing data. */
 #define _POSIX_C_SOURCE 200809L
 #include <kiln/kiln.h>
+#ifdef KILN_DEMO_MPI
+#include <kiln/mpi.h>
+#endif
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,16 +84,18 @@ static kiln_status loss_fn(kiln_ctx *cx, const void *in_, void *out_, void *user
     return kiln_ctx_status(cx);
 }
 
-/* One training step; `user` is the optimizer. Runs eagerly on concrete tensors, or traced
- * by kiln_jit into one executable. */
-static kiln_status train_step(kiln_ctx *cx, const void *in_, void *out_, void *user) {
-    const step_in *in = in_;
-    kiln_nn_optimizer opt_with_lr = *(const kiln_nn_optimizer *)user;
-    opt_with_lr.learning_rate_tensor = in->lr;
-    const kiln_nn_optimizer *opt = &opt_with_lr;
-    step_out *out = out_;
-    loss_in li = {in->state.params, in->images, in->labels};
-    loss_out lo = {0};
+/* The batch as kiln_nn_data_parallel_grads splits it. */
+typedef struct shard {
+    kiln_tensor *images, *labels;
+} shard;
+KILN_TREE_DEF(shard, KILN_FIELD(shard, images), KILN_FIELD(shard, labels));
+
+/* The gradients of the loss on one shard, with the loss and accuracy as aux. */
+static kiln_status shard_grads(kiln_ctx *cx, const void *params, const void *shard_,
+                               void *out_grads, void *out_aux, void *user) {
+    (void)user;
+    const shard *sh = shard_;
+    loss_in li = {*(const kiln_nn_cnn *)params, sh->images, sh->labels};
     loss_in grads;
     memset(&grads, 0, sizeof grads);
     kiln_grad_options go = kiln_grad_options_default();
@@ -90,9 +104,36 @@ static kiln_status train_step(kiln_ctx *cx, const void *in_, void *out_, void *u
     go.has_aux = true;
     go.name = "loss";
     if (kiln_value_and_grad_tree(cx, loss_fn, NULL, &kiln_tree_def_loss_in, &li,
-                                 &kiln_tree_def_loss_out, &lo, &go, &grads) != KILN_OK)
+                                 &kiln_tree_def_loss_out, out_aux, &go, &grads) != KILN_OK)
         return kiln_ctx_status(cx);
-    kiln_nn_optimizer_update(cx, opt, &kiln_tree_def_kiln_nn_cnn, &in->state.params, &grads.params,
+    *(kiln_nn_cnn *)out_grads = grads.params;
+    return KILN_OK;
+}
+
+typedef struct step_config {
+    kiln_nn_optimizer opt;
+    kiln_nn_data_parallel dp; /* shards per batch here; replicas: the ctx's communicator */
+} step_config;
+
+/* One training step; `user` is the step_config. Runs eagerly on concrete tensors, or
+ * traced by kiln_jit into one executable. The gradients are the mean over the batch's
+ * shards and the replicas (one shard of one replica by default: plain training). */
+static kiln_status train_step(kiln_ctx *cx, const void *in_, void *out_, void *user) {
+    const step_in *in = in_;
+    const step_config *config = user;
+    kiln_nn_optimizer opt_with_lr = config->opt;
+    opt_with_lr.learning_rate_tensor = in->lr;
+    const kiln_nn_optimizer *opt = &opt_with_lr;
+    step_out *out = out_;
+    shard batch = {in->images, in->labels};
+    loss_out lo = {0};
+    kiln_nn_cnn grads;
+    if (kiln_nn_data_parallel_grads(cx, &config->dp, shard_grads, NULL,
+                                    &kiln_tree_def_kiln_nn_cnn, &in->state.params,
+                                    &kiln_tree_def_shard, &batch, &kiln_tree_def_loss_out,
+                                    &grads, &lo) != KILN_OK)
+        return kiln_ctx_status(cx);
+    kiln_nn_optimizer_update(cx, opt, &kiln_tree_def_kiln_nn_cnn, &in->state.params, &grads,
                              in->state.step, &in->state.mu, &in->state.nu, &out->state.params,
                              &out->state.step, &out->state.mu, &out->state.nu);
     out->loss = lo.loss;
@@ -162,20 +203,25 @@ static void progress(bool tty, int epoch, int epochs, int done, int total, doubl
 }
 
 typedef struct options {
-    int epochs, batch, eager_steps;
+    int epochs, batch, eager_steps, shards;
     uint64_t seed;
     double lr, min_accuracy;
-    bool print_ir, quick;
+    bool print_ir, quick, data_parallel;
     const char *data, *out;
 } options;
 
 static const char usage_text[] =
     "usage: kiln-demo [--epochs N] [--seed S] [--batch B] [--lr LR] [--quick] [--print-ir]\n"
     "                 [--data PATH] [--out PATH] [--min-accuracy A] [--eager-steps N]\n"
+    "                 [--data-parallel] [--shards R]\n"
     "  --quick          2 epochs, a 90% bar and 3 eager steps (for tests)\n"
     "  --print-ir       print the StableHLO of the training step\n"
     "  --data PATH      the digits CSV (default: where python3-sklearn installs it)\n"
-    "  --out PATH       where to save the weights (safetensors)\n";
+    "  --out PATH       where to save the weights (safetensors)\n"
+    "  --data-parallel  one replica per MPI rank (run under mpirun), each on its shard\n"
+    "                   of every batch; rank 0 prints and saves\n"
+    "  --shards R       R shards per batch in sequence, in this process: the same weights\n"
+    "                   as R ranks of --data-parallel\n";
 
 static int usage(const char *msg) {
     fprintf(stderr, "kiln-demo: %s\n%s", msg, usage_text);
@@ -185,6 +231,7 @@ static int usage(const char *msg) {
 static int parse_options(int argc, char **argv, options *o) {
     *o = (options){.epochs = 12,
                    .batch = 32,
+                   .shards = 1,
                    .eager_steps = 20,
                    .seed = 0,
                    .lr = 3e-3,
@@ -202,6 +249,10 @@ static int parse_options(int argc, char **argv, options *o) {
             o->print_ir = true;
             continue;
         }
+        if (!strcmp(a, "--data-parallel")) {
+            o->data_parallel = true;
+            continue;
+        }
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             fputs(usage_text, stdout);
             return -1;
@@ -215,6 +266,9 @@ static int parse_options(int argc, char **argv, options *o) {
         } else if (!strcmp(a, "--batch")) {
             o->batch = (int)strtol(v, &end, 10);
             if (*end || o->batch < 1 || o->batch > 1024) return usage("--batch: 1..1024");
+        } else if (!strcmp(a, "--shards")) {
+            o->shards = (int)strtol(v, &end, 10);
+            if (*end || o->shards < 1 || o->shards > 64) return usage("--shards: 1..64");
         } else if (!strcmp(a, "--eager-steps")) {
             o->eager_steps = (int)strtol(v, &end, 10);
             if (*end || o->eager_steps < 0 || o->eager_steps > 10000)
@@ -238,6 +292,10 @@ static int parse_options(int argc, char **argv, options *o) {
             return usage("unknown option");
         }
     }
+    if (o->batch % o->shards) return usage("--shards must divide --batch");
+    if (o->data_parallel && o->shards > 1)
+        return usage("--data-parallel takes its shards from the ranks; --shards is the "
+                     "single-process run");
     if (o->quick) {
         if (!epochs_set) o->epochs = 2;
         if (!min_set) o->min_accuracy = 0.90;
@@ -270,6 +328,39 @@ int main(int argc, char **argv) {
 
     kiln_ctx *cx;
     if (kiln_ctx_create(NULL, &cx) != KILN_OK) return 1;
+    /* Data-parallel: this process is replica `rank` of `replicas`, bound to the MPI
+     * communicator (the ctx keeps it; MPI ends with the ctx). */
+    int rank = 0, replicas = 1;
+    if (o.data_parallel) {
+#ifdef KILN_DEMO_MPI
+        kiln_comm *comm = NULL;
+        if (kiln_comm_create_mpi(cx, NULL, MPI_COMM_NULL, &comm) != KILN_OK ||
+            kiln_ctx_set_comm(cx, comm, kiln_comm_self(comm)) != KILN_OK)
+            return fail(cx, "joining the MPI ranks");
+        rank = kiln_comm_self(comm);
+        replicas = kiln_comm_num_replicas(comm);
+        kiln_comm_release(comm);
+        if (o.batch % replicas) {
+            fprintf(stderr, "kiln-demo: --batch %d does not split into %d ranks\n", o.batch,
+                    replicas);
+            kiln_ctx_release(cx);
+            return 2;
+        }
+        if (rank != 0 && !freopen("/dev/null", "w", stdout)) return 1; /* rank 0 reports */
+        printf("data-parallel: %d ranks, each training on %d of every %d examples\n", replicas,
+               o.batch / replicas, o.batch);
+#else
+        fprintf(stderr, "kiln-demo: --data-parallel: this kiln-demo was built without MPI "
+                        "(install libopenmpi-dev and rebuild)\n");
+        kiln_ctx_release(cx);
+        return 2;
+#endif
+    } else if (o.shards > 1) {
+        printf("shards: %d per batch of %d, in sequence (the single-process run of "
+               "--data-parallel on %d ranks)\n",
+               o.shards, o.batch, o.shards);
+    }
+    int shard_rows = o.batch / replicas;
     kiln_nn_digits data;
     if (kiln_nn_digits_load(cx, o.data, o.seed, 0.2, &data) != KILN_OK) {
         fprintf(stderr, "kiln-demo: %s\n", kiln_ctx_error_message(cx));
@@ -281,7 +372,9 @@ int main(int argc, char **argv) {
 
     /* Model and optimizer state; their tensors are retained across the steps' scopes. */
     kiln_nn_cnn_config cfg = kiln_nn_cnn_config_digits();
-    kiln_nn_optimizer opt = kiln_nn_adam(o.lr);
+    step_config config = {.opt = kiln_nn_adam(o.lr), .dp = kiln_nn_data_parallel_default()};
+    config.dp.n_shards = o.shards;
+    const kiln_nn_optimizer opt = config.opt;
     train_state st;
     memset(&st, 0, sizeof st);
     kiln_nn_cnn_create(cx, &cfg, kiln_key_from_seed(o.seed), &st.params);
@@ -299,8 +392,8 @@ int main(int argc, char **argv) {
     jo.donate_paths = (const char *[]){"state"};
     jo.n_donate_paths = 1;
     kiln_jit *step_jit = NULL, *eval_jit = NULL;
-    kiln_jit_create_tree(cx, train_step, &opt, &kiln_tree_def_step_in, &kiln_tree_def_step_out, &jo,
-                         &step_jit);
+    kiln_jit_create_tree(cx, train_step, &config, &kiln_tree_def_step_in, &kiln_tree_def_step_out,
+                         &jo, &step_jit);
     kiln_jit_options eo = kiln_jit_options_default();
     eo.name = "evaluate";
     kiln_jit_create_tree(cx, eval_fn, NULL, &kiln_tree_def_loss_in, &kiln_tree_def_eval_out, &eo,
@@ -338,8 +431,9 @@ int main(int argc, char **argv) {
             step_in in;
             step_out out;
             in.state = st;
-            take_batch(cx, data.train_images, data.train_labels, order + b * o.batch, o.batch,
-                       &in.images, &in.labels);
+            take_batch(cx, data.train_images, data.train_labels,
+                       order + b * o.batch + rank * shard_rows, shard_rows, &in.images,
+                       &in.labels);
             /* Cosine decay of the learning rate over the whole run. */
             double progress_frac = (double)((epoch - 1) * per_epoch + b) / total_steps;
             in.lr = kiln_scalar(cx, o.lr * 0.5 * (1 + cos(3.141592653589793 * progress_frac)),
@@ -379,7 +473,13 @@ int main(int argc, char **argv) {
             return fail(cx, "evaluation");
         }
         printf("  test acc %5.1f%%\n", 100 * test_acc);
+        /* Every replica holds the same bits (a hash compared across the ranks). */
+        if (replicas > 1 && kiln_nn_check_replicated(cx, &kiln_tree_def_train_state, &st) != KILN_OK) {
+            free(order);
+            return fail(cx, "checking the replicas");
+        }
     }
+    if (replicas > 1) printf("the %d replicas' parameters and optimizer state are identical\n", replicas);
     double t_train = now() - t_start;
     printf("trained %d epochs in %.2f s: test accuracy %.2f%% (%s %.0f%%)\n", o.epochs, t_train,
            100 * test_acc, test_acc >= o.min_accuracy ? "reached" : "BELOW", 100 * o.min_accuracy);
@@ -392,14 +492,14 @@ int main(int argc, char **argv) {
         step_in in;
         step_out out;
         in.state = st;
-        take_batch(cx, data.train_images, data.train_labels, order, o.batch, &in.images,
-                   &in.labels);
+        take_batch(cx, data.train_images, data.train_labels, order + rank * shard_rows,
+                   shard_rows, &in.images, &in.labels);
         in.lr = kiln_scalar(cx, o.lr, KILN_F32);
         double eager_times[10000];
         for (int i = 0; i < o.eager_steps && kiln_ctx_status(cx) == KILN_OK; i++) {
             double t0 = now();
             kiln_scope_begin(cx);
-            train_step(cx, &in, &out, &opt);
+            train_step(cx, &in, &out, &config);
             kiln_tensor_item(cx, out.loss, 0);
             kiln_scope_end(cx);
             eager_times[i] = now() - t0;
@@ -416,7 +516,9 @@ int main(int argc, char **argv) {
     }
     free(order);
 
-    /* Weights on disk, and back. */
+    /* Weights on disk (rank 0's: every replica's are the same), and back. */
+    int64_t n_test = data.n_test, same = n_test;
+    if (rank != 0) goto done;
     const char *meta[] = {"model", "kiln_nn_cnn digits"};
     if (kiln_nn_save(cx, o.out, &kiln_tree_def_kiln_nn_cnn, &st.params, meta, 1) != KILN_OK)
         return fail(cx, "saving the weights");
@@ -429,7 +531,7 @@ int main(int argc, char **argv) {
     kiln_jit_call(cx, eval_jit, &a, &ea);
     kiln_jit_call(cx, eval_jit, &b, &eb);
     if (kiln_ctx_status(cx) != KILN_OK) return fail(cx, "reloading the weights");
-    int64_t n_test = data.n_test, same = 0;
+    same = 0;
     const int64_t *pa = kiln_tensor_data(ea.predictions), *pb = kiln_tensor_data(eb.predictions);
     for (int64_t i = 0; i < n_test; i++)
         same += pa[i] == pb[i];
@@ -452,6 +554,7 @@ int main(int argc, char **argv) {
         kiln_scope_end(cx);
         if (kiln_ctx_status(cx) != KILN_OK) return fail(cx, "printing the training step");
     }
+done:
     printf("total %.2f s\n", now() - t_start);
     kiln_jit_release(step_jit);
     kiln_jit_release(eval_jit);

@@ -54,7 +54,8 @@ static int64_t now_ms(void) {
 /* Waits for n requests; DEADLINE_EXCEEDED (the transport broken) past the timeout. */
 static kiln_status wait_all(transport *t, kiln_ctx *cx, MPI_Request *reqs, int n, const char *what,
                             const char *step) {
-    int64_t deadline = t->timeout_ms > 0 ? now_ms() + t->timeout_ms : 0;
+    int64_t start = now_ms(), deadline = t->timeout_ms > 0 ? start + t->timeout_ms : 0;
+    bool patient = false; /* after a while, poll less often to leave the core to others */
     for (long spins = 0;; spins++) {
         int done = 0;
         int rc = MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
@@ -67,16 +68,22 @@ static kiln_status wait_all(transport *t, kiln_ctx *cx, MPI_Request *reqs, int n
             return kiln_ctx_set_error(cx, KILN_INTERNAL, "%s: %s", what, t->why);
         }
         if (done) return KILN_OK;
-        if (deadline && (spins & 63) == 0 && now_ms() > deadline) {
-            snprintf(t->why, sizeof t->why,
-                     "rank %d waited %lld ms for the other ranks at %s of %s; they did not all "
-                     "arrive (a rank failed, ended or runs a different program)",
-                     t->rank, (long long)t->timeout_ms, step, what);
-            t->broken = true;
-            return kiln_ctx_set_error(cx, KILN_DEADLINE_EXCEEDED, "%s", t->why);
+        if ((spins & 255) == 0) {
+            int64_t now = now_ms();
+            if (deadline && now > deadline) {
+                snprintf(t->why, sizeof t->why,
+                         "rank %d waited %lld ms for the other ranks at %s of %s; they did not "
+                         "all arrive (a rank failed, ended or runs a different program)",
+                         t->rank, (long long)t->timeout_ms, step, what);
+                t->broken = true;
+                return kiln_ctx_set_error(cx, KILN_DEADLINE_EXCEEDED, "%s", t->why);
+            }
+            /* MPI moves data only while it is called: poll flat out while the others are
+             * close behind, which is what a large transfer needs */
+            patient = now - start > 100;
         }
-        if (spins > 1000) {
-            struct timespec pause = {0, 20000}; /* 20 us: other work gets the core */
+        if (patient) {
+            struct timespec pause = {0, 50000};
             nanosleep(&pause, NULL);
         }
     }
@@ -139,6 +146,18 @@ static kiln_status group_of(transport *t, kiln_ctx *cx, uint64_t sig, const int3
     return KILN_OK;
 }
 
+/* The communicator of this rank's group (the world's when the group is every rank, in
+ * rank order); MPI_COMM_NULL for a rank in no group. */
+static kiln_status comm_of_group(transport *t, kiln_ctx *cx, uint64_t sig,
+                                 const int32_t *members,
+                              int32_t n_members, const char *what, MPI_Comm *out) {
+    bool everyone = n_members == t->size;
+    for (int32_t k = 0; k < n_members && everyone; k++)
+        everyone = members[k] == k;
+    *out = t->world;
+    return everyone ? KILN_OK : group_of(t, cx, sig, members, n_members, what, out);
+}
+
 static bool overlaps(const void *a, const void *b, size_t nb) {
     const char *x = a, *y = b;
     return x < y + nb && y < x + nb;
@@ -153,12 +172,8 @@ static kiln_status mpi_all_gather_locked(transport *t, kiln_ctx *cx, const int32
         return kiln_ctx_set_error(cx, KILN_UNIMPLEMENTED,
                                   "%s: %zu bytes per process; MPI all-gathers at most %d", what,
                                   nbytes, INT_MAX);
-    bool everyone = n_members == t->size;
-    for (int32_t k = 0; k < n_members && everyone; k++)
-        everyone = members[k] == k;
-    MPI_Comm c = t->world;
-    if (!everyone && (s = group_of(t, cx, sig, members, n_members, what, &c)) != KILN_OK)
-        return s;
+    MPI_Comm c;
+    if ((s = comm_of_group(t, cx, sig, members, n_members, what, &c)) != KILN_OK) return s;
     if (n_members == 0) return KILN_OK;
     if (n_members == 1) {
         if (nbytes) memmove(recv, send, nbytes);
@@ -194,6 +209,44 @@ static kiln_status mpi_all_gather(void *user, kiln_ctx *cx, const int32_t *membe
     kiln_status s = t->broken ? broken(t, cx, what)
                               : mpi_all_gather_locked(t, cx, members, n_members, send, nbytes,
                                                       recv, what, sig);
+    pthread_mutex_unlock(&t->lock);
+    return s;
+}
+
+/* The other primitives' signatures differ from an all-gather's of the same op. */
+#define ALL_TO_ALL_SALT 0x3c6ef372fe94f82bull
+
+static kiln_status mpi_all_to_all(void *user, kiln_ctx *cx, const int32_t *members,
+                                  int32_t n_members, const void *send, size_t chunk_bytes,
+                                  void *recv, const char *what, uint64_t sig) {
+    transport *t = user;
+    pthread_mutex_lock(&t->lock);
+    kiln_status s = t->broken ? broken(t, cx, what) : agree(t, cx, sig ^ ALL_TO_ALL_SALT, what);
+    MPI_Comm c = MPI_COMM_NULL;
+    if (s == KILN_OK)
+        s = comm_of_group(t, cx, sig ^ ALL_TO_ALL_SALT, members, n_members, what, &c);
+    size_t total = (size_t)n_members * chunk_bytes;
+    if (s == KILN_OK && chunk_bytes > INT_MAX)
+        s = kiln_ctx_set_error(cx, KILN_UNIMPLEMENTED,
+                               "%s: chunks of %zu bytes; MPI exchanges at most %d", what,
+                               chunk_bytes, INT_MAX);
+    if (s == KILN_OK && n_members == 1 && total) memmove(recv, send, total);
+    void *copy = NULL;
+    if (s == KILN_OK && n_members > 1) {
+        if (total && overlaps(send, recv, total)) {
+            if (!(copy = malloc(total)))
+                s = kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "%s: out of memory", what);
+            else
+                send = memcpy(copy, send, total);
+        }
+        if (s == KILN_OK) {
+            MPI_Request req;
+            MPI_Ialltoall(send, (int)chunk_bytes, MPI_BYTE, recv, (int)chunk_bytes, MPI_BYTE, c,
+                          &req);
+            s = wait_all(t, cx, &req, 1, what, "the all-to-all");
+        }
+    }
+    free(copy);
     pthread_mutex_unlock(&t->lock);
     return s;
 }
@@ -347,6 +400,7 @@ kiln_status kiln_comm_create_mpi(kiln_ctx *cx, const kiln_comm_options *options,
                            .self = rank,
                            .user = t,
                            .all_gather = mpi_all_gather,
+                           .all_to_all = mpi_all_to_all,
                            .permute = mpi_permute,
                            .destroy = mpi_destroy};
     /* kiln_comm_create checks the options and destroys t when it fails. */

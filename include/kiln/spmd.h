@@ -88,6 +88,9 @@ KILN_API void kiln_comm_release(kiln_comm *comm);
  *  - all_gather: within `members` (process ids in group order; n_members 0 when this
  *    process is in no group, which must still take part in the agreement on sig), every
  *    member receives every member's nbytes bytes, in group order, at recv;
+ *  - all_to_all (optional: NULL makes kiln build it from all_gather, moving n_members times
+ *    the bytes): send and recv hold n_members chunks of chunk_bytes; member i's j-th chunk
+ *    becomes member j's i-th;
  *  - permute: send nbytes to process `to` and receive nbytes from `from` into recv (either
  *    -1 for none: recv is then left alone).
  * Errors are recorded in cx (kiln_ctx_set_error) and returned. The arithmetic of the
@@ -100,6 +103,9 @@ typedef struct kiln_comm_impl {
     kiln_status (*all_gather)(void *user, kiln_ctx *cx, const int32_t *members, int32_t n_members,
                               const void *send, size_t nbytes, void *recv, const char *what,
                               uint64_t sig);
+    kiln_status (*all_to_all)(void *user, kiln_ctx *cx, const int32_t *members,
+                              int32_t n_members, const void *send, size_t chunk_bytes, void *recv,
+                              const char *what, uint64_t sig);
     kiln_status (*permute)(void *user, kiln_ctx *cx, int32_t to, int32_t from, const void *send,
                            size_t nbytes, void *recv, const char *what, uint64_t sig);
     void (*destroy)(void *user); /* with the last reference (may be NULL) */

@@ -6,6 +6,9 @@
  * reductions) is kiln's own and the same bits come out of every communicator:
  *  - all_gather: within a group, every member receives every member's bytes, in group
  *    order;
+ *  - all_to_all: within a group, member i sends its j-th chunk to member j, which keeps it
+ *    as its i-th (what bandwidth-bound reductions are built on: each member reduces one
+ *    chunk, then the chunks are all-gathered);
  *  - permute: each process sends to at most one process and receives from at most one.
  * Every process of the communicator calls each primitive, in the same order (processes in
  * no group too, with no members), with a description of the op (`what`) and a hash of its
@@ -25,6 +28,10 @@ typedef struct kiln__comm_ops {
     const char *kind; /* "local", "mpi" */
     kiln_status (*all_gather)(kiln_ctx *cx, kiln_comm *c, int32_t process, const int32_t *members,
                               int32_t n_members, const void *send, size_t nbytes, void *recv,
+                              const char *what, uint64_t sig);
+    /* send and recv hold n_members chunks of chunk_bytes each, in group order. */
+    kiln_status (*all_to_all)(kiln_ctx *cx, kiln_comm *c, int32_t process, const int32_t *members,
+                              int32_t n_members, const void *send, size_t chunk_bytes, void *recv,
                               const char *what, uint64_t sig);
     /* to, from: process ids, or -1 for none (recv is then left as it is). */
     kiln_status (*permute)(kiln_ctx *cx, kiln_comm *c, int32_t process, int32_t to, int32_t from,
@@ -80,6 +87,9 @@ kiln_status kiln__process_group(kiln_ctx *cx, const char *fn, const kiln__groups
 kiln_status kiln__comm_all_gather(kiln_ctx *cx, const kiln__place *place, const int32_t *members,
                                   int32_t n_members, const void *send, size_t nbytes, void *recv,
                                   const char *what, uint64_t sig);
+kiln_status kiln__comm_all_to_all(kiln_ctx *cx, const kiln__place *place, const int32_t *members,
+                                  int32_t n_members, const void *send, size_t chunk_bytes,
+                                  void *recv, const char *what, uint64_t sig);
 kiln_status kiln__comm_permute(kiln_ctx *cx, const kiln__place *place, int32_t to, int32_t from,
                                const void *send, size_t nbytes, void *recv, const char *what,
                                uint64_t sig);

@@ -19,6 +19,30 @@ static kiln_status custom_all_gather(kiln_ctx *cx, kiln_comm *c, int32_t process
     return u->impl.all_gather(u->impl.user, cx, members, n_members, send, nbytes, recv, what, sig);
 }
 
+/* An all-to-all from the transport's, or else from its all-gather of every chunk. */
+static kiln_status custom_all_to_all(kiln_ctx *cx, kiln_comm *c, int32_t process,
+                                     const int32_t *members, int32_t n_members, const void *send,
+                                     size_t chunk_bytes, void *recv, const char *what,
+                                     uint64_t sig) {
+    const custom *u = (const custom *)c;
+    if (u->impl.all_to_all)
+        return u->impl.all_to_all(u->impl.user, cx, members, n_members, send, chunk_bytes, recv,
+                                  what, sig);
+    int32_t index = -1;
+    for (int32_t k = 0; k < n_members; k++)
+        if (members[k] == process) index = k;
+    size_t row = (size_t)n_members * chunk_bytes, total = (size_t)n_members * row;
+    unsigned char *all = kiln__alloc(cx, total ? total : 1, 64, what);
+    if (!all) return KILN_RESOURCE_EXHAUSTED;
+    kiln_status s = u->impl.all_gather(u->impl.user, cx, members, n_members, send, row, all,
+                                       what, sig);
+    for (int32_t k = 0; k < n_members && s == KILN_OK && index >= 0; k++)
+        memcpy((unsigned char *)recv + (size_t)k * chunk_bytes,
+               all + (size_t)k * row + (size_t)index * chunk_bytes, chunk_bytes);
+    kiln__free(cx, all, total ? total : 1);
+    return s;
+}
+
 static kiln_status custom_permute(kiln_ctx *cx, kiln_comm *c, int32_t process, int32_t to,
                                   int32_t from, const void *send, size_t nbytes, void *recv,
                                   const char *what, uint64_t sig) {
@@ -43,6 +67,7 @@ static void custom_destroy(kiln_comm *c) {
 static const kiln__comm_ops custom_ops = {
     .kind = "custom",
     .all_gather = custom_all_gather,
+    .all_to_all = custom_all_to_all,
     .permute = custom_permute,
     .abort = custom_abort,
     .reset = custom_reset,

@@ -122,6 +122,30 @@ static kiln_status local_all_gather(kiln_ctx *cx, kiln_comm *c, int32_t process,
     return s != KILN_OK ? s : s2;
 }
 
+static kiln_status local_all_to_all(kiln_ctx *cx, kiln_comm *c, int32_t process,
+                                    const int32_t *members, int32_t n_members, const void *send,
+                                    size_t chunk_bytes, void *recv, const char *what,
+                                    uint64_t sig) {
+    local *l = (local *)c;
+    size_t total = (size_t)n_members * chunk_bytes;
+    kiln_status s = arrive(cx, l, process, send, total, what, sig);
+    if (s != KILN_OK) return s;
+    int32_t index = -1;
+    for (int32_t k = 0; k < n_members; k++)
+        if (members[k] == process) index = k;
+    for (int32_t k = 0; k < n_members && s == KILN_OK && index >= 0; k++) {
+        const post *from = &l->posts[members[k]];
+        if (from->nbytes != total)
+            s = kiln_ctx_set_error(cx, KILN_INTERNAL, "%s: internal: %zu bytes from process %d",
+                                   what, from->nbytes, (int)members[k]);
+        else if (chunk_bytes)
+            memcpy((unsigned char *)recv + (size_t)k * chunk_bytes,
+                   (const unsigned char *)from->send + (size_t)index * chunk_bytes, chunk_bytes);
+    }
+    kiln_status s2 = barrier(cx, l, process, what);
+    return s != KILN_OK ? s : s2;
+}
+
 static kiln_status local_permute(kiln_ctx *cx, kiln_comm *c, int32_t process, int32_t to,
                                  int32_t from, const void *send, size_t nbytes, void *recv,
                                  const char *what, uint64_t sig) {
@@ -163,6 +187,7 @@ static void local_destroy(kiln_comm *c) {
 static const kiln__comm_ops local_ops = {
     .kind = "local",
     .all_gather = local_all_gather,
+    .all_to_all = local_all_to_all,
     .permute = local_permute,
     .abort = local_abort,
     .reset = local_reset,

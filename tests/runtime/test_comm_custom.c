@@ -83,7 +83,9 @@ static kiln_comm_impl fake_impl(endpoint *e) {
                             .destroy = fake_destroy};
 }
 
-/* all_reduce of x * (replica + 1), an all_gather of it, and a ring permute */
+/* all_reduce of x * (replica + 1), an all_gather of it, a ring permute, and an all_to_all
+ * and a reduce_scatter of it three times over (the transport has no all_to_all: kiln
+ * builds one from its all_gather) */
 static kiln_status program(kiln_ctx *cx, kiln_tensor *const *args, kiln_tensor **results,
                            void *user) {
     (void)user;
@@ -94,7 +96,10 @@ static kiln_status program(kiln_ctx *cx, kiln_tensor *const *args, kiln_tensor *
     kiln_tensor *all = kiln_all_gather(cx, scaled, 0, NULL);
     int64_t ring[] = {0, 1, 1, 2, 2, 0};
     kiln_tensor *next = kiln_collective_permute(cx, scaled, ring, 3, 0);
-    results[0] = kiln_concatenate(cx, (kiln_tensor *[]){sum, all, next}, 3, 0);
+    kiln_tensor *wide = kiln_concatenate(cx, (kiln_tensor *[]){scaled, scaled, scaled}, 3, 0);
+    kiln_tensor *a2a = kiln_all_to_all(cx, wide, 0, 0, 3, NULL);
+    kiln_tensor *rs = kiln_reduce_scatter(cx, wide, 0, kiln_region_add(), NULL);
+    results[0] = kiln_concatenate(cx, (kiln_tensor *[]){sum, all, next, a2a, rs}, 5, 0);
     return kiln_ctx_status(cx);
 }
 
@@ -117,7 +122,7 @@ typedef struct rank {
     bool x_is_two;
     kiln_status status;
     char message[512];
-    float out[2 + 2 * N + 2];
+    float out[2 + 2 * N + 2 + 6 + 2];
 } rank;
 
 /* One "OS process": its own ctx, its own communicator over the transport. */
@@ -171,6 +176,11 @@ Test(comm_custom, a_compiled_program_on_one_communicator_per_process) {
         for (int q = 0; q < N; q++)
             cr_assert_eq(o[2 + 2 * q], q + 1.0f, "process %d: part %d", p, q);
         cr_assert_eq(o[2 + 2 * N], (float)((p + N - 1) % N + 1), "process %d", p);
+        /* all_to_all: part q of wide comes from process q (value q + 1) */
+        for (int q = 0; q < N; q++)
+            cr_assert_eq(o[2 + 2 * N + 2 + 2 * q], q + 1.0f, "process %d: a2a %d", p, q);
+        /* reduce_scatter: process p's part of the sum of wide, 6 */
+        cr_assert_eq(o[2 + 2 * N + 2 + 6], 6.0f, "process %d: reduce_scatter", p);
     }
     cr_assert_gt(sh.calls, 0, "the collectives went through the transport");
 

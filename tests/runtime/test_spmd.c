@@ -2,6 +2,7 @@
  * in the entry and in loop bodies, on both backends; what the passes must not do to them;
  * and the errors (processes that disagree, one that never arrives, one that fails, bad
  * groups and options). */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -552,6 +553,69 @@ Test(spmd, gradients_flow_back_through_every_collective) {
             kiln_tensor_release(g.ct[p]);
         }
     }
+    kiln_comm_release(comm);
+    kiln_ctx_release(cx);
+}
+
+/* ---- large operands: chunks instead of whole copies ---------------------------------------- */
+
+static kiln_status big_collectives(kiln_ctx *cx, kiln_tensor *const *args, kiln_tensor **results,
+                                   void *user) {
+    (void)user;
+    results[0] = kiln_all_reduce(cx, args[0], kiln_region_add(), NULL);
+    results[1] = kiln_all_reduce(cx, args[0], kiln_region_maximum(), NULL);
+    return kiln_ctx_status(cx);
+}
+
+/* Above 256 KiB an all_reduce moves chunks (an all_to_all, each process reducing one, an
+ * all_gather); an element count the processes do not divide pads the last chunk. Every
+ * element is still the fold in group order: ((x0 + x1) + x2), NaN kept by max. */
+Test(spmd, a_large_all_reduce_moves_chunks_and_keeps_the_order) {
+    kiln_ctx *cx = test_ctx();
+    enum { P = 3, N = 100003 };
+    kiln_comm *comm = local(cx, P, 1, 20000);
+    cr_assert_eq(kiln_ctx_set_comm(cx, comm, 0), KILN_OK); /* traced for the grid */
+    kiln_region r = {.fn = big_collectives};
+    kiln_arg_spec a = {.dtype = KILN_F32, .shape = KILN_SHAPE(N)};
+    kiln_module *m;
+    cr_assert_eq(kiln_lower(cx, &r, &a, 1, 2, NULL, &m), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    cr_assert_eq(kiln_ctx_set_comm(cx, NULL, 0), KILN_OK);
+    static float x[P][N];
+    for (int p = 0; p < P; p++)
+        for (int i = 0; i < N; i++) {
+            uint32_t h = (uint32_t)(i * P + p + 1) * 0x9e3779b9u;
+            h ^= h >> 15, h *= 0x85ebca6bu, h ^= h >> 13;
+            x[p][i] = ((float)(h % 20001) / 10000.0f - 1.0f) * (i % 3 ? 1.0f : 3e7f);
+        }
+    x[1][77] = NAN;
+    const char *backends[] = {"cpu", "interpreter"};
+    for (int b = 0; b < 2; b++) {
+        kiln_compile_options o = kiln_compile_options_default();
+        o.backend = backends[b];
+        kiln_exe *exe;
+        cr_assert_eq(kiln_compile(cx, m, &o, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
+        kiln_tensor *args[P], *out[2 * P];
+        for (int p = 0; p < P; p++)
+            args[p] = kiln_tensor_from_host(cx, KILN_F32, KILN_SHAPE(N), x[p], sizeof x[p]);
+        cr_assert_eq(kiln_exe_call_spmd(cx, exe, comm, args, out), KILN_OK, "%s",
+                     kiln_ctx_error_message(cx));
+        for (int p = 0; p < P; p++) {
+            const float *sum = kiln_tensor_data(out[2 * p]), *max = kiln_tensor_data(out[2 * p + 1]);
+            for (int i = 0; i < N; i++) {
+                float want = (x[0][i] + x[1][i]) + x[2][i];
+                float mx = fmaxf(fmaxf(x[0][i], x[1][i]), x[2][i]);
+                if (i == 77) {
+                    cr_assert(isnan(sum[i]) && isnan(max[i]), "%s: NaN at 77", backends[b]);
+                    continue;
+                }
+                cr_assert_eq(memcmp(&sum[i], &want, 4), 0, "%s: process %d, element %d: %.9g, want %.9g",
+                             backends[b], p, i, (double)sum[i], (double)want);
+                cr_assert_eq(max[i], mx, "%s: max at %d", backends[b], i);
+            }
+        }
+        kiln_exe_release(exe);
+    }
+    kiln_module_release(m);
     kiln_comm_release(comm);
     kiln_ctx_release(cx);
 }

@@ -11,6 +11,8 @@
 #include "backends/cpu/eval.h"
 #include "backends/cpu/eval_reduce.h"
 #include "base/alloc.h"
+#include "base/buffer_cache.h"
+#include "base/ctx_internal.h"
 #include "ops/infer.h"
 
 #define MAX_MEMBERS KILN_COMM_MAX_PROCESSES
@@ -77,24 +79,33 @@ static kiln_status begin(kiln_ctx *cx, coll *c, kiln_op op, const kiln__attrs *a
     return KILN_OK;
 }
 
-/* Every member's bytes of t, in group order, in a new buffer of n * nbytes (freed by the
- * caller with kiln__free). */
-static kiln_status gather(kiln_ctx *cx, const coll *c, const kiln_tensor *t, unsigned char **out) {
-    size_t nbytes = t->nbytes, total = (size_t)(c->n ? c->n : 1) * nbytes;
-    *out = kiln__alloc(cx, total ? total : 1, 64, c->fn);
-    if (!*out) return KILN_RESOURCE_EXHAUSTED;
-    kiln_status s = kiln__comm_all_gather(cx, &c->place, c->members, c->n, kiln__in(t), nbytes,
-                                          *out, c->what, c->sig);
-    if (s != KILN_OK) {
-        kiln__free(cx, *out, total ? total : 1);
-        *out = NULL;
-    }
-    return s;
+/* Scratch memory from the ctx's buffer cache: warm pages again at the next call, not
+ * fresh ones (a 32 MiB buffer from the system costs thousands of page faults). */
+typedef struct scratch {
+    unsigned char *p;
+    size_t cap;
+} scratch;
+
+static unsigned char *scratch_get(kiln_ctx *cx, scratch *sc, size_t n, const char *fn) {
+    sc->p = kiln__buffer_cache_alloc(cx->cache, n ? n : 1, 64, &sc->cap);
+    if (!sc->p)
+        kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "%s: out of memory (%zu bytes)", fn, n);
+    return sc->p;
 }
 
-static void gather_free(kiln_ctx *cx, const coll *c, const kiln_tensor *t, unsigned char *buf) {
-    size_t total = (size_t)(c->n ? c->n : 1) * t->nbytes;
-    kiln__free(cx, buf, total ? total : 1);
+static void scratch_put(kiln_ctx *cx, scratch *sc) {
+    if (sc->p) kiln__buffer_cache_free(cx->cache, sc->p, sc->cap);
+    sc->p = NULL;
+}
+
+/* Every member's bytes of t, in group order, in scratch of n * nbytes. */
+static kiln_status gather(kiln_ctx *cx, const coll *c, const kiln_tensor *t, scratch *out) {
+    size_t nbytes = t->nbytes, total = (size_t)(c->n ? c->n : 1) * nbytes;
+    if (!scratch_get(cx, out, total, c->fn)) return KILN_RESOURCE_EXHAUSTED;
+    kiln_status s = kiln__comm_all_gather(cx, &c->place, c->members, c->n, kiln__in(t), nbytes,
+                                          out->p, c->what, c->sig);
+    if (s != KILN_OK) scratch_put(cx, out);
+    return s;
 }
 
 /* Copies the box of extents `box` at offset `src_at` of a row-major array of shape src
@@ -197,18 +208,66 @@ static kiln_status reduce_in_order(kiln_ctx *cx, const coll *c, const kiln_regio
     return s;
 }
 
+/* Above this many bytes an all_reduce moves chunks (all_to_all, each member reducing one,
+ * then an all_gather of the reduced chunks: 2 (n-1)/n of the bytes per process, as MPI's
+ * own algorithms do) instead of gathering every member's whole operand (n - 1 times the
+ * bytes); the result is the same bits, each element folded in group order either way. */
+#define SCATTER_MIN_BYTES (256u << 10)
+
+static kiln_status all_reduce_chunked(kiln_ctx *cx, const coll *c, const kiln_region *region,
+                                      const kiln_tensor *x, void *out) {
+    size_t es = kiln_dtype_size(x->dtype);
+    int64_t n = c->n, chunk = (x->numel + n - 1) / n;
+    size_t chunk_bytes = (size_t)chunk * es, padded = (size_t)n * chunk_bytes;
+    scratch send = {0}, recv = {0}, mine = {0}, all = {0};
+    const unsigned char *src = kiln__in(x);
+    kiln_status s = KILN_OK;
+    if (padded != x->nbytes) { /* the last chunk is short: pad a copy (zeros, dropped) */
+        if (!scratch_get(cx, &send, padded, c->fn)) return KILN_RESOURCE_EXHAUSTED;
+        memcpy(send.p, src, x->nbytes);
+        memset(send.p + x->nbytes, 0, padded - x->nbytes);
+        src = send.p;
+    }
+    if (!scratch_get(cx, &recv, padded, c->fn) || !scratch_get(cx, &mine, chunk_bytes, c->fn))
+        s = KILN_RESOURCE_EXHAUSTED;
+    if (s == KILN_OK)
+        s = kiln__comm_all_to_all(cx, &c->place, c->members, c->n, src, chunk_bytes, recv.p,
+                                  c->what, c->sig);
+    if (s == KILN_OK) s = reduce_in_order(cx, c, region, x->dtype, chunk, recv.p, mine.p);
+    /* the reduced chunks, gathered straight into the result when no padding is in the way */
+    unsigned char *dst = out;
+    if (s == KILN_OK && padded != x->nbytes) {
+        dst = scratch_get(cx, &all, padded, c->fn);
+        if (!dst) s = KILN_RESOURCE_EXHAUSTED;
+    }
+    if (s == KILN_OK)
+        s = kiln__comm_all_gather(cx, &c->place, c->members, c->n, mine.p, chunk_bytes, dst,
+                                  c->what, c->sig);
+    if (s == KILN_OK && dst != out) memcpy(out, dst, x->nbytes);
+    scratch_put(cx, &send);
+    scratch_put(cx, &recv);
+    scratch_put(cx, &mine);
+    scratch_put(cx, &all);
+    return s;
+}
+
 kiln_status kiln__eval_ALL_REDUCE(kiln_ctx *cx, const kiln__attrs *attrs,
                                   kiln_tensor *const *operands, int n_operands,
                                   kiln_tensor **results, int n_results) {
     (void)n_results;
     coll c;
     kiln_status s = begin(cx, &c, KILN_OP_ALL_REDUCE, attrs, operands, n_operands, true);
+    const kiln_region *region = kiln__attrs_region(attrs, 0);
     for (int i = 0; i < n_operands && s == KILN_OK; i++) {
-        unsigned char *buf;
-        if ((s = gather(cx, &c, operands[i], &buf)) != KILN_OK) break;
-        s = reduce_in_order(cx, &c, kiln__attrs_region(attrs, 0), operands[i]->dtype,
-                            operands[i]->numel, buf, kiln__out(results[i]));
-        gather_free(cx, &c, operands[i], buf);
+        const kiln_tensor *x = operands[i];
+        if (c.n > 1 && x->nbytes >= SCATTER_MIN_BYTES && x->numel >= c.n) {
+            s = all_reduce_chunked(cx, &c, region, x, kiln__out(results[i]));
+            continue;
+        }
+        scratch buf = {0};
+        if ((s = gather(cx, &c, x, &buf)) != KILN_OK) break;
+        s = reduce_in_order(cx, &c, region, x->dtype, x->numel, buf.p, kiln__out(results[i]));
+        scratch_put(cx, &buf);
     }
     return s;
 }
@@ -222,6 +281,22 @@ static kiln_status check_group_size(kiln_ctx *cx, const coll *c, int64_t want) {
                               c->fn, (int)c->place.process, (int)c->n, (long long)want);
 }
 
+/* The n equal parts of x along dimension d, one after the other in dst (each part
+ * row-major in its own shape, `box`). */
+static void pack_parts(unsigned char *dst, const kiln_tensor *x, int64_t d, int32_t n,
+                       int64_t *box) {
+    memcpy(box, x->shape.dims, sizeof(int64_t) * KILN_MAX_RANK);
+    box[d] = x->shape.dims[d] / n;
+    kiln_shape part = x->shape;
+    part.dims[d] = box[d];
+    size_t es = kiln_dtype_size(x->dtype), part_bytes = (size_t)(x->numel / n) * es;
+    int64_t zero[KILN_MAX_RANK] = {0}, at[KILN_MAX_RANK] = {0};
+    for (int32_t k = 0; k < n; k++) {
+        at[d] = (int64_t)k * box[d];
+        copy_box(dst + (size_t)k * part_bytes, &part, zero, kiln__in(x), &x->shape, at, box, es);
+    }
+}
+
 kiln_status kiln__eval_REDUCE_SCATTER(kiln_ctx *cx, const kiln__attrs *attrs,
                                       kiln_tensor *const *operands, int n_operands,
                                       kiln_tensor **results, int n_results) {
@@ -230,21 +305,23 @@ kiln_status kiln__eval_REDUCE_SCATTER(kiln_ctx *cx, const kiln__attrs *attrs,
     kiln_status s = begin(cx, &c, KILN_OP_REDUCE_SCATTER, attrs, operands, n_operands, true);
     if (s == KILN_OK) s = check_group_size(cx, &c, attrs->u.collective.split_count);
     if (s != KILN_OK) return s;
+    /* part k of every member's x comes to member k, which reduces them in group order */
     const kiln_tensor *x = operands[0];
-    unsigned char *buf, *full;
-    if ((s = gather(cx, &c, x, &buf)) != KILN_OK) return s;
-    full = kiln__alloc(cx, x->nbytes ? x->nbytes : 1, 64, c.fn);
-    s = full ? reduce_in_order(cx, &c, kiln__attrs_region(attrs, 0), x->dtype, x->numel, buf, full)
-             : KILN_RESOURCE_EXHAUSTED;
+    int64_t box[KILN_MAX_RANK];
+    size_t part_bytes = x->nbytes / (size_t)c.n;
+    scratch send = {0}, recv = {0};
+    if (!scratch_get(cx, &send, x->nbytes, c.fn) || !scratch_get(cx, &recv, x->nbytes, c.fn))
+        s = KILN_RESOURCE_EXHAUSTED;
     if (s == KILN_OK) {
-        int64_t d = attrs->u.collective.dimension, zero[KILN_MAX_RANK] = {0};
-        int64_t at[KILN_MAX_RANK] = {0};
-        at[d] = (int64_t)c.index * results[0]->shape.dims[d];
-        copy_box(kiln__out(results[0]), &results[0]->shape, zero, full, &x->shape, at,
-                 results[0]->shape.dims, kiln_dtype_size(x->dtype));
+        pack_parts(send.p, x, attrs->u.collective.dimension, c.n, box);
+        s = kiln__comm_all_to_all(cx, &c.place, c.members, c.n, send.p, part_bytes, recv.p, c.what,
+                                  c.sig);
     }
-    if (full) kiln__free(cx, full, x->nbytes ? x->nbytes : 1);
-    gather_free(cx, &c, x, buf);
+    if (s == KILN_OK)
+        s = reduce_in_order(cx, &c, kiln__attrs_region(attrs, 0), x->dtype, results[0]->numel,
+                            recv.p, kiln__out(results[0]));
+    scratch_put(cx, &send);
+    scratch_put(cx, &recv);
     return s;
 }
 
@@ -260,15 +337,24 @@ kiln_status kiln__eval_ALL_GATHER(kiln_ctx *cx, const kiln__attrs *attrs,
     int64_t d = attrs->u.collective.dimension;
     for (int i = 0; i < n_operands && s == KILN_OK; i++) {
         const kiln_tensor *x = operands[i];
-        unsigned char *buf;
+        /* along dimension 0 the members' parts are the result's consecutive blocks */
+        bool leading = true;
+        for (int64_t a = 0; a < d; a++)
+            leading &= x->shape.dims[a] == 1;
+        if (leading) {
+            s = kiln__comm_all_gather(cx, &c.place, c.members, c.n, kiln__in(x), x->nbytes,
+                                      kiln__out(results[i]), c.what, c.sig);
+            continue;
+        }
+        scratch buf = {0};
         if ((s = gather(cx, &c, x, &buf)) != KILN_OK) break;
         int64_t zero[KILN_MAX_RANK] = {0}, at[KILN_MAX_RANK] = {0};
         for (int32_t k = 0; k < c.n; k++) {
             at[d] = (int64_t)k * x->shape.dims[d];
-            copy_box(kiln__out(results[i]), &results[i]->shape, at, buf + (size_t)k * x->nbytes,
+            copy_box(kiln__out(results[i]), &results[i]->shape, at, buf.p + (size_t)k * x->nbytes,
                      &x->shape, zero, x->shape.dims, kiln_dtype_size(x->dtype));
         }
-        gather_free(cx, &c, x, buf);
+        scratch_put(cx, &buf);
     }
     return s;
 }
@@ -283,21 +369,29 @@ kiln_status kiln__eval_ALL_TO_ALL(kiln_ctx *cx, const kiln__attrs *attrs,
     int64_t sd = attrs->u.collective.dimension, cd = attrs->u.collective.concat_dimension;
     for (int i = 0; i < n_operands && s == KILN_OK; i++) {
         const kiln_tensor *x = operands[i];
-        unsigned char *buf;
-        if ((s = gather(cx, &c, x, &buf)) != KILN_OK) break;
-        int64_t part = x->shape.dims[sd] / c.n, box[KILN_MAX_RANK];
-        memcpy(box, x->shape.dims, sizeof box);
-        box[sd] = part;
-        /* sender k's part for this process (the index-th), at the k-th place along cd */
-        int64_t src_at[KILN_MAX_RANK] = {0}, dst_at[KILN_MAX_RANK] = {0};
-        src_at[sd] = (int64_t)c.index * part;
-        for (int32_t k = 0; k < c.n; k++) {
+        scratch send = {0}, recv = {0};
+        if (!scratch_get(cx, &send, x->nbytes, c.fn) || !scratch_get(cx, &recv, x->nbytes, c.fn)) {
+            scratch_put(cx, &send);
+            s = KILN_RESOURCE_EXHAUSTED;
+            break;
+        }
+        /* part k of x goes to member k; member k's part for this process lands at the k-th
+         * place along cd */
+        int64_t box[KILN_MAX_RANK];
+        pack_parts(send.p, x, sd, c.n, box);
+        size_t part_bytes = x->nbytes / (size_t)c.n;
+        s = kiln__comm_all_to_all(cx, &c.place, c.members, c.n, send.p, part_bytes, recv.p, c.what,
+                                  c.sig);
+        kiln_shape part = x->shape;
+        part.dims[sd] = box[sd];
+        int64_t zero[KILN_MAX_RANK] = {0}, dst_at[KILN_MAX_RANK] = {0};
+        for (int32_t k = 0; k < c.n && s == KILN_OK; k++) {
             dst_at[cd] = (int64_t)k * box[cd];
             copy_box(kiln__out(results[i]), &results[i]->shape, dst_at,
-                     buf + (size_t)k * x->nbytes, &x->shape, src_at, box,
-                     kiln_dtype_size(x->dtype));
+                     recv.p + (size_t)k * part_bytes, &part, zero, box, kiln_dtype_size(x->dtype));
         }
-        gather_free(cx, &c, x, buf);
+        scratch_put(cx, &send);
+        scratch_put(cx, &recv);
     }
     return s;
 }
@@ -324,16 +418,16 @@ kiln_status kiln__eval_COLLECTIVE_BROADCAST(kiln_ctx *cx, const kiln__attrs *att
     kiln_status s = begin(cx, &c, KILN_OP_COLLECTIVE_BROADCAST, attrs, operands, n_operands, false);
     for (int j = 0; j < n_results && s == KILN_OK; j++) {
         int32_t root;
-        unsigned char *buf;
+        scratch buf = {0};
         if ((s = root_of(cx, &c, attrs, operands, n_results, j, &root)) != KILN_OK ||
             (s = gather(cx, &c, operands[j], &buf)) != KILN_OK)
             break;
         if (c.n > 0)
-            memcpy(kiln__out(results[j]), buf + (size_t)root * operands[j]->nbytes,
+            memcpy(kiln__out(results[j]), buf.p + (size_t)root * operands[j]->nbytes,
                    operands[j]->nbytes);
         else
             memset(kiln__out(results[j]), 0, results[j]->nbytes);
-        gather_free(cx, &c, operands[j], buf);
+        scratch_put(cx, &buf);
     }
     return s;
 }
@@ -345,16 +439,16 @@ kiln_status kiln__eval_COLLECTIVE_REDUCE(kiln_ctx *cx, const kiln__attrs *attrs,
     kiln_status s = begin(cx, &c, KILN_OP_COLLECTIVE_REDUCE, attrs, operands, n_operands, false);
     for (int j = 0; j < n_results && s == KILN_OK; j++) {
         int32_t root;
-        unsigned char *buf;
+        scratch buf = {0};
         if ((s = root_of(cx, &c, attrs, operands, n_results, j, &root)) != KILN_OK ||
             (s = gather(cx, &c, operands[j], &buf)) != KILN_OK)
             break;
         if (c.n > 0 && c.index == root)
             s = reduce_in_order(cx, &c, kiln__attrs_region(attrs, 0), operands[j]->dtype,
-                                operands[j]->numel, buf, kiln__out(results[j]));
+                                operands[j]->numel, buf.p, kiln__out(results[j]));
         else
             memset(kiln__out(results[j]), 0, results[j]->nbytes);
-        gather_free(cx, &c, operands[j], buf);
+        scratch_put(cx, &buf);
     }
     return s;
 }

@@ -79,6 +79,7 @@ bench: deps bench-env
 	bench/run_peers.sh
 	$(BENCH_PY) bench/report.py
 	$(JAX_KILN) $(BENCH_PY) bench/jax_plugin_bench.py
+	bench/run_mpi.sh $(BUILD)
 
 bench-quick: deps bench-env
 	$(MAKE) build
@@ -86,6 +87,7 @@ bench-quick: deps bench-env
 	bench/run_peers.sh --quick
 	$(BENCH_PY) bench/report.py
 	$(JAX_KILN) $(BENCH_PY) bench/jax_plugin_bench.py --quick
+	bench/run_mpi.sh $(BUILD) --quick
 
 .PHONY: bench-env
 bench-env:

@@ -24,6 +24,10 @@ static const char run_help[] =
     "  --values N           values shown per result (default 8)\n"
     "  -h, --help           this text\n"
     "\n"
+    "An SPMD program (mhlo.num_replicas x mhlo.num_partitions above 1, as JAX exports\n"
+    "shard_map and sharded jit programs) runs on that many processes, threads of this one,\n"
+    "each given the whole inputs; the results shown are process 0's.\n"
+    "\n"
     "Check ops (check.expect_* or JAX's stablehlo.custom_call @check.expect_*) are\n"
     "evaluated after the run: 'checks: N of M passed', and a failed check exits 1 with its\n"
     "line and first mismatch. Their values are not written as results.\n"
@@ -32,6 +36,42 @@ static const char run_help[] =
     "a wrong input count, an input's dtype or shape, named by its position); 2 usage\n";
 
 #define MAX_INPUTS 1024
+
+/* The executable on every process of a local communicator of the module's grid, each
+ * given the inputs (its own copies where the program donates them); process 0's results
+ * into results. */
+static kiln_status run_on_grid(kiln_ctx *cx, kiln_exe *exe, const kiln_module_info *info,
+                               kiln_tensor **args, int n_inputs, kiln_tensor **results) {
+    int32_t grid = info->num_replicas * info->num_partitions;
+    kiln_comm_options o = kiln_comm_options_default();
+    o.num_replicas = info->num_replicas;
+    o.num_partitions = info->num_partitions;
+    kiln_comm *comm = NULL;
+    if (kiln_comm_create_local(cx, &o, &comm) != KILN_OK) return kiln_ctx_status(cx);
+    kiln_tensor **all_args = calloc((size_t)grid * (size_t)n_inputs + 1, sizeof *all_args);
+    kiln_tensor **all_results = calloc((size_t)grid * (size_t)info->n_results + 1,
+                                       sizeof *all_results);
+    kiln_status s = all_args && all_results ? KILN_OK
+                                            : kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED,
+                                                                 "kiln run: out of memory");
+    for (int32_t p = 0; p < grid && s == KILN_OK; p++)
+        for (int i = 0; i < n_inputs && s == KILN_OK; i++) {
+            kiln_tensor *a = args[i];
+            if (p > 0 && info->donated && info->donated[i]) { /* each donates its own */
+                a = kiln_tensor_from_host(cx, kiln_tensor_dtype(a), *kiln_tensor_shape(a),
+                                          kiln_tensor_data(a), kiln_tensor_nbytes(a));
+                s = kiln_ctx_status(cx);
+            }
+            all_args[(size_t)p * (size_t)n_inputs + (size_t)i] = a;
+        }
+    if (s == KILN_OK) s = kiln_exe_call_spmd(cx, exe, comm, all_args, all_results);
+    for (int32_t r = 0; r < info->n_results && s == KILN_OK; r++)
+        results[r] = all_results[r];
+    free(all_args);
+    free(all_results);
+    kiln_comm_release(comm);
+    return s;
+}
 
 int cli_run_main(int argc, char **argv) {
     const char *program = NULL, *outdir = NULL, *entry = NULL;
@@ -122,7 +162,18 @@ int cli_run_main(int argc, char **argv) {
         fprintf(stderr, "kiln run: %s: %s\n", program, kiln_ctx_error_message(cx));
         goto done;
     }
-    if (kiln_exe_call_n(cx, exe, args, n_inputs, results, info.n_results) != KILN_OK) {
+    int32_t grid = info.num_replicas * info.num_partitions;
+    kiln_status called;
+    if (grid > 1) {
+        printf("grid: %d replica%s x %d partition%s, run as threads; the results are process "
+               "0's\n",
+               (int)info.num_replicas, info.num_replicas == 1 ? "" : "s",
+               (int)info.num_partitions, info.num_partitions == 1 ? "" : "s");
+        called = run_on_grid(cx, exe, &info, args, n_inputs, results);
+    } else {
+        called = kiln_exe_call_n(cx, exe, args, n_inputs, results, info.n_results);
+    }
+    if (called != KILN_OK) {
         /* kiln_exe_call names the position as args[i]; say which file that was. */
         const char *msg = kiln_ctx_error_message(cx);
         const char *at = strstr(msg, "args[");

@@ -123,6 +123,10 @@ typedef struct kiln_module_info {
      * its dtype, shape and name (a tree function's output path, or jax.result_info as
      * parsed; NULL when none), donate false. */
     const kiln_arg_spec *args, *results;
+    /* The grid of processes it was written for (mhlo.num_replicas, mhlo.num_partitions, as
+     * JAX exports SPMD programs; 1 when not given): run it on a communicator of that grid
+     * (kiln/spmd.h). */
+    int32_t num_replicas, num_partitions;
 } kiln_module_info;
 
 /* Fills *out_info; its arrays are borrowed and live as long as the module (kiln_compile may

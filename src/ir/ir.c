@@ -387,7 +387,9 @@ kiln_status kiln_module_info_get(kiln_ctx *cx, const kiln_module *m, kiln_module
                               .aliases = m->aliases,
                               .n_ops = n_ops,
                               .args = mm->info_args,
-                              .results = mm->info_results};
+                              .results = mm->info_results,
+                              .num_replicas = m->num_replicas > 0 ? m->num_replicas : 1,
+                              .num_partitions = m->num_partitions > 0 ? m->num_partitions : 1};
     return KILN_OK;
 }
 

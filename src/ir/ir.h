@@ -77,7 +77,21 @@ struct kiln__func {
     /* Per result: its name (a leaf path, or what JAX's jax.result_info says), or NULL (the
      * array itself may be NULL). */
     const char **result_names;
+    /* Per argument and result: the sharding annotations as written (`mhlo.sharding = "..."`,
+     * `sdy.sharding = #sdy.sharding<...>`, joined by ", "), kept to print back, or NULL
+     * entries (the arrays themselves may be NULL). */
+    const char **arg_shardings, **result_shardings;
 };
+
+/* A Shardy mesh (sdy.mesh @name = <["x"=4, "y"=2]>): named axes, major to minor; device d
+ * of the mesh has the coordinates of d in row-major order. */
+#define KILN__MESH_MAX_AXES 8
+typedef struct kiln__mesh {
+    const char *name;
+    int32_t n_axes;
+    const char *axis_names[KILN__MESH_MAX_AXES];
+    int64_t axis_sizes[KILN__MESH_MAX_AXES];
+} kiln__mesh;
 
 /* The calling convention kiln_lower records (readable through kiln_module_info). */
 struct kiln_module {
@@ -111,6 +125,11 @@ struct kiln_module {
      * and inlining into the modules they make, and printed by kiln_exe_print. */
     const char **notes;
     int32_t n_notes, cap_notes;
+    /* The grid the module was written for (mhlo.num_replicas / mhlo.num_partitions; 0 when
+     * it does not say) and its Shardy meshes, in the arena. */
+    int32_t num_replicas, num_partitions;
+    kiln__mesh *meshes;
+    int32_t n_meshes;
     /* kiln_module_info_get's signature arrays, made on the first call (in the arena). */
     kiln_arg_spec *info_args, *info_results;
     int32_t info_n_args, info_n_results;

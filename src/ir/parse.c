@@ -70,18 +70,22 @@ static bool func_def_into(parser *p, kiln__type *results) {
                 const char **names = kiln__text_aalloc(p, (size_t)nc * sizeof *names);
                 bool *donor = kiln__text_aalloc(p, (size_t)nc * sizeof *donor);
                 int32_t *alias = kiln__text_aalloc(p, (size_t)nc * sizeof *alias);
-                if (!names || !donor || !alias) return false;
+                const char **shard = kiln__text_aalloc(p, (size_t)nc * sizeof *shard);
+                if (!names || !donor || !alias || !shard) return false;
                 if (cap) {
                     memcpy(names, f.arg_names, (size_t)cap * sizeof *names);
                     memcpy(donor, f.donor, (size_t)cap * sizeof *donor);
                     memcpy(alias, f.alias_of_result, (size_t)cap * sizeof *alias);
+                    memcpy(shard, f.arg_shardings, (size_t)cap * sizeof *shard);
                 }
+                f.arg_shardings = shard;
                 f.arg_names = names;
                 f.donor = donor;
                 f.alias_of_result = alias;
                 cap = nc;
             }
             f.arg_names[i] = NULL;
+            f.arg_shardings[i] = NULL;
             f.donor[i] = false;
             f.alias_of_result[i] = -1;
             if (!kiln__text_define(p, vpos, name, len, &f.body->args[i], 1)) return false;
@@ -99,6 +103,7 @@ static bool func_def_into(parser *p, kiln__type *results) {
                     f.alias_of_result[i] = (int32_t)alias->i;
                     f.donor[i] = true;
                 }
+                if (!kiln__text_sharding_attrs(p, &d, &f.arg_shardings[i])) return false;
             }
         } while (kiln__text_accept(p, ','));
         if (!kiln__text_expect(p, ')', "to close the arguments")) return false;
@@ -118,6 +123,15 @@ static bool func_def_into(parser *p, kiln__type *results) {
                 if (paren && kiln__text_accept(p, '{')) {
                     attr d = {0};
                     if (!kiln__text_attr_entries(p, &d, '}')) return false;
+                    const char *sharding = NULL;
+                    if (!kiln__text_sharding_attrs(p, &d, &sharding)) return false;
+                    if (sharding && !f.result_shardings) {
+                        f.result_shardings =
+                            kiln__text_aalloc(p, MAX_VALUES * sizeof *f.result_shardings);
+                        if (!f.result_shardings) return false;
+                        memset(f.result_shardings, 0, MAX_VALUES * sizeof *f.result_shardings);
+                    }
+                    if (sharding) f.result_shardings[n_results - 1] = sharding;
                     const attr *info = kiln__text_dict_get(&d, "jax.result_info");
                     if (info && info->kind == A_STR) {
                         if (!f.result_names) {
@@ -342,6 +356,8 @@ static bool finish(parser *p, const char *entry_name) {
     fn->body = f->body;
     fn->arg_names = f->arg_names;
     fn->result_names = f->result_names; /* room for MAX_VALUES: checks' results have none */
+    fn->arg_shardings = f->arg_shardings;
+    fn->result_shardings = f->result_shardings;
     kiln__block *body = f->body;
     int32_t n_ret = body->n_results;
     if (f->n_extra) {
@@ -422,6 +438,17 @@ static bool module_text(parser *p, const char *entry) {
             if (!kiln__text_expect(p, '{', "after 'attributes'") ||
                 !kiln__text_attr_entries(p, &d, '}'))
                 return false;
+            /* the grid of an SPMD program, as JAX exports it */
+            const char *keys[2] = {"mhlo.num_replicas", "mhlo.num_partitions"};
+            int32_t *dst[2] = {&p->m->num_replicas, &p->m->num_partitions};
+            for (int k = 0; k < 2; k++) {
+                const attr *v = kiln__text_dict_get(&d, keys[k]);
+                if (!v) continue;
+                if (v->kind != A_INT || v->i < 1 || v->i > KILN_COMM_MAX_PROCESSES)
+                    return kiln__text_error(p, v->pos, "%s must be an integer from 1 to %d",
+                                            keys[k], KILN_COMM_MAX_PROCESSES);
+                *dst[k] = (int32_t)v->i;
+            }
         }
         if (!kiln__text_expect(p, '{', "to open the module")) return false;
     }
@@ -436,6 +463,11 @@ static bool module_text(parser *p, const char *entry) {
             if (p->pos < p->n)
                 return kiln__text_error(p, p->pos, "unexpected text after the module");
             break;
+        }
+        size_t at = p->pos;
+        if (kiln__text_accept_kw(p, "sdy.mesh")) {
+            if (!kiln__text_sdy_mesh(p, at)) return false;
+            continue;
         }
         if (!func_def(p)) return false;
     }

@@ -1007,7 +1007,10 @@ static void print_function(printer *p, const char *fname, bool is_public, bool e
         for (int32_t r = 0; donated && m->aliases && r < body->n_results; r++)
             if (m->aliases[r] == i) alias = r;
         const char *path = arg_names ? arg_names[i] : NULL;
-        if (!donated && !path) continue;
+        const char *sharding = entry && p->m->funcs[0]->arg_shardings
+                                   ? p->m->funcs[0]->arg_shardings[i]
+                                   : NULL;
+        if (!donated && !path && !sharding) continue;
         const char *sep = " {";
         if (donated && alias < 0) {
             put(p, " {jax.buffer_donor = true");
@@ -1019,22 +1022,37 @@ static void print_function(printer *p, const char *fname, bool is_public, bool e
             put_string(p, path);
             sep = ", ";
         }
+        if (sharding) { /* mhlo.sharding, sdy.sharding: as written */
+            put(p, sep);
+            put(p, sharding);
+            sep = ", ";
+        }
         if (alias >= 0) kiln__strbuf_printf(&p->sb, "%stf.aliasing_output = %d : i32", sep, alias);
         put(p, "}");
     }
     put(p, ")");
     bool named = false;
-    for (int32_t r = 0; result_names && r < body->n_results; r++)
-        named |= result_names[r] != NULL;
+    const char **shardings = entry ? p->m->funcs[0]->result_shardings : NULL;
+    for (int32_t r = 0; (result_names || shardings) && r < body->n_results; r++)
+        named |= (result_names && result_names[r]) || (shardings && shardings[r]);
     if (named) {
         /* Named results, as JAX writes them: -> (tensor<f32> {jax.result_info = "loss"}). */
         put(p, " -> (");
         for (int32_t r = 0; r < body->n_results; r++) {
             if (r) put(p, ", ");
             put_type(p, body->results[r]->type);
-            if (!result_names[r]) continue;
-            put(p, " {jax.result_info = ");
-            put_string(p, result_names[r]);
+            const char *rname = result_names ? result_names[r] : NULL;
+            const char *sharding = shardings ? shardings[r] : NULL;
+            if (!rname && !sharding) continue;
+            put(p, " {");
+            if (rname) {
+                put(p, "jax.result_info = ");
+                put_string(p, rname);
+            }
+            if (sharding) {
+                put(p, rname ? ", " : "");
+                put(p, sharding);
+            }
             put(p, "}");
         }
         put(p, ")");
@@ -1056,7 +1074,31 @@ static char *module_text(kiln_ctx *cx, const kiln_module *m) {
     kiln__strbuf_init(&p.sb, cx);
     put(&p, "module ");
     put_symbol(&p, m->name ? m->name : "kiln");
+    if (m->num_replicas || m->num_partitions) { /* the grid of an SPMD program */
+        const char *sep = " attributes {";
+        if (m->num_partitions) {
+            kiln__strbuf_printf(&p.sb, "%smhlo.num_partitions = %d : i32", sep,
+                                (int)m->num_partitions);
+            sep = ", ";
+        }
+        if (m->num_replicas)
+            kiln__strbuf_printf(&p.sb, "%smhlo.num_replicas = %d : i32", sep,
+                                (int)m->num_replicas);
+        put(&p, "}");
+    }
     put(&p, " {\n");
+    for (int32_t i = 0; i < m->n_meshes; i++) {
+        const kiln__mesh *mesh = &m->meshes[i];
+        put(&p, "  sdy.mesh ");
+        put_symbol(&p, mesh->name);
+        put(&p, " = <[");
+        for (int32_t a = 0; a < mesh->n_axes; a++) {
+            put(&p, a ? ", " : "");
+            put_string(&p, mesh->axis_names[a]);
+            kiln__strbuf_printf(&p.sb, "=%lld", (long long)mesh->axis_sizes[a]);
+        }
+        put(&p, "]>\n");
+    }
     for (int32_t f = 0; f < m->n_funcs && !p.failed; f++)
         collect_calls(&p, m->funcs[f]->body);
     for (int32_t f = 0; f < m->n_funcs && !p.failed && !p.sb.failed; f++) {

@@ -16,6 +16,7 @@
 #include "base/ctx_internal.h"
 #include "ir/ir.h"
 #include "kiln/parse.h"
+#include "kiln/spmd.h"
 #include "ops/op_syntax.h"
 
 #define MAX_DEPTH 160  /* nesting of regions, lists and attributes (tracing stops at 128) */
@@ -52,6 +53,7 @@ typedef struct pfunc {
     kiln__block *body;
     const char **arg_names;
     const char **result_names; /* jax.result_info, per declared result (NULL: none) */
+    const char **arg_shardings, **result_shardings; /* kiln__func's, or NULL */
     bool *donor;
     int32_t *alias_of_result; /* per argument: tf.aliasing_output, or -1 */
     kiln__value **extra;      /* check values appended to the results */
@@ -69,6 +71,7 @@ typedef struct parser {
     int32_t first_line;
     bool allow_checks;
     bool failed;
+    int32_t in_manual; /* inside sdy.manual_computation bodies: sdy.return ends them */
     int depth;
     kiln_module *m;
     pname *names; /* in definition order; regions pop theirs (names_pop) */
@@ -285,5 +288,23 @@ bool kiln__text_block_body(parser *p, kiln__block *b, bool function, size_t open
 /* text_checks.c: the check dialect (the StableHLO interpreter tests' expectations) */
 /* A check.* op (name: after "check."), recorded in the current function. */
 bool kiln__text_check_op(parser *p, size_t pos, const char *name, size_t len, bool custom);
+
+/* One op (with its results' names) into b; the operands %a, %b, ... at the cursor (at most
+ * cap of them, none when the next token is not a value). */
+bool kiln__text_op_line(parser *p, kiln__block *b);
+bool kiln__text_operands(parser *p, kiln__value **out, int32_t *n, int32_t cap);
+
+/* ---- Shardy (text_sdy.c) ---------------------------------------------------------------- */
+
+/* A module-level `sdy.mesh @name = <[...]>` after its keyword, into p->m's meshes. */
+bool kiln__text_sdy_mesh(parser *p, size_t pos);
+/* The sharding annotations among an argument's or result's attribute entries (d), as
+ * text to keep (NULL when none); false on error. */
+bool kiln__text_sharding_attrs(parser *p, const attr *d, const char **out);
+/* `sdy.manual_computation(...) ... : (...) -> (...)` after its name, expanded into b; its
+ * results are given the names in `names` (n_names of them; grouped: %x:N). */
+bool kiln__text_sdy_manual(parser *p, kiln__block *b, size_t pos, const char *const *names,
+                           const size_t *lens, const size_t *name_pos, int32_t n_names,
+                           int32_t count, bool grouped);
 
 #endif

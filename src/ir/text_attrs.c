@@ -220,6 +220,8 @@ bool kiln__text_attr_value(parser *p, attr *a) {
             a->kind = A_OPAQUE;
             p->pos--;
             ok = kiln__text_skip_angles(p, a->pos);
+            a->text = p->s + a->pos; /* the whole #dialect.name<...>, kept as written */
+            a->len = p->pos - a->pos;
         }
     } else if (kiln__text_accept_kw(p, "array")) {
         a->kind = A_ARRAY;

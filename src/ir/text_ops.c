@@ -1111,6 +1111,14 @@ static void scratch_put(parser *p, op_scratch *s) {
 }
 
 /* One op line (not a terminator). */
+bool kiln__text_operands(parser *p, kiln__value **out, int32_t *n, int32_t cap) {
+    kiln__value *vals[MAX_VALUES];
+    if (!operand_list(p, vals, n, NULL)) return false;
+    if (*n > cap) return kiln__text_error(p, p->pos, "too many operands (at most %d)", (int)cap);
+    memcpy(out, vals, (size_t)*n * sizeof *out);
+    return true;
+}
+
 static bool op_line(parser *p, kiln__block *b) {
     op_scratch *scratch = scratch_get(p);
     if (!scratch) return kiln__text_oom(p);
@@ -1194,6 +1202,11 @@ static bool op_line(parser *p, kiln__block *b) {
                              : kiln__text_error(p, o->pos, "write interpreter.run_parallel in "
                                                            "the generic form (\"...\"(...))");
                 if (ok) ok = append_op(p, b, o, l);
+            } else if (span_is(id, len, "sdy.manual_computation")) {
+                ok = generic ? kiln__text_error(p, o->pos, "write sdy.manual_computation in its "
+                                                           "pretty form")
+                             : kiln__text_sdy_manual(p, b, o->pos, l->names, l->lens, l->pos,
+                                                     l->n_names, l->count, l->grouped);
             } else if (len > 6 && memcmp(id, "check.", 6) == 0) {
                 if (l->count >= 0)
                     ok = kiln__text_error(p, o->pos, "check ops have no results");
@@ -1333,3 +1346,5 @@ void kiln__text_ops_free(parser *p) {
     p->names = NULL;
     p->name_heads = NULL;
 }
+
+bool kiln__text_op_line(parser *p, kiln__block *b) { return op_line(p, b); }

@@ -1074,7 +1074,7 @@ static char *module_text(kiln_ctx *cx, const kiln_module *m) {
     kiln__strbuf_init(&p.sb, cx);
     put(&p, "module ");
     put_symbol(&p, m->name ? m->name : "kiln");
-    if (m->num_replicas || m->num_partitions) { /* the grid of an SPMD program */
+    if (m->num_replicas > 1 || m->num_partitions > 1) { /* the grid of an SPMD program */
         const char *sep = " attributes {";
         if (m->num_partitions) {
             kiln__strbuf_printf(&p.sb, "%smhlo.num_partitions = %d : i32", sep,

@@ -31,7 +31,17 @@ typedef struct xlator xlator;
 
 /* F_COMPOSITE: stablehlo.composite, a named op given by its decomposition function, which
  * kiln calls (what the op computes is the decomposition's). */
-typedef enum op_form { F_GENERIC, F_CONSTANT, F_FUNC, F_RETURN, F_CALL, F_COMPOSITE } op_form;
+typedef enum op_form {
+    F_GENERIC,
+    F_CONSTANT,
+    F_FUNC,
+    F_RETURN,
+    F_CALL,
+    F_COMPOSITE,
+    F_SDY_MANUAL, /* Shardy's ops, and the casts between VHLO's types and builtin ones */
+    F_SDY_RETURN,
+    F_CAST,
+} op_form;
 
 typedef struct vop {
     const char *vhlo;      /* without "vhlo." */
@@ -46,7 +56,8 @@ typedef struct scope {
     uint32_t serial;   /* in the names: %v<serial>_<id> */
     uint32_t reserved; /* ids taken by the open regions */
     uint32_t *types;   /* per id: its type index, or UINT32_MAX before it is defined */
-    uint32_t cap;
+    uint32_t *aliases; /* per id: the id written for it (a cast's result is its operand) */
+    uint32_t cap;      /* of both (one block of 2 x cap) */
 } scope;
 
 struct xlator {
@@ -59,6 +70,7 @@ struct xlator {
     int depth;
     bool skip;           /* inside a function only_func excludes: nothing is written */
     size_t at;           /* the op being written, for errors */
+    kiln__strbuf scratch; /* a Shardy attribute's text (attr_text) */
     int64_t expect_args; /* a function body's argument count, or -1 */
 };
 
@@ -115,7 +127,9 @@ static void symbol(xlator *x, const char *s, size_t len) {
     put(x, "\"");
 }
 
-static void value_name(xlator *x, uint32_t id) { putf(x, "%%v%u_%u", x->sc->serial, id); }
+static void value_name(xlator *x, uint32_t id) {
+    putf(x, "%%v%u_%u", x->sc->serial, x->sc->aliases ? x->sc->aliases[id] : id);
+}
 
 /* ---- attributes --------------------------------------------------------------------------- */
 
@@ -437,176 +451,7 @@ static bool schema_attrs(xlator *x, kiln_op op, const named *a, int n) {
 
 /* Every VHLO op kiln runs, by name (sorted, for bsearch). */
 static const vop ops[] = {
-    {"abs_v1", "abs", F_GENERIC, false, {0}},
-    {"add_v1", "add", F_GENERIC, false, {0}},
-    {"all_gather_v1", "all_gather", F_GENERIC, false, GATHER_PROPS},
-    {"all_gather_v2", "all_gather", F_GENERIC, false, GATHER_PROPS},
-    {"all_reduce_v1", "all_reduce", F_GENERIC, false, REDUCE_PROPS},
-    {"all_reduce_v2", "all_reduce", F_GENERIC, false, REDUCE_PROPS},
-    {"all_to_all_v1", "all_to_all", F_GENERIC, false, ALL_TO_ALL_PROPS},
-    {"all_to_all_v2", "all_to_all", F_GENERIC, false, ALL_TO_ALL_PROPS},
-    {"and_v1", "and", F_GENERIC, false, {0}},
-    {"atan2_v1", "atan2", F_GENERIC, false, {0}},
-    {"bitcast_convert_v1", "bitcast_convert", F_GENERIC, false, {0}},
-    {"broadcast_in_dim_v1", "broadcast_in_dim", F_GENERIC, false, {"broadcast_dimensions"}},
-    {"call_v1", "func.call", F_CALL, false, {"callee"}},
-    {"case_v1", "case", F_GENERIC, false, {0}},
-    {"cbrt_v1", "cbrt", F_GENERIC, false, {0}},
-    {"cbrt_v2", "cbrt", F_GENERIC, true, ACC},
-    {"ceil_v1", "ceil", F_GENERIC, false, {0}},
-    {"clamp_v1", "clamp", F_GENERIC, false, {0}},
-    {"collective_broadcast_v1", "collective_broadcast", F_GENERIC, false,
-     {"channel_id", "replica_groups"}},
-    {"collective_broadcast_v2", "collective_broadcast", F_GENERIC, false,
-     {"channel_id", "has_dynamic_root", "replica_groups"}},
-    {"collective_permute_v1", "collective_permute", F_GENERIC, false,
-     {"channel_id", "source_target_pairs"}},
-    {"collective_reduce_v1", "collective_reduce", F_GENERIC, false,
-     {"channel_id", "has_dynamic_root", "replica_groups", "use_global_device_ids"}},
-    {"compare_v1", "compare", F_GENERIC, false, {"compare_type", "comparison_direction"}},
-    {"composite_v1",
-     "func.call",
-     F_COMPOSITE,
-     false,
-     {"composite_attributes", "decomposition", "name", "version"}},
-    {"composite_v2",
-     "func.call",
-     F_COMPOSITE,
-     false,
-     {"composite_attributes", "decomposition", "name", "version"}},
-    {"concatenate_v1", "concatenate", F_GENERIC, false, {"dimension"}},
-    {"constant_v1", "constant", F_CONSTANT, false, {"value"}},
-    {"convert_v1", "convert", F_GENERIC, false, {0}},
-    {"convolution_v1",
-     "convolution",
-     F_GENERIC,
-     false,
-     {"batch_group_count", "feature_group_count", "input_batch_dimension",
-      "input_feature_dimension", "input_spatial_dimensions", "kernel_input_feature_dimension",
-      "kernel_output_feature_dimension", "kernel_spatial_dimensions", "lhs_dilation",
-      "output_batch_dimension", "output_feature_dimension", "output_spatial_dimensions", "padding",
-      "precision_config", "rhs_dilation", "window_reversal", "window_strides"}},
-    {"cosine_v1", "cosine", F_GENERIC, false, {0}},
-    {"cosine_v2", "cosine", F_GENERIC, true, ACC},
-    {"count_leading_zeros_v1", "count_leading_zeros", F_GENERIC, false, {0}},
-    {"divide_v1", "divide", F_GENERIC, false, {0}},
-    {"dot_general_v1",
-     "dot_general",
-     F_GENERIC,
-     false,
-     {"lhs_batching_dimensions", "lhs_contracting_dimensions", "precision_config",
-      "rhs_batching_dimensions", "rhs_contracting_dimensions"}},
-    {"dot_general_v2",
-     "dot_general",
-     F_GENERIC,
-     false,
-     {"accumulation_type", "allow_imprecise_accumulation", "lhs_batching_dimensions",
-      "lhs_component_count", "lhs_contracting_dimensions", "lhs_precision_type",
-      "num_primitive_operations", "precision_config", "rhs_batching_dimensions",
-      "rhs_component_count", "rhs_contracting_dimensions", "rhs_precision_type"}},
-    {"dynamic_slice_v1", "dynamic_slice", F_GENERIC, false, {"slice_sizes"}},
-    {"dynamic_update_slice_v1", "dynamic_update_slice", F_GENERIC, false, {0}},
-    {"exponential_minus_one_v1", "exponential_minus_one", F_GENERIC, false, {0}},
-    {"exponential_minus_one_v2", "exponential_minus_one", F_GENERIC, true, ACC},
-    {"exponential_v1", "exponential", F_GENERIC, false, {0}},
-    {"exponential_v2", "exponential", F_GENERIC, true, ACC},
-    {"floor_v1", "floor", F_GENERIC, false, {0}},
-    {"func_v1",
-     "func.func",
-     F_FUNC,
-     NULL,
-     {"arg_attrs", "function_type", "res_attrs", "sym_name", "sym_visibility"}},
-    {"gather_v1",
-     "gather",
-     F_GENERIC,
-     false,
-     {"collapsed_slice_dims", "index_vector_dim", "indices_are_sorted", "offset_dims",
-      "slice_sizes", "start_index_map"}},
-    {"gather_v2",
-     "gather",
-     F_GENERIC,
-     false,
-     {"collapsed_slice_dims", "index_vector_dim", "indices_are_sorted", "offset_dims",
-      "operand_batching_dims", "slice_sizes", "start_index_map", "start_indices_batching_dims"}},
-    {"if_v1", "if", F_GENERIC, false, {0}},
-    {"iota_v1", "iota", F_GENERIC, false, {"iota_dimension"}},
-    {"is_finite_v1", "is_finite", F_GENERIC, false, {0}},
-    {"log_plus_one_v1", "log_plus_one", F_GENERIC, false, {0}},
-    {"log_plus_one_v2", "log_plus_one", F_GENERIC, true, ACC},
-    {"log_v1", "log", F_GENERIC, false, {0}},
-    {"log_v2", "log", F_GENERIC, true, ACC},
-    {"logistic_v1", "logistic", F_GENERIC, false, {0}},
-    {"logistic_v2", "logistic", F_GENERIC, true, ACC},
-    {"maximum_v1", "maximum", F_GENERIC, false, {0}},
-    {"minimum_v1", "minimum", F_GENERIC, false, {0}},
-    {"multiply_v1", "multiply", F_GENERIC, false, {0}},
-    {"negate_v1", "negate", F_GENERIC, false, {0}},
-    {"not_v1", "not", F_GENERIC, false, {0}},
-    {"optimization_barrier_v1", "optimization_barrier", F_GENERIC, false, {0}},
-    {"or_v1", "or", F_GENERIC, false, {0}},
-    {"pad_v1",
-     "pad",
-     F_GENERIC,
-     false,
-     {"edge_padding_high", "edge_padding_low", "interior_padding"}},
-    {"partition_id_v1", "partition_id", F_GENERIC, false, {0}},
-    {"popcnt_v1", "popcnt", F_GENERIC, false, {0}},
-    {"power_v1", "power", F_GENERIC, false, {0}},
-    {"reduce_scatter_v1", "reduce_scatter", F_GENERIC, false,
-     {"channel_id", "replica_groups", "scatter_dimension", "use_global_device_ids"}},
-    {"reduce_v1", "reduce", F_GENERIC, false, {"dimensions"}},
-    {"reduce_window_v1",
-     "reduce_window",
-     F_GENERIC,
-     false,
-     {"base_dilations", "padding", "window_dilations", "window_dimensions", "window_strides"}},
-    {"remainder_v1", "remainder", F_GENERIC, false, {0}},
-    {"replica_id_v1", "replica_id", F_GENERIC, false, {0}},
-    {"reshape_v1", "reshape", F_GENERIC, false, {0}},
-    {"return_v1", "return", F_RETURN, false, {0}},
-    {"reverse_v1", "reverse", F_GENERIC, false, {"dimensions"}},
-    {"rng_bit_generator_v1", "rng_bit_generator", F_GENERIC, false, {"rng_algorithm"}},
-    {"round_nearest_afz_v1", "round_nearest_afz", F_GENERIC, false, {0}},
-    {"round_nearest_even_v1", "round_nearest_even", F_GENERIC, false, {0}},
-    {"rsqrt_v1", "rsqrt", F_GENERIC, false, {0}},
-    {"rsqrt_v2", "rsqrt", F_GENERIC, true, ACC},
-    {"scatter_v1",
-     "scatter",
-     F_GENERIC,
-     false,
-     {"index_vector_dim", "indices_are_sorted", "inserted_window_dims",
-      "scatter_dims_to_operand_dims", "unique_indices", "update_window_dims"}},
-    {"scatter_v2",
-     "scatter",
-     F_GENERIC,
-     false,
-     {"index_vector_dim", "indices_are_sorted", "input_batching_dims", "inserted_window_dims",
-      "scatter_dims_to_operand_dims", "scatter_indices_batching_dims", "unique_indices",
-      "update_window_dims"}},
-    {"select_and_scatter_v1",
-     "select_and_scatter",
-     F_GENERIC,
-     false,
-     {"padding", "window_dimensions", "window_strides"}},
-    {"select_v1", "select", F_GENERIC, false, {0}},
-    {"shift_left_v1", "shift_left", F_GENERIC, false, {0}},
-    {"shift_right_arithmetic_v1", "shift_right_arithmetic", F_GENERIC, false, {0}},
-    {"shift_right_logical_v1", "shift_right_logical", F_GENERIC, false, {0}},
-    {"sign_v1", "sign", F_GENERIC, false, {0}},
-    {"sine_v1", "sine", F_GENERIC, false, {0}},
-    {"sine_v2", "sine", F_GENERIC, true, ACC},
-    {"slice_v1", "slice", F_GENERIC, false, {"limit_indices", "start_indices", "strides"}},
-    {"sort_v1", "sort", F_GENERIC, false, {"dimension", "is_stable"}},
-    {"sqrt_v1", "sqrt", F_GENERIC, false, {0}},
-    {"sqrt_v2", "sqrt", F_GENERIC, true, ACC},
-    {"subtract_v1", "subtract", F_GENERIC, false, {0}},
-    {"tan_v1", "tan", F_GENERIC, false, {0}},
-    {"tan_v2", "tan", F_GENERIC, true, ACC},
-    {"tanh_v1", "tanh", F_GENERIC, false, {0}},
-    {"tanh_v2", "tanh", F_GENERIC, true, ACC},
-    {"transpose_v1", "transpose", F_GENERIC, false, {"permutation"}},
-    {"while_v1", "while", F_GENERIC, false, {0}},
-    {"xor_v1", "xor", F_GENERIC, false, {0}},
+#include "ir/vhlo_ops.inc"
 };
 
 static int cmp_vop(const void *key, const void *item) {
@@ -626,6 +471,13 @@ static const vop skipped_op = {"(skipped)", "(skipped)", F_GENERIC, false, {0}};
 /* Shardy's mesh declarations (sdy.mesh, at the top of the module JAX serializes): they name
  * device meshes for sharded programs; a program kiln runs on one device needs none. */
 static const vop mesh_op = {"(sdy.mesh)", "(sdy.mesh)", F_GENERIC, false, {0}};
+/* Shardy's manual computations (shard_map) and their terminator, and the casts between
+ * VHLO's tensor types and the builtin ones around them (written as nothing: a cast's
+ * result is its operand). Their attributes are read by name (other_attr). */
+static const vop manual_op = {"(sdy.manual_computation)", "sdy.manual_computation", F_SDY_MANUAL,
+                              false, {0}};
+static const vop sdy_return_op = {"(sdy.return)", "sdy.return", F_SDY_RETURN, false, {0}};
+static const vop cast_op = {"(unrealized_conversion_cast)", "", F_CAST, false, {0}};
 
 /* ---- the op header ------------------------------------------------------------------------ */
 
@@ -717,6 +569,8 @@ static bool read_header(xlator *x, kiln__bc_cursor *c, header *h) {
     snprintf(opname, sizeof opname, "%.*s", (int)(len > 80 ? 80 : len), s);
     if (on->dialect == x->builtin && strcmp(opname, "module") == 0) {
         h->module = true;
+    } else if (on->dialect == x->builtin && strcmp(opname, "unrealized_conversion_cast") == 0) {
+        h->op = &cast_op;
     } else if (on->dialect == x->vhlo) {
         h->op = bsearch(opname, ops, sizeof ops / sizeof ops[0], sizeof ops[0], cmp_vop);
         if (!h->op && x->skip) h->op = &skipped_op;
@@ -726,8 +580,13 @@ static bool read_header(xlator *x, kiln__bc_cursor *c, header *h) {
     } else {
         size_t dl;
         const char *d = kiln__bc_string(bc, bc->dialects[on->dialect].name, &dl);
-        if (dl == 3 && memcmp(d, "sdy", 3) == 0 && strcmp(opname, "mesh") == 0)
+        bool sdy = dl == 3 && memcmp(d, "sdy", 3) == 0;
+        if (sdy && strcmp(opname, "mesh") == 0)
             h->op = &mesh_op;
+        else if (sdy && strcmp(opname, "manual_computation") == 0)
+            h->op = &manual_op;
+        else if (sdy && strcmp(opname, "return") == 0)
+            h->op = &sdy_return_op;
         else
             return kiln__bc_fail(bc, h->at, "unsupported op %.*s.%s (not VHLO)", (int)dl, d,
                                  opname);
@@ -766,7 +625,8 @@ static bool read_header(xlator *x, kiln__bc_cursor *c, header *h) {
         return kiln__bc_fail(bc, h->at, "an op with successors (kiln's regions have one block)");
     if (bc->version >= 3 && (h->mask & 0x20) && !skip_use_lists(c, h->n_results)) return false;
     x->at = h->at;
-    if (h->op == &mesh_op) return true;
+    if (h->op == &mesh_op || h->op == &manual_op || h->op == &sdy_return_op || h->op == &cast_op)
+        return true;
     return x->skip && h->op != NULL && h->op->form != F_FUNC ? true : op_attrs(x, h, opname);
 }
 
@@ -795,32 +655,38 @@ static bool reserve(xlator *x, kiln__bc_cursor *c, uint64_t n, uint32_t *base) {
         uint32_t cap = s->cap ? s->cap : 16;
         while (cap < need)
             cap *= 2;
-        uint32_t *t = kiln__alloc(x->bc->cx, (size_t)cap * sizeof *t, 16, "bytecode values");
+        uint32_t *t = kiln__alloc(x->bc->cx, 2 * (size_t)cap * sizeof *t, 16, "bytecode values");
         if (!t) return kiln__bc_fail(x->bc, c->pos, "out of memory");
         if (s->types) {
             memcpy(t, s->types, (size_t)s->cap * sizeof *t);
-            kiln__free(x->bc->cx, s->types, (size_t)s->cap * sizeof *t);
+            memcpy(t + cap, s->aliases, (size_t)s->cap * sizeof *t);
+            kiln__free(x->bc->cx, s->types, 2 * (size_t)s->cap * sizeof *t);
         }
         s->types = t;
+        s->aliases = t + cap;
         s->cap = cap;
     }
     *base = s->reserved;
     for (uint32_t i = s->reserved; i < need; i++)
-        s->types[i] = UINT32_MAX;
+        s->types[i] = UINT32_MAX, s->aliases[i] = i;
     s->reserved = need;
     return true;
 }
 
 static bool op(xlator *x, kiln__bc_cursor *c, const header *parent, uint32_t *next_id);
 
-/* A block's arguments; with a signature already written (a function's), only defined. */
-static bool block_args(xlator *x, kiln__bc_cursor *c, uint32_t *next_id, bool write) {
+/* A block's arguments; with a signature already written (a function's), only defined;
+ * `bare`: as a manual computation's, "(%a: T, ...) {" (no block name). */
+static bool block_args_as(xlator *x, kiln__bc_cursor *c, uint32_t *next_id, bool write,
+                          bool bare) {
     uint64_t n;
     if (!kiln__bc_varint(c, &n)) return false;
     if (n > c->end - c->pos) return kiln__bc_fail(x->bc, c->pos, "too many block arguments");
-    if (write) {
+    if (write && !bare) {
         indent(x);
         put(x, "^bb0(");
+    } else if (write) {
+        put(x, "(");
     }
     for (uint64_t i = 0; i < n; i++) {
         uint64_t type, loc;
@@ -841,7 +707,7 @@ static bool block_args(xlator *x, kiln__bc_cursor *c, uint32_t *next_id, bool wr
             if (!type_text(x, (uint32_t)type)) return false;
         }
     }
-    if (write) put(x, "):\n");
+    if (write) put(x, bare ? ") {\n" : "):\n");
     if (x->bc->version >= 3) {
         uint8_t mask;
         if (!kiln__bc_byte(c, &mask)) return false;
@@ -864,7 +730,9 @@ static bool region(xlator *x, kiln__bc_cursor *c, const header *owner, bool func
     uint64_t n_ops;
     bool has_args;
     if (!kiln__bc_varint_flag(c, &n_ops, &has_args)) return false;
-    if (has_args && !block_args(x, c, &next_id, !function_body)) return false;
+    bool manual = owner->op == &manual_op;
+    if (manual && !has_args) put(x, "() {\n");
+    if (has_args && !block_args_as(x, c, &next_id, !function_body, manual)) return false;
     if (function_body && (int64_t)(next_id - base) != x->expect_args)
         return kiln__bc_fail(x->bc, c->pos, "a function body with %u arguments for %lld inputs",
                              next_id - base, (long long)x->expect_args);
@@ -914,7 +782,7 @@ static bool regions(xlator *x, kiln__bc_cursor *c, const header *h, bool functio
     x->depth--;
     if (new_scope) {
         if (fresh.types)
-            kiln__free(x->bc->cx, fresh.types, (size_t)fresh.cap * sizeof *fresh.types);
+            kiln__free(x->bc->cx, fresh.types, 2 * (size_t)fresh.cap * sizeof *fresh.types);
         x->sc = outer;
     }
     if (ok && rc == &inner && !kiln__bc_done(&inner))
@@ -978,55 +846,65 @@ static bool attr_dict_at(xlator *x, const header *h, const char *list, uint32_t 
     return kiln__vhlo_array_item(x->bc, &all, i, &di) && kiln__vhlo_attr(x->bc, di, dict);
 }
 
-static bool arg_convention(xlator *x, const header *h, uint32_t i) {
+static bool attr_text(xlator *x, uint32_t index, const char **text, size_t *len);
+
+/* A string as a text literal, with escapes for what the parser reads as such. */
+static void string_lit(xlator *x, const char *s, size_t len) {
+    put(x, "\"");
+    for (size_t j = 0; j < len; j++) {
+        unsigned char ch = (unsigned char)s[j];
+        if (ch == '"' || ch == '\\' || ch < 0x20 || ch >= 0x7f)
+            putf(x, "\\%02X", ch);
+        else
+            putf(x, "%c", ch);
+    }
+    put(x, "\"");
+}
+
+/* Entry i of an argument's (`list` "arg_attrs") or result's ("res_attrs") dictionary, as
+ * a text dictionary of what kiln reads: the calling convention JAX writes
+ * (tf.aliasing_output, jax.buffer_donor), the result's name (jax.result_info) and the
+ * shardings (mhlo.sharding, sdy.sharding), kept. Other entries (layouts, ...) are not
+ * kiln's. */
+static bool io_attrs(xlator *x, const header *h, const char *list, uint32_t i) {
     kiln__vattr dict = {0};
-    if (!attr_dict_at(x, h, "arg_attrs", i, &dict)) return false;
+    if (!attr_dict_at(x, h, list, i, &dict)) return false;
     if (dict.kind != KILN__VA_DICT) return true;
+    const char *sep = " {";
     for (uint32_t k = 0; k < dict.n; k++) {
         uint32_t ki = 0, vi = 0;
         kiln__vattr key = {0}, value = {0};
         if (!kiln__vhlo_dict_item(x->bc, &dict, k, &ki, &vi) || !kiln__vhlo_attr(x->bc, ki, &key))
             return false;
         if (key.kind != KILN__VA_STRING) continue;
-        bool aliasing = key.len == 18 && memcmp(key.text, "tf.aliasing_output", 18) == 0;
-        bool donor = key.len == 16 && memcmp(key.text, "jax.buffer_donor", 16) == 0;
-        /* only these values are read: others (Shardy's sdy.sharding, layouts) may be of
-         * dialects kiln does not decode */
-        if (!aliasing && !donor) continue;
-        if (!kiln__vhlo_attr(x->bc, vi, &value)) return false;
-        if (aliasing && value.kind == KILN__VA_INT)
-            putf(x, " {tf.aliasing_output = %d : i32}", (int)(int32_t)value.value);
-        else if (donor && value.kind == KILN__VA_BOOL && value.value)
-            put(x, " {jax.buffer_donor = true}");
-    }
-    return true;
-}
-
-/* Result i's name, as JAX writes it in res_attrs (jax.result_info), in the text form. */
-static bool result_info(xlator *x, const header *h, uint32_t i) {
-    kiln__vattr dict = {0};
-    if (!attr_dict_at(x, h, "res_attrs", i, &dict)) return false;
-    if (dict.kind != KILN__VA_DICT) return true;
-    for (uint32_t k = 0; k < dict.n; k++) {
-        uint32_t ki = 0, vi = 0;
-        kiln__vattr key = {0}, value = {0};
-        if (!kiln__vhlo_dict_item(x->bc, &dict, k, &ki, &vi) || !kiln__vhlo_attr(x->bc, ki, &key))
-            return false;
-        if (key.kind != KILN__VA_STRING || key.len != 15 ||
-            memcmp(key.text, "jax.result_info", 15) != 0)
+#define KEY_IS(s) (key.len == sizeof(s) - 1 && memcmp(key.text, s, key.len) == 0)
+        if (KEY_IS("sdy.sharding")) { /* Shardy's, written as text */
+            const char *t;
+            size_t n;
+            if (!attr_text(x, vi, &t, &n)) return false;
+            putf(x, "%ssdy.sharding = %.*s", sep, (int)n, t);
+            sep = ", ";
             continue;
-        if (!kiln__vhlo_attr(x->bc, vi, &value)) return false;
-        if (value.kind != KILN__VA_STRING) continue;
-        put(x, " {jax.result_info = \"");
-        for (size_t j = 0; j < value.len; j++) {
-            unsigned char ch = (unsigned char)value.text[j];
-            if (ch == '"' || ch == '\\' || ch < 0x20 || ch >= 0x7f)
-                putf(x, "\\%02X", ch);
-            else
-                putf(x, "%c", ch);
         }
-        put(x, "\"}");
+        bool known = KEY_IS("tf.aliasing_output") || KEY_IS("jax.buffer_donor") ||
+                     KEY_IS("jax.result_info") || KEY_IS("mhlo.sharding");
+        if (!known) continue; /* maybe of a dialect kiln does not decode */
+        if (!kiln__vhlo_attr(x->bc, vi, &value)) return false;
+        if (KEY_IS("tf.aliasing_output") && value.kind == KILN__VA_INT) {
+            putf(x, "%stf.aliasing_output = %d : i32", sep, (int)(int32_t)value.value);
+        } else if (KEY_IS("jax.buffer_donor") && value.kind == KILN__VA_BOOL && value.value) {
+            putf(x, "%sjax.buffer_donor = true", sep);
+        } else if ((KEY_IS("jax.result_info") || KEY_IS("mhlo.sharding")) &&
+                   value.kind == KILN__VA_STRING) {
+            putf(x, "%s%.*s = ", sep, (int)key.len, key.text);
+            string_lit(x, value.text, value.len);
+        } else {
+            continue;
+        }
+#undef KEY_IS
+        sep = ", ";
     }
+    if (sep[0] == ',') put(x, "}");
     return true;
 }
 
@@ -1071,14 +949,14 @@ static bool func(xlator *x, kiln__bc_cursor *c, header *h) {
         uint32_t t = 0;
         if (!kiln__vhlo_function_type(x->bc, &fty, false, i, &t)) return false;
         putf(x, "%s%%v%u_%u: ", i ? ", " : "", serial, i);
-        if (!type_text(x, t) || !arg_convention(x, h, i)) return false;
+        if (!type_text(x, t) || !io_attrs(x, h, "arg_attrs", i)) return false;
     }
     put(x, ") -> (");
     for (uint32_t i = 0; i < fty.n_outputs; i++) {
         uint32_t t = 0;
         if (!kiln__vhlo_function_type(x->bc, &fty, true, i, &t)) return false;
         if (i) put(x, ", ");
-        if (!type_text(x, t) || !result_info(x, h, i)) return false;
+        if (!type_text(x, t) || !io_attrs(x, h, "res_attrs", i)) return false;
     }
     put(x, ") {\n");
     x->depth++;
@@ -1117,6 +995,156 @@ static bool module_name(xlator *x, const header *h, kiln__vattr *out) {
     return true;
 }
 
+
+/* ---- Shardy ------------------------------------------------------------------------------- */
+
+/* The kind of a Shardy op's property: which of its attributes it is. */
+static bool property_is(xlator *x, uint32_t index, const char *name, int *seen) {
+    kiln__bc *bc = x->bc;
+    kiln__bc_cursor c = kiln__bc_at(bc, bc->attrs[index].span);
+    uint64_t code = UINT64_MAX;
+    if (kiln__vhlo_is_sdy(bc, index) && !kiln__bc_varint(&c, &code)) return false;
+    if (!strcmp(name, "sym_name")) {
+        kiln__vattr a = {0};
+        return !kiln__vhlo_is_sdy(bc, index) && kiln__vhlo_attr(bc, index, &a) &&
+               a.kind == KILN__VA_STRING;
+    }
+    if (!strcmp(name, "mesh")) return code == 2;
+    if (!strcmp(name, "manual_axes")) return code == 0;
+    /* in_shardings, then out_shardings: the first and second shardings per value */
+    if (code != 7 && code != 16) return false;
+    return (*seen)++ == (strcmp(name, "in_shardings") ? 1 : 0);
+}
+
+/* Attribute `name` of an op of another dialect: among its properties (a list of attribute
+ * references, as ODS writes them; told apart by kind, so their order does not matter) or
+ * in its attribute dictionary; *out is UINT32_MAX when it has none. */
+static bool other_attr(xlator *x, const header *h, const char *name, uint32_t *out) {
+    kiln__bc *bc = x->bc;
+    *out = UINT32_MAX;
+    if (h->has_props && !h->module) {
+        kiln__bc_cursor c = kiln__bc_at(bc, bc->props[h->props]);
+        int seen = 0;
+        while (!kiln__bc_done(&c) && *out == UINT32_MAX) {
+            uint32_t i;
+            if (!kiln__bc_index(&c, bc->n_attrs, "attribute", &i)) return false;
+            if (property_is(x, i, name, &seen)) *out = i;
+        }
+    }
+    if (*out != UINT32_MAX || !h->has_dict) return true;
+    kiln__vattr d = {0};
+    if (!kiln__vhlo_attr(bc, h->dict, &d)) return false;
+    if (d.kind != KILN__VA_DICT) return true;
+    for (uint32_t i = 0; i < d.n; i++) {
+        uint32_t k, v;
+        kiln__vattr key = {0};
+        if (!kiln__vhlo_dict_item(bc, &d, i, &k, &v) || !kiln__vhlo_attr(bc, k, &key))
+            return false;
+        if (key.kind == KILN__VA_STRING && key.len == strlen(name) &&
+            memcmp(key.text, name, key.len) == 0)
+            *out = v;
+    }
+    return true;
+}
+
+/* A Shardy attribute (or one of a dialect without a binary encoding, kept as its assembly
+ * text) as text: into scratch (the caller's; reset here), *text pointing at it. */
+static bool attr_text(xlator *x, uint32_t index, const char **text, size_t *len) {
+    kiln__bc *bc = x->bc;
+    if (index >= bc->n_attrs) return kiln__bc_fail(bc, x->at, "attribute index out of range");
+    const kiln__bc_entry *e = &bc->attrs[index];
+    if (kiln__vhlo_is_sdy(bc, index)) {
+        kiln__strbuf_destroy(&x->scratch);
+        kiln__strbuf_init(&x->scratch, bc->cx);
+        if (!kiln__vhlo_sdy_text(bc, index, &x->scratch)) return false;
+        if (x->scratch.failed) return kiln__bc_fail(bc, e->span.off, "out of memory");
+        *text = x->scratch.data;
+        *len = x->scratch.length;
+        return true;
+    }
+    if (e->custom) return kiln__bc_fail(bc, e->span.off, "expected a Shardy attribute");
+    *text = (const char *)bc->data + e->span.off;
+    *len = e->span.len;
+    while (*len && (*text)[*len - 1] == 0)
+        (*len)--;
+    return true;
+}
+
+/* Writes attribute `name` of h as text, `prefix` and a closing '>' taken off. */
+static bool sdy_attr(xlator *x, const header *h, const char *name, const char *prefix) {
+    uint32_t i;
+    const char *t;
+    size_t n, pl = strlen(prefix);
+    if (!other_attr(x, h, name, &i)) return false;
+    if (i == UINT32_MAX) return kiln__bc_fail(x->bc, h->at, "sdy op without its %s", name);
+    if (!attr_text(x, i, &t, &n)) return false;
+    if (n < pl + 1 || memcmp(t, prefix, pl) != 0 || t[n - 1] != '>')
+        return kiln__bc_fail(x->bc, h->at, "%s is not %s...>", name, prefix);
+    putf(x, "%.*s", (int)(n - pl - 1), t + pl);
+    return true;
+}
+
+/* sdy.mesh @name = #sdy.mesh<...> at the module's top level. */
+static bool mesh_decl(xlator *x, const header *h) {
+    uint32_t ni, mi;
+    const char *t;
+    size_t n;
+    kiln__vattr name = {0};
+    if (!other_attr(x, h, "sym_name", &ni) || !other_attr(x, h, "mesh", &mi)) return false;
+    if (ni == UINT32_MAX || mi == UINT32_MAX)
+        return kiln__bc_fail(x->bc, h->at, "sdy.mesh without its name or mesh");
+    if (!kiln__vhlo_attr(x->bc, ni, &name) || name.kind != KILN__VA_STRING)
+        return kiln__bc_fail(x->bc, h->at, "sdy.mesh's name is not a string");
+    if (!attr_text(x, mi, &t, &n)) return false;
+    put(x, "  sdy.mesh @");
+    symbol(x, name.text, name.len);
+    putf(x, " = %.*s\n", (int)n, t);
+    return true;
+}
+
+/* %r = sdy.manual_computation(%a) in_shardings=[...] out_shardings=[...] manual_axes={...}
+ *      (%x: T) { ... sdy.return %y : T } : (A) -> (R) */
+static bool manual_computation(xlator *x, kiln__bc_cursor *c, const header *h, uint32_t first) {
+    indent(x);
+    result_names(x, h, first);
+    put(x, "sdy.manual_computation(");
+    operands(x, h);
+    put(x, ") in_shardings=");
+    if (!sdy_attr(x, h, "in_shardings", "#sdy.sharding_per_value<")) return false;
+    put(x, " out_shardings=");
+    if (!sdy_attr(x, h, "out_shardings", "#sdy.sharding_per_value<")) return false;
+    put(x, " manual_axes=");
+    if (!sdy_attr(x, h, "manual_axes", "#sdy<manual_axes")) return false;
+    put(x, " ");
+    if (!(h->mask & 0x10)) return kiln__bc_fail(x->bc, h->at, "a manual computation without body");
+    if (!regions(x, c, h, false)) return false;
+    indent(x);
+    put(x, "} : (");
+    if (!operand_types(x, h)) return false;
+    put(x, ") -> (");
+    if (!result_types(x, h)) return false;
+    put(x, ")\n");
+    return true;
+}
+
+/* The grid of an SPMD program: the module's mhlo.num_partitions and mhlo.num_replicas. */
+static bool module_grid(xlator *x, const header *h) {
+    const char *keys[2] = {"mhlo.num_partitions", "mhlo.num_replicas"};
+    const char *sep = "attributes {";
+    for (int k = 0; k < 2; k++) {
+        uint32_t i;
+        kiln__vattr v = {0};
+        if (!other_attr(x, h, keys[k], &i)) return false;
+        if (i == UINT32_MAX) continue;
+        if (!kiln__vhlo_attr(x->bc, i, &v)) return false;
+        if (v.kind != KILN__VA_INT) return kiln__bc_fail(x->bc, h->at, "%s is not an integer", keys[k]);
+        putf(x, "%s%s = %lld : i32", sep, keys[k], (long long)(int64_t)v.value);
+        sep = ", ";
+    }
+    if (sep[0] == ',') put(x, "} ");
+    return true;
+}
+
 static bool op(xlator *x, kiln__bc_cursor *c, const header *parent, uint32_t *next_id) {
     header h;
     if (!read_header(x, c, &h)) return false;
@@ -1136,6 +1164,31 @@ static bool op(xlator *x, kiln__bc_cursor *c, const header *parent, uint32_t *ne
     if (h.op == &mesh_op) {
         if (!parent || !parent->module || h.n_results || h.n_operands || (h.mask & 0x10))
             return kiln__bc_fail(bc, h.at, "sdy.mesh outside a module's top level");
+        return mesh_decl(x, &h);
+    }
+    if (h.op == &cast_op) { /* written as nothing: its result is its operand */
+        if (h.n_operands != 1 || h.n_results != 1 || (h.mask & 0x10) || !x->sc)
+            return kiln__bc_fail(bc, h.at, "a cast of %u values to %u", h.n_operands,
+                                 h.n_results);
+        x->sc->aliases[first] = x->sc->aliases[h.operands[0]];
+        return true;
+    }
+    if (h.op == &manual_op) {
+        if (!parent || parent->module) return kiln__bc_fail(bc, h.at, "sdy op outside a function");
+        return manual_computation(x, c, &h, first);
+    }
+    if (h.op == &sdy_return_op) {
+        if (!parent || parent->op != &manual_op)
+            return kiln__bc_fail(bc, h.at, "sdy.return outside a manual computation");
+        indent(x);
+        put(x, "sdy.return");
+        if (h.n_operands) {
+            put(x, " ");
+            operands(x, &h);
+            put(x, " : ");
+            if (!operand_types(x, &h)) return false;
+        }
+        put(x, "\n");
         return true;
     }
     if (h.module) {
@@ -1148,6 +1201,7 @@ static bool op(xlator *x, kiln__bc_cursor *c, const header *parent, uint32_t *ne
             symbol(x, name.text, name.len);
             put(x, " ");
         }
+        if (!module_grid(x, &h)) return false;
         put(x, "{\n");
         bool ok = regions(x, c, &h, false);
         put(x, "}\n");
@@ -1213,6 +1267,9 @@ static bool op(xlator *x, kiln__bc_cursor *c, const header *parent, uint32_t *ne
         return regions(x, c, &h, false);
     }
     case F_GENERIC: break;
+    case F_SDY_MANUAL: /* written above */
+    case F_SDY_RETURN:
+    case F_CAST: return kiln__bc_fail(bc, h.at, "internal: a Shardy op at the wrong place");
     }
     indent(x);
     result_names(x, &h, first);
@@ -1273,7 +1330,10 @@ bool kiln__vhlo_to_text(kiln__bc *bc, kiln__strbuf *sb, const char *only_func) {
     if (!kiln__bc_varint_flag(&c, &n_ops, &has_args)) return false;
     if (has_args || n_ops != 1) return kiln__bc_fail(bc, c.pos, "expected one module at the top");
     uint32_t next = 0;
-    if (!op(&x, &c, NULL, &next)) return false;
+    kiln__strbuf_init(&x.scratch, bc->cx);
+    bool ok = op(&x, &c, NULL, &next);
+    kiln__strbuf_destroy(&x.scratch);
+    if (!ok) return false;
     if (!kiln__bc_done(&c)) return kiln__bc_fail(bc, c.pos, "trailing bytes after the module");
     if (sb->failed) return kiln__bc_fail(bc, 0, "out of memory");
     return true;

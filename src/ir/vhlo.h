@@ -92,6 +92,12 @@ bool kiln__vhlo_tensor_ints(kiln__bc *bc, const kiln__vattr *t, int64_t *out, in
 
 /* Translates the artifact in bc (opened) into StableHLO text. With only_func, just that
  * function (for comparing one function at a time). False with bc->error set. */
+/* Shardy's attributes (vhlo_sdy.c): whether attribute `index` is one, and its text form
+ * (#sdy.sharding<...>, #sdy.mesh<...>, #sdy.sharding_per_value<...>, #sdy<manual_axes...>)
+ * appended to sb. */
+bool kiln__vhlo_is_sdy(const kiln__bc *bc, uint32_t index);
+bool kiln__vhlo_sdy_text(kiln__bc *bc, uint32_t index, kiln__strbuf *sb);
+
 bool kiln__vhlo_to_text(kiln__bc *bc, kiln__strbuf *sb, const char *only_func);
 
 /* Finds the portable artifact inside a file of jax.export's Exported.serialize()

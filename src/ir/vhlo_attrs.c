@@ -132,6 +132,51 @@ static bool type_list(kiln__bc_cursor *c, kiln__bc_span *span, uint32_t *n) {
     return true;
 }
 
+static bool decode_type(kiln__bc *bc, uint32_t index, kiln__vtype *t, int depth);
+
+/* Builtin types appear outside VHLO's ops: around Shardy's (its manual computations take
+ * and give builtin tensors, cast from and to VHLO's). Codes in BuiltinDialectBytecode's
+ * order: 0 integer (width << 2 | signedness), 3 bf16, 4 f16, 5 f32, 6 f64, 13 ranked
+ * tensor; any other is a type kiln does not read. */
+static bool builtin_type(kiln__bc *bc, kiln__bc_cursor *c, uint64_t code, kiln__vtype *t,
+                         int depth) {
+    t->kind = KILN__VT_OTHER;
+    t->name = "a builtin type";
+    switch (code) {
+    case 0: {
+        uint64_t ws;
+        if (!kiln__bc_varint(c, &ws)) return false;
+        uint64_t width = ws >> 2, sign = ws & 3; /* 0 signless, 1 signed, 2 unsigned */
+        bool u = sign == 2;
+        int d = width == 1 && !u ? KILN_BOOL
+                : width == 8     ? (u ? KILN_U8 : KILN_I8)
+                : width == 16    ? (u ? KILN_U16 : KILN_I16)
+                : width == 32    ? (u ? KILN_U32 : KILN_I32)
+                : width == 64    ? (u ? KILN_U64 : KILN_I64)
+                                 : -1;
+        if (d >= 0) t->kind = KILN__VT_ELEMENT, t->dtype = d;
+        return true;
+    }
+    case 3: t->kind = KILN__VT_ELEMENT, t->dtype = KILN_BF16; return true;
+    case 4: t->kind = KILN__VT_ELEMENT, t->dtype = KILN_F16; return true;
+    case 5: t->kind = KILN__VT_ELEMENT, t->dtype = KILN_F32; return true;
+    case 6: t->kind = KILN__VT_ELEMENT, t->dtype = KILN_F64; return true;
+    case 13: {
+        uint64_t elem;
+        if (!shape(c, t) || !kiln__bc_varint(c, &elem)) return false;
+        if (elem >= bc->n_types) return kiln__bc_fail(bc, c->pos, "element type out of range");
+        kiln__vtype et = {0};
+        if (!decode_type(bc, (uint32_t)elem, &et, depth + 1)) return false;
+        if (et.kind != KILN__VT_ELEMENT) return true;
+        t->kind = KILN__VT_TENSOR;
+        t->elem = (uint32_t)elem;
+        t->dtype = et.dtype;
+        return true;
+    }
+    default: return true;
+    }
+}
+
 static bool decode_type(kiln__bc *bc, uint32_t index, kiln__vtype *t, int depth) {
     memset(t, 0, sizeof *t);
     t->dtype = -1;
@@ -146,13 +191,7 @@ static bool decode_type(kiln__bc *bc, uint32_t index, kiln__vtype *t, int depth)
     kiln__bc_cursor c = kiln__bc_at(bc, e->span);
     uint64_t code;
     if (!kiln__bc_varint(&c, &code)) return false;
-    if (dialect_is(bc, e->dialect, "builtin")) {
-        /* Builtin types appear only outside VHLO's own ops (function types of other
-         * dialects); kiln reads none of them. */
-        t->kind = KILN__VT_OTHER;
-        t->name = "a builtin type";
-        return true;
-    }
+    if (dialect_is(bc, e->dialect, "builtin")) return builtin_type(bc, &c, code, t, depth);
     if (!dialect_is(bc, e->dialect, "vhlo"))
         return kiln__bc_fail(bc, e->span.off, "a type of an unsupported dialect");
     if (code >= sizeof vhlo_type_names / sizeof vhlo_type_names[0])
@@ -262,6 +301,29 @@ static bool builtin_attr(kiln__bc *bc, kiln__bc_cursor *c, uint64_t code, kiln__
         return true;
     }
     case 7: a->kind = KILN__VA_UNIT; return true;
+    case 8: { /* IntegerAttr: its type, then the value (a byte up to 8 bits, else zigzag) */
+        uint32_t t;
+        kiln__vtype et = {0};
+        if (!kiln__bc_index(c, bc->n_types, "type", &t) || !decode_type(bc, t, &et, 1))
+            return false;
+        int64_t v = 0;
+        size_t es = et.kind == KILN__VT_ELEMENT ? kiln_dtype_size((kiln_dtype)et.dtype) : 0;
+        if (es == 1) {
+            uint8_t b;
+            if (!kiln__bc_byte(c, &b)) return false;
+            v = (int8_t)b;
+        } else if (es >= 2 && es <= 8) {
+            if (!kiln__bc_svarint(c, &v)) return false;
+        } else {
+            a->kind = KILN__VA_OTHER;
+            a->name = "a wide builtin integer";
+            return true;
+        }
+        a->kind = KILN__VA_INT;
+        a->type = t;
+        a->value = (uint64_t)v;
+        return true;
+    }
     case 10:
     case 11:
     case 12:

@@ -5,6 +5,7 @@
  * disagree all fail naming both ops and the communicator stays usable; a rank that never
  * arrives is a timeout, after which the communicator refuses work; bad arguments; MPI
  * started and finalized by kiln. A failed check aborts every rank (no hang). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,6 +203,72 @@ static void bad_arguments(kiln_ctx *cx) {
     kiln_ctx_clear_error(cx);
 }
 
+/* A shard_map program exported by JAX (tests/data/spmd/make.py) for this many devices, as
+ * one partition per rank: every rank gets JAX's results (to float tolerance) and the
+ * local communicator's bits. */
+static kiln_tensor *load(kiln_ctx *cx, const char *stem, const char *what) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/spmd/%s.%s.npy", KILN_TEST_DATA_DIR, stem, what);
+    kiln_tensor *t = NULL;
+    CHECK(kiln_npy_load(cx, path, &t) == KILN_OK, "%s", kiln_ctx_error_message(cx));
+    return t;
+}
+
+static void a_jax_shard_map_program(void) {
+    char stem[32], path[512];
+    snprintf(stem, sizeof stem, "rows%d", g_size);
+    snprintf(path, sizeof path, "%s/spmd/%s.mlir.bc", KILN_TEST_DATA_DIR, stem);
+    kiln_ctx *cx = NULL;
+    CHECK(kiln_ctx_create(NULL, &cx) == KILN_OK, "ctx");
+    kiln_module *m = NULL;
+    CHECK(kiln_module_parse_file(cx, path, NULL, &m) == KILN_OK, "%s", kiln_ctx_error_message(cx));
+    kiln_module_info info;
+    CHECK(kiln_module_info_get(cx, m, &info) == KILN_OK && info.num_partitions == g_size &&
+              info.num_replicas == 1,
+          "the artifact's grid: %d x %d", info.num_replicas, info.num_partitions);
+    kiln_comm_options o = kiln_comm_options_default();
+    o.num_partitions = g_size; /* a mesh's devices are partitions */
+    kiln_comm *comm = NULL;
+    CHECK(kiln_comm_create_mpi(cx, &o, MPI_COMM_WORLD, &comm) == KILN_OK, "%s",
+          kiln_ctx_error_message(cx));
+    CHECK(kiln_ctx_set_comm(cx, comm, kiln_comm_self(comm)) == KILN_OK, "bind");
+    kiln_exe *exe = NULL;
+    CHECK(kiln_compile(cx, m, NULL, &exe) == KILN_OK, "%s", kiln_ctx_error_message(cx));
+    kiln_tensor *args[2] = {load(cx, stem, "in0"), load(cx, stem, "in1")}, *out[2];
+    CHECK(kiln_exe_call(cx, exe, args, out) == KILN_OK, "%s", kiln_ctx_error_message(cx));
+    for (int r = 0; r < 2; r++) {
+        kiln_tensor *want = load(cx, stem, r ? "want1" : "want0");
+        CHECK(kiln_tensor_nbytes(want) == kiln_tensor_nbytes(out[r]), "result %d's size", r);
+        const float *a = kiln_tensor_data(out[r]), *b = kiln_tensor_data(want);
+        for (size_t i = 0; i < kiln_tensor_nbytes(want) / 4; i++)
+            CHECK(fabsf(a[i] - b[i]) <= 1e-5f * (1 + fabsf(b[i])), "result %d[%zu]: %g, JAX %g", r,
+                  i, (double)a[i], (double)b[i]);
+    }
+    /* the same bits as the local communicator's */
+    kiln_ctx *lx = NULL;
+    CHECK(kiln_ctx_create(NULL, &lx) == KILN_OK, "ctx");
+    kiln_comm *local = NULL;
+    CHECK(kiln_comm_create_local(lx, &o, &local) == KILN_OK, "local");
+    kiln_exe *lexe = NULL;
+    CHECK(kiln_compile(lx, m, NULL, &lexe) == KILN_OK, "%s", kiln_ctx_error_message(lx));
+    kiln_tensor *largs[2 * KILN_COMM_MAX_PROCESSES], *lout[2 * KILN_COMM_MAX_PROCESSES];
+    for (int p = 0; p < g_size; p++)
+        largs[2 * p] = load(lx, stem, "in0"), largs[2 * p + 1] = load(lx, stem, "in1");
+    CHECK(kiln_exe_call_spmd(lx, lexe, local, largs, lout) == KILN_OK, "%s",
+          kiln_ctx_error_message(lx));
+    for (int r = 0; r < 2; r++)
+        CHECK(memcmp(kiln_tensor_data(out[r]), kiln_tensor_data(lout[2 * g_rank + r]),
+                     kiln_tensor_nbytes(out[r])) == 0,
+              "result %d differs from the local communicator's", r);
+    kiln_exe_release(lexe);
+    kiln_comm_release(local);
+    kiln_ctx_release(lx);
+    kiln_exe_release(exe);
+    kiln_module_release(m);
+    kiln_comm_release(comm);
+    kiln_ctx_release(cx);
+}
+
 /* Rank 0 never runs the collective: the others time out, then refuse. */
 static void a_rank_that_never_arrives(void) {
     kiln_ctx *cx = NULL;
@@ -254,6 +321,7 @@ int main(void) {
     a_large_all_reduce(cx);
     disagreeing_ranks_all_fail(cx);
     bad_arguments(cx);
+    a_jax_shard_map_program();
     a_rank_that_never_arrives();
     MPI_Barrier(MPI_COMM_WORLD);
 

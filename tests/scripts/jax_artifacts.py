@@ -13,6 +13,9 @@
 import os
 import sys
 
+# Four CPU devices for the SPMD cases (shard_map over a mesh); the others use one.
+os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=4")
+
 import numpy as np
 
 
@@ -48,6 +51,40 @@ def cases():
         # Donation travels as tf.aliasing_output on the argument.
         "donated_update": (jax.jit(lambda w, g: (w - 0.1 * g, g), donate_argnums=(0,)),
                            [f32(3, 3), f32(3, 3)]),
+        **spmd_cases(f32),
+    }
+
+
+def spmd_cases(f32):
+    """shard_map programs (Shardy's manual computations) on meshes of the 4 devices: each
+    case is (fn, args, the arguments' PartitionSpecs, the mesh)."""
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import PartitionSpec as P
+
+    line = jax.make_mesh((4,), ("x",))
+    grid = jax.make_mesh((2, 2), ("x", "y"))
+
+    def rows(x, w):  # a data-parallel layer: psum of the column sums, all_gather of x
+        def body(xs, w):
+            y = jnp.tanh(xs @ w)
+            return y * jax.lax.psum(jnp.sum(y, axis=0), "x"), jax.lax.psum(
+                jax.lax.all_gather(xs, "x", tiled=True).sum(), "x")
+        return jax.shard_map(body, mesh=line, in_specs=(P("x"), P()),
+                             out_specs=(P("x"), P()))(x, w)
+
+    def blocks(a):  # a 2 x 2 mesh: sum over y, swap along x, reduce-scatter along x
+        def body(b):
+            s = jax.lax.psum(b, "y")
+            t = jax.lax.ppermute(s, "x", perm=[(0, 1), (1, 0)])
+            u = jax.lax.psum_scatter(t * 2.0, "x", scatter_dimension=1, tiled=True)
+            return t, u
+        return jax.shard_map(body, mesh=grid, in_specs=P("x", "y"),
+                             out_specs=(P("x", None), P(None, "x")))(a)
+
+    return {
+        "shard_map_rows": (rows, [f32(8, 4), f32(4, 3)], [P("x"), P()], line),
+        "shard_map_blocks": (blocks, [f32(4, 8)], [P("x", "y")], grid),
     }
 
 
@@ -56,8 +93,16 @@ def make(out):
     from jax import export
 
     jax.config.update("jax_platforms", "cpu")
-    for name, (fn, args) in cases().items():
-        exported = export.export(jax.jit(fn))(*args)
+    for name, case in cases().items():
+        fn, args = case[0], case[1]
+        specs = args
+        if len(case) == 4:  # sharded arguments, as a user of a mesh passes them
+            from jax.sharding import NamedSharding
+            mesh = case[3]
+            specs = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=NamedSharding(mesh, p))
+                     for a, p in zip(args, case[2])]
+            args = [jax.device_put(a, NamedSharding(mesh, p)) for a, p in zip(args, case[2])]
+        exported = export.export(jax.jit(fn))(*specs)
         with open(os.path.join(out, name + ".mlir.bc"), "wb") as f:
             f.write(exported.mlir_module_serialized)
         with open(os.path.join(out, name + ".jax"), "wb") as f:
@@ -70,7 +115,8 @@ def make(out):
             np.save(os.path.join(out, f"{name}.in{i}.npy"), np.asarray(a))
         for i, r in enumerate(results):
             np.save(os.path.join(out, f"{name}.want{i}.npy"), np.asarray(r))
-    print(f"jax {jax.__version__}: {len(cases())} artifacts in {out}")
+    print(f"jax {jax.__version__}: {len(cases())} artifacts in {out} "
+          f"({len(jax.devices())} devices)")
 
 
 def compare(name, got_dir, want_dir):

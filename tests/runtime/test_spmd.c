@@ -619,3 +619,63 @@ Test(spmd, a_large_all_reduce_moves_chunks_and_keeps_the_order) {
     kiln_comm_release(comm);
     kiln_ctx_release(cx);
 }
+
+/* ---- branches -------------------------------------------------------------------------- */
+
+static kiln_status sum_branch(kiln_ctx *cx, kiln_tensor *const *args, kiln_tensor **results,
+                              void *user) {
+    (void)user;
+    results[0] = kiln_all_reduce(cx, args[0], kiln_region_add(), NULL);
+    return kiln_ctx_status(cx);
+}
+
+static kiln_status max_branch(kiln_ctx *cx, kiln_tensor *const *args, kiln_tensor **results,
+                              void *user) {
+    (void)user;
+    results[0] = kiln_all_reduce(cx, args[0], kiln_region_maximum(), NULL);
+    return kiln_ctx_status(cx);
+}
+
+/* flag > 0 ? all_reduce(x, add) : all_reduce(x, max); flag is the same on every process */
+static kiln_status branched(kiln_ctx *cx, kiln_tensor *const *args, kiln_tensor **results,
+                            void *user) {
+    (void)user;
+    kiln_tensor *pred = kiln_compare(cx, args[1], kiln_scalar_like(cx, args[1], 0), KILN_CMP_GT,
+                                     KILN_CMP_DEFAULT);
+    return kiln_cond(cx, pred, &(kiln_region){.fn = sum_branch}, &(kiln_region){.fn = max_branch},
+                     &args[0], 1, 1, results);
+}
+
+Test(spmd, collectives_inside_branches) {
+    kiln_ctx *cx = test_ctx();
+    kiln_comm *comm = local(cx, 3, 1, 20000);
+    cr_assert_eq(kiln_ctx_set_comm(cx, comm, 0), KILN_OK);
+    kiln_region r = {.fn = branched};
+    kiln_arg_spec a[2] = {{.dtype = KILN_F32, .shape = KILN_SHAPE(2)},
+                          {.dtype = KILN_F32, .shape = KILN_SHAPE_SCALAR}};
+    kiln_module *m;
+    cr_assert_eq(kiln_lower(cx, &r, a, 2, 1, NULL, &m), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    cr_assert_eq(kiln_ctx_set_comm(cx, NULL, 0), KILN_OK);
+    const char *backends[] = {"cpu", "interpreter"};
+    for (int b = 0; b < 2; b++)
+        for (int flag = -1; flag <= 1; flag += 2) {
+            kiln_compile_options o = kiln_compile_options_default();
+            o.backend = backends[b];
+            kiln_exe *exe;
+            cr_assert_eq(kiln_compile(cx, m, &o, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
+            kiln_tensor *args[6], *out[3];
+            for (int p = 0; p < 3; p++) {
+                args[2 * p] = kiln_full(cx, KILN_F32, KILN_SHAPE(2), p + 1.0);
+                args[2 * p + 1] = kiln_scalar(cx, flag, KILN_F32);
+            }
+            cr_assert_eq(kiln_exe_call_spmd(cx, exe, comm, args, out), KILN_OK, "%s",
+                         kiln_ctx_error_message(cx));
+            for (int p = 0; p < 3; p++)
+                cr_assert_eq(value(out[p], 1), flag > 0 ? 6.0f : 3.0f, "%s, flag %d, process %d",
+                             backends[b], flag, p);
+            kiln_exe_release(exe);
+        }
+    kiln_module_release(m);
+    kiln_comm_release(comm);
+    kiln_ctx_release(cx);
+}

@@ -128,10 +128,9 @@ static kiln_status train_step(kiln_ctx *cx, const void *in_, void *out_, void *u
     shard batch = {in->images, in->labels};
     loss_out lo = {0};
     kiln_nn_cnn grads;
-    if (kiln_nn_data_parallel_grads(cx, &config->dp, shard_grads, NULL,
-                                    &kiln_tree_def_kiln_nn_cnn, &in->state.params,
-                                    &kiln_tree_def_shard, &batch, &kiln_tree_def_loss_out,
-                                    &grads, &lo) != KILN_OK)
+    if (kiln_nn_data_parallel_grads(cx, &config->dp, shard_grads, NULL, &kiln_tree_def_kiln_nn_cnn,
+                                    &in->state.params, &kiln_tree_def_shard, &batch,
+                                    &kiln_tree_def_loss_out, &grads, &lo) != KILN_OK)
         return kiln_ctx_status(cx);
     kiln_nn_optimizer_update(cx, opt, &kiln_tree_def_kiln_nn_cnn, &in->state.params, &grads,
                              in->state.step, &in->state.mu, &in->state.nu, &out->state.params,
@@ -432,8 +431,7 @@ int main(int argc, char **argv) {
             step_out out;
             in.state = st;
             take_batch(cx, data.train_images, data.train_labels,
-                       order + b * o.batch + rank * shard_rows, shard_rows, &in.images,
-                       &in.labels);
+                       order + b * o.batch + rank * shard_rows, shard_rows, &in.images, &in.labels);
             /* Cosine decay of the learning rate over the whole run. */
             double progress_frac = (double)((epoch - 1) * per_epoch + b) / total_steps;
             in.lr = kiln_scalar(cx, o.lr * 0.5 * (1 + cos(3.141592653589793 * progress_frac)),
@@ -474,12 +472,14 @@ int main(int argc, char **argv) {
         }
         printf("  test acc %5.1f%%\n", 100 * test_acc);
         /* Every replica holds the same bits (a hash compared across the ranks). */
-        if (replicas > 1 && kiln_nn_check_replicated(cx, &kiln_tree_def_train_state, &st) != KILN_OK) {
+        if (replicas > 1 &&
+            kiln_nn_check_replicated(cx, &kiln_tree_def_train_state, &st) != KILN_OK) {
             free(order);
             return fail(cx, "checking the replicas");
         }
     }
-    if (replicas > 1) printf("the %d replicas' parameters and optimizer state are identical\n", replicas);
+    if (replicas > 1)
+        printf("the %d replicas' parameters and optimizer state are identical\n", replicas);
     double t_train = now() - t_start;
     printf("trained %d epochs in %.2f s: test accuracy %.2f%% (%s %.0f%%)\n", o.epochs, t_train,
            100 * test_acc, test_acc >= o.min_accuracy ? "reached" : "BELOW", 100 * o.min_accuracy);
@@ -492,8 +492,8 @@ int main(int argc, char **argv) {
         step_in in;
         step_out out;
         in.state = st;
-        take_batch(cx, data.train_images, data.train_labels, order + rank * shard_rows,
-                   shard_rows, &in.images, &in.labels);
+        take_batch(cx, data.train_images, data.train_labels, order + rank * shard_rows, shard_rows,
+                   &in.images, &in.labels);
         in.lr = kiln_scalar(cx, o.lr, KILN_F32);
         double eager_times[10000];
         for (int i = 0; i < o.eager_steps && kiln_ctx_status(cx) == KILN_OK; i++) {

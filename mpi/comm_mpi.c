@@ -148,9 +148,8 @@ static kiln_status group_of(transport *t, kiln_ctx *cx, uint64_t sig, const int3
 
 /* The communicator of this rank's group (the world's when the group is every rank, in
  * rank order); MPI_COMM_NULL for a rank in no group. */
-static kiln_status comm_of_group(transport *t, kiln_ctx *cx, uint64_t sig,
-                                 const int32_t *members,
-                              int32_t n_members, const char *what, MPI_Comm *out) {
+static kiln_status comm_of_group(transport *t, kiln_ctx *cx, uint64_t sig, const int32_t *members,
+                                 int32_t n_members, const char *what, MPI_Comm *out) {
     bool everyone = n_members == t->size;
     for (int32_t k = 0; k < n_members && everyone; k++)
         everyone = members[k] == k;
@@ -206,9 +205,9 @@ static kiln_status mpi_all_gather(void *user, kiln_ctx *cx, const int32_t *membe
                                   const char *what, uint64_t sig) {
     transport *t = user;
     pthread_mutex_lock(&t->lock);
-    kiln_status s = t->broken ? broken(t, cx, what)
-                              : mpi_all_gather_locked(t, cx, members, n_members, send, nbytes,
-                                                      recv, what, sig);
+    kiln_status s =
+        t->broken ? broken(t, cx, what)
+                  : mpi_all_gather_locked(t, cx, members, n_members, send, nbytes, recv, what, sig);
     pthread_mutex_unlock(&t->lock);
     return s;
 }
@@ -223,8 +222,7 @@ static kiln_status mpi_all_to_all(void *user, kiln_ctx *cx, const int32_t *membe
     pthread_mutex_lock(&t->lock);
     kiln_status s = t->broken ? broken(t, cx, what) : agree(t, cx, sig ^ ALL_TO_ALL_SALT, what);
     MPI_Comm c = MPI_COMM_NULL;
-    if (s == KILN_OK)
-        s = comm_of_group(t, cx, sig ^ ALL_TO_ALL_SALT, members, n_members, what, &c);
+    if (s == KILN_OK) s = comm_of_group(t, cx, sig ^ ALL_TO_ALL_SALT, members, n_members, what, &c);
     size_t total = (size_t)n_members * chunk_bytes;
     if (s == KILN_OK && chunk_bytes > INT_MAX)
         s = kiln_ctx_set_error(cx, KILN_UNIMPLEMENTED,
@@ -255,8 +253,8 @@ static kiln_status mpi_all_to_all(void *user, kiln_ctx *cx, const int32_t *membe
 #define PERMUTE_SALT 0x9e3779b97f4a7c15ull
 
 static kiln_status mpi_permute_locked(transport *t, kiln_ctx *cx, int32_t to, int32_t from,
-                                      const void *send, size_t nbytes, void *recv,
-                                      const char *what, uint64_t sig) {
+                                      const void *send, size_t nbytes, void *recv, const char *what,
+                                      uint64_t sig) {
     kiln_status s = agree(t, cx, sig ^ PERMUTE_SALT, what);
     if (s != KILN_OK) return s;
     if (nbytes > INT_MAX)
@@ -279,14 +277,12 @@ static kiln_status mpi_permute_locked(transport *t, kiln_ctx *cx, int32_t to, in
     return s;
 }
 
-static kiln_status mpi_permute(void *user, kiln_ctx *cx, int32_t to, int32_t from,
-                               const void *send, size_t nbytes, void *recv, const char *what,
-                               uint64_t sig) {
+static kiln_status mpi_permute(void *user, kiln_ctx *cx, int32_t to, int32_t from, const void *send,
+                               size_t nbytes, void *recv, const char *what, uint64_t sig) {
     transport *t = user;
     pthread_mutex_lock(&t->lock);
     kiln_status s = t->broken ? broken(t, cx, what)
-                              : mpi_permute_locked(t, cx, to, from, send, nbytes, recv, what,
-                                                   sig);
+                              : mpi_permute_locked(t, cx, to, from, send, nbytes, recv, what, sig);
     pthread_mutex_unlock(&t->lock);
     return s;
 }
@@ -347,13 +343,12 @@ static kiln_status start_mpi(kiln_ctx *cx, MPI_Comm mpi_comm, bool *initialized)
     return s;
 }
 
-kiln_status kiln_comm_create_mpi(kiln_ctx *cx, const kiln_comm_options *options,
-                                 MPI_Comm mpi_comm, kiln_comm **out_comm) {
+kiln_status kiln_comm_create_mpi(kiln_ctx *cx, const kiln_comm_options *options, MPI_Comm mpi_comm,
+                                 kiln_comm **out_comm) {
     static const char fn[] = "kiln_comm_create_mpi";
     if (out_comm) *out_comm = NULL;
     if (!cx) return KILN_INVALID_ARGUMENT;
-    if (!out_comm)
-        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT, "%s: out_comm is NULL", fn);
+    if (!out_comm) return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT, "%s: out_comm is NULL", fn);
     bool initialized = false;
     kiln_status s = start_mpi(cx, mpi_comm, &initialized);
     if (s != KILN_OK) return s;

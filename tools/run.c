@@ -49,8 +49,8 @@ static kiln_status run_on_grid(kiln_ctx *cx, kiln_exe *exe, const kiln_module_in
     kiln_comm *comm = NULL;
     if (kiln_comm_create_local(cx, &o, &comm) != KILN_OK) return kiln_ctx_status(cx);
     kiln_tensor **all_args = calloc((size_t)grid * (size_t)n_inputs + 1, sizeof *all_args);
-    kiln_tensor **all_results = calloc((size_t)grid * (size_t)info->n_results + 1,
-                                       sizeof *all_results);
+    kiln_tensor **all_results =
+        calloc((size_t)grid * (size_t)info->n_results + 1, sizeof *all_results);
     kiln_status s = all_args && all_results ? KILN_OK
                                             : kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED,
                                                                  "kiln run: out of memory");
@@ -167,8 +167,8 @@ int cli_run_main(int argc, char **argv) {
     if (grid > 1) {
         printf("grid: %d replica%s x %d partition%s, run as threads; the results are process "
                "0's\n",
-               (int)info.num_replicas, info.num_replicas == 1 ? "" : "s",
-               (int)info.num_partitions, info.num_partitions == 1 ? "" : "s");
+               (int)info.num_replicas, info.num_replicas == 1 ? "" : "s", (int)info.num_partitions,
+               info.num_partitions == 1 ? "" : "s");
         called = run_on_grid(cx, exe, &info, args, n_inputs, results);
     } else {
         called = kiln_exe_call_n(cx, exe, args, n_inputs, results, info.n_results);

@@ -292,7 +292,7 @@ KILN_API kiln_status kiln_nn_optimizer_update(kiln_ctx *cx, const kiln_nn_optimi
  * descriptor is given, out_aux (leaves NULL on entry) with float tensors to average the
  * same way (the loss, an accuracy). */
 typedef kiln_status (*kiln_nn_shard_grad_fn)(kiln_ctx *cx, const void *params, const void *shard,
-                                              void *out_grads, void *out_aux, void *user);
+                                             void *out_grads, void *out_aux, void *user);
 
 typedef struct kiln_nn_data_parallel {
     size_t struct_size; /* sizeof(kiln_nn_data_parallel) */
@@ -321,8 +321,7 @@ KILN_API kiln_nn_data_parallel kiln_nn_data_parallel_default(void);
 KILN_API kiln_status kiln_nn_data_parallel_grads(kiln_ctx *cx, const kiln_nn_data_parallel *dp,
                                                  kiln_nn_shard_grad_fn fn, void *user,
                                                  const kiln_tree_def *params_def,
-                                                 const void *params,
-                                                 const kiln_tree_def *batch_def,
+                                                 const void *params, const kiln_tree_def *batch_def,
                                                  const void *batch, const kiln_tree_def *aux_def,
                                                  void *out_grads, void *out_aux);
 

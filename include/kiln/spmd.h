@@ -103,9 +103,9 @@ typedef struct kiln_comm_impl {
     kiln_status (*all_gather)(void *user, kiln_ctx *cx, const int32_t *members, int32_t n_members,
                               const void *send, size_t nbytes, void *recv, const char *what,
                               uint64_t sig);
-    kiln_status (*all_to_all)(void *user, kiln_ctx *cx, const int32_t *members,
-                              int32_t n_members, const void *send, size_t chunk_bytes, void *recv,
-                              const char *what, uint64_t sig);
+    kiln_status (*all_to_all)(void *user, kiln_ctx *cx, const int32_t *members, int32_t n_members,
+                              const void *send, size_t chunk_bytes, void *recv, const char *what,
+                              uint64_t sig);
     kiln_status (*permute)(void *user, kiln_ctx *cx, int32_t to, int32_t from, const void *send,
                            size_t nbytes, void *recv, const char *what, uint64_t sig);
     void (*destroy)(void *user); /* with the last reference (may be NULL) */

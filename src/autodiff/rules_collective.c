@@ -12,8 +12,7 @@ const char kiln__rules_collective_linked = 1;
 /* Is region 0 of op x + y of its two arguments? */
 static bool sums(const kiln__ir_op *op) {
     const kiln__block *b = op->n_regions > 0 ? op->regions[0] : NULL;
-    if (!b || b->n_args != 2 || b->n_results != 1 || !b->first || b->first != b->last)
-        return false;
+    if (!b || b->n_args != 2 || b->n_results != 1 || !b->first || b->first != b->last) return false;
     const kiln__ir_op *add = b->first;
     return add->kind == KILN_OP_ADD && b->results[0] == add->results[0] &&
            ((add->operands[0] == b->args[0] && add->operands[1] == b->args[1]) ||
@@ -58,9 +57,7 @@ static kiln_status needs_sum(kiln__emitter *e, const kiln__ad_op *op, const char
     return kiln__ad_unimplemented(e, op, mode, "a reduction by a region other than add");
 }
 
-static int32_t n_data(const kiln__ad_op *op) {
-    return op->op->n_results;
-}
+static int32_t n_data(const kiln__ad_op *op) { return op->op->n_results; }
 
 KILN__AD_NO_DERIVATIVE(REPLICA_ID)
 KILN__AD_NO_DERIVATIVE(PARTITION_ID)
@@ -128,9 +125,9 @@ static kiln_status fixed_root(kiln__emitter *e, const kiln__ad_op *op, const cha
 kiln_status kiln__vjp_COLLECTIVE_BROADCAST(kiln__emitter *e, const kiln__ad_op *op,
                                            kiln__value *const *cts, kiln__value **out_cts) {
     kiln_status s = fixed_root(e, op, "vjp");
-    return s != KILN_OK ? s
-                        : each(e, op, KILN_OP_COLLECTIVE_REDUCE, true, false, cts, out_cts,
-                               n_data(op));
+    return s != KILN_OK
+               ? s
+               : each(e, op, KILN_OP_COLLECTIVE_REDUCE, true, false, cts, out_cts, n_data(op));
 }
 kiln_status kiln__jvp_COLLECTIVE_BROADCAST(kiln__emitter *e, const kiln__ad_op *op,
                                            kiln__value *const *tangents,
@@ -145,9 +142,9 @@ kiln_status kiln__vjp_COLLECTIVE_REDUCE(kiln__emitter *e, const kiln__ad_op *op,
                                         kiln__value *const *cts, kiln__value **out_cts) {
     kiln_status s = fixed_root(e, op, "vjp");
     if (s == KILN_OK && !sums(op->op)) s = needs_sum(e, op, "vjp");
-    return s != KILN_OK ? s
-                        : each(e, op, KILN_OP_COLLECTIVE_BROADCAST, false, false, cts, out_cts,
-                               n_data(op));
+    return s != KILN_OK
+               ? s
+               : each(e, op, KILN_OP_COLLECTIVE_BROADCAST, false, false, cts, out_cts, n_data(op));
 }
 kiln_status kiln__jvp_COLLECTIVE_REDUCE(kiln__emitter *e, const kiln__ad_op *op,
                                         kiln__value *const *tangents, kiln__value **out_tangents) {

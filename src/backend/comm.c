@@ -91,10 +91,9 @@ kiln_status kiln_ctx_set_comm(kiln_ctx *cx, kiln_comm *comm, int32_t process) {
     if (!cx) return KILN_INVALID_ARGUMENT;
     if (comm) {
         if (process < 0 || process >= comm->n_processes)
-            return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
-                                      "%s: process %d is outside the grid of %d x %d", fn,
-                                      (int)process, (int)comm->num_replicas,
-                                      (int)comm->num_partitions);
+            return kiln_ctx_set_error(
+                cx, KILN_INVALID_ARGUMENT, "%s: process %d is outside the grid of %d x %d", fn,
+                (int)process, (int)comm->num_replicas, (int)comm->num_partitions);
         if (comm->self >= 0 && process != comm->self)
             return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
                                       "%s: this process is process %d of the %s communicator, "
@@ -139,8 +138,8 @@ kiln__group_mode kiln__group_mode_of(kiln_op op, const kiln__attrs *attrs) {
 }
 
 kiln_status kiln__process_group(kiln_ctx *cx, const char *fn, const kiln__groups *groups,
-                                kiln__group_mode mode, const kiln__place *place,
-                                int32_t *members, int32_t *n_members, int32_t *index) {
+                                kiln__group_mode mode, const kiln__place *place, int32_t *members,
+                                int32_t *n_members, int32_t *index) {
     int32_t R = place->num_replicas, P = place->num_partitions;
     /* The ids name replicas, partitions or processes; `mine` is this process's. */
     int32_t range = mode == KILN__CROSS_PARTITION ? P : mode == KILN__FLATTENED_IDS ? R * P : R;

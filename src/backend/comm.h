@@ -79,8 +79,8 @@ kiln__group_mode kiln__group_mode_of(kiln_op op, const kiln__attrs *attrs);
  * group) and the process's index among them. Empty groups are one group of all. Errors:
  * INVALID_ARGUMENT naming `fn` (an id outside the grid). */
 kiln_status kiln__process_group(kiln_ctx *cx, const char *fn, const kiln__groups *groups,
-                                kiln__group_mode mode, const kiln__place *place,
-                                int32_t *members, int32_t *n_members, int32_t *index);
+                                kiln__group_mode mode, const kiln__place *place, int32_t *members,
+                                int32_t *n_members, int32_t *index);
 
 /* The primitives for cx's place; without a communicator, the group must be the process
  * itself (a copy). */

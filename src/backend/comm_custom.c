@@ -34,8 +34,8 @@ static kiln_status custom_all_to_all(kiln_ctx *cx, kiln_comm *c, int32_t process
     size_t row = (size_t)n_members * chunk_bytes, total = (size_t)n_members * row;
     unsigned char *all = kiln__alloc(cx, total ? total : 1, 64, what);
     if (!all) return KILN_RESOURCE_EXHAUSTED;
-    kiln_status s = u->impl.all_gather(u->impl.user, cx, members, n_members, send, row, all,
-                                       what, sig);
+    kiln_status s =
+        u->impl.all_gather(u->impl.user, cx, members, n_members, send, row, all, what, sig);
     for (int32_t k = 0; k < n_members && s == KILN_OK && index >= 0; k++)
         memcpy((unsigned char *)recv + (size_t)k * chunk_bytes,
                all + (size_t)k * row + (size_t)index * chunk_bytes, chunk_bytes);

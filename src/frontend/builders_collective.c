@@ -7,8 +7,7 @@
 #include "frontend/op_run.h"
 
 /* The groups into attrs (INVALID_ARGUMENT naming fn for bad ones; NULL: one of all). */
-static bool set_groups(kiln_ctx *cx, const char *fn, const kiln_replica_groups *g,
-                       kiln__attrs *a) {
+static bool set_groups(kiln_ctx *cx, const char *fn, const kiln_replica_groups *g, kiln__attrs *a) {
     if (!g) return true;
     a->u.collective.channel_handle = g->channel_id;
     a->u.collective.channel_type = g->channel_id > 0 ? 1 : 0; /* device to device */
@@ -26,8 +25,8 @@ static bool set_groups(kiln_ctx *cx, const char *fn, const kiln_replica_groups *
     dst->cols = g->group_size;
     for (int32_t i = 0; i < g->n_groups * g->group_size; i++) {
         if (g->ids[i] < -1 || g->ids[i] >= KILN_COMM_MAX_PROCESSES) {
-            kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT, "%s: groups->ids[%d] is %lld", fn,
-                               (int)i, (long long)g->ids[i]);
+            kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT, "%s: groups->ids[%d] is %lld", fn, (int)i,
+                               (long long)g->ids[i]);
             return false;
         }
         dst->ids[i] = (int32_t)g->ids[i];
@@ -106,8 +105,8 @@ kiln_tensor *kiln_collective_permute(kiln_ctx *cx, kiln_tensor *x, const int64_t
                                (int)n_pairs, KILN__MAX_GROUP_IDS / 2);
         return NULL;
     }
-    kiln_replica_groups g = {.ids = pairs, .n_groups = n_pairs, .group_size = 2,
-                             .channel_id = channel_id};
+    kiln_replica_groups g = {
+        .ids = pairs, .n_groups = n_pairs, .group_size = 2, .channel_id = channel_id};
     if (!set_groups(cx, a.fn, &g, &a)) return NULL;
     a.u.collective.groups.cols = 2;
     return kiln__op_run1(cx, KILN_OP_COLLECTIVE_PERMUTE, &a, &x, 1);
@@ -115,8 +114,8 @@ kiln_tensor *kiln_collective_permute(kiln_ctx *cx, kiln_tensor *x, const int64_t
 
 kiln_tensor *kiln_collective_reduce(kiln_ctx *cx, kiln_tensor *x, const kiln_region *computation,
                                     const kiln_replica_groups *groups) {
-    kiln__attrs a = {.fn = "kiln_collective_reduce", .n_results = 1, .n_regions = 1,
-                     .region = {computation}};
+    kiln__attrs a = {
+        .fn = "kiln_collective_reduce", .n_results = 1, .n_regions = 1, .region = {computation}};
     if (!set_groups(cx, a.fn, groups, &a)) return NULL;
     a.u.collective.use_global_device_ids = false;
     return kiln__op_run1(cx, KILN_OP_COLLECTIVE_REDUCE, &a, &x, 1);

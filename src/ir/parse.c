@@ -301,7 +301,8 @@ static bool resolve_calls(parser *p, int32_t fi, const int32_t *owner, uint8_t *
                                     (int)(g->len > 60 ? 60 : g->len), g->name);
         if (depth >= MAX_CALL_DEPTH)
             return kiln__text_error(p, call->pos, "calls nested more than %d deep", MAX_CALL_DEPTH);
-        if (!resolve_calls(p, gi, owner, state, depth + 1) || !copy_callee(p, call->op, call->region, g))
+        if (!resolve_calls(p, gi, owner, state, depth + 1) ||
+            !copy_callee(p, call->op, call->region, g))
             return false;
     }
     state[fi] = 2;

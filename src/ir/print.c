@@ -570,7 +570,8 @@ static void put_attr_generic(printer *p, const kiln__attr_desc *d, const kiln__a
     case KILN__AK_GROUPS: put_groups(p, kiln__attr_at_const(a, d->offset)); return;
     case KILN__AK_CHANNEL: {
         const int64_t *ht = kiln__attr_at_const(a, d->offset);
-        kiln__strbuf_printf(&p->sb, "#stablehlo.channel_handle<handle = %" PRId64 ", type = %" PRId64 ">",
+        kiln__strbuf_printf(&p->sb,
+                            "#stablehlo.channel_handle<handle = %" PRId64 ", type = %" PRId64 ">",
                             ht[0], ht[1]);
         return;
     }
@@ -1007,9 +1008,8 @@ static void print_function(printer *p, const char *fname, bool is_public, bool e
         for (int32_t r = 0; donated && m->aliases && r < body->n_results; r++)
             if (m->aliases[r] == i) alias = r;
         const char *path = arg_names ? arg_names[i] : NULL;
-        const char *sharding = entry && p->m->funcs[0]->arg_shardings
-                                   ? p->m->funcs[0]->arg_shardings[i]
-                                   : NULL;
+        const char *sharding =
+            entry && p->m->funcs[0]->arg_shardings ? p->m->funcs[0]->arg_shardings[i] : NULL;
         if (!donated && !path && !sharding) continue;
         const char *sep = " {";
         if (donated && alias < 0) {
@@ -1082,8 +1082,7 @@ static char *module_text(kiln_ctx *cx, const kiln_module *m) {
             sep = ", ";
         }
         if (m->num_replicas)
-            kiln__strbuf_printf(&p.sb, "%smhlo.num_replicas = %d : i32", sep,
-                                (int)m->num_replicas);
+            kiln__strbuf_printf(&p.sb, "%smhlo.num_replicas = %d : i32", sep, (int)m->num_replicas);
         put(&p, "}");
     }
     put(&p, " {\n");

@@ -875,7 +875,8 @@ static bool run_parallel_grid(parser *p, const opdesc *o, kiln__attrs *a) {
     for (int32_t r = 0; r < R; r++) {
         const attr *row = &progs->items[r];
         if (row->kind != A_LIST || row->n == 0)
-            return kiln__text_error(p, row->pos, "programs: each replica needs a list of functions");
+            return kiln__text_error(p, row->pos,
+                                    "programs: each replica needs a list of functions");
         if (P >= 0 && row->n != P)
             return kiln__text_error(p, row->pos, "programs: every replica needs %d partitions",
                                     (int)P);
@@ -1199,12 +1200,14 @@ static bool op_line(parser *p, kiln__block *b) {
             } else if (span_is(id, len, "interpreter.run_parallel")) {
                 o->kind = KILN_OP_RUN_PARALLEL;
                 ok = generic ? generic_op(p, o)
-                             : kiln__text_error(p, o->pos, "write interpreter.run_parallel in "
-                                                           "the generic form (\"...\"(...))");
+                             : kiln__text_error(p, o->pos,
+                                                "write interpreter.run_parallel in "
+                                                "the generic form (\"...\"(...))");
                 if (ok) ok = append_op(p, b, o, l);
             } else if (span_is(id, len, "sdy.manual_computation")) {
-                ok = generic ? kiln__text_error(p, o->pos, "write sdy.manual_computation in its "
-                                                           "pretty form")
+                ok = generic ? kiln__text_error(p, o->pos,
+                                                "write sdy.manual_computation in its "
+                                                "pretty form")
                              : kiln__text_sdy_manual(p, b, o->pos, l->names, l->lens, l->pos,
                                                      l->n_names, l->count, l->grouped);
             } else if (len > 6 && memcmp(id, "check.", 6) == 0) {

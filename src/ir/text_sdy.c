@@ -122,7 +122,7 @@ bool kiln__text_sdy_mesh(parser *p, size_t pos) {
 typedef struct sharding {
     const kiln__mesh *mesh;
     int32_t rank;
-    int32_t n_axes[KILN_MAX_RANK];                   /* per dimension */
+    int32_t n_axes[KILN_MAX_RANK];                    /* per dimension */
     int32_t axes[KILN_MAX_RANK][KILN__MESH_MAX_AXES]; /* mesh axis indices, major first */
 } sharding;
 
@@ -175,8 +175,8 @@ static bool sharding_body(parser *p, sharding *s) {
                         memcmp(s->mesh->axis_names[a], an, al) == 0)
                         found = a;
                 if (found < 0)
-                    return kiln__text_error(p, apos, "mesh @%s has no axis \"%.*s\"",
-                                            s->mesh->name, (int)(al > 40 ? 40 : al), an);
+                    return kiln__text_error(p, apos, "mesh @%s has no axis \"%.*s\"", s->mesh->name,
+                                            (int)(al > 40 ? 40 : al), an);
                 if (s->n_axes[d] >= KILN__MESH_MAX_AXES)
                     return kiln__text_error(p, apos, "too many axes on one dimension");
                 s->axes[d][s->n_axes[d]++] = found;
@@ -229,8 +229,9 @@ bool kiln__text_sharding_attrs(parser *p, const attr *d, const char **out) {
     char *text = kiln__text_aalloc(p, cap);
     if (!text) return false;
     int n = 0;
-    if (mhlo) n += snprintf(text + n, cap - (size_t)n, "mhlo.sharding = \"%.*s\"", (int)mhlo->len,
-                            mhlo->text);
+    if (mhlo)
+        n += snprintf(text + n, cap - (size_t)n, "mhlo.sharding = \"%.*s\"", (int)mhlo->len,
+                      mhlo->text);
     if (sdy)
         n += snprintf(text + n, cap - (size_t)n, "%ssdy.sharding = %.*s", mhlo ? ", " : "",
                       (int)sdy->len, sdy->text);
@@ -277,11 +278,11 @@ static kiln__value *shard_offset(kiln__emitter *e, kiln__value *pid, const shard
         kiln__value *c = kiln__emit_div(e, pid, kiln__emit_scalar(e, KILN_I64, (double)stride));
         c = kiln__emit_binary(e, KILN_OP_REMAINDER, c,
                               kiln__emit_scalar(e, KILN_I64, (double)m->axis_sizes[a]));
-        idx = idx ? kiln__emit_add(e,
-                                   kiln__emit_mul(e, idx,
-                                                  kiln__emit_scalar(e, KILN_I64,
-                                                                    (double)m->axis_sizes[a])),
-                                   c)
+        idx = idx ? kiln__emit_add(
+                        e,
+                        kiln__emit_mul(e, idx,
+                                       kiln__emit_scalar(e, KILN_I64, (double)m->axis_sizes[a])),
+                        c)
                   : c;
     }
     return kiln__emit_mul(e, idx, kiln__emit_scalar(e, KILN_I64, (double)local));
@@ -424,8 +425,8 @@ static bool manual(parser *p, kiln__block *b, size_t pos, const char *const *nam
         const kiln__type *g = operands[i]->type;
         const kiln__type *l = &arg_types[i];
         char t1[80], t2[80];
-        bool ok = g->dtype == l->dtype && g->shape.rank == l->shape.rank &&
-                  ins[i].rank == g->shape.rank;
+        bool ok =
+            g->dtype == l->dtype && g->shape.rank == l->shape.rank && ins[i].rank == g->shape.rank;
         bool sliced = false;
         for (int32_t d = 0; ok && d < g->shape.rank; d++) {
             int64_t n;
@@ -511,8 +512,8 @@ static bool manual(parser *p, kiln__block *b, size_t pos, const char *const *nam
     for (int32_t r = 0; r < n_ret; r++) {
         char t1[80], t2[80];
         if (!kiln__text_same_type(results[r]->type, &s->out[r]))
-            return kiln__text_error(p, s->pos, "result %d: its shards make %s; declared %s",
-                                    (int)r, kiln__text_type_str(results[r]->type, t1, sizeof t1),
+            return kiln__text_error(p, s->pos, "result %d: its shards make %s; declared %s", (int)r,
+                                    kiln__text_type_str(results[r]->type, t1, sizeof t1),
                                     kiln__text_type_str(&s->out[r], t2, sizeof t2));
     }
     /* names */
@@ -521,8 +522,7 @@ static bool manual(parser *p, kiln__block *b, size_t pos, const char *const *nam
             return kiln__text_error(p, pos, "%d result names for %d results", (int)count,
                                     (int)n_ret);
         if (grouped) {
-            if (!kiln__text_define(p, name_pos[0], names[0], lens[0], results, n_ret))
-                return false;
+            if (!kiln__text_define(p, name_pos[0], names[0], lens[0], results, n_ret)) return false;
         } else {
             for (int32_t i = 0; i < n_names; i++)
                 if (!kiln__text_define(p, name_pos[i], names[i], lens[i], &results[i], 1))

@@ -68,10 +68,10 @@ struct xlator {
     scope *sc;
     uint32_t next_serial;
     int depth;
-    bool skip;           /* inside a function only_func excludes: nothing is written */
-    size_t at;           /* the op being written, for errors */
+    bool skip;            /* inside a function only_func excludes: nothing is written */
+    size_t at;            /* the op being written, for errors */
     kiln__strbuf scratch; /* a Shardy attribute's text (attr_text) */
-    int64_t expect_args; /* a function body's argument count, or -1 */
+    int64_t expect_args;  /* a function body's argument count, or -1 */
 };
 
 /* ---- writing ------------------------------------------------------------------------------ */
@@ -444,10 +444,12 @@ static bool schema_attrs(xlator *x, kiln_op op, const named *a, int n) {
     { "result_accuracy" }
 
 /* The collectives' properties (VHLO keeps a channel_id where StableHLO has a handle). */
-#define GATHER_PROPS {"all_gather_dim", "channel_id", "replica_groups", "use_global_device_ids"}
-#define REDUCE_PROPS {"channel_id", "replica_groups", "use_global_device_ids"}
+#define GATHER_PROPS \
+    { "all_gather_dim", "channel_id", "replica_groups", "use_global_device_ids" }
+#define REDUCE_PROPS \
+    { "channel_id", "replica_groups", "use_global_device_ids" }
 #define ALL_TO_ALL_PROPS \
-    {"channel_id", "concat_dimension", "replica_groups", "split_count", "split_dimension"}
+    { "channel_id", "concat_dimension", "replica_groups", "split_count", "split_dimension" }
 
 /* Every VHLO op kiln runs, by name (sorted, for bsearch). */
 static const vop ops[] = {
@@ -474,8 +476,8 @@ static const vop mesh_op = {"(sdy.mesh)", "(sdy.mesh)", F_GENERIC, false, {0}};
 /* Shardy's manual computations (shard_map) and their terminator, and the casts between
  * VHLO's tensor types and the builtin ones around them (written as nothing: a cast's
  * result is its operand). Their attributes are read by name (other_attr). */
-static const vop manual_op = {"(sdy.manual_computation)", "sdy.manual_computation", F_SDY_MANUAL,
-                              false, {0}};
+static const vop manual_op = {
+    "(sdy.manual_computation)", "sdy.manual_computation", F_SDY_MANUAL, false, {0}};
 static const vop sdy_return_op = {"(sdy.return)", "sdy.return", F_SDY_RETURN, false, {0}};
 static const vop cast_op = {"(unrealized_conversion_cast)", "", F_CAST, false, {0}};
 
@@ -677,8 +679,7 @@ static bool op(xlator *x, kiln__bc_cursor *c, const header *parent, uint32_t *ne
 
 /* A block's arguments; with a signature already written (a function's), only defined;
  * `bare`: as a manual computation's, "(%a: T, ...) {" (no block name). */
-static bool block_args_as(xlator *x, kiln__bc_cursor *c, uint32_t *next_id, bool write,
-                          bool bare) {
+static bool block_args_as(xlator *x, kiln__bc_cursor *c, uint32_t *next_id, bool write, bool bare) {
     uint64_t n;
     if (!kiln__bc_varint(c, &n)) return false;
     if (n > c->end - c->pos) return kiln__bc_fail(x->bc, c->pos, "too many block arguments");
@@ -995,7 +996,6 @@ static bool module_name(xlator *x, const header *h, kiln__vattr *out) {
     return true;
 }
 
-
 /* ---- Shardy ------------------------------------------------------------------------------- */
 
 /* The kind of a Shardy op's property: which of its attributes it is. */
@@ -1038,8 +1038,7 @@ static bool other_attr(xlator *x, const header *h, const char *name, uint32_t *o
     for (uint32_t i = 0; i < d.n; i++) {
         uint32_t k, v;
         kiln__vattr key = {0};
-        if (!kiln__vhlo_dict_item(bc, &d, i, &k, &v) || !kiln__vhlo_attr(bc, k, &key))
-            return false;
+        if (!kiln__vhlo_dict_item(bc, &d, i, &k, &v) || !kiln__vhlo_attr(bc, k, &key)) return false;
         if (key.kind == KILN__VA_STRING && key.len == strlen(name) &&
             memcmp(key.text, name, key.len) == 0)
             *out = v;
@@ -1137,7 +1136,8 @@ static bool module_grid(xlator *x, const header *h) {
         if (!other_attr(x, h, keys[k], &i)) return false;
         if (i == UINT32_MAX) continue;
         if (!kiln__vhlo_attr(x->bc, i, &v)) return false;
-        if (v.kind != KILN__VA_INT) return kiln__bc_fail(x->bc, h->at, "%s is not an integer", keys[k]);
+        if (v.kind != KILN__VA_INT)
+            return kiln__bc_fail(x->bc, h->at, "%s is not an integer", keys[k]);
         putf(x, "%s%s = %lld : i32", sep, keys[k], (long long)(int64_t)v.value);
         sep = ", ";
     }
@@ -1168,8 +1168,7 @@ static bool op(xlator *x, kiln__bc_cursor *c, const header *parent, uint32_t *ne
     }
     if (h.op == &cast_op) { /* written as nothing: its result is its operand */
         if (h.n_operands != 1 || h.n_results != 1 || (h.mask & 0x10) || !x->sc)
-            return kiln__bc_fail(bc, h.at, "a cast of %u values to %u", h.n_operands,
-                                 h.n_results);
+            return kiln__bc_fail(bc, h.at, "a cast of %u values to %u", h.n_operands, h.n_results);
         x->sc->aliases[first] = x->sc->aliases[h.operands[0]];
         return true;
     }

@@ -113,8 +113,9 @@ static bool shape(kiln__bc_cursor *c, kiln__vtype *t) {
         s.dims[i] = t->dims[i];
     size_t bytes;
     if (!kiln_shape_nbytes(&s, KILN_F64, &bytes))
-        return kiln__bc_fail(c->bc, at, "tensor type too large: the product of its dimensions "
-                                        "overflows");
+        return kiln__bc_fail(c->bc, at,
+                             "tensor type too large: the product of its dimensions "
+                             "overflows");
     return true;
 }
 

@@ -89,12 +89,11 @@ static bool accumulate(kiln_ctx *cx, const char *fn, const char *what, const kil
                 same = a->dims[d] == b->dims[d];
             if (!same) {
                 char s1[96], s2[96];
-                kiln__nn_fail(cx, fn, "%s.%s is %s%s; expected %s%s (%s)", what, path,
-                              kiln_dtype_name(kiln_tensor_dtype(x)),
-                              kiln__nn_shape_str(x, s1, sizeof s1),
-                              kiln_dtype_name(kiln_tensor_dtype(ref)),
-                              kiln__nn_shape_str(ref, s2, sizeof s2),
-                              like ? "the parameter's" : "the first shard's");
+                kiln__nn_fail(
+                    cx, fn, "%s.%s is %s%s; expected %s%s (%s)", what, path,
+                    kiln_dtype_name(kiln_tensor_dtype(x)), kiln__nn_shape_str(x, s1, sizeof s1),
+                    kiln_dtype_name(kiln_tensor_dtype(ref)), kiln__nn_shape_str(ref, s2, sizeof s2),
+                    like ? "the parameter's" : "the first shard's");
                 return false;
             }
         }
@@ -130,8 +129,8 @@ static bool reduce_and_scale(kiln_ctx *cx, kiln_tensor ***leaves, int32_t n, int
         for (int32_t m = 0; m < k && kiln_ctx_status(cx) == KILN_OK; m++) {
             kiln_tensor *leaf = *leaves[idx[m]];
             int64_t count = kiln_tensor_dim(parts[m], 0);
-            kiln_tensor *piece = kiln_slice(cx, flat, KILN_DIMS(at), KILN_DIMS(at + count),
-                                            KILN_DIMS_NONE);
+            kiln_tensor *piece =
+                kiln_slice(cx, flat, KILN_DIMS(at), KILN_DIMS(at + count), KILN_DIMS_NONE);
             *leaves[idx[m]] = kiln_reshape(cx, piece, *kiln_tensor_shape(leaf));
             at += count;
         }
@@ -149,12 +148,12 @@ kiln_status kiln_nn_data_parallel_grads(kiln_ctx *cx, const kiln_nn_data_paralle
     if (!cx) return KILN_INVALID_ARGUMENT;
     if (kiln_ctx_status(cx) != KILN_OK) return kiln_ctx_status(cx);
     kiln_nn_data_parallel o = kiln_nn_data_parallel_default();
-    const char *null = !fn           ? "fn"
-                       : !params_def ? "params_def"
-                       : !params     ? "params"
-                       : !batch_def  ? "batch_def"
-                       : !batch      ? "batch"
-                       : !out_grads  ? "out_grads"
+    const char *null = !fn                        ? "fn"
+                       : !params_def              ? "params_def"
+                       : !params                  ? "params"
+                       : !batch_def               ? "batch_def"
+                       : !batch                   ? "batch"
+                       : !out_grads               ? "out_grads"
                        : (!aux_def) != (!out_aux) ? (aux_def ? "out_aux" : "aux_def")
                                                   : NULL;
     if (null) {
@@ -217,8 +216,8 @@ kiln_status kiln_nn_data_parallel_grads(kiln_ctx *cx, const kiln_nn_data_paralle
                                kiln_status_name(fs), (int)s);
         ok = ok && kiln_ctx_status(cx) == KILN_OK;
         ok = ok && accumulate(cx, name, "grads", params_def, s_acc, s_g, s_params, np, s == 0);
-        ok = ok && (!aux_def || accumulate(cx, name, "aux", aux_def, s_aux_acc, s_aux, NULL, na,
-                                           s == 0));
+        ok = ok &&
+             (!aux_def || accumulate(cx, name, "aux", aux_def, s_aux_acc, s_aux, NULL, na, s == 0));
     }
     /* One vector of every leaf, gradients and aux alike. */
     kiln_tensor **all_slots[1024];

@@ -71,7 +71,8 @@ static kiln_status check_factor(kiln_ctx *cx, const kiln__attrs *attrs, int64_t 
     if (f < 1)
         return kiln__infer_error(cx, attrs, "the group size %lld is not positive", (long long)f);
     int64_t w = attrs->u.collective.groups.rows ? attrs->u.collective.groups.cols : 0;
-    bool spans = attrs->u.collective.channel_handle > 0 && !attrs->u.collective.use_global_device_ids;
+    bool spans =
+        attrs->u.collective.channel_handle > 0 && !attrs->u.collective.use_global_device_ids;
     if (w > 0 && (spans ? f % w != 0 : f != w))
         return kiln__infer_error(cx, attrs,
                                  "the types make groups of %lld processes; replica_groups has "
@@ -82,7 +83,8 @@ static kiln_status check_factor(kiln_ctx *cx, const kiln__attrs *attrs, int64_t 
 
 static kiln_status id_result(kiln_ctx *cx, const kiln__attrs *attrs, int n_operands,
                              kiln__type *results, int n_results) {
-    if (n_operands != 0) return kiln__infer_error(cx, attrs, "takes no operands; got %d", n_operands);
+    if (n_operands != 0)
+        return kiln__infer_error(cx, attrs, "takes no operands; got %d", n_operands);
     kiln_status s = check_slots(cx, attrs, n_results, 1);
     if (s != KILN_OK) return s;
     results[0] = (kiln__type){.dtype = KILN_U32, .shape = {.rank = 0}};
@@ -90,8 +92,8 @@ static kiln_status id_result(kiln_ctx *cx, const kiln__attrs *attrs, int n_opera
 }
 
 kiln_status kiln__infer_REPLICA_ID(kiln_ctx *cx, const kiln__attrs *attrs,
-                                   const kiln__type *operands, int n_operands,
-                                   kiln__type *results, int n_results) {
+                                   const kiln__type *operands, int n_operands, kiln__type *results,
+                                   int n_results) {
     (void)operands;
     return id_result(cx, attrs, n_operands, results, n_results);
 }
@@ -111,8 +113,8 @@ static kiln_status check_variadic(kiln_ctx *cx, const kiln__attrs *attrs, int n_
 }
 
 kiln_status kiln__infer_ALL_REDUCE(kiln_ctx *cx, const kiln__attrs *attrs,
-                                   const kiln__type *operands, int n_operands,
-                                   kiln__type *results, int n_results) {
+                                   const kiln__type *operands, int n_operands, kiln__type *results,
+                                   int n_results) {
     kiln_status s = check_variadic(cx, attrs, n_operands, n_results);
     if (s == KILN_OK) s = check_groups(cx, attrs, "replica_groups");
     if (s == KILN_OK) s = check_channel(cx, attrs);
@@ -124,8 +126,8 @@ kiln_status kiln__infer_ALL_REDUCE(kiln_ctx *cx, const kiln__attrs *attrs,
 }
 
 kiln_status kiln__infer_ALL_GATHER(kiln_ctx *cx, const kiln__attrs *attrs,
-                                   const kiln__type *operands, int n_operands,
-                                   kiln__type *results, int n_results) {
+                                   const kiln__type *operands, int n_operands, kiln__type *results,
+                                   int n_results) {
     kiln_status s = check_variadic(cx, attrs, n_operands, n_results);
     if (s == KILN_OK) s = check_groups(cx, attrs, "replica_groups");
     if (s == KILN_OK) s = check_channel(cx, attrs);
@@ -153,7 +155,7 @@ kiln_status kiln__infer_REDUCE_SCATTER(kiln_ctx *cx, const kiln__attrs *attrs,
     if ((s = check_dim(cx, attrs, "scatter_dimension", d, &operands[0], 0)) != KILN_OK ||
         (s = check_factor(cx, attrs, f)) != KILN_OK)
         return s;
-    if ( operands[0].shape.dims[d] % f != 0)
+    if (operands[0].shape.dims[d] % f != 0)
         return kiln__infer_error(cx, attrs,
                                  "dimension %lld of the operand (%lld) does not split into %lld "
                                  "equal parts, one per process of the group",
@@ -164,14 +166,15 @@ kiln_status kiln__infer_REDUCE_SCATTER(kiln_ctx *cx, const kiln__attrs *attrs,
 }
 
 kiln_status kiln__infer_ALL_TO_ALL(kiln_ctx *cx, const kiln__attrs *attrs,
-                                   const kiln__type *operands, int n_operands,
-                                   kiln__type *results, int n_results) {
+                                   const kiln__type *operands, int n_operands, kiln__type *results,
+                                   int n_results) {
     kiln_status s = check_variadic(cx, attrs, n_operands, n_results);
     if (s == KILN_OK) s = check_groups(cx, attrs, "replica_groups");
     if (s != KILN_OK) return s;
     int64_t sd = attrs->u.collective.dimension, cd = attrs->u.collective.concat_dimension;
     int64_t n = attrs->u.collective.split_count;
-    if (n < 1) return kiln__infer_error(cx, attrs, "split_count %lld is not positive", (long long)n);
+    if (n < 1)
+        return kiln__infer_error(cx, attrs, "split_count %lld is not positive", (long long)n);
     if (attrs->u.collective.groups.rows > 0 && attrs->u.collective.groups.cols != n)
         return kiln__infer_error(cx, attrs, "replica_groups has groups of %d; split_count is %lld",
                                  (int)attrs->u.collective.groups.cols, (long long)n);
@@ -198,7 +201,8 @@ kiln_status kiln__infer_ALL_TO_ALL(kiln_ctx *cx, const kiln__attrs *attrs,
 kiln_status kiln__infer_COLLECTIVE_PERMUTE(kiln_ctx *cx, const kiln__attrs *attrs,
                                            const kiln__type *operands, int n_operands,
                                            kiln__type *results, int n_results) {
-    if (n_operands != 1) return kiln__infer_error(cx, attrs, "takes one operand; got %d", n_operands);
+    if (n_operands != 1)
+        return kiln__infer_error(cx, attrs, "takes one operand; got %d", n_operands);
     kiln_status s = check_slots(cx, attrs, n_results, 1);
     if (s != KILN_OK) return s;
     const kiln__groups *g = &attrs->u.collective.groups;

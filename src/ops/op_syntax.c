@@ -342,8 +342,7 @@ void kiln__attrs_complete(kiln_op op, kiln__attrs *a, const kiln__op_types *t) {
          * dimension is empty. */
         a->n_results = t->n_out;
         int64_t d = a->u.collective.dimension, f = a->u.collective.groups.cols;
-        if (t->n_in > 0 && t->n_out > 0 && d >= 0 && d < t->in0_rank &&
-            d < t->out_shape[0].rank) {
+        if (t->n_in > 0 && t->n_out > 0 && d >= 0 && d < t->in0_rank && d < t->out_shape[0].rank) {
             int64_t in = t->in0_shape.dims[d], out = t->out_shape[0].dims[d];
             if (op == KILN_OP_ALL_GATHER && in > 0 && out % in == 0) f = out / in;
             if (op == KILN_OP_REDUCE_SCATTER && out > 0 && in % out == 0) f = in / out;

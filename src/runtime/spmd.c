@@ -40,7 +40,10 @@ kiln_status kiln_exe_call_spmd(kiln_ctx *cx, kiln_exe *exe, kiln_comm *comm,
     memset(out_results, 0, n_out * sizeof *out_results);
     if (!args && info.n_args > 0)
         return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT, "%s: args is NULL", fn);
-    spmd_call c = {.exe = exe, .args = args, .results = out_results, .n_args = info.n_args,
+    spmd_call c = {.exe = exe,
+                   .args = args,
+                   .results = out_results,
+                   .n_args = info.n_args,
                    .n_results = info.n_results};
     s = kiln_spmd_run(cx, comm, call_one, &c);
     for (size_t i = 0; i < n_out; i++) {

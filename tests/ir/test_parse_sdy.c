@@ -69,7 +69,9 @@ Test(parse_sdy, annotations_are_kept_and_printed_back) {
         "  sdy.mesh @mesh = <[\"x\"=2, \"y\"=2]>\n",
         "%arg0: tensor<4x6xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"x\"}, {\"y\"}]>}",
         "tensor<f32> {jax.result_info = \"result[1]\", sdy.sharding = #sdy.sharding<@mesh, []>}",
-        "stablehlo.partition_id", "stablehlo.dynamic_slice", "\"stablehlo.all_gather\""};
+        "stablehlo.partition_id",
+        "stablehlo.dynamic_slice",
+        "\"stablehlo.all_gather\""};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         cr_assert(strstr(once, want[i]), "lacks '%s':\n%s", want[i], once);
     /* and the printed module reads back to itself */
@@ -123,10 +125,10 @@ Test(parse_sdy, a_manual_computation_runs_on_the_grid) {
         for (int p = 0; p < 4; p++) {
             const float *y = kiln_tensor_data(out[2 * p]);
             for (int i = 0; i < 24; i++)
-                cr_assert_eq(y[i], x[i] + 1.0f, "%s: process %d, element %d: %g", backends[b], p,
-                             i, (double)y[i]);
-            cr_assert_float_eq(*(const float *)kiln_tensor_data(out[2 * p + 1]), (float)total,
-                               1e-4, "%s: the sum over the devices", backends[b]);
+                cr_assert_eq(y[i], x[i] + 1.0f, "%s: process %d, element %d: %g", backends[b], p, i,
+                             (double)y[i]);
+            cr_assert_float_eq(*(const float *)kiln_tensor_data(out[2 * p + 1]), (float)total, 1e-4,
+                               "%s: the sum over the devices", backends[b]);
         }
         kiln_exe_release(exe);
     }
@@ -163,7 +165,8 @@ Test(parse_sdy, what_kiln_does_not_take_is_an_error_that_says_why) {
           "automatic partitioning");
     fails("mhlo.num_partitions = 4", "mhlo.num_partitions = 2",
           "mesh @mesh has 4 devices; the module has 1 replicas x 2 partitions");
-    fails("in_shardings=[<@mesh,", "in_shardings=[<@other,", "sharding over undeclared mesh @other");
+    fails("in_shardings=[<@mesh,", "in_shardings=[<@other,",
+          "sharding over undeclared mesh @other");
     fails("in_shardings=[<@mesh, [{\"x\"}", "in_shardings=[<@mesh, [{\"z\"}",
           "mesh @mesh has no axis \"z\"");
     fails("in_shardings=[<@mesh, [{\"x\"}", "in_shardings=[<@mesh, [{\"x\":(1)2}",

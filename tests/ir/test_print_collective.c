@@ -16,8 +16,8 @@ static kiln_status collectives(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor
     kiln_replica_groups g = {.ids = ids, .n_groups = 2, .group_size = 2, .channel_id = 1};
     int64_t pairs[] = {0, 1, 1, 0};
     kiln_tensor *x = in[0];
-    kiln_tensor *id = kiln_convert(cx, kiln_add(cx, kiln_replica_id(cx), kiln_partition_id(cx)),
-                                   KILN_F32);
+    kiln_tensor *id =
+        kiln_convert(cx, kiln_add(cx, kiln_replica_id(cx), kiln_partition_id(cx)), KILN_F32);
     kiln_tensor *s = kiln_all_reduce(cx, kiln_multiply(cx, x, id), kiln_region_maximum(), &g);
     out[0] = kiln_all_gather(cx, s, 0, NULL);
     out[1] = kiln_reduce_scatter(cx, x, 1, kiln_region_add(), NULL);
@@ -207,7 +207,8 @@ Test(print, run_parallel) {
         "tensor<2xf32>\n"
         "  return %r : tensor<2xf32>\n"
         "}\n"
-        "func.func @main(%a: tensor<2xf32>, %b: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>) {\n"
+        "func.func @main(%a: tensor<2xf32>, %b: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>) "
+        "{\n"
         "  %r:2 = \"interpreter.run_parallel\"(%a, %b) {programs = [[@f], [@f]]} :\n"
         "    (tensor<2xf32>, tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>)\n"
         "  return %r#0, %r#1 : tensor<2xf32>, tensor<2xf32>\n"

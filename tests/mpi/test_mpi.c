@@ -16,15 +16,15 @@
 
 static int g_rank = -1;
 
-#define CHECK(cond, ...)                                                                    \
-    do {                                                                                    \
-        if (!(cond)) {                                                                      \
+#define CHECK(cond, ...)                                                                      \
+    do {                                                                                      \
+        if (!(cond)) {                                                                        \
             fprintf(stderr, "mpi test: rank %d: %s:%d: check failed: %s: ", g_rank, __FILE__, \
-                    __LINE__, #cond);                                                       \
-            fprintf(stderr, __VA_ARGS__);                                                   \
-            fprintf(stderr, "\n");                                                          \
-            MPI_Abort(MPI_COMM_WORLD, 1);                                                   \
-        }                                                                                   \
+                    __LINE__, #cond);                                                         \
+            fprintf(stderr, __VA_ARGS__);                                                     \
+            fprintf(stderr, "\n");                                                            \
+            MPI_Abort(MPI_COMM_WORLD, 1);                                                     \
+        }                                                                                     \
     } while (0)
 
 static int g_size;
@@ -57,9 +57,7 @@ static kiln_status program(kiln_ctx *cx, kiln_tensor *const *args, kiln_tensor *
     for (int64_t i = 0; i < n; i++)
         ring[2 * i] = i, ring[2 * i + 1] = (i + 1) % n;
     parts[5] = kiln_collective_permute(cx, x, ring, (int32_t)n, 0);
-    kiln_replica_groups pairs = {.ids = g_pairs_ids,
-                                 .n_groups = (int32_t)(n / 2),
-                                 .group_size = 2};
+    kiln_replica_groups pairs = {.ids = g_pairs_ids, .n_groups = (int32_t)(n / 2), .group_size = 2};
     parts[6] = kiln_all_gather(cx, x, 0, &pairs);
     parts[7] = kiln_collective_broadcast(cx, x, &pairs);
     kiln_region body = {.fn = halve};
@@ -102,8 +100,8 @@ static void same_bits_as_local(kiln_ctx *cx, const char *backend) {
     kiln_exe *exe = compile_program(cx, len, backend);
     float *mine = malloc((size_t)len * sizeof *mine);
     input(g_rank, mine, len);
-    kiln_tensor *x = kiln_tensor_from_host(cx, KILN_F32, KILN_SHAPE(len), mine,
-                                           (size_t)len * sizeof *mine);
+    kiln_tensor *x =
+        kiln_tensor_from_host(cx, KILN_F32, KILN_SHAPE(len), mine, (size_t)len * sizeof *mine);
     kiln_tensor *out = NULL;
     kiln_status s = kiln_exe_call(cx, exe, &x, &out);
     CHECK(s == KILN_OK, "%s: call: %s", backend, kiln_ctx_error_message(cx));
@@ -160,8 +158,8 @@ static void a_large_all_reduce(kiln_ctx *cx) {
     CHECK(y, "%s", kiln_ctx_error_message(cx));
     const float *got = kiln_tensor_data(y);
     for (int i = 0; i < N; i++)
-        CHECK(memcmp(&got[i], &want[i], 4) == 0, "element %d: %.9g, want %.9g", i,
-              (double)got[i], (double)want[i]);
+        CHECK(memcmp(&got[i], &want[i], 4) == 0, "element %d: %.9g, want %.9g", i, (double)got[i],
+              (double)want[i]);
     kiln_scope_end(cx);
 }
 
@@ -176,8 +174,8 @@ static void disagreeing_ranks_all_fail(kiln_ctx *cx) {
           "%s", msg);
     kiln_ctx_clear_error(cx);
     /* still usable: the data never moved */
-    kiln_tensor *y = kiln_all_reduce(cx, kiln_full(cx, KILN_F32, KILN_SHAPE(2), 1.0),
-                                     kiln_region_add(), NULL);
+    kiln_tensor *y =
+        kiln_all_reduce(cx, kiln_full(cx, KILN_F32, KILN_SHAPE(2), 1.0), kiln_region_add(), NULL);
     CHECK(y && ((const float *)kiln_tensor_data(y))[1] == (float)g_size, "%s",
           kiln_ctx_error_message(cx));
 }

@@ -59,8 +59,8 @@ static kiln_status loss_fn(kiln_ctx *cx, const void *in_, void *out_, void *user
     return kiln_ctx_status(cx);
 }
 
-static kiln_status shard_grads(kiln_ctx *cx, const void *params, const void *shard,
-                               void *out_grads, void *out_aux, void *user) {
+static kiln_status shard_grads(kiln_ctx *cx, const void *params, const void *shard, void *out_grads,
+                               void *out_aux, void *user) {
     (void)user;
     const batch *b = shard;
     loss_in li = {*(const net *)params, b->x, b->y};
@@ -147,9 +147,8 @@ static kiln_status train(kiln_ctx *cx, int32_t process, void *user) {
     kiln_nn_data_parallel dp = kiln_nn_data_parallel_default();
     dp.n_shards = r->shards;
     kiln_jit *jit = NULL;
-    if (!r->eager &&
-        kiln_jit_create_tree(cx, train_step, &dp, &kiln_tree_def_step_in, &kiln_tree_def_step_out,
-                             NULL, &jit) != KILN_OK)
+    if (!r->eager && kiln_jit_create_tree(cx, train_step, &dp, &kiln_tree_def_step_in,
+                                          &kiln_tree_def_step_out, NULL, &jit) != KILN_OK)
         return kiln_ctx_status(cx);
     net params = init_net(cx);
     int64_t rows = BATCH / r->replicas;
@@ -170,7 +169,8 @@ static kiln_status train(kiln_ctx *cx, int32_t process, void *user) {
             if (getenv("KILN_TEST_VERBOSE"))
                 fprintf(stderr, "R %d S %d p %d step %d loss %.9g\n", (int)r->replicas,
                         (int)r->shards, (int)process, t, (double)r->loss[process]);
-            if (r->drift && process == 1 && t == STEPS - 1) ((float *)kiln_tensor_data(params.b2))[0] += 1e-6f;
+            if (r->drift && process == 1 && t == STEPS - 1)
+                ((float *)kiln_tensor_data(params.b2))[0] += 1e-6f;
             kiln_nn_check_replicated(cx, &kiln_tree_def_net, &params);
         }
         kiln_scope_end(cx);
@@ -271,8 +271,8 @@ Test(data_parallel, a_replica_that_drifts_is_caught_on_every_replica) {
 
 /* ---- errors ------------------------------------------------------------------------------ */
 
-static kiln_status wrong_shape(kiln_ctx *cx, const void *params, const void *shard,
-                               void *out_grads, void *out_aux, void *user) {
+static kiln_status wrong_shape(kiln_ctx *cx, const void *params, const void *shard, void *out_grads,
+                               void *out_aux, void *user) {
     (void)shard, (void)out_aux, (void)user;
     *(net *)out_grads = *(const net *)params;
     ((net *)out_grads)->b1 = kiln_zeros(cx, KILN_F32, KILN_SHAPE(3));
@@ -292,12 +292,12 @@ Test(data_parallel, errors_name_the_argument_and_write_nothing) {
     net g = {0};
     metrics m = {0};
     kiln_nn_data_parallel dp = kiln_nn_data_parallel_default();
-#define EXPECT(call, text)                                                                 \
-    do {                                                                                   \
-        cr_assert_eq((call), KILN_INVALID_ARGUMENT, "%s", text);                           \
+#define EXPECT(call, text)                                                                     \
+    do {                                                                                       \
+        cr_assert_eq((call), KILN_INVALID_ARGUMENT, "%s", text);                               \
         cr_assert(strstr(kiln_ctx_error_message(cx), text), "%s", kiln_ctx_error_message(cx)); \
-        cr_assert_null(g.w1);                                                              \
-        kiln_ctx_clear_error(cx);                                                          \
+        cr_assert_null(g.w1);                                                                  \
+        kiln_ctx_clear_error(cx);                                                              \
     } while (0)
     EXPECT(kiln_nn_data_parallel_grads(cx, NULL, NULL, NULL, &kiln_tree_def_net, &params,
                                        &kiln_tree_def_batch, &b, NULL, &g, NULL),
@@ -332,8 +332,7 @@ Test(data_parallel, errors_name_the_argument_and_write_nothing) {
     /* unbound: the check passes; NULL arguments do not */
     cr_assert_eq(kiln_nn_check_replicated(cx, &kiln_tree_def_net, &params), KILN_OK);
     cr_assert_eq(kiln_nn_check_replicated(cx, &kiln_tree_def_net, NULL), KILN_INVALID_ARGUMENT);
-    cr_assert(strstr(kiln_ctx_error_message(cx), "tree is NULL"), "%s",
-              kiln_ctx_error_message(cx));
+    cr_assert(strstr(kiln_ctx_error_message(cx), "tree is NULL"), "%s", kiln_ctx_error_message(cx));
     kiln_ctx_clear_error(cx);
     for (int i = 0; i < 4; i++)
         kiln_tensor_release((&params.w1)[i]);

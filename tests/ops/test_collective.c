@@ -77,7 +77,8 @@ static kiln_tensor *ids_body(kiln_ctx *cx, int32_t p, const run *r) {
     /* replica * 10 + partition, from the two ids */
     kiln_tensor *rep = kiln_convert(cx, kiln_replica_id(cx), KILN_I64);
     kiln_tensor *part = kiln_convert(cx, kiln_partition_id(cx), KILN_I64);
-    return kiln_add(cx, kiln_multiply(cx, rep, kiln_full(cx, KILN_I64, KILN_SHAPE_SCALAR, 10)), part);
+    return kiln_add(cx, kiln_multiply(cx, rep, kiln_full(cx, KILN_I64, KILN_SHAPE_SCALAR, 10)),
+                    part);
 }
 
 Test(collective, replica_and_partition_ids_in_a_2x3_grid) {
@@ -214,7 +215,10 @@ Test(collective, all_reduce_across_replicas_and_partitions) {
         cr_assert_eq(at(r.out[p], 1), 600 + 4, "process %d", p);
     release_all(&r);
     int64_t flat[] = {0, 3, 1, 2};
-    kiln_replica_groups f = {.ids = flat, .n_groups = 2, .group_size = 2, .channel_id = 1,
+    kiln_replica_groups f = {.ids = flat,
+                             .n_groups = 2,
+                             .group_size = 2,
+                             .channel_id = 1,
                              .use_global_device_ids = true};
     run r2 = {.replicas = 2, .partitions = 2, .dtype = KILN_I64, .groups = &f};
     r2.body = all_reduce_body;
@@ -280,8 +284,8 @@ static kiln_tensor *all_to_all_body(kiln_ctx *cx, int32_t p, const run *r) {
 
 Test(collective, all_to_all_splits_and_concatenates) {
     kiln_ctx *cx = test_ctx();
-    run r = {.replicas = 2, .partitions = 1, .body = all_to_all_body, .dim = 1, .dim2 = 0,
-             .count = 2};
+    run r = {
+        .replicas = 2, .partitions = 1, .body = all_to_all_body, .dim = 1, .dim2 = 0, .count = 2};
     run_all(cx, &r);
     /* process q gets columns [2q, 2q+2) of every sender, stacked by sender */
     for (int q = 0; q < 2; q++) {
@@ -346,7 +350,8 @@ Test(collective, collective_reduce_and_run_parallel_from_text) {
         "tensor<2xf32>\n"
         "    return %r : tensor<2xf32>\n"
         "  }\n"
-        "  func.func @main(%a: tensor<2xf32>, %b: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>) {\n"
+        "  func.func @main(%a: tensor<2xf32>, %b: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>) "
+        "{\n"
         "    %r:2 = \"interpreter.run_parallel\"(%a, %b) {programs = [[@f], [@f]]} :\n"
         "      (tensor<2xf32>, tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>)\n"
         "    return %r#0, %r#1 : tensor<2xf32>, tensor<2xf32>\n"

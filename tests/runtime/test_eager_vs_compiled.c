@@ -1043,11 +1043,11 @@ Test(eager_vs_compiled, every_op_has_a_case) {
     /* The collectives need several processes: spmd/eager_equals_compiled_on_a_grid; those
      * without builders (collective_reduce, run_parallel) are the conformance cases, run in
      * both modes (conformance_parallel_eval, _compiled). */
-    const kiln_op spmd[] = {KILN_OP_REPLICA_ID,          KILN_OP_PARTITION_ID,
-                            KILN_OP_ALL_REDUCE,          KILN_OP_ALL_GATHER,
-                            KILN_OP_REDUCE_SCATTER,      KILN_OP_ALL_TO_ALL,
-                            KILN_OP_COLLECTIVE_PERMUTE,  KILN_OP_COLLECTIVE_BROADCAST,
-                            KILN_OP_COLLECTIVE_REDUCE,   KILN_OP_RUN_PARALLEL};
+    const kiln_op spmd[] = {KILN_OP_REPLICA_ID,         KILN_OP_PARTITION_ID,
+                            KILN_OP_ALL_REDUCE,         KILN_OP_ALL_GATHER,
+                            KILN_OP_REDUCE_SCATTER,     KILN_OP_ALL_TO_ALL,
+                            KILN_OP_COLLECTIVE_PERMUTE, KILN_OP_COLLECTIVE_BROADCAST,
+                            KILN_OP_COLLECTIVE_REDUCE,  KILN_OP_RUN_PARALLEL};
     for (size_t i = 0; i < sizeof spmd / sizeof spmd[0]; i++)
         covered[spmd[i]] = true;
     int missing = 0;

@@ -60,7 +60,9 @@ static kiln_status looped(kiln_ctx *cx, kiln_tensor *const *args, kiln_tensor **
     return kiln_fori_loop(cx, 0, 40, args, 1, &body, results);
 }
 
-static float value(const kiln_tensor *t, int64_t i) { return ((const float *)kiln_tensor_data(t))[i]; }
+static float value(const kiln_tensor *t, int64_t i) {
+    return ((const float *)kiln_tensor_data(t))[i];
+}
 static uint32_t at_u32(const kiln_tensor *t) { return *(const uint32_t *)kiln_tensor_data(t); }
 
 Test(spmd, compiled_collectives_on_both_backends) {
@@ -119,8 +121,7 @@ Test(spmd, passes_keep_collectives_and_ids) {
     kiln_comm *comm = local(cx, 2, 1, 20000);
     kiln_exe *exe = compile_fn(cx, unused_collective, KILN_F32, KILN_SHAPE(2), "cpu");
     char *text = kiln_exe_to_string(cx, exe);
-    cr_assert(text && strstr(text, "op 0: all_reduce") && strstr(text, ": replica_id"),
-              "%s", text);
+    cr_assert(text && strstr(text, "op 0: all_reduce") && strstr(text, ": replica_id"), "%s", text);
     kiln_string_free(cx, text);
     kiln_tensor *args[2] = {kiln_zeros(cx, KILN_F32, KILN_SHAPE(2)),
                             kiln_zeros(cx, KILN_F32, KILN_SHAPE(2))};
@@ -209,8 +210,8 @@ static kiln_status bad_group_body(kiln_ctx *cx, int32_t process, void *user) {
         kiln_replica_groups pairs = {.ids = one, .n_groups = 2, .group_size = 1};
         (void)kiln_all_gather(cx, x, 0, &pairs);
         kiln_ctx_clear_error(cx);
-        (void)kiln_reduce_scatter(cx, kiln_zeros(cx, KILN_F32, KILN_SHAPE(3)), 0,
-                                  kiln_region_add(), NULL);
+        (void)kiln_reduce_scatter(cx, kiln_zeros(cx, KILN_F32, KILN_SHAPE(3)), 0, kiln_region_add(),
+                                  NULL);
     }
     return kiln_ctx_status(cx);
 }
@@ -317,7 +318,8 @@ Test(spmd, option_and_argument_errors) {
 
     int64_t ids[] = {0, 1, 2};
     kiln_replica_groups g = {.ids = ids, .n_groups = 1, .group_size = 300};
-    cr_assert_null(kiln_all_reduce(cx, kiln_zeros(cx, KILN_F32, KILN_SHAPE(1)), kiln_region_add(), &g));
+    cr_assert_null(
+        kiln_all_reduce(cx, kiln_zeros(cx, KILN_F32, KILN_SHAPE(1)), kiln_region_add(), &g));
     expect_error(cx, KILN_INVALID_ARGUMENT, "must be 1 to 256 ids");
     int64_t neg[] = {-3};
     kiln_replica_groups gn = {.ids = neg, .n_groups = 1, .group_size = 1};
@@ -331,13 +333,16 @@ Test(spmd, option_and_argument_errors) {
     expect_error(cx, KILN_INVALID_ARGUMENT, "all_gather_dim 1 is out of range");
     cr_assert_null(kiln_all_to_all(cx, kiln_zeros(cx, KILN_F32, KILN_SHAPE(3)), 0, 0, 2, NULL));
     expect_error(cx, KILN_INVALID_ARGUMENT, "does not split into split_count = 2");
-    cr_assert_null(kiln_collective_permute(cx, kiln_zeros(cx, KILN_F32, KILN_SHAPE(1)), NULL, 2, 0));
+    cr_assert_null(
+        kiln_collective_permute(cx, kiln_zeros(cx, KILN_F32, KILN_SHAPE(1)), NULL, 2, 0));
     expect_error(cx, KILN_INVALID_ARGUMENT, "n_pairs is 2");
     int64_t twice[] = {0, 1, 0, 2};
-    cr_assert_null(kiln_collective_permute(cx, kiln_zeros(cx, KILN_F32, KILN_SHAPE(1)), twice, 2, 0));
+    cr_assert_null(
+        kiln_collective_permute(cx, kiln_zeros(cx, KILN_F32, KILN_SHAPE(1)), twice, 2, 0));
     expect_error(cx, KILN_INVALID_ARGUMENT, "source 0 appears twice");
     kiln_replica_groups glob = {.use_global_device_ids = true};
-    cr_assert_null(kiln_all_reduce(cx, kiln_zeros(cx, KILN_F32, KILN_SHAPE(1)), kiln_region_add(), &glob));
+    cr_assert_null(
+        kiln_all_reduce(cx, kiln_zeros(cx, KILN_F32, KILN_SHAPE(1)), kiln_region_add(), &glob));
     expect_error(cx, KILN_INVALID_ARGUMENT, "use_global_device_ids needs a channel_handle > 0");
     cr_assert_null(kiln_all_reduce(cx, kiln_zeros(cx, KILN_F32, KILN_SHAPE(1)), NULL, NULL));
     expect_error(cx, KILN_INVALID_ARGUMENT, "computation region is NULL");
@@ -407,15 +412,20 @@ static kiln_status every_collective(kiln_ctx *cx, kiln_tensor *const *args, kiln
                                     void *user) {
     (void)user;
     kiln_tensor *x = args[0];
-    kiln_tensor *id = kiln_convert(cx, kiln_add(cx, kiln_replica_id(cx),
-                                                kiln_multiply(cx, kiln_partition_id(cx),
-                                                              kiln_full(cx, KILN_U32,
-                                                                        KILN_SHAPE_SCALAR, 7))),
-                                   KILN_F32);
-    kiln_tensor *y = kiln_sine(cx, kiln_multiply(cx, x, kiln_add(cx, id, kiln_full(cx, KILN_F32, KILN_SHAPE_SCALAR, 1))));
+    kiln_tensor *id =
+        kiln_convert(cx,
+                     kiln_add(cx, kiln_replica_id(cx),
+                              kiln_multiply(cx, kiln_partition_id(cx),
+                                            kiln_full(cx, KILN_U32, KILN_SHAPE_SCALAR, 7))),
+                     KILN_F32);
+    kiln_tensor *y = kiln_sine(
+        cx, kiln_multiply(cx, x, kiln_add(cx, id, kiln_full(cx, KILN_F32, KILN_SHAPE_SCALAR, 1))));
     int64_t pairs[] = {0, 1, 1, 0};
     int64_t flat[] = {0, 3, 1, 2};
-    kiln_replica_groups flattened = {.ids = flat, .n_groups = 2, .group_size = 2, .channel_id = 1,
+    kiln_replica_groups flattened = {.ids = flat,
+                                     .n_groups = 2,
+                                     .group_size = 2,
+                                     .channel_id = 1,
                                      .use_global_device_ids = true};
     kiln_replica_groups across = {.channel_id = 2}; /* all replicas, in every partition */
     results[0] = kiln_all_reduce(cx, y, kiln_region_add(), &flattened);
@@ -522,8 +532,8 @@ static kiln_status grad_body(kiln_ctx *cx, int32_t process, void *user) {
     float w[8];
     for (int i = 0; i < n_out; i++)
         w[i] = (float)(10 * (process + 1) + i);
-    kiln_tensor *ct = kiln_tensor_from_host(cx, KILN_F32, KILN_SHAPE(n_out), w,
-                                            (size_t)n_out * sizeof(float));
+    kiln_tensor *ct =
+        kiln_tensor_from_host(cx, KILN_F32, KILN_SHAPE(n_out), w, (size_t)n_out * sizeof(float));
     kiln_region f = {.fn = one_collective, .user = g};
     kiln_tensor *res, *dx;
     kiln_status s = kiln_vjp(cx, &f, 1, &arg, 1, &ct, &res, &dx);
@@ -600,7 +610,8 @@ Test(spmd, a_large_all_reduce_moves_chunks_and_keeps_the_order) {
         cr_assert_eq(kiln_exe_call_spmd(cx, exe, comm, args, out), KILN_OK, "%s",
                      kiln_ctx_error_message(cx));
         for (int p = 0; p < P; p++) {
-            const float *sum = kiln_tensor_data(out[2 * p]), *max = kiln_tensor_data(out[2 * p + 1]);
+            const float *sum = kiln_tensor_data(out[2 * p]),
+                        *max = kiln_tensor_data(out[2 * p + 1]);
             for (int i = 0; i < N; i++) {
                 float want = (x[0][i] + x[1][i]) + x[2][i];
                 float mx = fmaxf(fmaxf(x[0][i], x[1][i]), x[2][i]);
@@ -608,8 +619,9 @@ Test(spmd, a_large_all_reduce_moves_chunks_and_keeps_the_order) {
                     cr_assert(isnan(sum[i]) && isnan(max[i]), "%s: NaN at 77", backends[b]);
                     continue;
                 }
-                cr_assert_eq(memcmp(&sum[i], &want, 4), 0, "%s: process %d, element %d: %.9g, want %.9g",
-                             backends[b], p, i, (double)sum[i], (double)want);
+                cr_assert_eq(memcmp(&sum[i], &want, 4), 0,
+                             "%s: process %d, element %d: %.9g, want %.9g", backends[b], p, i,
+                             (double)sum[i], (double)want);
                 cr_assert_eq(max[i], mx, "%s: max at %d", backends[b], i);
             }
         }
@@ -640,8 +652,8 @@ static kiln_status max_branch(kiln_ctx *cx, kiln_tensor *const *args, kiln_tenso
 static kiln_status branched(kiln_ctx *cx, kiln_tensor *const *args, kiln_tensor **results,
                             void *user) {
     (void)user;
-    kiln_tensor *pred = kiln_compare(cx, args[1], kiln_scalar_like(cx, args[1], 0), KILN_CMP_GT,
-                                     KILN_CMP_DEFAULT);
+    kiln_tensor *pred =
+        kiln_compare(cx, args[1], kiln_scalar_like(cx, args[1], 0), KILN_CMP_GT, KILN_CMP_DEFAULT);
     return kiln_cond(cx, pred, &(kiln_region){.fn = sum_branch}, &(kiln_region){.fn = max_branch},
                      &args[0], 1, 1, results);
 }

@@ -194,15 +194,16 @@ static kiln_status reduce_in_order(kiln_ctx *cx, const coll *c, const kiln_regio
     }
     kiln_dtype types[2] = {dtype, dtype};
     kiln__scalar_region sr;
-    kiln_status s = kiln__scalar_region_init(&sr, cx, region, c->fn, "computation", types, 2,
-                                             types, 1);
+    kiln_status s =
+        kiln__scalar_region_init(&sr, cx, region, c->fn, "computation", types, 2, types, 1);
     for (int64_t e = 0; e < numel && s == KILN_OK; e++) {
         memcpy(kiln__scalar_region_arg(&sr, 0), vals + (size_t)e * es, es);
         for (int32_t k = 1; k < c->n && s == KILN_OK; k++) {
             memcpy(kiln__scalar_region_arg(&sr, 1), vals + (size_t)k * nbytes + (size_t)e * es, es);
             s = kiln__scalar_region_call(&sr, NULL);
         }
-        if (s == KILN_OK) memcpy((unsigned char *)out + (size_t)e * es, kiln__scalar_region_arg(&sr, 0), es);
+        if (s == KILN_OK)
+            memcpy((unsigned char *)out + (size_t)e * es, kiln__scalar_region_arg(&sr, 0), es);
     }
     kiln__scalar_region_fini(&sr);
     return s;
@@ -405,8 +406,8 @@ static kiln_status root_of(kiln_ctx *cx, const coll *c, const kiln__attrs *attrs
     int32_t r = ((const int32_t *)kiln__in(operands[n_data]))[j];
     if (c->n > 0 && (r < 0 || r >= c->n))
         return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
-                                  "%s: root %d of data operand %d is outside the group of %d", c->fn,
-                                  (int)r, j, (int)c->n);
+                                  "%s: root %d of data operand %d is outside the group of %d",
+                                  c->fn, (int)r, j, (int)c->n);
     *out = r;
     return KILN_OK;
 }
@@ -496,14 +497,15 @@ static kiln_status run_program(kiln_ctx *cx, int32_t process, void *user) {
     const parallel *par = user;
     int32_t na = par->attrs->u.grid.n_args, nr = par->attrs->u.grid.n_results;
     char what[96];
-    snprintf(what, sizeof what, "interpreter.run_parallel: the program of process %d", (int)process);
+    snprintf(what, sizeof what, "interpreter.run_parallel: the program of process %d",
+             (int)process);
     kiln_tensor *fixed[16], **out = fixed;
     size_t ob = (size_t)(nr ? nr : 1) * sizeof *out;
     if (nr > 16 && !(out = kiln__alloc(cx, ob, _Alignof(kiln_tensor *), what)))
         return KILN_RESOURCE_EXHAUSTED;
-    kiln_status called = kiln__region_call(cx, kiln__attrs_region(par->attrs, process), what,
-                                           par->operands + (size_t)process * (size_t)na, na, out,
-                                           nr);
+    kiln_status called =
+        kiln__region_call(cx, kiln__attrs_region(par->attrs, process), what,
+                          par->operands + (size_t)process * (size_t)na, na, out, nr);
     kiln_status s = called;
     for (int32_t j = 0; j < nr && s == KILN_OK; j++) {
         kiln_tensor *dst = par->results[(size_t)process * (size_t)nr + (size_t)j];

@@ -96,10 +96,14 @@ static kiln_status arrive(kiln_ctx *cx, local *l, int32_t process, const void *s
     for (int32_t p = 0; p < l->base.n_processes; p++)
         if (l->posts[p].sig != sig) {
             int32_t a = p < process ? p : process, b = p < process ? process : p;
-            return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
-                                      "the processes disagree on a collective: process %d runs "
-                                      "%s, process %d runs %s",
-                                      (int)a, l->posts[a].what, (int)b, l->posts[b].what);
+            kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                               "the processes disagree on a collective: process %d runs %s, "
+                               "process %d runs %s",
+                               (int)a, l->posts[a].what, (int)b, l->posts[b].what);
+            /* the others' descriptions live in their frames: wait until every process has
+             * read them before leaving (and so letting its frame go) */
+            barrier(cx, l, process, what);
+            return KILN_INVALID_ARGUMENT;
         }
     return KILN_OK;
 }

@@ -412,20 +412,25 @@ static kiln_status root_of(kiln_ctx *cx, const coll *c, const kiln__attrs *attrs
     return KILN_OK;
 }
 
-kiln_status kiln__eval_COLLECTIVE_BROADCAST(kiln_ctx *cx, const kiln__attrs *attrs,
-                                            kiln_tensor *const *operands, int n_operands,
-                                            kiln_tensor **results, int n_results) {
+/* collective_broadcast (every member gets the root's data) and collective_reduce (the
+ * root gets the group's reduction); everyone else gets zeros. */
+static kiln_status rooted(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs,
+                          kiln_tensor *const *operands, int n_operands, kiln_tensor **results,
+                          int n_results) {
     coll c;
-    kiln_status s = begin(cx, &c, KILN_OP_COLLECTIVE_BROADCAST, attrs, operands, n_operands, false);
+    kiln_status s = begin(cx, &c, op, attrs, operands, n_operands, false);
     for (int j = 0; j < n_results && s == KILN_OK; j++) {
         int32_t root;
         scratch buf = {0};
         if ((s = root_of(cx, &c, attrs, operands, n_results, j, &root)) != KILN_OK ||
             (s = gather(cx, &c, operands[j], &buf)) != KILN_OK)
             break;
-        if (c.n > 0)
-            memcpy(kiln__out(results[j]), buf.p + (size_t)root * operands[j]->nbytes,
-                   operands[j]->nbytes);
+        const kiln_tensor *x = operands[j];
+        if (c.n > 0 && op == KILN_OP_COLLECTIVE_BROADCAST)
+            memcpy(kiln__out(results[j]), buf.p + (size_t)root * x->nbytes, x->nbytes);
+        else if (c.n > 0 && c.index == root)
+            s = reduce_in_order(cx, &c, kiln__attrs_region(attrs, 0), x->dtype, x->numel, buf.p,
+                                kiln__out(results[j]));
         else
             memset(kiln__out(results[j]), 0, results[j]->nbytes);
         scratch_put(cx, &buf);
@@ -433,25 +438,17 @@ kiln_status kiln__eval_COLLECTIVE_BROADCAST(kiln_ctx *cx, const kiln__attrs *att
     return s;
 }
 
+kiln_status kiln__eval_COLLECTIVE_BROADCAST(kiln_ctx *cx, const kiln__attrs *attrs,
+                                            kiln_tensor *const *operands, int n_operands,
+                                            kiln_tensor **results, int n_results) {
+    return rooted(cx, KILN_OP_COLLECTIVE_BROADCAST, attrs, operands, n_operands, results,
+                  n_results);
+}
+
 kiln_status kiln__eval_COLLECTIVE_REDUCE(kiln_ctx *cx, const kiln__attrs *attrs,
                                          kiln_tensor *const *operands, int n_operands,
                                          kiln_tensor **results, int n_results) {
-    coll c;
-    kiln_status s = begin(cx, &c, KILN_OP_COLLECTIVE_REDUCE, attrs, operands, n_operands, false);
-    for (int j = 0; j < n_results && s == KILN_OK; j++) {
-        int32_t root;
-        scratch buf = {0};
-        if ((s = root_of(cx, &c, attrs, operands, n_results, j, &root)) != KILN_OK ||
-            (s = gather(cx, &c, operands[j], &buf)) != KILN_OK)
-            break;
-        if (c.n > 0 && c.index == root)
-            s = reduce_in_order(cx, &c, kiln__attrs_region(attrs, 0), operands[j]->dtype,
-                                operands[j]->numel, buf.p, kiln__out(results[j]));
-        else
-            memset(kiln__out(results[j]), 0, results[j]->nbytes);
-        scratch_put(cx, &buf);
-    }
-    return s;
+    return rooted(cx, KILN_OP_COLLECTIVE_REDUCE, attrs, operands, n_operands, results, n_results);
 }
 
 kiln_status kiln__eval_COLLECTIVE_PERMUTE(kiln_ctx *cx, const kiln__attrs *attrs,

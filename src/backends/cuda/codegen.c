@@ -1,0 +1,437 @@
+/* CUDA C from a fused kernel's description (ir/kernel.h): one function per kernel, a
+ * grid-stride loop over its iteration space, each input read through its access pattern
+ * (contiguous, broadcast, strided, a scalar or constant, an iota), the instructions in
+ * order on registers of their dtype (prelude.cu gives them StableHLO's semantics), and the
+ * outputs stored. Constants are written as their exact bit patterns. Kernels that end in a
+ * reduction are not generated yet (UNIMPLEMENTED). */
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "backends/cuda/codegen.h"
+
+extern const char kiln__cuda_prelude_text[];
+
+const char *kiln__cuda_prelude(void) { return kiln__cuda_prelude_text; }
+
+/* ---- types ----------------------------------------------------------------------------- */
+
+static const char *ctype(kiln_dtype d) {
+    switch (d) {
+    case KILN_BOOL: return "kiln_pred";
+    case KILN_I8: return "kiln_i8";
+    case KILN_I16: return "kiln_i16";
+    case KILN_I32: return "kiln_i32";
+    case KILN_I64: return "kiln_i64";
+    case KILN_U8: return "kiln_u8";
+    case KILN_U16: return "kiln_u16";
+    case KILN_U32: return "kiln_u32";
+    case KILN_U64: return "kiln_u64";
+    case KILN_F16:
+    case KILN_BF16: return "kiln_u16";
+    case KILN_F32: return "float";
+    case KILN_F64: return "double";
+    default: return NULL;
+    }
+}
+
+/* The unsigned type of an integer dtype's width (wrapping arithmetic). */
+static const char *utype(kiln_dtype d) {
+    switch (kiln_dtype_size(d)) {
+    case 1: return "kiln_u8";
+    case 2: return "kiln_u16";
+    case 4: return "kiln_u32";
+    default: return "kiln_u64";
+    }
+}
+
+static bool is_half(kiln_dtype d) { return d == KILN_F16 || d == KILN_BF16; }
+static bool is_float(kiln_dtype d) { return kiln_dtype_is_float(d); }
+static bool is_signed(kiln_dtype d) { return d >= KILN_I8 && d <= KILN_I64; }
+static int bits_of(kiln_dtype d) { return d == KILN_BOOL ? 1 : (int)kiln_dtype_size(d) * 8; }
+
+/* ---- writing ----------------------------------------------------------------------------- */
+
+typedef struct gen {
+    kiln__strbuf *sb;
+    const kiln__kernel *k;
+    const char *unsupported; /* set when something cannot be generated */
+} gen;
+
+#define P(...) kiln__strbuf_printf(g->sb, __VA_ARGS__)
+
+/* Register r as a value of the computation type: f16/bf16 widened to f32. */
+static void arg(gen *g, int32_t r, kiln_dtype d) {
+    if (d == KILN_F16)
+        P("kiln_f16_to_f32(r%d)", (int)r);
+    else if (d == KILN_BF16)
+        P("kiln_bf16_to_f32(r%d)", (int)r);
+    else
+        P("r%d", (int)r);
+}
+
+static kiln_dtype reg_dtype(const kiln__kernel *k, int32_t r) {
+    return r < k->n_inputs ? k->inputs[r].dtype : k->instrs[r - k->n_inputs].dtype;
+}
+
+/* The constant `bits` of dtype d, exactly. */
+static void literal(gen *g, kiln_dtype d, uint64_t bits) {
+    switch (d) {
+    case KILN_F32: P("kiln_f32_of(0x%08" PRIx32 "u)", (uint32_t)bits); break;
+    case KILN_F64: P("kiln_f64_of(0x%016" PRIx64 "ULL)", bits); break;
+    case KILN_BOOL: P("(kiln_pred)%u", (unsigned)(bits & 1u)); break;
+    default: {
+        uint64_t mask = bits_of(d) == 64 ? ~(uint64_t)0 : (((uint64_t)1 << bits_of(d)) - 1);
+        P("(%s)0x%" PRIx64 "ULL", ctype(d), bits & mask);
+    }
+    }
+}
+
+static const char *float_fn(kiln_op op) {
+    switch (op) {
+    case KILN_OP_FLOOR: return "floor";
+    case KILN_OP_CEIL: return "ceil";
+    case KILN_OP_ROUND_NEAREST_AFZ: return "round";
+    case KILN_OP_ROUND_NEAREST_EVEN: return "rint";
+    case KILN_OP_SQRT: return "sqrt";
+    case KILN_OP_CBRT: return "cbrt";
+    case KILN_OP_EXPONENTIAL: return "exp";
+    case KILN_OP_EXPONENTIAL_MINUS_ONE: return "expm1";
+    case KILN_OP_LOG: return "log";
+    case KILN_OP_LOG_PLUS_ONE: return "log1p";
+    case KILN_OP_SINE: return "sin";
+    case KILN_OP_COSINE: return "cos";
+    case KILN_OP_TAN: return "tan";
+    case KILN_OP_TANH: return "tanh";
+    case KILN_OP_ABS: return "fabs";
+    default: return NULL;
+    }
+}
+
+static const char *cmp_op(kiln_compare_direction d) {
+    static const char *const ops[] = {"==", "!=", ">=", ">", "<=", "<"};
+    return (unsigned)d < 6 ? ops[d] : "==";
+}
+
+/* The float expression of instruction `in` (f16/bf16 computed in f32). */
+static void float_expr(gen *g, const kiln__kinstr *in) {
+    kiln_dtype d = in->dtype, cd = is_half(d) ? KILN_F32 : d;
+    bool f = cd == KILN_F32;
+    const char *sfx = f ? "f" : "";
+    const int32_t *a = in->args;
+    kiln_dtype ad = reg_dtype(g->k, a[0]);
+    const char *fn = float_fn(in->op);
+    if (fn) {
+        P("%s%s(", fn, sfx);
+        arg(g, a[0], ad);
+        P(")");
+        return;
+    }
+    switch (in->op) {
+    case KILN_OP_NEGATE: P("-"), arg(g, a[0], ad); return;
+    case KILN_OP_SIGN: P("kiln_sign%s(", sfx), arg(g, a[0], ad), P(")"); return;
+    case KILN_OP_RSQRT: P(f ? "1.0f / sqrtf(" : "1.0 / sqrt("), arg(g, a[0], ad), P(")"); return;
+    case KILN_OP_LOGISTIC:
+        P(f ? "1.0f / (1.0f + expf(-" : "1.0 / (1.0 + exp(-"), arg(g, a[0], ad), P("))");
+        return;
+    case KILN_OP_ADD:
+    case KILN_OP_SUBTRACT:
+    case KILN_OP_MULTIPLY:
+    case KILN_OP_DIVIDE: {
+        const char *o = in->op == KILN_OP_ADD        ? "+"
+                        : in->op == KILN_OP_SUBTRACT ? "-"
+                        : in->op == KILN_OP_MULTIPLY ? "*"
+                                                     : "/";
+        arg(g, a[0], ad), P(" %s ", o), arg(g, a[1], ad);
+        return;
+    }
+    case KILN_OP_REMAINDER:
+        P("fmod%s(", sfx), arg(g, a[0], ad), P(", "), arg(g, a[1], ad), P(")");
+        return;
+    case KILN_OP_POWER:
+        P("pow%s(", sfx), arg(g, a[0], ad), P(", "), arg(g, a[1], ad), P(")");
+        return;
+    case KILN_OP_ATAN2:
+        P("atan2%s(", sfx), arg(g, a[0], ad), P(", "), arg(g, a[1], ad), P(")");
+        return;
+    case KILN_OP_MAXIMUM:
+    case KILN_OP_MINIMUM:
+        P("kiln_%s%s(", in->op == KILN_OP_MAXIMUM ? "max" : "min", sfx), arg(g, a[0], ad), P(", ");
+        arg(g, a[1], ad), P(")");
+        return;
+    case KILN_OP_CLAMP: /* clamp(lo, x, hi) = min(max(x, lo), hi) */
+        P("kiln_min%s(kiln_max%s(", sfx, sfx), arg(g, a[1], ad), P(", "), arg(g, a[0], ad);
+        P("), "), arg(g, a[2], ad), P(")");
+        return;
+    default: g->unsupported = kiln__op_get_info(in->op)->name; return;
+    }
+}
+
+/* The integer (or i1) expression of instruction `in`. */
+static void int_expr(gen *g, const kiln__kinstr *in) {
+    kiln_dtype d = in->dtype;
+    const char *t = ctype(d), *u = utype(d);
+    const int32_t *a = in->args;
+    bool sg = is_signed(d), pred = d == KILN_BOOL;
+    int w = bits_of(d);
+    switch (in->op) {
+    case KILN_OP_ADD:
+        if (pred) {
+            P("(kiln_pred)(r%d | r%d)", a[0], a[1]);
+            return;
+        }
+        P("(%s)((%s)r%d + (%s)r%d)", t, u, a[0], u, a[1]);
+        return;
+    case KILN_OP_SUBTRACT: P("(%s)((%s)r%d - (%s)r%d)", t, u, a[0], u, a[1]); return;
+    case KILN_OP_MULTIPLY:
+        if (pred) {
+            P("(kiln_pred)(r%d & r%d)", a[0], a[1]);
+            return;
+        }
+        P("(%s)((%s)r%d * (%s)r%d)", t, u, a[0], u, a[1]);
+        return;
+    case KILN_OP_DIVIDE:
+        P("(r%d == 0 ? (%s)-1 : ", a[1], t);
+        if (sg) P("r%d == (%s)-1 ? (%s)(0 - (%s)r%d) : ", a[1], t, t, u, a[0]);
+        P("(%s)(r%d / r%d))", t, a[0], a[1]);
+        return;
+    case KILN_OP_REMAINDER:
+        P("(r%d == 0 ? r%d : ", a[1], a[0]);
+        if (sg) P("r%d == (%s)-1 ? (%s)0 : ", a[1], t, t);
+        P("(%s)(r%d %% r%d))", t, a[0], a[1]);
+        return;
+    case KILN_OP_POWER:
+        if (sg)
+            P("(%s)kiln_ipow_signed((kiln_i64)r%d, (kiln_i64)r%d)", t, a[0], a[1]);
+        else
+            P("(%s)kiln_ipow((kiln_u64)r%d, (kiln_u64)r%d)", t, a[0], a[1]);
+        return;
+    case KILN_OP_MAXIMUM:
+        if (pred) {
+            P("(kiln_pred)(r%d | r%d)", a[0], a[1]);
+            return;
+        }
+        P("(r%d > r%d ? r%d : r%d)", a[0], a[1], a[0], a[1]);
+        return;
+    case KILN_OP_MINIMUM:
+        if (pred) {
+            P("(kiln_pred)(r%d & r%d)", a[0], a[1]);
+            return;
+        }
+        P("(r%d < r%d ? r%d : r%d)", a[0], a[1], a[0], a[1]);
+        return;
+    case KILN_OP_CLAMP: /* min(max(x, lo), hi) */
+        if (pred) {
+            P("(kiln_pred)((r%d | r%d) & r%d)", a[1], a[0], a[2]);
+            return;
+        }
+        P("(%s)(r%d > r%d ? (r%d < r%d ? r%d : r%d) : (r%d < r%d ? r%d : r%d))", t, a[1], a[0],
+          a[1], a[2], a[1], a[2], a[0], a[2], a[0], a[2]);
+        return;
+    case KILN_OP_AND: P("(%s)(r%d & r%d)", t, a[0], a[1]); return;
+    case KILN_OP_OR: P("(%s)(r%d | r%d)", t, a[0], a[1]); return;
+    case KILN_OP_XOR: P("(%s)(r%d ^ r%d)", t, a[0], a[1]); return;
+    case KILN_OP_NOT:
+        if (pred)
+            P("(kiln_pred)(r%d ^ 1)", a[0]);
+        else
+            P("(%s)~r%d", t, a[0]);
+        return;
+    case KILN_OP_SHIFT_LEFT:
+        P("((%s)r%d >= %d ? (%s)0 : (%s)((%s)r%d << (%s)r%d))", u, a[1], w, t, t, u, a[0], u, a[1]);
+        return;
+    case KILN_OP_SHIFT_RIGHT_LOGICAL:
+        P("((%s)r%d >= %d ? (%s)0 : (%s)((%s)r%d >> (%s)r%d))", u, a[1], w, t, t, u, a[0], u, a[1]);
+        return;
+    case KILN_OP_SHIFT_RIGHT_ARITHMETIC: {
+        const char *s = w == 8    ? "kiln_i8"
+                        : w == 16 ? "kiln_i16"
+                        : w == 32 ? "kiln_i32"
+                                  : "kiln_i64";
+        P("((%s)r%d >= %d ? (%s)((%s)r%d < 0 ? -1 : 0) : (%s)((%s)r%d >> (%s)r%d))", u, a[1], w, t,
+          s, a[0], t, s, a[0], u, a[1]);
+        return;
+    }
+    case KILN_OP_NEGATE: P("(%s)(0 - (%s)r%d)", t, u, a[0]); return;
+    case KILN_OP_ABS:
+        if (!sg) {
+            P("r%d", a[0]);
+            return;
+        }
+        P("(%s)(r%d < 0 ? 0 - (%s)r%d : (%s)r%d)", t, a[0], u, a[0], u, a[0]);
+        return;
+    case KILN_OP_SIGN:
+        if (sg)
+            P("(%s)((r%d > 0) - (r%d < 0))", t, a[0], a[0]);
+        else
+            P("(%s)(r%d > 0)", t, a[0]);
+        return;
+    case KILN_OP_POPCNT: P("(%s)kiln_popc64((kiln_u64)(%s)r%d)", t, u, a[0]); return;
+    case KILN_OP_COUNT_LEADING_ZEROS:
+        P("(%s)kiln_clz((kiln_u64)(%s)r%d, %d)", t, u, a[0], w);
+        return;
+    default: g->unsupported = kiln__op_get_info(in->op)->name; return;
+    }
+}
+
+static void compare_expr(gen *g, const kiln__kinstr *in) {
+    kiln_dtype d = in->in_dtype;
+    const int32_t *a = in->args;
+    const char *o = cmp_op(in->direction);
+    if (is_float(d) && in->compare_type == KILN_CMP_TOTALORDER) {
+        const char *key = is_half(d)      ? "kiln_total16"
+                          : d == KILN_F32 ? "kiln_total32"
+                                          : "kiln_total64";
+        P("(kiln_pred)(%s(r%d) %s %s(r%d))", key, a[0], o, key, a[1]);
+        return;
+    }
+    P("(kiln_pred)(");
+    arg(g, a[0], d), P(" %s ", o), arg(g, a[1], d);
+    P(")");
+}
+
+/* convert from the source register's dtype s to d (the evaluator's rules). */
+static void convert_expr(gen *g, const kiln__kinstr *in) {
+    kiln_dtype s = in->in_dtype, d = in->dtype;
+    int32_t r = in->args[0];
+    if (d == KILN_BOOL) {
+        P("(kiln_pred)(");
+        arg(g, r, s);
+        P(" != 0)");
+        return;
+    }
+    if (is_float(d)) {
+        const char *to = d == KILN_F16    ? "kiln_f32_to_f16"
+                         : d == KILN_BF16 ? "kiln_f32_to_bf16"
+                                          : "";
+        bool via64 = d == KILN_F64 || s == KILN_F64;
+        if (is_half(d) && (s == KILN_F64 || (!is_float(s) && kiln_dtype_size(s) >= 4))) {
+            /* two roundings would differ from one: not generated yet */
+            g->unsupported = "convert to f16/bf16 from a wide type";
+            return;
+        }
+        P("%s((%s)(", to, d == KILN_F64 ? "double" : "float");
+        if (via64 && d != KILN_F64) P("(double)");
+        arg(g, r, s);
+        P("))");
+        return;
+    }
+    if (is_float(s)) { /* truncate, saturate, NaN -> 0 */
+        static const char *const names[] = {"",   "i8",  "i16", "i32", "i64",
+                                            "u8", "u16", "u32", "u64"};
+        P("kiln_%c2%s(", s == KILN_F64 ? 'd' : 'f', names[d]);
+        arg(g, r, s);
+        P(")");
+        return;
+    }
+    P("(%s)(%s)r%d", ctype(d), is_signed(s) ? "kiln_i64" : "kiln_u64", r);
+}
+
+static void instr(gen *g, int32_t reg, const kiln__kinstr *in) {
+    kiln_dtype d = in->dtype;
+    P("        const %s r%d = ", ctype(d), (int)reg);
+    if (in->op == KILN_OP_COMPARE) {
+        compare_expr(g, in);
+    } else if (in->op == KILN_OP_CONVERT) {
+        convert_expr(g, in);
+    } else if (in->op == KILN_OP_SELECT) {
+        P("r%d ? r%d : r%d", in->args[0], in->args[1], in->args[2]);
+    } else if (in->op == KILN_OP_IS_FINITE) {
+        kiln_dtype s = in->in_dtype;
+        P("(kiln_pred)isfinite(");
+        arg(g, in->args[0], s);
+        P(")");
+    } else if (is_float(d)) {
+        if (d == KILN_F16) P("kiln_f32_to_f16(");
+        if (d == KILN_BF16) P("kiln_f32_to_bf16(");
+        float_expr(g, in);
+        if (is_half(d)) P(")");
+    } else {
+        int_expr(g, in);
+    }
+    P(";\n");
+}
+
+/* The element index of input `in` at the loop's coordinates. */
+static void index_expr(gen *g, const kiln__kinput *in) {
+    if (in->access == KILN__KACCESS_CONTIGUOUS) {
+        P("i");
+        return;
+    }
+    P("%" PRId64, in->offset);
+    for (int32_t d = 0; d < g->k->shape.rank; d++)
+        if (in->strides[d]) P(" + x%d * %" PRId64, (int)d, in->strides[d]);
+}
+
+kiln_status kiln__cuda_kernel_source(kiln_ctx *cx, const kiln__kernel *k, const char *name,
+                                     kiln__strbuf *sb) {
+    gen gs = {.sb = sb, .k = k}, *g = &gs;
+    if (k->reduce != KILN__KREDUCE_NONE)
+        return kiln_ctx_set_error(cx, KILN_UNIMPLEMENTED,
+                                  "cuda: kernel #%d ends in a reduction (not generated yet)",
+                                  (int)k->id);
+    for (int32_t i = 0; i < k->n_inputs; i++)
+        if (!ctype(k->inputs[i].dtype))
+            return kiln_ctx_set_error(cx, KILN_UNIMPLEMENTED, "cuda: input %d's dtype", (int)i);
+    bool coords = false;
+    for (int32_t i = 0; i < k->n_inputs; i++)
+        coords |= k->inputs[i].access == KILN__KACCESS_BROADCAST ||
+                  k->inputs[i].access == KILN__KACCESS_STRIDED ||
+                  k->inputs[i].access == KILN__KACCESS_IOTA;
+    P("/* kernel #%d: ", (int)k->id);
+    for (int32_t d = 0; d < k->shape.rank; d++)
+        P("%s%" PRId64, d ? "x" : "", k->shape.dims[d]);
+    P("%s, %d inputs, %d instructions, %d outputs */\n", k->shape.rank ? "" : "scalar",
+      (int)k->n_inputs, (int)k->n_instrs, (int)k->n_outputs);
+    P("KILN_KERNEL %s(kiln_args a) {\n", name);
+    P("    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < a.n;\n");
+    P("         i += (long long)blockDim.x * gridDim.x) {\n");
+    if (coords) { /* the coordinates, last dimension fastest */
+        P("        long long q = i;\n");
+        for (int32_t d = k->shape.rank - 1; d >= 0; d--) {
+            if (d == 0)
+                P("        const long long x0 = q;\n");
+            else
+                P("        const long long x%d = q %% %" PRId64 "; q /= %" PRId64 ";\n", (int)d,
+                  k->shape.dims[d], k->shape.dims[d]);
+        }
+        P("        (void)q;\n");
+    }
+    for (int32_t i = 0; i < k->n_inputs; i++) {
+        const kiln__kinput *in = &k->inputs[i];
+        const char *t = ctype(in->dtype);
+        P("        const %s r%d = ", t, (int)i);
+        if (in->is_constant) {
+            literal(g, in->dtype, in->bits);
+        } else if (in->access == KILN__KACCESS_IOTA) {
+            if (is_half(in->dtype))
+                P("%s((float)(", in->dtype == KILN_F16 ? "kiln_f32_to_f16" : "kiln_f32_to_bf16");
+            else
+                P("(%s)(", t);
+            index_expr(g, in);
+            P(is_half(in->dtype) ? "))" : ")");
+        } else {
+            P("((const %s *)a.in[%d])[", t, (int)in->operand);
+            if (in->access == KILN__KACCESS_SCALAR)
+                P("%" PRId64, in->offset);
+            else
+                index_expr(g, in);
+            P("]");
+        }
+        P(";\n");
+    }
+    for (int32_t j = 0; j < k->n_instrs && !g->unsupported; j++) {
+        if (!ctype(k->instrs[j].dtype)) g->unsupported = "a dtype";
+        instr(g, k->n_inputs + j, &k->instrs[j]);
+    }
+    for (int32_t o = 0; o < k->n_outputs; o++) {
+        int32_t r = k->outputs[o].reg;
+        P("        ((%s *)a.out[%d])[i] = r%d;\n", ctype(reg_dtype(k, r)), (int)o, (int)r);
+    }
+    P("    }\n}\n");
+    if (g->unsupported)
+        return kiln_ctx_set_error(cx, KILN_UNIMPLEMENTED,
+                                  "cuda: kernel #%d: %s is not generated yet", (int)k->id,
+                                  g->unsupported);
+    if (sb->failed) return kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "cuda: out of memory");
+    return KILN_OK;
+}

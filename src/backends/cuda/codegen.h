@@ -1,0 +1,20 @@
+/* CUDA C for fused kernels (codegen.c) and the prelude it is compiled with (prelude.cu,
+ * built into the library as text). */
+#ifndef KILN_BACKENDS_CUDA_CODEGEN_H
+#define KILN_BACKENDS_CUDA_CODEGEN_H
+
+#include "base/strbuf.h"
+#include "ir/kernel.h"
+
+/* The prelude's source: compiled before every generated kernel, by NVRTC for a device or
+ * by the host's C compiler (the same source, one thread walking the grid). */
+const char *kiln__cuda_prelude(void);
+
+/* Appends `KILN_KERNEL name(kiln_args a) { ... }` for kernel k: its inputs a.in[operand],
+ * its outputs a.out[0..], a.n the iteration space's element count. Errors: UNIMPLEMENTED
+ * (a reduction, an op or conversion not generated yet: the caller runs the kernel another
+ * way), RESOURCE_EXHAUSTED. */
+kiln_status kiln__cuda_kernel_source(kiln_ctx *cx, const kiln__kernel *k, const char *name,
+                                     kiln__strbuf *sb);
+
+#endif

@@ -1,0 +1,236 @@
+/* The prelude of kiln's generated CUDA kernels (codegen.c): StableHLO's semantics for the
+ * elementwise ops, as the CPU evaluator computes them (src/backends/cpu/eval_*.c), in C
+ * that NVRTC compiles for a device and that the host C compiler compiles too (without
+ * __CUDACC__: one "thread" walks the whole grid-stride loop), so the same generated source
+ * can be checked against the evaluator on a machine without a GPU.
+ *
+ * Registers are C values: float, double, integers by width and sign, bool as unsigned
+ * char 0/1, f16 and bf16 as their 16-bit patterns, computed in f32 and rounded to
+ * nearest even after every op. Integer arithmetic wraps (computed unsigned); x / 0 = -1,
+ * INT_MIN / -1 = INT_MIN, x % 0 = x, INT_MIN % -1 = 0; shifts by at least the width give 0
+ * (or the sign); float -> int truncates, saturates, NaN -> 0; maximum and minimum
+ * propagate NaN (quieted) and order -0 below +0. Transcendentals are the platform's
+ * (CUDA's libdevice, or the host's libm): not the CPU engine's bits. */
+#ifdef __CUDACC__
+#define KILN_DEV __device__ static __forceinline__
+#define KILN_KERNEL extern "C" __global__ void
+#else
+#include <math.h>
+#include <string.h>
+#define KILN_DEV static inline
+#define KILN_KERNEL void
+typedef struct kiln_dim3 {
+    unsigned x;
+} kiln_dim3;
+static const kiln_dim3 threadIdx = {0}, blockIdx = {0}, blockDim = {1}, gridDim = {1};
+#endif
+
+typedef signed char kiln_i8;
+typedef short kiln_i16;
+typedef int kiln_i32;
+typedef long long kiln_i64;
+typedef unsigned char kiln_u8;
+typedef unsigned short kiln_u16;
+typedef unsigned int kiln_u32;
+typedef unsigned long long kiln_u64;
+typedef unsigned char kiln_pred;
+
+/* A kernel's buffers: inputs, then outputs, and the element count of its iteration space. */
+typedef struct kiln_args {
+    const void *in[24];
+    void *out[8];
+    long long n;
+} kiln_args;
+
+/* ---- bits ---------------------------------------------------------------------------- */
+
+KILN_DEV float kiln_f32_of(kiln_u32 b) {
+#ifdef __CUDACC__
+    return __uint_as_float(b);
+#else
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
+#endif
+}
+KILN_DEV kiln_u32 kiln_bits_f32(float f) {
+#ifdef __CUDACC__
+    return __float_as_uint(f);
+#else
+    kiln_u32 b;
+    memcpy(&b, &f, 4);
+    return b;
+#endif
+}
+KILN_DEV double kiln_f64_of(kiln_u64 b) {
+#ifdef __CUDACC__
+    return __longlong_as_double((long long)b);
+#else
+    double f;
+    memcpy(&f, &b, 8);
+    return f;
+#endif
+}
+KILN_DEV kiln_u64 kiln_bits_f64(double f) {
+#ifdef __CUDACC__
+    return (kiln_u64)__double_as_longlong(f);
+#else
+    kiln_u64 b;
+    memcpy(&b, &f, 8);
+    return b;
+#endif
+}
+
+/* ---- f16 and bf16 (round to nearest even; NaN stays NaN, quieted) ---------------------- */
+
+KILN_DEV float kiln_f16_to_f32(kiln_u16 h) {
+    kiln_u32 sign = (kiln_u32)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+    if (exp == 0x1fu) return kiln_f32_of(sign | 0x7f800000u | (man << 13));
+    if (exp == 0) {
+        if (man == 0) return kiln_f32_of(sign);
+        float f = (float)man * 5.9604644775390625e-8f; /* man x 2^-24, exact */
+        return sign ? -f : f;
+    }
+    return kiln_f32_of(sign | ((exp + 112u) << 23) | (man << 13));
+}
+
+KILN_DEV kiln_u16 kiln_f32_to_f16(float f) {
+    kiln_u32 x = kiln_bits_f32(f), sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
+    if (ax > 0x7f800000u) return (kiln_u16)(sign | 0x7e00u | ((ax >> 13) & 0x3ffu));
+    if (ax >= 0x477ff000u) return (kiln_u16)(sign | 0x7c00u); /* overflows to infinity */
+    if (ax < 0x38800000u) {                                    /* a subnormal (or zero) */
+        if (ax < 0x33000000u) return (kiln_u16)sign;           /* below half the least */
+        kiln_u32 e = ax >> 23, m = (ax & 0x7fffffu) | 0x800000u, shift = 126u - e;
+        kiln_u32 q = m >> shift, rem = m & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+        q += rem > half || (rem == half && (q & 1u));
+        return (kiln_u16)(sign | q);
+    }
+    kiln_u32 r = ax - 0x38000000u; /* rebias */
+    kiln_u32 q = r >> 13, rem = r & 0x1fffu;
+    q += rem > 0x1000u || (rem == 0x1000u && (q & 1u));
+    return (kiln_u16)(sign | q);
+}
+
+KILN_DEV float kiln_bf16_to_f32(kiln_u16 h) { return kiln_f32_of((kiln_u32)h << 16); }
+
+KILN_DEV kiln_u16 kiln_f32_to_bf16(float f) {
+    kiln_u32 x = kiln_bits_f32(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (kiln_u16)((x >> 16) | 0x40u);
+    x += 0x7fffu + ((x >> 16) & 1u);
+    return (kiln_u16)(x >> 16);
+}
+
+/* ---- floats --------------------------------------------------------------------------- */
+
+/* maximum / minimum on the bits: NaN propagates (quieted), -0 < +0. */
+KILN_DEV float kiln_maxf(float a, float b) {
+    int ia = (int)kiln_bits_f32(a), ib = (int)kiln_bits_f32(b);
+    int ka = ia < 0 ? ia ^ 0x7fffffff : ia, kb = ib < 0 ? ib ^ 0x7fffffff : ib;
+    kiln_u32 ma = (kiln_u32)ia & 0x7fffffffu, mb = (kiln_u32)ib & 0x7fffffffu;
+    kiln_u32 r = (kiln_u32)(ka > kb ? ia : ib);
+    if (mb > 0x7f800000u) r = (kiln_u32)ib | 0x400000u;
+    if (ma > 0x7f800000u) r = (kiln_u32)ia | 0x400000u;
+    return kiln_f32_of(r);
+}
+KILN_DEV float kiln_minf(float a, float b) {
+    int ia = (int)kiln_bits_f32(a), ib = (int)kiln_bits_f32(b);
+    int ka = ia < 0 ? ia ^ 0x7fffffff : ia, kb = ib < 0 ? ib ^ 0x7fffffff : ib;
+    kiln_u32 ma = (kiln_u32)ia & 0x7fffffffu, mb = (kiln_u32)ib & 0x7fffffffu;
+    kiln_u32 r = (kiln_u32)(ka < kb ? ia : ib);
+    if (mb > 0x7f800000u) r = (kiln_u32)ib | 0x400000u;
+    if (ma > 0x7f800000u) r = (kiln_u32)ia | 0x400000u;
+    return kiln_f32_of(r);
+}
+KILN_DEV double kiln_max(double a, double b) {
+    long long ia = (long long)kiln_bits_f64(a), ib = (long long)kiln_bits_f64(b);
+    long long ka = ia < 0 ? ia ^ 0x7fffffffffffffffLL : ia, kb = ib < 0 ? ib ^ 0x7fffffffffffffffLL : ib;
+    kiln_u64 ma = (kiln_u64)ia & 0x7fffffffffffffffULL, mb = (kiln_u64)ib & 0x7fffffffffffffffULL;
+    kiln_u64 r = (kiln_u64)(ka > kb ? ia : ib);
+    if (mb > 0x7ff0000000000000ULL) r = (kiln_u64)ib | 0x8000000000000ULL;
+    if (ma > 0x7ff0000000000000ULL) r = (kiln_u64)ia | 0x8000000000000ULL;
+    return kiln_f64_of(r);
+}
+KILN_DEV double kiln_min(double a, double b) {
+    long long ia = (long long)kiln_bits_f64(a), ib = (long long)kiln_bits_f64(b);
+    long long ka = ia < 0 ? ia ^ 0x7fffffffffffffffLL : ia, kb = ib < 0 ? ib ^ 0x7fffffffffffffffLL : ib;
+    kiln_u64 ma = (kiln_u64)ia & 0x7fffffffffffffffULL, mb = (kiln_u64)ib & 0x7fffffffffffffffULL;
+    kiln_u64 r = (kiln_u64)(ka < kb ? ia : ib);
+    if (mb > 0x7ff0000000000000ULL) r = (kiln_u64)ib | 0x8000000000000ULL;
+    if (ma > 0x7ff0000000000000ULL) r = (kiln_u64)ia | 0x8000000000000ULL;
+    return kiln_f64_of(r);
+}
+
+KILN_DEV float kiln_signf(float x) { return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x; }
+KILN_DEV double kiln_sign(double x) { return x > 0.0 ? 1.0 : x < 0.0 ? -1.0 : x; }
+
+/* Total order keys (compare type TOTALORDER). */
+KILN_DEV int kiln_total32(float v) {
+    int k = (int)kiln_bits_f32(v);
+    return k < 0 ? k ^ 0x7fffffff : k;
+}
+KILN_DEV long long kiln_total64(double v) {
+    long long k = (long long)kiln_bits_f64(v);
+    return k < 0 ? k ^ 0x7fffffffffffffffLL : k;
+}
+KILN_DEV int kiln_total16(kiln_u16 v) {
+    int k = (short)v;
+    return k < 0 ? k ^ 0x7fff : k;
+}
+
+/* float -> integer: truncation, saturation, NaN -> 0 (lo and hi: the least value and the
+ * power of two just past the greatest, exact in f32 and f64). */
+#define KILN_F2I(NAME, T, FT, LO, HI, TMIN, TMAX, SIGNED)                 \
+    KILN_DEV T NAME(FT v) {                                                 \
+        if (SIGNED ? v != v : !(v > (FT)0)) return 0;                       \
+        return v <= (FT)(LO) ? (T)(TMIN) : v >= (FT)(HI) ? (T)(TMAX) : (T)v; \
+    }
+KILN_F2I(kiln_f2i8, kiln_i8, float, -128.0, 128.0, -128, 127, 1)
+KILN_F2I(kiln_f2i16, kiln_i16, float, -32768.0, 32768.0, -32768, 32767, 1)
+KILN_F2I(kiln_f2i32, kiln_i32, float, -2147483648.0, 2147483648.0, (-2147483647 - 1), 2147483647, 1)
+KILN_F2I(kiln_f2i64, kiln_i64, float, -9223372036854775808.0, 9223372036854775808.0,
+         (-9223372036854775807LL - 1), 9223372036854775807LL, 1)
+KILN_F2I(kiln_f2u8, kiln_u8, float, 0.0, 256.0, 0, 255u, 0)
+KILN_F2I(kiln_f2u16, kiln_u16, float, 0.0, 65536.0, 0, 65535u, 0)
+KILN_F2I(kiln_f2u32, kiln_u32, float, 0.0, 4294967296.0, 0, 4294967295u, 0)
+KILN_F2I(kiln_f2u64, kiln_u64, float, 0.0, 18446744073709551616.0, 0, 18446744073709551615ULL, 0)
+KILN_F2I(kiln_d2i8, kiln_i8, double, -128.0, 128.0, -128, 127, 1)
+KILN_F2I(kiln_d2i16, kiln_i16, double, -32768.0, 32768.0, -32768, 32767, 1)
+KILN_F2I(kiln_d2i32, kiln_i32, double, -2147483648.0, 2147483648.0, (-2147483647 - 1), 2147483647, 1)
+KILN_F2I(kiln_d2i64, kiln_i64, double, -9223372036854775808.0, 9223372036854775808.0,
+         (-9223372036854775807LL - 1), 9223372036854775807LL, 1)
+KILN_F2I(kiln_d2u8, kiln_u8, double, 0.0, 256.0, 0, 255u, 0)
+KILN_F2I(kiln_d2u16, kiln_u16, double, 0.0, 65536.0, 0, 65535u, 0)
+KILN_F2I(kiln_d2u32, kiln_u32, double, 0.0, 4294967296.0, 0, 4294967295u, 0)
+KILN_F2I(kiln_d2u64, kiln_u64, double, 0.0, 18446744073709551616.0, 0, 18446744073709551615ULL, 0)
+
+/* ---- integers ------------------------------------------------------------------------- */
+
+KILN_DEV kiln_u64 kiln_ipow(kiln_u64 base, kiln_u64 e) {
+    kiln_u64 r = 1;
+    while (e) {
+        if (e & 1u) r *= base;
+        base *= base;
+        e >>= 1;
+    }
+    return r;
+}
+KILN_DEV kiln_i64 kiln_ipow_signed(kiln_i64 base, kiln_i64 e) {
+    if (e < 0) return base == 1 ? 1 : base == -1 ? (((kiln_u64)e & 1u) ? -1 : 1) : 0;
+    return (kiln_i64)kiln_ipow((kiln_u64)base, (kiln_u64)e);
+}
+KILN_DEV int kiln_popc64(kiln_u64 x) {
+#ifdef __CUDACC__
+    return __popcll((unsigned long long)x);
+#else
+    return __builtin_popcountll(x);
+#endif
+}
+/* Leading zeros of the low `bits` bits of x. */
+KILN_DEV int kiln_clz(kiln_u64 x, int bits) {
+    if (x == 0) return bits;
+#ifdef __CUDACC__
+    return __clzll((long long)x) - (64 - bits);
+#else
+    return __builtin_clzll(x) - (64 - bits);
+#endif
+}

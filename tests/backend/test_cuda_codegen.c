@@ -1,0 +1,453 @@
+/* CUDA C generated from fused kernels (src/backends/cuda/codegen.c), checked without a
+ * GPU: the source of a kernel as golden text; every kernel of a set of programs (exact
+ * ops over every dtype; broadcast, strided, constant and iota inputs) compiled by the host
+ * C compiler against the same prelude, run, and compared with the evaluator bit for bit;
+ * and the same kernels compiled by the CUDA toolkit's nvcc for sm_90, with their register
+ * and spill counts (skipped, saying so, when the toolkit is not installed). */
+#define _DEFAULT_SOURCE /* mkdtemp */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend/region.h"
+#include "backends/cuda/codegen.h"
+#include "base/arena.h"
+#include "ir/ir.h"
+#include "passes/passes.h"
+#include "test_util.h"
+
+static void *arena_alloc(void *user, size_t size, size_t align) {
+    return kiln__arena_alloc(user, size, align);
+}
+
+/* ---- the programs -------------------------------------------------------------------------- */
+
+#define N 37 /* elements per row: not a multiple of anything */
+
+static kiln_tensor *c32(kiln_ctx *cx, kiln_tensor *like, double v) {
+    return kiln_scalar_like(cx, like, v);
+}
+
+/* f32: arithmetic, compare/select, NaN-propagating max/min, a broadcast row, a transposed
+ * (strided) read, sqrt, floor, round, clamp, convert to i32 and back. */
+static kiln_status prog_f32(kiln_ctx *cx, kiln_tensor *const *a, kiln_tensor **r, void *u) {
+    (void)u;
+    kiln_tensor *x = a[0], *row = a[1], *sq = a[2];
+    kiln_tensor *t = kiln_add(cx, kiln_multiply(cx, x, c32(cx, x, 2.5)), row);
+    kiln_tensor *p = kiln_compare(cx, t, c32(cx, t, 0), KILN_CMP_GT, KILN_CMP_DEFAULT);
+    kiln_tensor *s = kiln_select(cx, p, kiln_sqrt(cx, t), kiln_negate(cx, t));
+    kiln_tensor *m = kiln_maximum(cx, kiln_minimum(cx, s, x), kiln_divide(cx, x, row));
+    kiln_tensor *f = kiln_add(cx, kiln_floor(cx, m), kiln_round_nearest_even(cx, t));
+    kiln_tensor *tr = kiln_transpose(cx, sq, KILN_DIMS(1, 0));
+    kiln_tensor *c = kiln_clamp(cx, c32(cx, x, -3), kiln_add(cx, f, tr), c32(cx, x, 40));
+    kiln_tensor *i = kiln_convert(cx, kiln_multiply(cx, c, c32(cx, c, 1e8)), KILN_I32);
+    r[0] = kiln_add(cx, c, kiln_convert(cx, i, KILN_F32));
+    r[1] = i;
+    return kiln_ctx_status(cx);
+}
+
+/* i32: StableHLO's integer edges: division and remainder by 0 and of INT_MIN by -1,
+ * shifts past the width, power, abs of INT_MIN, leading zeros, popcount. */
+static kiln_status prog_i32(kiln_ctx *cx, kiln_tensor *const *a, kiln_tensor **r, void *u) {
+    (void)u;
+    kiln_tensor *x = a[0], *y = a[1];
+    kiln_tensor *q = kiln_divide(cx, x, y), *m = kiln_remainder(cx, x, y);
+    kiln_tensor *sl = kiln_shift_left(cx, x, y), *sa = kiln_shift_right_arithmetic(cx, x, y);
+    kiln_tensor *sr = kiln_shift_right_logical(cx, x, y);
+    kiln_tensor *pw = kiln_power(cx, x, kiln_and(cx, y, kiln_scalar_like(cx, y, 7)));
+    kiln_tensor *e = kiln_add(cx, kiln_abs(cx, x), kiln_count_leading_zeros(cx, y));
+    r[0] = kiln_xor(cx, kiln_add(cx, q, m), kiln_subtract(cx, sl, sa));
+    r[1] = kiln_add(cx, kiln_multiply(cx, sr, pw), kiln_add(cx, e, kiln_popcnt(cx, x)));
+    return kiln_ctx_status(cx);
+}
+
+/* f16 and bf16: computed in f32, rounded after every op; convert between them and f32. */
+static kiln_status prog_half(kiln_ctx *cx, kiln_tensor *const *a, kiln_tensor **r, void *u) {
+    (void)u;
+    kiln_tensor *h = kiln_convert(cx, a[0], KILN_F16), *b = kiln_convert(cx, a[0], KILN_BF16);
+    kiln_tensor *h2 = kiln_maximum(cx, kiln_multiply(cx, h, h), kiln_add(cx, h, h));
+    kiln_tensor *b2 = kiln_divide(cx, kiln_subtract(cx, b, kiln_scalar_like(cx, b, 0.1)), b);
+    r[0] = h2;
+    r[1] = kiln_add(cx, kiln_convert(cx, b2, KILN_F32), kiln_convert(cx, h2, KILN_F32));
+    return kiln_ctx_status(cx);
+}
+
+/* u8, i8, i64, u64 and i1: bitwise ops, unsigned compares, converts that wrap. */
+static kiln_status prog_ints(kiln_ctx *cx, kiln_tensor *const *a, kiln_tensor **r, void *u) {
+    (void)u;
+    kiln_tensor *x = a[0]; /* i64 */
+    kiln_tensor *b = kiln_convert(cx, x, KILN_U8), *s = kiln_convert(cx, x, KILN_I8);
+    kiln_tensor *p =
+        kiln_compare(cx, b, kiln_scalar_like(cx, b, 200), KILN_CMP_LT, KILN_CMP_DEFAULT);
+    kiln_tensor *q = kiln_or(cx, p,
+                             kiln_not(cx, kiln_compare(cx, s, kiln_scalar_like(cx, s, 0),
+                                                       KILN_CMP_GE, KILN_CMP_DEFAULT)));
+    kiln_tensor *w = kiln_convert(cx, kiln_multiply(cx, x, x), KILN_U64);
+    r[0] = kiln_select(cx, q, kiln_convert(cx, b, KILN_I64), kiln_negate(cx, x));
+    r[1] = kiln_add(cx, w, kiln_convert(cx, kiln_and(cx, b, kiln_not(cx, b)), KILN_U64));
+    r[2] = kiln_convert(cx, kiln_add(cx, s, s), KILN_I32);
+    return kiln_ctx_status(cx);
+}
+
+/* f64: divide, sqrt, max/min with NaN and signed zeros, total-order compare, converts to
+ * f32 and (saturating) to i64 and u8. */
+static kiln_status prog_f64(kiln_ctx *cx, kiln_tensor *const *a, kiln_tensor **r, void *u) {
+    (void)u;
+    kiln_tensor *x = a[0], *y = a[1];
+    kiln_tensor *m = kiln_maximum(cx, kiln_divide(cx, x, y), kiln_minimum(cx, x, y));
+    kiln_tensor *t = kiln_compare(cx, x, y, KILN_CMP_LT, KILN_CMP_TOTALORDER);
+    kiln_tensor *v = kiln_select(cx, t, kiln_sqrt(cx, kiln_abs(cx, m)), m);
+    r[0] = kiln_convert(cx, v, KILN_F32);
+    r[1] = kiln_convert(cx, kiln_multiply(cx, v, kiln_scalar_like(cx, v, 1e18)), KILN_I64);
+    r[2] = kiln_convert(cx, v, KILN_U8);
+    return kiln_ctx_status(cx);
+}
+
+typedef struct program {
+    const char *name;
+    kiln_region_fn fn;
+    kiln_arg_spec args[3];
+    int32_t n_args, n_results;
+} program;
+
+static const program programs[] = {
+    {"f32",
+     prog_f32,
+     {{.dtype = KILN_F32, .shape = {2, {N, N}}},
+      {.dtype = KILN_F32, .shape = {1, {N}}},
+      {.dtype = KILN_F32, .shape = {2, {N, N}}}},
+     3,
+     2},
+    {"i32",
+     prog_i32,
+     {{.dtype = KILN_I32, .shape = {1, {N * 8}}}, {.dtype = KILN_I32, .shape = {1, {N * 8}}}},
+     2,
+     2},
+    {"half", prog_half, {{.dtype = KILN_F32, .shape = {1, {N * 8}}}}, 1, 2},
+    {"ints", prog_ints, {{.dtype = KILN_I64, .shape = {1, {N * 8}}}}, 1, 3},
+    {"f64",
+     prog_f64,
+     {{.dtype = KILN_F64, .shape = {1, {N * 8}}}, {.dtype = KILN_F64, .shape = {1, {N * 8}}}},
+     2,
+     3},
+};
+
+/* Inputs with the edges in them: NaN, infinities, signed zeros, huge and tiny values, and
+ * for integers 0, -1, INT_MIN, and shift amounts past the width. */
+static kiln_tensor *input(kiln_ctx *cx, const kiln_arg_spec *s, uint32_t seed) {
+    kiln_shape sh = s->shape;
+    int64_t n = 1;
+    for (int32_t d = 0; d < sh.rank; d++)
+        n *= sh.dims[d];
+    size_t es = kiln_dtype_size(s->dtype);
+    unsigned char *buf = calloc((size_t)n, es);
+    uint32_t h = seed * 0x9e3779b9u + 1;
+    for (int64_t i = 0; i < n; i++) {
+        h ^= h << 13, h ^= h >> 17, h ^= h << 5;
+        double v = ((double)(h % 20001) - 10000) / 137.0;
+        int64_t iv = (int64_t)(h % 401) - 200;
+        switch (i % 11) {
+        case 0: v = NAN, iv = 0; break;
+        case 1: v = -0.0, iv = -1; break;
+        case 2: v = INFINITY, iv = INT32_MIN; break;
+        case 3: v = 1e30 * (seed & 1 ? 1 : -1), iv = 31 + (int64_t)(h % 40); break;
+        case 4: v = 3e-39, iv = INT64_MIN / 3; break;
+        default: break;
+        }
+        switch (s->dtype) {
+        case KILN_F32: ((float *)buf)[i] = (float)v; break;
+        case KILN_F64: ((double *)buf)[i] = v; break;
+        case KILN_I32: ((int32_t *)buf)[i] = (int32_t)iv; break;
+        case KILN_I64: ((int64_t *)buf)[i] = iv * (int64_t)(h % 3 + 1); break;
+        default: break;
+        }
+    }
+    kiln_tensor *t = kiln_tensor_from_host(cx, s->dtype, sh, buf, (size_t)n * es);
+    free(buf);
+    return t;
+}
+
+static kiln__kreduce no_reduce(const kiln__ir_op *op) {
+    (void)op;
+    return KILN__KREDUCE_NONE;
+}
+
+/* The kernels of program p: lowered, simplified as kiln_compile does, planned. */
+typedef struct planned {
+    kiln_module *m;
+    kiln__arena arena;
+    kiln__fusion f;
+    kiln__kernel kernels[16];
+    int32_t n;
+} planned;
+
+static void plan(kiln_ctx *cx, const program *p, planned *out) {
+    kiln_region r = {.fn = p->fn};
+    cr_assert_eq(kiln_lower(cx, &r, p->args, p->n_args, p->n_results, NULL, &out->m), KILN_OK,
+                 "%s: %s", p->name, kiln_ctx_error_message(cx));
+    kiln__passes_simplify(out->m, 0);
+    kiln__arena_init(&out->arena, cx, 4096);
+    kiln__fusion_options o = {
+        .reduce_kind = no_reduce, .alloc = arena_alloc, .alloc_user = &out->arena};
+    cr_assert_eq(kiln__fusion_plan(cx, out->m->funcs[0]->body, &o, &out->f), KILN_OK);
+    out->n = out->f.n_kernels;
+    cr_assert(out->n >= 1 && out->n <= 16, "%s: %d kernels", p->name, (int)out->n);
+    for (int32_t k = 0; k < out->n; k++)
+        cr_assert_eq(kiln__fusion_kernel(&out->f, k, &out->kernels[k], arena_alloc, &out->arena),
+                     KILN_OK);
+}
+
+static void plan_free(planned *p) {
+    kiln__arena_destroy(&p->arena);
+    kiln_module_release(p->m);
+}
+
+/* ---- golden ------------------------------------------------------------------------------ */
+
+static kiln_status golden_fn(kiln_ctx *cx, kiln_tensor *const *a, kiln_tensor **r, void *u) {
+    (void)u;
+    kiln_tensor *t = kiln_add(cx, kiln_multiply(cx, a[0], kiln_scalar_like(cx, a[0], 0.5)), a[1]);
+    r[0] = kiln_maximum(cx, t, kiln_transpose(cx, a[0], KILN_DIMS(1, 0)));
+    return kiln_ctx_status(cx);
+}
+
+static const char golden_source[] =
+    "/* kernel #0: 3x3, 4 inputs, 3 instructions, 1 outputs */\n"
+    "KILN_KERNEL kiln_kernel_0(kiln_args a) {\n"
+    "    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < a.n;\n"
+    "         i += (long long)blockDim.x * gridDim.x) {\n"
+    "        long long q = i;\n"
+    "        const long long x1 = q % 3; q /= 3;\n"
+    "        const long long x0 = q;\n"
+    "        (void)q;\n"
+    "        const float r0 = ((const float *)a.in[0])[i];\n"
+    "        const float r1 = kiln_f32_of(0x3f000000u);\n"
+    "        const float r2 = ((const float *)a.in[2])[0 + x1 * 1];\n"
+    "        const float r3 = ((const float *)a.in[0])[0 + x0 * 1 + x1 * 3];\n"
+    "        const float r4 = r0 * r1;\n"
+    "        const float r5 = r4 + r2;\n"
+    "        const float r6 = kiln_maxf(r5, r3);\n"
+    "        ((float *)a.out[0])[i] = r6;\n"
+    "    }\n"
+    "}\n";
+
+Test(cuda_codegen, source_golden) {
+    kiln_ctx *cx = test_ctx();
+    program p = {
+        "golden",
+        golden_fn,
+        {{.dtype = KILN_F32, .shape = {2, {3, 3}}}, {.dtype = KILN_F32, .shape = {1, {3}}}},
+        2,
+        1};
+    planned pl;
+    plan(cx, &p, &pl);
+    cr_assert_eq(pl.n, 1);
+    kiln__strbuf sb;
+    kiln__strbuf_init(&sb, cx);
+    cr_assert_eq(kiln__cuda_kernel_source(cx, &pl.kernels[0], "kiln_kernel_0", &sb), KILN_OK, "%s",
+                 kiln_ctx_error_message(cx));
+    char *text = kiln__strbuf_take(&sb);
+    if (strcmp(text, golden_source) != 0) {
+        cr_log_error("got\n%s", text);
+        cr_assert_fail("the generated source differs from its golden");
+    }
+    kiln__strbuf_free_string(cx, text);
+    plan_free(&pl);
+    kiln_ctx_release(cx);
+}
+
+/* ---- host-compiled kernels against the evaluator ------------------------------------------- */
+
+typedef struct kiln_args_host {
+    const void *in[24];
+    void *out[8];
+    long long n;
+} kiln_args_host;
+typedef void (*kernel_fn)(kiln_args_host);
+
+/* Which NaN an op with two NaN operands gives is not specified (IEEE-754, StableHLO), and
+ * compilers may swap the operands of an addition: any NaN matches any NaN. */
+static bool is_nan(kiln_dtype d, const unsigned char *p) {
+    uint64_t b = 0;
+    memcpy(&b, p, kiln_dtype_size(d));
+    switch (d) {
+    case KILN_F16: return (b & 0x7fffu) > 0x7c00u;
+    case KILN_BF16: return (b & 0x7fffu) > 0x7f80u;
+    case KILN_F32: return (b & 0x7fffffffu) > 0x7f800000u;
+    case KILN_F64: return (b & 0x7fffffffffffffffull) > 0x7ff0000000000000ull;
+    default: return false;
+    }
+}
+
+/* The source of every kernel of every program, after the prelude. */
+static char *all_sources(kiln_ctx *cx, planned *pl, int n_programs) {
+    kiln__strbuf sb;
+    kiln__strbuf_init(&sb, cx);
+    kiln__strbuf_puts(&sb, kiln__cuda_prelude());
+    for (int p = 0; p < n_programs; p++)
+        for (int32_t k = 0; k < pl[p].n; k++) {
+            char name[64];
+            snprintf(name, sizeof name, "kernel_%s_%d", programs[p].name, (int)k);
+            cr_assert_eq(kiln__cuda_kernel_source(cx, &pl[p].kernels[k], name, &sb), KILN_OK,
+                         "%s: %s", name, kiln_ctx_error_message(cx));
+        }
+    return kiln__strbuf_take(&sb);
+}
+
+static void write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f, "%s", path);
+    fputs(text, f);
+    fclose(f);
+}
+
+#define NP ((int)(sizeof programs / sizeof programs[0]))
+
+Test(cuda_codegen, host_compiled_kernels_give_the_evaluators_bits) {
+    kiln_ctx *cx = test_ctx();
+    static planned pl[NP];
+    for (int p = 0; p < NP; p++)
+        plan(cx, &programs[p], &pl[p]);
+    char *src = all_sources(cx, pl, NP);
+    char dir[] = KILN_TEST_TMP_DIR "/cudagenXXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char path[512], so[512], cmd[2048];
+    snprintf(path, sizeof path, "%s/kernels.c", dir);
+    snprintf(so, sizeof so, "%s/kernels.so", dir);
+    write_file(path, src);
+    kiln__strbuf_free_string(cx, src);
+    /* IEEE arithmetic as written: no contraction, no fast math */
+    snprintf(cmd, sizeof cmd, "%s -std=c11 -O2 -ffp-contract=off -fPIC -shared -w %s -o %s -lm",
+             KILN_TEST_CC, path, so);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    void *lib = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+    cr_assert_not_null(lib, "%s", dlerror());
+    int compared = 0;
+    for (int p = 0; p < NP; p++) {
+        const program *pr = &programs[p];
+        kiln_tensor *args[3];
+        for (int i = 0; i < pr->n_args; i++)
+            args[i] = input(cx, &pr->args[i], (uint32_t)(p * 7 + i + 1));
+        /* the evaluator's results */
+        kiln_compile_options o = kiln_compile_options_default();
+        o.backend = "interpreter";
+        kiln_exe *exe;
+        cr_assert_eq(kiln_compile(cx, pl[p].m, &o, &exe), KILN_OK, "%s",
+                     kiln_ctx_error_message(cx));
+        kiln_tensor *want[4];
+        cr_assert_eq(kiln_exe_call(cx, exe, args, want), KILN_OK, "%s", kiln_ctx_error_message(cx));
+        kiln_exe_release(exe);
+        /* each kernel reads the program's arguments and writes its results */
+        const kiln__block *body = pl[p].m->funcs[0]->body;
+        for (int32_t k = 0; k < pl[p].n; k++) {
+            const kiln__kernel *kr = &pl[p].kernels[k];
+            kiln_args_host a = {.n = 1};
+            for (int32_t d = 0; d < kr->shape.rank; d++)
+                a.n *= kr->shape.dims[d];
+            for (int32_t o2 = 0; o2 < kr->n_operands; o2++) {
+                const kiln__value *v = kr->operands[o2];
+                bool constant = true; /* read only as literals: no buffer needed */
+                for (int32_t i = 0; i < kr->n_inputs; i++)
+                    if (kr->inputs[i].operand == o2) constant &= kr->inputs[i].is_constant;
+                if (constant) continue;
+                cr_assert(v->block == body, "%s: kernel %d reads a value that is not an argument",
+                          pr->name, (int)k);
+                a.in[o2] = kiln_tensor_data(args[v->index]);
+            }
+            void *outs[8];
+            int32_t result_of[8];
+            for (int32_t o2 = 0; o2 < kr->n_outputs; o2++) {
+                result_of[o2] = -1;
+                for (int32_t r = 0; r < body->n_results; r++)
+                    if (body->results[r] == kr->outputs[o2].value) result_of[o2] = r;
+                outs[o2] = calloc(1, kiln_tensor_nbytes(want[0]) * 8 + 64);
+                a.out[o2] = outs[o2];
+            }
+            char name[64];
+            snprintf(name, sizeof name, "kernel_%s_%d", pr->name, (int)k);
+            kernel_fn fn = (kernel_fn)(uintptr_t)dlsym(lib, name);
+            cr_assert_not_null(fn, "%s", name);
+            fn(a);
+            for (int32_t o2 = 0; o2 < kr->n_outputs; o2++) {
+                int32_t r = result_of[o2];
+                if (r < 0) continue; /* an intermediate another kernel reads */
+                size_t nb = kiln_tensor_nbytes(want[r]);
+                const unsigned char *w = kiln_tensor_data(want[r]), *g = outs[o2];
+                size_t es = kiln_dtype_size(kiln_tensor_dtype(want[r]));
+                for (size_t e = 0; e < nb / es; e++)
+                    if (memcmp(w + e * es, g + e * es, es) != 0 &&
+                        !(is_nan(kiln_tensor_dtype(want[r]), w + e * es) &&
+                          is_nan(kiln_tensor_dtype(want[r]), g + e * es))) {
+                        uint64_t wb = 0, gb = 0;
+                        memcpy(&wb, w + e * es, es);
+                        memcpy(&gb, g + e * es, es);
+                        cr_assert_fail("%s: result %d, element %zu: 0x%llx, the evaluator's 0x%llx",
+                                       pr->name, (int)r, e, (unsigned long long)gb,
+                                       (unsigned long long)wb);
+                    }
+                compared++;
+            }
+            for (int32_t o2 = 0; o2 < kr->n_outputs; o2++)
+                free(outs[o2]);
+        }
+    }
+    cr_assert_geq(compared, 10, "only %d results compared", compared);
+    dlclose(lib);
+    for (int p = 0; p < NP; p++)
+        plan_free(&pl[p]);
+    kiln_ctx_release(cx);
+}
+
+/* ---- nvcc for sm_90 ------------------------------------------------------------------------ */
+
+Test(cuda_codegen, every_kernel_compiles_for_sm_90) {
+    if (access(KILN_TEST_NVCC, X_OK) != 0) {
+        cr_skip_test("SKIPPED: no CUDA toolkit (nvcc not at %s): the generated kernels are not "
+                     "compiled for a GPU in this build",
+                     KILN_TEST_NVCC);
+    }
+    kiln_ctx *cx = test_ctx();
+    static planned pl[NP];
+    for (int p = 0; p < NP; p++)
+        plan(cx, &programs[p], &pl[p]);
+    char *src = all_sources(cx, pl, NP);
+    char dir[] = KILN_TEST_TMP_DIR "/cudanvccXXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char path[512], cubin[512], log[512], cmd[2048];
+    snprintf(path, sizeof path, "%s/kernels.cu", dir);
+    snprintf(cubin, sizeof cubin, "%s/kernels.cubin", dir);
+    snprintf(log, sizeof log, "%s/ptxas.log", dir);
+    write_file(path, src);
+    kiln__strbuf_free_string(cx, src);
+    /* IEEE: no fused multiply-add, exact division and square root */
+    snprintf(cmd, sizeof cmd,
+             "%s -arch=sm_90 -cubin --fmad=false -prec-div=true -prec-sqrt=true -Xptxas -v "
+             "-o %s %s > %s 2>&1",
+             KILN_TEST_NVCC, cubin, path, log);
+    int rc = system(cmd);
+    FILE *f = fopen(log, "r");
+    char line[512];
+    int kernels = 0, spills = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        if (strstr(line, "Used") && strstr(line, "registers")) kernels++;
+        unsigned st = 0, ld = 0;
+        const char *at = strstr(line, "bytes spill stores");
+        if (at &&
+            sscanf(line, "%*[^0-9]%*u bytes stack frame, %u bytes spill stores, %u", &st, &ld) >= 1)
+            spills += (int)(st + ld);
+        if (rc != 0 || strstr(line, "registers")) cr_log_info("%s", line);
+    }
+    if (f) fclose(f);
+    cr_assert_eq(rc, 0, "nvcc failed (%s)", log);
+    int total = 0;
+    for (int p = 0; p < NP; p++)
+        total += pl[p].n;
+    cr_assert_eq(kernels, total, "ptxas reported %d kernels of %d", kernels, total);
+    cr_assert_eq(spills, 0, "spills: %d bytes", spills);
+    for (int p = 0; p < NP; p++)
+        plan_free(&pl[p]);
+    kiln_ctx_release(cx);
+}

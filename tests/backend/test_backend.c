@@ -63,6 +63,13 @@ Test(backend, the_builtin_backends_are_listed) {
     cr_assert_eq(kiln_backend_info_get(cx, 1, &info), KILN_OK);
     cr_assert_str_eq(info.name, "interpreter");
     cr_assert(info.available);
+    /* cuda is listed with the reason it cannot run (no driver here, or not complete yet) */
+    cr_assert_eq(kiln_backend_info_get(cx, 2, &info), KILN_OK);
+    cr_assert_str_eq(info.name, "cuda");
+    cr_assert_eq(info.device_type, KILN_DEVICE_TYPE_CUDA);
+    cr_assert_not(info.available);
+    cr_assert(strstr(info.reason, "CUDA driver") || strstr(info.reason, "does not run programs"),
+              "%s", info.reason);
     cr_assert_eq(kiln_backend_info_get(cx, 99, &info), KILN_INVALID_ARGUMENT);
     expect_error(cx, KILN_INVALID_ARGUMENT, "kiln_backend_info_get: index 99 is out of range");
     cr_assert_eq(kiln_backend_info_get(cx, 0, NULL), KILN_INVALID_ARGUMENT);
@@ -84,7 +91,7 @@ Test(backend, unknown_and_unavailable_backends_are_reported_not_crashed_on) {
     cr_assert_eq(kiln_compile(cx, m, &o, &exe), KILN_NOT_FOUND);
     cr_assert_null(exe);
     expect_error(cx, KILN_NOT_FOUND,
-                 "kiln_compile: no backend named 'tpu' (known: cpu, interpreter)");
+                 "kiln_compile: no backend named 'tpu' (known: cpu, interpreter, cuda)");
     /* A backend that cannot run here stays listed, with its reason. */
     cr_assert_eq(kiln__backend_register(cx, &toy_missing_backend), KILN_OK);
     kiln_backend_info info;
@@ -101,7 +108,7 @@ Test(backend, unknown_and_unavailable_backends_are_reported_not_crashed_on) {
     o.backend = NULL;
     o.device = (kiln_device){KILN_DEVICE_TYPE_CUDA, 0};
     cr_assert_eq(kiln_compile(cx, m, &o, &exe), KILN_UNAVAILABLE);
-    expect_error(cx, KILN_UNAVAILABLE, "device cuda:0: backend 'toy-missing' is unavailable");
+    expect_error(cx, KILN_UNAVAILABLE, "device cuda:0: backend 'cuda' is unavailable");
     kiln_tensor *x = vec4(cx, 1, 2, 3, 4);
     cr_assert_null(kiln_tensor_to_device(cx, x, o.device));
     expect_error(cx, KILN_UNAVAILABLE, "kiln_tensor_to_device: device cuda:0");
@@ -130,7 +137,7 @@ Test(backend, bad_tables_are_refused) {
     expect_error(cx, KILN_INVALID_ARGUMENT, "a backend named 'cpu' is already listed");
     cr_assert_eq(kiln__backend_register(cx, NULL), KILN_INVALID_ARGUMENT);
     expect_error(cx, KILN_INVALID_ARGUMENT, "backend is NULL");
-    cr_assert_eq(kiln_backend_count(cx), 2);
+    cr_assert_eq(kiln_backend_count(cx), 3);
     kiln_ctx_release(cx);
 }
 

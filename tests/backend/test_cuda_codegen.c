@@ -451,3 +451,38 @@ Test(cuda_codegen, every_kernel_compiles_for_sm_90) {
         plan_free(&pl[p]);
     kiln_ctx_release(cx);
 }
+
+/* ---- the backend's listing ----------------------------------------------------------------- */
+
+Test(cuda_codegen, the_backend_says_why_it_cannot_run) {
+    /* a driver library that is not there (each test runs in a process of its own, so this
+     * is what the backend's one probe sees) */
+    setenv("KILN_CUDA_DRIVER", "/nonexistent/libcuda-for-kiln-tests.so.1", 1);
+    kiln_ctx *cx = test_ctx();
+    kiln_backend_info info;
+    bool found = false;
+    for (int32_t i = 0; i < kiln_backend_count(cx); i++)
+        if (kiln_backend_info_get(cx, i, &info) == KILN_OK && !strcmp(info.name, "cuda")) {
+            found = true;
+            break;
+        }
+    cr_assert(found, "cuda is not listed");
+    cr_assert_not(info.available);
+    cr_assert(strstr(info.reason, "the CUDA driver") &&
+                  strstr(info.reason, "/nonexistent/libcuda-for-kiln-tests.so.1"),
+              "%s", info.reason);
+    kiln_region r = {.fn = golden_fn};
+    kiln_arg_spec a[2] = {{.dtype = KILN_F32, .shape = {2, {3, 3}}},
+                          {.dtype = KILN_F32, .shape = {1, {3}}}};
+    kiln_module *m;
+    cr_assert_eq(kiln_lower(cx, &r, a, 2, 1, NULL, &m), KILN_OK);
+    kiln_compile_options o = kiln_compile_options_default();
+    o.backend = "cuda";
+    kiln_exe *exe = NULL;
+    cr_assert_eq(kiln_compile(cx, m, &o, &exe), KILN_UNAVAILABLE);
+    cr_assert(strstr(kiln_ctx_error_message(cx), "backend 'cuda' is unavailable: the CUDA driver"),
+              "%s", kiln_ctx_error_message(cx));
+    cr_assert_null(exe);
+    kiln_module_release(m);
+    kiln_ctx_release(cx);
+}

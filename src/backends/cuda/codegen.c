@@ -2,8 +2,8 @@
  * grid-stride loop over its iteration space, each input read through its access pattern
  * (contiguous, broadcast, strided, a scalar or constant, an iota), the instructions in
  * order on registers of their dtype (prelude.cu gives them StableHLO's semantics), and the
- * outputs stored. Constants are written as their exact bit patterns. Kernels that end in a
- * reduction are not generated yet (UNIMPLEMENTED). */
+ * outputs stored; a kernel that ends in a reduction folds in a fixed order per block
+ * (reduction()). Constants are written as their exact bit patterns. */
 #include <inttypes.h>
 #include <stdio.h>
 
@@ -328,7 +328,7 @@ static void convert_expr(gen *g, const kiln__kinstr *in) {
 
 static void instr(gen *g, int32_t reg, const kiln__kinstr *in) {
     kiln_dtype d = in->dtype;
-    P("        const %s r%d = ", ctype(d), (int)reg);
+    P("const %s r%d = ", ctype(d), (int)reg);
     if (in->op == KILN_OP_COMPARE) {
         compare_expr(g, in);
     } else if (in->op == KILN_OP_CONVERT) {
@@ -362,44 +362,13 @@ static void index_expr(gen *g, const kiln__kinput *in) {
         if (in->strides[d]) P(" + x%d * %" PRId64, (int)d, in->strides[d]);
 }
 
-kiln_status kiln__cuda_kernel_source(kiln_ctx *cx, const kiln__kernel *k, const char *name,
-                                     kiln__strbuf *sb) {
-    gen gs = {.sb = sb, .k = k}, *g = &gs;
-    if (k->reduce != KILN__KREDUCE_NONE)
-        return kiln_ctx_set_error(cx, KILN_UNIMPLEMENTED,
-                                  "cuda: kernel #%d ends in a reduction (not generated yet)",
-                                  (int)k->id);
-    for (int32_t i = 0; i < k->n_inputs; i++)
-        if (!ctype(k->inputs[i].dtype))
-            return kiln_ctx_set_error(cx, KILN_UNIMPLEMENTED, "cuda: input %d's dtype", (int)i);
-    bool coords = false;
-    for (int32_t i = 0; i < k->n_inputs; i++)
-        coords |= k->inputs[i].access == KILN__KACCESS_BROADCAST ||
-                  k->inputs[i].access == KILN__KACCESS_STRIDED ||
-                  k->inputs[i].access == KILN__KACCESS_IOTA;
-    P("/* kernel #%d: ", (int)k->id);
-    for (int32_t d = 0; d < k->shape.rank; d++)
-        P("%s%" PRId64, d ? "x" : "", k->shape.dims[d]);
-    P("%s, %d inputs, %d instructions, %d outputs */\n", k->shape.rank ? "" : "scalar",
-      (int)k->n_inputs, (int)k->n_instrs, (int)k->n_outputs);
-    P("KILN_KERNEL %s(kiln_args a) {\n", name);
-    P("    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < a.n;\n");
-    P("         i += (long long)blockDim.x * gridDim.x) {\n");
-    if (coords) { /* the coordinates, last dimension fastest */
-        P("        long long q = i;\n");
-        for (int32_t d = k->shape.rank - 1; d >= 0; d--) {
-            if (d == 0)
-                P("        const long long x0 = q;\n");
-            else
-                P("        const long long x%d = q %% %" PRId64 "; q /= %" PRId64 ";\n", (int)d,
-                  k->shape.dims[d], k->shape.dims[d]);
-        }
-        P("        (void)q;\n");
-    }
+/* The inputs' reads and the instructions, each line after `ind`. */
+static void body(gen *g, const char *ind) {
+    const kiln__kernel *k = g->k;
     for (int32_t i = 0; i < k->n_inputs; i++) {
         const kiln__kinput *in = &k->inputs[i];
         const char *t = ctype(in->dtype);
-        P("        const %s r%d = ", t, (int)i);
+        P("%sconst %s r%d = ", ind, t, (int)i);
         if (in->is_constant) {
             literal(g, in->dtype, in->bits);
         } else if (in->access == KILN__KACCESS_IOTA) {
@@ -421,13 +390,206 @@ kiln_status kiln__cuda_kernel_source(kiln_ctx *cx, const kiln__kernel *k, const 
     }
     for (int32_t j = 0; j < k->n_instrs && !g->unsupported; j++) {
         if (!ctype(k->instrs[j].dtype)) g->unsupported = "a dtype";
+        P("%s", ind);
         instr(g, k->n_inputs + j, &k->instrs[j]);
     }
+}
+
+/* x<d> = the coordinate of dimension d, for the dimensions `dims` (last fastest) of the
+ * flat index `var` (consumed). */
+static void coordinates(gen *g, const char *ind, const char *var, const int32_t *dims, int32_t n) {
+    const kiln__kernel *k = g->k;
+    for (int32_t j = n - 1; j >= 0; j--) {
+        int32_t d = dims[j];
+        if (j == 0)
+            P("%sconst long long x%d = %s;\n", ind, (int)d, var);
+        else
+            P("%sconst long long x%d = %s %% %" PRId64 "; %s /= %" PRId64 ";\n", ind, (int)d, var,
+              k->shape.dims[d], var, k->shape.dims[d]);
+    }
+}
+
+static void elementwise(gen *g, const char *name) {
+    const kiln__kernel *k = g->k;
+    bool coords = false;
+    for (int32_t i = 0; i < k->n_inputs; i++)
+        coords |= k->inputs[i].access == KILN__KACCESS_BROADCAST ||
+                  k->inputs[i].access == KILN__KACCESS_STRIDED ||
+                  k->inputs[i].access == KILN__KACCESS_IOTA;
+    P("KILN_KERNEL %s(kiln_args a) {\n", name);
+    P("    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < a.n;\n");
+    P("         i += (long long)blockDim.x * gridDim.x) {\n");
+    if (coords) { /* the coordinates, last dimension fastest */
+        int32_t dims[KILN_MAX_RANK];
+        for (int32_t d = 0; d < k->shape.rank; d++)
+            dims[d] = d;
+        P("        long long q = i;\n");
+        coordinates(g, "        ", "q", dims, k->shape.rank);
+        P("        (void)q;\n");
+    }
+    body(g, "        ");
     for (int32_t o = 0; o < k->n_outputs; o++) {
         int32_t r = k->outputs[o].reg;
         P("        ((%s *)a.out[%d])[i] = r%d;\n", ctype(reg_dtype(k, r)), (int)o, (int)r);
     }
     P("    }\n}\n");
+}
+
+/* The combination of a and b (C expressions of dtype d) under the reduction. */
+static void combine(gen *g, kiln_dtype d, const char *x, const char *y) {
+    const char *t = ctype(d), *u = utype(d);
+    bool f = is_float(d), pred = d == KILN_BOOL;
+    const char *sfx = d == KILN_F32 ? "f" : "";
+    switch (g->k->reduce) {
+    case KILN__KREDUCE_ADD:
+        if (f)
+            P("%s + %s", x, y);
+        else if (pred)
+            P("(kiln_pred)(%s | %s)", x, y);
+        else
+            P("(%s)((%s)%s + (%s)%s)", t, u, x, u, y);
+        return;
+    case KILN__KREDUCE_MUL:
+        if (f)
+            P("%s * %s", x, y);
+        else if (pred)
+            P("(kiln_pred)(%s & %s)", x, y);
+        else
+            P("(%s)((%s)%s * (%s)%s)", t, u, x, u, y);
+        return;
+    case KILN__KREDUCE_MAX:
+        if (f)
+            P("kiln_max%s(%s, %s)", sfx, x, y);
+        else
+            P("(%s > %s ? %s : %s)", x, y, x, y);
+        return;
+    case KILN__KREDUCE_MIN:
+        if (f)
+            P("kiln_min%s(%s, %s)", sfx, x, y);
+        else
+            P("(%s < %s ? %s : %s)", x, y, x, y);
+        return;
+    case KILN__KREDUCE_AND: P("(%s)(%s & %s)", t, x, y); return;
+    case KILN__KREDUCE_OR: P("(%s)(%s | %s)", t, x, y); return;
+    default: g->unsupported = "a reduction"; return;
+    }
+}
+
+/* The reduction's identity, the starting value of every thread's share. */
+static void identity(gen *g, kiln_dtype d) {
+    bool f = is_float(d), s = is_signed(d);
+    int w = bits_of(d);
+    switch (g->k->reduce) {
+    case KILN__KREDUCE_ADD:
+    case KILN__KREDUCE_OR: P("(%s)0", ctype(d)); return;
+    case KILN__KREDUCE_MUL: P("(%s)1", ctype(d)); return;
+    case KILN__KREDUCE_AND:
+        P(d == KILN_BOOL ? "(kiln_pred)1" : "(%s)~(%s)0", ctype(d), utype(d));
+        return;
+    case KILN__KREDUCE_MAX:
+        if (f)
+            literal(g, d, d == KILN_F32 ? 0xff800000u : 0xfff0000000000000ull);
+        else if (s)
+            P("(%s)((%s)1 << %d)", ctype(d), utype(d), w - 1);
+        else
+            P("(%s)0", ctype(d));
+        return;
+    case KILN__KREDUCE_MIN:
+        if (f)
+            literal(g, d, d == KILN_F32 ? 0x7f800000u : 0x7ff0000000000000ull);
+        else if (s)
+            P("(%s)~((%s)1 << %d)", ctype(d), utype(d), w - 1);
+        else
+            P("(%s)~(%s)0", ctype(d), utype(d));
+        return;
+    default: g->unsupported = "a reduction"; return;
+    }
+}
+
+/* One block per result element: each thread folds the reduced elements j = thread,
+ * thread + blockDim, ... in order, then the block combines its threads' shares by a fixed
+ * tree in shared memory (blockDim a power of two), then the init: the same order on every
+ * run, so the same bits. */
+static void reduction(gen *g, const char *name) {
+    const kiln__kernel *k = g->k;
+    kiln_dtype d = k->reduce_dtype;
+    const char *t = ctype(d);
+    bool red[KILN_MAX_RANK] = {false};
+    for (int32_t i = 0; i < k->reduce_dims.count; i++)
+        red[k->reduce_dims.v[i]] = true;
+    int32_t kept[KILN_MAX_RANK], reduced[KILN_MAX_RANK], nk = 0, nr = 0;
+    int64_t n_out = 1, n_red = 1;
+    for (int32_t dim = 0; dim < k->shape.rank; dim++) {
+        if (red[dim])
+            reduced[nr++] = dim, n_red *= k->shape.dims[dim];
+        else
+            kept[nk++] = dim, n_out *= k->shape.dims[dim];
+    }
+    P("KILN_KERNEL %s(kiln_args a) {\n", name);
+    P("    __shared__ %s part[KILN_REDUCE_THREADS];\n", t);
+    P("    const %s init = ((const %s *)a.in[%d])[0];\n", t, t, (int)k->reduce_init);
+    P("    for (long long o = blockIdx.x; o < %" PRId64 "LL; o += gridDim.x) {\n", n_out);
+    P("        long long q = o;\n");
+    coordinates(g, "        ", "q", kept, nk);
+    P("        (void)q;\n");
+    P("        %s acc = ", t);
+    identity(g, d);
+    P(";\n");
+    P("        for (long long j = threadIdx.x; j < %" PRId64 "LL; j += blockDim.x) {\n", n_red);
+    P("            long long p = j;\n");
+    coordinates(g, "            ", "p", reduced, nr);
+    P("            (void)p;\n");
+    P("            const long long i = 0");
+    int64_t stride = 1, strides[KILN_MAX_RANK];
+    for (int32_t dim = k->shape.rank - 1; dim >= 0; dim--)
+        strides[dim] = stride, stride *= k->shape.dims[dim];
+    for (int32_t dim = 0; dim < k->shape.rank; dim++)
+        P(" + x%d * %" PRId64, (int)dim, strides[dim]);
+    P(";\n            (void)i;\n");
+    body(g, "            ");
+    for (int32_t o = 0; o < k->n_outputs; o++) { /* each element is visited once */
+        int32_t reg = k->outputs[o].reg;
+        P("            ((%s *)a.out[%d])[i] = r%d;\n", ctype(reg_dtype(k, reg)), (int)o, (int)reg);
+    }
+    char r[32];
+    snprintf(r, sizeof r, "r%d", (int)k->reduce_reg);
+    P("            acc = ");
+    combine(g, d, "acc", r);
+    P(";\n        }\n");
+    P("        part[threadIdx.x] = acc;\n");
+    P("        __syncthreads();\n");
+    P("        for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {\n");
+    P("            if (threadIdx.x < s) part[threadIdx.x] = ");
+    combine(g, d, "part[threadIdx.x]", "part[threadIdx.x + s]");
+    P(";\n            __syncthreads();\n        }\n");
+    P("        if (threadIdx.x == 0) ((%s *)a.out[%d])[o] = ", t, (int)k->n_outputs);
+    combine(g, d, "init", "part[0]");
+    P(";\n        __syncthreads();\n    }\n}\n");
+}
+
+kiln_status kiln__cuda_kernel_source(kiln_ctx *cx, const kiln__kernel *k, const char *name,
+                                     kiln__strbuf *sb) {
+    gen gs = {.sb = sb, .k = k}, *g = &gs;
+    bool reduces = k->reduce != KILN__KREDUCE_NONE;
+    if (reduces && (!ctype(k->reduce_dtype) || is_half(k->reduce_dtype)))
+        return kiln_ctx_set_error(cx, KILN_UNIMPLEMENTED,
+                                  "cuda: kernel #%d: a reduction of %s is not generated yet",
+                                  (int)k->id, kiln_dtype_name(k->reduce_dtype));
+    for (int32_t i = 0; i < k->n_inputs; i++)
+        if (!ctype(k->inputs[i].dtype))
+            return kiln_ctx_set_error(cx, KILN_UNIMPLEMENTED, "cuda: input %d's dtype", (int)i);
+    P("/* kernel #%d: ", (int)k->id);
+    for (int32_t d = 0; d < k->shape.rank; d++)
+        P("%s%" PRId64, d ? "x" : "", k->shape.dims[d]);
+    P("%s, %d inputs, %d instructions, %d outputs", k->shape.rank ? "" : "scalar", (int)k->n_inputs,
+      (int)k->n_instrs, (int)k->n_outputs);
+    if (reduces)
+        P(", %s over %d dimensions", kiln__kreduce_name(k->reduce), (int)k->reduce_dims.count);
+    P(" */\n");
+    if (reduces)
+        reduction(g, name);
+    else
+        elementwise(g, name);
     if (g->unsupported)
         return kiln_ctx_set_error(cx, KILN_UNIMPLEMENTED,
                                   "cuda: kernel #%d: %s is not generated yet", (int)k->id,

@@ -11,7 +11,10 @@
 const char *kiln__cuda_prelude(void);
 
 /* Appends `KILN_KERNEL name(kiln_args a) { ... }` for kernel k: its inputs a.in[operand],
- * its outputs a.out[0..], a.n the iteration space's element count. Errors: UNIMPLEMENTED
+ * its outputs a.out[0..n_outputs), then its reduction's result a.out[n_outputs]; a.n the
+ * iteration space's element count. A kernel without a reduction runs as any grid (a
+ * grid-stride loop); one with a reduction as blocks of KILN_REDUCE_THREADS threads (256),
+ * one block per result element at a time. Errors: UNIMPLEMENTED
  * (a reduction, an op or conversion not generated yet: the caller runs the kernel another
  * way), RESOURCE_EXHAUSTED. */
 kiln_status kiln__cuda_kernel_source(kiln_ctx *cx, const kiln__kernel *k, const char *name,

@@ -14,7 +14,11 @@
 #ifdef __CUDACC__
 #define KILN_DEV __device__ static __forceinline__
 #define KILN_KERNEL extern "C" __global__ void
+#define KILN_REDUCE_THREADS 256 /* the block size reductions are launched with */
 #else
+#define KILN_REDUCE_THREADS 1
+#define __shared__
+#define __syncthreads()
 #include <math.h>
 #include <string.h>
 #define KILN_DEV static inline

@@ -72,6 +72,14 @@ static kiln_status prog_half(kiln_ctx *cx, kiln_tensor *const *a, kiln_tensor **
     kiln_tensor *b2 = kiln_divide(cx, kiln_subtract(cx, b, kiln_scalar_like(cx, b, 0.1)), b);
     r[0] = h2;
     r[1] = kiln_add(cx, kiln_convert(cx, b2, KILN_F32), kiln_convert(cx, h2, KILN_F32));
+    /* from f64 and from integers past 2^24: one rounding (round to odd first) */
+    kiln_tensor *d64 = kiln_convert(cx, a[0], KILN_F64);
+    kiln_tensor *d = kiln_multiply(cx, d64, kiln_scalar_like(cx, d64, 1.0000001));
+    r[2] = kiln_add(cx, kiln_convert(cx, d, KILN_F16),
+                    kiln_convert(cx, kiln_convert(cx, d, KILN_BF16), KILN_F16));
+    kiln_tensor *w = kiln_convert(cx, kiln_multiply(cx, d, kiln_scalar_like(cx, d, 3e6)), KILN_I64);
+    r[3] = kiln_add(cx, kiln_convert(cx, w, KILN_BF16),
+                    kiln_convert(cx, kiln_convert(cx, w, KILN_U32), KILN_BF16));
     return kiln_ctx_status(cx);
 }
 
@@ -131,6 +139,17 @@ static kiln_status prog_reduce(kiln_ctx *cx, kiln_tensor *const *a, kiln_tensor 
     return kiln_ctx_status(cx);
 }
 
+/* Converts that round once where f32 in between would round twice: f64 just above a tie of
+ * f16/bf16, integers past 2^24 just above a tie of bf16 (the inputs are made for it). */
+static kiln_status prog_round_once(kiln_ctx *cx, kiln_tensor *const *a, kiln_tensor **r, void *u) {
+    (void)u;
+    r[0] = kiln_convert(cx, a[0], KILN_F16);
+    r[1] = kiln_convert(cx, a[0], KILN_BF16);
+    r[2] = kiln_convert(cx, a[1], KILN_BF16);
+    r[3] = kiln_convert(cx, kiln_convert(cx, a[1], KILN_U64), KILN_BF16);
+    return kiln_ctx_status(cx);
+}
+
 typedef struct program {
     const char *name;
     kiln_region_fn fn;
@@ -151,13 +170,18 @@ static const program programs[] = {
      {{.dtype = KILN_I32, .shape = {1, {N * 8}}}, {.dtype = KILN_I32, .shape = {1, {N * 8}}}},
      2,
      2},
-    {"half", prog_half, {{.dtype = KILN_F32, .shape = {1, {N * 8}}}}, 1, 2},
+    {"half", prog_half, {{.dtype = KILN_F32, .shape = {1, {N * 8}}}}, 1, 4},
     {"ints", prog_ints, {{.dtype = KILN_I64, .shape = {1, {N * 8}}}}, 1, 3},
     {"f64",
      prog_f64,
      {{.dtype = KILN_F64, .shape = {1, {N * 8}}}, {.dtype = KILN_F64, .shape = {1, {N * 8}}}},
      2,
      3},
+    {"round_once",
+     prog_round_once,
+     {{.dtype = KILN_F64, .shape = {1, {64}}}, {.dtype = KILN_I64, .shape = {1, {64}}}},
+     2,
+     4},
     {"reduce",
      prog_reduce,
      {{.dtype = KILN_F32, .shape = {2, {N, N + 2}}}, {.dtype = KILN_I32, .shape = {2, {N, 5}}}},
@@ -167,13 +191,25 @@ static const program programs[] = {
 
 /* Inputs with the edges in them: NaN, infinities, signed zeros, huge and tiny values, and
  * for integers 0, -1, INT_MIN, and shift amounts past the width. */
-static kiln_tensor *input(kiln_ctx *cx, const kiln_arg_spec *s, uint32_t seed) {
+static kiln_tensor *input(kiln_ctx *cx, const kiln_arg_spec *s, uint32_t seed, bool ties) {
     kiln_shape sh = s->shape;
     int64_t n = 1;
     for (int32_t d = 0; d < sh.rank; d++)
         n *= sh.dims[d];
     size_t es = kiln_dtype_size(s->dtype);
     unsigned char *buf = calloc((size_t)n, es);
+    if (ties) { /* just above (or below) the ties of f16 and bf16 */
+        for (int64_t i = 0; i < n; i++) {
+            double sign = i % 2 ? -1 : 1, tiny = ldexp(1, -45) * (double)(i % 7 + 1);
+            double v = i % 4 < 2 ? 1 + ldexp(1, -11) + sign * tiny : 1 + ldexp(1, -8) + sign * tiny;
+            if (s->dtype == KILN_F64) ((double *)buf)[i] = v * ldexp(1, (int)(i % 9) - 4);
+            if (s->dtype == KILN_I64) /* 2^30 + 2^22 (a bf16 tie) + a little */
+                ((int64_t *)buf)[i] = ((int64_t)1 << 30) + ((int64_t)1 << 22) + (i % 5) - 2;
+        }
+        kiln_tensor *t = kiln_tensor_from_host(cx, s->dtype, sh, buf, (size_t)n * es);
+        free(buf);
+        return t;
+    }
     uint32_t h = seed * 0x9e3779b9u + 1;
     for (int64_t i = 0; i < n; i++) {
         h ^= h << 13, h ^= h >> 17, h ^= h << 5;
@@ -368,7 +404,8 @@ Test(cuda_codegen, host_compiled_kernels_give_the_evaluators_bits) {
         const program *pr = &programs[p];
         kiln_tensor *args[3];
         for (int i = 0; i < pr->n_args; i++)
-            args[i] = input(cx, &pr->args[i], (uint32_t)(p * 7 + i + 1));
+            args[i] =
+                input(cx, &pr->args[i], (uint32_t)(p * 7 + i + 1), !strcmp(pr->name, "round_once"));
         /* the evaluator's results */
         kiln_compile_options o = kiln_compile_options_default();
         o.backend = "interpreter";
@@ -449,7 +486,7 @@ Test(cuda_codegen, host_compiled_kernels_give_the_evaluators_bits) {
                 free(outs[o2]);
         }
     }
-    cr_assert_eq(compared, 19, "%d results compared: every result of every program", compared);
+    cr_assert_eq(compared, 25, "%d results compared: every result of every program", compared);
     dlclose(lib);
     for (int p = 0; p < NP; p++)
         plan_free(&pl[p]);
@@ -539,5 +576,87 @@ Test(cuda_codegen, the_backend_says_why_it_cannot_run) {
               "%s", kiln_ctx_error_message(cx));
     cr_assert_null(exe);
     kiln_module_release(m);
+    kiln_ctx_release(cx);
+}
+
+/* ---- the random programs' kernels ---------------------------------------------------------- */
+
+#include "random_prog.h"
+
+/* Every kernel of 80 random programs (tests/support/random_prog.c: every op, dtype and
+ * access pattern the generator makes): generated, compiled by the host compiler and, when
+ * the toolkit is there, by nvcc for sm_90. Kernels the generator does not take yet are
+ * counted by reason, and must stay few. */
+Test(cuda_codegen, the_random_programs_kernels_compile) {
+    kiln_ctx *cx = test_ctx();
+    kiln__strbuf sb;
+    kiln__strbuf_init(&sb, cx);
+    kiln__strbuf_puts(&sb, kiln__cuda_prelude());
+    int generated = 0, refused = 0;
+    char last_reason[256] = "";
+    for (uint64_t seed = 1; seed <= 80; seed++) {
+        prog p;
+        gen_program(&p, seed * 7919, false);
+        run_env env = {&p, NULL};
+        kiln_region fn = {run_prog, &env};
+        kiln_arg_spec specs[MAX_IN];
+        for (int i = 0; i < p.n_in; i++)
+            specs[i] = (kiln_arg_spec){.dtype = p.nodes[p.in_node[i]].dtype,
+                                       .shape = p.nodes[p.in_node[i]].shape};
+        planned pl;
+        cr_assert_eq(kiln_lower(cx, &fn, specs, p.n_in, p.n_out, NULL, &pl.m), KILN_OK, "%s",
+                     kiln_ctx_error_message(cx));
+        kiln__passes_simplify(pl.m, 0);
+        kiln__arena_init(&pl.arena, cx, 4096);
+        kiln__fusion_options o = {
+            .reduce_kind = reduce_kind, .alloc = arena_alloc, .alloc_user = &pl.arena};
+        cr_assert_eq(kiln__fusion_plan(cx, pl.m->funcs[0]->body, &o, &pl.f), KILN_OK);
+        for (int32_t k = 0; k < pl.f.n_kernels; k++) {
+            kiln__kernel kr;
+            cr_assert_eq(kiln__fusion_kernel(&pl.f, k, &kr, arena_alloc, &pl.arena), KILN_OK);
+            char name[64];
+            snprintf(name, sizeof name, "random_%llu_%d", (unsigned long long)seed, (int)k);
+            size_t mark = sb.length;
+            if (kiln__cuda_kernel_source(cx, &kr, name, &sb) == KILN_OK) {
+                generated++;
+                continue;
+            }
+            cr_assert_eq(kiln_ctx_status(cx), KILN_UNIMPLEMENTED, "%s: %s", name,
+                         kiln_ctx_error_message(cx));
+            snprintf(last_reason, sizeof last_reason, "%s", kiln_ctx_error_message(cx));
+            kiln_ctx_clear_error(cx);
+            sb.length = mark; /* drop the partial source */
+            sb.data[mark] = 0;
+            refused++;
+        }
+        kiln__arena_destroy(&pl.arena);
+        kiln_module_release(pl.m);
+    }
+    cr_log_info("random programs: %d kernels generated, %d not yet (last: %s)", generated, refused,
+                last_reason);
+    cr_assert_geq(generated, 100, "only %d kernels", generated);
+    cr_assert_leq(refused * 10, generated, "%d kernels refused: %s", refused, last_reason);
+    char *src = kiln__strbuf_take(&sb);
+    char dir[] = KILN_TEST_TMP_DIR "/cudarandXXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char c_path[512], cu_path[512], cmd[2048];
+    snprintf(c_path, sizeof c_path, "%s/kernels.c", dir);
+    snprintf(cu_path, sizeof cu_path, "%s/kernels.cu", dir);
+    write_file(c_path, src);
+    write_file(cu_path, src);
+    kiln__strbuf_free_string(cx, src);
+    snprintf(cmd, sizeof cmd,
+             "%s -std=c11 -O1 -ffp-contract=off -fPIC -shared -w %s -o %s/k.so -lm", KILN_TEST_CC,
+             c_path, dir);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    if (access(KILN_TEST_NVCC, X_OK) == 0) {
+        snprintf(cmd, sizeof cmd,
+                 "%s -arch=sm_90 -cubin --fmad=false -o %s/k.cubin %s > %s/log 2>&1",
+                 KILN_TEST_NVCC, dir, cu_path, dir);
+        cr_assert_eq(system(cmd), 0, "%s (see %s/log)", cmd, dir);
+    } else {
+        cr_log_warn("SKIPPED: nvcc not at %s: the random kernels were not compiled for sm_90",
+                    KILN_TEST_NVCC);
+    }
     kiln_ctx_release(cx);
 }

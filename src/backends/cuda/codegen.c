@@ -299,16 +299,20 @@ static void convert_expr(gen *g, const kiln__kinstr *in) {
         P(" != 0)");
         return;
     }
+    if (d == KILN_BF16 && !is_float(s)) { /* integers: round to odd, then to bf16 */
+        P(is_signed(s) ? "kiln_i64_to_bf16((kiln_i64)r%d)" : "kiln_u64_to_bf16((kiln_u64)r%d)", r);
+        return;
+    }
+    if (is_half(d) && s == KILN_F64) {
+        P("%s(kiln_f64_to_f32_odd(r%d))", d == KILN_F16 ? "kiln_f32_to_f16" : "kiln_f32_to_bf16",
+          r);
+        return;
+    }
     if (is_float(d)) {
         const char *to = d == KILN_F16    ? "kiln_f32_to_f16"
                          : d == KILN_BF16 ? "kiln_f32_to_bf16"
                                           : "";
         bool via64 = d == KILN_F64 || s == KILN_F64;
-        if (is_half(d) && (s == KILN_F64 || (!is_float(s) && kiln_dtype_size(s) >= 4))) {
-            /* two roundings would differ from one: not generated yet */
-            g->unsupported = "convert to f16/bf16 from a wide type";
-            return;
-        }
         P("%s((%s)(", to, d == KILN_F64 ? "double" : "float");
         if (via64 && d != KILN_F64) P("(double)");
         arg(g, r, s);

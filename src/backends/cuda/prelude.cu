@@ -124,6 +124,30 @@ KILN_DEV kiln_u16 kiln_f32_to_bf16(float f) {
     return (kiln_u16)(x >> 16);
 }
 
+/* To f16/bf16 from what f32 cannot hold exactly: rounded to f32 with round-to-odd first,
+ * then to nearest even, which is the correctly rounded result (f32 keeps at least two more
+ * bits than either 16-bit format): f64, and integers past 2^24. */
+KILN_DEV float kiln_f64_to_f32_odd(double v) {
+    float f = (float)v;
+    if (v != v || (double)f == v) return f;
+    if (fabs((double)f) > fabs(v)) f = nextafterf(f, 0.0f);
+    return kiln_f32_of(kiln_bits_f32(f) | 1u);
+}
+KILN_DEV float kiln_u64_to_f32_odd(kiln_u64 m) {
+    if (m < (1u << 24)) return (float)m;
+    int shift = 0;
+    while ((m >> shift) >= (1ull << 24))
+        shift++;
+    kiln_u64 t = m >> shift;
+    if (m & ((1ull << shift) - 1)) t |= 1u;
+    return ldexpf((float)t, shift);
+}
+KILN_DEV kiln_u16 kiln_u64_to_bf16(kiln_u64 v) { return kiln_f32_to_bf16(kiln_u64_to_f32_odd(v)); }
+KILN_DEV kiln_u16 kiln_i64_to_bf16(kiln_i64 v) {
+    float f = kiln_u64_to_f32_odd(v < 0 ? 0 - (kiln_u64)v : (kiln_u64)v);
+    return kiln_f32_to_bf16(v < 0 ? -f : f);
+}
+
 /* ---- floats --------------------------------------------------------------------------- */
 
 /* maximum / minimum on the bits: NaN propagates (quieted), -0 < +0. */

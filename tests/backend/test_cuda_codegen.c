@@ -14,6 +14,7 @@
 
 #include "backend/region.h"
 #include "backends/cuda/codegen.h"
+#include "backends/cuda/driver_api.h"
 #include "base/arena.h"
 #include "ir/ir.h"
 #include "passes/passes.h"
@@ -380,25 +381,58 @@ static void write_file(const char *path, const char *text) {
 
 #define NP ((int)(sizeof programs / sizeof programs[0]))
 
-Test(cuda_codegen, host_compiled_kernels_give_the_evaluators_bits) {
-    kiln_ctx *cx = test_ctx();
-    static planned pl[NP];
-    for (int p = 0; p < NP; p++)
-        plan(cx, &programs[p], &pl[p]);
-    char *src = all_sources(cx, pl, NP);
-    char dir[] = KILN_TEST_TMP_DIR "/cudagenXXXXXX";
-    cr_assert_not_null(mkdtemp(dir));
-    char path[512], so[512], cmd[2048];
-    snprintf(path, sizeof path, "%s/kernels.c", dir);
-    snprintf(so, sizeof so, "%s/kernels.so", dir);
-    write_file(path, src);
-    kiln__strbuf_free_string(cx, src);
-    /* IEEE arithmetic as written: no contraction, no fast math */
-    snprintf(cmd, sizeof cmd, "%s -std=c11 -O2 -ffp-contract=off -fPIC -shared -w %s -o %s -lm",
-             KILN_TEST_CC, path, so);
-    cr_assert_eq(system(cmd), 0, "%s", cmd);
-    void *lib = dlopen(so, RTLD_NOW | RTLD_LOCAL);
-    cr_assert_not_null(lib, "%s", dlerror());
+/* How a kernel is run: by the host build of the source, or on the GPU. in_bytes and
+ * out_bytes: the buffers' sizes (for copies). */
+typedef struct runner {
+    void *lib;               /* host: the shared object */
+    kiln__cuda_session *gpu; /* device: the session */
+} runner;
+
+static void run_kernel(runner *rn, const char *name, const kiln__kernel *k, kiln_args_host *a,
+                       const size_t *in_bytes, const size_t *out_bytes, int32_t n_outs) {
+    if (!rn->gpu) {
+        kernel_fn fn = (kernel_fn)(uintptr_t)dlsym(rn->lib, name);
+        cr_assert_not_null(fn, "%s", name);
+        fn(*a);
+        return;
+    }
+    char err[256];
+    kiln_args_host d = *a;
+    uint64_t ptr;
+    for (int32_t i = 0; i < k->n_operands; i++) {
+        if (!a->in[i]) continue;
+        cr_assert(kiln__cuda_alloc(rn->gpu, in_bytes[i], &ptr, err, sizeof err), "%s", err);
+        cr_assert(kiln__cuda_copy_in(rn->gpu, ptr, a->in[i], in_bytes[i], err, sizeof err), "%s",
+                  err);
+        d.in[i] = (const void *)(uintptr_t)ptr;
+    }
+    for (int32_t o = 0; o < n_outs; o++) {
+        cr_assert(kiln__cuda_alloc(rn->gpu, out_bytes[o], &ptr, err, sizeof err), "%s", err);
+        d.out[o] = (void *)(uintptr_t)ptr;
+    }
+    bool reduces = k->reduce != KILN__KREDUCE_NONE;
+    long long blocks = reduces
+                           ? (long long)(out_bytes[n_outs - 1] / kiln_dtype_size(k->reduce_dtype))
+                           : (a->n + 255) / 256;
+    unsigned grid = (unsigned)(blocks < 1 ? 1 : blocks > 65535 ? 65535 : blocks);
+    cr_assert(kiln__cuda_launch(rn->gpu, name, grid, 256, &d, sizeof d, err, sizeof err), "%s: %s",
+              name, err);
+    for (int32_t o = 0; o < n_outs; o++)
+        cr_assert(kiln__cuda_copy_out(rn->gpu, a->out[o], (uint64_t)(uintptr_t)d.out[o],
+                                      out_bytes[o], err, sizeof err),
+                  "%s", err);
+}
+
+static size_t type_bytes(const kiln__type *t) {
+    size_t n = kiln_dtype_size(t->dtype);
+    for (int32_t d = 0; d < t->shape.rank; d++)
+        n *= (size_t)t->shape.dims[d];
+    return n;
+}
+
+/* Every kernel of every program run by rn on its arguments, each result compared with the
+ * evaluator's; the number of results compared. */
+static int check_programs(kiln_ctx *cx, planned *pl, runner *rn) {
     int compared = 0;
     for (int p = 0; p < NP; p++) {
         const program *pr = &programs[p];
@@ -415,15 +449,17 @@ Test(cuda_codegen, host_compiled_kernels_give_the_evaluators_bits) {
         kiln_tensor *want[8];
         cr_assert_eq(kiln_exe_call(cx, exe, args, want), KILN_OK, "%s", kiln_ctx_error_message(cx));
         kiln_exe_release(exe);
-        /* each kernel reads the program's arguments and writes its results */
+        /* each kernel reads the program's arguments (or constants) and writes its results */
         const kiln__block *body = pl[p].m->funcs[0]->body;
         for (int32_t k = 0; k < pl[p].n; k++) {
             const kiln__kernel *kr = &pl[p].kernels[k];
             kiln_args_host a = {.n = 1};
+            size_t in_bytes[24] = {0}, out_bytes[8] = {0};
             for (int32_t d = 0; d < kr->shape.rank; d++)
                 a.n *= kr->shape.dims[d];
             for (int32_t o2 = 0; o2 < kr->n_operands; o2++) {
                 const kiln__value *v = kr->operands[o2];
+                in_bytes[o2] = type_bytes(v->type);
                 if (v->def && v->def->kind == KILN_OP_CONSTANT) { /* a reduction's init, ... */
                     a.in[o2] = kiln_tensor_data(v->def->attrs->u.constant);
                     continue;
@@ -441,14 +477,13 @@ Test(cuda_codegen, host_compiled_kernels_give_the_evaluators_bits) {
                 result_of[o2] = -1;
                 for (int32_t r = 0; r < body->n_results; r++)
                     if (body->results[r] == v) result_of[o2] = r;
-                outs[o2] = calloc(1, (size_t)a.n * 8 + 64);
+                out_bytes[o2] = type_bytes(v->type);
+                outs[o2] = calloc(1, out_bytes[o2] + 64);
                 a.out[o2] = outs[o2];
             }
             char name[64];
             snprintf(name, sizeof name, "kernel_%s_%d", pr->name, (int)k);
-            kernel_fn fn = (kernel_fn)(uintptr_t)dlsym(lib, name);
-            cr_assert_not_null(fn, "%s", name);
-            fn(a);
+            run_kernel(rn, name, kr, &a, in_bytes, out_bytes, n_outs);
             for (int32_t o2 = 0; o2 < n_outs; o2++) {
                 int32_t r = result_of[o2];
                 if (r < 0) continue; /* an intermediate another kernel reads */
@@ -486,8 +521,77 @@ Test(cuda_codegen, host_compiled_kernels_give_the_evaluators_bits) {
                 free(outs[o2]);
         }
     }
+    return compared;
+}
+
+Test(cuda_codegen, host_compiled_kernels_give_the_evaluators_bits) {
+    kiln_ctx *cx = test_ctx();
+    static planned pl[NP];
+    for (int p = 0; p < NP; p++)
+        plan(cx, &programs[p], &pl[p]);
+    char *src = all_sources(cx, pl, NP);
+    char dir[] = KILN_TEST_TMP_DIR "/cudagenXXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char path[512], so[512], cmd[2048];
+    snprintf(path, sizeof path, "%s/kernels.c", dir);
+    snprintf(so, sizeof so, "%s/kernels.so", dir);
+    write_file(path, src);
+    kiln__strbuf_free_string(cx, src);
+    /* IEEE arithmetic as written: no contraction, no fast math */
+    snprintf(cmd, sizeof cmd, "%s -std=c11 -O2 -ffp-contract=off -fPIC -shared -w %s -o %s -lm",
+             KILN_TEST_CC, path, so);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    runner rn = {.lib = dlopen(so, RTLD_NOW | RTLD_LOCAL)};
+    cr_assert_not_null(rn.lib, "%s", dlerror());
+    int compared = check_programs(cx, pl, &rn);
     cr_assert_eq(compared, 25, "%d results compared: every result of every program", compared);
-    dlclose(lib);
+    dlclose(rn.lib);
+    for (int p = 0; p < NP; p++)
+        plan_free(&pl[p]);
+    kiln_ctx_release(cx);
+}
+
+/* The same kernels on a GPU (cubins from nvcc for the device's architecture, launched
+ * through the driver): the evaluator's bits for exact ops, float sums to 1e-5. Skipped, and
+ * saying so, without a driver and a device (as in CI). */
+Test(cuda_codegen, kernels_on_the_gpu_give_the_evaluators_bits) {
+    const kiln__cuda_driver *drv = kiln__cuda_driver_get();
+    if (!drv->loaded) cr_skip_test("SKIPPED: no GPU to run the kernels on: %s", drv->reason);
+    if (access(KILN_TEST_NVCC, X_OK) != 0)
+        cr_skip_test("SKIPPED: a GPU but no nvcc at %s to build the kernels", KILN_TEST_NVCC);
+    kiln_ctx *cx = test_ctx();
+    static planned pl[NP];
+    for (int p = 0; p < NP; p++)
+        plan(cx, &programs[p], &pl[p]);
+    char *src = all_sources(cx, pl, NP);
+    char dir[] = KILN_TEST_TMP_DIR "/cudagpuXXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char path[512], cubin[512], cmd[2048];
+    snprintf(path, sizeof path, "%s/kernels.cu", dir);
+    snprintf(cubin, sizeof cubin, "%s/kernels.cubin", dir);
+    write_file(path, src);
+    kiln__strbuf_free_string(cx, src);
+    snprintf(cmd, sizeof cmd,
+             "%s -arch=sm_%d%d -cubin --fmad=false -prec-div=true -prec-sqrt=true -o %s %s",
+             KILN_TEST_NVCC, drv->devices[0].major, drv->devices[0].minor, cubin, path);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    FILE *f = fopen(cubin, "rb");
+    cr_assert_not_null(f);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    void *image = malloc((size_t)size);
+    cr_assert_eq(fread(image, 1, (size_t)size, f), (size_t)size);
+    fclose(f);
+    runner rn = {0};
+    char err[256];
+    cr_assert(kiln__cuda_session_open(image, (size_t)size, &rn.gpu, err, sizeof err), "%s", err);
+    int compared = check_programs(cx, pl, &rn);
+    cr_log_info("%d results of generated kernels on %s match the evaluator", compared,
+                drv->devices[0].name);
+    cr_assert_eq(compared, 25);
+    kiln__cuda_session_close(rn.gpu);
+    free(image);
     for (int p = 0; p < NP; p++)
         plan_free(&pl[p]);
     kiln_ctx_release(cx);

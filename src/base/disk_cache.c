@@ -260,8 +260,8 @@ static uint64_t scan(kiln__disk_cache *c, bool evict) {
         size_t len = strlen(e->d_name);
         if (len < 4 || len >= sizeof items[0].name || strcmp(e->d_name + len - 3, ".kc") != 0)
             continue;
-        char path[1200];
-        snprintf(path, sizeof path, "%s/%s", c->dir, e->d_name);
+        char path[1400];
+        snprintf(path, sizeof path, "%s/%.255s", c->dir, e->d_name);
         struct stat st;
         if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) continue;
         total += (uint64_t)st.st_size;
@@ -272,7 +272,7 @@ static uint64_t scan(kiln__disk_cache *c, bool evict) {
             if (!grown) break;
             items = grown, cap = nc;
         }
-        snprintf(items[n].name, sizeof items[n].name, "%s", e->d_name);
+        memcpy(items[n].name, e->d_name, len + 1); /* len < sizeof name: checked above */
         items[n].size = st.st_size;
         items[n].when = st.st_mtim;
         n++;
@@ -281,7 +281,7 @@ static uint64_t scan(kiln__disk_cache *c, bool evict) {
     if (evict && total > c->max_bytes) {
         qsort(items, n, sizeof *items, older);
         for (size_t i = 0; i < n && total > c->max_bytes; i++) {
-            char path[1200];
+            char path[1400];
             snprintf(path, sizeof path, "%s/%s", c->dir, items[i].name);
             if (unlink(path) == 0) total -= (uint64_t)items[i].size;
         }

@@ -764,3 +764,89 @@ Test(cuda_codegen, the_random_programs_kernels_compile) {
     }
     kiln_ctx_release(cx);
 }
+
+/* ---- compiling through the cache ----------------------------------------------------------- */
+
+#include "backends/cuda/compiler.h"
+#include "base/disk_cache.h"
+
+/* The f32 program's kernels compiled for sm_90 (NVRTC, or nvcc here): a cubin (an ELF
+ * image) and ptxas's report; the second time from the cache, the same bytes; a corrupted
+ * entry compiled again; a source that does not compile is an error with the log. */
+Test(cuda_codegen, cubins_compile_once_then_come_from_the_cache) {
+    char reason[512];
+    if (!kiln__cuda_compiler_available(reason, sizeof reason)) cr_skip_test("SKIPPED: %s", reason);
+    kiln_ctx *cx = test_ctx();
+    planned pl;
+    plan(cx, &programs[0], &pl);
+    kiln__strbuf sb;
+    kiln__strbuf_init(&sb, cx);
+    for (int32_t k = 0; k < pl.n; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "k%d", (int)k);
+        cr_assert_eq(kiln__cuda_kernel_source(cx, &pl.kernels[k], name, &sb), KILN_OK);
+    }
+    char *src = kiln__strbuf_take(&sb);
+    char dir[] = KILN_TEST_TMP_DIR "/cudacacheXXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    kiln__disk_cache *cache = NULL;
+    cr_assert_eq(kiln__disk_cache_open(cx, dir, 0, &cache), KILN_OK);
+    kiln__cubin a, b, c;
+    cr_assert_eq(kiln__cuda_compile(cx, src, 90, cache, &a), KILN_OK, "%s",
+                 kiln_ctx_error_message(cx));
+    cr_assert_not(a.cached);
+    cr_assert_gt(a.size, 64);
+    cr_assert_eq(memcmp(a.data,
+                        "\x7f"
+                        "ELF",
+                        4),
+                 0, "a cubin is an ELF image");
+    cr_assert(strstr(a.log, "registers"), "%s", a.log);
+    cr_log_info("%s: %zu bytes", a.compiler, a.size);
+    cr_assert_eq(kiln__cuda_compile(cx, src, 90, cache, &b), KILN_OK);
+    cr_assert(b.cached, "the second compile comes from the cache");
+    cr_assert_eq(b.size, a.size);
+    cr_assert_eq(memcmp(a.data, b.data, a.size), 0);
+    /* another architecture is another entry */
+    kiln__cubin other;
+    cr_assert_eq(kiln__cuda_compile(cx, src, 80, cache, &other), KILN_OK, "%s",
+                 kiln_ctx_error_message(cx));
+    cr_assert_not(other.cached);
+    free(other.data);
+    /* every entry corrupted: compiled again, the same bytes */
+    char cmd[1024];
+    snprintf(
+        cmd, sizeof cmd,
+        "for f in %s/*.kc; do printf 'x' | dd of=$f bs=1 seek=40 conv=notrunc status=none; done",
+        dir);
+    cr_assert_eq(system(cmd), 0);
+    cr_assert_eq(kiln__cuda_compile(cx, src, 90, cache, &c), KILN_OK);
+    cr_assert_not(c.cached, "a corrupted entry is compiled again");
+    cr_assert_eq(memcmp(a.data, c.data, a.size), 0);
+    free(a.data), free(b.data), free(c.data);
+    kiln__cubin bad;
+    cr_assert_eq(kiln__cuda_compile(cx, "KILN_KERNEL broken(kiln_args a) { no_such_thing(a); }", 90,
+                                    cache, &bad),
+                 KILN_INVALID_ARGUMENT);
+    cr_assert(strstr(kiln_ctx_error_message(cx), "no_such_thing"), "%s",
+              kiln_ctx_error_message(cx));
+    kiln__disk_cache_close(cache);
+    kiln__strbuf_free_string(cx, src);
+    plan_free(&pl);
+    kiln_ctx_release(cx);
+}
+
+Test(cuda_codegen, without_a_compiler_compiling_is_unavailable_with_the_reason) {
+    setenv("KILN_NVRTC", "/nonexistent/libnvrtc-for-kiln-tests.so", 1);
+    setenv("KILN_NVCC", "/nonexistent/nvcc-for-kiln-tests", 1);
+    kiln_ctx *cx = test_ctx();
+    char reason[512];
+    cr_assert_not(kiln__cuda_compiler_available(reason, sizeof reason));
+    cr_assert(strstr(reason, "libnvrtc-for-kiln-tests") && strstr(reason, "nvcc-for-kiln-tests"),
+              "%s", reason);
+    kiln__cubin out;
+    cr_assert_eq(kiln__cuda_compile(cx, "", 90, NULL, &out), KILN_UNAVAILABLE);
+    cr_assert(strstr(kiln_ctx_error_message(cx), "no CUDA compiler"), "%s",
+              kiln_ctx_error_message(cx));
+    kiln_ctx_release(cx);
+}

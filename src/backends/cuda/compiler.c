@@ -72,7 +72,7 @@ static void find_compiler(void) {
         }
         if (p) pclose(p);
         found.nvcc = true;
-        snprintf(found.id, sizeof found.id, "nvcc %s", version);
+        snprintf(found.id, sizeof found.id, "nvcc %.32s", version);
         return;
     }
     snprintf(found.reason, sizeof found.reason, "no CUDA compiler: %.200s; and no nvcc at %.500s",

@@ -1145,6 +1145,20 @@ static bool module_grid(xlator *x, const header *h) {
     return true;
 }
 
+/* `keyword %a, %b : A, B` on a line of its own (func.return, sdy.return). */
+static bool terminator(xlator *x, const header *h, const char *keyword) {
+    indent(x);
+    put(x, keyword);
+    if (h->n_operands) {
+        put(x, " ");
+        operands(x, h);
+        put(x, " : ");
+        if (!operand_types(x, h)) return false;
+    }
+    put(x, "\n");
+    return true;
+}
+
 static bool op(xlator *x, kiln__bc_cursor *c, const header *parent, uint32_t *next_id) {
     header h;
     if (!read_header(x, c, &h)) return false;
@@ -1179,16 +1193,7 @@ static bool op(xlator *x, kiln__bc_cursor *c, const header *parent, uint32_t *ne
     if (h.op == &sdy_return_op) {
         if (!parent || parent->op != &manual_op)
             return kiln__bc_fail(bc, h.at, "sdy.return outside a manual computation");
-        indent(x);
-        put(x, "sdy.return");
-        if (h.n_operands) {
-            put(x, " ");
-            operands(x, &h);
-            put(x, " : ");
-            if (!operand_types(x, &h)) return false;
-        }
-        put(x, "\n");
-        return true;
+        return terminator(x, &h, "sdy.return");
     }
     if (h.module) {
         if (parent) return kiln__bc_fail(bc, h.at, "a module inside an op");
@@ -1217,17 +1222,10 @@ static bool op(xlator *x, kiln__bc_cursor *c, const header *parent, uint32_t *ne
     switch (h.op->form) {
     case F_FUNC: return func(x, c, &h);
     case F_RETURN:
-        indent(x);
         if (parent->op && parent->op->form == F_FUNC) {
-            put(x, "func.return");
-            if (h.n_operands) {
-                put(x, " ");
-                operands(x, &h);
-                put(x, " : ");
-                if (!operand_types(x, &h)) return false;
-            }
-            put(x, "\n");
+            if (!terminator(x, &h, "func.return")) return false;
         } else {
+            indent(x);
             put(x, "\"stablehlo.return\"(");
             operands(x, &h);
             put(x, ") : (");

@@ -8,7 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "backends/cuda/codegen.h"
+#include "codegen/kernel_source.h"
 #include "backends/cuda/compiler.h"
 #include "base/dynlib.h"
 
@@ -172,7 +172,7 @@ kiln_status kiln__cuda_compile(kiln_ctx *cx, const char *source, int arch, kiln_
         return kiln_ctx_set_error(cx, KILN_UNAVAILABLE, "cuda: %s", reason);
     snprintf(out->compiler, sizeof out->compiler, "%s", found.id);
     /* the key: prelude, source, architecture, flags, compiler */
-    const char *prelude = kiln__cuda_prelude();
+    const char *prelude = kiln__kernel_prelude();
     char archs[16];
     snprintf(archs, sizeof archs, "sm_%d", arch);
     const void *parts[4 + N_FLAGS] = {prelude, source, archs, found.id};

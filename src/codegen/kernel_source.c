@@ -1,4 +1,4 @@
-/* CUDA C from a fused kernel's description (ir/kernel.h): one function per kernel, a
+/* C and CUDA C from a fused kernel's description (ir/kernel.h): one function per kernel, a
  * grid-stride loop over its iteration space, each input read through its access pattern
  * (contiguous, broadcast, strided, a scalar or constant, an iota), the instructions in
  * order on registers of their dtype (prelude.cu gives them StableHLO's semantics), and the
@@ -7,11 +7,11 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-#include "backends/cuda/codegen.h"
+#include "codegen/kernel_source.h"
 
-extern const char kiln__cuda_prelude_text[];
+extern const char kiln__kernel_prelude_text[];
 
-const char *kiln__cuda_prelude(void) { return kiln__cuda_prelude_text; }
+const char *kiln__kernel_prelude(void) { return kiln__kernel_prelude_text; }
 
 /* ---- types ----------------------------------------------------------------------------- */
 
@@ -421,8 +421,7 @@ static void elementwise(gen *g, const char *name) {
                   k->inputs[i].access == KILN__KACCESS_STRIDED ||
                   k->inputs[i].access == KILN__KACCESS_IOTA;
     P("KILN_KERNEL %s(kiln_args a) {\n", name);
-    P("    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < a.n;\n");
-    P("         i += (long long)blockDim.x * gridDim.x) {\n");
+    P("    for (long long i = KILN_FIRST; i < KILN_LAST; i += KILN_STEP) {\n");
     if (coords) { /* the coordinates, last dimension fastest */
         int32_t dims[KILN_MAX_RANK];
         for (int32_t d = 0; d < k->shape.rank; d++)
@@ -532,7 +531,9 @@ static void reduction(gen *g, const char *name) {
     P("KILN_KERNEL %s(kiln_args a) {\n", name);
     P("    __shared__ %s part[KILN_REDUCE_THREADS];\n", t);
     P("    const %s init = ((const %s *)a.in[%d])[0];\n", t, t, (int)k->reduce_init);
-    P("    for (long long o = blockIdx.x; o < %" PRId64 "LL; o += gridDim.x) {\n", n_out);
+    P("    for (long long o = KILN_ROWS_FIRST; o < KILN_ROWS_LAST(%" PRId64
+      "LL); o += KILN_ROWS_STEP) {\n",
+      n_out);
     P("        long long q = o;\n");
     coordinates(g, "        ", "q", kept, nk);
     P("        (void)q;\n");
@@ -571,8 +572,8 @@ static void reduction(gen *g, const char *name) {
     P(";\n        __syncthreads();\n    }\n}\n");
 }
 
-kiln_status kiln__cuda_kernel_source(kiln_ctx *cx, const kiln__kernel *k, const char *name,
-                                     kiln__strbuf *sb) {
+kiln_status kiln__kernel_source(kiln_ctx *cx, const kiln__kernel *k, const char *name,
+                                kiln__strbuf *sb) {
     gen gs = {.sb = sb, .k = k}, *g = &gs;
     bool reduces = k->reduce != KILN__KREDUCE_NONE;
     if (reduces && (!ctype(k->reduce_dtype) || is_half(k->reduce_dtype)))

@@ -2,7 +2,7 @@
  * elementwise ops, as the CPU evaluator computes them (src/backends/cpu/eval_*.c), in C
  * that NVRTC compiles for a device and that the host C compiler compiles too (without
  * __CUDACC__: one "thread" walks the whole grid-stride loop), so the same generated source
- * can be checked against the evaluator on a machine without a GPU.
+ * can be checked against the evaluator on a machine without a GPU, and run by a CPU.
  *
  * Registers are C values: float, double, integers by width and sign, bool as unsigned
  * char 0/1, f16 and bf16 as their 16-bit patterns, computed in f32 and rounded to
@@ -15,8 +15,23 @@
 #define KILN_DEV __device__ static __forceinline__
 #define KILN_KERNEL extern "C" __global__ void
 #define KILN_REDUCE_THREADS 256 /* the block size reductions are launched with */
+/* a grid-stride loop over the elements; a reduction's blocks over its result elements */
+#define KILN_FIRST ((long long)blockIdx.x * blockDim.x + threadIdx.x)
+#define KILN_LAST a.n
+#define KILN_STEP ((long long)blockDim.x * gridDim.x)
+#define KILN_ROWS_FIRST ((long long)blockIdx.x)
+#define KILN_ROWS_LAST(n) (n)
+#define KILN_ROWS_STEP ((long long)gridDim.x)
 #else
 #define KILN_REDUCE_THREADS 1
+/* one call runs [a.first, a.last): of the elements, or of a reduction's result elements
+ * (a thread's share, for a pool of threads) */
+#define KILN_FIRST a.first
+#define KILN_LAST a.last
+#define KILN_STEP 1
+#define KILN_ROWS_FIRST a.first
+#define KILN_ROWS_LAST(n) a.last
+#define KILN_ROWS_STEP 1
 #define __shared__
 #define __syncthreads()
 #include <math.h>
@@ -43,7 +58,8 @@ typedef unsigned char kiln_pred;
 typedef struct kiln_args {
     const void *in[24];
     void *out[8];
-    long long n;
+    long long n;           /* elements of the iteration space */
+    long long first, last; /* on the host: the part this call runs (see KILN_FIRST) */
 } kiln_args;
 
 /* ---- bits ---------------------------------------------------------------------------- */
@@ -150,43 +166,27 @@ KILN_DEV kiln_u16 kiln_i64_to_bf16(kiln_i64 v) {
 
 /* ---- floats --------------------------------------------------------------------------- */
 
-/* maximum / minimum on the bits: NaN propagates (quieted), -0 < +0. */
-KILN_DEV float kiln_maxf(float a, float b) {
-    int ia = (int)kiln_bits_f32(a), ib = (int)kiln_bits_f32(b);
-    int ka = ia < 0 ? ia ^ 0x7fffffff : ia, kb = ib < 0 ? ib ^ 0x7fffffff : ib;
-    kiln_u32 ma = (kiln_u32)ia & 0x7fffffffu, mb = (kiln_u32)ib & 0x7fffffffu;
-    kiln_u32 r = (kiln_u32)(ka > kb ? ia : ib);
-    if (mb > 0x7f800000u) r = (kiln_u32)ib | 0x400000u;
-    if (ma > 0x7f800000u) r = (kiln_u32)ia | 0x400000u;
-    return kiln_f32_of(r);
-}
-KILN_DEV float kiln_minf(float a, float b) {
-    int ia = (int)kiln_bits_f32(a), ib = (int)kiln_bits_f32(b);
-    int ka = ia < 0 ? ia ^ 0x7fffffff : ia, kb = ib < 0 ? ib ^ 0x7fffffff : ib;
-    kiln_u32 ma = (kiln_u32)ia & 0x7fffffffu, mb = (kiln_u32)ib & 0x7fffffffu;
-    kiln_u32 r = (kiln_u32)(ka < kb ? ia : ib);
-    if (mb > 0x7f800000u) r = (kiln_u32)ib | 0x400000u;
-    if (ma > 0x7f800000u) r = (kiln_u32)ia | 0x400000u;
-    return kiln_f32_of(r);
-}
-KILN_DEV double kiln_max(double a, double b) {
-    long long ia = (long long)kiln_bits_f64(a), ib = (long long)kiln_bits_f64(b);
-    long long ka = ia < 0 ? ia ^ 0x7fffffffffffffffLL : ia, kb = ib < 0 ? ib ^ 0x7fffffffffffffffLL : ib;
-    kiln_u64 ma = (kiln_u64)ia & 0x7fffffffffffffffULL, mb = (kiln_u64)ib & 0x7fffffffffffffffULL;
-    kiln_u64 r = (kiln_u64)(ka > kb ? ia : ib);
-    if (mb > 0x7ff0000000000000ULL) r = (kiln_u64)ib | 0x8000000000000ULL;
-    if (ma > 0x7ff0000000000000ULL) r = (kiln_u64)ia | 0x8000000000000ULL;
-    return kiln_f64_of(r);
-}
-KILN_DEV double kiln_min(double a, double b) {
-    long long ia = (long long)kiln_bits_f64(a), ib = (long long)kiln_bits_f64(b);
-    long long ka = ia < 0 ? ia ^ 0x7fffffffffffffffLL : ia, kb = ib < 0 ? ib ^ 0x7fffffffffffffffLL : ib;
-    kiln_u64 ma = (kiln_u64)ia & 0x7fffffffffffffffULL, mb = (kiln_u64)ib & 0x7fffffffffffffffULL;
-    kiln_u64 r = (kiln_u64)(ka < kb ? ia : ib);
-    if (mb > 0x7ff0000000000000ULL) r = (kiln_u64)ib | 0x8000000000000ULL;
-    if (ma > 0x7ff0000000000000ULL) r = (kiln_u64)ia | 0x8000000000000ULL;
-    return kiln_f64_of(r);
-}
+/* maximum / minimum on the bits: NaN propagates (quieted), -0 < +0. For non-NaN values the
+ * order is the sign-magnitude one: negative values' magnitude bits flipped compare as
+ * signed integers. */
+#define KILN_MINMAX(NAME, FT, IT, UT, OF, BITS, MAXMAG, QUIET, QBIT, OP)                \
+    KILN_DEV FT NAME(FT a, FT b) {                                                    \
+        IT ia = (IT)BITS(a), ib = (IT)BITS(b);                                        \
+        IT ka = ia < 0 ? ia ^ (IT)(MAXMAG) : ia, kb = ib < 0 ? ib ^ (IT)(MAXMAG) : ib; \
+        UT ma = (UT)ia & (UT)(MAXMAG), mb = (UT)ib & (UT)(MAXMAG);                    \
+        UT r = (UT)(ka OP kb ? ia : ib);                                              \
+        if (mb > (UT)(QUIET)) r = (UT)ib | (UT)(QBIT);                                \
+        if (ma > (UT)(QUIET)) r = (UT)ia | (UT)(QBIT);                                \
+        return OF(r);                                                                 \
+    }
+KILN_MINMAX(kiln_maxf, float, int, kiln_u32, kiln_f32_of, kiln_bits_f32, 0x7fffffff, 0x7f800000u,
+            0x400000u, >)
+KILN_MINMAX(kiln_minf, float, int, kiln_u32, kiln_f32_of, kiln_bits_f32, 0x7fffffff, 0x7f800000u,
+            0x400000u, <)
+KILN_MINMAX(kiln_max, double, long long, kiln_u64, kiln_f64_of, kiln_bits_f64,
+            0x7fffffffffffffffLL, 0x7ff0000000000000ULL, 0x8000000000000ULL, >)
+KILN_MINMAX(kiln_min, double, long long, kiln_u64, kiln_f64_of, kiln_bits_f64,
+            0x7fffffffffffffffLL, 0x7ff0000000000000ULL, 0x8000000000000ULL, <)
 
 KILN_DEV float kiln_signf(float x) { return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x; }
 KILN_DEV double kiln_sign(double x) { return x > 0.0 ? 1.0 : x < 0.0 ? -1.0 : x; }

@@ -203,6 +203,8 @@ typedef struct kiln__cpu_exe {
 
     kiln_tensor **owned; /* constants and folded values, released with the executable */
     int32_t n_owned, cap_owned;
+    struct kiln__native **natives; /* the kernels' native versions, released with it */
+    int32_t n_natives, cap_natives;
 
     /* Call states: one allocation of state_bytes, laid out at these offsets. */
     size_t state_bytes, off_arena, off_tensors, off_ptrs, off_outs;

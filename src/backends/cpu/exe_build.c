@@ -11,6 +11,7 @@
 #include "backends/cpu/eval.h"
 #include "backends/cpu/exe.h"
 #include "backends/cpu/fused.h"
+#include "backends/cpu/native.h"
 #include "base/alloc.h"
 #include "base/arena.h"
 #include "base/ctx_internal.h"
@@ -86,6 +87,28 @@ static const kiln__attrs *copy_attrs(compiler *c, const kiln__ir_op *op) {
     kiln__attrs *a = xalloc(c, kiln__attrs_size(op->kind), _Alignof(kiln__attrs));
     if (a) kiln__attrs_copy(a, &local, op->kind);
     return a;
+}
+
+/* Keeps a kernel's native version (its reference) until the executable is released. */
+static bool keep_native(compiler *c, struct kiln__native *n) {
+    kiln__cpu_exe *exe = c->exe;
+    if (exe->n_natives == exe->cap_natives) {
+        int32_t cap = exe->cap_natives ? exe->cap_natives * 2 : 16;
+        struct kiln__native **p = kiln__raw_alloc(&exe->allocator, (size_t)cap * sizeof *p, 16);
+        if (!p) {
+            kiln_ctx_set_error(c->cx, KILN_RESOURCE_EXHAUSTED, "%s: out of memory", compile_fn);
+            kiln__native_release(n);
+            return false;
+        }
+        if (exe->natives) {
+            memcpy(p, exe->natives, (size_t)exe->n_natives * sizeof *p);
+            kiln__raw_free(&exe->allocator, exe->natives, (size_t)exe->cap_natives * sizeof *p);
+        }
+        exe->natives = p;
+        exe->cap_natives = cap;
+    }
+    exe->natives[exe->n_natives++] = n;
+    return true;
 }
 
 /* Keeps t (a reference the caller holds, in no scope) for the executable's life. */
@@ -318,6 +341,7 @@ static const kernel_code *shared_kernel(compiler *c, const kiln__kernel *k) {
     kernel_code *e = code_slot(c, k, h);
     if (e->desc) return e;
     const kiln__fused *fk = kiln__fused_build(c->cx, k, xalloc_cb, c);
+    if (fk && kiln__fused_native(fk) && !keep_native(c, kiln__fused_native(fk))) return NULL;
     const kiln__kernel *kept = fk ? keep_kernel(c, k) : NULL;
     const kiln__attrs *attrs = kept ? copy_attrs(c, k->ops[k->n_ops - 1]) : NULL;
     if (!attrs) return NULL;
@@ -627,6 +651,10 @@ void kiln__cpu_release(kiln__executable *x) {
     for (int32_t i = 0; i < exe->n_owned; i++)
         kiln_tensor_release(exe->owned[i]);
     if (exe->owned) kiln__raw_free(&a, exe->owned, (size_t)exe->cap_owned * sizeof *exe->owned);
+    for (int32_t i = 0; i < exe->n_natives; i++)
+        kiln__native_release(exe->natives[i]);
+    if (exe->natives)
+        kiln__raw_free(&a, exe->natives, (size_t)exe->cap_natives * sizeof *exe->natives);
     kiln__cpu_exe_free_mem(exe);
     kiln__raw_free(&a, exe, sizeof *exe);
 }

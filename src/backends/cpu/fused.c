@@ -5,6 +5,7 @@
 
 #include "backends/cpu/eval_elementwise.h"
 #include "backends/cpu/fused_internal.h"
+#include "backends/cpu/native.h"
 #include "base/threads.h"
 #include "core/half.h"
 #include "core/tensor_internal.h"
@@ -69,6 +70,7 @@ struct kiln__fused {
     int64_t out_st[KILN_MAX_RANK];
     int64_t tile;
     size_t reg_bytes;
+    kiln__native *native; /* the native tier's version, when it has one (native.h) */
 };
 
 static bool is_half(kiln_dtype d) { return d == KILN_F16 || d == KILN_BF16; }
@@ -318,6 +320,7 @@ kiln__fused *kiln__fused_build(kiln_ctx *cx, const kiln__kernel *k,
     if (tile < 1) tile = 1;
     f->tile = tile;
     f->reg_bytes = (size_t)tile * 8;
+    f->native = kiln__native_request(cx, k);
     return f;
 }
 
@@ -328,6 +331,10 @@ bool kiln__fused_inplace_ok(const kiln__fused *f, int32_t operand) {
 int64_t kiln__fused_tile(const kiln__fused *f) { return f->tile; }
 
 int32_t kiln__fused_n_fallback(const kiln__fused *f) { return f->n_fallback; }
+
+struct kiln__native *kiln__fused_native(const kiln__fused *f) {
+    return f->native;
+}
 
 /* ---- loading and storing ------------------------------------------------------------------ */
 
@@ -821,6 +828,10 @@ kiln_status kiln__fused_run(kiln_ctx *cx, const kiln__fused *f, kiln_tensor *con
         in_data[o] = kiln__in(operands[o]);
     for (int32_t o = 0; o < f->n_outputs; o++)
         out_data[o] = kiln__out(results[o]);
+    /* the native version, once it is there: the same bits (native.h) */
+    if (f->native &&
+        kiln__native_run(f->native, in_data, f->n_operands, out_data, f->n_outputs, f->n))
+        return KILN_OK;
     /* An output computed in place of its register must not be memory that a later
      * instruction of the same tile still reads: only outputs sharing no bytes with any
      * operand qualify (f16/bf16 outputs are rounded on the way out instead). */

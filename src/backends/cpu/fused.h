@@ -54,4 +54,8 @@ int64_t kiln__fused_tile(const kiln__fused *f);
 /* The number of instructions that run the evaluator's kernel on tiles (no fast primitive). */
 int32_t kiln__fused_n_fallback(const kiln__fused *f);
 
+/* The kernel's native version (backends/cpu/native.h), or NULL: a reference the kernel
+ * holds, for its executable to release with it. kiln__fused_run runs it once it is ready. */
+struct kiln__native *kiln__fused_native(const kiln__fused *f);
+
 #endif

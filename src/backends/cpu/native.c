@@ -12,6 +12,7 @@
 #include "base/disk_cache.h"
 #include "base/threads.h"
 #include "codegen/kernel_source.h"
+#include "ops/op_cost.h"
 
 /* The generated kernels' argument block (codegen/prelude.cu's kiln_args). */
 typedef struct native_args {
@@ -89,22 +90,11 @@ kiln__native_stats kiln__native_stats_get(void) {
 
 /* ---- which kernels ---------------------------------------------------------------------- */
 
+/* The tiled engine's transcendentals are its own vector math: C's would give other bits.
+ * Integer power is exact. */
 static bool exact(const kiln__kinstr *in) {
-    switch (in->op) {
-    case KILN_OP_EXPONENTIAL:
-    case KILN_OP_EXPONENTIAL_MINUS_ONE:
-    case KILN_OP_LOG:
-    case KILN_OP_LOG_PLUS_ONE:
-    case KILN_OP_LOGISTIC:
-    case KILN_OP_SINE:
-    case KILN_OP_COSINE:
-    case KILN_OP_TAN:
-    case KILN_OP_TANH:
-    case KILN_OP_CBRT:
-    case KILN_OP_ATAN2: return false;
-    case KILN_OP_POWER: return !kiln_dtype_is_float(in->dtype);
-    default: return true;
-    }
+    return !kiln__op_transcendental(in->op) ||
+           (in->op == KILN_OP_POWER && !kiln_dtype_is_float(in->dtype));
 }
 
 static bool qualifies(const kiln__kernel *k) {

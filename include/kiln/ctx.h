@@ -53,6 +53,20 @@ typedef enum kiln_log_level {
  * on the thread that logs. */
 typedef void (*kiln_log_fn)(void *user, kiln_log_level level, const char *message);
 
+/* The native tier of compiled fused kernels: each kernel's loop generated as C, compiled
+ * by the system C compiler (KILN_CC, else cc on PATH) into a shared object, cached on
+ * disk and swapped in for the tiled engine when ready. It gives the tiled engine's bits, so
+ * results never depend on which one ran or when the swap happened. */
+typedef enum kiln_native_mode {
+    KILN_NATIVE_DEFAULT = 0, /* KILN_NATIVE from the environment (off|background|wait), else
+                                background */
+    KILN_NATIVE_OFF,         /* the tiled engine only */
+    KILN_NATIVE_BACKGROUND,  /* compiled on a thread of the process: kiln_compile and calls
+                                never wait, a kernel turns native when its code is there */
+    KILN_NATIVE_WAIT,        /* compiled (or loaded from the cache) inside kiln_compile, for
+                                benchmarks and tests */
+} kiln_native_mode;
+
 typedef struct kiln_ctx_options {
     size_t struct_size; /* sizeof(kiln_ctx_options); set by kiln_ctx_options_default */
     /* Host allocator, copied at creation. NULL: the C library's. */
@@ -88,6 +102,15 @@ typedef struct kiln_ctx_options {
      * gave back (warm pages) instead of fresh memory from the allocator. 0 keeps nothing.
      * Default KILN_CACHE_BYTES_DEFAULT. */
     size_t cache_bytes;
+    /* Whether and when executables compiled with this ctx get native kernels (above).
+     * Outside the enum: INVALID_ARGUMENT. */
+    kiln_native_mode native;
+    /* Where compiled code is cached on disk (native kernels, GPU binaries): NULL takes
+     * KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else $HOME/.cache/kiln. Used only when it is
+     * a directory of this user's that nobody else may write (made with mode 0700 when
+     * missing); otherwise nothing is cached, said once in the log. At most 1023 bytes, else
+     * INVALID_ARGUMENT. Copied. */
+    const char *cache_dir;
 } kiln_ctx_options;
 
 /* The default of kiln_ctx_options.cache_bytes: 1 GiB. */
@@ -101,7 +124,8 @@ KILN_API kiln_ctx_options kiln_ctx_options_default(void);
  * On success stores the new ctx in *out_ctx (owned by the caller: kiln_ctx_release) and
  * returns KILN_OK. Errors: INVALID_ARGUMENT (out_ctx NULL, struct_size 0 or too small,
  * an allocator without alloc or free, a bad log level, a device that is not one of the
- * ctx's CPU devices, a negative num_threads, a bad cpu_devices or too long a backend),
+ * ctx's CPU devices, a negative num_threads, a bad cpu_devices, too long a backend or
+ * cache_dir, a native mode outside its enum),
  * RESOURCE_EXHAUSTED. On error *out_ctx is set to NULL (when out_ctx is not NULL); there is no ctx
  * to hold a message. Thread-safe. */
 KILN_API KILN_NODISCARD kiln_status kiln_ctx_create(const kiln_ctx_options *options,

@@ -302,10 +302,14 @@ typedef struct kiln_exe_info {
      * dtype, shape and name (as kiln_module_info has them; donate false). */
     const kiln_arg_spec *args, *results;
     kiln_cost cost; /* of one call */
+    /* The native tier (kiln_ctx_options.native): distinct kernels getting native code, and
+     * those whose code is there now, so that calls run it (with a background compiler
+     * this grows after kiln_compile returns; results are the same either way). */
+    int32_t n_native_kernels, n_native_ready;
 } kiln_exe_info;
 
-/* Fills *out_info. Errors: INVALID_ARGUMENT for a NULL argument (a NULL ctx returns it
- * without recording). Thread-safe. */
+/* Fills *out_info (the native counts as they are now). Errors: INVALID_ARGUMENT for a NULL
+ * argument (a NULL ctx returns it without recording). Thread-safe. */
 KILN_API kiln_status kiln_exe_info_get(kiln_ctx *cx, const kiln_exe *exe, kiln_exe_info *out_info);
 
 /* What the compiler built, as text: every op in call order (a fused kernel with its

@@ -170,6 +170,11 @@ typedef struct kiln__backend {
     kiln_status (*prepare_op)(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs,
                               const kiln__type *operands, int n_operands, const kiln__type *results,
                               int n_results);
+
+    /* Optional: distinct kernels getting native code, and those whose code is there now
+     * (this changes while a background compiler works: asked by every kiln_exe_info_get).
+     * Thread-safe. */
+    void (*native_status)(const kiln__executable *exe, int32_t *n_native, int32_t *n_ready);
 } kiln__backend;
 
 /* Adds a backend to cx's list, after the builtins (backend/registry.c): a backend built

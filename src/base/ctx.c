@@ -24,6 +24,8 @@ kiln_ctx_options kiln_ctx_options_default(void) {
         .cpu_devices = 0,
         .backend = NULL,
         .cache_bytes = KILN_CACHE_BYTES_DEFAULT,
+        .native = KILN_NATIVE_DEFAULT,
+        .cache_dir = NULL,
     };
 }
 
@@ -73,6 +75,8 @@ kiln_status kiln_ctx_create(const kiln_ctx_options *options, kiln_ctx **out_ctx)
         if (HAS_FIELD(options, cpu_devices)) o.cpu_devices = options->cpu_devices;
         if (HAS_FIELD(options, backend)) o.backend = options->backend;
         if (HAS_FIELD(options, cache_bytes)) o.cache_bytes = options->cache_bytes;
+        if (HAS_FIELD(options, native)) o.native = options->native;
+        if (HAS_FIELD(options, cache_dir)) o.cache_dir = options->cache_dir;
     }
     if (!o.backend) o.backend = getenv("KILN_BACKEND");
     if (o.backend && strlen(o.backend) >= sizeof((kiln_ctx *)0)->backend)
@@ -84,6 +88,9 @@ kiln_status kiln_ctx_create(const kiln_ctx_options *options, kiln_ctx **out_ctx)
     if (o.device.type != KILN_DEVICE_TYPE_CPU || o.device.id < 0 || o.device.id >= o.cpu_devices)
         return KILN_INVALID_ARGUMENT;
     if (o.num_threads < 0) return KILN_INVALID_ARGUMENT;
+    if ((int)o.native < 0 || (int)o.native > (int)KILN_NATIVE_WAIT) return KILN_INVALID_ARGUMENT;
+    if (o.cache_dir && strlen(o.cache_dir) >= sizeof((kiln_ctx *)0)->cache_dir)
+        return KILN_INVALID_ARGUMENT;
 
     const kiln_allocator *a = o.allocator ? o.allocator : kiln_allocator_default();
     kiln_ctx *cx = kiln__raw_alloc(a, sizeof *cx, _Alignof(kiln_ctx));
@@ -100,6 +107,8 @@ kiln_status kiln_ctx_create(const kiln_ctx_options *options, kiln_ctx **out_ctx)
     cx->device = o.device;
     cx->cpu_devices = o.cpu_devices;
     if (o.backend) strcpy(cx->backend, o.backend);
+    cx->native = o.native;
+    if (o.cache_dir) strcpy(cx->cache_dir, o.cache_dir);
     cx->status = KILN_OK;
     kiln__scope_init(&cx->root_scope, NULL);
     cx->scope = &cx->root_scope;

@@ -31,9 +31,11 @@ struct kiln_ctx {
     kiln_log_fn log_fn;
     void *log_user;
     kiln_log_level log_level;
-    kiln_device device;  /* where new tensors go; an eager op sets it to its operands' */
-    int32_t cpu_devices; /* logical CPU devices 0..cpu_devices-1 */
-    char backend[64];    /* kiln_compile's default backend by name; "" for the device's */
+    kiln_device device;      /* where new tensors go; an eager op sets it to its operands' */
+    int32_t cpu_devices;     /* logical CPU devices 0..cpu_devices-1 */
+    char backend[64];        /* kiln_compile's default backend by name; "" for the device's */
+    kiln_native_mode native; /* kiln_ctx_options.native */
+    char cache_dir[1024];    /* kiln_ctx_options.cache_dir; "" for the environment's */
 
     /* The backends this ctx sees (backend/registry.c fills the list on first use), and
      * the one eager ops on CPU devices run on, once looked up. */

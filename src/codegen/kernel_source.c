@@ -6,6 +6,7 @@
  * (reduction()). Constants are written as their exact bit patterns. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "codegen/kernel_source.h"
 
@@ -366,8 +367,8 @@ static void index_expr(gen *g, const kiln__kinput *in) {
         if (in->strides[d]) P(" + x%d * %" PRId64, (int)d, in->strides[d]);
 }
 
-/* The inputs' reads and the instructions, each line after `ind`. */
-static void body(gen *g, const char *ind) {
+/* The inputs' reads, each line after `ind`. */
+static void reads(gen *g, const char *ind) {
     const kiln__kernel *k = g->k;
     for (int32_t i = 0; i < k->n_inputs; i++) {
         const kiln__kinput *in = &k->inputs[i];
@@ -392,11 +393,24 @@ static void body(gen *g, const char *ind) {
         }
         P(";\n");
     }
-    for (int32_t j = 0; j < k->n_instrs && !g->unsupported; j++) {
+}
+
+/* Instructions [from, to), each line after `ind`; those with skip[j] set are not computed
+ * here (skip may be NULL). */
+static void instrs(gen *g, const char *ind, int32_t from, int32_t to, const bool *skip) {
+    const kiln__kernel *k = g->k;
+    for (int32_t j = from; j < to && !g->unsupported; j++) {
         if (!ctype(k->instrs[j].dtype)) g->unsupported = "a dtype";
+        if (skip && skip[j]) continue;
         P("%s", ind);
         instr(g, k->n_inputs + j, &k->instrs[j]);
     }
+}
+
+/* The inputs' reads and the instructions, each line after `ind`. */
+static void body(gen *g, const char *ind) {
+    reads(g, ind);
+    instrs(g, ind, 0, g->k->n_instrs, NULL);
 }
 
 /* x<d> = the coordinate of dimension d, for the dimensions `dims` (last fastest) of the
@@ -413,30 +427,160 @@ static void coordinates(gen *g, const char *ind, const char *var, const int32_t 
     }
 }
 
-static void elementwise(gen *g, const char *name) {
+/* The coordinates x<d> of the flat index i, last dimension fastest, when some input's
+ * access needs them. */
+static void loop_coordinates(gen *g, const char *ind) {
     const kiln__kernel *k = g->k;
     bool coords = false;
     for (int32_t i = 0; i < k->n_inputs; i++)
         coords |= k->inputs[i].access == KILN__KACCESS_BROADCAST ||
                   k->inputs[i].access == KILN__KACCESS_STRIDED ||
                   k->inputs[i].access == KILN__KACCESS_IOTA;
-    P("KILN_KERNEL %s(kiln_args a) {\n", name);
-    P("    for (long long i = KILN_FIRST; i < KILN_LAST; i += KILN_STEP) {\n");
-    if (coords) { /* the coordinates, last dimension fastest */
-        int32_t dims[KILN_MAX_RANK];
-        for (int32_t d = 0; d < k->shape.rank; d++)
-            dims[d] = d;
-        P("        long long q = i;\n");
-        coordinates(g, "        ", "q", dims, k->shape.rank);
-        P("        (void)q;\n");
-    }
-    body(g, "        ");
+    if (!coords) return;
+    int32_t dims[KILN_MAX_RANK];
+    for (int32_t d = 0; d < k->shape.rank; d++)
+        dims[d] = d;
+    P("%slong long q = i;\n", ind);
+    coordinates(g, ind, "q", dims, k->shape.rank);
+    P("%s(void)q;\n", ind);
+}
+
+static void stores(gen *g, const char *ind) {
+    const kiln__kernel *k = g->k;
     for (int32_t o = 0; o < k->n_outputs; o++) {
         int32_t r = k->outputs[o].reg;
-        P("        ((%s *)a.out[%d])[i] = r%d;\n", ctype(reg_dtype(k, r)), (int)o, (int)r);
+        P("%s((%s *)a.out[%d])[i] = r%d;\n", ind, ctype(reg_dtype(k, r)), (int)o, (int)r);
     }
+}
+
+static void elementwise(gen *g, const char *name) {
+    P("KILN_KERNEL %s(kiln_args a) {\n", name);
+    P("    for (long long i = KILN_FIRST; i < KILN_LAST; i += KILN_STEP) {\n");
+    loop_coordinates(g, "        ");
+    body(g, "        ");
+    stores(g, "        ");
     P("    }\n}\n");
 }
+
+/* The host's tiled form (kiln__kernel_source_tiled): the instructions marked in `call`
+ * split the others into segments; each tile of TILE elements runs segment 0 as a loop
+ * over its elements, then call 0 over arrays of the tile, then segment 1, and so on, the
+ * last segment storing the outputs. A register lives in an array of the tile when it
+ * crosses a segment (a call's argument and result always do); the inputs are read again in
+ * every segment that uses them (the compiler drops the reads a segment does not use).
+ * Two arrays need no copy: a call reads a contiguous input where it lies, and the last
+ * call writes an output where it goes when the last segment reads no input (an output may
+ * be in the place of an input, which the segments after such a write would read). */
+#define TILE 512
+typedef enum tarray { T_NONE, T_STACK, T_INPUT, T_OUTPUT } tarray;
+
+static tarray *tile_arrays(gen *g, const bool *call, int32_t *seg, int32_t *n_calls_out,
+                           int32_t *direct_output) {
+    const kiln__kernel *k = g->k;
+    const int32_t ni = k->n_inputs, nr = ni + k->n_instrs;
+    tarray *array = calloc((size_t)nr, sizeof *array);
+    if (!array) return NULL;
+    int32_t n_calls = 0, last_call = -1;
+    for (int32_t r = 0; r < ni; r++)
+        seg[r] = -1;
+    for (int32_t j = 0; j < k->n_instrs; j++) {
+        seg[ni + j] = call[j] ? n_calls + 1 : n_calls;
+        if (call[j]) array[ni + j] = T_STACK, n_calls++, last_call = j;
+    }
+    bool final_reads_input = false;
+    for (int32_t j = 0, s = 0; j < k->n_instrs; j++) {
+        const kiln__kinstr *in = &k->instrs[j];
+        for (int32_t a = 0; a < in->n_args; a++) {
+            int32_t r = in->args[a];
+            if (r < ni && s == n_calls) final_reads_input = true;
+            if (call[j] && r < ni && array[r] == T_NONE) { /* before its first call */
+                const kiln__kinput *x = &k->inputs[r];
+                bool direct = x->access == KILN__KACCESS_CONTIGUOUS && !x->is_constant;
+                array[r] = direct ? T_INPUT : T_STACK;
+                seg[r] = s;
+            }
+            if (r >= ni && (call[j] || seg[r] != s) && array[r] == T_NONE) array[r] = T_STACK;
+        }
+        s += call[j];
+    }
+    *direct_output = -1;
+    for (int32_t o = 0; o < k->n_outputs; o++) {
+        int32_t r = k->outputs[o].reg;
+        if (r < ni) final_reads_input = true;
+        if (r >= ni && seg[r] != n_calls && array[r] == T_NONE) array[r] = T_STACK;
+    }
+    for (int32_t o = 0; o < k->n_outputs && last_call >= 0 && !final_reads_input; o++)
+        if (k->outputs[o].reg == ni + last_call) {
+            array[ni + last_call] = T_OUTPUT;
+            *direct_output = o;
+            break;
+        }
+    *n_calls_out = n_calls;
+    return array;
+}
+
+static void tiled(gen *g, const char *name, const bool *call) {
+    const kiln__kernel *k = g->k;
+    const int32_t ni = k->n_inputs, nr = ni + k->n_instrs;
+    int32_t n_calls = 0, direct_output = -1;
+    int32_t *seg = calloc((size_t)nr, sizeof *seg);
+    tarray *array = seg ? tile_arrays(g, call, seg, &n_calls, &direct_output) : NULL;
+    if (!array) {
+        g->unsupported = "a kernel this large (out of memory)";
+        free(seg);
+        return;
+    }
+    P("void *kiln_native_prims[%d]; /* the calls' functions, set when loaded */\n", (int)n_calls);
+    P("typedef void (*kiln_prim)(void *, const void *, const void *, const void *, long);\n");
+    P("KILN_KERNEL %s(kiln_args a) {\n", name);
+    P("    for (long long base = KILN_FIRST; base < KILN_LAST; base += %d) {\n", TILE);
+    P("        const long long len = KILN_LAST - base < %d ? KILN_LAST - base : %d;\n", TILE, TILE);
+    for (int32_t r = 0; r < nr; r++) {
+        const char *t = ctype(reg_dtype(k, r));
+        if (array[r] == T_STACK) P("        %s t%d[%d];\n", t, (int)r, TILE);
+        if (array[r] == T_INPUT)
+            P("        const %s *const t%d = (const %s *)a.in[%d] + base;\n", t, (int)r, t,
+              (int)k->inputs[r].operand);
+        if (array[r] == T_OUTPUT)
+            P("        %s *const t%d = (%s *)a.out[%d] + base;\n", t, (int)r, t,
+              (int)direct_output);
+    }
+    int32_t from = 0; /* the segment's first instruction */
+    for (int32_t s = 0; s <= n_calls && !g->unsupported; s++) {
+        int32_t to = from; /* the call that ends it, or the end */
+        while (to < k->n_instrs && !call[to])
+            to++;
+        P("        for (long long e = 0; e < len; e++) {\n");
+        P("            const long long i = base + e;\n");
+        loop_coordinates(g, "            ");
+        reads(g, "            ");
+        for (int32_t r = ni; r < nr; r++) /* earlier segments' values */
+            if (array[r] && seg[r] < s + (call[r - ni] ? 1 : 0))
+                P("            const %s r%d = t%d[e];\n", ctype(reg_dtype(k, r)), (int)r, (int)r);
+        instrs(g, "            ", from, to, call);
+        for (int32_t r = 0; r < nr; r++) /* this segment's values that later ones read */
+            if (array[r] == T_STACK && !(r >= ni && call[r - ni]) && seg[r] == s)
+                P("            t%d[e] = r%d;\n", (int)r, (int)r);
+        if (s == n_calls)
+            for (int32_t o = 0; o < k->n_outputs; o++) {
+                int32_t r = k->outputs[o].reg;
+                if (o != direct_output)
+                    P("            ((%s *)a.out[%d])[i] = r%d;\n", ctype(reg_dtype(k, r)), (int)o,
+                      (int)r);
+            }
+        P("        }\n");
+        if (s < n_calls) {
+            const kiln__kinstr *c = &k->instrs[to];
+            P("        ((kiln_prim)kiln_native_prims[%d])(t%d, t%d, 0, 0, (long)len);\n", (int)s,
+              (int)(ni + to), (int)c->args[0]);
+        }
+        from = to + 1;
+    }
+    P("    }\n}\n");
+    free(array);
+    free(seg);
+}
+#undef TILE
 
 /* The combination of a and b (C expressions of dtype d) under the reduction. */
 static void combine(gen *g, kiln_dtype d, const char *x, const char *y) {
@@ -572,17 +716,21 @@ static void reduction(gen *g, const char *name) {
     P(";\n        __syncthreads();\n    }\n}\n");
 }
 
-kiln_status kiln__kernel_source(kiln_ctx *cx, const kiln__kernel *k, const char *name,
-                                kiln__strbuf *sb) {
+static kiln_status source(kiln_ctx *cx, const kiln__kernel *k, const char *name, const bool *call,
+                          kiln__strbuf *sb) {
     gen gs = {.sb = sb, .k = k}, *g = &gs;
     bool reduces = k->reduce != KILN__KREDUCE_NONE;
+    if (call && reduces)
+        return kiln_ctx_set_error(cx, KILN_UNIMPLEMENTED,
+                                  "codegen: kernel #%d: a tiled reduction is not generated yet",
+                                  (int)k->id);
     if (reduces && (!ctype(k->reduce_dtype) || is_half(k->reduce_dtype)))
         return kiln_ctx_set_error(cx, KILN_UNIMPLEMENTED,
-                                  "cuda: kernel #%d: a reduction of %s is not generated yet",
+                                  "codegen: kernel #%d: a reduction of %s is not generated yet",
                                   (int)k->id, kiln_dtype_name(k->reduce_dtype));
     for (int32_t i = 0; i < k->n_inputs; i++)
         if (!ctype(k->inputs[i].dtype))
-            return kiln_ctx_set_error(cx, KILN_UNIMPLEMENTED, "cuda: input %d's dtype", (int)i);
+            return kiln_ctx_set_error(cx, KILN_UNIMPLEMENTED, "codegen: input %d's dtype", (int)i);
     P("/* kernel #%d: ", (int)k->id);
     for (int32_t d = 0; d < k->shape.rank; d++)
         P("%s%" PRId64, d ? "x" : "", k->shape.dims[d]);
@@ -593,12 +741,25 @@ kiln_status kiln__kernel_source(kiln_ctx *cx, const kiln__kernel *k, const char 
     P(" */\n");
     if (reduces)
         reduction(g, name);
+    else if (call)
+        tiled(g, name, call);
     else
         elementwise(g, name);
     if (g->unsupported)
         return kiln_ctx_set_error(cx, KILN_UNIMPLEMENTED,
-                                  "cuda: kernel #%d: %s is not generated yet", (int)k->id,
+                                  "codegen: kernel #%d: %s is not generated yet", (int)k->id,
                                   g->unsupported);
-    if (sb->failed) return kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "cuda: out of memory");
+    if (sb->failed)
+        return kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "codegen: out of memory");
     return KILN_OK;
+}
+
+kiln_status kiln__kernel_source(kiln_ctx *cx, const kiln__kernel *k, const char *name,
+                                kiln__strbuf *sb) {
+    return source(cx, k, name, NULL, sb);
+}
+
+kiln_status kiln__kernel_source_tiled(kiln_ctx *cx, const kiln__kernel *k, const char *name,
+                                      const bool *call, kiln__strbuf *sb) {
+    return source(cx, k, name, call, sb);
 }

@@ -20,4 +20,15 @@ const char *kiln__kernel_prelude(void);
 kiln_status kiln__kernel_source(kiln_ctx *cx, const kiln__kernel *k, const char *name,
                                 kiln__strbuf *sb);
 
+/* The host's form of an elementwise kernel whose instructions j with call[j] set are
+ * computed by functions of arrays instead of inline: `void f(void *r, const void *x,
+ * const void *, const void *, long n)` (the CPU engine's vector math, whose bits C's libm
+ * would not give), the k-th such instruction (in order) through the source's
+ * `kiln_native_prims[k]`, which the loader sets. The elements run in tiles of 512: each
+ * stretch of inline instructions as one loop over the tile, each call over the tile's
+ * arrays. Host C only (one thread walks the part [a.first, a.last)). Errors as
+ * kiln__kernel_source's; a reduction is UNIMPLEMENTED. */
+kiln_status kiln__kernel_source_tiled(kiln_ctx *cx, const kiln__kernel *k, const char *name,
+                                      const bool *call, kiln__strbuf *sb);
+
 #endif

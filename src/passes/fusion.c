@@ -509,7 +509,7 @@ static int32_t add_input(fuser *z, kiln__kernel *k, const kiln__value *u) {
     if (!w.base) {
         in.access = KILN__KACCESS_IOTA;
     } else {
-        int64_t rm[KILN_MAX_RANK];
+        int64_t rm[KILN_MAX_RANK] = {0}; /* compared whole below */
         row_major(s, rm);
         bool has_zero = false;
         for (int32_t d = 0; d < s->rank; d++)

@@ -220,22 +220,27 @@ kiln_status kiln_exe_info_get(kiln_ctx *cx, const kiln_exe *exe, kiln_exe_info *
     if (!exe) return kiln__null_argument(cx, "kiln_exe_info_get", "exe");
     if (!out_info) return kiln__null_argument(cx, "kiln_exe_info_get", "out_info");
     const kiln__executable_info *i = &exe->info;
-    *out_info = (kiln_exe_info){.n_args = exe->n_args,
-                                .n_results = exe->n_results,
-                                .aliases = exe->aliases,
-                                .preserved = exe->preserved,
-                                .n_ops = i->n_ops,
-                                .arena_bytes = i->arena_bytes,
-                                .n_buffers = i->n_buffers,
-                                .n_kernels = i->n_kernels,
-                                .n_fused_ops = i->n_fused_ops,
-                                .n_conv_epilogues = i->n_conv_epilogues,
-                                .backend = exe->backend->name,
-                                .device = exe->device,
-                                .args = exe->arg_specs,
-                                .results = exe->result_specs,
-                                .cost = {i->cost.flops, i->cost.transcendentals, i->cost.bytes_read,
-                                         i->cost.bytes_written}};
+    int32_t n_native = 0, n_ready = 0; /* what changes after compiling */
+    if (KILN__BACKEND_HAS(exe->backend, native_status))
+        exe->backend->native_status(exe->impl, &n_native, &n_ready);
+    *out_info = (kiln_exe_info){
+        .n_args = exe->n_args,
+        .n_results = exe->n_results,
+        .aliases = exe->aliases,
+        .preserved = exe->preserved,
+        .n_ops = i->n_ops,
+        .arena_bytes = i->arena_bytes,
+        .n_buffers = i->n_buffers,
+        .n_kernels = i->n_kernels,
+        .n_fused_ops = i->n_fused_ops,
+        .n_conv_epilogues = i->n_conv_epilogues,
+        .backend = exe->backend->name,
+        .device = exe->device,
+        .args = exe->arg_specs,
+        .results = exe->result_specs,
+        .cost = {i->cost.flops, i->cost.transcendentals, i->cost.bytes_read, i->cost.bytes_written},
+        .n_native_kernels = n_native,
+        .n_native_ready = n_ready};
     return KILN_OK;
 }
 

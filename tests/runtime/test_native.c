@@ -1,10 +1,12 @@
 /* The native tier of fused kernels (src/backends/cpu/native.c): with KILN_NATIVE=wait the
- * elementwise kernels of exact ops are compiled by the C compiler while kiln_compile runs,
- * and a call gives the evaluator's bits (which the tiled engine gives too), split over the
- * thread pool; transcendental kernels stay tiled; a second compile loads from the disk
- * cache; in the background a call never waits and the native code takes over when ready;
- * without a compiler everything still runs. Each test is a process of its own, so each
- * sets the environment the tier reads once. */
+ * elementwise kernels are compiled by the C compiler while kiln_compile runs, and a call
+ * gives the evaluator's bits (which the tiled engine gives too), split over the thread
+ * pool, transcendentals included (they call the tiled engine's vector math); a second
+ * compile loads from the disk cache; in the background a call never waits and the native
+ * code takes over when ready; without a compiler everything still runs; the ctx's options
+ * override the environment. Each test is a process of its own, so each sets the
+ * environment it wants (the suite runs with KILN_NATIVE=off). Random programs compiled
+ * with and without the tier agree bit for bit: test_native_random.c. */
 #define _DEFAULT_SOURCE /* mkdtemp, setenv */
 #include <math.h>
 #include <stdlib.h>
@@ -44,11 +46,44 @@ static kiln_status exact_fn(kiln_ctx *cx, kiln_tensor *const *a, kiln_tensor **r
     return kiln_ctx_status(cx);
 }
 
+/* transcendentals of f32 and f64 between exact ops: a call's argument an input, a
+ * broadcast row or a computed value; a call of a call; a result that is a call's */
 static kiln_status transcendental_fn(kiln_ctx *cx, kiln_tensor *const *a, kiln_tensor **r,
                                      void *u) {
     (void)u;
-    r[0] = kiln_multiply(cx, kiln_exponential(cx, kiln_negate(cx, a[0])), kiln_sine(cx, a[0]));
+    kiln_tensor *x = a[0], *row = a[1];
+    kiln_tensor *small = kiln_multiply(cx, x, kiln_scalar_like(cx, x, 0.01));
+    r[0] = kiln_add(
+        cx,
+        kiln_multiply(cx, kiln_exponential(cx, kiln_negate(cx, kiln_multiply(cx, small, small))),
+                      kiln_sine(cx, x)),
+        kiln_multiply(cx, x, kiln_scalar_like(cx, x, 0.5)));
+    r[1] = kiln_exponential(cx, kiln_cosine(cx, kiln_add(cx, x, row)));
+    kiln_tensor *d = kiln_convert(cx, small, KILN_F64);
+    r[2] = kiln_add(cx, kiln_tanh(cx, d), kiln_log(cx, kiln_abs(cx, d)));
+    r[3] = kiln_logistic(cx, kiln_subtract(cx, row, x));
     return kiln_ctx_status(cx);
+}
+
+/* a transcendental of f16 keeps its kernel on the tiled engine */
+static kiln_status half_fn(kiln_ctx *cx, kiln_tensor *const *a, kiln_tensor **r, void *u) {
+    (void)u;
+    kiln_tensor *h = kiln_convert(cx, a[0], KILN_F16);
+    r[0] = kiln_exponential(cx, kiln_multiply(cx, h, kiln_scalar_like(cx, h, 0.001)));
+    return kiln_ctx_status(cx);
+}
+
+/* kiln_exe_print of m compiled for the CPU contains `fragment` */
+static void printed_has(kiln_ctx *cx, kiln_module *m, const char *fragment) {
+    kiln_compile_options o = kiln_compile_options_default();
+    o.backend = "cpu";
+    kiln_exe *exe = NULL;
+    cr_assert_eq(kiln_compile(cx, m, &o, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    char *text = kiln_exe_to_string(cx, exe);
+    cr_assert_not_null(text, "%s", kiln_ctx_error_message(cx));
+    cr_assert(strstr(text, fragment), "no \"%s\" in:\n%s", fragment, text);
+    kiln_string_free(cx, text);
+    kiln_exe_release(exe);
 }
 
 static kiln_module *lower(kiln_ctx *cx, kiln_region_fn fn, int n_results) {
@@ -77,7 +112,8 @@ static void inputs(kiln_ctx *cx, kiln_tensor **args) {
 static bool is_nan_bits(kiln_dtype d, const unsigned char *p) {
     uint64_t b = 0;
     memcpy(&b, p, kiln_dtype_size(d));
-    return d == KILN_F32   ? (b & 0x7fffffffu) > 0x7f800000u
+    return d == KILN_F64   ? (b & 0x7fffffffffffffffull) > 0x7ff0000000000000ull
+           : d == KILN_F32 ? (b & 0x7fffffffu) > 0x7f800000u
            : d == KILN_F16 ? (b & 0x7fffu) > 0x7c00u
                            : false;
 }
@@ -93,7 +129,7 @@ static void same_as_evaluator(kiln_ctx *cx, kiln_module *m, int n_results, const
     cr_assert_eq(kiln_compile(cx, m, &o, &cpu), KILN_OK, "%s", kiln_ctx_error_message(cx));
     o.backend = "interpreter";
     cr_assert_eq(kiln_compile(cx, m, &o, &ref), KILN_OK, "%s", kiln_ctx_error_message(cx));
-    kiln_tensor *got[4], *want[4];
+    kiln_tensor *got[6], *want[6];
     cr_assert_eq(kiln_exe_call(cx, cpu, args, got), KILN_OK, "%s", kiln_ctx_error_message(cx));
     cr_assert_eq(kiln_exe_call(cx, ref, args, want), KILN_OK, "%s", kiln_ctx_error_message(cx));
     for (int r = 0; r < n_results; r++) {
@@ -114,7 +150,8 @@ Test(native, wait_compiles_exact_kernels_and_gives_the_evaluators_bits) {
     use_fresh_cache("wait");
     kiln_ctx *cx = test_ctx();
     const char *why;
-    cr_assert_str_eq(kiln__native_policy(&why), "wait", "%s", why);
+    cr_assert_eq(kiln__native_mode(cx), KILN_NATIVE_WAIT);
+    cr_assert(kiln__native_compiler(&why), "%s", why);
     kiln_module *m = lower(cx, exact_fn, 3);
     same_as_evaluator(cx, m, 3, "native");
     kiln__native_stats s = kiln__native_stats_get();
@@ -128,17 +165,80 @@ Test(native, wait_compiles_exact_kernels_and_gives_the_evaluators_bits) {
     kiln__native_stats s2 = kiln__native_stats_get();
     cr_assert_eq(s2.from_cache, s.requested, "%lld from the cache", (long long)s2.from_cache);
     cr_assert_eq(s2.compiled, s.compiled, "nothing compiled again");
-    kiln_module_release(m);
-    /* kernels of transcendentals keep the tiled engine's vector math */
-    m = lower(cx, transcendental_fn, 1);
-    kiln_exe *exe = NULL;
-    kiln_compile_options cpu = kiln_compile_options_default();
-    cpu.backend = "cpu";
-    cr_assert_eq(kiln_compile(cx, m, &cpu, &exe), KILN_OK);
-    cr_assert_eq(kiln__native_stats_get().requested, s2.requested, "no native exp or sin");
-    kiln_exe_release(exe);
+    printed_has(cx, m, "native kernels (wait): 1 of 1 distinct ready\n");
     kiln_module_release(m);
     kiln_ctx_release(cx);
+}
+
+Test(native, transcendentals_call_the_tiled_engines_vector_math) {
+    use_fresh_cache("wait");
+    kiln_ctx *cx = test_ctx();
+    kiln_module *m = lower(cx, transcendental_fn, 4);
+    same_as_evaluator(cx, m, 4, "native transcendentals");
+    kiln__native_stats s = kiln__native_stats_get();
+    cr_assert_geq(s.requested, 1);
+    cr_assert_eq(s.failed, 0);
+    cr_assert_eq(s.ready, s.requested);
+    cr_assert_geq(s.runs, 1);
+    kiln_module_release(m);
+    /* f16: stays tiled, and the print says so */
+    m = lower(cx, half_fn, 1);
+    int64_t before = kiln__native_stats_get().requested;
+    same_as_evaluator(cx, m, 1, "f16 exp");
+    cr_assert_eq(kiln__native_stats_get().requested, before, "no native f16 exp");
+    printed_has(cx, m, "0 of 1 distinct ready, 1 on the tiled engine");
+    kiln_module_release(m);
+    kiln_ctx_release(cx);
+}
+
+Test(native, the_ctx_option_overrides_the_environment) {
+    use_fresh_cache("wait");
+    kiln_ctx_options o = kiln_ctx_options_default();
+    o.native = KILN_NATIVE_OFF;
+    kiln_ctx *cx = NULL;
+    cr_assert_eq(kiln_ctx_create(&o, &cx), KILN_OK);
+    kiln_module *m = lower(cx, exact_fn, 3);
+    same_as_evaluator(cx, m, 3, "off");
+    cr_assert_eq(kiln__native_stats_get().requested, 0);
+    printed_has(cx, m, "native kernels: off: the tiled engine runs all 1\n");
+    kiln_module_release(m);
+    kiln_ctx_release(cx);
+    /* and the other way: wait by option, off in the environment; its own cache directory */
+    setenv("KILN_NATIVE", "off", 1);
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s/ctxcacheXXXXXX", KILN_TEST_TMP_DIR);
+    cr_assert_not_null(mkdtemp(dir));
+    o.native = KILN_NATIVE_WAIT;
+    o.cache_dir = dir;
+    cr_assert_eq(kiln_ctx_create(&o, &cx), KILN_OK);
+    m = lower(cx, exact_fn, 3);
+    same_as_evaluator(cx, m, 3, "wait by option");
+    cr_assert_eq(kiln__native_stats_get().ready, 1);
+    cr_assert_eq(kiln__native_stats_get().compiled, 1);
+    kiln_module_release(m);
+    kiln_ctx_release(cx);
+    /* the entry went to the option's directory, not KILN_CACHE_DIR's */
+    char cmd[600];
+    snprintf(cmd, sizeof cmd,
+             "test \"$(ls -A '%s' | wc -l)\" -ge 1 && test -z \"$(ls -A \"$KILN_CACHE_DIR\")\"",
+             dir);
+    cr_assert_eq(system(cmd), 0, "the cache entry is in %s only", dir);
+}
+
+Test(native, bad_options_are_refused) {
+    kiln_ctx_options o = kiln_ctx_options_default();
+    kiln_ctx *cx = NULL;
+    o.native = (kiln_native_mode)7;
+    cr_assert_eq(kiln_ctx_create(&o, &cx), KILN_INVALID_ARGUMENT);
+    cr_assert_null(cx);
+    o.native = (kiln_native_mode)-1;
+    cr_assert_eq(kiln_ctx_create(&o, &cx), KILN_INVALID_ARGUMENT);
+    o = kiln_ctx_options_default();
+    static char longdir[1100];
+    memset(longdir, 'd', sizeof longdir - 1);
+    o.cache_dir = longdir;
+    cr_assert_eq(kiln_ctx_create(&o, &cx), KILN_INVALID_ARGUMENT);
+    cr_assert_null(cx);
 }
 
 Test(native, in_the_background_a_call_never_waits_and_the_native_code_takes_over) {
@@ -180,11 +280,15 @@ Test(native, without_a_compiler_the_tiled_engine_runs) {
     setenv("KILN_CC", "/nonexistent/cc-for-kiln-tests", 1);
     kiln_ctx *cx = test_ctx();
     const char *why;
-    cr_assert_str_eq(kiln__native_policy(&why), "off");
+    cr_assert(!kiln__native_compiler(&why));
     cr_assert(strstr(why, "no C compiler") && strstr(why, "cc-for-kiln-tests"), "%s", why);
     kiln_module *m = lower(cx, exact_fn, 3);
     same_as_evaluator(cx, m, 3, "tiled");
-    cr_assert_eq(kiln__native_stats_get().requested, 0);
+    cr_assert_eq(kiln__native_stats_get().ready, 0);
+    cr_assert_eq(kiln__native_stats_get().runs, 0);
+    printed_has(cx, m,
+                "native kernels: none, no C compiler (/nonexistent/cc-for-kiln-tests --version "
+                "failed): the tiled engine runs all 1\n");
     kiln_module_release(m);
     kiln_ctx_release(cx);
 }

@@ -34,6 +34,7 @@ static const kiln__backend cpu = {
     .release = kiln__cpu_release,
     .info = kiln__cpu_info,
     .print = kiln__cpu_print,
+    .native_status = kiln__cpu_native_status,
     .prepare_op = kiln__cpu_prepare_op,
 };
 

@@ -303,8 +303,24 @@ kiln_status kiln__eval_SLICE(kiln_ctx *cx, const kiln__attrs *attrs, kiln_tensor
     if (kiln_tensor_numel(r) == 0) return KILN_OK;
     size_t es = elem_size(x);
     int64_t xst[KILN_MAX_RANK], base = 0;
-    row_strides(kiln_tensor_shape(x), xst);
-    plan p = plan_for_result(kiln_tensor_shape(r));
+    const kiln_shape *xs = kiln_tensor_shape(x), *rs = kiln_tensor_shape(r);
+    row_strides(xs, xst);
+    /* one contiguous run of the source (a range of rows, a piece of a vector: the common
+     * case, and often a few elements inside a loop): a copy, without a plan */
+    bool run = true, inner = false; /* inner: past the dimension the range is in */
+    for (int32_t k = 0; k < rs->rank && run; k++) {
+        run = attrs->u.slice.strides.v[k] == 1 || rs->dims[k] == 1;
+        if (inner) run = run && rs->dims[k] == xs->dims[k];
+        if (rs->dims[k] != 1) inner = true;
+        base += attrs->u.slice.start.v[k] * xst[k];
+    }
+    if (run) {
+        memcpy(kiln__out(r), (const char *)kiln__in(x) + base * (ptrdiff_t)es,
+               (size_t)kiln_tensor_numel(r) * es);
+        return KILN_OK;
+    }
+    base = 0;
+    plan p = plan_for_result(rs);
     for (int32_t k = 0; k < p.rank; k++) {
         base += attrs->u.slice.start.v[k] * xst[k];
         /* a stride only matters (and only fits when multiplied) for sizes over 1 */

@@ -205,6 +205,7 @@ typedef struct kiln__cpu_exe {
     int32_t n_owned, cap_owned;
     struct kiln__native **natives; /* the kernels' native versions, released with it */
     int32_t n_natives, cap_natives;
+    kiln_native_mode native_mode; /* the ctx's when it was compiled (native.h) */
 
     /* Call states: one allocation of state_bytes, laid out at these offsets. */
     size_t state_bytes, off_arena, off_tensors, off_ptrs, off_outs;
@@ -254,6 +255,7 @@ kiln_status kiln__cpu_execute(kiln_ctx *cx, const kiln__executable *exe,
                               const kiln__execute_args *args, kiln__event **out_event);
 void kiln__cpu_release(kiln__executable *exe);
 void kiln__cpu_info(const kiln__executable *exe, kiln__executable_info *out);
+void kiln__cpu_native_status(const kiln__executable *exe, int32_t *n_native, int32_t *n_ready);
 void kiln__cpu_print(kiln__strbuf *sb, const kiln__executable *exe);
 
 #endif

@@ -582,6 +582,7 @@ static kiln_status build(compiler *c, const kiln__compile_request *req) {
     exe->n_args = req->n_args;
     exe->n_results = req->n_results;
     exe->name = copy_string(c, m->name ? m->name : "kiln");
+    exe->native_mode = kiln__native_mode(c->cx);
     exe->preserved = XNEW(c, int32_t, exe->n_results);
     exe->aliases = XNEW(c, int32_t, exe->n_results);
     if (!exe->name || !exe->preserved || !exe->aliases) return KILN_RESOURCE_EXHAUSTED;
@@ -704,6 +705,14 @@ static kiln__cost block_cost(const block_chain *chain) {
         kiln__cost_add(&total, &c);
     }
     return total;
+}
+
+void kiln__cpu_native_status(const kiln__executable *x, int32_t *n_native, int32_t *n_ready) {
+    const kiln__cpu_exe *exe = (const kiln__cpu_exe *)x;
+    *n_native = exe->n_natives;
+    *n_ready = 0;
+    for (int32_t i = 0; i < exe->n_natives; i++)
+        *n_ready += kiln__native_state(exe->natives[i]) > 0;
 }
 
 void kiln__cpu_info(const kiln__executable *x, kiln__executable_info *out) {

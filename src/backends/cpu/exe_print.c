@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "backends/cpu/exe.h"
+#include "backends/cpu/native.h"
 #include "base/strbuf.h"
 
 static const char *slot_kind_name(uint8_t kind) {
@@ -116,6 +117,38 @@ static void print_block(kiln__strbuf *sb, const kiln__xblock *b, int depth, int6
     }
 }
 
+/* The native tier's part: how many distinct kernels run native code, and why the others
+ * do not. */
+static void print_native(kiln__strbuf *sb, const kiln__cpu_exe *exe) {
+    int32_t n = exe->n_kernel_codes;
+    if (n == 0) return;
+    const char *why = "";
+    if (exe->native_mode == KILN_NATIVE_OFF) {
+        kiln__strbuf_printf(sb, "native kernels: off: the tiled engine runs all %d\n", (int)n);
+        return;
+    }
+    if (!kiln__native_compiler(&why)) {
+        kiln__strbuf_printf(sb, "native kernels: none, %s: the tiled engine runs all %d\n", why,
+                            (int)n);
+        return;
+    }
+    int32_t ready = 0, failed = 0;
+    for (int32_t i = 0; i < exe->n_natives; i++) {
+        int st = kiln__native_state(exe->natives[i]);
+        ready += st > 0, failed += st < 0;
+    }
+    kiln__strbuf_printf(sb, "native kernels (%s): %d of %d distinct ready",
+                        exe->native_mode == KILN_NATIVE_WAIT ? "wait" : "background", (int)ready,
+                        (int)n);
+    if (exe->n_natives - ready - failed > 0)
+        kiln__strbuf_printf(sb, ", %d compiling", (int)(exe->n_natives - ready - failed));
+    if (failed) kiln__strbuf_printf(sb, ", %d failed to compile", (int)failed);
+    if (n > exe->n_natives)
+        kiln__strbuf_printf(sb, ", %d on the tiled engine (reductions, f16/bf16 transcendentals)",
+                            (int)(n - exe->n_natives));
+    kiln__strbuf_puts(sb, "\n");
+}
+
 void kiln__cpu_print(kiln__strbuf *sb, const kiln__executable *x) {
     const kiln__cpu_exe *exe = (const kiln__cpu_exe *)x;
     const kiln__xblock *b = exe->entry;
@@ -156,4 +189,5 @@ void kiln__cpu_print(kiln__strbuf *sb, const kiln__executable *x) {
                         "bytes written\n",
                         (long long)total.flops, (long long)total.transcendentals,
                         (long long)total.bytes_read, (long long)total.bytes_written);
+    print_native(sb, exe);
 }

@@ -8,7 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backends/cpu/fused_internal.h"
 #include "backends/cpu/native.h"
+#include "base/ctx_internal.h"
 #include "base/disk_cache.h"
 #include "base/threads.h"
 #include "codegen/kernel_source.h"
@@ -22,44 +24,78 @@ typedef struct native_args {
 } native_args;
 typedef void (*native_fn)(native_args);
 
+#define MAX_PRIMS 16 /* calls of vector math per kernel */
+
 struct kiln__native {
     atomic_int refs;
     _Atomic(native_fn) fn;
-    char *source; /* until compiled */
-    char key[KILN__CACHE_KEY_HEX];
+    atomic_int failed;            /* the compiler or the loader failed: it stays tiled */
+    kiln__kernel *kernel;         /* a copy of the description (no module pointers); until built */
+    bool *call;                   /* which instructions are calls (qualifies()); until built */
+    char *cache_dir;              /* the ctx's choice, NULL for the environment's; until built */
+    kiln__fprim prims[MAX_PRIMS]; /* what kiln_native_prims[] holds, once loaded */
+    int32_t n_prims;
     struct kiln__native *next_job;
 };
 
-/* ---- the policy and the compiler ------------------------------------------------------- */
+/* ---- the compiler, the caches, the queue ------------------------------------------------ */
 
-enum { OFF, BACKGROUND, WAIT };
+#define MAX_CACHES 8 /* directories with a cache open; more share the environment's */
 
 static struct {
-    int policy;
     char cc[256];
-    char cc_id[128]; /* the compiler's --version first line: part of the keys */
-    char why[256];   /* why off */
-    kiln__disk_cache *cache;
-    kiln_ctx *cache_cx; /* the cache's own ctx, for its log */
+    char cc_id[128];  /* the compiler's --version first line: part of the keys */
+    char cpu_id[512]; /* the CPU's model and features: -march=native code is the CPU's */
+    char why[256];    /* why nothing compiles, when so */
+    bool have_cc;
+    struct {
+        char *dir; /* NULL: the environment's */
+        kiln__disk_cache *cache;
+    } caches[MAX_CACHES];
+    int n_caches;
+    kiln_ctx *cache_cx; /* the caches' ctx, for their log */
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    kiln__native *queue; /* jobs for the compile thread */
+    kiln__native *queue, *tail; /* jobs for the compile thread, oldest first */
     bool thread_started;
+    atomic_bool no_cc; /* probed, and there is no compiler */
     atomic_llong requested, compiled, from_cache, failed, ready, runs;
 } tier = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
-static pthread_once_t once = PTHREAD_ONCE_INIT;
+static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 
-static const char FLAGS[] =
-    "-std=c11 -O3 -march=native -ffp-contract=off -fno-math-errno -fPIC -shared -w";
+static const char FLAGS[] = "-std=c11 -O3 -march=native -ffp-contract=off -fno-math-errno "
+                            "-fno-tree-loop-distribute-patterns "
+                            "-mprefer-vector-width=512 -fPIC -shared -w";
 
-static void setup(void) {
+/* The mode a ctx asks for: its option, else KILN_NATIVE, else background. */
+static kiln_native_mode mode_of(const kiln_ctx *cx) {
+    if (cx && cx->native != KILN_NATIVE_DEFAULT) return cx->native;
     const char *p = getenv("KILN_NATIVE");
-    tier.policy = !p || !strcmp(p, "off") || !*p ? OFF : !strcmp(p, "wait") ? WAIT : BACKGROUND;
-    if (tier.policy == OFF) {
-        snprintf(tier.why, sizeof tier.why, "KILN_NATIVE is not set");
-        return;
+    if (!p || !*p || !strcmp(p, "background")) return KILN_NATIVE_BACKGROUND;
+    return !strcmp(p, "off")    ? KILN_NATIVE_OFF
+           : !strcmp(p, "wait") ? KILN_NATIVE_WAIT
+                                : KILN_NATIVE_BACKGROUND;
+}
+
+/* "model name" and "flags" of /proc/cpuinfo's first processor (what -march=native reads). */
+static void read_cpu_id(void) {
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[4096];
+    size_t used = 0;
+    while (f && fgets(line, sizeof line, f) && line[0] != '\n') {
+        if (strncmp(line, "model name", 10) && strncmp(line, "flags", 5)) continue;
+        int w = snprintf(tier.cpu_id + used, sizeof tier.cpu_id - used, "%s", line);
+        used = w > 0 && (size_t)w < sizeof tier.cpu_id - used ? used + (size_t)w
+                                                              : sizeof tier.cpu_id - 1;
     }
+    if (f) fclose(f);
+    if (!tier.cpu_id[0]) snprintf(tier.cpu_id, sizeof tier.cpu_id, "unknown cpu");
+}
+
+/* Finds the compiler, once, on the thread that first compiles (never inside a call of
+ * kiln_compile in the background mode). */
+static void probe(void) {
     const char *cc = getenv("KILN_CC");
     snprintf(tier.cc, sizeof tier.cc, "%s", cc && *cc ? cc : "cc");
     char cmd[400];
@@ -67,19 +103,39 @@ static void setup(void) {
     FILE *f = popen(cmd, "r");
     if (!f || !fgets(tier.cc_id, sizeof tier.cc_id, f)) tier.cc_id[0] = 0;
     int rc = f ? pclose(f) : -1;
-    if (rc != 0 || !tier.cc_id[0]) {
+    tier.have_cc = rc == 0 && tier.cc_id[0];
+    atomic_store(&tier.no_cc, !tier.have_cc);
+    if (!tier.have_cc)
         snprintf(tier.why, sizeof tier.why, "no C compiler (%.200s --version failed)", tier.cc);
-        tier.policy = OFF;
-        return;
-    }
-    if (kiln_ctx_create(NULL, &tier.cache_cx) == KILN_OK)
-        kiln__disk_cache_open(tier.cache_cx, NULL, 0, &tier.cache);
+    read_cpu_id();
+    if (kiln_ctx_create(NULL, &tier.cache_cx) != KILN_OK) tier.cache_cx = NULL;
 }
 
-const char *kiln__native_policy(const char **why) {
-    pthread_once(&once, setup);
-    if (why) *why = tier.policy == OFF ? tier.why : "";
-    return tier.policy == OFF ? "off" : tier.policy == WAIT ? "wait" : "background";
+/* The cache of `dir` (NULL: the environment's), opened on first use. Called with tier.mu
+ * held. NULL when none could be made. */
+static kiln__disk_cache *cache_for(const char *dir) {
+    for (int i = 0; i < tier.n_caches; i++) {
+        const char *d = tier.caches[i].dir;
+        if ((!d && !dir) || (d && dir && !strcmp(d, dir))) return tier.caches[i].cache;
+    }
+    if (tier.n_caches == MAX_CACHES || !tier.cache_cx) return dir ? cache_for(NULL) : NULL;
+    char *copy = dir ? strdup(dir) : NULL;
+    kiln__disk_cache *c = NULL;
+    if ((dir && !copy) || kiln__disk_cache_open(tier.cache_cx, dir, 0, &c) != KILN_OK) {
+        free(copy);
+        return NULL;
+    }
+    tier.caches[tier.n_caches].dir = copy;
+    tier.caches[tier.n_caches++].cache = c;
+    return c;
+}
+
+kiln_native_mode kiln__native_mode(const kiln_ctx *cx) { return mode_of(cx); }
+
+bool kiln__native_compiler(const char **why) {
+    pthread_once(&probe_once, probe);
+    if (why) *why = tier.have_cc ? "" : tier.why;
+    return tier.have_cc;
 }
 
 kiln__native_stats kiln__native_stats_get(void) {
@@ -88,38 +144,101 @@ kiln__native_stats kiln__native_stats_get(void) {
                                 atomic_load(&tier.ready),      atomic_load(&tier.runs)};
 }
 
-/* ---- which kernels ---------------------------------------------------------------------- */
-
-/* The tiled engine's transcendentals are its own vector math: C's would give other bits.
- * Integer power is exact. */
-static bool exact(const kiln__kinstr *in) {
-    return !kiln__op_transcendental(in->op) ||
-           (in->op == KILN_OP_POWER && !kiln_dtype_is_float(in->dtype));
+int kiln__native_state(const kiln__native *n) {
+    kiln__native *m = (kiln__native *)n;
+    return atomic_load(&m->fn) ? 1 : atomic_load(&m->failed) ? -1 : 0;
 }
 
-static bool qualifies(const kiln__kernel *k) {
-    if (k->reduce != KILN__KREDUCE_NONE || k->n_outputs == 0) return false;
-    for (int32_t j = 0; j < k->n_instrs; j++)
-        if (!exact(&k->instrs[j])) return false;
-    return true;
+/* ---- which kernels ---------------------------------------------------------------------- */
+
+/* Whether kernel k can be native, and how: instructions with the same bits in C inline;
+ * the tiled engine's vector math (a unary f32/f64 transcendental with a primitive) called
+ * on tiles, call[j] set and its function in prims[]. Anything else (a reduction, a
+ * transcendental of f16/bf16, a float power or atan2) keeps the kernel on the tiled
+ * engine, and so does a kernel of calls alone (nothing to fuse around them). */
+static bool qualifies(const kiln__kernel *k, bool *call, kiln__fprim *prims, int32_t *n_prims) {
+    if (k->reduce != KILN__KREDUCE_NONE || k->n_outputs == 0 || k->n_instrs > 4096) return false;
+    *n_prims = 0;
+    for (int32_t j = 0; j < k->n_instrs; j++) {
+        const kiln__kinstr *in = &k->instrs[j];
+        call[j] = false;
+        if (!kiln__op_transcendental(in->op) ||
+            (in->op == KILN_OP_POWER && !kiln_dtype_is_float(in->dtype)))
+            continue; /* exact: C gives the same bits */
+        int32_t a = in->args[0];
+        kiln_dtype ad = a < k->n_inputs ? k->inputs[a].dtype : k->instrs[a - k->n_inputs].dtype;
+        kiln__fprim p =
+            (in->dtype == KILN_F32 || in->dtype == KILN_F64) && in->n_args == 1 && ad == in->dtype
+                ? kiln__fused_prim(in->op, in->dtype, 0)
+                : NULL;
+        if (!p || *n_prims == MAX_PRIMS) return false;
+        call[j] = true;
+        prims[(*n_prims)++] = p;
+    }
+    /* only calls: the tiled engine runs exactly that already (and measured faster) */
+    return *n_prims < k->n_instrs;
 }
 
 /* ---- compiling and loading ------------------------------------------------------------- */
 
+/* The job's part, freed once built. */
+static void drop_job(kiln__native *n) {
+    free(n->kernel), free(n->call), free(n->cache_dir);
+    n->kernel = NULL, n->call = NULL, n->cache_dir = NULL;
+}
+
 static void release(kiln__native *n) {
     if (n && atomic_fetch_sub(&n->refs, 1) == 1) {
-        free(n->source);
+        drop_job(n);
         free(n);
     }
+}
+
+/* What the generator reads of k, in one block of its own: the description without the
+ * module's values and ops, which the compile that made it frees. */
+static kiln__kernel *detach(const kiln__kernel *k) {
+    size_t head = (sizeof *k + 15) / 16 * 16;
+    size_t si = (size_t)k->n_inputs * sizeof *k->inputs,
+           sj = (size_t)k->n_instrs * sizeof *k->instrs;
+    size_t sj16 = (sj + 15) / 16 * 16, si16 = (si + 15) / 16 * 16;
+    size_t so = (size_t)k->n_outputs * sizeof *k->outputs;
+    char *m = malloc(head + si16 + sj16 + so);
+    if (!m) return NULL;
+    kiln__kernel *d = (kiln__kernel *)(void *)m;
+    *d = *k;
+    d->operands = NULL, d->ops = NULL, d->n_ops = 0, d->reduce_value = NULL, d->reduce_op = NULL;
+    d->inputs = si ? memcpy(m + head, k->inputs, si) : NULL;
+    d->instrs = sj ? memcpy(m + head + si16, k->instrs, sj) : NULL;
+    d->outputs = so ? memcpy(m + head + si16 + sj16, k->outputs, so) : NULL;
+    return d;
+}
+
+/* The job's C source (prelude and kernel), or NULL. */
+static char *source_of(const kiln__native *n) {
+    kiln_ctx *cx = NULL;
+    if (kiln_ctx_create(NULL, &cx) != KILN_OK) return NULL;
+    kiln__strbuf sb;
+    kiln__strbuf_init(&sb, cx);
+    kiln__strbuf_puts(&sb, kiln__kernel_prelude());
+    kiln__strbuf_puts(&sb, "\n");
+    kiln_status s = n->n_prims
+                        ? kiln__kernel_source_tiled(cx, n->kernel, "kiln_native", n->call, &sb)
+                        : kiln__kernel_source(cx, n->kernel, "kiln_native", &sb);
+    char *text = kiln__strbuf_take(&sb), *copy = NULL;
+    if (s == KILN_OK && text) copy = strdup(text);
+    if (text) kiln__strbuf_free_string(cx, text);
+    kiln_ctx_release(cx);
+    return copy;
 }
 
 void kiln__native_release(kiln__native *n) { release(n); }
 
 /* Loads a shared object's bytes: written to a private file in the cache's directory (or
- * the temporary one), opened, unlinked (the mapping stays). */
-static native_fn load(const void *image, size_t size) {
-    const char *dir = tier.cache && kiln__disk_cache_usable(tier.cache, NULL)
-                          ? kiln__disk_cache_dir(tier.cache)
+ * the temporary one), opened, unlinked (the mapping stays); sets its kiln_native_prims. */
+static native_fn load(kiln__disk_cache *cache, const void *image, size_t size,
+                      const kiln__native *n) {
+    const char *dir = cache && kiln__disk_cache_usable(cache, NULL)
+                          ? kiln__disk_cache_dir(cache)
                           : (getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     char path[1200];
     snprintf(path, sizeof path, "%.1100s/.load-XXXXXX", dir);
@@ -129,7 +248,14 @@ static native_fn load(const void *image, size_t size) {
     close(fd);
     void *lib = ok ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
     unlink(path);
-    return lib ? (native_fn)(uintptr_t)dlsym(lib, "kiln_native") : NULL;
+    if (!lib) return NULL;
+    if (n->n_prims) {
+        void **slots = dlsym(lib, "kiln_native_prims");
+        if (!slots) return NULL;
+        for (int32_t i = 0; i < n->n_prims; i++)
+            slots[i] = (void *)(uintptr_t)n->prims[i];
+    }
+    return (native_fn)(uintptr_t)dlsym(lib, "kiln_native");
 }
 
 static void *read_all(const char *path, size_t *size) {
@@ -150,8 +276,23 @@ static void *read_all(const char *path, size_t *size) {
 
 /* Compiles (or finds in the cache) and loads one job; the function goes live at the end. */
 static void build(kiln__native *n) {
+    pthread_once(&probe_once, probe);
+    char *source = tier.have_cc ? source_of(n) : NULL;
+    if (!source) {
+        drop_job(n);
+        atomic_fetch_add(&tier.failed, 1);
+        atomic_store(&n->failed, 1);
+        return;
+    }
+    char key[KILN__CACHE_KEY_HEX];
+    const void *parts[4] = {source, tier.cc_id, FLAGS, tier.cpu_id};
+    size_t sizes[4] = {strlen(source), strlen(tier.cc_id), strlen(FLAGS), strlen(tier.cpu_id)};
+    kiln__cache_key_parts(parts, sizes, 4, key);
+    pthread_mutex_lock(&tier.mu);
+    kiln__disk_cache *cache = cache_for(n->cache_dir);
+    pthread_mutex_unlock(&tier.mu);
     size_t size = 0;
-    void *image = tier.cache ? kiln__disk_cache_get(tier.cache, n->key, &size) : NULL;
+    void *image = cache ? kiln__disk_cache_get(cache, key, &size) : NULL;
     bool cached = image != NULL;
     if (!image) {
         const char *tmp = getenv("TMPDIR");
@@ -161,21 +302,22 @@ static void build(kiln__native *n) {
             snprintf(src, sizeof src, "%s/k.c", dir);
             snprintf(so, sizeof so, "%s/k.so", dir);
             FILE *f = fopen(src, "w");
-            bool written = f && fputs(n->source, f) >= 0;
+            bool written = f && fputs(source, f) >= 0;
             if (f) fclose(f);
             snprintf(cmd, sizeof cmd, "'%s' %s -o '%s' '%s' -lm > /dev/null 2>&1", tier.cc, FLAGS,
                      so, src);
             if (written && system(cmd) == 0) image = read_all(so, &size);
             unlink(src), unlink(so), rmdir(dir);
         }
-        if (image && tier.cache) kiln__disk_cache_put(tier.cache, n->key, image, size);
+        if (image && cache) kiln__disk_cache_put(cache, key, image, size);
     }
-    native_fn fn = image ? load(image, size) : NULL;
+    native_fn fn = image ? load(cache, image, size, n) : NULL;
     free(image);
-    free(n->source);
-    n->source = NULL;
+    free(source);
+    drop_job(n);
     if (!fn) {
         atomic_fetch_add(&tier.failed, 1);
+        atomic_store(&n->failed, 1);
         return;
     }
     atomic_fetch_add(cached ? &tier.from_cache : &tier.compiled, 1);
@@ -199,38 +341,25 @@ static void *compile_thread(void *arg) {
 }
 
 kiln__native *kiln__native_request(kiln_ctx *cx, const kiln__kernel *k) {
-    pthread_once(&once, setup);
-    if (tier.policy == OFF || !qualifies(k) || kiln_ctx_status(cx) != KILN_OK) return NULL;
-    /* the source, made with the compiling ctx (one thread); a kernel the generator does not
-     * take stays on the tiled engine, its error not the caller's */
-    kiln__strbuf sb;
-    kiln__strbuf_init(&sb, cx);
-    kiln__strbuf_puts(&sb, kiln__kernel_prelude());
-    kiln__strbuf_puts(&sb, "\n");
-    kiln_status s = kiln__kernel_source(cx, k, "kiln_native", &sb);
-    if (s != KILN_OK) kiln_ctx_clear_error(cx);
-    char *source = kiln__strbuf_take(&sb);
-    if (s != KILN_OK || !source) {
-        if (source) kiln__strbuf_free_string(cx, source);
-        return NULL;
-    }
+    kiln_native_mode mode = mode_of(cx);
+    if (mode == KILN_NATIVE_OFF || kiln_ctx_status(cx) != KILN_OK) return NULL;
+    if (atomic_load(&tier.no_cc)) return NULL; /* known: nothing would compile it */
+    /* what the build needs, copied (a kernel that does not qualify stays tiled); the
+     * source is written by whoever builds it, so compiling costs a copy */
     kiln__native *n = calloc(1, sizeof *n);
-    size_t len = strlen(source);
-    if (n) n->source = malloc(len + 1);
-    if (!n || !n->source) {
+    if (!n) return NULL;
+    n->call = calloc((size_t)(k->n_instrs > 0 ? k->n_instrs : 1), sizeof *n->call);
+    if (!n->call || !qualifies(k, n->call, n->prims, &n->n_prims) || !(n->kernel = detach(k)) ||
+        (cx->cache_dir[0] && !(n->cache_dir = strdup(cx->cache_dir)))) {
+        drop_job(n);
         free(n);
-        kiln__strbuf_free_string(cx, source);
         return NULL;
     }
-    memcpy(n->source, source, len + 1);
-    kiln__strbuf_free_string(cx, source);
-    const void *parts[3] = {n->source, tier.cc_id, FLAGS};
-    size_t sizes[3] = {len, strlen(tier.cc_id), strlen(FLAGS)};
-    kiln__cache_key_parts(parts, sizes, 3, n->key);
     atomic_init(&n->refs, 1);
     atomic_init(&n->fn, NULL);
+    atomic_init(&n->failed, 0);
     atomic_fetch_add(&tier.requested, 1);
-    if (tier.policy == WAIT) {
+    if (mode == KILN_NATIVE_WAIT) {
         build(n);
         return n;
     }
@@ -245,10 +374,11 @@ kiln__native *kiln__native_request(kiln_ctx *cx, const kiln__kernel *k) {
     }
     if (tier.thread_started) {
         /* last in, first out would starve early kernels: append */
-        kiln__native **at = &tier.queue;
-        while (*at)
-            at = &(*at)->next_job;
-        *at = n;
+        if (tier.queue)
+            tier.tail->next_job = n;
+        else
+            tier.queue = n;
+        tier.tail = n;
         pthread_cond_signal(&tier.cv);
     } else {
         atomic_fetch_sub(&n->refs, 1);
@@ -283,8 +413,13 @@ bool kiln__native_run(const kiln__native *n, const unsigned char *const *in, int
         a.in[i] = in[i];
     for (int32_t i = 0; i < n_out; i++)
         a.out[i] = out[i];
-    run r = {fn, &a};
-    kiln__parallel_for((count + CHUNK - 1) / CHUNK, 4, run_range, &r);
+    if (count <= 4 * CHUNK) { /* what the pool would give one thread: no dispatch */
+        a.first = 0, a.last = count;
+        fn(a);
+    } else {
+        run r = {fn, &a};
+        kiln__parallel_for((count + CHUNK - 1) / CHUNK, 4, run_range, &r);
+    }
     atomic_fetch_add(&tier.runs, 1);
     return true;
 }

@@ -1,18 +1,24 @@
-/* The native tier of fused kernels, first part (issue #23): a kernel's C (src/codegen)
+/* The native tier of fused kernels (issue #23): a kernel's loop as C (src/codegen),
  * compiled by the system C compiler into a shared object, cached on disk
- * (base/disk_cache.h), loaded and swapped in for the tiled engine when it is ready.
+ * (base/disk_cache.h: the ctx's cache_dir, else the environment's), loaded and swapped in
+ * for the tiled engine when it is ready.
  *
- * Which kernels: elementwise ones (no reduction) whose every instruction gives the same bits
- * in C as in the tiled engine: everything but the transcendentals (exp, log, sin, tanh, ...,
- * power and atan2 on floats), which keep the tiled engine's vector math. So a call gives
- * the same results whichever ran it.
+ * Which kernels: elementwise ones (no reduction) of any number of outputs. Instructions
+ * with the same bits in C as in the tiled engine (everything but the transcendentals) are
+ * inline; the f32/f64 transcendentals (exp, log, sin, tanh, ...) call the tiled engine's own
+ * vector math on tiles of 512 elements (kiln__kernel_source_tiled), so a call gives the same
+ * bits whichever engine ran it. Kernels with a reduction, with a transcendental of f16/bf16,
+ * or a float power or atan2 stay on the tiled engine.
  *
- * When: KILN_NATIVE=background compiles on a thread of its own and never blocks a call (the
- * tiled engine runs until the native function is there); KILN_NATIVE=wait compiles while
- * kiln_compile runs (for tests and benchmarks); off (the default, and without a compiler:
- * KILN_CC, else cc on PATH) builds nothing. The compiler runs with -O2 -march=native
- * -ffp-contract=off (no fused multiply-add: the tiled engine does not contract either).
- * Results are the same for every thread count (each element is computed on its own). */
+ * When (kiln_ctx_options.native, else KILN_NATIVE=off|background|wait, else background):
+ * background compiles on one thread of the process and never blocks kiln_compile or a call
+ * (the tiled engine runs until the native function is there; a job whose executable is gone
+ * is dropped); wait compiles inside kiln_compile (benchmarks, tests); off builds nothing.
+ * Without a compiler (KILN_CC, else cc on PATH; probed once, on the compiling thread) the
+ * tiled engine runs everything and kiln_exe_print says why. The compiler runs with -O3
+ * -march=native -ffp-contract=off (no contraction: the tiled engine contracts nothing);
+ * the cache key covers the source, the compiler's version, the flags and the CPU's model and
+ * features. Results are the same for every thread count (each element on its own). */
 #ifndef KILN_BACKENDS_CPU_NATIVE_H
 #define KILN_BACKENDS_CPU_NATIVE_H
 
@@ -43,8 +49,15 @@ typedef struct kiln__native_stats {
 } kiln__native_stats;
 kiln__native_stats kiln__native_stats_get(void);
 
-/* The policy in force ("off", "background", "wait") and, when off for lack of a compiler,
- * why. */
-const char *kiln__native_policy(const char **why);
+/* 1: its function is there (calls run it); 0: still compiling; -1: it failed to compile or
+ * load (it stays tiled). */
+int kiln__native_state(const kiln__native *n);
+
+/* The mode in force for cx (never KILN_NATIVE_DEFAULT). Cheap. */
+kiln_native_mode kiln__native_mode(const kiln_ctx *cx);
+
+/* Whether a compiler is there; when not, *why (may be NULL) says so. Probes it the first
+ * time (a process start: not for the compile path in the background mode). */
+bool kiln__native_compiler(const char **why);
 
 #endif

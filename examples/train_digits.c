@@ -312,11 +312,6 @@ static void take_batch(kiln_ctx *cx, kiln_tensor *images, kiln_tensor *labels, c
 }
 
 int main(int argc, char **argv) {
-    /* The steps are small (milliseconds), and OpenMP's default of spinning between parallel
-     * regions costs far more than it saves when the cores are shared with other work. The
-     * runtime reads the setting when it loads, so set it and start again. */
-    if (!getenv("OMP_WAIT_POLICY") && setenv("OMP_WAIT_POLICY", "passive", 1) == 0)
-        execv("/proc/self/exe", argv); /* on failure, carry on with the default */
     options o;
     int rc = parse_options(argc, argv, &o);
     if (rc == -1) return 0; /* --help */

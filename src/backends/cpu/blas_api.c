@@ -28,6 +28,7 @@ static void load(void) {
     void *const slots[] = {KILN_BLAS_FUNCTIONS(KILN_BLAS_SLOT)};
 #undef KILN_BLAS_NAME
 #undef KILN_BLAS_SLOT
+    kiln__threads_before_openmp(); /* its OpenMP team, if it has one, then parks */
     if (!kiln__dynlib_open(library, "OpenBLAS", names, slots, sizeof names / sizeof names[0], error,
                            sizeof error))
         return;

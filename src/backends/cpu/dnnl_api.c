@@ -5,6 +5,7 @@
 
 #include "backends/cpu/eval_linalg.h"
 #include "base/dynlib.h"
+#include "base/threads.h"
 
 #ifdef KILN_HAVE_DNNL
 #include <pthread.h>
@@ -30,6 +31,7 @@ static void load(void) {
     void *const slots[] = {KILN_DNNL_FUNCTIONS(KILN_DNNL_SLOT)};
 #undef KILN_DNNL_NAME
 #undef KILN_DNNL_SLOT
+    kiln__threads_before_openmp(); /* its OpenMP team, if it has one, then parks */
     loaded = kiln__dynlib_open(soname, "oneDNN", names, slots, sizeof names / sizeof names[0],
                                error, sizeof error);
 }

@@ -56,6 +56,7 @@ typedef struct gen {
     kiln__strbuf *sb;
     const kiln__kernel *k;
     const char *unsupported; /* set when something cannot be generated */
+    bool values;             /* host form of a reduction: the reduced register's values */
 } gen;
 
 #define P(...) kiln__strbuf_printf(g->sb, __VA_ARGS__)
@@ -445,12 +446,21 @@ static void loop_coordinates(gen *g, const char *ind) {
     P("%s(void)q;\n", ind);
 }
 
+/* The reduced register's value of element i, into the part's array (host form). */
+static void value_store(gen *g, const char *ind) {
+    const kiln__kernel *k = g->k;
+    if (g->values)
+        P("%s((%s *)a.out[%d])[i - KILN_FIRST] = r%d;\n", ind, ctype(reg_dtype(k, k->reduce_reg)),
+          (int)k->n_outputs, (int)k->reduce_reg);
+}
+
 static void stores(gen *g, const char *ind) {
     const kiln__kernel *k = g->k;
     for (int32_t o = 0; o < k->n_outputs; o++) {
         int32_t r = k->outputs[o].reg;
         P("%s((%s *)a.out[%d])[i] = r%d;\n", ind, ctype(reg_dtype(k, r)), (int)o, (int)r);
     }
+    value_store(g, ind);
 }
 
 static void elementwise(gen *g, const char *name) {
@@ -506,6 +516,11 @@ static tarray *tile_arrays(gen *g, const bool *call, int32_t *seg, int32_t *n_ca
     *direct_output = -1;
     for (int32_t o = 0; o < k->n_outputs; o++) {
         int32_t r = k->outputs[o].reg;
+        if (r < ni) final_reads_input = true;
+        if (r >= ni && seg[r] != n_calls && array[r] == T_NONE) array[r] = T_STACK;
+    }
+    if (g->values) { /* the reduced register is stored by the last segment too */
+        int32_t r = k->reduce_reg;
         if (r < ni) final_reads_input = true;
         if (r >= ni && seg[r] != n_calls && array[r] == T_NONE) array[r] = T_STACK;
     }
@@ -568,6 +583,7 @@ static void tiled(gen *g, const char *name, const bool *call) {
                     P("            ((%s *)a.out[%d])[i] = r%d;\n", ctype(reg_dtype(k, r)), (int)o,
                       (int)r);
             }
+        if (s == n_calls) value_store(g, "            ");
         P("        }\n");
         if (s < n_calls) {
             const kiln__kinstr *c = &k->instrs[to];
@@ -718,13 +734,9 @@ static void reduction(gen *g, const char *name) {
 
 static kiln_status source(kiln_ctx *cx, const kiln__kernel *k, const char *name, const bool *call,
                           kiln__strbuf *sb) {
-    gen gs = {.sb = sb, .k = k}, *g = &gs;
-    bool reduces = k->reduce != KILN__KREDUCE_NONE;
-    if (call && reduces)
-        return kiln_ctx_set_error(cx, KILN_UNIMPLEMENTED,
-                                  "codegen: kernel #%d: a tiled reduction is not generated yet",
-                                  (int)k->id);
-    if (reduces && (!ctype(k->reduce_dtype) || is_half(k->reduce_dtype)))
+    gen gs = {.sb = sb, .k = k, .values = call && k->reduce != KILN__KREDUCE_NONE}, *g = &gs;
+    bool reduces = k->reduce != KILN__KREDUCE_NONE && !call;
+    if ((reduces || g->values) && (!ctype(k->reduce_dtype) || is_half(k->reduce_dtype)))
         return kiln_ctx_set_error(cx, KILN_UNIMPLEMENTED,
                                   "codegen: kernel #%d: a reduction of %s is not generated yet",
                                   (int)k->id, kiln_dtype_name(k->reduce_dtype));
@@ -736,8 +748,9 @@ static kiln_status source(kiln_ctx *cx, const kiln__kernel *k, const char *name,
         P("%s%" PRId64, d ? "x" : "", k->shape.dims[d]);
     P("%s, %d inputs, %d instructions, %d outputs", k->shape.rank ? "" : "scalar", (int)k->n_inputs,
       (int)k->n_instrs, (int)k->n_outputs);
-    if (reduces)
-        P(", %s over %d dimensions", kiln__kreduce_name(k->reduce), (int)k->reduce_dims.count);
+    if (k->reduce != KILN__KREDUCE_NONE)
+        P(", %s over %d dimensions%s", kiln__kreduce_name(k->reduce), (int)k->reduce_dims.count,
+          g->values ? " (its values: the caller reduces)" : "");
     P(" */\n");
     if (reduces)
         reduction(g, name);

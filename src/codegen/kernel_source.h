@@ -26,8 +26,11 @@ kiln_status kiln__kernel_source(kiln_ctx *cx, const kiln__kernel *k, const char 
  * would not give), the k-th such instruction (in order) through the source's
  * `kiln_native_prims[k]`, which the loader sets. The elements run in tiles of 512: each
  * stretch of inline instructions as one loop over the tile, each call over the tile's
- * arrays. Host C only (one thread walks the part [a.first, a.last)). Errors as
- * kiln__kernel_source's; a reduction is UNIMPLEMENTED. */
+ * arrays. Host C only (one thread walks the part [a.first, a.last)). A kernel with a
+ * reduction does not reduce in this form: it stores the reduced register's value of each
+ * element i of the part into a.out[n_outputs][i - a.first] (the caller folds them, in
+ * its own order), besides its outputs. Errors as kiln__kernel_source's (a reduction of
+ * f16/bf16 is UNIMPLEMENTED). */
 kiln_status kiln__kernel_source_tiled(kiln_ctx *cx, const kiln__kernel *k, const char *name,
                                       const bool *call, kiln__strbuf *sb);
 

@@ -141,7 +141,6 @@ Test(thread_pool, a_forked_child_starts_its_own_workers) {
     }
     int status = 0;
     cr_assert_eq(waitpid(pid, &status, 0), pid);
-    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child's work: status %d",
-              status);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child's work: status %d", status);
     kiln__threads_set_count(0);
 }

@@ -191,6 +191,67 @@ Test(native, transcendentals_call_the_tiled_engines_vector_math) {
     kiln_ctx_release(cx);
 }
 
+/* reductions fed by instructions: along rows (calls inside), down columns (NaNs), over
+ * everything in f64, an integer sum, and a kernel with an output beside its reduction */
+static kiln_status reduce_fn(kiln_ctx *cx, kiln_tensor *const *a, kiln_tensor **r, void *u) {
+    (void)u;
+    kiln_tensor *x = a[0], *row = a[1];
+    kiln_tensor *small = kiln_multiply(cx, x, kiln_scalar_like(cx, x, 0.01));
+    r[0] = kiln_sum(cx, kiln_multiply(cx, kiln_exponential(cx, small), row), KILN_DIMS(1), false);
+    r[1] = kiln_max(cx, kiln_multiply(cx, x, x), KILN_DIMS(0), false);
+    kiln_tensor *d = kiln_convert(cx, small, KILN_F64);
+    r[2] = kiln_sum(cx, kiln_multiply(cx, d, d), KILN_DIMS_NONE, false);
+    kiln_tensor *i = kiln_convert(cx, kiln_multiply(cx, x, kiln_scalar_like(cx, x, 100)), KILN_I32);
+    r[3] = kiln_sum(cx, kiln_add(cx, i, kiln_scalar_like(cx, i, 3)), KILN_DIMS(0), false);
+    r[4] = kiln_add(cx, kiln_multiply(cx, x, kiln_scalar_like(cx, x, 3)), row);
+    r[5] = kiln_sum(cx, r[4], KILN_DIMS(1), false);
+    return kiln_ctx_status(cx);
+}
+
+/* m compiled by a ctx of `mode` and called on the test's inputs */
+static void call_with_mode(kiln_native_mode mode, kiln_region_fn fn, int n, kiln_tensor **out,
+                           kiln_ctx **cx_out) {
+    kiln_ctx_options o = kiln_ctx_options_default();
+    o.native = mode;
+    kiln_ctx *cx = NULL;
+    cr_assert_eq(kiln_ctx_create(&o, &cx), KILN_OK);
+    kiln_module *m = lower(cx, fn, n);
+    kiln_compile_options co = kiln_compile_options_default();
+    co.backend = "cpu";
+    kiln_exe *exe = NULL;
+    cr_assert_eq(kiln_compile(cx, m, &co, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    kiln_tensor *args[2];
+    inputs(cx, args);
+    cr_assert_eq(kiln_exe_call(cx, exe, args, out), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    kiln_exe_release(exe);
+    kiln_module_release(m);
+    *cx_out = cx;
+}
+
+Test(native, reductions_fold_native_values_as_the_tiled_engine_does) {
+    use_fresh_cache("off");
+    kiln_tensor *want[6], *got[6];
+    kiln_ctx *a = NULL, *b = NULL;
+    call_with_mode(KILN_NATIVE_OFF, reduce_fn, 6, want, &a);
+    call_with_mode(KILN_NATIVE_WAIT, reduce_fn, 6, got, &b);
+    kiln__native_stats s = kiln__native_stats_get();
+    cr_assert_geq(s.ready, 4, "%lld native kernels", (long long)s.ready);
+    cr_assert_eq(s.failed, 0);
+    cr_assert_geq(s.runs, 4, "the reductions' parts ran native code");
+    for (int r = 0; r < 6; r++) {
+        kiln_dtype d = kiln_tensor_dtype(want[r]);
+        size_t es = kiln_dtype_size(d), n = kiln_tensor_nbytes(want[r]) / es;
+        cr_assert_eq(kiln_tensor_nbytes(got[r]), kiln_tensor_nbytes(want[r]));
+        const unsigned char *w = kiln_tensor_data(want[r]), *g = kiln_tensor_data(got[r]);
+        for (size_t e = 0; e < n; e++)
+            if (memcmp(w + e * es, g + e * es, es) &&
+                !(is_nan_bits(d, w + e * es) && is_nan_bits(d, g + e * es)))
+                cr_assert_fail("result %d, element %zu: native and tiled differ", r, e);
+    }
+    kiln_ctx_release(b);
+    kiln_ctx_release(a);
+}
+
 Test(native, the_ctx_option_overrides_the_environment) {
     use_fresh_cache("wait");
     kiln_ctx_options o = kiln_ctx_options_default();

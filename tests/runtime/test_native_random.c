@@ -69,7 +69,8 @@ static void compare(const prog *p, int r, const kiln_tensor *want, const kiln_te
     size_t es = kiln_dtype_size(d), n = kiln_tensor_nbytes(want) / es;
     const unsigned char *w = kiln_tensor_data(want), *g = kiln_tensor_data(got);
     for (size_t e = 0; e < n; e++)
-        if (memcmp(w + e * es, g + e * es, es) && !(nan_bits(d, w + e * es) && nan_bits(d, g + e * es)))
+        if (memcmp(w + e * es, g + e * es, es) &&
+            !(nan_bits(d, w + e * es) && nan_bits(d, g + e * es)))
             cr_assert_fail("seed %llu: result %d element %zu: native and tiled differ",
                            (unsigned long long)p->seed, r, e);
 }

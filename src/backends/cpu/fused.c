@@ -607,6 +607,11 @@ static void run_tiles(void *user, int64_t begin, int64_t end) {
 #undef FILL
         }
     }
+    kiln__native_part part;
+    const bool native_part =
+        f->native && f->reduce != KILN__KREDUCE_NONE &&
+        kiln__native_part_begin(f->native, rc->in_data, f->n_operands, rc->out_data, f->n_outputs,
+                                bufs[f->reduce_reg], &part);
     for (int64_t t = begin; t < end; t++) {
         /* Item t: one tile, or (rows mode) whole rows, cut into tiles that never cross a
          * row longer than a tile; either way the cuts do not depend on the thread count. */
@@ -623,6 +628,13 @@ static void run_tiles(void *user, int64_t begin, int64_t end) {
         for (int64_t start = item_start, len = 0; start < item_end; start += len) {
             len = item_end - start < tile ? item_end - start : tile;
             if (c > tile && len > (start / c + 1) * c - start) len = (start / c + 1) * c - start;
+            /* a reduction's native part computes the tile's values (native.h); they are
+             * folded below, as the engine's own */
+            if (native_part) {
+                kiln__native_part_run(&part, start, start + len);
+                reduce_tile(f, rc->acc, bufs[f->reduce_reg], start, len);
+                continue;
+            }
             for (int32_t i = 0; i < f->n_inputs; i++) {
                 const finput *in = &f->inputs[i];
                 const unsigned char *base = in->operand >= 0 ? rc->in_data[in->operand] : NULL;
@@ -742,50 +754,61 @@ static void reduce_identity(const kiln__fused *f, void *acc, int64_t n_acc) {
 
 /* acc[o(idx)] = combine(acc[o(idx)], vals[i]) along the tile, in row-major order; a run
  * along a reduced inner axis is first reduced in 8 lanes. */
-#define RED_BODY(T, EXPR, ID)                        \
-    do {                                             \
-        T *acc_ = acc;                               \
-        const T *v_ = vals;                          \
-        int64_t idx[KILN_MAX_RANK];                  \
-        index_of(f, start, idx);                     \
-        int32_t last = f->rank - 1;                  \
-        int64_t done = 0;                            \
-        while (done < len) {                         \
-            int64_t run = f->dims[last] - idx[last]; \
-            if (run > len - done) run = len - done;  \
-            int64_t o = 0;                           \
-            for (int32_t d = 0; d < f->rank; d++)    \
-                o += idx[d] * f->out_st[d];          \
-            const T *x_ = v_ + done;                 \
-            if (f->out_st[last] == 0) {              \
-                T part[8];                           \
-                for (int k_ = 0; k_ < 8; k_++)       \
-                    part[k_] = (ID);                 \
-                for (int64_t j = 0; j < run; j++) {  \
-                    T a = part[j & 7], b = x_[j];    \
-                    (void)b;                         \
-                    part[j & 7] = (EXPR);            \
-                }                                    \
-                T s_ = (ID);                         \
-                for (int k_ = 0; k_ < 8; k_++) {     \
-                    T a = s_, b = part[k_];          \
-                    (void)b;                         \
-                    s_ = (EXPR);                     \
-                }                                    \
-                T a = acc_[o], b = s_;               \
-                (void)b;                             \
-                acc_[o] = (EXPR);                    \
-            } else {                                 \
-                T *r_ = acc_ + o;                    \
-                for (int64_t j = 0; j < run; j++) {  \
-                    T a = r_[j], b = x_[j];          \
-                    (void)b;                         \
-                    r_[j] = (EXPR);                  \
-                }                                    \
-            }                                        \
-            done += run;                             \
-            advance(f, idx, run);                    \
-        }                                            \
+#define RED_BODY(T, EXPR, ID)                                  \
+    do {                                                       \
+        T *acc_ = acc;                                         \
+        const T *v_ = vals;                                    \
+        int64_t idx[KILN_MAX_RANK];                            \
+        index_of(f, start, idx);                               \
+        int32_t last = f->rank - 1;                            \
+        int64_t done = 0;                                      \
+        while (done < len) {                                   \
+            int64_t run = f->dims[last] - idx[last];           \
+            if (run > len - done) run = len - done;            \
+            int64_t o = 0;                                     \
+            for (int32_t d = 0; d < f->rank; d++)              \
+                o += idx[d] * f->out_st[d];                    \
+            const T *x_ = v_ + done;                           \
+            if (f->out_st[last] == 0) {                        \
+                T part[8];                                     \
+                for (int k_ = 0; k_ < 8; k_++)                 \
+                    part[k_] = (ID);                           \
+                int64_t j = 0;                                 \
+                /* lane k takes x_[k], x_[k + 8], ...:         \
+                 * eight at a time (vectors), then the         \
+                 * rest; not for 1- and 2-byte types,          \
+                 * which gcc 12 then sums wrongly */           \
+                for (; sizeof(T) >= 4 && j + 8 <= run; j += 8) \
+                    for (int k_ = 0; k_ < 8; k_++) {           \
+                        T a = part[k_], b = x_[j + k_];        \
+                        (void)b;                               \
+                        part[k_] = (EXPR);                     \
+                    }                                          \
+                for (; j < run; j++) {                         \
+                    T a = part[j & 7], b = x_[j];              \
+                    (void)b;                                   \
+                    part[j & 7] = (EXPR);                      \
+                }                                              \
+                T s_ = (ID);                                   \
+                for (int k_ = 0; k_ < 8; k_++) {               \
+                    T a = s_, b = part[k_];                    \
+                    (void)b;                                   \
+                    s_ = (EXPR);                               \
+                }                                              \
+                T a = acc_[o], b = s_;                         \
+                (void)b;                                       \
+                acc_[o] = (EXPR);                              \
+            } else {                                           \
+                T *r_ = acc_ + o;                              \
+                for (int64_t j = 0; j < run; j++) {            \
+                    T a = r_[j], b = x_[j];                    \
+                    (void)b;                                   \
+                    r_[j] = (EXPR);                            \
+                }                                              \
+            }                                                  \
+            done += run;                                       \
+            advance(f, idx, run);                              \
+        }                                                      \
     } while (0)
 
 static void reduce_tile(const kiln__fused *f, void *acc, const void *vals, int64_t start,
@@ -829,7 +852,7 @@ kiln_status kiln__fused_run(kiln_ctx *cx, const kiln__fused *f, kiln_tensor *con
     for (int32_t o = 0; o < f->n_outputs; o++)
         out_data[o] = kiln__out(results[o]);
     /* the native version, once it is there: the same bits (native.h) */
-    if (f->native &&
+    if (f->native && f->reduce == KILN__KREDUCE_NONE &&
         kiln__native_run(f->native, in_data, f->n_operands, out_data, f->n_outputs, f->n))
         return KILN_OK;
     /* An output computed in place of its register must not be memory that a later

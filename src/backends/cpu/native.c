@@ -16,13 +16,8 @@
 #include "codegen/kernel_source.h"
 #include "ops/op_cost.h"
 
-/* The generated kernels' argument block (codegen/prelude.cu's kiln_args). */
-typedef struct native_args {
-    const void *in[24];
-    void *out[8];
-    long long n, first, last;
-} native_args;
-typedef void (*native_fn)(native_args);
+typedef kiln__native_args native_args;
+typedef kiln__native_fn native_fn;
 
 #define MAX_PRIMS 16 /* calls of vector math per kernel */
 
@@ -157,7 +152,13 @@ int kiln__native_state(const kiln__native *n) {
  * transcendental of f16/bf16, a float power or atan2) keeps the kernel on the tiled
  * engine, and so does a kernel of calls alone (nothing to fuse around them). */
 static bool qualifies(const kiln__kernel *k, bool *call, kiln__fprim *prims, int32_t *n_prims) {
-    if (k->reduce != KILN__KREDUCE_NONE || k->n_outputs == 0 || k->n_instrs > 4096) return false;
+    bool reduces = k->reduce != KILN__KREDUCE_NONE;
+    if ((!reduces && k->n_outputs == 0) || k->n_instrs == 0 || k->n_instrs > 4096) return false;
+    if (reduces) { /* its values of the reduced register, folded by the tiled engine */
+        int32_t r = k->reduce_reg;
+        kiln_dtype rd = r < k->n_inputs ? k->inputs[r].dtype : k->instrs[r - k->n_inputs].dtype;
+        if (rd != k->reduce_dtype || rd == KILN_F16 || rd == KILN_BF16) return false;
+    }
     *n_prims = 0;
     for (int32_t j = 0; j < k->n_instrs; j++) {
         const kiln__kinstr *in = &k->instrs[j];
@@ -221,7 +222,8 @@ static char *source_of(const kiln__native *n) {
     kiln__strbuf_init(&sb, cx);
     kiln__strbuf_puts(&sb, kiln__kernel_prelude());
     kiln__strbuf_puts(&sb, "\n");
-    kiln_status s = n->n_prims
+    bool host_form = n->n_prims || n->kernel->reduce != KILN__KREDUCE_NONE;
+    kiln_status s = host_form
                         ? kiln__kernel_source_tiled(cx, n->kernel, "kiln_native", n->call, &sb)
                         : kiln__kernel_source(cx, n->kernel, "kiln_native", &sb);
     char *text = kiln__strbuf_take(&sb), *copy = NULL;
@@ -388,6 +390,22 @@ kiln__native *kiln__native_request(kiln_ctx *cx, const kiln__kernel *k) {
 }
 
 /* ---- running ------------------------------------------------------------------------------ */
+
+bool kiln__native_part_begin(const kiln__native *n, const unsigned char *const *in, int32_t n_in,
+                             unsigned char *const *out, int32_t n_out, void *values,
+                             kiln__native_part *p) {
+    native_fn fn = atomic_load(&((kiln__native *)n)->fn);
+    if (!fn || n_in > 24 || n_out > 7) return false;
+    memset(p, 0, sizeof *p);
+    p->fn = fn;
+    for (int32_t i = 0; i < n_in; i++)
+        p->a.in[i] = in[i];
+    for (int32_t i = 0; i < n_out; i++)
+        p->a.out[i] = out[i];
+    p->a.out[n_out] = values;
+    atomic_fetch_add_explicit(&tier.runs, 1, memory_order_relaxed);
+    return true;
+}
 
 typedef struct run {
     native_fn fn;

@@ -3,12 +3,13 @@
  * (base/disk_cache.h: the ctx's cache_dir, else the environment's), loaded and swapped in
  * for the tiled engine when it is ready.
  *
- * Which kernels: elementwise ones (no reduction) of any number of outputs. Instructions
+ * Which kernels: elementwise ones of any number of outputs, and the elementwise part of
+ * kernels with a reduction (their values, folded by the tiled engine). Instructions
  * with the same bits in C as in the tiled engine (everything but the transcendentals) are
  * inline; the f32/f64 transcendentals (exp, log, sin, tanh, ...) call the tiled engine's own
  * vector math on tiles of 512 elements (kiln__kernel_source_tiled), so a call gives the same
- * bits whichever engine ran it. Kernels with a reduction, with a transcendental of f16/bf16,
- * or a float power or atan2 stay on the tiled engine.
+ * bits whichever engine ran it. Kernels with a transcendental of f16/bf16, a float power or
+ * atan2, or an f16/bf16 reduction stay on the tiled engine.
  *
  * When (kiln_ctx_options.native, else KILN_NATIVE=off|background|wait, else background):
  * background compiles on one thread of the process and never blocks kiln_compile or a call
@@ -41,6 +42,31 @@ void kiln__native_release(kiln__native *n);
  * caller runs the tiled engine). Thread-safe. */
 bool kiln__native_run(const kiln__native *n, const unsigned char *const *in, int32_t n_in,
                       unsigned char *const *out, int32_t n_out, int64_t count);
+
+/* The generated kernels' argument block (codegen/prelude.cu's kiln_args) and entry. */
+typedef struct kiln__native_args {
+    const void *in[24];
+    void *out[8];
+    long long n, first, last;
+} kiln__native_args;
+typedef void (*kiln__native_fn)(kiln__native_args);
+
+/* A kernel with a reduction, run part by part: kiln__native_part_begin binds the buffers
+ * (false when the native code is not ready), then each kiln__native_part_run computes
+ * elements [first, last) of the iteration space: its outputs, and the reduced register's
+ * values into values[i - first], which the caller folds as the tiled engine does (so the
+ * same bits). Thread-safe (a part per thread). */
+typedef struct kiln__native_part {
+    kiln__native_fn fn;
+    kiln__native_args a;
+} kiln__native_part;
+bool kiln__native_part_begin(const kiln__native *n, const unsigned char *const *in, int32_t n_in,
+                             unsigned char *const *out, int32_t n_out, void *values,
+                             kiln__native_part *p);
+static inline void kiln__native_part_run(kiln__native_part *p, int64_t first, int64_t last) {
+    p->a.first = first, p->a.last = last;
+    p->fn(p->a);
+}
 
 /* What the tier has done in this process, for tests and kiln_exe_print. */
 typedef struct kiln__native_stats {

@@ -777,7 +777,8 @@ static void reduce_identity(const kiln__fused *f, void *acc, int64_t n_acc) {
                 /* lane k takes x_[k], x_[k + 8], ...:         \
                  * eight at a time (vectors), then the         \
                  * rest; not for 1- and 2-byte types,          \
-                 * which gcc 12 then sums wrongly */           \
+                 * which gcc 12's vectorizer then sums         \
+                 * wrongly (right with optimize("O0")) */      \
                 for (; sizeof(T) >= 4 && j + 8 <= run; j += 8) \
                     for (int k_ = 0; k_ < 8; k_++) {           \
                         T a = part[k_], b = x_[j + k_];        \

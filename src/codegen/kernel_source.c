@@ -135,7 +135,7 @@ static void float_expr(gen *g, const kiln__kinstr *in) {
     case KILN_OP_LOGISTIC:
         P(f ? "1.0f / (1.0f + expf(-" : "1.0 / (1.0 + exp(-"), arg(g, a[0], ad), P("))");
         return;
-    case KILN_OP_ADD:
+    case KILN_OP_ADD: /* which NaN two NaNs give: see kernel_source.h */
     case KILN_OP_SUBTRACT:
     case KILN_OP_MULTIPLY:
     case KILN_OP_DIVIDE: {
@@ -346,6 +346,11 @@ static void instr(gen *g, int32_t reg, const kiln__kinstr *in) {
         P("(kiln_pred)isfinite(");
         arg(g, in->args[0], s);
         P(")");
+    } else if (is_half(d) && (in->op == KILN_OP_ABS || in->op == KILN_OP_NEGATE) &&
+               reg_dtype(g->k, in->args[0]) == d) {
+        /* on the bits, as the evaluator: a NaN keeps its payload */
+        P(in->op == KILN_OP_ABS ? "(kiln_u16)(r%d & 0x7fffu)" : "(kiln_u16)(r%d ^ 0x8000u)",
+          (int)in->args[0]);
     } else if (is_float(d)) {
         if (d == KILN_F16) P("kiln_f32_to_f16(");
         if (d == KILN_BF16) P("kiln_f32_to_bf16(");

@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -352,4 +353,25 @@ Test(native, without_a_compiler_the_tiled_engine_runs) {
                 "failed): the tiled engine runs all 1\n");
     kiln_module_release(m);
     kiln_ctx_release(cx);
+}
+
+/* A process that exits while its background compiler runs leaves no compiler running and
+ * no build directory behind (in its TMPDIR), and caches nothing half-made. */
+Test(native, exiting_while_compiling_leaves_nothing_behind) {
+    char tmp[256], cache[256];
+    snprintf(tmp, sizeof tmp, "%s/exittmpXXXXXX", KILN_TEST_TMP_DIR);
+    snprintf(cache, sizeof cache, "%s/exitcacheXXXXXX", KILN_TEST_TMP_DIR);
+    cr_assert_not_null(mkdtemp(tmp));
+    cr_assert_not_null(mkdtemp(cache));
+    for (int delay = 5; delay <= 45; delay += 20) {
+        char cmd[1200];
+        snprintf(cmd, sizeof cmd, "TMPDIR='%s' KILN_CACHE_DIR='%s' '%s' %d", tmp, cache,
+                 KILN_NATIVE_EXIT_CHILD, delay);
+        int rc = system(cmd);
+        cr_assert(WIFEXITED(rc) && WEXITSTATUS(rc) == 0, "%s: %d", cmd, rc);
+        usleep(300000); /* a compiler left running would write its object by now */
+        snprintf(cmd, sizeof cmd, "test -z \"$(ls -A '%s')\"", tmp);
+        cr_assert_eq(system(cmd), 0, "the build directory was left in %s (delay %d ms)", tmp,
+                     delay);
+    }
 }

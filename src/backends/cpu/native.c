@@ -1,11 +1,16 @@
 /* The native tier (native.h): jobs, the compile thread, the cache, loading. */
 #define _POSIX_C_SOURCE 200809L
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "backends/cpu/fused_internal.h"
@@ -276,6 +281,103 @@ static void *read_all(const char *path, size_t *size) {
     return data;
 }
 
+/* ---- running the compiler ------------------------------------------------------------- */
+
+/* The compilers running now (their process groups and build directories): a process that
+ * exits while one runs stops it and removes its files, instead of leaving both behind. */
+extern char **environ;
+#define MAX_BUILDS 8
+static struct {
+    pthread_mutex_t mu;
+    struct {
+        pid_t pid;
+        char dir[600];
+    } run[MAX_BUILDS];
+    bool exiting;
+} builds = {.mu = PTHREAD_MUTEX_INITIALIZER};
+static pthread_once_t builds_once = PTHREAD_ONCE_INIT;
+
+static void remove_build(const char *dir) {
+    char path[700];
+    snprintf(path, sizeof path, "%s/k.c", dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/k.so", dir);
+    unlink(path);
+    rmdir(dir);
+}
+
+static void stop_builds(void) {
+    pthread_mutex_lock(&builds.mu);
+    builds.exiting = true;
+    for (int i = 0; i < MAX_BUILDS; i++) {
+        if (builds.run[i].pid <= 0) continue;
+        kill(-builds.run[i].pid, SIGTERM); /* gcc removes its temporary files on SIGTERM */
+        waitpid(builds.run[i].pid, NULL, 0);
+        remove_build(builds.run[i].dir);
+        builds.run[i].pid = 0;
+    }
+    pthread_mutex_unlock(&builds.mu);
+}
+
+/* A child of fork runs none of its parent's compilers. */
+static void forget_builds(void) {
+    pthread_mutex_init(&builds.mu, NULL);
+    for (int i = 0; i < MAX_BUILDS; i++)
+        builds.run[i].pid = 0;
+}
+
+static void hook_builds(void) {
+    atexit(stop_builds);
+    pthread_atfork(NULL, NULL, forget_builds);
+}
+
+/* Runs `cc FLAGS -o so src -lm` in a process group of its own, its output discarded;
+ * true when it succeeded. */
+static bool run_compiler(const char *dir, const char *src, const char *so) {
+    pthread_once(&builds_once, hook_builds);
+    char flags[sizeof FLAGS];
+    memcpy(flags, FLAGS, sizeof FLAGS);
+    char *argv[32];
+    int argc = 0;
+    argv[argc++] = tier.cc;
+    for (char *save = NULL, *t = strtok_r(flags, " ", &save); t && argc < 26;
+         t = strtok_r(NULL, " ", &save))
+        argv[argc++] = t;
+    argv[argc++] = "-o", argv[argc++] = (char *)so, argv[argc++] = (char *)src;
+    argv[argc++] = "-lm", argv[argc] = NULL;
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    posix_spawnattr_init(&at);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&at, 0);
+    pthread_mutex_lock(&builds.mu);
+    int slot = -1;
+    for (int i = 0; i < MAX_BUILDS && slot < 0; i++)
+        if (builds.run[i].pid == 0) slot = i;
+    pid_t pid = -1;
+    int rc = builds.exiting ? -1 : posix_spawnp(&pid, tier.cc, &fa, &at, argv, environ);
+    if (rc == 0 && slot >= 0) {
+        builds.run[slot].pid = pid;
+        snprintf(builds.run[slot].dir, sizeof builds.run[slot].dir, "%s", dir);
+    }
+    pthread_mutex_unlock(&builds.mu);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
+    if (rc != 0) return false;
+    int status = 0;
+    pid_t w;
+    while ((w = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
+    }
+    pthread_mutex_lock(&builds.mu);
+    if (slot >= 0) builds.run[slot].pid = 0;
+    bool exiting = builds.exiting;
+    pthread_mutex_unlock(&builds.mu);
+    return !exiting && w == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 /* Compiles (or finds in the cache) and loads one job; the function goes live at the end. */
 static void build(kiln__native *n) {
     pthread_once(&probe_once, probe);
@@ -298,18 +400,16 @@ static void build(kiln__native *n) {
     bool cached = image != NULL;
     if (!image) {
         const char *tmp = getenv("TMPDIR");
-        char dir[600], src[700], so[700], cmd[2000];
+        char dir[600], src[700], so[700];
         snprintf(dir, sizeof dir, "%.500s/kiln-native-XXXXXX", tmp && *tmp ? tmp : "/tmp");
         if (mkdtemp(dir)) {
             snprintf(src, sizeof src, "%s/k.c", dir);
             snprintf(so, sizeof so, "%s/k.so", dir);
             FILE *f = fopen(src, "w");
             bool written = f && fputs(source, f) >= 0;
-            if (f) fclose(f);
-            snprintf(cmd, sizeof cmd, "'%s' %s -o '%s' '%s' -lm > /dev/null 2>&1", tier.cc, FLAGS,
-                     so, src);
-            if (written && system(cmd) == 0) image = read_all(so, &size);
-            unlink(src), unlink(so), rmdir(dir);
+            if (f && fclose(f) != 0) written = false;
+            if (written && run_compiler(dir, src, so)) image = read_all(so, &size);
+            remove_build(dir);
         }
         if (image && cache) kiln__disk_cache_put(cache, key, image, size);
     }

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <spawn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -310,16 +311,20 @@ typedef struct {
 
 /* Runs exe with argv to its exit (its stdout into out_fd unless that is -1): true when it
  * exits with status 0. */
-static bool run_child(const char *exe, char *const *argv, int out_fd) {
+static bool run_child_env(const char *exe, char *const *argv, int out_fd, char *const *envp) {
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     if (out_fd >= 0) posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
     pid_t pid;
     int status = 0;
-    bool ok = posix_spawn(&pid, exe, &fa, NULL, argv, environ) == 0;
+    bool ok = posix_spawn(&pid, exe, &fa, NULL, argv, envp) == 0;
     posix_spawn_file_actions_destroy(&fa);
     if (out_fd >= 0) close(out_fd);
     return ok && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+static bool run_child(const char *exe, char *const *argv, int out_fd) {
+    return run_child_env(exe, argv, out_fd, environ);
 }
 
 static void spawn_child(void *user) {
@@ -330,14 +335,37 @@ static void spawn_child(void *user) {
 
 /* ---- compile_cold: the first compile in a fresh process ---------------------------------- */
 
+/* What a cold child says of its native kernels (seconds < 0: nothing). */
+typedef struct {
+    double seconds;
+    int ready, kernels;
+} native_cold;
+
 /* Runs kiln-bench --child-cold SUITE/NAME and reads the compile time and first call it
- * prints (*first_call < 0 when it printed none); < 0 when it failed. */
-static double cold_once(const char *exe, const char *which, double *first_call) {
+ * prints (*first_call < 0 when it printed none); < 0 when it failed. cache_dir: the
+ * child's KILN_CACHE_DIR (NULL: the environment's). */
+static double cold_once(const char *exe, const char *which, double *first_call,
+                        const char *cache_dir, native_cold *nat) {
     int fd[2];
     if (pipe(fd) != 0) return -1;
     char *argv[] = {(char *)exe, "--child-cold", (char *)which, NULL};
-    /* The child's output is small (two lines): it fits the pipe while the parent waits. */
-    bool ok = run_child(exe, argv, fd[1]);
+    /* the environment, with KILN_CACHE_DIR replaced when asked */
+    size_t n_env = 0;
+    while (environ[n_env])
+        n_env++;
+    char **envp = calloc(n_env + 2, sizeof *envp);
+    char cache_var[1200];
+    if (!envp) return -1;
+    size_t k = 0;
+    for (size_t i = 0; i < n_env; i++)
+        if (!cache_dir || strncmp(environ[i], "KILN_CACHE_DIR=", 15) != 0) envp[k++] = environ[i];
+    if (cache_dir) {
+        snprintf(cache_var, sizeof cache_var, "KILN_CACHE_DIR=%s", cache_dir);
+        envp[k++] = cache_var;
+    }
+    /* The child's output is small (a few lines): it fits the pipe while the parent waits. */
+    bool ok = run_child_env(exe, argv, fd[1], envp);
+    free(envp);
     char out[4096];
     ssize_t n = ok ? read(fd[0], out, sizeof out - 1) : -1;
     close(fd[0]);
@@ -346,6 +374,11 @@ static double cold_once(const char *exe, const char *which, double *first_call) 
     const char *call = strstr(out, "cold_first_call ");
     *first_call = -1;
     if (call && sscanf(call, "cold_first_call %lf", first_call) != 1) *first_call = -1;
+    const char *native = strstr(out, "cold_native ");
+    nat->seconds = -1;
+    if (native &&
+        sscanf(native, "cold_native %lf %d %d", &nat->seconds, &nat->ready, &nat->kernels) != 3)
+        nat->seconds = -1;
     const char *line = strstr(out, "cold_compile ");
     double t;
     return line && sscanf(line, "cold_compile %lf", &t) == 1 ? t : -1;
@@ -361,15 +394,44 @@ void emit_compile_cold(bench *b) {
     int runs = opt.quick ? 3 : MAX_RUNS;
     double t[MAX_RUNS], call[MAX_RUNS], both[MAX_RUNS];
     bool calls = true;
+    /* The first child starts with an empty cache of its own: its native kernels are all
+     * compiled (in the background) */
+    char fresh[] = "/tmp/kiln-bench-cacheXXXXXX";
+    bool have_fresh = mkdtemp(fresh) != NULL;
+    native_cold first_native = {-1, 0, 0}, later_native = {-1, 0, 0};
     for (int i = 0; i < runs; i++) {
-        if ((t[i] = cold_once(exe, which, &call[i])) < 0) {
+        native_cold nat;
+        t[i] = cold_once(exe, which, &call[i], i == 0 && have_fresh ? fresh : NULL, &nat);
+        if (i == 0) first_native = nat;
+        if (i == runs - 1) later_native = nat;
+        if (t[i] < 0) {
             fprintf(stderr, "kiln-bench: compile_cold: the child for %s failed\n", which);
             return;
         }
         calls = calls && call[i] >= 0;
         both[i] = t[i] + call[i];
     }
-    char note[128];
+    if (have_fresh) {
+        char cmd[200];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", fresh);
+        if (system(cmd) != 0) fprintf(stderr, "kiln-bench: could not remove %s\n", fresh);
+    }
+    char note[160];
+    if (first_native.seconds >= 0 && first_native.kernels > 0) {
+        snprintf(note, sizeof note,
+                 "fresh process, empty cache: compile until %d of %d native kernels built "
+                 "(%.1f ms per kernel)",
+                 first_native.ready, first_native.kernels,
+                 first_native.seconds / first_native.kernels * 1e3);
+        emit_time(b->suite, b->name, "kiln", "native_cold", single(first_native.seconds), 1, note);
+    }
+    if (later_native.seconds >= 0 && later_native.kernels > 0) {
+        snprintf(note, sizeof note,
+                 "fresh process, kernels in the disk cache: compile until %d of %d loaded",
+                 later_native.ready, later_native.kernels);
+        emit_time(b->suite, b->name, "kiln", "native_cached", single(later_native.seconds), 1,
+                  note);
+    }
     snprintf(note, sizeof note,
              "the first kiln_compile in a fresh process after one tiny warm-up (%d processes)",
              runs);

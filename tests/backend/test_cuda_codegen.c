@@ -342,20 +342,6 @@ typedef struct kiln_args_host {
 } kiln_args_host;
 typedef void (*kernel_fn)(kiln_args_host);
 
-/* Which NaN an op with two NaN operands gives is not specified (IEEE-754, StableHLO), and
- * compilers may swap the operands of an addition: any NaN matches any NaN. */
-static bool is_nan(kiln_dtype d, const unsigned char *p) {
-    uint64_t b = 0;
-    memcpy(&b, p, kiln_dtype_size(d));
-    switch (d) {
-    case KILN_F16: return (b & 0x7fffu) > 0x7c00u;
-    case KILN_BF16: return (b & 0x7fffu) > 0x7f80u;
-    case KILN_F32: return (b & 0x7fffffffu) > 0x7f800000u;
-    case KILN_F64: return (b & 0x7fffffffffffffffull) > 0x7ff0000000000000ull;
-    default: return false;
-    }
-}
-
 /* The source of every kernel of every program, after the prelude. */
 static char *all_sources(kiln_ctx *cx, planned *pl, int n_programs) {
     kiln__strbuf sb;
@@ -516,7 +502,7 @@ static int check_programs(kiln_ctx *cx, planned *pl, runner *rn) {
                         continue;
                     }
                     if (memcmp(w + e * es, g + e * es, es) != 0 &&
-                        !(is_nan(dt, w + e * es) && is_nan(dt, g + e * es))) {
+                        !(test_is_nan(dt, w + e * es) && test_is_nan(dt, g + e * es))) {
                         uint64_t wb = 0, gb = 0;
                         memcpy(&wb, w + e * es, es);
                         memcpy(&gb, g + e * es, es);

@@ -77,18 +77,6 @@ static kiln_exe *compile(kiln_ctx *cx, kiln_region_fn f, void *user, const kiln_
     return exe;
 }
 
-static bool nan_bits(kiln_dtype d, const unsigned char *p) {
-    uint64_t b = 0;
-    memcpy(&b, p, kiln_dtype_size(d));
-    switch (d) {
-    case KILN_F64: return (b & 0x7fffffffffffffffull) > 0x7ff0000000000000ull;
-    case KILN_F32: return (b & 0x7fffffffu) > 0x7f800000u;
-    case KILN_F16: return (b & 0x7fffu) > 0x7c00u;
-    case KILN_BF16: return (b & 0x7fffu) > 0x7f80u;
-    default: return false;
-    }
-}
-
 /* Relative tolerance of a float comparison: 0 means bit for bit. */
 static void expect_same(const kiln_tensor *want, const kiln_tensor *got, double tol,
                         const char *tag) {
@@ -106,8 +94,8 @@ static void expect_same(const kiln_tensor *want, const kiln_tensor *got, double 
         for (size_t i = 0; i < n; i++) {
             if (a[i] == b[i]) continue;
             size_t e = i / es * es;
-            if (any_nan && nan_bits(kiln_tensor_dtype(want), a + e) &&
-                nan_bits(kiln_tensor_dtype(want), b + e)) {
+            if (any_nan && test_is_nan(kiln_tensor_dtype(want), a + e) &&
+                test_is_nan(kiln_tensor_dtype(want), b + e)) {
                 i = e + es - 1;
                 continue;
             }

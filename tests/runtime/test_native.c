@@ -110,15 +110,6 @@ static void inputs(kiln_ctx *cx, kiln_tensor **args) {
     args[1] = kiln_tensor_from_host(cx, KILN_F32, KILN_SHAPE(COLS), row, sizeof row);
 }
 
-static bool is_nan_bits(kiln_dtype d, const unsigned char *p) {
-    uint64_t b = 0;
-    memcpy(&b, p, kiln_dtype_size(d));
-    return d == KILN_F64   ? (b & 0x7fffffffffffffffull) > 0x7ff0000000000000ull
-           : d == KILN_F32 ? (b & 0x7fffffffu) > 0x7f800000u
-           : d == KILN_F16 ? (b & 0x7fffu) > 0x7c00u
-                           : false;
-}
-
 /* m compiled by `backend` and called: results against the evaluator's, bit for bit (any NaN
  * for any NaN: which one two NaNs give is not specified). */
 static void same_as_evaluator(kiln_ctx *cx, kiln_module *m, int n_results, const char *tag) {
@@ -139,7 +130,7 @@ static void same_as_evaluator(kiln_ctx *cx, kiln_module *m, int n_results, const
         const unsigned char *g = kiln_tensor_data(got[r]), *w = kiln_tensor_data(want[r]);
         for (size_t e = 0; e < n; e++)
             if (memcmp(g + e * es, w + e * es, es) != 0 &&
-                !(is_nan_bits(d, g + e * es) && is_nan_bits(d, w + e * es)))
+                !(test_is_nan(d, g + e * es) && test_is_nan(d, w + e * es)))
                 cr_assert_fail("%s: result %d, element %zu differs from the evaluator's", tag, r,
                                e);
     }
@@ -246,7 +237,7 @@ Test(native, reductions_fold_native_values_as_the_tiled_engine_does) {
         const unsigned char *w = kiln_tensor_data(want[r]), *g = kiln_tensor_data(got[r]);
         for (size_t e = 0; e < n; e++)
             if (memcmp(w + e * es, g + e * es, es) &&
-                !(is_nan_bits(d, w + e * es) && is_nan_bits(d, g + e * es)))
+                !(test_is_nan(d, w + e * es) && test_is_nan(d, g + e * es)))
                 cr_assert_fail("result %d, element %zu: native and tiled differ", r, e);
     }
     kiln_ctx_release(b);

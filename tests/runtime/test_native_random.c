@@ -51,18 +51,6 @@ static bool run(kiln_ctx *cx, const prog *p, kiln_tensor **out) {
     return true;
 }
 
-static bool nan_bits(kiln_dtype d, const unsigned char *p) {
-    uint64_t b = 0;
-    memcpy(&b, p, kiln_dtype_size(d));
-    switch (d) {
-    case KILN_F64: return (b & 0x7fffffffffffffffull) > 0x7ff0000000000000ull;
-    case KILN_F32: return (b & 0x7fffffffu) > 0x7f800000u;
-    case KILN_F16: return (b & 0x7fffu) > 0x7c00u;
-    case KILN_BF16: return (b & 0x7fffu) > 0x7f80u;
-    default: return false;
-    }
-}
-
 static void compare(const prog *p, int r, const kiln_tensor *want, const kiln_tensor *got) {
     kiln_dtype d = kiln_tensor_dtype(want);
     cr_assert_eq(kiln_tensor_nbytes(got), kiln_tensor_nbytes(want));
@@ -70,7 +58,7 @@ static void compare(const prog *p, int r, const kiln_tensor *want, const kiln_te
     const unsigned char *w = kiln_tensor_data(want), *g = kiln_tensor_data(got);
     for (size_t e = 0; e < n; e++)
         if (memcmp(w + e * es, g + e * es, es) &&
-            !(nan_bits(d, w + e * es) && nan_bits(d, g + e * es)))
+            !(test_is_nan(d, w + e * es) && test_is_nan(d, g + e * es)))
             cr_assert_fail("seed %llu: result %d element %zu: native and tiled differ",
                            (unsigned long long)p->seed, r, e);
 }

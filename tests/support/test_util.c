@@ -2,6 +2,7 @@
 #include "test_util.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -62,4 +63,16 @@ kiln_tensor *test_heat_step(kiln_ctx *cx, kiln_tensor *x, double k) {
                              kiln_add(cx, c, kiln_multiply(cx, kiln_scalar(cx, k, KILN_F32), lap)),
                              kiln_slice(cx, x, KILN_DIMS(n - 1), KILN_DIMS(n), KILN_DIMS_NONE)};
     return kiln_concatenate(cx, parts, 3, 0);
+}
+
+bool test_is_nan(kiln_dtype d, const void *p) {
+    uint64_t b = 0;
+    memcpy(&b, p, kiln_dtype_size(d) <= 8 ? kiln_dtype_size(d) : 8);
+    switch (d) {
+    case KILN_F16: return (b & 0x7fffu) > 0x7c00u;
+    case KILN_BF16: return (b & 0x7fffu) > 0x7f80u;
+    case KILN_F32: return (b & 0x7fffffffu) > 0x7f800000u;
+    case KILN_F64: return (b & 0x7fffffffffffffffull) > 0x7ff0000000000000ull;
+    default: return false;
+    }
 }

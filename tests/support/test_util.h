@@ -14,6 +14,11 @@ void test_run_with_stack(void *(*fn)(void *), void *arg, size_t stack_kib);
 /* A ctx with default options, failing the test if it cannot be made. */
 kiln_ctx *test_ctx(void);
 
+/* Whether the element of float dtype d at p is a NaN (false for other dtypes). Which NaN an
+ * op with two NaN operands gives is not specified (IEEE-754, StableHLO), so comparisons
+ * across engines let any NaN match any NaN. */
+bool test_is_nan(kiln_dtype d, const void *p);
+
 /* Asserts the ctx holds `status` and a message containing `fragment`, then clears it. */
 #define expect_error(cx, status, fragment)                                                 \
     do {                                                                                   \

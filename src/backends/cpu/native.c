@@ -1,5 +1,6 @@
 /* The native tier (native.h): jobs, the compile thread, the cache, loading. */
 #define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -283,26 +284,36 @@ static void *read_all(const char *path, size_t *size) {
 
 /* ---- running the compiler ------------------------------------------------------------- */
 
-/* The compilers running now (their process groups and build directories): a process that
- * exits while one runs stops it and removes its files, instead of leaving both behind. */
+/* The builds in progress: their directories from the moment they are made, and their
+ * compilers' process groups while they run. A process that exits during a build stops the
+ * compiler and removes the directory (atexit), instead of leaving both behind; everything
+ * a build creates is created under the lock after checking that the process is not
+ * exiting, so nothing appears after that. */
 extern char **environ;
 #define MAX_BUILDS 8
 static struct {
     pthread_mutex_t mu;
     struct {
-        pid_t pid;
+        bool used;
+        pid_t pid; /* > 0 while the compiler runs */
         char dir[600];
     } run[MAX_BUILDS];
     bool exiting;
 } builds = {.mu = PTHREAD_MUTEX_INITIALIZER};
 static pthread_once_t builds_once = PTHREAD_ONCE_INIT;
 
+/* Removes a build directory and what is in it (the source, the object, the compiler's
+ * temporary files: it runs with TMPDIR there). */
 static void remove_build(const char *dir) {
-    char path[700];
-    snprintf(path, sizeof path, "%s/k.c", dir);
-    unlink(path);
-    snprintf(path, sizeof path, "%s/k.so", dir);
-    unlink(path);
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char path[900];
+    while (d && (e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        snprintf(path, sizeof path, "%s/%.250s", dir, e->d_name);
+        unlink(path);
+    }
+    if (d) closedir(d);
     rmdir(dir);
 }
 
@@ -310,20 +321,22 @@ static void stop_builds(void) {
     pthread_mutex_lock(&builds.mu);
     builds.exiting = true;
     for (int i = 0; i < MAX_BUILDS; i++) {
-        if (builds.run[i].pid <= 0) continue;
-        kill(-builds.run[i].pid, SIGTERM); /* gcc removes its temporary files on SIGTERM */
-        waitpid(builds.run[i].pid, NULL, 0);
+        if (!builds.run[i].used) continue;
+        if (builds.run[i].pid > 0) {
+            kill(-builds.run[i].pid, SIGTERM); /* gcc removes its temporary files on SIGTERM */
+            waitpid(builds.run[i].pid, NULL, 0);
+        }
         remove_build(builds.run[i].dir);
-        builds.run[i].pid = 0;
+        builds.run[i].used = false, builds.run[i].pid = 0;
     }
     pthread_mutex_unlock(&builds.mu);
 }
 
-/* A child of fork runs none of its parent's compilers. */
+/* A child of fork runs none of its parent's builds. */
 static void forget_builds(void) {
     pthread_mutex_init(&builds.mu, NULL);
     for (int i = 0; i < MAX_BUILDS; i++)
-        builds.run[i].pid = 0;
+        builds.run[i].used = false, builds.run[i].pid = 0;
 }
 
 static void hook_builds(void) {
@@ -331,10 +344,31 @@ static void hook_builds(void) {
     pthread_atfork(NULL, NULL, forget_builds);
 }
 
-/* Runs `cc FLAGS -o so src -lm` in a process group of its own, its output discarded;
- * true when it succeeded. */
-static bool run_compiler(const char *dir, const char *src, const char *so) {
+/* Compiles source with `cc FLAGS -o k.so k.c -lm` in a build directory of its own (in
+ * TMPDIR), the compiler in a process group of its own with its output discarded; the
+ * shared object's bytes (free()), or NULL. */
+static void *compile_source(const char *source, size_t *size) {
     pthread_once(&builds_once, hook_builds);
+    const char *tmp = getenv("TMPDIR");
+    char dir[600], src[700], so[700];
+    snprintf(dir, sizeof dir, "%.500s/kiln-native-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    /* the directory and the source, registered as they are made */
+    pthread_mutex_lock(&builds.mu);
+    int slot = -1;
+    for (int i = 0; i < MAX_BUILDS && slot < 0; i++)
+        if (!builds.run[i].used) slot = i;
+    bool ok = !builds.exiting && slot >= 0 && mkdtemp(dir), registered = ok;
+    if (ok) {
+        builds.run[slot].used = true, builds.run[slot].pid = 0;
+        snprintf(builds.run[slot].dir, sizeof builds.run[slot].dir, "%s", dir);
+        snprintf(src, sizeof src, "%s/k.c", dir);
+        snprintf(so, sizeof so, "%s/k.so", dir);
+        FILE *f = fopen(src, "w");
+        ok = f && fputs(source, f) >= 0;
+        if (f && fclose(f) != 0) ok = false;
+    }
+    pthread_mutex_unlock(&builds.mu);
+    if (!registered) return NULL; /* no slot free, or exiting */
     char flags[sizeof FLAGS];
     memcpy(flags, FLAGS, sizeof FLAGS);
     char *argv[32];
@@ -343,7 +377,7 @@ static bool run_compiler(const char *dir, const char *src, const char *so) {
     for (char *save = NULL, *t = strtok_r(flags, " ", &save); t && argc < 26;
          t = strtok_r(NULL, " ", &save))
         argv[argc++] = t;
-    argv[argc++] = "-o", argv[argc++] = (char *)so, argv[argc++] = (char *)src;
+    argv[argc++] = "-o", argv[argc++] = so, argv[argc++] = src;
     argv[argc++] = "-lm", argv[argc] = NULL;
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
@@ -353,29 +387,44 @@ static bool run_compiler(const char *dir, const char *src, const char *so) {
     posix_spawnattr_init(&at);
     posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
     posix_spawnattr_setpgroup(&at, 0);
-    pthread_mutex_lock(&builds.mu);
-    int slot = -1;
-    for (int i = 0; i < MAX_BUILDS && slot < 0; i++)
-        if (builds.run[i].pid == 0) slot = i;
+    /* the environment, with TMPDIR in the build directory: the compiler's temporary files
+     * go there too, and are removed with it */
+    size_t n_env = 0;
+    while (environ[n_env])
+        n_env++;
+    char **envp = calloc(n_env + 2, sizeof *envp), tmpdir_var[620];
+    size_t k = 0;
+    for (size_t i = 0; envp && i < n_env; i++)
+        if (strncmp(environ[i], "TMPDIR=", 7) != 0) envp[k++] = environ[i];
+    snprintf(tmpdir_var, sizeof tmpdir_var, "TMPDIR=%s", dir);
+    if (envp) envp[k++] = tmpdir_var;
     pid_t pid = -1;
-    int rc = builds.exiting ? -1 : posix_spawnp(&pid, tier.cc, &fa, &at, argv, environ);
-    if (rc == 0 && slot >= 0) {
-        builds.run[slot].pid = pid;
-        snprintf(builds.run[slot].dir, sizeof builds.run[slot].dir, "%s", dir);
-    }
+    pthread_mutex_lock(&builds.mu);
+    ok = ok && envp && !builds.exiting && posix_spawnp(&pid, tier.cc, &fa, &at, argv, envp) == 0;
+    if (ok) builds.run[slot].pid = pid;
     pthread_mutex_unlock(&builds.mu);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&at);
-    if (rc != 0) return false;
+    free(envp);
     int status = 0;
-    pid_t w;
-    while ((w = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
-    }
+    pid_t w = -1;
+    if (ok)
+        while ((w = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
+        }
+    void *image =
+        ok && w == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? read_all(so, size) : NULL;
     pthread_mutex_lock(&builds.mu);
-    if (slot >= 0) builds.run[slot].pid = 0;
+    if (!builds.exiting) { /* when exiting, stop_builds has removed it */
+        remove_build(dir);
+        builds.run[slot].used = false, builds.run[slot].pid = 0;
+    }
     bool exiting = builds.exiting;
     pthread_mutex_unlock(&builds.mu);
-    return !exiting && w == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (exiting) {
+        free(image);
+        return NULL;
+    }
+    return image;
 }
 
 /* Compiles (or finds in the cache) and loads one job; the function goes live at the end. */
@@ -399,18 +448,7 @@ static void build(kiln__native *n) {
     void *image = cache ? kiln__disk_cache_get(cache, key, &size) : NULL;
     bool cached = image != NULL;
     if (!image) {
-        const char *tmp = getenv("TMPDIR");
-        char dir[600], src[700], so[700];
-        snprintf(dir, sizeof dir, "%.500s/kiln-native-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-        if (mkdtemp(dir)) {
-            snprintf(src, sizeof src, "%s/k.c", dir);
-            snprintf(so, sizeof so, "%s/k.so", dir);
-            FILE *f = fopen(src, "w");
-            bool written = f && fputs(source, f) >= 0;
-            if (f && fclose(f) != 0) written = false;
-            if (written && run_compiler(dir, src, so)) image = read_all(so, &size);
-            remove_build(dir);
-        }
+        image = compile_source(source, &size);
         if (image && cache) kiln__disk_cache_put(cache, key, image, size);
     }
     native_fn fn = image ? load(cache, image, size, n) : NULL;
@@ -445,6 +483,8 @@ static void *compile_thread(void *arg) {
 kiln__native *kiln__native_request(kiln_ctx *cx, const kiln__kernel *k) {
     kiln_native_mode mode = mode_of(cx);
     if (mode == KILN_NATIVE_OFF || kiln_ctx_status(cx) != KILN_OK) return NULL;
+    /* before any build can start: an exit from now on stops it */
+    pthread_once(&builds_once, hook_builds);
     if (atomic_load(&tier.no_cc)) return NULL; /* known: nothing would compile it */
     /* what the build needs, copied (a kernel that does not qualify stays tiled); the
      * source is written by whoever builds it, so compiling costs a copy */

@@ -18,14 +18,19 @@ static inline double spread(uint64_t i) {
     return ldexp(u, (int)((h >> 3) % 24) - 12);
 }
 
-/* Variant v: 0 one thread, 1 two threads, 2 three threads, 3 baseline ISA on two threads. */
+/* Variant v < N_VARIANTS: 0 one thread, 1 two threads, 2 three threads, 3 baseline ISA on
+ * two threads, 4 one thread reading the leaves of run sums over 4 MiB one at a time (as
+ * inputs larger than the last-level cache are read). */
+#define N_VARIANTS 5
 static inline void set_variant(int v) {
-    kiln__threads_set_count(v == 0 ? 1 : v == 2 ? 3 : 2);
+    kiln__threads_set_count(v == 0 || v == 4 ? 1 : v == 2 ? 3 : 2);
     kiln__reduce_force_baseline(v == 3);
+    kiln__reduce_set_interleave_limit(v == 4 ? 4 << 20 : 0);
 }
 
 static inline void reset_variant(void) {
     kiln__reduce_force_baseline(false);
+    kiln__reduce_set_interleave_limit(0);
     kiln__threads_set_count(0);
 }
 

@@ -73,7 +73,7 @@ Test(column_sums, f32_sums_follow_the_documented_order_bit_for_bit) {
               *out = malloc(sizeof(float) * (size_t)(s.O * s.I));
         for (int64_t i = 0; i < n; i++)
             x[i] = (float)spread((uint64_t)i);
-        for (int v = 0; v < 4; v++) {
+        for (int v = 0; v < N_VARIANTS; v++) {
             set_variant(v);
             cr_assert(kiln__reduce_f32(KILN_REGION_ADD, x, s.O, s.R, s.I, out, true));
             for (int64_t o = 0; o < s.O; o++)
@@ -100,7 +100,7 @@ Test(column_sums, f64_sums_follow_the_documented_order_bit_for_bit) {
         double *out = malloc(sizeof(double) * (size_t)(s.O * s.I));
         for (int64_t i = 0; i < n; i++)
             x[i] = spread((uint64_t)i);
-        for (int v = 0; v < 4; v++) {
+        for (int v = 0; v < N_VARIANTS; v++) {
             set_variant(v);
             cr_assert(kiln__reduce_f64(KILN_REGION_ADD, x, s.O, s.R, s.I, out, true));
             for (int64_t o = 0; o < s.O; o++)

@@ -50,8 +50,8 @@ typedef struct {
 /* Leaves only (1, 7, 8, 128), two leaves (129, 256), four equal leaves (512, 4096 rows),
  * uneven trees where one half splits once more than the other (300, 500, 1000, 2049), runs
  * long enough to be split across threads (the last three), and inputs over 4 MiB, whose
- * leaves are read one after another rather than four at once (the last one; f64 the last
- * two). */
+ * leaves variant 4 reads one after another rather than four at once (the last one; f64 the
+ * last two). */
 static const shape2 SHAPES[] = {{3, 1},    {2, 7},    {1, 8},      {2, 128},   {1, 129},
                                 {3, 256},  {1, 300},  {2, 500},    {1, 512},   {2, 1000},
                                 {1, 2049}, {5, 4096}, {1, 300007}, {64, 8191}, {1, 1048589}};
@@ -63,7 +63,7 @@ static const shape2 SHAPES[] = {{3, 1},    {2, 7},    {1, 8},      {2, 128},   {
             T *x = malloc(sizeof(T) * (size_t)(s.O * s.R)), *out = malloc(sizeof(T) * s.O);        \
             for (int64_t i = 0; i < s.O * s.R; i++)                                                \
                 x[i] = (T)spread((uint64_t)i + 6);                                                 \
-            for (int v = 0; v < 4; v++) {                                                          \
+            for (int v = 0; v < N_VARIANTS; v++) {                                                          \
                 set_variant(v);                                                                    \
                 cr_assert(kiln__reduce_##S(KILN_REGION_ADD, x, s.O, s.R, 1, out, true));           \
                 for (int64_t o = 0; o < s.O; o++) {                                                \

@@ -2,6 +2,7 @@
 #include "backends/cpu/cpu_features.h"
 
 #include <stdatomic.h>
+#include <unistd.h>
 
 enum { F_KNOWN = 1, F_AVX2 = 2, F_FMA = 4, F_AVX512 = 8 };
 
@@ -25,3 +26,17 @@ bool kiln__cpu_avx2(void) { return features() & F_AVX2; }
 bool kiln__cpu_avx2_fma(void) { return (features() & (F_AVX2 | F_FMA)) == (F_AVX2 | F_FMA); }
 
 bool kiln__cpu_avx512(void) { return kiln__cpu_avx2_fma() && (features() & F_AVX512); }
+
+long kiln__cpu_llc_bytes(void) {
+    static atomic_long cached;
+    long v = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (v) return v;
+    v = 0;
+#if defined(_SC_LEVEL3_CACHE_SIZE) && defined(_SC_LEVEL2_CACHE_SIZE)
+    v = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (v <= 0) v = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+    if (v <= 0) v = 4L << 20;
+    atomic_store_explicit(&cached, v, memory_order_relaxed);
+    return v;
+}

@@ -107,6 +107,11 @@ bool kiln__reduce_f64(kiln__region_kind kind, const double *x, int64_t outer, in
  * thread-safe; false restores the default. */
 void kiln__reduce_force_baseline(bool on);
 
+/* Tests only: sums along runs of inputs over `bytes` read their tree's leaves one at a time
+ * instead of four at once (the default limit is the last-level cache's size; both ways
+ * give bitwise the same results). Process-wide, thread-safe; 0 restores the default. */
+void kiln__reduce_set_interleave_limit(int64_t bytes);
+
 /* The three shapes by name, for readability at call sites. */
 static inline bool kiln__reduce_all_f32(kiln__region_kind kind, const float *x, int64_t n,
                                         float *out, bool parallel) {

@@ -4,7 +4,11 @@
  *
  * Reduction by pi: sin takes q = round(x/pi) and h = q, cos takes q = floor(x/pi) and
  * h = q + 1/2; then r = x - h*pi lies in [-pi/2, pi/2] and the result is (-1)^q sin(r) for
- * sin, (-1)^(q+1) sin(r) for cos. x - h*PI_HI is exact (both are multiples of 2^-52 once
+ * sin, (-1)^(q+1) sin(r) = (-1)^q sin(-r) for cos. cos finds floor(x/pi) as x/pi - 1/2
+ * rounded to the nearest integer (no float is close enough to a multiple of pi for the two
+ * to differ, and where they do for tiny x both give cos = 1; vmath-check compares all
+ * floats) and computes -r rather than r, each negated step rounding exactly as the
+ * unnegated one: two operations fewer than floor and a separate parity. x - h*PI_HI is exact (both are multiples of 2^-52 once
  * |x| >= 2^-29, and the difference is below 2), and PI_LO carries the next 53 bits of pi, so
  * for |x| <= KILN__VM_TRIG_MAX r is accurate to a few 2^-53 relative (the float closest to
  * a multiple of pi/2 in that range is far enough from it; the exhaustive check confirms).
@@ -64,18 +68,20 @@ static float trig_slow(float x, bool is_cos) {
 
 static float trig_one(float xf, bool is_cos) {
     if (!(fabsf(xf) <= (float)KILN__VM_TRIG_MAX)) return trig_slow(xf, is_cos);
-    double x = xf, h, parity;
+    double x = xf, h, parity, r;
     if (is_cos) {
-        double q = floor(x * INV_PI);
-        h = q + 0.5;
-        parity = q + (ROUND_MAGIC + 1.0);
+        /* parity: ROUND_MAGIC + q; r here is -(x - h*pi) */
+        parity = fma(x, INV_PI, -0.5) + ROUND_MAGIC;
+        h = (parity - ROUND_MAGIC) + 0.5;
+        r = fma(h, PI_HI, -x);
+        r = fma(h, PI_LO, r);
     } else {
         /* h = +0 for x = -0, which keeps the sign of r (round() would give -0). */
         parity = fma(x, INV_PI, ROUND_MAGIC);
         h = parity - ROUND_MAGIC;
+        r = fma(-h, PI_HI, x);
+        r = fma(-h, PI_LO, r);
     }
-    double r = fma(-h, PI_HI, x);
-    r = fma(-h, PI_LO, r);
     double s = r * r;
     double g = fma(S5, s, S4);
     g = fma(g, s, S3);
@@ -103,19 +109,21 @@ static void cos_base(const float *x, float *r, int64_t n) {
 #define INLINE inline __attribute__((always_inline))
 
 /* trig_one's fast path on a vector of doubles: P is the intrinsic prefix, V the type,
- * ROUND(v, mode) rounds to integers, TO_INT/TO_PD reinterpret. */
-#define TRIG_BODY(P, V, ROUND, TO_INT, TO_PD, is_cos)                            \
-    V h, parity;                                                                 \
+ * TO_INT/TO_PD reinterpret. */
+#define TRIG_BODY(P, V, TO_INT, TO_PD, is_cos)                            \
+    V h, parity, r;                                                              \
     if (is_cos) {                                                                \
-        V q = ROUND(P##_mul_pd(x, P##_set1_pd(INV_PI)), _MM_FROUND_TO_NEG_INF);  \
-        h = P##_add_pd(q, P##_set1_pd(0.5));                                     \
-        parity = P##_add_pd(q, P##_set1_pd(ROUND_MAGIC + 1.0));                  \
+        parity = P##_add_pd(P##_fmadd_pd(x, P##_set1_pd(INV_PI), P##_set1_pd(-0.5)), \
+                            P##_set1_pd(ROUND_MAGIC));                           \
+        h = P##_add_pd(P##_sub_pd(parity, P##_set1_pd(ROUND_MAGIC)), P##_set1_pd(0.5)); \
+        r = P##_fmsub_pd(h, P##_set1_pd(PI_HI), x);                              \
+        r = P##_fmadd_pd(h, P##_set1_pd(PI_LO), r);                              \
     } else {                                                                     \
         parity = P##_fmadd_pd(x, P##_set1_pd(INV_PI), P##_set1_pd(ROUND_MAGIC)); \
         h = P##_sub_pd(parity, P##_set1_pd(ROUND_MAGIC));                        \
+        r = P##_fnmadd_pd(h, P##_set1_pd(PI_HI), x);                             \
+        r = P##_fnmadd_pd(h, P##_set1_pd(PI_LO), r);                             \
     }                                                                            \
-    V r = P##_fnmadd_pd(h, P##_set1_pd(PI_HI), x);                               \
-    r = P##_fnmadd_pd(h, P##_set1_pd(PI_LO), r);                                 \
     V s = P##_mul_pd(r, r);                                                      \
     V g = P##_fmadd_pd(P##_set1_pd(S5), s, P##_set1_pd(S4));                     \
     g = P##_fmadd_pd(g, s, P##_set1_pd(S3));                                     \
@@ -127,10 +135,9 @@ static void cos_base(const float *x, float *r, int64_t n) {
 /* ---- AVX2 + FMA: 4 doubles per vector, 8 floats per step --------------------------------- */
 
 #define AVX2_TARGET __attribute__((target("avx2,fma")))
-#define ROUND4(v, mode) _mm256_round_pd(v, (mode) | _MM_FROUND_NO_EXC)
 
 static AVX2_TARGET INLINE __m256d trig4(__m256d x, bool is_cos) {
-    TRIG_BODY(_mm256, __m256d, ROUND4, _mm256_castpd_si256, _mm256_castsi256_pd, is_cos)
+    TRIG_BODY(_mm256, __m256d, _mm256_castpd_si256, _mm256_castsi256_pd, is_cos)
 }
 
 /* 8 elements from xs into rs (which may be xs). */
@@ -171,10 +178,9 @@ static AVX2_TARGET void cos_avx2(const float *x, float *r, int64_t n) { run_avx2
 /* ---- AVX-512: 8 doubles per vector, 16 floats per step ----------------------------------- */
 
 #define AVX512_TARGET __attribute__((target("avx512f,avx512dq,avx2,fma")))
-#define ROUND8(v, mode) _mm512_roundscale_pd(v, (mode) | _MM_FROUND_NO_EXC)
 
 static AVX512_TARGET INLINE __m512d trig8(__m512d x, bool is_cos) {
-    TRIG_BODY(_mm512, __m512d, ROUND8, _mm512_castpd_si512, _mm512_castsi512_pd, is_cos)
+    TRIG_BODY(_mm512, __m512d, _mm512_castpd_si512, _mm512_castsi512_pd, is_cos)
 }
 
 /* The `mask` lanes of 16 elements from xs into rs (which may be xs); masked-off lanes are

@@ -831,7 +831,7 @@ static int red_levels(int64_t R) {
         T *out;                                                                                   \
         int64_t n;       /* a single run: its length */                                           \
         int depth;       /* sum of a single run: the tree's depth at the leaves */                \
-        bool interleave; /* sums along runs: leaves four at a time (RED_INTERLEAVE_BYTES) */      \
+        bool interleave; /* sums along runs: leaves four at a time (red_interleave) */           \
         T *partial;      /* per leaf or block */                                                  \
         K *partial_keys;                                                                          \
         int64_t first_block; /* the product/extreme of a single run: the batch's first block */   \

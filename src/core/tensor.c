@@ -133,10 +133,16 @@ kiln__storage *kiln__storage_new(kiln_ctx *cx, const char *fn, size_t nbytes) {
     return kiln__storage_new_on(cx, fn, nbytes, cx->device);
 }
 
+uint64_t kiln__storage_version_next(void) {
+    static atomic_uint_fast64_t counter;
+    return (uint64_t)atomic_fetch_add_explicit(&counter, 1, memory_order_relaxed) + 1;
+}
+
 static kiln__storage *storage_init(kiln__storage *s, kiln_ctx *cx, size_t nbytes,
                                    kiln_device device) {
     memset(s, 0, sizeof *s);
     atomic_init(&s->refs, 1);
+    atomic_init(&s->version, kiln__storage_version_next());
     s->device = device;
     s->nbytes = nbytes;
     s->allocator = cx->allocator;
@@ -282,8 +288,12 @@ kiln_tensor *kiln__tensor_view(kiln_ctx *cx, const char *fn, kiln_tensor *t, kil
 }
 
 void *kiln__tensor_mutable_data(kiln_tensor *t) {
-    if (!t->storage) return NULL;
-    return t->storage->data ? (char *)t->storage->data + t->byte_offset : NULL;
+    kiln__storage *s = t->storage;
+    if (!s) return NULL;
+    /* about to change: whatever was derived from the old bytes no longer matches */
+    if (atomic_load_explicit(&s->version, memory_order_relaxed) != 0)
+        atomic_store_explicit(&s->version, kiln__storage_version_next(), memory_order_release);
+    return s->data ? (char *)s->data + t->byte_offset : NULL;
 }
 
 kiln_tensor *kiln_tensor_from_host(kiln_ctx *cx, kiln_dtype dtype, kiln_shape shape,
@@ -337,6 +347,7 @@ static kiln_tensor *wrap_host(kiln_ctx *cx, const char *fn, kiln_dtype dtype, ki
     if (!s) return NULL;
     memset(s, 0, sizeof *s);
     atomic_init(&s->refs, 1);
+    atomic_init(&s->version, kiln__storage_version_next());
     s->device = cx->device;
     s->data = data;
     s->nbytes = nbytes;

@@ -34,7 +34,21 @@ typedef struct kiln__storage {
     void (*recycle)(struct kiln__storage *s);
     void *recycle_user;
     struct kiln__storage *recycle_next;
+    /* What the data holds, as a number no other contents ever had: a fresh value of one
+     * process-wide counter when the storage is made and again whenever kiln hands out its
+     * data for writing (kiln__tensor_mutable_data: every kernel's result, a donated buffer
+     * taken in place, a recycled result buffer, a kiln_move overwrite). So an unchanged
+     * version means unchanged bytes, and a copy derived from them (a kernel's packed
+     * weights) may be reused. 0: not tracked (memory of an executable's arena, a kernel's
+     * scratch views): never the same contents twice. */
+    atomic_uint_fast64_t version;
 } kiln__storage;
+
+/* A version no storage has had (see kiln__storage.version); never 0. Thread-safe. */
+uint64_t kiln__storage_version_next(void);
+
+/* The version of what t's data holds now (0: untracked, or no storage). */
+static inline uint64_t kiln__tensor_version(const kiln_tensor *t);
 
 /* Where a storage's data starts in its block when they share one (in_block), and the most
  * data stored that way: what fits a block of 1 KiB, where the cache's classes are 64-byte
@@ -67,6 +81,10 @@ struct kiln_tensor {
      * this tensor (frontend/builders_elementwise.c). */
     bool moved;
 };
+
+static inline uint64_t kiln__tensor_version(const kiln_tensor *t) {
+    return t && t->storage ? atomic_load_explicit(&t->storage->version, memory_order_acquire) : 0;
+}
 
 /* Checks dtype and shape for `fn`, recording INVALID_ARGUMENT with a message naming the
  * function and argument on failure. Computes the element count and byte size. */
@@ -135,7 +153,8 @@ void kiln__tensor_kill(kiln_tensor *t, char *message);
 kiln_tensor *kiln__tensor_view(kiln_ctx *cx, const char *fn, kiln_tensor *t, kiln_dtype dtype,
                                kiln_shape shape);
 
-/* Writable data of a tensor the caller just made (NULL when empty). */
+/* Writable data of a tensor the caller just made, or a result a kernel writes (NULL when
+ * empty). Gives a tracked storage a new version: call it only to write. */
 void *kiln__tensor_mutable_data(kiln_tensor *t);
 
 /* Drops the scope's reference to a temporary that library code made (and so the scope

@@ -5,7 +5,8 @@
  * NHWC or HWIO data is read in place.
  *
  * oneDNN picks its own (blocked) layouts for the fastest kernel; the operands are reordered
- * into them and the result back, each call. The input stays in its own layout when an
+ * into them and the result back, each call, except weights unchanged since an earlier call:
+ * their reordered copy is kept (packed_weights.h). The input stays in its own layout when an
  * optimized direct kernel reads it so (oneDNN has one for few input channels in NCHW, a
  * network's first layer: 2-4x faster than its blocked kernel after a reorder there).
  * Primitives (the convolution and the reorders) are built once per geometry and kept in a
@@ -46,6 +47,7 @@ void kiln__dnnl_conv_any_size(bool on) { atomic_store(&any_size, on); }
 #include <sys/mman.h>
 
 #include "backends/cpu/dnnl_api.h"
+#include "backends/cpu/packed_weights.h"
 
 /* oneDNN's entry points; only called once entry_get has found them (it returns NULL when
  * oneDNN cannot be opened, and the caller falls back). */
@@ -663,11 +665,42 @@ static bool exec(dnnl_primitive_t p, dnnl_stream_t s, dnnl_memory_t from, dnnl_m
     return dnnl()->dnnl_primitive_execute(p, s, 2, args) == dnnl_success;
 }
 
+/* The weights of a call, for pack_weights. */
+typedef struct wei_job {
+    const conv_entry *e;
+    const kiln_tensor *rhs;
+} wei_job;
+
+/* Writes the call's weights in the primitive's layout to dst (a kiln__pack_fn). */
+static bool pack_weights(void *user, void *dst) {
+    const wei_job *j = user;
+    const conv_entry *e = j->e;
+    if (e->t_wei.on) {
+        const xpose *t = &e->t_wei;
+        kiln__transpose_f32(kiln__in(j->rhs), dst, t->batch, t->rows, t->cols, t->group,
+                            t->stride, t->stride);
+        return true;
+    }
+    mems ms = {0};
+    dnnl_stream_t stream = NULL;
+    dnnl_memory_t from = mem_make(&ms, &e->usr_wei, (void *)kiln__in(j->rhs));
+    dnnl_memory_t to = from ? mem_make(&ms, &e->wei, dst) : NULL;
+    bool ok = to &&
+              dnnl()->dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) ==
+                  dnnl_success &&
+              exec(e->r_wei, stream, from, to) && dnnl()->dnnl_stream_wait(stream) == dnnl_success;
+    if (stream) dnnl()->dnnl_stream_destroy(stream);
+    for (int i = 0; i < ms.n; i++)
+        dnnl()->dnnl_memory_destroy(ms.m[i]);
+    return ok;
+}
+
 /* Runs the reorders and the convolution with the reordered operands and the scratchpad at
- * `l` in `base`; true when every primitive ran. */
+ * `l` in `base`; true when every primitive ran. The weights come packed from the cache
+ * (packed_weights.h) when they are unchanged since an earlier call and `cached`. */
 static bool run_in(const conv_entry *e, const layout *l, unsigned char *base,
                    const kiln_tensor *lhs, const kiln_tensor *rhs, const kiln_tensor *bias,
-                   kiln_tensor *out) {
+                   kiln_tensor *out, bool cached) {
     mems ms = {0};
     dnnl_stream_t stream = NULL;
     dnnl_memory_t usrc = mem_make(&ms, &e->usr_src, (void *)kiln__in(lhs));
@@ -685,13 +718,15 @@ static bool run_in(const conv_entry *e, const layout *l, unsigned char *base,
     } else if (ok && e->r_src) {
         ok = (src = mem_make(&ms, &e->src, base + l->src)) && exec(e->r_src, stream, usrc, src);
     }
-    if (ok && e->t_wei.on) {
-        const xpose *t = &e->t_wei;
-        kiln__transpose_f32(kiln__in(rhs), (float *)(void *)(base + l->wei), t->batch, t->rows,
-                            t->cols, t->group, t->stride, t->stride);
-        ok = (wei = mem_make(&ms, &e->wei, base + l->wei)) != NULL;
-    } else if (ok && e->r_wei) {
-        ok = (wei = mem_make(&ms, &e->wei, base + l->wei)) && exec(e->r_wei, stream, uwei, wei);
+    kiln__packed *held = NULL;
+    if (ok && e->need_wei) {
+        wei_job job = {e, rhs};
+        const void *packed =
+            cached ? kiln__packed_get(e, rhs, dnnl()->dnnl_memory_desc_get_size(&e->wei),
+                                      pack_weights, &job, &held)
+                   : NULL;
+        void *at = packed ? (void *)packed : base + l->wei;
+        ok = (packed || pack_weights(&job, at)) && (wei = mem_make(&ms, &e->wei, at)) != NULL;
     }
     if (ok && e->need_dst) ok = (dst = mem_make(&ms, &e->dst, base + l->dst)) != NULL;
     if (ok && bias) ok = (bmem = mem_make(&ms, &e->bias, (void *)kiln__in(bias))) != NULL;
@@ -719,12 +754,15 @@ static bool run_in(const conv_entry *e, const layout *l, unsigned char *base,
     if (stream) dnnl()->dnnl_stream_destroy(stream);
     for (int i = 0; i < ms.n; i++)
         dnnl()->dnnl_memory_destroy(ms.m[i]);
+    kiln__packed_release(held);
     return ok;
 }
 
-/* Runs the entry on the tensors; the status of the call. */
+/* Runs the entry on the tensors; the status of the call. `cached`: the entry lives as long
+ * as the process (its weights may be packed once). */
 static kiln_status run(kiln_ctx *cx, const conv_entry *e, const kiln_tensor *lhs,
-                       const kiln_tensor *rhs, const kiln_tensor *bias, kiln_tensor *out) {
+                       const kiln_tensor *rhs, const kiln_tensor *bias, kiln_tensor *out,
+                       bool cached) {
     kiln__threads_sync_blas(); /* oneDNN sizes its OpenMP team like BLAS does */
     layout l = layout_of(e);
     void *own = NULL, *base = NULL;
@@ -736,7 +774,7 @@ static kiln_status run(kiln_ctx *cx, const conv_entry *e, const kiln_tensor *lhs
             base = own;
         }
     }
-    bool ok = run_in(e, &l, base, lhs, rhs, bias, out);
+    bool ok = run_in(e, &l, base, lhs, rhs, bias, out, cached);
     if (own)
         kiln__free(cx, own, l.total);
     else if (base)
@@ -762,7 +800,7 @@ bool kiln__dnnl_conv(kiln_ctx *cx, const kiln__attrs *a, const kiln_tensor *lhs,
         if (transient) entry_destroy(e);
         return false; /* the fallback reports running out of memory if it does */
     }
-    *status = run(cx, e, lhs, rhs, bias, out);
+    *status = run(cx, e, lhs, rhs, bias, out, !transient);
     if (transient) entry_destroy(e);
     return true;
 }

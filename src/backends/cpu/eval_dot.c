@@ -419,6 +419,10 @@ static void gemv_blocks(void *user, int64_t begin, int64_t end) {
  * shape only, never on the thread count. */
 #define GEMM_CHUNK 512
 #define GEMM_CHUNK_MIN 128
+/* Products of at most this many rows with a matrix of at least this many elements stream
+ * the matrix (kiln__gemm_rows_f32) instead of packing it. */
+#define GEMM_ROWS_MAX 8
+#define GEMM_ROWS_MIN_MATRIX 65536.0
 
 /* C = op(A) op(B) as fixed chunks of rows (split_m) or columns of C, each one
  * single-threaded BLAS call: OpenBLAS's threaded GEMM partitions the sum differently per
@@ -506,6 +510,13 @@ static void blas_gemm(kiln__lk k, bool trans_a, bool trans_b, int64_t m, int64_t
         bool serial = kiln__threads_in_parallel();
         kiln__parallel_for((outs + GEMV_BLOCK - 1) / GEMV_BLOCK, grain, gemv_blocks, &j);
         if (!serial) kiln__threads_sync_blas();
+        return;
+    }
+    /* A few rows times a large matrix: streamed once, where GEMM packs it first (2.5x
+     * slower for VGG's classifier at batch 8). */
+    if (k == KILN__LK_F32 && !trans_a && !trans_b && m <= GEMM_ROWS_MAX &&
+        (double)kk * (double)n >= GEMM_ROWS_MIN_MATRIX && kiln__gemm_rows_f32_available()) {
+        kiln__gemm_rows_f32(a, lda, m, b, ldb, kk, n, c, ldc);
         return;
     }
     gemm_job j = {.f64 = k == KILN__LK_F64,

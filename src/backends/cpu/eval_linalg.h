@@ -72,6 +72,15 @@ bool kiln__gemv_f32_available(void);
 void kiln__gemv_f32(const float *x, int64_t incx, const float *m, int64_t ld, int64_t k, int64_t n,
                     float *y);
 
+/* Y = X M for f32 with few rows, X [m x k] (rows ldx apart), M [k x n] (rows ldw apart),
+ * Y [m x n] (rows ldy apart), streaming M once per 8 rows of X without packing it
+ * (gemm_rows_f32.c). Each row of Y gets exactly kiln__gemv_f32's result for that row of X
+ * (the same chain of fmas), whatever m, the split or the thread count. Only when
+ * kiln__gemm_rows_f32_available() (AVX-512 at run time). */
+bool kiln__gemm_rows_f32_available(void);
+void kiln__gemm_rows_f32(const float *x, int64_t ldx, int64_t m, const float *w, int64_t ldw,
+                         int64_t k, int64_t n, float *y, int64_t ldy);
+
 /* For b < batch: dst + b * dst_stride (cols x rows, row-major) = the transpose of
  * src + b * src_stride (rows x cols, row-major), f32, split across kiln's threads
  * (transpose_f32.c). With group > 1 the columns are [cols / group][group] and the

@@ -223,5 +223,8 @@ void case_gemm256(bench *b);
 void case_gemm1024(bench *b);
 void case_vgg_224(bench *b);
 void case_vgg_32(bench *b);
+void case_vgg13_224(bench *b);
+void case_vgg16_224(bench *b);
+void case_vgg19_224(bench *b);
 
 #endif

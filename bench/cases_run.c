@@ -574,12 +574,12 @@ void case_gemm64(bench *b) { gemm_case(b, 64); }
 void case_gemm256(bench *b) { gemm_case(b, 256); }
 void case_gemm1024(bench *b) { gemm_case(b, 1024); }
 
-/* ---- VGG11 forward, executed --------------------------------------------------------------- */
+/* ---- VGG forward, executed ---------------------------------------------------------------- */
 
 /* At 32x32 the five pools leave a 512x1x1 map, so the classifier takes 512 inputs:
  * 512 -> 4096 -> 4096 -> 1000 (the 224x224 model's widths, with dense_in = 512). */
-static void vgg_run_case(bench *b, int64_t n, int64_t hw) {
-    vgg_config c = vgg_cfg(11);
+static void vgg_run_case(bench *b, int depth, int64_t n, int64_t hw) {
+    vgg_config c = vgg_cfg(depth);
     c.dense_in = 512 * (int)(hw / 32) * (int)(hw / 32);
     kiln_arg_spec specs[64];
     double flops = 0;
@@ -593,9 +593,11 @@ static void vgg_run_case(bench *b, int64_t n, int64_t hw) {
     if (!check(b)) return;
     run_spec rs = spec_fast(b);
     rs.flops = flops;
-    rs.note = hw == 32 ? "VGG11, classifier 512->4096->4096->1000 (1x1 map); convolutions on oneDNN"
-                       : "VGG11, classifier 25088->4096->4096->1000; convolutions on oneDNN";
-    rs.calls = policy_slow(hw == 32 ? 11 : 5);
+    char note[128];
+    snprintf(note, sizeof note, "VGG%d, classifier %d->4096->4096->1000%s; convolutions on oneDNN",
+             depth, c.dense_in, hw == 32 ? " (1x1 map)" : "");
+    rs.note = note;
+    rs.calls = policy_slow(hw == 32 ? 11 : depth == 11 ? 5 : 3);
     rs.compiles = (reps_policy){1, 3, 11};
     kiln_region fn = {fn_vgg, &c};
     run_compiled(b, "kiln", &fn, specs, n_args, in, rs, NULL);
@@ -603,5 +605,8 @@ static void vgg_run_case(bench *b, int64_t n, int64_t hw) {
         kiln_tensor_release(in[i]);
 }
 
-void case_vgg_224(bench *b) { vgg_run_case(b, 1, 224); }
-void case_vgg_32(bench *b) { vgg_run_case(b, 8, 32); }
+void case_vgg_224(bench *b) { vgg_run_case(b, 11, 1, 224); }
+void case_vgg_32(bench *b) { vgg_run_case(b, 11, 8, 32); }
+void case_vgg13_224(bench *b) { vgg_run_case(b, 13, 1, 224); }
+void case_vgg16_224(bench *b) { vgg_run_case(b, 16, 1, 224); }
+void case_vgg19_224(bench *b) { vgg_run_case(b, 19, 1, 224); }

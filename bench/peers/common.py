@@ -159,6 +159,9 @@ REDUCE_SHAPE = (4096, 4096)
 REDUCE_SMALL_SHAPE = (256, 1024)  # rows that fit the caches
 GEMM = [64, 256, 1024]
 VGG = [(1, 3, 224, 224), (8, 3, 32, 32)]
+VGG_DEEPER = [13, 16, 19]  # forward at 1x3x224x224
+# Convolutions per stage of each VGG (torchvision's configurations A, B, D, E).
+VGG_STAGES = {11: [1, 1, 2, 2, 2], 13: [2, 2, 2, 2, 2], 16: [2, 2, 3, 3, 3], 19: [2, 2, 4, 4, 4]}
 
 
 def quick_filter(quick, items, small):
@@ -168,7 +171,7 @@ def quick_filter(quick, items, small):
 def call_cases(quick):
     """(suite, case, function key, unit) of every call case of kiln-bench; --quick keeps the
     small ones. Keys: emlx_step, emlx_matmul, emlx_dot, cos, expsin, sum_all, sum_rows,
-    sum_cols, gemm, vgg11 (each peer maps them to its functions)."""
+    sum_cols, gemm, vgg11, vgg13, vgg16, vgg19 (each peer maps them to its functions)."""
     out = [("emlx", "scalar f32[10,10]", "emlx_step", "us"),
            ("emlx", "matmul f32[10,10]", "emlx_matmul", "us")]
     out += [("emlx", f"dot f32[{n},{n}]", "emlx_dot", "us" if n < 1000 else "ms")
@@ -182,6 +185,8 @@ def call_cases(quick):
     out += [("loop", "heat 1000 steps f32[4096]", "heat", "ms")]
     out += [("gemm", f"f32 {n}", "gemm", "ms") for n in quick_filter(quick, GEMM, [64, 256])]
     out += [("vgg", "VGG11 %dx%dx%dx%d" % s, "vgg11", "ms") for s in quick_filter(quick, VGG, [])]
+    out += [("vgg", f"VGG{d} 1x3x224x224", f"vgg{d}", "ms")
+            for d in quick_filter(quick, VGG_DEEPER, [])]
     return out
 
 

@@ -72,8 +72,7 @@ def vgg_forward(x, *ws):
     return h
 
 
-VGG_STAGES = {11: [1, 1, 2, 2, 2], 13: [2, 2, 2, 2, 2], 16: [2, 2, 3, 3, 3],
-              19: [2, 2, 4, 4, 4]}
+VGG_STAGES = common.VGG_STAGES
 
 
 def vgg_specs(depth, n, hw, dense_in=None):
@@ -175,9 +174,10 @@ def heat(u):  # lax.fori_loop, as JAX users write a simulation under jax.jit
 FUNCS = {"heat": heat, "emlx_step": common.emlx_step, "emlx_matmul": common.emlx_matmul,
          "emlx_dot": common.emlx_dot, "cos": jnp.cos, "expsin": expsin,
          "sum_all": lambda m: jnp.sum(m), "sum_rows": lambda m: jnp.sum(m, axis=1),
-         "sum_cols": lambda m: jnp.sum(m, axis=0), "gemm": jnp.matmul, "vgg11": vgg_forward}
+         "sum_cols": lambda m: jnp.sum(m, axis=0), "gemm": jnp.matmul, "vgg11": vgg_forward,
+         "vgg13": vgg_forward, "vgg16": vgg_forward, "vgg19": vgg_forward}
 for suite, name, key, unit in common.call_cases(args.quick):
-    call_case(suite, name, FUNCS[key], unit, max_reps=21 if key == "vgg11" else None)
+    call_case(suite, name, FUNCS[key], unit, max_reps=21 if key.startswith("vgg") else None)
 
 
 def per_example_grads(w1, x, w2):  # kiln-bench's autodiff/per-example grads MLP

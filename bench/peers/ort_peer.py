@@ -87,11 +87,11 @@ def reduce(axes):
     return build
 
 
-def vgg11(weights):
-    """VGG11 on kiln's weights (conv OIHW + bias, dense [in, out] + bias), all constants."""
+def vgg(depth, weights):
+    """VGG on kiln's weights (conv OIHW + bias, dense [in, out] + bias), all constants."""
     def build(g, x):
         h, k = x, 0
-        for n in [1, 1, 2, 2, 2]:
+        for n in common.VGG_STAGES[depth]:
             for _ in range(n):
                 h = g.op("Relu", g.op("Conv", h, g.const(weights[k]), g.const(weights[k + 1]),
                                       kernel_shape=[3, 3], pads=[1, 1, 1, 1]))
@@ -137,11 +137,13 @@ BUILDERS = {"emlx_step": emlx_step, "emlx_matmul": emlx_matmul, "emlx_dot": emlx
             "sum_rows": reduce([1]), "sum_cols": reduce([0]),
             "gemm": lambda g, a, b: g.op("MatMul", a, b)}
 for suite, name, key, unit in common.call_cases(args.quick):
-    if key != "vgg11" and key not in BUILDERS:
+    is_vgg = key.startswith("vgg")
+    if not is_vgg and key not in BUILDERS:
         continue  # no ONNX graph for it (the heat loop)
-    if key != "vgg11":
+    if not is_vgg:
         case(suite, name, BUILDERS[key], unit)
     else:  # the image is the input; kiln's weights become constants
         ws = r.inputs(suite, name)
         if ws is not None:
-            case(suite, name, vgg11(ws[1:]), unit, xs=ws[:1], max_reps=21)
+            case(suite, name, vgg(int(key[3:]), ws[1:]), unit, xs=ws[:1], max_reps=21)
+        del ws

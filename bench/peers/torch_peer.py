@@ -181,8 +181,7 @@ for case, template in COMPTIME.items():
         print(f"torch-compile: comptime {case}: {type(e).__name__}: {e}", file=sys.stderr)
 
 
-VGG_STAGES = {11: [1, 1, 2, 2, 2], 13: [2, 2, 2, 2, 2], 16: [2, 2, 3, 3, 3],
-              19: [2, 2, 4, 4, 4]}
+VGG_STAGES = common.VGG_STAGES
 
 
 class VGG(nn.Module):
@@ -337,15 +336,15 @@ if r.wanted("comptime", "VGG11 train step") and args.threads == 1:
         del ws
 
 
-# ---- VGG11 forward, executed ------------------------------------------------------------------
+# ---- VGG forward, executed --------------------------------------------------------------------
 
 for suite, case, key, unit in common.call_cases(args.quick):
-    if key != "vgg11":
+    if not key.startswith("vgg"):
         continue
     xs = r.inputs(suite, case)
     if xs is None:
         continue
-    model = VGG(11, dense_in=xs[-6].shape[0]).eval().load_kiln(xs[1:])
+    model = VGG(int(key[3:]), dense_in=xs[-6].shape[0]).eval().load_kiln(xs[1:])
     inp = torch.from_numpy(xs[0])
     impls = [("torch-eager", model, 2),
              ("torch-script",

@@ -157,8 +157,9 @@ Test(packed_weights, every_way_of_writing_a_weight_buffer_repacks) {
     kiln_arg_spec upd_args[1] = {
         {.dtype = KILN_F32, .shape = KILN_SHAPE(O, C, K, K), .name = "w", .donate = true}};
     kiln_exe *update = compile(cx, update_fn, upd_args, 1);
-    kiln_arg_spec make_args[2] = {{.dtype = KILN_F32, .shape = KILN_SHAPE(O, C, K, K), .name = "base"},
-                                  {.dtype = KILN_F32, .shape = KILN_SHAPE_SCALAR, .name = "s"}};
+    kiln_arg_spec make_args[2] = {
+        {.dtype = KILN_F32, .shape = KILN_SHAPE(O, C, K, K), .name = "base"},
+        {.dtype = KILN_F32, .shape = KILN_SHAPE_SCALAR, .name = "s"}};
     kiln_exe *make = compile(cx, make_fn, make_args, 2);
     kiln_tensor *x = random_tensor(cx, KILN_SHAPE(N, C, H, W));
 
@@ -216,7 +217,8 @@ Test(packed_weights, every_way_of_writing_a_weight_buffer_repacks) {
     call_and_check(cx, conv, x, wu, "wrapped, packed");
     kiln_tensor *wu2 = NULL;
     cr_assert_eq(kiln_exe_call(cx, update, &wu, &wu2), KILN_OK, "%s", kiln_ctx_error_message(cx));
-    cr_assert_eq(kiln_tensor_data(wu2), (const void *)user, "the update went into the user's memory");
+    cr_assert_eq(kiln_tensor_data(wu2), (const void *)user,
+                 "the update went into the user's memory");
     call_and_check(cx, conv, x, wu2, "wrapped, updated");
     call_and_check(cx, conv, x, wu2, "wrapped, updated, packed");
     kiln_tensor_release(wu2);

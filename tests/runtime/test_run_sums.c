@@ -63,7 +63,7 @@ static const shape2 SHAPES[] = {{3, 1},    {2, 7},    {1, 8},      {2, 128},   {
             T *x = malloc(sizeof(T) * (size_t)(s.O * s.R)), *out = malloc(sizeof(T) * s.O);        \
             for (int64_t i = 0; i < s.O * s.R; i++)                                                \
                 x[i] = (T)spread((uint64_t)i + 6);                                                 \
-            for (int v = 0; v < N_VARIANTS; v++) {                                                          \
+            for (int v = 0; v < N_VARIANTS; v++) {                                                 \
                 set_variant(v);                                                                    \
                 cr_assert(kiln__reduce_##S(KILN_REGION_ADD, x, s.O, s.R, 1, out, true));           \
                 for (int64_t o = 0; o < s.O; o++) {                                                \

@@ -107,6 +107,13 @@ static kiln_exe *compile_conv(kiln_ctx *cx) {
 }
 
 /* Calls conv(x, w) and checks the result. */
+/* update(w), w donated, compiled. */
+static kiln_exe *compile_update(kiln_ctx *cx) {
+    kiln_arg_spec args[1] = {
+        {.dtype = KILN_F32, .shape = KILN_SHAPE(O, C, K, K), .name = "w", .donate = true}};
+    return compile(cx, update_fn, args, 1);
+}
+
 static void call_and_check(kiln_ctx *cx, kiln_exe *conv, kiln_tensor *x, kiln_tensor *w,
                            const char *what) {
     kiln_tensor *y = NULL;
@@ -154,9 +161,7 @@ Test(packed_weights, every_way_of_writing_a_weight_buffer_repacks) {
     require_onednn();
     kiln_ctx *cx = test_ctx();
     kiln_exe *conv = compile_conv(cx);
-    kiln_arg_spec upd_args[1] = {
-        {.dtype = KILN_F32, .shape = KILN_SHAPE(O, C, K, K), .name = "w", .donate = true}};
-    kiln_exe *update = compile(cx, update_fn, upd_args, 1);
+    kiln_exe *update = compile_update(cx);
     kiln_arg_spec make_args[2] = {
         {.dtype = KILN_F32, .shape = KILN_SHAPE(O, C, K, K), .name = "base"},
         {.dtype = KILN_F32, .shape = KILN_SHAPE_SCALAR, .name = "s"}};
@@ -235,9 +240,7 @@ Test(packed_weights, weights_that_change_every_call_are_never_copied) {
     require_onednn();
     kiln_ctx *cx = test_ctx();
     kiln_exe *conv = compile_conv(cx);
-    kiln_arg_spec upd_args[1] = {
-        {.dtype = KILN_F32, .shape = KILN_SHAPE(O, C, K, K), .name = "w", .donate = true}};
-    kiln_exe *update = compile(cx, update_fn, upd_args, 1);
+    kiln_exe *update = compile_update(cx);
     kiln_tensor *x = random_tensor(cx, KILN_SHAPE(N, C, H, W));
     kiln_tensor *w = random_tensor(cx, KILN_SHAPE(O, C, K, K));
     kiln__packed_stats s0 = kiln__packed_stats_get();

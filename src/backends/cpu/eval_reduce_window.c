@@ -560,41 +560,59 @@ typedef struct scatter_pool_job {
     const void *x, *src, *init;
     void *out;
     int64_t H, W, OH, OW, kh, kw;
-    kiln__region_kind sel;
 } scatter_pool_job;
 
-/* keep(a, b): select(a, b) of the builtin comparison, as the general loop reads it */
-#define SCATTER_POOL(NAME, T)                                                                  \
+/* One kernel per dtype and comparison; KEEP(u, v) is select(u, v) as the general loop
+ * reads it. 2 x 2 windows (max pooling's usual) are unrolled. */
+#define SCATTER_POOL(NAME, T, KEEP)                                                            \
     static void NAME(void *user, int64_t begin, int64_t end) {                                 \
         const scatter_pool_job *j = user;                                                      \
         const T init = *(const T *)j->init;                                                    \
-        const int64_t H = j->H, W = j->W;                                                      \
+        const int64_t H = j->H, W = j->W, OH = j->OH, OW = j->OW, kh = j->kh, kw = j->kw;      \
         for (int64_t plane = begin; plane < end; plane++) {                                    \
             const T *x = (const T *)j->x + plane * H * W;                                      \
-            const T *src = (const T *)j->src + plane * j->OH * j->OW;                          \
+            const T *src = (const T *)j->src + plane * OH * OW;                                \
             T *o = (T *)j->out + plane * H * W;                                                \
             for (int64_t i = 0; i < H * W; i++)                                                \
                 o[i] = init;                                                                   \
-            for (int64_t oh = 0; oh < j->OH; oh++)                                             \
-                for (int64_t ow = 0; ow < j->OW; ow++) {                                       \
-                    int64_t sel = oh * j->kh * W + ow * j->kw;                                 \
-                    for (int64_t a = 0; a < j->kh; a++)                                        \
-                        for (int64_t b = a == 0; b < j->kw; b++) {                             \
-                            int64_t c = (oh * j->kh + a) * W + ow * j->kw + b;                 \
-                            T u = x[sel], v = x[c];                                            \
-                            bool keep = j->sel == KILN_REGION_GREATER_EQUAL ? u >= v           \
-                                        : j->sel == KILN_REGION_GREATER     ? u > v            \
-                                        : j->sel == KILN_REGION_LESS_EQUAL  ? u <= v           \
-                                                                            : u < v;           \
-                            if (!keep) sel = c;                                                \
-                        }                                                                      \
-                    o[sel] = init + src[oh * j->OW + ow];                                      \
+            for (int64_t oh = 0; oh < OH; oh++) {                                              \
+                const int64_t r0 = oh * kh * W;                                                \
+                for (int64_t ow = 0; ow < OW; ow++) {                                          \
+                    int64_t sel = r0 + ow * kw;                                                \
+                    if (kh == 2 && kw == 2) {                                                  \
+                        const int64_t c0 = sel;                                                \
+                        if (!KEEP(x[sel], x[c0 + 1])) sel = c0 + 1;                            \
+                        if (!KEEP(x[sel], x[c0 + W])) sel = c0 + W;                            \
+                        if (!KEEP(x[sel], x[c0 + W + 1])) sel = c0 + W + 1;                    \
+                    } else {                                                                   \
+                        for (int64_t a = 0; a < kh; a++)                                       \
+                            for (int64_t b = a == 0; b < kw; b++) {                            \
+                                int64_t c = r0 + a * W + ow * kw + b;                          \
+                                if (!KEEP(x[sel], x[c])) sel = c;                              \
+                            }                                                                  \
+                    }                                                                          \
+                    o[sel] = init + src[oh * OW + ow];                                         \
                 }                                                                              \
+            }                                                                                  \
         }                                                                                      \
     }
-SCATTER_POOL(scatter_pool_f32, float)
-SCATTER_POOL(scatter_pool_f64, double)
+#define KEEP_GE(u, v) ((u) >= (v))
+#define KEEP_GT(u, v) ((u) > (v))
+#define KEEP_LE(u, v) ((u) <= (v))
+#define KEEP_LT(u, v) ((u) < (v))
+SCATTER_POOL(scatter_pool_ge_f32, float, KEEP_GE)
+SCATTER_POOL(scatter_pool_gt_f32, float, KEEP_GT)
+SCATTER_POOL(scatter_pool_le_f32, float, KEEP_LE)
+SCATTER_POOL(scatter_pool_lt_f32, float, KEEP_LT)
+SCATTER_POOL(scatter_pool_ge_f64, double, KEEP_GE)
+SCATTER_POOL(scatter_pool_gt_f64, double, KEEP_GT)
+SCATTER_POOL(scatter_pool_le_f64, double, KEEP_LE)
+SCATTER_POOL(scatter_pool_lt_f64, double, KEEP_LT)
 #undef SCATTER_POOL
+#undef KEEP_GE
+#undef KEEP_GT
+#undef KEEP_LE
+#undef KEEP_LT
 
 /* Runs the direct kernel when the call is one it covers; false otherwise. */
 static bool scatter_pool(const kiln__attrs *attrs, kiln__region_kind sel, kiln__region_kind sc,
@@ -622,13 +640,20 @@ static bool scatter_pool(const kiln__attrs *attrs, kiln__region_kind sel, kiln__
     scatter_pool_job j = {.x = kiln__in(operand), .src = kiln__in(source), .init = kiln__in(init),
                           .out = kiln__out(result), .H = is->dims[2], .W = is->dims[3],
                           .OH = ss->dims[2], .OW = ss->dims[3], .kh = p->window_dimensions.v[2],
-                          .kw = p->window_dimensions.v[3], .sel = sel};
+                          .kw = p->window_dimensions.v[3]};
     if (j.OH * j.kh > j.H || j.OW * j.kw > j.W || ss->dims[0] != is->dims[0] ||
         ss->dims[1] != is->dims[1])
         return false;
     int64_t planes = is->dims[0] * is->dims[1], per = j.H * j.W;
-    kiln__parallel_for(planes, per >= 65536 ? 1 : 65536 / (per > 0 ? per : 1),
-                       dt == KILN_F32 ? scatter_pool_f32 : scatter_pool_f64, &j);
+    const bool f32 = dt == KILN_F32;
+    kiln__range_fn fn;
+    switch (sel) {
+    case KILN_REGION_GREATER_EQUAL: fn = f32 ? scatter_pool_ge_f32 : scatter_pool_ge_f64; break;
+    case KILN_REGION_GREATER: fn = f32 ? scatter_pool_gt_f32 : scatter_pool_gt_f64; break;
+    case KILN_REGION_LESS_EQUAL: fn = f32 ? scatter_pool_le_f32 : scatter_pool_le_f64; break;
+    default: fn = f32 ? scatter_pool_lt_f32 : scatter_pool_lt_f64; break;
+    }
+    kiln__parallel_for(planes, per >= 65536 ? 1 : 65536 / (per > 0 ? per : 1), fn, &j);
     return true;
 }
 

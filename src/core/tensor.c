@@ -133,9 +133,19 @@ kiln__storage *kiln__storage_new(kiln_ctx *cx, const char *fn, size_t nbytes) {
     return kiln__storage_new_on(cx, fn, nbytes, cx->device);
 }
 
+/* Versions come from one counter in blocks of VERSION_BLOCK per thread, so that taking one
+ * (every kernel's result does) is a thread-local increment, not a shared atomic. */
+#define VERSION_BLOCK ((uint64_t)1 << 16)
+
 uint64_t kiln__storage_version_next(void) {
     static atomic_uint_fast64_t counter;
-    return (uint64_t)atomic_fetch_add_explicit(&counter, 1, memory_order_relaxed) + 1;
+    static _Thread_local uint64_t next, end;
+    if (next == end) {
+        next = (uint64_t)atomic_fetch_add_explicit(&counter, VERSION_BLOCK, memory_order_relaxed) +
+               1;
+        end = next + VERSION_BLOCK;
+    }
+    return next++;
 }
 
 static kiln__storage *storage_init(kiln__storage *s, kiln_ctx *cx, size_t nbytes,

@@ -579,11 +579,15 @@ typedef struct scatter_pool_job {
                 const int64_t r0 = oh * kh * W;                                                \
                 for (int64_t ow = 0; ow < OW; ow++) {                                          \
                     int64_t sel = r0 + ow * kw;                                                \
-                    if (kh == 2 && kw == 2) {                                                  \
-                        const int64_t c0 = sel;                                                \
-                        if (!KEEP(x[sel], x[c0 + 1])) sel = c0 + 1;                            \
-                        if (!KEEP(x[sel], x[c0 + W])) sel = c0 + W;                            \
-                        if (!KEEP(x[sel], x[c0 + W + 1])) sel = c0 + W + 1;                    \
+                    if (kh == 2 && kw == 2) { /* without branches: the data decides */     \
+                        const int64_t c0 = sel, cs[3] = {c0 + 1, c0 + W, c0 + W + 1};          \
+                        T best = x[c0];                                                        \
+                        for (int q = 0; q < 3; q++) {                                          \
+                            const T v = x[cs[q]];                                              \
+                            const bool k = KEEP(best, v);                                      \
+                            sel = k ? sel : cs[q];                                             \
+                            best = k ? best : v;                                               \
+                        }                                                                      \
                     } else {                                                                   \
                         for (int64_t a = 0; a < kh; a++)                                       \
                             for (int64_t b = a == 0; b < kw; b++) {                            \

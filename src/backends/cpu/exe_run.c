@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "backends/cpu/eval.h"
+#include "backends/cpu/eval_reduce.h"
 #include "backends/cpu/exe.h"
 #include "base/alloc.h"
 #include "base/ctx_internal.h"
@@ -35,10 +36,15 @@ typedef struct env {
     const struct env *parent;
 } env;
 
-/* What a bound region's `user` points to: the block and the environment it runs in. */
+/* What a bound region's `user` points to: the block and the environment it runs in, and
+ * (when not NULL) per slot of the block the tensor its op wrote on an earlier call of the
+ * region during the same op: a kernel calling the region once per element (a reduce with
+ * a custom body, such as argmax's) then reuses them instead of making and freeing a
+ * tensor per op per element, which took 60% of a small training step. */
 typedef struct frame {
     const kiln__xblock *blk;
     const env *parent;
+    kiln_tensor **kept;
 } frame;
 
 static inline kiln_tensor *lookup(const env *e, kiln__xref r) {
@@ -56,12 +62,145 @@ static kiln_status interpret(kiln_ctx *cx, kiln_tensor *const *args, kiln_tensor
 
 #define FIXED_REGIONS 4
 
+#define REDUCE_LANES_MAX 8 /* operands of a reduce whose body runs across its outputs */
+
+static bool block_lanes_ok(const kiln__xblock *b);
+static kiln_status interpret_lanes(kiln_ctx *cx, const kiln__xblock *b, const env *parent,
+                                   kiln_tensor *const *args, kiln_tensor **results,
+                                   int64_t lanes);
+
+/* The offsets of the elements an index of `dims` (strides `str`) walks, in row-major
+ * order. */
+static void walk_offsets(int nd, const int64_t *dims, const int64_t *str, int64_t count,
+                         int64_t *offs) {
+    int64_t idx[KILN_MAX_RANK] = {0}, off = 0;
+    for (int64_t i = 0; i < count; i++) {
+        offs[i] = off;
+        for (int k = nd - 1; k >= 0; k--) {
+            off += str[k];
+            if (++idx[k] < dims[k]) break;
+            off -= idx[k] * str[k];
+            idx[k] = 0;
+        }
+    }
+}
+
+/* A reduce whose body runs across lanes (block_lanes_ok), over more than one output: the
+ * accumulators of all n_out outputs are one tensor per operand, and each reduced element
+ * in order is combined into all of them by one run of the body; per output the same
+ * combinations in the same order as the evaluator's call per element (reduce_generic), so
+ * the same bits, with the body run n_red times instead of n_out * n_red. */
+static kiln_status reduce_lanes(kiln_ctx *cx, const char *fn, const kiln__xblock *body,
+                                const env *parent, kiln_tensor *const *operands, int n,
+                                kiln_tensor **results, const kiln_dtype *types, int64_t n_out,
+                                int64_t n_red, int nk, const int64_t *kdim,
+                                const int64_t *kstride, int nr, const int64_t *rdim,
+                                const int64_t *rstride) {
+    const kiln_shape lanes = KILN_SHAPE(n_out);
+    size_t ob = (size_t)n_out * sizeof(int64_t);
+    size_t rb = (size_t)(n_red > 0 ? n_red : 1) * sizeof(int64_t);
+    int64_t *out_off = kiln__alloc(cx, ob, _Alignof(int64_t), fn);
+    int64_t *red_off = out_off ? kiln__alloc(cx, rb, _Alignof(int64_t), fn) : NULL;
+    if (!red_off) {
+        if (out_off) kiln__free(cx, out_off, ob);
+        return KILN_RESOURCE_EXHAUSTED;
+    }
+    walk_offsets(nk, kdim, kstride, n_out, out_off);
+    walk_offsets(nr, rdim, rstride, n_red, red_off);
+    kiln_status st = kiln_scope_begin(cx);
+    if (st != KILN_OK) {
+        kiln__free(cx, red_off, rb);
+        kiln__free(cx, out_off, ob);
+        return st;
+    }
+    kiln_tensor *args[2 * REDUCE_LANES_MAX];
+    for (int i = 0; i < 2 * n && st == KILN_OK; i++)
+        if (!(args[i] = kiln__tensor_new(cx, fn, types[i], lanes))) st = KILN_RESOURCE_EXHAUSTED;
+    for (int j = 0; j < n && st == KILN_OK; j++) /* the accumulators start as the inits */
+        kiln__fill_elements(kiln__out(args[j]), kiln__in(operands[n + j]),
+                            kiln_dtype_size(types[j]), n_out);
+    for (int64_t r = 0; r < n_red && st == KILN_OK; r++) {
+        if ((st = kiln_scope_begin(cx)) != KILN_OK) break; /* this step's tensors */
+        for (int j = 0; j < n; j++) {
+            size_t es = kiln_dtype_size(types[j]);
+            const char *x = (const char *)kiln__in(operands[j]) + (size_t)red_off[r] * es;
+            char *lane = kiln__out(args[n + j]);
+            for (int64_t o = 0; o < n_out; o++)
+                memcpy(lane + (size_t)o * es, x + (size_t)out_off[o] * es, es);
+        }
+        kiln_tensor *res[REDUCE_LANES_MAX] = {NULL};
+        st = interpret_lanes(cx, body, parent, args, res, n_out);
+        for (int j = 0; j < n && st == KILN_OK; j++) {
+            if (res[j]->dtype != types[j] || res[j]->numel != n_out)
+                st = kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                        "%s: the region's result %d has type %s; expected %s[]",
+                                        fn, j + 1, kiln_dtype_name(res[j]->dtype),
+                                        kiln_dtype_name(types[j]));
+            else
+                memmove(kiln__out(args[j]), kiln__in(res[j]), /* res[j] may be args[j] */
+                        (size_t)n_out * kiln_dtype_size(types[j]));
+        }
+        kiln_scope_end(cx);
+    }
+    for (int j = 0; j < n && st == KILN_OK; j++)
+        memcpy(kiln__out(results[j]), kiln__in(args[j]), (size_t)n_out * kiln_dtype_size(types[j]));
+    kiln_scope_end(cx);
+    kiln__free(cx, red_off, rb);
+    kiln__free(cx, out_off, ob);
+    return st;
+}
+
+
+/* run_op for a reduce whose body can run across its outputs; false (nothing done) for any
+ * other op, which then takes the evaluator's kernel. */
+static bool try_reduce_lanes(kiln_ctx *cx, const kiln__xop *op, const env *e,
+                             kiln_tensor *const *in, kiln_tensor **out, kiln_status *status) {
+    if (op->kind != KILN_OP_REDUCE || op->n_regions != 1 || !op->regions[0] || op->n_out < 1 ||
+        op->n_out > REDUCE_LANES_MAX || op->n_in != 2 * op->n_out)
+        return false;
+    const int n = op->n_out;
+    const kiln_tensor *x0 = in[0];
+    const int64_t n_out = out[0]->numel;
+    if (n_out < 2 || !block_lanes_ok(op->regions[0])) return false;
+    for (int j = 0; j < n; j++)
+        if (in[j]->dtype != in[n + j]->dtype || out[j]->dtype != in[j]->dtype) return false;
+    const int32_t rank = x0->shape.rank;
+    bool reduced[KILN_MAX_RANK] = {false};
+    for (int32_t i = 0; i < op->attrs->u.reduce_dims.count; i++)
+        reduced[op->attrs->u.reduce_dims.v[i]] = true;
+    int64_t stride[KILN_MAX_RANK], kdim[KILN_MAX_RANK], kstride[KILN_MAX_RANK];
+    int64_t rdim[KILN_MAX_RANK], rstride[KILN_MAX_RANK], n_red = 1, s = 1;
+    int nk = 0, nr = 0;
+    for (int32_t d = rank - 1; d >= 0; d--) {
+        stride[d] = s;
+        s *= x0->shape.dims[d];
+    }
+    for (int32_t d = 0; d < rank; d++) {
+        if (reduced[d]) {
+            rdim[nr] = x0->shape.dims[d];
+            rstride[nr++] = stride[d];
+            n_red *= x0->shape.dims[d];
+        } else {
+            kdim[nk] = x0->shape.dims[d];
+            kstride[nk++] = stride[d];
+        }
+    }
+    kiln_dtype types[2 * REDUCE_LANES_MAX];
+    for (int j = 0; j < n; j++)
+        types[j] = types[n + j] = in[j]->dtype;
+    *status = reduce_lanes(cx, op_fn(op), op->regions[0], e, in, n, out, types, n_out, n_red, nk,
+                           kdim, kstride, nr, rdim, rstride);
+    return true;
+}
+
 /* Runs one op: in and out hold its operands and (unless it is a CONTROL op) its
  * preallocated results. Regions that are not builtins are bound to `interpret` in `e`. */
 static kiln_status run_op(kiln_ctx *cx, const kiln__xop *op, const env *e, kiln_tensor *const *in,
                           kiln_tensor **out) {
     kiln_status s;
-    if (op->conv_epilogue) {
+    if (try_reduce_lanes(cx, op, e, in, out, &s)) {
+        /* done across the outputs */
+    } else if (op->conv_epilogue) {
         s = kiln__cpu_conv_bias_act(cx, op->attrs, in[0], in[1], op->n_in > 2 ? in[2] : NULL,
                                     op->activation, out[0]);
     } else if (op->n_regions == 0) {
@@ -83,7 +222,12 @@ static kiln_status run_op(kiln_ctx *cx, const kiln__xop *op, const env *e, kiln_
         }
         for (int32_t i = 0; i < n; i++) {
             if (op->regions[i]) {
-                fs[i] = (frame){.blk = op->regions[i], .parent = e};
+                const kiln__xblock *b = op->regions[i];
+                kiln_tensor **kept =
+                    kiln__alloc(cx, (size_t)b->n_slots * sizeof *kept, _Alignof(kiln_tensor *),
+                                op_fn(op)); /* NULL: no reuse, only slower */
+                if (kept) memset(kept, 0, (size_t)b->n_slots * sizeof *kept);
+                fs[i] = (frame){.blk = b, .parent = e, .kept = kept};
                 rs[i] = (kiln_region){.fn = interpret, .user = &fs[i]};
             } else {
                 rs[i] = *op->attrs->region[i];
@@ -94,6 +238,12 @@ static kiln_status run_op(kiln_ctx *cx, const kiln__xop *op, const env *e, kiln_
         a.regions = rs;
         a.n_regions = n;
         s = kiln__cpu_eval_op(cx, op->kind, &a, in, op->n_in, out, op->n_out);
+        for (int32_t i = 0; i < n; i++) {
+            if (!op->regions[i] || !fs[i].kept) continue;
+            for (int32_t v = 0; v < op->regions[i]->n_slots; v++)
+                kiln_tensor_release(fs[i].kept[v]);
+            kiln__free(cx, fs[i].kept, (size_t)op->regions[i]->n_slots * sizeof *fs[i].kept);
+        }
         if (rs != fixed_r) {
             kiln__free(cx, rs, rb);
             kiln__free(cx, fs, fb);
@@ -132,15 +282,111 @@ static kiln_status interpret(kiln_ctx *cx, kiln_tensor *const *args, kiln_tensor
         for (int32_t j = 0; j < op->n_out; j++) {
             out[j] = NULL;
             if (op->control) continue;
+            kiln_tensor **kept = f->kept ? &f->kept[op->out[j]] : NULL;
+            /* the tensor of an earlier call that nothing else holds any more */
+            if (kept && *kept && atomic_load_explicit(&(*kept)->refs, memory_order_acquire) == 1) {
+                out[j] = *kept;
+                continue;
+            }
             const kiln__type *t = b->types[op->out[j]];
             out[j] = kiln__tensor_new(cx, op_fn(op), t->dtype, t->shape);
             if (!out[j]) {
                 s = KILN_RESOURCE_EXHAUSTED;
                 break;
             }
+            if (kept) { /* kept past this call's scope, for the next call */
+                kiln_tensor_release(*kept);
+                *kept = kiln_tensor_retain(out[j]);
+            }
         }
         if (s == KILN_OK)
             s = op->kernel ? kiln__fused_run(cx, op->kernel, in, out) : run_op(cx, op, &e, in, out);
+        for (int32_t j = 0; j < op->n_out && s == KILN_OK; j++)
+            vals[op->out[j]] = out[j];
+    }
+    for (int32_t i = 0; i < b->n_results && s == KILN_OK; i++)
+        results[i] = lookup(&e, b->results[i]);
+    if (vals != fixed) kiln__free(cx, vals, n * sizeof *vals);
+    return s;
+}
+
+/* ---- a region across lanes -------------------------------------------------------- */
+
+/* Ops whose kernels compute each element the same way whatever the element count. */
+static bool lane_op(kiln_op k) {
+    switch (k) {
+    case KILN_OP_COMPARE:
+    case KILN_OP_SELECT:
+    case KILN_OP_AND:
+    case KILN_OP_OR:
+    case KILN_OP_XOR:
+    case KILN_OP_NOT:
+    case KILN_OP_ADD:
+    case KILN_OP_SUBTRACT:
+    case KILN_OP_MULTIPLY:
+    case KILN_OP_DIVIDE:
+    case KILN_OP_MAXIMUM:
+    case KILN_OP_MINIMUM:
+    case KILN_OP_NEGATE:
+    case KILN_OP_ABS:
+    case KILN_OP_CLAMP:
+    case KILN_OP_CONVERT: return true;
+    default: return false;
+    }
+}
+
+/* Whether block b computes only with lane_op kernels on rank-0 values of its own: then a
+ * call on rank-1 arguments of n elements is n calls, lane by lane, bit for bit. */
+static bool block_lanes_ok(const kiln__xblock *b) {
+    for (int32_t v = 0; v < b->n_slots; v++)
+        if (b->types[v] && b->types[v]->shape.rank != 0) return false;
+    for (int32_t k = 0; k < b->n_ops; k++) {
+        const kiln__xop *op = &b->ops[k];
+        if (op->control || op->n_regions || op->kernel || op->conv_epilogue || !lane_op(op->kind))
+            return false;
+        for (int32_t j = 0; j < op->n_in; j++)
+            if (op->in[j].depth != 0) return false; /* a value from outside: not per lane */
+    }
+    for (int32_t i = 0; i < b->n_results; i++)
+        if (b->results[i].depth != 0) return false;
+    return true;
+}
+
+/* Runs block b on rank-1 arguments of `lanes` elements (constants spread over them); the
+ * results are tensors of the innermost scope. */
+static kiln_status interpret_lanes(kiln_ctx *cx, const kiln__xblock *b, const env *parent,
+                                   kiln_tensor *const *args, kiln_tensor **results,
+                                   int64_t lanes) {
+    size_t n = (size_t)b->n_slots + (size_t)b->max_in + (size_t)b->max_out;
+    kiln_tensor *fixed[FIXED_VALS];
+    kiln_tensor **vals = fixed;
+    if (n > FIXED_VALS &&
+        !(vals = kiln__alloc(cx, n * sizeof *vals, _Alignof(kiln_tensor *), "region")))
+        return KILN_RESOURCE_EXHAUSTED;
+    kiln_tensor **in = vals + b->n_slots, **out = in + b->max_in;
+    const kiln_shape shape = KILN_SHAPE(lanes);
+    kiln_status s = KILN_OK;
+    for (int32_t i = 0; i < b->n_slots; i++)
+        vals[i] = i < b->n_args ? args[i] : NULL;
+    /* constants, spread over the lanes */
+    for (int32_t i = b->n_args; i < b->n_slots && s == KILN_OK; i++) {
+        const kiln_tensor *c = b->consts[i];
+        if (!c) continue;
+        if (!(vals[i] = kiln__tensor_new(cx, "region", c->dtype, shape))) {
+            s = KILN_RESOURCE_EXHAUSTED;
+            break;
+        }
+        kiln__fill_elements(kiln__out(vals[i]), kiln__in(c), kiln_dtype_size(c->dtype), lanes);
+    }
+    env e = {.blk = b, .vals = vals, .parent = parent};
+    for (int32_t k = 0; k < b->n_ops && s == KILN_OK; k++) {
+        const kiln__xop *op = &b->ops[k];
+        for (int32_t j = 0; j < op->n_in; j++)
+            in[j] = lookup(&e, op->in[j]);
+        for (int32_t j = 0; j < op->n_out && s == KILN_OK; j++)
+            if (!(out[j] = kiln__tensor_new(cx, op_fn(op), b->types[op->out[j]]->dtype, shape)))
+                s = KILN_RESOURCE_EXHAUSTED;
+        if (s == KILN_OK) s = run_op(cx, op, &e, in, out);
         for (int32_t j = 0; j < op->n_out && s == KILN_OK; j++)
             vals[op->out[j]] = out[j];
     }

@@ -55,6 +55,17 @@ done
 if [ -x "$PY" ] && [ -x ../build/bench/kiln-bench ]; then
     run "time_to_load" $PY peers/load_peer.py --kiln-child ../build/bench/kiln-load-child $QUICK
 fi
+# The digits CNN's training step (full runs): kiln-demo's compiled step against PyTorch and
+# JAX (peers/digits_step.py) at 1 and all threads -> results/digits_step.txt.
+if [ -z "$QUICK" ] && [ -x "$PY" ] && [ -x ../build/examples/kiln-demo ]; then
+    for t in 1 "$ALL"; do
+        echo "threads $t:"
+        KILN_NUM_THREADS=$t timeout "$LIMIT" ../build/examples/kiln-demo --epochs 4 \
+            --eager-steps 1 --min-accuracy 0 --out "$tmp/digits.safetensors" 2>&1 |
+            grep "time per training step" | sed 's/^/  kiln: /'
+        timeout "$LIMIT" $PY peers/digits_step.py --threads "$t" 2>/dev/null | sed 's/^/  /'
+    done | tee results/digits_step.txt >&2
+fi
 
 MERGE_PY=$PY
 [ -x "$MERGE_PY" ] || MERGE_PY=/usr/bin/python3

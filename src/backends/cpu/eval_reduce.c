@@ -1235,35 +1235,39 @@ static void reduce_arg(bool is_max, const kiln_tensor *x, int64_t axis, const ki
 
 /* ---- reduce: any region, per element --------------------------------------------------- */
 
+void kiln__reduce_walk_init(kiln__reduce_walk *w, const kiln_shape *x, const kiln_dims *dims) {
+    bool reduced[KILN_MAX_RANK] = {false};
+    for (int32_t i = 0; i < dims->count; i++)
+        reduced[dims->v[i]] = true;
+    int64_t stride[KILN_MAX_RANK], s = 1;
+    for (int32_t d = x->rank - 1; d >= 0; d--) {
+        stride[d] = s;
+        s *= x->dims[d];
+    }
+    w->nk = w->nr = 0;
+    w->n_red = 1;
+    for (int32_t d = 0; d < x->rank; d++) {
+        if (reduced[d]) {
+            w->rdim[w->nr] = x->dims[d];
+            w->rstride[w->nr++] = stride[d];
+            w->n_red *= x->dims[d];
+        } else {
+            w->kdim[w->nk] = x->dims[d];
+            w->kstride[w->nk++] = stride[d];
+        }
+    }
+}
+
 static kiln_status reduce_generic(kiln_ctx *cx, const kiln__attrs *attrs,
                                   kiln_tensor *const *operands, int n, kiln_tensor **results) {
     const char *fn = attrs->fn ? attrs->fn : "reduce";
-    const kiln_tensor *x0 = operands[0];
-    const int32_t rank = x0->shape.rank;
     const int64_t n_out = results[0]->numel;
     if (n_out == 0) return KILN_OK;
-
-    bool reduced[KILN_MAX_RANK] = {false};
-    for (int32_t i = 0; i < attrs->u.reduce_dims.count; i++)
-        reduced[attrs->u.reduce_dims.v[i]] = true;
-    int64_t stride[KILN_MAX_RANK], kdim[KILN_MAX_RANK], kstride[KILN_MAX_RANK];
-    int64_t rdim[KILN_MAX_RANK], rstride[KILN_MAX_RANK];
-    int nk = 0, nr = 0;
-    int64_t n_red = 1, s = 1;
-    for (int32_t d = rank - 1; d >= 0; d--) {
-        stride[d] = s;
-        s *= x0->shape.dims[d];
-    }
-    for (int32_t d = 0; d < rank; d++) {
-        if (reduced[d]) {
-            rdim[nr] = x0->shape.dims[d];
-            rstride[nr++] = stride[d];
-            n_red *= x0->shape.dims[d];
-        } else {
-            kdim[nk] = x0->shape.dims[d];
-            kstride[nk++] = stride[d];
-        }
-    }
+    kiln__reduce_walk wk;
+    kiln__reduce_walk_init(&wk, &operands[0]->shape, &attrs->u.reduce_dims);
+    const int nk = wk.nk, nr = wk.nr;
+    const int64_t n_red = wk.n_red, *kdim = wk.kdim, *kstride = wk.kstride, *rdim = wk.rdim,
+                  *rstride = wk.rstride;
 
     kiln_dtype fixed[16];
     kiln_dtype *types = fixed;

@@ -78,6 +78,17 @@ void kiln__from_acc(kiln_dtype dtype, const void *src, void *dst, int64_t n);
 /* dst[i] = value for i < n, elements of `size` bytes. */
 void kiln__fill_elements(void *dst, const void *value, size_t size, int64_t n);
 
+/* How a reduce walks a row-major operand of shape x over `dims`: the kept dimensions
+ * (kdim, kstride: the outputs in row-major order) and the reduced ones (rdim, rstride: each
+ * output's elements in row-major order), and the count of reduced elements. */
+typedef struct kiln__reduce_walk {
+    int nk, nr;
+    int64_t kdim[KILN_MAX_RANK], kstride[KILN_MAX_RANK];
+    int64_t rdim[KILN_MAX_RANK], rstride[KILN_MAX_RANK];
+    int64_t n_red;
+} kiln__reduce_walk;
+void kiln__reduce_walk_init(kiln__reduce_walk *w, const kiln_shape *x, const kiln_dims *dims);
+
 /* ---- contiguous f32/f64 reductions (the evaluator's and the fused-kernel engine's) ----- */
 
 /* Reduces a contiguous row-major buffer viewed as [outer, n_reduced, inner] over its middle

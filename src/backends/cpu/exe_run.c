@@ -93,9 +93,8 @@ static void walk_offsets(int nd, const int64_t *dims, const int64_t *str, int64_
 static kiln_status reduce_lanes(kiln_ctx *cx, const char *fn, const kiln__xblock *body,
                                 const env *parent, kiln_tensor *const *operands, int n,
                                 kiln_tensor **results, const kiln_dtype *types, int64_t n_out,
-                                int64_t n_red, int nk, const int64_t *kdim,
-                                const int64_t *kstride, int nr, const int64_t *rdim,
-                                const int64_t *rstride) {
+                                const kiln__reduce_walk *w) {
+    const int64_t n_red = w->n_red;
     const kiln_shape lanes = KILN_SHAPE(n_out);
     size_t ob = (size_t)n_out * sizeof(int64_t);
     size_t rb = (size_t)(n_red > 0 ? n_red : 1) * sizeof(int64_t);
@@ -105,8 +104,8 @@ static kiln_status reduce_lanes(kiln_ctx *cx, const char *fn, const kiln__xblock
         if (out_off) kiln__free(cx, out_off, ob);
         return KILN_RESOURCE_EXHAUSTED;
     }
-    walk_offsets(nk, kdim, kstride, n_out, out_off);
-    walk_offsets(nr, rdim, rstride, n_red, red_off);
+    walk_offsets(w->nk, w->kdim, w->kstride, n_out, out_off);
+    walk_offsets(w->nr, w->rdim, w->rstride, n_red, red_off);
     kiln_status st = kiln_scope_begin(cx);
     if (st != KILN_OK) {
         kiln__free(cx, red_off, rb);
@@ -159,37 +158,16 @@ static bool try_reduce_lanes(kiln_ctx *cx, const kiln__xop *op, const env *e,
         op->n_out > REDUCE_LANES_MAX || op->n_in != 2 * op->n_out)
         return false;
     const int n = op->n_out;
-    const kiln_tensor *x0 = in[0];
     const int64_t n_out = out[0]->numel;
     if (n_out < 2 || !block_lanes_ok(op->regions[0])) return false;
     for (int j = 0; j < n; j++)
         if (in[j]->dtype != in[n + j]->dtype || out[j]->dtype != in[j]->dtype) return false;
-    const int32_t rank = x0->shape.rank;
-    bool reduced[KILN_MAX_RANK] = {false};
-    for (int32_t i = 0; i < op->attrs->u.reduce_dims.count; i++)
-        reduced[op->attrs->u.reduce_dims.v[i]] = true;
-    int64_t stride[KILN_MAX_RANK], kdim[KILN_MAX_RANK], kstride[KILN_MAX_RANK];
-    int64_t rdim[KILN_MAX_RANK], rstride[KILN_MAX_RANK], n_red = 1, s = 1;
-    int nk = 0, nr = 0;
-    for (int32_t d = rank - 1; d >= 0; d--) {
-        stride[d] = s;
-        s *= x0->shape.dims[d];
-    }
-    for (int32_t d = 0; d < rank; d++) {
-        if (reduced[d]) {
-            rdim[nr] = x0->shape.dims[d];
-            rstride[nr++] = stride[d];
-            n_red *= x0->shape.dims[d];
-        } else {
-            kdim[nk] = x0->shape.dims[d];
-            kstride[nk++] = stride[d];
-        }
-    }
+    kiln__reduce_walk w;
+    kiln__reduce_walk_init(&w, &in[0]->shape, &op->attrs->u.reduce_dims);
     kiln_dtype types[2 * REDUCE_LANES_MAX];
     for (int j = 0; j < n; j++)
         types[j] = types[n + j] = in[j]->dtype;
-    *status = reduce_lanes(cx, op_fn(op), op->regions[0], e, in, n, out, types, n_out, n_red, nk,
-                           kdim, kstride, nr, rdim, rstride);
+    *status = reduce_lanes(cx, op_fn(op), op->regions[0], e, in, n, out, types, n_out, &w);
     return true;
 }
 

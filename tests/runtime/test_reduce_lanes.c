@@ -18,16 +18,7 @@ static float next_value(void) {
 }
 
 static kiln_tensor *random_f32(kiln_ctx *cx, kiln_shape shape) {
-    int64_t n = 1;
-    for (int32_t d = 0; d < shape.rank; d++)
-        n *= shape.dims[d];
-    float *v = malloc(sizeof(float) * (size_t)n);
-    for (int64_t i = 0; i < n; i++)
-        v[i] = next_value();
-    kiln_tensor *t = kiln_tensor_from_host(cx, KILN_F32, shape, v, sizeof(float) * (size_t)n);
-    free(v);
-    cr_assert_not_null(t, "%s", kiln_ctx_error_message(cx));
-    return t;
+    return test_f32_generated(cx, shape, next_value);
 }
 
 /* Bodies: a * 0.5 + b (arithmetic and a constant); (max, count of b > 1) over two operands;

@@ -76,3 +76,17 @@ bool test_is_nan(kiln_dtype d, const void *p) {
     default: return false;
     }
 }
+
+kiln_tensor *test_f32_generated(kiln_ctx *cx, kiln_shape shape, float (*gen)(void)) {
+    int64_t n = 1;
+    for (int32_t d = 0; d < shape.rank; d++)
+        n *= shape.dims[d];
+    float *v = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+    cr_assert_not_null(v);
+    for (int64_t i = 0; i < n; i++)
+        v[i] = gen();
+    kiln_tensor *t = kiln_tensor_from_host(cx, KILN_F32, shape, v, sizeof(float) * (size_t)n);
+    free(v);
+    cr_assert_not_null(t, "%s", kiln_ctx_error_message(cx));
+    return t;
+}

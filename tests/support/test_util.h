@@ -50,4 +50,8 @@ const char *test_tmp_path(const char *name);
  * boundary values kept (three slices, the stencil, a concatenate: 13 ops when traced). */
 kiln_tensor *test_heat_step(kiln_ctx *cx, kiln_tensor *x, double k);
 
+/* An f32 tensor of `shape` whose elements are gen() in row-major order (fails the test when
+ * it cannot be made). */
+kiln_tensor *test_f32_generated(kiln_ctx *cx, kiln_shape shape, float (*gen)(void));
+
 #endif

@@ -618,6 +618,79 @@ SCATTER_POOL(scatter_pool_lt_f64, double, KEEP_LT)
 #undef KEEP_LE
 #undef KEEP_LT
 
+/* 2 x 2 windows of f32 with AVX2, eight windows per step: the same comparisons in the same
+ * order as SCATTER_POOL (PRED is the ordered comparison, false with a NaN, as C's), chosen
+ * with blends instead of branches (which the data mispredicts: 11 ns a window). */
+AVX2_TARGET static inline __m256 deinterleave(__m256 lo, __m256 hi, int odd) {
+    __m256 v = odd ? _mm256_shuffle_ps(lo, hi, 0xDD) : _mm256_shuffle_ps(lo, hi, 0x88);
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(v), 0xD8));
+}
+
+AVX2_TARGET static inline void interleave_store(float *dst, __m256 e, __m256 o) {
+    __m256 lo = _mm256_unpacklo_ps(e, o), hi = _mm256_unpackhi_ps(e, o);
+    _mm256_storeu_ps(dst, _mm256_permute2f128_ps(lo, hi, 0x20));
+    _mm256_storeu_ps(dst + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
+}
+
+#define SCATTER_POOL2_AVX2(NAME, PRED, KEEP)                                                   \
+    AVX2_TARGET static void NAME(void *user, int64_t begin, int64_t end) {                     \
+        const scatter_pool_job *j = user;                                                      \
+        const float init = *(const float *)j->init;                                            \
+        const int64_t H = j->H, W = j->W, OH = j->OH, OW = j->OW;                              \
+        const __m256 vinit = _mm256_set1_ps(init);                                             \
+        for (int64_t plane = begin; plane < end; plane++) {                                    \
+            const float *x = (const float *)j->x + plane * H * W;                              \
+            const float *src = (const float *)j->src + plane * OH * OW;                        \
+            float *o = (float *)j->out + plane * H * W;                                        \
+            for (int64_t i = 0; i < H * W; i++)                                                \
+                o[i] = init;                                                                   \
+            for (int64_t oh = 0; oh < OH; oh++) {                                              \
+                const float *r0 = x + 2 * oh * W, *r1 = r0 + W, *sr = src + oh * OW;           \
+                float *o0 = o + 2 * oh * W, *o1 = o0 + W;                                      \
+                int64_t q = 0;                                                                 \
+                for (; q + 8 <= OW; q += 8) {                                                  \
+                    __m256 l0 = _mm256_loadu_ps(r0 + 2 * q), h0 = _mm256_loadu_ps(r0 + 2 * q + 8); \
+                    __m256 l1 = _mm256_loadu_ps(r1 + 2 * q), h1 = _mm256_loadu_ps(r1 + 2 * q + 8); \
+                    const __m256 cand[3] = {deinterleave(l0, h0, 1), deinterleave(l1, h1, 0),  \
+                                            deinterleave(l1, h1, 1)};                          \
+                    __m256 best = deinterleave(l0, h0, 0), idx = _mm256_setzero_ps();          \
+                    for (int k = 0; k < 3; k++) {                                              \
+                        __m256 keep = _mm256_cmp_ps(best, cand[k], PRED);                      \
+                        best = _mm256_blendv_ps(cand[k], best, keep);                          \
+                        idx = _mm256_blendv_ps(_mm256_set1_ps((float)(k + 1)), idx, keep);     \
+                    }                                                                          \
+                    __m256 v = _mm256_add_ps(vinit, _mm256_loadu_ps(sr + q));                  \
+                    __m256 p[4];                                                               \
+                    for (int k = 0; k < 4; k++)                                                \
+                        p[k] = _mm256_blendv_ps(                                               \
+                            vinit, v, _mm256_cmp_ps(idx, _mm256_set1_ps((float)k), _CMP_EQ_OQ)); \
+                    interleave_store(o0 + 2 * q, p[0], p[1]);                                  \
+                    interleave_store(o1 + 2 * q, p[2], p[3]);                                  \
+                }                                                                              \
+                for (; q < OW; q++) {                                                          \
+                    const int64_t c0 = 2 * oh * W + 2 * q, cs[3] = {c0 + 1, c0 + W, c0 + W + 1}; \
+                    int64_t sel = c0;                                                          \
+                    for (int k = 0; k < 3; k++)                                                \
+                        if (!KEEP(x[sel], x[cs[k]])) sel = cs[k];                              \
+                    o[sel] = init + sr[q];                                                     \
+                }                                                                              \
+            }                                                                                  \
+        }                                                                                      \
+    }
+#define KEEP_GE(u, v) ((u) >= (v))
+#define KEEP_GT(u, v) ((u) > (v))
+#define KEEP_LE(u, v) ((u) <= (v))
+#define KEEP_LT(u, v) ((u) < (v))
+SCATTER_POOL2_AVX2(scatter_pool2_ge_f32, _CMP_GE_OQ, KEEP_GE)
+SCATTER_POOL2_AVX2(scatter_pool2_gt_f32, _CMP_GT_OQ, KEEP_GT)
+SCATTER_POOL2_AVX2(scatter_pool2_le_f32, _CMP_LE_OQ, KEEP_LE)
+SCATTER_POOL2_AVX2(scatter_pool2_lt_f32, _CMP_LT_OQ, KEEP_LT)
+#undef SCATTER_POOL2_AVX2
+#undef KEEP_GE
+#undef KEEP_GT
+#undef KEEP_LE
+#undef KEEP_LT
+
 /* Runs the direct kernel when the call is one it covers; false otherwise. */
 static bool scatter_pool(const kiln__attrs *attrs, kiln__region_kind sel, kiln__region_kind sc,
                          const kiln_tensor *operand, const kiln_tensor *source,
@@ -656,6 +729,14 @@ static bool scatter_pool(const kiln__attrs *attrs, kiln__region_kind sel, kiln__
     case KILN_REGION_GREATER: fn = f32 ? scatter_pool_gt_f32 : scatter_pool_gt_f64; break;
     case KILN_REGION_LESS_EQUAL: fn = f32 ? scatter_pool_le_f32 : scatter_pool_le_f64; break;
     default: fn = f32 ? scatter_pool_lt_f32 : scatter_pool_lt_f64; break;
+    }
+    if (f32 && j.kh == 2 && j.kw == 2 && kiln__cpu_avx2()) {
+        switch (sel) {
+        case KILN_REGION_GREATER_EQUAL: fn = scatter_pool2_ge_f32; break;
+        case KILN_REGION_GREATER: fn = scatter_pool2_gt_f32; break;
+        case KILN_REGION_LESS_EQUAL: fn = scatter_pool2_le_f32; break;
+        default: fn = scatter_pool2_lt_f32; break;
+        }
     }
     kiln__parallel_for(planes, per >= 65536 ? 1 : 65536 / (per > 0 ? per : 1), fn, &j);
     return true;

@@ -565,6 +565,26 @@ typedef struct scatter_pool_job {
 /* One kernel per dtype and comparison; KEEP(u, v) is select(u, v) as the general loop
  * reads it. 2 x 2 windows (max pooling's usual) are unrolled. */
 #define SCATTER_POOL(NAME, T, KEEP)                                                            \
+    /* The window at x[c0] (kh x kw, rows W apart): the offset of its selected element. */  \
+    static inline int64_t NAME##_window(const T *x, int64_t W, int64_t c0, int64_t kh,        \
+                                        int64_t kw) {                                          \
+        int64_t sel = c0;                                                                      \
+        if (kh == 2 && kw == 2) { /* without branches: the data decides */                     \
+            const int64_t cs[3] = {c0 + 1, c0 + W, c0 + W + 1};                                \
+            T best = x[c0];                                                                    \
+            for (int q = 0; q < 3; q++) {                                                      \
+                const T v = x[cs[q]];                                                          \
+                const bool k = KEEP(best, v);                                                  \
+                sel = k ? sel : cs[q];                                                         \
+                best = k ? best : v;                                                           \
+            }                                                                                  \
+            return sel;                                                                        \
+        }                                                                                      \
+        for (int64_t a = 0; a < kh; a++)                                                       \
+            for (int64_t b = a == 0; b < kw; b++)                                              \
+                if (!KEEP(x[sel], x[c0 + a * W + b])) sel = c0 + a * W + b;                    \
+        return sel;                                                                            \
+    }                                                                                          \
     static void NAME(void *user, int64_t begin, int64_t end) {                                 \
         const scatter_pool_job *j = user;                                                      \
         const T init = *(const T *)j->init;                                                    \
@@ -575,29 +595,10 @@ typedef struct scatter_pool_job {
             T *o = (T *)j->out + plane * H * W;                                                \
             for (int64_t i = 0; i < H * W; i++)                                                \
                 o[i] = init;                                                                   \
-            for (int64_t oh = 0; oh < OH; oh++) {                                              \
-                const int64_t r0 = oh * kh * W;                                                \
-                for (int64_t ow = 0; ow < OW; ow++) {                                          \
-                    int64_t sel = r0 + ow * kw;                                                \
-                    if (kh == 2 && kw == 2) { /* without branches: the data decides */     \
-                        const int64_t c0 = sel, cs[3] = {c0 + 1, c0 + W, c0 + W + 1};          \
-                        T best = x[c0];                                                        \
-                        for (int q = 0; q < 3; q++) {                                          \
-                            const T v = x[cs[q]];                                              \
-                            const bool k = KEEP(best, v);                                      \
-                            sel = k ? sel : cs[q];                                             \
-                            best = k ? best : v;                                               \
-                        }                                                                      \
-                    } else {                                                                   \
-                        for (int64_t a = 0; a < kh; a++)                                       \
-                            for (int64_t b = a == 0; b < kw; b++) {                            \
-                                int64_t c = r0 + a * W + ow * kw + b;                          \
-                                if (!KEEP(x[sel], x[c])) sel = c;                              \
-                            }                                                                  \
-                    }                                                                          \
-                    o[sel] = init + src[oh * OW + ow];                                         \
-                }                                                                              \
-            }                                                                                  \
+            for (int64_t oh = 0; oh < OH; oh++)                                                \
+                for (int64_t ow = 0; ow < OW; ow++)                                            \
+                    o[NAME##_window(x, W, oh * kh * W + ow * kw, kh, kw)] =                    \
+                        init + src[oh * OW + ow];                                              \
         }                                                                                      \
     }
 #define KEEP_GE(u, v) ((u) >= (v))
@@ -632,7 +633,7 @@ AVX2_TARGET static inline void interleave_store(float *dst, __m256 e, __m256 o) 
     _mm256_storeu_ps(dst + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
 }
 
-#define SCATTER_POOL2_AVX2(NAME, PRED, KEEP)                                                   \
+#define SCATTER_POOL2_AVX2(NAME, PRED, WINDOW)                                                   \
     AVX2_TARGET static void NAME(void *user, int64_t begin, int64_t end) {                     \
         const scatter_pool_job *j = user;                                                      \
         const float init = *(const float *)j->init;                                            \
@@ -667,29 +668,16 @@ AVX2_TARGET static inline void interleave_store(float *dst, __m256 e, __m256 o) 
                     interleave_store(o0 + 2 * q, p[0], p[1]);                                  \
                     interleave_store(o1 + 2 * q, p[2], p[3]);                                  \
                 }                                                                              \
-                for (; q < OW; q++) {                                                          \
-                    const int64_t c0 = 2 * oh * W + 2 * q, cs[3] = {c0 + 1, c0 + W, c0 + W + 1}; \
-                    int64_t sel = c0;                                                          \
-                    for (int k = 0; k < 3; k++)                                                \
-                        if (!KEEP(x[sel], x[cs[k]])) sel = cs[k];                              \
-                    o[sel] = init + sr[q];                                                     \
-                }                                                                              \
+                for (; q < OW; q++)                                                            \
+                    o[WINDOW(x, W, 2 * oh * W + 2 * q, 2, 2)] = init + sr[q];                  \
             }                                                                                  \
         }                                                                                      \
     }
-#define KEEP_GE(u, v) ((u) >= (v))
-#define KEEP_GT(u, v) ((u) > (v))
-#define KEEP_LE(u, v) ((u) <= (v))
-#define KEEP_LT(u, v) ((u) < (v))
-SCATTER_POOL2_AVX2(scatter_pool2_ge_f32, _CMP_GE_OQ, KEEP_GE)
-SCATTER_POOL2_AVX2(scatter_pool2_gt_f32, _CMP_GT_OQ, KEEP_GT)
-SCATTER_POOL2_AVX2(scatter_pool2_le_f32, _CMP_LE_OQ, KEEP_LE)
-SCATTER_POOL2_AVX2(scatter_pool2_lt_f32, _CMP_LT_OQ, KEEP_LT)
+SCATTER_POOL2_AVX2(scatter_pool2_ge_f32, _CMP_GE_OQ, scatter_pool_ge_f32_window)
+SCATTER_POOL2_AVX2(scatter_pool2_gt_f32, _CMP_GT_OQ, scatter_pool_gt_f32_window)
+SCATTER_POOL2_AVX2(scatter_pool2_le_f32, _CMP_LE_OQ, scatter_pool_le_f32_window)
+SCATTER_POOL2_AVX2(scatter_pool2_lt_f32, _CMP_LT_OQ, scatter_pool_lt_f32_window)
 #undef SCATTER_POOL2_AVX2
-#undef KEEP_GE
-#undef KEEP_GT
-#undef KEEP_LE
-#undef KEEP_LT
 
 /* Runs the direct kernel when the call is one it covers; false otherwise. */
 static bool scatter_pool(const kiln__attrs *attrs, kiln__region_kind sel, kiln__region_kind sc,
@@ -715,12 +703,13 @@ static bool scatter_pool(const kiln__attrs *attrs, kiln__region_kind sel, kiln__
     }
     const kiln_shape *is = &operand->shape, *ss = &source->shape;
     scatter_pool_job j = {.x = kiln__in(operand), .src = kiln__in(source), .init = kiln__in(init),
-                          .out = kiln__out(result), .H = is->dims[2], .W = is->dims[3],
+                          .H = is->dims[2], .W = is->dims[3],
                           .OH = ss->dims[2], .OW = ss->dims[3], .kh = p->window_dimensions.v[2],
                           .kw = p->window_dimensions.v[3]};
     if (j.OH * j.kh > j.H || j.OW * j.kw > j.W || ss->dims[0] != is->dims[0] ||
         ss->dims[1] != is->dims[1])
         return false;
+    j.out = kiln__out(result);
     int64_t planes = is->dims[0] * is->dims[1], per = j.H * j.W;
     const bool f32 = dt == KILN_F32;
     kiln__range_fn fn;

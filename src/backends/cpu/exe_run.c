@@ -65,9 +65,9 @@ static kiln_status interpret(kiln_ctx *cx, kiln_tensor *const *args, kiln_tensor
 #define REDUCE_LANES_MAX 8 /* operands of a reduce whose body runs across its outputs */
 
 static bool block_lanes_ok(const kiln__xblock *b);
-static kiln_status interpret_lanes(kiln_ctx *cx, const kiln__xblock *b, const env *parent,
-                                   kiln_tensor *const *args, kiln_tensor **results,
-                                   int64_t lanes);
+static kiln_status interpret_block(kiln_ctx *cx, const kiln__xblock *b, const env *parent,
+                                   kiln_tensor **kept, int64_t lanes, kiln_tensor *const *args,
+                                   kiln_tensor **results);
 
 /* The offsets of the elements an index of `dims` (strides `str`) walks, in row-major
  * order. */
@@ -128,17 +128,10 @@ static kiln_status reduce_lanes(kiln_ctx *cx, const char *fn, const kiln__xblock
                 memcpy(lane + (size_t)o * es, x + (size_t)out_off[o] * es, es);
         }
         kiln_tensor *res[REDUCE_LANES_MAX] = {NULL};
-        st = interpret_lanes(cx, body, parent, args, res, n_out);
-        for (int j = 0; j < n && st == KILN_OK; j++) {
-            if (res[j]->dtype != types[j] || res[j]->numel != n_out)
-                st = kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
-                                        "%s: the region's result %d has type %s; expected %s[]",
-                                        fn, j + 1, kiln_dtype_name(res[j]->dtype),
-                                        kiln_dtype_name(types[j]));
-            else
-                memmove(kiln__out(args[j]), kiln__in(res[j]), /* res[j] may be args[j] */
-                        (size_t)n_out * kiln_dtype_size(types[j]));
-        }
+        st = interpret_block(cx, body, parent, NULL, n_out, args, res);
+        for (int j = 0; j < n && st == KILN_OK; j++) /* res[j] may be args[j] */
+            memmove(kiln__out(args[j]), kiln__in(res[j]),
+                    (size_t)n_out * kiln_dtype_size(types[j]));
         kiln_scope_end(cx);
     }
     for (int j = 0; j < n && st == KILN_OK; j++)
@@ -148,7 +141,6 @@ static kiln_status reduce_lanes(kiln_ctx *cx, const char *fn, const kiln__xblock
     kiln__free(cx, out_off, ob);
     return st;
 }
-
 
 /* run_op for a reduce whose body can run across its outputs; false (nothing done) for any
  * other op, which then takes the evaluator's kernel. */
@@ -160,8 +152,11 @@ static bool try_reduce_lanes(kiln_ctx *cx, const kiln__xop *op, const env *e,
     const int n = op->n_out;
     const int64_t n_out = out[0]->numel;
     if (n_out < 2 || !block_lanes_ok(op->regions[0])) return false;
-    for (int j = 0; j < n; j++)
-        if (in[j]->dtype != in[n + j]->dtype || out[j]->dtype != in[j]->dtype) return false;
+    const kiln__xblock *body = op->regions[0];
+    for (int j = 0; j < n; j++) /* the body's results, lanes of the accumulators' dtypes */
+        if (in[j]->dtype != in[n + j]->dtype || out[j]->dtype != in[j]->dtype ||
+            body->types[body->results[j].slot]->dtype != in[j]->dtype)
+            return false; /* (block_lanes_ok: results are the body's own values) */
     kiln__reduce_walk w;
     kiln__reduce_walk_init(&w, &in[0]->shape, &op->attrs->u.reduce_dims);
     kiln_dtype types[2 * REDUCE_LANES_MAX];
@@ -234,12 +229,14 @@ static kiln_status run_op(kiln_ctx *cx, const kiln__xop *op, const env *e, kiln_
 
 #define FIXED_VALS 48
 
-/* A region that is not a builtin: runs its block on args. Result tensors of its ops belong
- * to the innermost scope (kiln__region_call's); the results are borrowed pointers. */
-static kiln_status interpret(kiln_ctx *cx, kiln_tensor *const *args, kiln_tensor **results,
-                             void *user) {
-    const frame *f = user;
-    const kiln__xblock *b = f->blk;
+/* Runs block b on args in `parent`. lanes == 0: on the block's own types, reusing the
+ * tensors in `kept` (per slot, or NULL) that nothing else holds since the previous call;
+ * lanes > 0: on rank-1 arguments of `lanes` elements, the constants spread over them
+ * (block_lanes_ok blocks only). Result tensors of its ops belong to the innermost scope;
+ * the results are borrowed pointers. */
+static kiln_status interpret_block(kiln_ctx *cx, const kiln__xblock *b, const env *parent,
+                                   kiln_tensor **kept, int64_t lanes, kiln_tensor *const *args,
+                                   kiln_tensor **results) {
     size_t n = (size_t)b->n_slots + (size_t)b->max_in + (size_t)b->max_out;
     kiln_tensor *fixed[FIXED_VALS];
     kiln_tensor **vals = fixed;
@@ -247,12 +244,19 @@ static kiln_status interpret(kiln_ctx *cx, kiln_tensor *const *args, kiln_tensor
         !(vals = kiln__alloc(cx, n * sizeof *vals, _Alignof(kiln_tensor *), "region")))
         return KILN_RESOURCE_EXHAUSTED;
     kiln_tensor **in = vals + b->n_slots, **out = in + b->max_in;
-    for (int32_t i = 0; i < b->n_args; i++)
-        vals[i] = args[i];
-    for (int32_t i = b->n_args; i < b->n_slots; i++)
-        vals[i] = b->consts[i];
-    env e = {.blk = b, .vals = vals, .parent = f->parent};
+    const kiln_shape lane_shape = KILN_SHAPE(lanes);
     kiln_status s = KILN_OK;
+    for (int32_t i = 0; i < b->n_slots; i++)
+        vals[i] = i < b->n_args ? args[i] : b->consts[i];
+    for (int32_t i = b->n_args; lanes > 0 && i < b->n_slots && s == KILN_OK; i++) {
+        const kiln_tensor *c = b->consts[i];
+        if (!c) continue;
+        if (!(vals[i] = kiln__tensor_new(cx, "region", c->dtype, lane_shape)))
+            s = KILN_RESOURCE_EXHAUSTED;
+        else
+            kiln__fill_elements(kiln__out(vals[i]), kiln__in(c), kiln_dtype_size(c->dtype), lanes);
+    }
+    env e = {.blk = b, .vals = vals, .parent = parent};
     for (int32_t k = 0; k < b->n_ops && s == KILN_OK; k++) {
         const kiln__xop *op = &b->ops[k];
         for (int32_t j = 0; j < op->n_in; j++)
@@ -260,21 +264,21 @@ static kiln_status interpret(kiln_ctx *cx, kiln_tensor *const *args, kiln_tensor
         for (int32_t j = 0; j < op->n_out; j++) {
             out[j] = NULL;
             if (op->control) continue;
-            kiln_tensor **kept = f->kept ? &f->kept[op->out[j]] : NULL;
+            kiln_tensor **keep = kept ? &kept[op->out[j]] : NULL;
             /* the tensor of an earlier call that nothing else holds any more */
-            if (kept && *kept && atomic_load_explicit(&(*kept)->refs, memory_order_acquire) == 1) {
-                out[j] = *kept;
+            if (keep && *keep && atomic_load_explicit(&(*keep)->refs, memory_order_acquire) == 1) {
+                out[j] = *keep;
                 continue;
             }
             const kiln__type *t = b->types[op->out[j]];
-            out[j] = kiln__tensor_new(cx, op_fn(op), t->dtype, t->shape);
+            out[j] = kiln__tensor_new(cx, op_fn(op), t->dtype, lanes > 0 ? lane_shape : t->shape);
             if (!out[j]) {
                 s = KILN_RESOURCE_EXHAUSTED;
                 break;
             }
-            if (kept) { /* kept past this call's scope, for the next call */
-                kiln_tensor_release(*kept);
-                *kept = kiln_tensor_retain(out[j]);
+            if (keep) { /* kept past this call's scope, for the next call */
+                kiln_tensor_release(*keep);
+                *keep = kiln_tensor_retain(out[j]);
             }
         }
         if (s == KILN_OK)
@@ -286,6 +290,13 @@ static kiln_status interpret(kiln_ctx *cx, kiln_tensor *const *args, kiln_tensor
         results[i] = lookup(&e, b->results[i]);
     if (vals != fixed) kiln__free(cx, vals, n * sizeof *vals);
     return s;
+}
+
+/* A region that is not a builtin (a kiln_region_fn): its block, in its frame. */
+static kiln_status interpret(kiln_ctx *cx, kiln_tensor *const *args, kiln_tensor **results,
+                             void *user) {
+    const frame *f = user;
+    return interpret_block(cx, f->blk, f->parent, f->kept, 0, args, results);
 }
 
 /* ---- a region across lanes -------------------------------------------------------- */
@@ -313,8 +324,8 @@ static bool lane_op(kiln_op k) {
     }
 }
 
-/* Whether block b computes only with lane_op kernels on rank-0 values of its own: then a
- * call on rank-1 arguments of n elements is n calls, lane by lane, bit for bit. */
+/* Whether block b computes only with lane_op kernels on rank-0 values of its own: then
+ * interpret_block with lanes = n on rank-1 arguments is n calls, lane by lane, bit for bit. */
 static bool block_lanes_ok(const kiln__xblock *b) {
     for (int32_t v = 0; v < b->n_slots; v++)
         if (b->types[v] && b->types[v]->shape.rank != 0) return false;
@@ -328,50 +339,6 @@ static bool block_lanes_ok(const kiln__xblock *b) {
     for (int32_t i = 0; i < b->n_results; i++)
         if (b->results[i].depth != 0) return false;
     return true;
-}
-
-/* Runs block b on rank-1 arguments of `lanes` elements (constants spread over them); the
- * results are tensors of the innermost scope. */
-static kiln_status interpret_lanes(kiln_ctx *cx, const kiln__xblock *b, const env *parent,
-                                   kiln_tensor *const *args, kiln_tensor **results,
-                                   int64_t lanes) {
-    size_t n = (size_t)b->n_slots + (size_t)b->max_in + (size_t)b->max_out;
-    kiln_tensor *fixed[FIXED_VALS];
-    kiln_tensor **vals = fixed;
-    if (n > FIXED_VALS &&
-        !(vals = kiln__alloc(cx, n * sizeof *vals, _Alignof(kiln_tensor *), "region")))
-        return KILN_RESOURCE_EXHAUSTED;
-    kiln_tensor **in = vals + b->n_slots, **out = in + b->max_in;
-    const kiln_shape shape = KILN_SHAPE(lanes);
-    kiln_status s = KILN_OK;
-    for (int32_t i = 0; i < b->n_slots; i++)
-        vals[i] = i < b->n_args ? args[i] : NULL;
-    /* constants, spread over the lanes */
-    for (int32_t i = b->n_args; i < b->n_slots && s == KILN_OK; i++) {
-        const kiln_tensor *c = b->consts[i];
-        if (!c) continue;
-        if (!(vals[i] = kiln__tensor_new(cx, "region", c->dtype, shape))) {
-            s = KILN_RESOURCE_EXHAUSTED;
-            break;
-        }
-        kiln__fill_elements(kiln__out(vals[i]), kiln__in(c), kiln_dtype_size(c->dtype), lanes);
-    }
-    env e = {.blk = b, .vals = vals, .parent = parent};
-    for (int32_t k = 0; k < b->n_ops && s == KILN_OK; k++) {
-        const kiln__xop *op = &b->ops[k];
-        for (int32_t j = 0; j < op->n_in; j++)
-            in[j] = lookup(&e, op->in[j]);
-        for (int32_t j = 0; j < op->n_out && s == KILN_OK; j++)
-            if (!(out[j] = kiln__tensor_new(cx, op_fn(op), b->types[op->out[j]]->dtype, shape)))
-                s = KILN_RESOURCE_EXHAUSTED;
-        if (s == KILN_OK) s = run_op(cx, op, &e, in, out);
-        for (int32_t j = 0; j < op->n_out && s == KILN_OK; j++)
-            vals[op->out[j]] = out[j];
-    }
-    for (int32_t i = 0; i < b->n_results && s == KILN_OK; i++)
-        results[i] = lookup(&e, b->results[i]);
-    if (vals != fixed) kiln__free(cx, vals, n * sizeof *vals);
-    return s;
 }
 
 /* ---- call states -------------------------------------------------------------------------- */

@@ -81,9 +81,9 @@ void case_heat_loop(bench *b) {
 /* ---- what the loop passes buy: each case compiled with and without one ---------------- */
 
 /* The steady call of fn compiled with o, as `metric`; 0 when something failed. */
-static int call_with(bench *b, const kiln_region *fn, const kiln_arg_spec *args, int n_args,
-                     kiln_tensor **in, const kiln_compile_options *o, const char *metric,
-                     const char *note) {
+static int call_with_reps(bench *b, const kiln_region *fn, const kiln_arg_spec *args, int n_args,
+                          kiln_tensor **in, const kiln_compile_options *o, const char *metric,
+                          const char *note, reps_policy reps, int threads) {
     kiln_module *m = NULL;
     kiln_exe *exe = NULL;
     int ok = kiln_lower(b->cx, fn, args, n_args, 1, NULL, &m) == KILN_OK &&
@@ -91,12 +91,18 @@ static int call_with(bench *b, const kiln_region *fn, const kiln_arg_spec *args,
     kiln_module_release(m);
     if (ok) {
         call_state cs = {b->cx, exe, in, 1};
-        stats s = measure(call_exe_once, &cs, policy_fast());
+        stats s = measure(call_exe_once, &cs, reps);
         ok = cs.ok;
-        if (ok) emit_time(b->suite, b->name, "kiln", metric, s, 1, note);
+        if (ok) emit_time(b->suite, b->name, "kiln", metric, s, threads, note);
     }
     kiln_exe_release(exe);
     return ok && check(b);
+}
+
+static int call_with(bench *b, const kiln_region *fn, const kiln_arg_spec *args, int n_args,
+                     kiln_tensor **in, const kiln_compile_options *o, const char *metric,
+                     const char *note) {
+    return call_with_reps(b, fn, args, n_args, in, o, metric, note, policy_fast(), 1);
 }
 
 /* x = x * exp(-w * w) + 0.5, 1,000 times over f32[4096], w read from outside the loop:
@@ -600,7 +606,14 @@ static void vgg_run_case(bench *b, int depth, int64_t n, int64_t hw) {
     rs.calls = policy_slow(hw == 32 ? 11 : depth == 11 ? 5 : 3);
     rs.compiles = (reps_policy){1, 3, 11};
     kiln_region fn = {fn_vgg, &c};
-    run_compiled(b, "kiln", &fn, specs, n_args, in, rs, NULL);
+    /* The same program without layout assignment, right after: what keeping the
+     * activations channels last between convolutions saves. */
+    kiln_compile_options keep = kiln_compile_options_default();
+    keep.disable_layout_assignment = true;
+    if (run_compiled(b, "kiln", &fn, specs, n_args, in, rs, NULL))
+        call_with_reps(b, &fn, specs, n_args, in, &keep, "call_no_layout",
+                       "disable_layout_assignment: NCHW around every convolution", rs.calls,
+                       b->threads);
     for (int i = 0; i < n_args; i++)
         kiln_tensor_release(in[i]);
 }

@@ -206,6 +206,14 @@ typedef struct kiln_compile_options {
      * other. Like the other passes, unrolling rewrites the module in place. A struct from an
      * older kiln, without this field, takes the default. */
     bool disable_unrolling;
+    /* Keep every convolution's activations in their logical layout. By default the CPU
+     * backend computes chains of convolutions, their bias and activation epilogues,
+     * pooling and their gradients channels last ([N, H, W, C], what its convolution
+     * library runs fastest), changing layout only at a chain's ends; the values the
+     * program shows keep their logical layout and the results their bits. It rewrites the
+     * module in place, as the passes do (and is skipped with them: disable_passes). A
+     * struct from an older kiln, without this field, takes the default. */
+    bool disable_layout_assignment;
 } kiln_compile_options;
 
 /* Options with every field at its default (the ctx's device; constant folding, passes and

@@ -52,6 +52,21 @@ int32_t kiln__pass_unroll(kiln_module *m);
  * iteration move before their loop (licm.c says which). */
 int32_t kiln__pass_licm(kiln_module *m);
 
+/* Layout assignment for convolutions (layout.c): rank-4 float convolutions without groups
+ * compute their results channels last ([N, H, W, C]), and the transposes back to the
+ * logical layout move down through elementwise ops, pooling (reduce_window,
+ * select_and_scatter) and reductions into the next convolution's dimension numbers, so
+ * that a chain of layers changes layout only at its ends. Results are bitwise unchanged.
+ * Run kiln__pass_canonicalize and dce after it (the transposes that meet cancel). Returns
+ * the number of changes; `stats` (may be NULL) gets what it did. */
+typedef struct kiln__layout_stats {
+    int32_t convolutions; /* convolutions now computing their result channels last */
+} kiln__layout_stats;
+int32_t kiln__layout_assign(kiln_module *m, kiln__layout_stats *stats);
+/* The transposes layout assignment made that are still in m (every block): where its
+ * chains end. */
+int32_t kiln__layout_transposes(const kiln_module *m);
+
 /* Makes every use of `from` (an op result or argument defined in `b`) after `after` (NULL:
  * from the block's start) use `to` instead: operands of the later ops of b and of their
  * regions, and b's results. Keeps the uses counters right. Returns the uses replaced. */

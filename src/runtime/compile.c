@@ -149,6 +149,7 @@ kiln_status kiln_compile(kiln_ctx *cx, kiln_module *m, const kiln_compile_option
         o.struct_size = sizeof o;
         if (!HAS_FIELD(options, backend)) o.backend = NULL;
         if (!HAS_FIELD(options, disable_unrolling)) o.disable_unrolling = false;
+        if (!HAS_FIELD(options, disable_layout_assignment)) o.disable_layout_assignment = false;
     }
     if (o.device.type == 0) o.device = cx->device;
     /* The ctx's default backend (KILN_BACKEND) applies to devices of its type; an unknown

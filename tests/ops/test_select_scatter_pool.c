@@ -1,5 +1,5 @@
-/* select_and_scatter as max (or min) pooling's gradient: rank-4 f32/f64 channels first,
- * windows that do not overlap, a builtin comparison and add take a direct kernel
+/* select_and_scatter as max (or min) pooling's gradient: rank-4 f32/f64 channels first or
+ * channels last (what layout assignment makes of a convolution chain), windows that do not overlap, a builtin comparison and add take a direct kernel
  * (eval_reduce_window.c); it must give the general loop's results bit for bit. The
  * reference below is the spec's loop written out: for each source element, the window's
  * elements in row-major order, the selected one replaced whenever select(selected,
@@ -86,8 +86,21 @@ static bool same(kiln_dtype dt, const void *got, double want) {
     return (isnan(g) && isnan(want)) || memcmp(&g, &want, 8) == 0;
 }
 
-static void check_case(kiln_ctx *cx, kiln_dtype dt, int64_t N, int64_t C, int64_t H, int64_t W,
-                       int64_t kh, int64_t kw, int64_t sh, int64_t sw, sel_kind k, double init) {
+/* [N, C, H, W] in row-major order as [N, H, W, C]. */
+static double *channels_last(const double *v, int64_t N, int64_t C, int64_t H, int64_t W) {
+    double *r = malloc(sizeof(double) * (size_t)(N * C * H * W));
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t i = 0; i < H * W; i++)
+                r[(n * H * W + i) * C + c] = v[(n * C + c) * H * W + i];
+    return r;
+}
+
+/* The case on [N, C, H, W] data, or with `last` on the same data laid out [N, H, W, C]
+ * (the window over dimensions 1 and 2). */
+static void check_case_in(kiln_ctx *cx, kiln_dtype dt, int64_t N, int64_t C, int64_t H, int64_t W,
+                          int64_t kh, int64_t kw, int64_t sh, int64_t sw, sel_kind k, double init,
+                          bool last) {
     int64_t OH = (H - kh) / sh + 1, OW = (W - kw) / sw + 1, n = N * C * H * W;
     double *x = malloc(sizeof(double) * (size_t)n), *src = malloc(sizeof(double) * N * C * OH * OW);
     double *want = malloc(sizeof(double) * (size_t)n);
@@ -99,29 +112,49 @@ static void check_case(kiln_ctx *cx, kiln_dtype dt, int64_t N, int64_t C, int64_
     kiln_scope_begin(cx);
     kiln_window_params p = {.window_dimensions = KILN_DIMS(1, 1, kh, kw),
                             .window_strides = KILN_DIMS(1, 1, sh, sw)};
-    kiln_tensor *r = kiln_select_and_scatter(
-        cx, make(cx, dt, KILN_SHAPE(N, C, H, W), x), make(cx, dt, KILN_SHAPE(N, C, OH, OW), src),
-        kiln_scalar(cx, init, dt), &p, region_of(k), kiln_region_add());
+    kiln_tensor *xt, *st;
+    if (last) {
+        double *xl = channels_last(x, N, C, H, W), *sl = channels_last(src, N, C, OH, OW);
+        double *wl = channels_last(want, N, C, H, W);
+        xt = make(cx, dt, KILN_SHAPE(N, H, W, C), xl);
+        st = make(cx, dt, KILN_SHAPE(N, OH, OW, C), sl);
+        memcpy(want, wl, sizeof(double) * (size_t)n);
+        free(xl), free(sl), free(wl);
+        p = (kiln_window_params){.window_dimensions = KILN_DIMS(1, kh, kw, 1),
+                                 .window_strides = KILN_DIMS(1, sh, sw, 1)};
+    } else {
+        xt = make(cx, dt, KILN_SHAPE(N, C, H, W), x);
+        st = make(cx, dt, KILN_SHAPE(N, C, OH, OW), src);
+    }
+    kiln_tensor *r = kiln_select_and_scatter(cx, xt, st, kiln_scalar(cx, init, dt), &p,
+                                             region_of(k), kiln_region_add());
     cr_assert_not_null(r, "%s", kiln_ctx_error_message(cx));
     const unsigned char *got = kiln_tensor_data(r);
     size_t es = kiln_dtype_size(dt);
     for (int64_t i = 0; i < n; i++)
         cr_assert(same(dt, got + i * es, want[i]),
-                  "%s %lldx%lldx%lldx%lld window %lldx%lld stride %lldx%lld select %d init %g: "
-                  "element %lld",
+                  "%s %lldx%lldx%lldx%lld%s window %lldx%lld stride %lldx%lld select %d init "
+                  "%g: element %lld",
                   kiln_dtype_name(dt), (long long)N, (long long)C, (long long)H, (long long)W,
-                  (long long)kh, (long long)kw, (long long)sh, (long long)sw, (int)k, init,
-                  (long long)i);
+                  last ? " (channels last)" : "", (long long)kh, (long long)kw, (long long)sh,
+                  (long long)sw, (int)k, init, (long long)i);
     kiln_scope_end(cx);
     free(x), free(src), free(want);
+}
+
+static void check_case(kiln_ctx *cx, kiln_dtype dt, int64_t N, int64_t C, int64_t H, int64_t W,
+                       int64_t kh, int64_t kw, int64_t sh, int64_t sw, sel_kind k, double init) {
+    check_case_in(cx, dt, N, C, H, W, kh, kw, sh, sw, k, init, false);
+    check_case_in(cx, dt, N, C, H, W, kh, kw, sh, sw, k, init, true);
 }
 
 Test(select_scatter_pool, pooling_gradients_match_the_spec_loop_bit_for_bit) {
     kiln_ctx *cx = test_ctx();
     /* widths of 16 and more take the 2 x 2 kernel's eight windows a step, the rest its
-     * tail */
-    const int64_t shapes[][4] = {{2, 3, 8, 8}, {1, 2, 7, 9},  {3, 1, 4, 6},
-                                 {1, 4, 1, 5}, {2, 2, 6, 40}, {1, 3, 5, 17}};
+     * tail; channels last, 8 and more channels take eight at a step, the rest the tail */
+    const int64_t shapes[][4] = {{2, 3, 8, 8},  {1, 2, 7, 9}, {3, 1, 4, 6},
+                                 {1, 4, 1, 5},  {2, 2, 6, 40}, {1, 3, 5, 17},
+                                 {2, 19, 6, 7}, {1, 8, 5, 4}};
     const int64_t windows[][2] = {{2, 2}, {3, 3}, {2, 3}, {1, 2}, {1, 1}};
     for (int dt = 0; dt < 2; dt++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)

@@ -550,7 +550,7 @@ static void load_as(kiln_dtype dtype, kiln_dtype adt, const void *src, void *dst
 }
 
 /* The gradient of max (or min) pooling with windows that do not overlap: rank-4 f32/f64
- * channels first, windows of kh x kw at strides kh, kw over the last two dimensions,
+ * channels first or last, windows of kh x kw at strides kh, kw over the two spatial dimensions,
  * inside the image (no padding, no dilation), a builtin comparison selecting and add
  * scattering. Each result element then takes at most one source element, so the result is
  * init everywhere and init + source at each window's selected element: the general loop's
@@ -559,7 +559,7 @@ static void load_as(kiln_dtype dtype, kiln_dtype adt, const void *src, void *dst
 typedef struct scatter_pool_job {
     const void *x, *src, *init;
     void *out;
-    int64_t H, W, OH, OW, kh, kw;
+    int64_t H, W, OH, OW, kh, kw, C; /* C: channels last only */
 } scatter_pool_job;
 
 /* One kernel per dtype and comparison; KEEP(u, v) is select(u, v) as the general loop
@@ -601,6 +601,52 @@ typedef struct scatter_pool_job {
                         init + src[oh * OW + ow];                                              \
         }                                                                                      \
     }
+/* Channels last ([N, H, W, C], windows over H and W): per output row n * OH + oh, the
+ * windows' C channels at a time, 64 per block, selected without branches (the loops over
+ * channels vectorize). Each row writes its own kh input rows, the last one of an image also
+ * the rows below its windows, so rows split across threads write disjoint memory. */
+#define SCATTER_POOL_NHWC(NAME, T, SEL, KEEP)                                                  \
+    static void NAME(void *user, int64_t begin, int64_t end) {                                 \
+        const scatter_pool_job *j = user;                                                      \
+        const T init = *(const T *)j->init;                                                    \
+        const int64_t H = j->H, W = j->W, OH = j->OH, OW = j->OW, kh = j->kh, kw = j->kw;      \
+        const int64_t C = j->C, K = kh * kw;                                                   \
+        for (int64_t row = begin; row < end; row++) {                                          \
+            const int64_t n = row / OH, oh = row % OH;                                         \
+            const T *x = (const T *)j->x + n * H * W * C;                                      \
+            const T *src = (const T *)j->src + row * OW * C;                                   \
+            T *o = (T *)j->out + n * H * W * C;                                                \
+            const int64_t h_end = oh == OH - 1 ? H : (oh + 1) * kh;                            \
+            for (int64_t h = oh * kh; h < h_end; h++) { /* what no window writes */            \
+                const int64_t w0 = h < OH * kh ? OW * kw : 0;                                  \
+                for (int64_t i = w0 * C; i < W * C; i++)                                       \
+                    o[h * W * C + i] = init;                                                   \
+            }                                                                                  \
+            for (int64_t ow = 0; ow < OW; ow++)                                                \
+                for (int64_t c0 = 0; c0 < C; c0 += 64) {                                       \
+                    const int64_t cw = C - c0 < 64 ? C - c0 : 64;                              \
+                    const int64_t at = ((oh * kh) * W + ow * kw) * C + c0;                     \
+                    T best[64];                                                                \
+                    SEL sel[64];                                                               \
+                    for (int64_t c = 0; c < cw; c++)                                           \
+                        best[c] = x[at + c], sel[c] = 0;                                       \
+                    for (int32_t k = 1; k < K; k++) {                                          \
+                        const T *xk = x + at + ((k / kw) * W + k % kw) * C;                    \
+                        for (int64_t c = 0; c < cw; c++) {                                     \
+                            const bool keep = KEEP(best[c], xk[c]);                            \
+                            best[c] = keep ? best[c] : xk[c];                                  \
+                            sel[c] = keep ? sel[c] : (SEL)k;                                   \
+                        }                                                                      \
+                    }                                                                          \
+                    const T *s = src + ow * C + c0;                                            \
+                    for (int32_t k = 0; k < K; k++) {                                          \
+                        T *ok = o + at + ((k / kw) * W + k % kw) * C;                          \
+                        for (int64_t c = 0; c < cw; c++)                                       \
+                            ok[c] = sel[c] == (SEL)k ? init + s[c] : init;                     \
+                    }                                                                          \
+                }                                                                              \
+        }                                                                                      \
+    }
 #define KEEP_GE(u, v) ((u) >= (v))
 #define KEEP_GT(u, v) ((u) > (v))
 #define KEEP_LE(u, v) ((u) <= (v))
@@ -613,7 +659,16 @@ SCATTER_POOL(scatter_pool_ge_f64, double, KEEP_GE)
 SCATTER_POOL(scatter_pool_gt_f64, double, KEEP_GT)
 SCATTER_POOL(scatter_pool_le_f64, double, KEEP_LE)
 SCATTER_POOL(scatter_pool_lt_f64, double, KEEP_LT)
+SCATTER_POOL_NHWC(scatter_nhwc_ge_f32, float, int32_t, KEEP_GE)
+SCATTER_POOL_NHWC(scatter_nhwc_gt_f32, float, int32_t, KEEP_GT)
+SCATTER_POOL_NHWC(scatter_nhwc_le_f32, float, int32_t, KEEP_LE)
+SCATTER_POOL_NHWC(scatter_nhwc_lt_f32, float, int32_t, KEEP_LT)
+SCATTER_POOL_NHWC(scatter_nhwc_ge_f64, double, int64_t, KEEP_GE)
+SCATTER_POOL_NHWC(scatter_nhwc_gt_f64, double, int64_t, KEEP_GT)
+SCATTER_POOL_NHWC(scatter_nhwc_le_f64, double, int64_t, KEEP_LE)
+SCATTER_POOL_NHWC(scatter_nhwc_lt_f64, double, int64_t, KEEP_LT)
 #undef SCATTER_POOL
+#undef SCATTER_POOL_NHWC
 #undef KEEP_GE
 #undef KEEP_GT
 #undef KEEP_LE
@@ -679,6 +734,75 @@ SCATTER_POOL2_AVX2(scatter_pool2_le_f32, _CMP_LE_OQ, scatter_pool_le_f32_window)
 SCATTER_POOL2_AVX2(scatter_pool2_lt_f32, _CMP_LT_OQ, scatter_pool_lt_f32_window)
 #undef SCATTER_POOL2_AVX2
 
+/* Channels last, f32, with AVX2: eight channels of a window at a time, the same comparisons
+ * in the same order as SCATTER_POOL_NHWC (PRED is the ordered comparison; KEEP its C form
+ * for the channels past a multiple of eight), chosen with blends. */
+#define SCATTER_NHWC_AVX2(NAME, PRED, KEEP)                                                     \
+    AVX2_TARGET static void NAME(void *user, int64_t begin, int64_t end) {                     \
+        const scatter_pool_job *j = user;                                                      \
+        const float init = *(const float *)j->init;                                            \
+        const int64_t H = j->H, W = j->W, OH = j->OH, OW = j->OW, kh = j->kh, kw = j->kw;      \
+        const int64_t C = j->C;                                                                \
+        const int32_t K = (int32_t)(kh * kw);                                                  \
+        const __m256 vinit = _mm256_set1_ps(init);                                             \
+        for (int64_t row = begin; row < end; row++) {                                          \
+            const int64_t n = row / OH, oh = row % OH;                                         \
+            const float *x = (const float *)j->x + n * H * W * C;                              \
+            const float *src = (const float *)j->src + row * OW * C;                           \
+            float *o = (float *)j->out + n * H * W * C;                                        \
+            const int64_t h_end = oh == OH - 1 ? H : (oh + 1) * kh;                            \
+            for (int64_t h = oh * kh; h < h_end; h++) { /* what no window writes */            \
+                const int64_t w0 = h < OH * kh ? OW * kw : 0;                                  \
+                for (int64_t i = w0 * C; i < W * C; i++)                                       \
+                    o[h * W * C + i] = init;                                                   \
+            }                                                                                  \
+            for (int64_t ow = 0; ow < OW; ow++) {                                              \
+                const int64_t at = ((oh * kh) * W + ow * kw) * C;                              \
+                const float *s = src + ow * C;                                                 \
+                int64_t c = 0;                                                                 \
+                for (; c + 8 <= C; c += 8) {                                                   \
+                    __m256 best = _mm256_loadu_ps(x + at + c), idx = _mm256_setzero_ps();      \
+                    for (int32_t k = 1; k < K; k++) {                                          \
+                        __m256 v = _mm256_loadu_ps(x + at + ((k / kw) * W + k % kw) * C + c);  \
+                        __m256 keep = _mm256_cmp_ps(best, v, PRED);                            \
+                        best = _mm256_blendv_ps(v, best, keep);                                \
+                        idx = _mm256_blendv_ps(_mm256_set1_ps((float)k), idx, keep);           \
+                    }                                                                          \
+                    __m256 val = _mm256_add_ps(vinit, _mm256_loadu_ps(s + c));                 \
+                    for (int32_t k = 0; k < K; k++)                                            \
+                        _mm256_storeu_ps(o + at + ((k / kw) * W + k % kw) * C + c,             \
+                                         _mm256_blendv_ps(vinit, val,                          \
+                                                          _mm256_cmp_ps(idx,                   \
+                                                                        _mm256_set1_ps((float)k), \
+                                                                        _CMP_EQ_OQ)));         \
+                }                                                                              \
+                for (; c < C; c++) {                                                           \
+                    float best = x[at + c];                                                    \
+                    int32_t sel = 0;                                                           \
+                    for (int32_t k = 1; k < K; k++) {                                          \
+                        const float v = x[at + ((k / kw) * W + k % kw) * C + c];               \
+                        if (!KEEP(best, v)) best = v, sel = k;                                 \
+                    }                                                                          \
+                    for (int32_t k = 0; k < K; k++)                                            \
+                        o[at + ((k / kw) * W + k % kw) * C + c] = sel == k ? init + s[c] : init; \
+                }                                                                              \
+            }                                                                                  \
+        }                                                                                      \
+    }
+#define KEEP_GE(u, v) ((u) >= (v))
+#define KEEP_GT(u, v) ((u) > (v))
+#define KEEP_LE(u, v) ((u) <= (v))
+#define KEEP_LT(u, v) ((u) < (v))
+SCATTER_NHWC_AVX2(scatter_nhwc_ge_f32_avx2, _CMP_GE_OQ, KEEP_GE)
+SCATTER_NHWC_AVX2(scatter_nhwc_gt_f32_avx2, _CMP_GT_OQ, KEEP_GT)
+SCATTER_NHWC_AVX2(scatter_nhwc_le_f32_avx2, _CMP_LE_OQ, KEEP_LE)
+SCATTER_NHWC_AVX2(scatter_nhwc_lt_f32_avx2, _CMP_LT_OQ, KEEP_LT)
+#undef SCATTER_NHWC_AVX2
+#undef KEEP_GE
+#undef KEEP_GT
+#undef KEEP_LE
+#undef KEEP_LT
+
 /* Runs the direct kernel when the call is one it covers; false otherwise. */
 static bool scatter_pool(const kiln__attrs *attrs, kiln__region_kind sel, kiln__region_kind sc,
                          const kiln_tensor *operand, const kiln_tensor *source,
@@ -691,8 +815,12 @@ static bool scatter_pool(const kiln__attrs *attrs, kiln__region_kind sel, kiln__
         sel != KILN_REGION_LESS_EQUAL && sel != KILN_REGION_LESS)
         return false;
     if (p->window_dimensions.count != 4 || p->window_strides.count != 4) return false;
+    /* Pooled dimensions 2 and 3 (channels first) or 1 and 2 (channels last, when the
+     * window leaves dimension 1 alone but not 3). */
+    const bool last = p->window_dimensions.v[3] == 1 && p->window_dimensions.v[1] != 1;
+    const int32_t ph = last ? 1 : 2, pw = ph + 1, pc = last ? 3 : 1;
     for (int32_t d = 0; d < 4; d++) {
-        bool pooled = d >= 2;
+        bool pooled = d == ph || d == pw;
         if ((p->padding_low.count == 4 && p->padding_low.v[d] != 0) ||
             (p->padding_high.count == 4 && p->padding_high.v[d] != 0) ||
             (p->base_dilations.count == 4 && p->base_dilations.v[d] != 1) ||
@@ -703,16 +831,33 @@ static bool scatter_pool(const kiln__attrs *attrs, kiln__region_kind sel, kiln__
     }
     const kiln_shape *is = &operand->shape, *ss = &source->shape;
     scatter_pool_job j = {.x = kiln__in(operand), .src = kiln__in(source), .init = kiln__in(init),
-                          .H = is->dims[2], .W = is->dims[3],
-                          .OH = ss->dims[2], .OW = ss->dims[3], .kh = p->window_dimensions.v[2],
-                          .kw = p->window_dimensions.v[3]};
+                          .H = is->dims[ph], .W = is->dims[pw], .C = is->dims[pc],
+                          .OH = ss->dims[ph], .OW = ss->dims[pw], .kh = p->window_dimensions.v[ph],
+                          .kw = p->window_dimensions.v[pw]};
     if (j.OH * j.kh > j.H || j.OW * j.kw > j.W || ss->dims[0] != is->dims[0] ||
-        ss->dims[1] != is->dims[1])
+        ss->dims[pc] != is->dims[pc])
         return false;
     j.out = kiln__out(result);
-    int64_t planes = is->dims[0] * is->dims[1], per = j.H * j.W;
     const bool f32 = dt == KILN_F32;
     kiln__range_fn fn;
+    if (last) {
+        if (j.OH == 0) return false; /* no row to write the image from */
+        static const kiln__range_fn fns[3][4] = {
+            {scatter_nhwc_ge_f64, scatter_nhwc_gt_f64, scatter_nhwc_le_f64, scatter_nhwc_lt_f64},
+            {scatter_nhwc_ge_f32, scatter_nhwc_gt_f32, scatter_nhwc_le_f32, scatter_nhwc_lt_f32},
+            {scatter_nhwc_ge_f32_avx2, scatter_nhwc_gt_f32_avx2, scatter_nhwc_le_f32_avx2,
+             scatter_nhwc_lt_f32_avx2}};
+        int which = sel == KILN_REGION_GREATER_EQUAL ? 0
+                    : sel == KILN_REGION_GREATER     ? 1
+                    : sel == KILN_REGION_LESS_EQUAL  ? 2
+                                                     : 3;
+        fn = fns[f32 ? 1 + kiln__cpu_avx2() : 0][which];
+        int64_t rows = is->dims[0] * j.OH, per_row = j.kh * j.W * j.C;
+        kiln__parallel_for(rows, per_row >= 65536 ? 1 : 65536 / (per_row > 0 ? per_row : 1), fn,
+                           &j);
+        return true;
+    }
+    int64_t planes = is->dims[0] * is->dims[1], per = j.H * j.W;
     switch (sel) {
     case KILN_REGION_GREATER_EQUAL: fn = f32 ? scatter_pool_ge_f32 : scatter_pool_ge_f64; break;
     case KILN_REGION_GREATER: fn = f32 ? scatter_pool_gt_f32 : scatter_pool_gt_f64; break;

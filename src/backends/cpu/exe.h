@@ -200,6 +200,9 @@ typedef struct kiln__cpu_exe {
     int32_t n_kernel_codes;         /* distinct kernels among them (the rest share one) */
     int32_t n_views;                /* view ops that kernels read in place */
     int32_t n_epilogues;            /* convolutions with a fused epilogue */
+    /* Layout assignment (passes.h): convolutions computing channels last, and the
+     * transposes left at the ends of their chains. */
+    int32_t n_layout_convs, n_layout_transposes;
 
     kiln_tensor **owned; /* constants and folded values, released with the executable */
     int32_t n_owned, cap_owned;

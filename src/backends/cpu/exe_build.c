@@ -574,10 +574,28 @@ static const char *copy_string(compiler *c, const char *text) {
     return s;
 }
 
+/* Convolution chains channels last (passes.h, kiln__layout_assign): oneDNN's kernels read
+ * and write [N, H, W, C] directly, so the layout changes around each convolution (VGG11
+ * at 1x3x224x224: ~12 ms a call) happen once at a chain's ends. The transposes that meet
+ * cancel in canonicalize. Rewrites the lent module in place, as kiln_compile's passes do. */
+static void assign_layout(compiler *c, kiln_module *m) {
+    kiln__layout_stats st;
+    if (kiln__layout_assign(m, &st) == 0) return;
+    static const kiln__pass cleanup[] = {
+        {"canonicalize", kiln__pass_canonicalize, 0},
+        {"cse", kiln__pass_cse, KILN__PASS_IDEMPOTENT},
+        {"dce", kiln__pass_dce, KILN__PASS_IDEMPOTENT | KILN__PASS_ENABLES_NOTHING},
+    };
+    kiln__passes_run(m, cleanup, 3, 4);
+    c->exe->n_layout_convs = st.convolutions;
+    c->exe->n_layout_transposes = kiln__layout_transposes(m);
+}
+
 static kiln_status build(compiler *c, const kiln__compile_request *req) {
     kiln__cpu_exe *exe = c->exe;
     const kiln_compile_options *o = req->options;
     kiln_module *m = req->module;
+    if (!o->disable_passes && !o->disable_layout_assignment) assign_layout(c, m);
     const kiln__block *body = m->funcs[0]->body;
     exe->n_args = req->n_args;
     exe->n_results = req->n_results;

@@ -160,6 +160,11 @@ void kiln__cpu_print(kiln__strbuf *sb, const kiln__executable *x) {
                         exe->name, (int)exe->n_args, (int)exe->n_results, (int)exe->n_ops,
                         (int)exe->n_kernels, (int)exe->n_fused_ops, (int)exe->n_kernel_codes,
                         (int)exe->n_views, (int)exe->n_epilogues);
+    if (exe->n_layout_convs > 0)
+        kiln__strbuf_printf(sb,
+                            "layout: %d convolutions compute channels last ([N, H, W, C]); %d "
+                            "transposes at the ends of their chains\n",
+                            (int)exe->n_layout_convs, (int)exe->n_layout_transposes);
     print_block(sb, b, 0, 1, &total);
     const kiln__xplan *p = b->plan;
     kiln__strbuf_printf(sb, "memory plan: arena peak %zu bytes, %d buffers\n", exe->arena_bytes,

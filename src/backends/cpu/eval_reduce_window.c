@@ -601,11 +601,27 @@ typedef struct scatter_pool_job {
                         init + src[oh * OW + ow];                                              \
         }                                                                                      \
     }
+/* Channels last: output row oh's input rows (and, for the last row of an image, the rows
+ * below its windows) where no window writes, set to init. */
+#define NHWC_FILL(NAME, T)                                                                      \
+    static void NAME(const scatter_pool_job *j, T *o, int64_t oh, T init) {                    \
+        const int64_t W = j->W, C = j->C, OH = j->OH, kh = j->kh;                              \
+        const int64_t h_end = oh == OH - 1 ? j->H : (oh + 1) * kh;                             \
+        for (int64_t h = oh * kh; h < h_end; h++) {                                            \
+            const int64_t w0 = h < OH * kh ? j->OW * j->kw : 0;                                \
+            for (int64_t i = w0 * C; i < W * C; i++)                                           \
+                o[h * W * C + i] = init;                                                       \
+        }                                                                                      \
+    }
+NHWC_FILL(nhwc_fill_f32, float)
+NHWC_FILL(nhwc_fill_f64, double)
+#undef NHWC_FILL
+
 /* Channels last ([N, H, W, C], windows over H and W): per output row n * OH + oh, the
  * windows' C channels at a time, 64 per block, selected without branches (the loops over
  * channels vectorize). Each row writes its own kh input rows, the last one of an image also
  * the rows below its windows, so rows split across threads write disjoint memory. */
-#define SCATTER_POOL_NHWC(NAME, T, SEL, KEEP)                                                  \
+#define SCATTER_POOL_NHWC(NAME, T, SEL, KEEP, FILL)                                            \
     static void NAME(void *user, int64_t begin, int64_t end) {                                 \
         const scatter_pool_job *j = user;                                                      \
         const T init = *(const T *)j->init;                                                    \
@@ -616,12 +632,7 @@ typedef struct scatter_pool_job {
             const T *x = (const T *)j->x + n * H * W * C;                                      \
             const T *src = (const T *)j->src + row * OW * C;                                   \
             T *o = (T *)j->out + n * H * W * C;                                                \
-            const int64_t h_end = oh == OH - 1 ? H : (oh + 1) * kh;                            \
-            for (int64_t h = oh * kh; h < h_end; h++) { /* what no window writes */            \
-                const int64_t w0 = h < OH * kh ? OW * kw : 0;                                  \
-                for (int64_t i = w0 * C; i < W * C; i++)                                       \
-                    o[h * W * C + i] = init;                                                   \
-            }                                                                                  \
+            FILL(j, o, oh, init);                                                              \
             for (int64_t ow = 0; ow < OW; ow++)                                                \
                 for (int64_t c0 = 0; c0 < C; c0 += 64) {                                       \
                     const int64_t cw = C - c0 < 64 ? C - c0 : 64;                              \
@@ -659,20 +670,16 @@ SCATTER_POOL(scatter_pool_ge_f64, double, KEEP_GE)
 SCATTER_POOL(scatter_pool_gt_f64, double, KEEP_GT)
 SCATTER_POOL(scatter_pool_le_f64, double, KEEP_LE)
 SCATTER_POOL(scatter_pool_lt_f64, double, KEEP_LT)
-SCATTER_POOL_NHWC(scatter_nhwc_ge_f32, float, int32_t, KEEP_GE)
-SCATTER_POOL_NHWC(scatter_nhwc_gt_f32, float, int32_t, KEEP_GT)
-SCATTER_POOL_NHWC(scatter_nhwc_le_f32, float, int32_t, KEEP_LE)
-SCATTER_POOL_NHWC(scatter_nhwc_lt_f32, float, int32_t, KEEP_LT)
-SCATTER_POOL_NHWC(scatter_nhwc_ge_f64, double, int64_t, KEEP_GE)
-SCATTER_POOL_NHWC(scatter_nhwc_gt_f64, double, int64_t, KEEP_GT)
-SCATTER_POOL_NHWC(scatter_nhwc_le_f64, double, int64_t, KEEP_LE)
-SCATTER_POOL_NHWC(scatter_nhwc_lt_f64, double, int64_t, KEEP_LT)
+SCATTER_POOL_NHWC(scatter_nhwc_ge_f32, float, int32_t, KEEP_GE, nhwc_fill_f32)
+SCATTER_POOL_NHWC(scatter_nhwc_gt_f32, float, int32_t, KEEP_GT, nhwc_fill_f32)
+SCATTER_POOL_NHWC(scatter_nhwc_le_f32, float, int32_t, KEEP_LE, nhwc_fill_f32)
+SCATTER_POOL_NHWC(scatter_nhwc_lt_f32, float, int32_t, KEEP_LT, nhwc_fill_f32)
+SCATTER_POOL_NHWC(scatter_nhwc_ge_f64, double, int64_t, KEEP_GE, nhwc_fill_f64)
+SCATTER_POOL_NHWC(scatter_nhwc_gt_f64, double, int64_t, KEEP_GT, nhwc_fill_f64)
+SCATTER_POOL_NHWC(scatter_nhwc_le_f64, double, int64_t, KEEP_LE, nhwc_fill_f64)
+SCATTER_POOL_NHWC(scatter_nhwc_lt_f64, double, int64_t, KEEP_LT, nhwc_fill_f64)
 #undef SCATTER_POOL
 #undef SCATTER_POOL_NHWC
-#undef KEEP_GE
-#undef KEEP_GT
-#undef KEEP_LE
-#undef KEEP_LT
 
 /* 2 x 2 windows of f32 with AVX2, eight windows per step: the same comparisons in the same
  * order as SCATTER_POOL (PRED is the ordered comparison, false with a NaN, as C's), chosen
@@ -750,12 +757,7 @@ SCATTER_POOL2_AVX2(scatter_pool2_lt_f32, _CMP_LT_OQ, scatter_pool_lt_f32_window)
             const float *x = (const float *)j->x + n * H * W * C;                              \
             const float *src = (const float *)j->src + row * OW * C;                           \
             float *o = (float *)j->out + n * H * W * C;                                        \
-            const int64_t h_end = oh == OH - 1 ? H : (oh + 1) * kh;                            \
-            for (int64_t h = oh * kh; h < h_end; h++) { /* what no window writes */            \
-                const int64_t w0 = h < OH * kh ? OW * kw : 0;                                  \
-                for (int64_t i = w0 * C; i < W * C; i++)                                       \
-                    o[h * W * C + i] = init;                                                   \
-            }                                                                                  \
+            nhwc_fill_f32(j, o, oh, init);                                                         \
             for (int64_t ow = 0; ow < OW; ow++) {                                              \
                 const int64_t at = ((oh * kh) * W + ow * kw) * C;                              \
                 const float *s = src + ow * C;                                                 \
@@ -789,10 +791,6 @@ SCATTER_POOL2_AVX2(scatter_pool2_lt_f32, _CMP_LT_OQ, scatter_pool_lt_f32_window)
             }                                                                                  \
         }                                                                                      \
     }
-#define KEEP_GE(u, v) ((u) >= (v))
-#define KEEP_GT(u, v) ((u) > (v))
-#define KEEP_LE(u, v) ((u) <= (v))
-#define KEEP_LT(u, v) ((u) < (v))
 SCATTER_NHWC_AVX2(scatter_nhwc_ge_f32_avx2, _CMP_GE_OQ, KEEP_GE)
 SCATTER_NHWC_AVX2(scatter_nhwc_gt_f32_avx2, _CMP_GT_OQ, KEEP_GT)
 SCATTER_NHWC_AVX2(scatter_nhwc_le_f32_avx2, _CMP_LE_OQ, KEEP_LE)

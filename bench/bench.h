@@ -223,6 +223,7 @@ void case_gemm256(bench *b);
 void case_gemm1024(bench *b);
 void case_vgg_224(bench *b);
 void case_vgg_32(bench *b);
+void case_vgg_224_b16(bench *b);
 void case_vgg13_224(bench *b);
 void case_vgg16_224(bench *b);
 void case_vgg19_224(bench *b);

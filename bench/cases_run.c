@@ -603,7 +603,7 @@ static void vgg_run_case(bench *b, int depth, int64_t n, int64_t hw) {
     snprintf(note, sizeof note, "VGG%d, classifier %d->4096->4096->1000%s; convolutions on oneDNN",
              depth, c.dense_in, hw == 32 ? " (1x1 map)" : "");
     rs.note = note;
-    rs.calls = policy_slow(hw == 32 ? 11 : depth == 11 ? 5 : 3);
+    rs.calls = policy_slow(hw == 32 ? 11 : depth == 11 && n == 1 ? 5 : 3);
     rs.compiles = (reps_policy){1, 3, 11};
     kiln_region fn = {fn_vgg, &c};
     /* The same program without layout assignment, right after: what keeping the
@@ -620,6 +620,7 @@ static void vgg_run_case(bench *b, int depth, int64_t n, int64_t hw) {
 
 void case_vgg_224(bench *b) { vgg_run_case(b, 11, 1, 224); }
 void case_vgg_32(bench *b) { vgg_run_case(b, 11, 8, 32); }
+void case_vgg_224_b16(bench *b) { vgg_run_case(b, 11, 16, 224); }
 void case_vgg13_224(bench *b) { vgg_run_case(b, 13, 1, 224); }
 void case_vgg16_224(bench *b) { vgg_run_case(b, 16, 1, 224); }
 void case_vgg19_224(bench *b) { vgg_run_case(b, 19, 1, 224); }

@@ -94,6 +94,7 @@ static const bench_case cases[] = {
     {"gemm", "f32 1024", case_gemm1024, 1},
     {"vgg", "VGG11 1x3x224x224", case_vgg_224, 2},
     {"vgg", "VGG11 8x3x32x32", case_vgg_32, 2},
+    {"vgg", "VGG11 16x3x224x224", case_vgg_224_b16, 2},
     {"vgg", "VGG13 1x3x224x224", case_vgg13_224, 2},
     {"vgg", "VGG16 1x3x224x224", case_vgg16_224, 2},
     {"vgg", "VGG19 1x3x224x224", case_vgg19_224, 2},

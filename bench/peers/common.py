@@ -158,7 +158,7 @@ ELEMENTWISE = [("cos", "1e6"), ("cos", "1e7"), ("expsin", "1e6"), ("expsin", "1e
 REDUCE_SHAPE = (4096, 4096)
 REDUCE_SMALL_SHAPE = (256, 1024)  # rows that fit the caches
 GEMM = [64, 256, 1024]
-VGG = [(1, 3, 224, 224), (8, 3, 32, 32)]
+VGG = [(1, 3, 224, 224), (8, 3, 32, 32), (16, 3, 224, 224)]
 VGG_DEEPER = [13, 16, 19]  # forward at 1x3x224x224
 # Convolutions per stage of each VGG (torchvision's configurations A, B, D, E).
 VGG_STAGES = {11: [1, 1, 2, 2, 2], 13: [2, 2, 2, 2, 2], 16: [2, 2, 3, 3, 3], 19: [2, 2, 4, 4, 4]}

@@ -69,7 +69,10 @@ typedef struct kiln__device_info {
  * backend-neutral passes, the device, the options, and the calling convention the runtime
  * decided (per argument: donated; per result: the argument it returns unchanged or -1,
  * the donated argument whose buffer it may take or -1). The module is only lent: the
- * executable must keep copies of what it needs (it may share constants' storage). */
+ * executable must keep copies of what it needs (it may share constants' storage). Like
+ * kiln_compile's passes, a backend may rewrite it in place with rewrites that keep its
+ * meaning and its calling convention (the CPU backend's layout assignment,
+ * src/passes/layout.c), as kiln_compile_options says. */
 typedef struct kiln__compile_request {
     kiln_module *module; /* lent for the call; values' scratch ids (kiln__value.id) may be set */
     kiln_device device;

@@ -66,12 +66,6 @@ static bool is_splat(const kiln__value *v, splat_kind want) {
     return splat_is(d->attrs->u.constant, want);
 }
 
-static void set_operand(kiln__ir_op *op, int32_t i, kiln__value *v) {
-    op->operands[i]->uses--;
-    v->uses++;
-    op->operands[i] = v;
-}
-
 /* Replaces the uses of op's only result with v, when their types are equal. */
 static int32_t forward(kiln__ir_op *op, kiln__value *v) {
     if (!type_eq(op->results[0]->type, v->type)) return 0;
@@ -134,7 +128,7 @@ static int32_t rewrite_transpose(kiln_module *m, kiln__ir_op *op) {
     kiln__attrs *own = kiln__op_attrs_mut(m, op);
     if (!own) return 0; /* out of memory: the op stays as it is */
     own->u.permutation = c;
-    set_operand(op, 0, in->operands[0]);
+    kiln__set_operand(op, 0, in->operands[0]);
     return 1;
 }
 
@@ -162,7 +156,7 @@ static int32_t rewrite_slice(kiln_module *m, kiln__ir_op *op) {
     own->u.slice.start = start;
     own->u.slice.limit = limit;
     own->u.slice.strides = strides;
-    set_operand(op, 0, in->operands[0]);
+    kiln__set_operand(op, 0, in->operands[0]);
     return 1;
 }
 
@@ -191,7 +185,7 @@ static int32_t rewrite_reverse(kiln_module *m, kiln__ir_op *op) {
     kiln__attrs *own = kiln__op_attrs_mut(m, op);
     if (!own) return 0; /* out of memory: the op stays as it is */
     own->u.reverse_dims = c;
-    set_operand(op, 0, in->operands[0]);
+    kiln__set_operand(op, 0, in->operands[0]);
     return 1;
 }
 
@@ -213,7 +207,7 @@ static int32_t rewrite_broadcast(kiln_module *m, kiln__ir_op *op) {
     kiln__attrs *own = kiln__op_attrs_mut(m, op);
     if (!own) return 0; /* out of memory: the op stays as it is */
     own->u.broadcast.dims = c;
-    set_operand(op, 0, in->operands[0]);
+    kiln__set_operand(op, 0, in->operands[0]);
     return 1;
 }
 
@@ -246,7 +240,7 @@ static int32_t moved_scalar_broadcast(kiln_module *m, kiln__ir_op *op) {
     kiln__attrs *own = kiln__op_set_kind(m, op, KILN_OP_BROADCAST_IN_DIM);
     if (!own) return 0;
     own->u.broadcast.shape = op->results[0]->type->shape;
-    set_operand(op, 0, in->operands[0]);
+    kiln__set_operand(op, 0, in->operands[0]);
     return 1;
 }
 
@@ -294,7 +288,7 @@ static int32_t rewrite(kiln_module *m, kiln__ir_op *op) {
         if (moved_scalar_broadcast(m, op)) return 1;
         const kiln__ir_op *in = a->def;
         if (in && in->kind == KILN_OP_RESHAPE) {
-            set_operand(op, 0, in->operands[0]);
+            kiln__set_operand(op, 0, in->operands[0]);
             return 1;
         }
         return 0;

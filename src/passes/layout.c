@@ -41,12 +41,6 @@ static bool same_perm(const kiln_dims *a, const kiln_dims *b) {
     return true;
 }
 
-static void set_operand(kiln__ir_op *op, int32_t i, kiln__value *v) {
-    op->operands[i]->uses--;
-    v->uses++;
-    op->operands[i] = v;
-}
-
 /* The shape s of a value seen through transpose(., p) taken back: dims'[p[i]] = s[i]. */
 static kiln_shape unpermuted(const kiln_shape *s, const kiln_dims *p) {
     kiln_shape r = *s;
@@ -119,7 +113,7 @@ static int32_t absorb_operands(kiln_module *m, kiln__ir_op *op) {
             for (int32_t d = 0; d < c->kernel_spatial_dimensions.count; d++)
                 c->kernel_spatial_dimensions.v[d] = p->v[c->kernel_spatial_dimensions.v[d]];
         }
-        set_operand(op, i, op->operands[i]->def->operands[0]);
+        kiln__set_operand(op, i, op->operands[i]->def->operands[0]);
         changed++;
     }
     return changed;
@@ -196,7 +190,7 @@ static int32_t through_elementwise(kiln_module *m, kiln__ir_op *op) {
     inner.shape = unpermuted(&inner.shape, p);
     if (!retype_and_transpose(m, op, &inner, p)) return 0;
     for (int32_t i = 0; i < op->n_operands; i++)
-        set_operand(op, i, now[i]);
+        kiln__set_operand(op, i, now[i]);
     return 1;
 }
 
@@ -235,8 +229,8 @@ static int32_t through_window(kiln_module *m, kiln__ir_op *op) {
     kiln_dims perm = *p; /* p lives in the transpose's attributes, which stay */
     if (!retype_and_transpose(m, op, &inner, &perm)) return 0;
     permute_window(&own->u.window, &perm);
-    set_operand(op, 0, op->operands[0]->def->operands[0]);
-    if (sas) set_operand(op, 1, op->operands[1]->def->operands[0]);
+    kiln__set_operand(op, 0, op->operands[0]->def->operands[0]);
+    if (sas) kiln__set_operand(op, 1, op->operands[1]->def->operands[0]);
     return 1;
 }
 
@@ -273,20 +267,11 @@ static int32_t through_reduce(kiln_module *m, kiln__ir_op *op) {
     if (!own) return 0;
     if (!identity && !retype_and_transpose(m, op, &inner, &q)) return 0;
     own->u.reduce_dims = nd;
-    set_operand(op, 0, op->operands[0]->def->operands[0]);
+    kiln__set_operand(op, 0, op->operands[0]->def->operands[0]);
     return 1;
 }
 
 /* ---- the walk ---------------------------------------------------------------------------- */
-
-/* Can a user take a transposed operand (move the transpose on, or absorb it)? */
-static bool takes_transposed(const kiln__ir_op *op) {
-    if (kiln__op_has(op->kind, KILN_OPF_ELEMENTWISE) || op->kind == KILN_OP_CONVOLUTION ||
-        op->kind == KILN_OP_SELECT_AND_SCATTER || op->kind == KILN_OP_TRANSPOSE)
-        return true;
-    return (op->kind == KILN_OP_REDUCE_WINDOW || op->kind == KILN_OP_REDUCE) &&
-           op->n_operands == 2;
-}
 
 /* Ops that gain from a channels-last operand: a convolution takes it into its dimension
  * numbers, pooling and its gradient have channels-last kernels, a reduction reads it in
@@ -295,6 +280,13 @@ static bool gains(const kiln__ir_op *op) {
     return op->kind == KILN_OP_CONVOLUTION || op->kind == KILN_OP_SELECT_AND_SCATTER ||
            ((op->kind == KILN_OP_REDUCE_WINDOW || op->kind == KILN_OP_REDUCE) &&
             op->n_operands == 2);
+}
+
+/* Can a user take a transposed operand: move the transpose on (elementwise ops and those
+ * that gain) or merge it (a transpose)? */
+static bool takes_transposed(const kiln__ir_op *op) {
+    return gains(op) || kiln__op_has(op->kind, KILN_OPF_ELEMENTWISE) ||
+           op->kind == KILN_OP_TRANSPOSE;
 }
 
 /* Scratch ids of a block's op results while it is assigned: the number of uses that take

@@ -94,6 +94,12 @@ int32_t kiln__passes_simplify(kiln_module *m, unsigned flags) {
     return kiln__passes_run(m, chosen, n, 8);
 }
 
+void kiln__set_operand(kiln__ir_op *op, int32_t i, kiln__value *v) {
+    op->operands[i]->uses--;
+    v->uses++;
+    op->operands[i] = v;
+}
+
 static int32_t replace_in_block(kiln__block *b, kiln__ir_op *start, kiln__value *from,
                                 kiln__value *to) {
     int32_t n = 0;

@@ -67,6 +67,9 @@ int32_t kiln__layout_assign(kiln_module *m, kiln__layout_stats *stats);
  * chains end. */
 int32_t kiln__layout_transposes(const kiln_module *m);
 
+/* Makes operand i of op the value v, keeping both values' uses counters right. */
+void kiln__set_operand(kiln__ir_op *op, int32_t i, kiln__value *v);
+
 /* Makes every use of `from` (an op result or argument defined in `b`) after `after` (NULL:
  * from the block's start) use `to` instead: operands of the later ops of b and of their
  * regions, and b's results. Keeps the uses counters right. Returns the uses replaced. */

@@ -13,6 +13,7 @@
 #include <kiln/nn.h>
 
 #include "backends/cpu/eval_linalg.h"
+#include "failing_allocator.h"
 #include "test_util.h"
 
 #define NB 2
@@ -187,5 +188,62 @@ Test(layout, a_convolution_returned_as_it_is_stays) {
     kiln_string_free(cx, text);
     kiln_scope_end(cx);
     expect_ok(cx);
+    kiln_ctx_release(cx);
+}
+
+/* One allocation failing at a time anywhere in compiling the forward chain (the pass's new
+ * ops, types and attributes included): the compile fails with RESOURCE_EXHAUSTED and
+ * leaks nothing, or it succeeds (a rewrite that could not get memory is skipped) and
+ * computes what the interpreter does. */
+Test(layout, a_failed_allocation_fails_the_compile_cleanly_or_skips_a_rewrite) {
+    failing_allocator fa;
+    kiln_ctx *cx = failing_allocator_ctx(&fa);
+    cr_assert_not_null(cx);
+    kiln__dnnl_conv_any_size(true);
+    kiln_region fn = {forward_fn, NULL};
+    kiln_tensor *args[5], *want = NULL;
+    make_args(cx, args);
+    run(cx, &fn, 1, INTERPRETER, args, &want, NULL);
+    kiln_compile_options o = kiln_compile_options_default();
+    o.backend = "cpu";
+    int succeeded = 0, failed = 0;
+    for (int64_t k = 0;; k++) {
+        kiln_ctx_trim(cx);
+        int64_t base = fa.live_blocks;
+        kiln_module *m = NULL; /* a fresh one: a compile rewrites it */
+        cr_assert_eq(kiln_lower(cx, &fn, specs, 5, 1, NULL, &m), KILN_OK);
+        fa.fail_once = true;
+        fa.fail_after = fa.allocations + k;
+        int64_t failures = fa.failures;
+        kiln_exe *exe = NULL;
+        kiln_status s = kiln_compile(cx, m, &o, &exe);
+        bool hit = fa.failures > failures;
+        fa.fail_after = -1;
+        fa.fail_once = false;
+        if (s != KILN_OK) {
+            cr_assert_eq(s, KILN_RESOURCE_EXHAUSTED, "failure %d: %s", (int)k,
+                         kiln_ctx_error_message(cx));
+            cr_assert_null(exe);
+            kiln_ctx_clear_error(cx);
+            kiln_module_release(m);
+            kiln_ctx_trim(cx); /* what the buffer cache keeps is not a leak */
+            cr_assert_eq(fa.live_blocks, base, "failure %d leaks", (int)k);
+            failed++;
+            continue;
+        }
+        cr_assert_eq(kiln_ctx_status(cx), KILN_OK, "failure %d left an error: %s", (int)k,
+                     kiln_ctx_error_message(cx));
+        kiln_tensor *got = NULL;
+        cr_assert_eq(kiln_exe_call(cx, exe, args, &got), KILN_OK, "%s",
+                     kiln_ctx_error_message(cx));
+        expect_close(got, want, "after a failed allocation");
+        kiln_tensor_release(got);
+        kiln_exe_release(exe);
+        kiln_module_release(m);
+        succeeded++;
+        if (!hit) break; /* past the compile's last allocation */
+    }
+    cr_assert_geq(failed, 3, "%d compiles failed", failed);
+    kiln__dnnl_conv_any_size(false);
     kiln_ctx_release(cx);
 }

@@ -757,7 +757,7 @@ SCATTER_POOL2_AVX2(scatter_pool2_lt_f32, _CMP_LT_OQ, scatter_pool_lt_f32_window)
             const float *x = (const float *)j->x + n * H * W * C;                              \
             const float *src = (const float *)j->src + row * OW * C;                           \
             float *o = (float *)j->out + n * H * W * C;                                        \
-            nhwc_fill_f32(j, o, oh, init);                                                         \
+            nhwc_fill_f32(j, o, oh, init);                                                     \
             for (int64_t ow = 0; ow < OW; ow++) {                                              \
                 const int64_t at = ((oh * kh) * W + ow * kw) * C;                              \
                 const float *s = src + ow * C;                                                 \

@@ -9,28 +9,29 @@
 #include <stdbool.h>
 
 /* Every oneDNN function dnnl_conv.c calls. */
-#define KILN_DNNL_FUNCTIONS(X)                    \
-    X(dnnl_dilated_convolution_forward_desc_init) \
-    X(dnnl_engine_create)                         \
-    X(dnnl_memory_create)                         \
-    X(dnnl_memory_desc_equal)                     \
-    X(dnnl_memory_desc_get_size)                  \
-    X(dnnl_memory_desc_init_by_strides)           \
-    X(dnnl_memory_desc_init_by_tag)               \
-    X(dnnl_memory_destroy)                        \
-    X(dnnl_primitive_attr_create)                 \
-    X(dnnl_primitive_attr_destroy)                \
-    X(dnnl_primitive_attr_set_scratchpad_mode)    \
-    X(dnnl_primitive_create)                      \
-    X(dnnl_primitive_desc_create)                 \
-    X(dnnl_primitive_desc_destroy)                \
-    X(dnnl_primitive_desc_query)                  \
-    X(dnnl_primitive_desc_query_md)               \
-    X(dnnl_primitive_destroy)                     \
-    X(dnnl_primitive_execute)                     \
-    X(dnnl_reorder_primitive_desc_create)         \
-    X(dnnl_stream_create)                         \
-    X(dnnl_stream_destroy)                        \
+#define KILN_DNNL_FUNCTIONS(X)                             \
+    X(dnnl_dilated_convolution_backward_weights_desc_init) \
+    X(dnnl_dilated_convolution_forward_desc_init)          \
+    X(dnnl_engine_create)                                  \
+    X(dnnl_memory_create)                                  \
+    X(dnnl_memory_desc_equal)                              \
+    X(dnnl_memory_desc_get_size)                           \
+    X(dnnl_memory_desc_init_by_strides)                    \
+    X(dnnl_memory_desc_init_by_tag)                        \
+    X(dnnl_memory_destroy)                                 \
+    X(dnnl_primitive_attr_create)                          \
+    X(dnnl_primitive_attr_destroy)                         \
+    X(dnnl_primitive_attr_set_scratchpad_mode)             \
+    X(dnnl_primitive_create)                               \
+    X(dnnl_primitive_desc_create)                          \
+    X(dnnl_primitive_desc_destroy)                         \
+    X(dnnl_primitive_desc_query)                           \
+    X(dnnl_primitive_desc_query_md)                        \
+    X(dnnl_primitive_destroy)                              \
+    X(dnnl_primitive_execute)                              \
+    X(dnnl_reorder_primitive_desc_create)                  \
+    X(dnnl_stream_create)                                  \
+    X(dnnl_stream_destroy)                                 \
     X(dnnl_stream_wait)
 
 /* The entry points, each named as the function it points to. */

@@ -119,6 +119,9 @@ void kiln__dnnl_conv_force_off(bool on);
 /* Tests only: with true, oneDNN also takes convolutions below its size threshold (which
  * otherwise go to im2col + GEMM), so that small cases exercise it. */
 void kiln__dnnl_conv_any_size(bool on);
+/* Tests only: how many convolutions oneDNN has run as a forward convolution's weight
+ * gradient (dnnl_conv.c, is_kernel_gradient) in this process. */
+int64_t kiln__dnnl_conv_kernel_gradients_run(void);
 bool kiln__dnnl_conv_available(void);
 /* Why oneDNN could not be opened, once kiln__dnnl_conv_available (or a convolution) has
  * tried ("" otherwise; "built without oneDNN" in such a build). */

@@ -1,0 +1,218 @@
+/* Convolution gradients on oneDNN (src/backends/cpu/dnnl_conv.c): a convolution that is a
+ * kernel's gradient (autodiff's conv_kernel_cotangent: the input with batch and feature
+ * roles swapped, the cotangent as a kernel larger than the result) runs as oneDNN's weight
+ * gradient of the forward convolution, strides and dilations swapped back. Random
+ * geometries in random layouts against im2col + GEMM, and a compiled gradient against the
+ * interpreter. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <kiln/autodiff.h>
+
+#include "backends/cpu/eval.h"
+#include "backends/cpu/eval_linalg.h"
+#include "test_util.h"
+
+static uint64_t rng_state;
+
+static uint64_t rnd(void) {
+    rng_state ^= rng_state << 13, rng_state ^= rng_state >> 7, rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+static int64_t rnd_int(int64_t lo, int64_t hi) {
+    return lo + (int64_t)(rnd() % (uint64_t)(hi - lo + 1));
+}
+
+static void shuffle(int64_t *v, int32_t n) {
+    for (int32_t i = n - 1; i > 0; i--) {
+        int32_t j = (int32_t)(rnd() % (uint64_t)(i + 1));
+        int64_t t = v[i];
+        v[i] = v[j], v[j] = t;
+    }
+}
+
+static kiln_tensor *random_f32(kiln_ctx *cx, kiln_shape s, uint64_t seed) {
+    kiln_tensor *t = kiln_random_uniform(cx, kiln_key_from_seed(seed), KILN_F32, s, -1, 1);
+    cr_assert_not_null(t, "%s", kiln_ctx_error_message(cx));
+    return t;
+}
+
+/* A writable result of zeros (the kernels fill preallocated results). */
+static kiln_tensor *zeros_f32(kiln_ctx *cx, kiln_shape s) {
+    kiln_tensor *t = kiln_zeros(cx, KILN_F32, s);
+    cr_assert_not_null(t, "%s", kiln_ctx_error_message(cx));
+    return t;
+}
+
+static void expect_close(const kiln_tensor *a, const kiln_tensor *b, double tol, const char *what,
+                         int trial) {
+    cr_assert_eq(kiln_tensor_numel(a), kiln_tensor_numel(b), "%s, trial %d", what, trial);
+    const float *x = kiln_tensor_data(a), *y = kiln_tensor_data(b);
+    for (int64_t i = 0; i < kiln_tensor_numel(a); i++)
+        cr_assert(fabs((double)x[i] - (double)y[i]) <= tol,
+                  "%s, trial %d: element %lld: %.9g vs %.9g", what, trial, (long long)i, x[i],
+                  y[i]);
+}
+
+static int64_t dilate(int64_t size, int64_t d) { return size == 0 ? 0 : (size - 1) * d + 1; }
+
+Test(onednn_gradients, kernel_gradients_run_as_weight_gradients_and_match_im2col) {
+    /* The weight gradient of a forward convolution (batch N, C -> O channels, kernel K,
+     * stride s, dilation rd, padding lo and hi) as autodiff writes it: lhs = x with batch
+     * role on C and feature role on N, rhs = the cotangent [N, O, out] as the kernel, result
+     * [C, O, K] (batch C, feature O); window strides rd, rhs dilation s, padding lo and the
+     * high padding that leaves exactly K outputs (negative when the forward dropped input:
+     * oneDNN declines those). */
+    kiln_ctx *cx = test_ctx();
+    if (!kiln__dnnl_conv_available()) {
+        cr_log_warn("oneDNN cannot be opened (%s): the weight-gradient path is not tested",
+                    kiln__dnnl_api_error());
+        kiln_ctx_release(cx);
+        return;
+    }
+    rng_state = 0x9e3779b97f4a7c15ull;
+    kiln__dnnl_conv_any_size(true);
+    int taken = 0, eligible = 0;
+    for (int trial = 0; trial < 60; trial++) {
+        kiln_scope_begin(cx);
+        int32_t S = 1 + trial % 3, R = S + 2;
+        int64_t pos[3][KILN_MAX_RANK];
+        for (int t = 0; t < 3; t++) {
+            for (int32_t i = 0; i < R; i++)
+                pos[t][i] = i;
+            if (trial % 4) shuffle(pos[t], R); /* every 4th: NCHW-ordered roles */
+        }
+        int64_t N = rnd_int(1, 3), C = rnd_int(1, 4), O = rnd_int(1, 5);
+        kiln_conv_params q = {0};
+        kiln_shape ls = {.rank = R}, rs = {.rank = R}, os = {.rank = R};
+        q.input_batch_dimension = pos[0][0], q.input_feature_dimension = pos[0][1];
+        q.kernel_input_feature_dimension = pos[1][0], q.kernel_output_feature_dimension = pos[1][1];
+        q.output_batch_dimension = pos[2][0], q.output_feature_dimension = pos[2][1];
+        ls.dims[pos[0][0]] = C, ls.dims[pos[0][1]] = N;
+        rs.dims[pos[1][0]] = N, rs.dims[pos[1][1]] = O;
+        os.dims[pos[2][0]] = C, os.dims[pos[2][1]] = O;
+        q.input_spatial_dimensions.count = q.kernel_spatial_dimensions.count =
+            q.output_spatial_dimensions.count = q.window_strides.count = q.padding_low.count =
+                q.padding_high.count = q.rhs_dilation.count = q.lhs_dilation.count = S;
+        bool exact = true;
+        for (int32_t d = 0; d < S; d++) {
+            int64_t K = rnd_int(1, 3), s = rnd_int(1, 2), rd = rnd_int(1, 2);
+            int64_t lo = rnd_int(0, 1), hi = rnd_int(0, 2);
+            int64_t I = dilate(K, rd) + 2 * s + rnd_int(0, S == 3 ? 2 : 5);
+            int64_t out = (I + lo + hi - dilate(K, rd)) / s + 1;
+            q.input_spatial_dimensions.v[d] = pos[0][2 + d];
+            q.kernel_spatial_dimensions.v[d] = pos[1][2 + d];
+            q.output_spatial_dimensions.v[d] = pos[2][2 + d];
+            ls.dims[pos[0][2 + d]] = I;
+            rs.dims[pos[1][2 + d]] = out;
+            os.dims[pos[2][2 + d]] = K;
+            q.window_strides.v[d] = rd;
+            q.rhs_dilation.v[d] = s;
+            q.lhs_dilation.v[d] = 1;
+            q.padding_low.v[d] = lo;
+            q.padding_high.v[d] = dilate(out, s) + dilate(K, rd) - 1 - I - lo;
+            exact = exact && q.padding_high.v[d] >= 0;
+        }
+        kiln_tensor *l = random_f32(cx, ls, 1000 + (uint64_t)trial);
+        kiln_tensor *r = random_f32(cx, rs, 2000 + (uint64_t)trial);
+        kiln__dnnl_conv_force_off(true);
+        kiln_tensor *ref = kiln_convolution(cx, l, r, &q, KILN_DTYPE_COUNT);
+        kiln__dnnl_conv_force_off(false);
+        cr_assert_not_null(ref, "trial %d: %s", trial, kiln_ctx_error_message(cx));
+        cr_assert(kiln_shape_equal(kiln_tensor_shape(ref), &os), "trial %d: result shape", trial);
+        /* Each result sums N * (outputs per kernel position) products of values in [-1, 1). */
+        double terms = (double)N * (double)kiln_tensor_numel(r) / (double)(N * O);
+        double tol = 1e-6 * terms + 1e-5;
+        kiln__attrs at = {.u.conv = q, .result_dtype = KILN_F32};
+        kiln_tensor *direct = zeros_f32(cx, os);
+        kiln_status st = KILN_UNKNOWN;
+        int64_t before = kiln__dnnl_conv_kernel_gradients_run();
+        bool ran = kiln__dnnl_conv(cx, &at, l, r, NULL, direct, &st);
+        if (ran) {
+            cr_assert_eq(st, KILN_OK, "trial %d: %s", trial, kiln_ctx_error_message(cx));
+            expect_close(direct, ref, tol, "oneDNN weight gradient vs im2col", trial);
+            taken += kiln__dnnl_conv_kernel_gradients_run() == before + 1;
+        }
+        eligible += exact;
+        /* Through the evaluator too (it picks oneDNN by itself). */
+        kiln_tensor *eval = kiln_convolution(cx, l, r, &q, KILN_DTYPE_COUNT);
+        expect_close(eval, ref, tol, "kiln_convolution vs im2col", trial);
+        kiln_scope_end(cx);
+    }
+    kiln__dnnl_conv_any_size(false);
+    /* oneDNN may leave a geometry to im2col (where it has only reference loops), but most
+     * geometries with exact padding run as weight gradients. */
+    cr_assert_gt(eligible, 20);
+    cr_assert_gt(2 * taken, eligible, "oneDNN took %d of %d as weight gradients", taken, eligible);
+    expect_ok(cx);
+    kiln_ctx_release(cx);
+}
+
+/* loss(x, w) = sum(conv(x, w) * c): strided, dilated, padded on both sides unevenly. */
+static kiln_status loss_fn(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
+    (void)u;
+    kiln_conv_params p = kiln_conv_params_nchw(2);
+    p.window_strides = KILN_DIMS(2, 1);
+    p.rhs_dilation = KILN_DIMS(1, 2);
+    p.padding_low = KILN_DIMS(1, 0);
+    p.padding_high = KILN_DIMS(0, 2);
+    kiln_tensor *y = kiln_convolution(cx, in[0], in[1], &p, KILN_DTYPE_COUNT);
+    out[0] = kiln_sum(cx, kiln_multiply(cx, y, in[2]), KILN_DIMS_NONE, false);
+    return kiln_ctx_status(cx);
+}
+
+static kiln_status grad_fn(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
+    (void)u;
+    kiln_region loss = {loss_fn, NULL};
+    kiln_grad_options o = kiln_grad_options_default();
+    const int32_t argnums[] = {1};
+    o.argnums = argnums;
+    o.n_argnums = 1;
+    return kiln_grad(cx, &loss, 3, in, &o, out);
+}
+
+Test(onednn_gradients, compiled_kernel_gradient_matches_the_interpreter) {
+    kiln_ctx *cx = test_ctx();
+    /* x [2, 3, 12, 10], w [4, 3, 3, 2]: out [2, 4, 6, 10]. */
+    kiln_arg_spec specs[3] = {{.dtype = KILN_F32, .shape = KILN_SHAPE(2, 3, 12, 10)},
+                              {.dtype = KILN_F32, .shape = KILN_SHAPE(4, 3, 3, 2)},
+                              {.dtype = KILN_F32, .shape = KILN_SHAPE(2, 4, 6, 10)}};
+    kiln_tensor *args[3];
+    for (int i = 0; i < 3; i++)
+        args[i] = random_f32(cx, specs[i].shape, 70 + (uint64_t)i);
+    kiln_region fn = {grad_fn, NULL};
+    kiln_tensor *got[2] = {0};
+    kiln__dnnl_conv_any_size(true);
+    int64_t ran = 0;
+    /* The CPU backend, then the interpreter on im2col + GEMM (the evaluator's own loops). */
+    for (int interp = 0; interp < 2; interp++) {
+        kiln__dnnl_conv_force_off(interp == 1);
+        int64_t before = kiln__dnnl_conv_kernel_gradients_run();
+        kiln_module *m = NULL;
+        kiln_exe *exe = NULL;
+        cr_assert_eq(kiln_lower(cx, &fn, specs, 3, 1, NULL, &m), KILN_OK, "%s",
+                     kiln_ctx_error_message(cx));
+        kiln_compile_options o = kiln_compile_options_default();
+        o.backend = interp ? "interpreter" : "cpu";
+        cr_assert_eq(kiln_compile(cx, m, &o, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
+        cr_assert_eq(kiln_exe_call(cx, exe, args, &got[interp]), KILN_OK, "%s",
+                     kiln_ctx_error_message(cx));
+        kiln_exe_release(exe);
+        kiln_module_release(m);
+        if (!interp) ran = kiln__dnnl_conv_kernel_gradients_run() - before;
+    }
+    kiln__dnnl_conv_force_off(false);
+    kiln__dnnl_conv_any_size(false);
+    cr_assert(kiln_shape_equal(kiln_tensor_shape(got[0]), &specs[1].shape));
+    expect_close(got[0], got[1], 1e-4, "compiled gradient vs interpreter", 0);
+    if (kiln__dnnl_conv_available())
+        cr_assert_eq(ran, 1, "the kernel gradient ran %lld times as oneDNN's weight gradient",
+                     (long long)ran);
+    else
+        cr_log_warn("oneDNN cannot be opened (%s): only the fallback is tested",
+                    kiln__dnnl_api_error());
+    expect_ok(cx);
+    kiln_ctx_release(cx);
+}

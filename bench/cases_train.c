@@ -1,6 +1,7 @@
 /* kiln-bench's training-step cases: VGG11's whole step (forward, backward by kiln_grad,
- * SGD with momentum) as one compiled function whose parameters and momentum are donated
- * and fed back call after call, as a training loop runs it; timed with its peak memory
+ * SGD with momentum) and the digits CNN's (kiln-demo's network, Adam), each as one compiled
+ * function whose parameters and optimizer state are donated and fed back call after call,
+ * as a training loop runs it; timed with its peak memory
  * (the process's peak resident set while it steps, as bench/peers/vgg_train_step.py
  * reports it for PyTorch and JAX). */
 #define _GNU_SOURCE
@@ -112,7 +113,62 @@ static double rss_mib(const char *field) {
     return kib < 0 ? -1 : kib / 1024.0;
 }
 
-/* ---- the case --------------------------------------------------------------------------- */
+/* ---- running a step case ------------------------------------------------------------------ */
+
+/* What a step case hands the runner: its function, arguments (in[0..1]: the batch; then
+ * n_state donated state tensors, which results 1.. replace), the multiply-adds of a step
+ * (0: no floor), the repetitions, the note. */
+typedef struct {
+    kiln_region fn;
+    const kiln_arg_spec *specs;
+    int n_args, n_state;
+    double flops;
+    reps_policy calls;
+    const char *what;
+} step_case;
+
+/* Compiles the step, calls it once (first_call), then steadily with its state fed back;
+ * records the times, the rate and floor, and the peak resident set. Takes over s->in. */
+static void run_step_case(bench *b, const step_case *c, step_state *s) {
+    comptime_stats ct;
+    if (!check(b)) goto done;
+    if (!lower_compile(b, &c->fn, c->specs, c->n_args, 1 + c->n_state,
+                       (reps_policy){0, 1, opt.quick ? 1 : 3}, &ct, &s->exe))
+        goto done;
+    emit_time(b->suite, b->name, "kiln", "lower", ct.lower, 1, NULL);
+    emit_time(b->suite, b->name, "kiln", "compile", ct.compile, 1, NULL);
+    kiln_ctx_trim(b->cx);
+    double t0 = now();
+    step_once(s);
+    double first = now() - t0;
+    float first_loss = s->loss;
+    int have_rss = rss_peak_reset();
+    stats st = measure(step_once, s, c->calls);
+    double rss_peak = have_rss ? rss_mib("VmHWM") : -1;
+    if (!s->ok || !check(b)) goto done;
+    char note[200];
+    snprintf(note, sizeof note, "%s; %d state tensors donated; loss %.4f -> %.4g", c->what,
+             c->n_state, (double)first_loss, (double)s->loss);
+    emit_time(b->suite, b->name, "kiln", "first_call", single(first), b->threads, NULL);
+    emit_time(b->suite, b->name, "kiln", "call", st, b->threads, note);
+    if (c->flops > 0) {
+        char lim[200];
+        emit_rate(b->suite, b->name, "kiln", "gflops", st, c->flops / 1e9, "GFLOP/s", b->threads,
+                  limits_flops(lim, sizeof lim, "3x the forward's multiply-adds"));
+        double sgemm = b->threads > 1 ? machine.sgemmN : machine.sgemm1;
+        emit_time(b->suite, b->name, "kiln", "floor", single(c->flops / sgemm), b->threads,
+                  "flops / sgemm rate");
+    }
+    if (rss_peak >= 0)
+        emit(b->suite, b->name, "kiln", "peak_rss", rss_peak, rss_peak, rss_peak, "MiB", st.reps,
+             b->threads, "the process's peak resident set during the steps");
+done:
+    kiln_exe_release(s->exe);
+    for (int i = 0; i < s->n_in; i++)
+        kiln_tensor_release(s->in[i]);
+}
+
+/* ---- the cases ------------------------------------------------------------------------------ */
 
 static void vgg_train_case(bench *b, int depth, int64_t n, int64_t hw) {
     vgg_train t = {vgg_cfg(depth), 0};
@@ -128,8 +184,7 @@ static void vgg_train_case(bench *b, int depth, int64_t n, int64_t hw) {
         specs[2 + i] = fwd[1 + i], specs[2 + i].donate = true;
         specs[2 + P + i] = specs[2 + i];
     }
-    const int n_args = 2 + 2 * P;
-    step_state s = {.cx = b->cx, .n_in = n_args, .n_state = 2 * P, .ok = 1};
+    step_state s = {.cx = b->cx, .n_in = 2 + 2 * P, .n_state = 2 * P, .ok = 1};
     s.in[0] = kiln_random_uniform(b->cx, kiln_key_from_seed(100), KILN_F32, specs[0].shape, -1, 1);
     s.in[1] =
         kiln_random_int(b->cx, kiln_key_from_seed(99), KILN_I32, specs[1].shape, 0, t.c.classes);
@@ -138,45 +193,90 @@ static void vgg_train_case(bench *b, int depth, int64_t n, int64_t hw) {
                                           specs[2 + i].shape, -0.05, 0.05);
         s.in[2 + P + i] = kiln_zeros(b->cx, KILN_F32, specs[2 + i].shape);
     }
-    if (!check(b)) goto done;
-    kiln_region fn = {fn_vgg_step, &t};
-    comptime_stats ct;
-    if (!lower_compile(b, &fn, specs, n_args, 1 + 2 * P, (reps_policy){0, 1, opt.quick ? 1 : 3},
-                       &ct, &s.exe))
-        goto done;
-    emit_time(b->suite, b->name, "kiln", "lower", ct.lower, 1, NULL);
-    emit_time(b->suite, b->name, "kiln", "compile", ct.compile, 1, NULL);
-    kiln_ctx_trim(b->cx);
-    double t0 = now();
-    step_once(&s);
-    double first = now() - t0;
+    char what[96];
+    snprintf(what, sizeof what, "VGG%d, softmax cross-entropy, SGD momentum 0.9", depth);
     /* Forward, then the gradients by the activations and by the weights: about three
      * forward passes of multiply-adds (the first layer's input gradient is not needed). */
-    double flops = 3.0 * fwd_flops;
-    int have_rss = rss_peak_reset();
-    stats st = measure(step_once, &s, policy_slow(opt.quick ? 2 : 3));
-    double rss_peak = have_rss ? rss_mib("VmHWM") : -1;
-    if (!s.ok || !check(b)) goto done;
-    char note[200];
-    snprintf(note, sizeof note,
-             "VGG%d, softmax cross-entropy, SGD momentum 0.9; weights and momentum donated "
-             "(%d tensors); loss %.4f",
-             depth, 2 * P, (double)s.loss);
-    emit_time(b->suite, b->name, "kiln", "first_call", single(first), b->threads, NULL);
-    emit_time(b->suite, b->name, "kiln", "call", st, b->threads, note);
-    char lim[200];
-    emit_rate(b->suite, b->name, "kiln", "gflops", st, flops / 1e9, "GFLOP/s", b->threads,
-              limits_flops(lim, sizeof lim, "3x the forward's multiply-adds"));
-    double sgemm = b->threads > 1 ? machine.sgemmN : machine.sgemm1;
-    emit_time(b->suite, b->name, "kiln", "floor", single(flops / sgemm), b->threads,
-              "flops / sgemm rate");
-    if (rss_peak >= 0)
-        emit(b->suite, b->name, "kiln", "peak_rss", rss_peak, rss_peak, rss_peak, "MiB", st.reps,
-             b->threads, "the process's peak resident set during the steps");
-done:
-    kiln_exe_release(s.exe);
-    for (int i = 0; i < n_args; i++)
-        kiln_tensor_release(s.in[i]);
+    step_case c = {{fn_vgg_step, &t}, specs,       2 + 2 * P, 2 * P, 3.0 * fwd_flops,
+                   policy_slow(3),    what};
+    run_step_case(b, &c, &s);
+}
+
+/* The digits CNN's step of kiln-demo (examples/train_digits.c) on a batch of 32: the loss
+ * alone (as bench/peers/digits_step.py), Adam at 1e-3. Arguments: images, labels, then the
+ * parameters, Adam's two moments and its step count (donated). */
+#define DIGITS_P 8
+
+static kiln_status fn_digits_loss(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
+                                  void *user) {
+    (void)user;
+    kiln_nn_cnn p;
+    kiln_status st = kiln_tree_unflatten(cx, &kiln_tree_def_kiln_nn_cnn, in + 2, DIGITS_P, NULL,
+                                         0, &p);
+    if (st != KILN_OK) return st;
+    out[0] = kiln_nn_softmax_cross_entropy(cx, kiln_nn_cnn_forward(cx, &p, in[0]), in[1]);
+    return kiln_ctx_status(cx);
+}
+
+static kiln_status fn_digits_step(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
+                                  void *user) {
+    (void)user;
+    int32_t argnums[DIGITS_P];
+    for (int i = 0; i < DIGITS_P; i++)
+        argnums[i] = 2 + i;
+    kiln_grad_options go = kiln_grad_options_default();
+    go.argnums = argnums;
+    go.n_argnums = DIGITS_P;
+    kiln_region loss = {fn_digits_loss, NULL};
+    kiln_tensor *g[DIGITS_P];
+    kiln_status st = kiln_value_and_grad(cx, &loss, 2 + DIGITS_P, in, 1, &go, out, g);
+    if (st != KILN_OK) return st;
+    const kiln_tree_def *def = &kiln_tree_def_kiln_nn_cnn;
+    kiln_nn_cnn p, gr, mu, nu, p2, mu2, nu2;
+    kiln_tree_unflatten(cx, def, in + 2, DIGITS_P, NULL, 0, &p);
+    kiln_tree_unflatten(cx, def, g, DIGITS_P, NULL, 0, &gr);
+    kiln_tree_unflatten(cx, def, in + 2 + DIGITS_P, DIGITS_P, NULL, 0, &mu);
+    kiln_tree_unflatten(cx, def, in + 2 + 2 * DIGITS_P, DIGITS_P, NULL, 0, &nu);
+    kiln_nn_optimizer adam = kiln_nn_adam(1e-3);
+    kiln_nn_optimizer_update(cx, &adam, def, &p, &gr, in[2 + 3 * DIGITS_P], &mu, &nu, &p2,
+                             &out[1 + 3 * DIGITS_P], &mu2, &nu2);
+    kiln_tree_flatten(cx, def, &p2, out + 1, DIGITS_P, NULL, 0);
+    kiln_tree_flatten(cx, def, &mu2, out + 1 + DIGITS_P, DIGITS_P, NULL, 0);
+    kiln_tree_flatten(cx, def, &nu2, out + 1 + 2 * DIGITS_P, DIGITS_P, NULL, 0);
+    return kiln_ctx_status(cx);
+}
+
+void case_digits_train(bench *b) {
+    const int64_t n = 32;
+    kiln_nn_cnn_config cfg = kiln_nn_cnn_config_digits();
+    kiln_nn_cnn params;
+    kiln_tensor *leaves[DIGITS_P];
+    if (kiln_nn_cnn_create(b->cx, &cfg, kiln_key_from_seed(7), &params) != KILN_OK ||
+        kiln_tree_flatten(b->cx, &kiln_tree_def_kiln_nn_cnn, &params, leaves, DIGITS_P, NULL,
+                          0) != KILN_OK) {
+        check(b);
+        return;
+    }
+    kiln_arg_spec specs[3 + 3 * DIGITS_P];
+    step_state s = {.cx = b->cx, .n_in = 3 + 3 * DIGITS_P, .n_state = 1 + 3 * DIGITS_P, .ok = 1};
+    specs[0] = (kiln_arg_spec){.dtype = KILN_F32, .shape = KILN_SHAPE(n, 1, 8, 8)};
+    specs[1] = (kiln_arg_spec){.dtype = KILN_I32, .shape = KILN_SHAPE(n)};
+    s.in[0] = kiln_random_uniform(b->cx, kiln_key_from_seed(8), KILN_F32, specs[0].shape, 0, 1);
+    s.in[1] = kiln_random_int(b->cx, kiln_key_from_seed(9), KILN_I32, specs[1].shape, 0, 10);
+    for (int i = 0; i < DIGITS_P; i++) {
+        const kiln_shape *sh = kiln_tensor_shape(leaves[i]);
+        for (int k = 0; k < 3; k++)
+            specs[2 + k * DIGITS_P + i] =
+                (kiln_arg_spec){.dtype = KILN_F32, .shape = *sh, .donate = true};
+        s.in[2 + i] = kiln_tensor_retain(leaves[i]);
+        s.in[2 + DIGITS_P + i] = kiln_zeros(b->cx, KILN_F32, *sh);
+        s.in[2 + 2 * DIGITS_P + i] = kiln_zeros(b->cx, KILN_F32, *sh);
+    }
+    specs[2 + 3 * DIGITS_P] = (kiln_arg_spec){.dtype = KILN_I32, .shape = {0}, .donate = true};
+    s.in[2 + 3 * DIGITS_P] = kiln_scalar(b->cx, 0, KILN_I32);
+    step_case c = {{fn_digits_step, NULL}, specs, 3 + 3 * DIGITS_P, 1 + 3 * DIGITS_P, 0,
+                   policy_fast(), "the digits CNN (kiln-demo's), softmax cross-entropy, Adam"};
+    run_step_case(b, &c, &s);
 }
 
 void case_vgg11_train_b16(bench *b) { vgg_train_case(b, 11, 16, 224); }

@@ -56,15 +56,33 @@ if [ -x "$PY" ] && [ -x ../build/bench/kiln-bench ]; then
     run "time_to_load" $PY peers/load_peer.py --kiln-child ../build/bench/kiln-load-child $QUICK
 fi
 # The digits CNN's training step (full runs): kiln-demo's compiled step against PyTorch and
-# JAX (peers/digits_step.py) at 1 and all threads -> results/digits_step.txt.
+# JAX (peers/digits_step.py, each in a process of its own for its peak resident set) at 1
+# and all threads -> results/digits_step.txt (kiln-bench's case train/digits CNN 32x1x8x8
+# has kiln's peak resident set).
 if [ -z "$QUICK" ] && [ -x "$PY" ] && [ -x ../build/examples/kiln-demo ]; then
     for t in 1 "$ALL"; do
         echo "threads $t:"
         KILN_NUM_THREADS=$t timeout "$LIMIT" ../build/examples/kiln-demo --epochs 4 \
             --eager-steps 1 --min-accuracy 0 --out "$tmp/digits.safetensors" 2>&1 |
             grep "time per training step" | sed 's/^/  kiln: /'
-        timeout "$LIMIT" $PY peers/digits_step.py --threads "$t" 2>/dev/null | sed 's/^/  /'
+        for impl in torch-eager torch-compile jax; do
+            timeout "$LIMIT" $PY peers/digits_step.py --threads "$t" --only "$impl" \
+                2>/dev/null | sed 's/^/  /'
+        done
     done | tee results/digits_step.txt >&2
+fi
+# The VGG11 training step at 16x3x224x224 (full runs): kiln's figures are kiln-bench's case
+# train/VGG11 16x3x224x224 (bench/results/latest.json); the peers' (PyTorch eager,
+# torch.compile, JAX; each in a process of its own, for its peak resident set) go to
+# results/vgg_train_step.txt. Several seconds a step: minutes per thread count.
+if [ -z "$QUICK" ] && [ -x "$PY" ]; then
+    for t in 1 "$ALL"; do
+        echo "threads $t:"
+        for impl in torch-eager torch-compile jax; do
+            timeout "$LIMIT" $PY peers/vgg_train_step.py --threads "$t" --only "$impl" \
+                2>/dev/null | sed 's/^/  /'
+        done
+    done | tee results/vgg_train_step.txt >&2
 fi
 
 MERGE_PY=$PY

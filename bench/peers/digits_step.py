@@ -4,35 +4,67 @@ and torch.compile) and JAX (jax.jit), timed as kiln-demo times its compiled step
 median of steady steps on one batch. Random weights and data of the same shapes (the
 results are not compared with kiln's: the step is the same computation, not the same
 numbers). kiln's figure is the "time per training step" line of
-`KILN_NUM_THREADS=N build/examples/kiln-demo`.
+`KILN_NUM_THREADS=N build/examples/kiln-demo`, or kiln-bench's case "train/digits CNN
+32x1x8x8" (the same step on random data, with the peak resident set as reported here).
 
-usage: digits_step.py --threads N [--steps S]"""
+usage: digits_step.py --threads N [--steps S] [--only torch-eager|torch-compile|jax]"""
 import argparse
 import os
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+
 ap = argparse.ArgumentParser()
 ap.add_argument("--threads", type=int, default=1)
 ap.add_argument("--steps", type=int, default=300)
+ap.add_argument("--only", default=None, help="one implementation (its own process: its peak RSS alone)")
 args = ap.parse_args()
-os.environ["XLA_FLAGS"] = (f"--xla_cpu_multi_thread_eigen={'false' if args.threads == 1 else 'true'}"
-                           f" intra_op_parallelism_threads={args.threads}")
+# As jax_peer.py: the process may run on its first N CPUs only (XLA sizes its thread pools
+# by them and has no other limit that holds), OpenMP / BLAS counts N, Eigen single-threaded
+# on one.
+common.pin_threads(args.threads, affinity=True)
+if args.threads == 1:
+    os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false"
+
+
+def rss_peak_reset():
+    """Resets VmHWM to the current resident set; False where the kernel cannot."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def rss_peak_mib():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    return -1.0
 
 
 def median_ms(step, steps, sync=lambda r: r):
+    """The median step in ms, and the process's peak resident set (MiB) during the timed
+    steps (as kiln-bench's train cases report it; -1 where it cannot be reset)."""
     for _ in range(20):
         sync(step())
+    have = rss_peak_reset()
     ts = []
     for _ in range(steps):
         t0 = time.perf_counter()
         sync(step())
         ts.append(time.perf_counter() - t0)
     ts.sort()
-    return ts[len(ts) // 2] * 1e3
+    return ts[len(ts) // 2] * 1e3, rss_peak_mib() if have else -1.0
 
 
 def torch_steps():
+    if args.only and not args.only.startswith("torch"):
+        return
     import torch
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -52,6 +84,8 @@ def torch_steps():
 
     x, y = torch.randn(32, 1, 8, 8), torch.randint(0, 10, (32,))
     for impl in ("torch-eager", "torch-compile"):
+        if args.only and args.only != impl:
+            continue
         model = CNN()
         net = model if impl == "torch-eager" else torch.compile(model)
         opt = torch.optim.Adam(model.parameters(), lr=1e-3)
@@ -62,10 +96,13 @@ def torch_steps():
             loss.backward()
             opt.step()
             return loss
-        print(f"{impl}: threads {args.threads}: {median_ms(step, args.steps):.3f} ms")
+        ms, rss = median_ms(step, args.steps)
+        print(f"{impl}: threads {args.threads}: {ms:.3f} ms; peak RSS {rss:.0f} MiB")
 
 
 def jax_steps():
+    if args.only and args.only != "jax":
+        return
     import jax
     import jax.numpy as jnp
     from jax import lax
@@ -107,8 +144,8 @@ def jax_steps():
     def one():
         state[:] = jstep(*state, x, y)
         return state
-    print(f"jax: threads {args.threads}: "
-          f"{median_ms(one, args.steps, jax.block_until_ready):.3f} ms")
+    ms, rss = median_ms(one, args.steps, jax.block_until_ready)
+    print(f"jax: threads {args.threads}: {ms:.3f} ms; peak RSS {rss:.0f} MiB")
 
 
 for fn in (torch_steps, jax_steps):

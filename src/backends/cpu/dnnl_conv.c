@@ -372,6 +372,34 @@ static dnnl_primitive_desc_t make_conv_pd(const conv_geom *g, const dnnl_memory_
     return pd;
 }
 
+/* For a forward pd on an NCHW input whose result the caller wants channels last (NHWC) but
+ * which writes another layout (oneDNN's direct kernel for few input channels, a network's
+ * first layer, writes 16-channel blocks): the pd that reads the input transposed to NHWC
+ * and writes NHWC in place, when oneDNN has a direct kernel for that; else pd itself. VGG11's
+ * first layer at 16x3x224x224: 26 ms + a 67 ms reorder of its 205 MB result against 28 ms
+ * + a 2 ms transpose of its 9.6 MB input. */
+static dnnl_primitive_desc_t channels_last_pd(dnnl_primitive_desc_t pd, const conv_geom *g,
+                                              const conv_entry *e,
+                                              const_dnnl_primitive_attr_t attr) {
+    const conv_key *k = &e->key;
+    const int64_t *sd = k->src_dims, *dd = k->dst_dims;
+    if (!pd || k->S != 2 || !md_is(&e->usr_src, sd, dnnl_abcd) ||
+        !md_is(&e->usr_dst, dd, dnnl_acdb) ||
+        dnnl()->dnnl_memory_desc_equal(
+            dnnl()->dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0), &e->usr_dst))
+        return pd;
+    dnnl_memory_desc_t nhwc;
+    dnnl_dims_t d = {sd[0], sd[1], sd[2], sd[3]};
+    if (dnnl()->dnnl_memory_desc_init_by_tag(&nhwc, 4, d, dnnl_f32, dnnl_acdb) != dnnl_success)
+        return pd;
+    conv_geom in_place = *g;
+    in_place.dst = &e->usr_dst;
+    dnnl_primitive_desc_t cl = make_conv_pd(&in_place, &nhwc, attr, true);
+    if (!cl) return pd;
+    dnnl()->dnnl_primitive_desc_destroy(pd);
+    return cl;
+}
+
 /* The weight gradient's primitive descriptor (src, diff_dst: their layouts; diff_weights
  * g->dst, any layout), or NULL when oneDNN has no good implementation. oneDNN wants the
  * forward convolution's descriptor as a hint. */
@@ -440,7 +468,7 @@ static void entry_fill_locked(conv_entry *e) {
         if (ok) pd = make_bwd_w_pd(&g, &e->usr_src, &e->usr_wei, attr, true);
         if (ok && !pd) pd = make_bwd_w_pd(&g, &any_src, &any_wei, attr, false);
     } else {
-        if (ok) pd = make_conv_pd(&g, &e->usr_src, attr, true);
+        if (ok) pd = channels_last_pd(make_conv_pd(&g, &e->usr_src, attr, true), &g, e, attr);
         if (ok && !pd) pd = make_conv_pd(&g, &any_src, attr, false);
     }
     ok = ok && pd;

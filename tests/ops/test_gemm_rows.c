@@ -1,8 +1,9 @@
 /* Products of a few rows with a large matrix (kiln__gemm_rows_f32, gemm_rows_f32.c): every
  * output is the chain x[0] M[0][j], then fma(x[i], M[i][j], .) in order, bit for bit, for
- * every row count, width (the masked tail tiles), depth (the blocks of 32 rows), leading
- * dimension and thread count; a row's result equals kiln__gemv_f32's for that row alone,
- * and matmul through dot_general takes this path and keeps that batch invariance. */
+ * every row count, width (the masked tail tiles, the work items of 1024 columns), depth
+ * (the blocks of 16 rows), leading dimension and thread count; a row's result equals
+ * kiln__gemv_f32's for that row alone, and matmul through dot_general takes this path and
+ * keeps that batch invariance. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -44,8 +45,8 @@ static void require_kernel(void) {
 Test(gemm_rows, every_output_is_the_fma_chain_bit_for_bit) {
     require_kernel();
     const int64_t ms[] = {1, 2, 3, 7, 8, 9, 13, 16};
-    const int64_t ks[] = {1, 2, 31, 32, 33, 100};
-    const int64_t ns[] = {1, 15, 16, 17, 31, 32, 33, 255, 256, 257, 600};
+    const int64_t ks[] = {1, 2, 15, 16, 17, 33, 100};
+    const int64_t ns[] = {1, 15, 16, 17, 31, 32, 33, 255, 257, 600, 1023, 1024, 1025, 2100};
     int checked = 0;
     for (size_t a = 0; a < sizeof ms / sizeof ms[0]; a++)
         for (size_t b = 0; b < sizeof ks / sizeof ks[0]; b++)
@@ -73,7 +74,7 @@ Test(gemm_rows, every_output_is_the_fma_chain_bit_for_bit) {
                 checked++;
                 free(x), free(w), free(y);
             }
-    cr_assert_eq(checked, 8 * 6 * 11);
+    cr_assert_eq(checked, 8 * 7 * 14);
 }
 
 Test(gemm_rows, rows_equal_gemv_and_do_not_depend_on_threads) {
@@ -119,10 +120,10 @@ Test(gemm_rows, matmul_of_a_small_batch_is_batch_invariant) {
     /* 327,680 weights: this path (two passes, of 8 and 4 rows), not BLAS */
     const int64_t m = 12, k = 512, n = 640;
     float *xv = random_floats(m * k), *wv = random_floats(k * n);
-    kiln_tensor *x = kiln_tensor_from_host(cx, KILN_F32, KILN_SHAPE(m, k), xv,
-                                           sizeof(float) * (size_t)(m * k));
-    kiln_tensor *w = kiln_tensor_from_host(cx, KILN_F32, KILN_SHAPE(k, n), wv,
-                                           sizeof(float) * (size_t)(k * n));
+    kiln_tensor *x =
+        kiln_tensor_from_host(cx, KILN_F32, KILN_SHAPE(m, k), xv, sizeof(float) * (size_t)(m * k));
+    kiln_tensor *w =
+        kiln_tensor_from_host(cx, KILN_F32, KILN_SHAPE(k, n), wv, sizeof(float) * (size_t)(k * n));
     kiln_tensor *y = kiln_matmul(cx, x, w);
     cr_assert_not_null(y, "%s", kiln_ctx_error_message(cx));
     const float *ys = kiln_tensor_data(y);

@@ -1,9 +1,10 @@
 /* Convolution gradients on oneDNN (src/backends/cpu/dnnl_conv.c): a convolution that is a
  * kernel's gradient (autodiff's conv_kernel_cotangent: the input with batch and feature
  * roles swapped, the cotangent as a kernel larger than the result) runs as oneDNN's weight
- * gradient of the forward convolution, strides and dilations swapped back. Random
- * geometries in random layouts against im2col + GEMM, and a compiled gradient against the
- * interpreter. */
+ * gradient of the forward convolution, strides and dilations swapped back; one that dilates
+ * its input (conv_input_cotangent of a strided convolution: a transposed convolution) runs
+ * as oneDNN's input gradient, its kernel reversed back. Random geometries in random layouts
+ * against im2col + GEMM, and compiled gradients against the interpreter. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -150,6 +151,92 @@ Test(onednn_gradients, kernel_gradients_run_as_weight_gradients_and_match_im2col
     kiln_ctx_release(cx);
 }
 
+Test(onednn_gradients, input_dilated_convolutions_run_as_input_gradients_and_match_im2col) {
+    /* A convolution with input dilation s (the forward stride), window strides 1, rhs
+     * dilation rd, kernel K and padding up to (K - 1) * rd on each side: any such is the
+     * input gradient of a forward convolution with the kernel reversed (padding beyond that
+     * would be the forward's negative padding: oneDNN declines it). */
+    kiln_ctx *cx = test_ctx();
+    if (!kiln__dnnl_conv_available()) {
+        cr_log_warn("oneDNN cannot be opened (%s): the input-gradient path is not tested",
+                    kiln__dnnl_api_error());
+        kiln_ctx_release(cx);
+        return;
+    }
+    rng_state = 0x2545f4914f6cdd1dull;
+    kiln__dnnl_conv_any_size(true);
+    int taken = 0, eligible = 0;
+    for (int trial = 0; trial < 60; trial++) {
+        kiln_scope_begin(cx);
+        int32_t S = 1 + trial % 3, R = S + 2;
+        int64_t pos[3][KILN_MAX_RANK];
+        for (int t = 0; t < 3; t++) {
+            for (int32_t i = 0; i < R; i++)
+                pos[t][i] = i;
+            if (trial % 4) shuffle(pos[t], R);
+        }
+        int64_t N = rnd_int(1, 3), O = rnd_int(1, 5), C = rnd_int(1, 4);
+        kiln_conv_params q = {0};
+        kiln_shape ls = {.rank = R}, rs = {.rank = R};
+        q.input_batch_dimension = pos[0][0], q.input_feature_dimension = pos[0][1];
+        q.kernel_input_feature_dimension = pos[1][0], q.kernel_output_feature_dimension = pos[1][1];
+        q.output_batch_dimension = pos[2][0], q.output_feature_dimension = pos[2][1];
+        ls.dims[pos[0][0]] = N, ls.dims[pos[0][1]] = O;
+        rs.dims[pos[1][0]] = O, rs.dims[pos[1][1]] = C;
+        q.input_spatial_dimensions.count = q.kernel_spatial_dimensions.count =
+            q.output_spatial_dimensions.count = q.window_strides.count = q.padding_low.count =
+                q.padding_high.count = q.rhs_dilation.count = q.lhs_dilation.count = S;
+        bool fits = true;
+        for (int32_t d = 0; d < S; d++) {
+            int64_t K = rnd_int(1, 3), s = rnd_int(d == 0 ? 2 : 1, 3), rd = rnd_int(1, 2);
+            int64_t reach = (K - 1) * rd;
+            q.input_spatial_dimensions.v[d] = pos[0][2 + d];
+            q.kernel_spatial_dimensions.v[d] = pos[1][2 + d];
+            q.output_spatial_dimensions.v[d] = pos[2][2 + d];
+            ls.dims[pos[0][2 + d]] = rnd_int(1, S == 3 ? 4 : 7);
+            rs.dims[pos[1][2 + d]] = K;
+            q.window_strides.v[d] = 1;
+            q.lhs_dilation.v[d] = s;
+            q.rhs_dilation.v[d] = rd;
+            /* mostly within the reach; sometimes one past it */
+            q.padding_low.v[d] = rnd_int(0, reach + (trial % 5 == 0));
+            q.padding_high.v[d] = rnd_int(0, reach);
+            fits = fits && q.padding_low.v[d] <= reach;
+        }
+        kiln_tensor *l = random_f32(cx, ls, 3000 + (uint64_t)trial);
+        kiln_tensor *r = random_f32(cx, rs, 4000 + (uint64_t)trial);
+        kiln__dnnl_conv_force_off(true);
+        kiln_tensor *ref = kiln_convolution(cx, l, r, &q, KILN_DTYPE_COUNT);
+        kiln__dnnl_conv_force_off(false);
+        if (!ref) { /* the result would be empty: not a convolution kiln computes */
+            cr_assert_eq(kiln_ctx_status(cx), KILN_INVALID_ARGUMENT, "trial %d: %s", trial,
+                         kiln_ctx_error_message(cx));
+            kiln_ctx_clear_error(cx);
+            kiln_scope_end(cx);
+            continue;
+        }
+        double tol = 1e-6 * (double)(O * kiln_tensor_numel(r) / (O * C)) + 1e-5;
+        kiln__attrs at = {.u.conv = q, .result_dtype = KILN_F32};
+        kiln_tensor *direct = zeros_f32(cx, *kiln_tensor_shape(ref));
+        kiln_status st = KILN_UNKNOWN;
+        int64_t before = kiln__dnnl_conv_input_gradients_run();
+        if (kiln__dnnl_conv(cx, &at, l, r, NULL, direct, &st)) {
+            cr_assert_eq(st, KILN_OK, "trial %d: %s", trial, kiln_ctx_error_message(cx));
+            expect_close(direct, ref, tol, "oneDNN input gradient vs im2col", trial);
+            taken += kiln__dnnl_conv_input_gradients_run() == before + 1;
+        }
+        eligible += fits;
+        kiln_tensor *eval = kiln_convolution(cx, l, r, &q, KILN_DTYPE_COUNT);
+        expect_close(eval, ref, tol, "kiln_convolution vs im2col", trial);
+        kiln_scope_end(cx);
+    }
+    kiln__dnnl_conv_any_size(false);
+    cr_assert_gt(eligible, 20);
+    cr_assert_gt(2 * taken, eligible, "oneDNN took %d of %d as input gradients", taken, eligible);
+    expect_ok(cx);
+    kiln_ctx_release(cx);
+}
+
 /* loss(x, w) = sum(conv(x, w) * c): strided, dilated, padded on both sides unevenly. */
 static kiln_status loss_fn(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
     (void)u;
@@ -167,15 +254,16 @@ static kiln_status grad_fn(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **o
     (void)u;
     kiln_region loss = {loss_fn, NULL};
     kiln_grad_options o = kiln_grad_options_default();
-    const int32_t argnums[] = {1};
+    const int32_t argnums[] = {0, 1};
     o.argnums = argnums;
-    o.n_argnums = 1;
+    o.n_argnums = 2;
     return kiln_grad(cx, &loss, 3, in, &o, out);
 }
 
-Test(onednn_gradients, compiled_kernel_gradient_matches_the_interpreter) {
+Test(onednn_gradients, compiled_gradients_match_the_interpreter) {
     kiln_ctx *cx = test_ctx();
-    /* x [2, 3, 12, 10], w [4, 3, 3, 2]: out [2, 4, 6, 10]. */
+    /* x [2, 3, 12, 10], w [4, 3, 3, 2]: out [2, 4, 6, 10]; the input's gradient dilates
+     * the cotangent by the stride (2, 1). */
     kiln_arg_spec specs[3] = {{.dtype = KILN_F32, .shape = KILN_SHAPE(2, 3, 12, 10)},
                               {.dtype = KILN_F32, .shape = KILN_SHAPE(4, 3, 3, 2)},
                               {.dtype = KILN_F32, .shape = KILN_SHAPE(2, 4, 6, 10)}};
@@ -183,36 +271,45 @@ Test(onednn_gradients, compiled_kernel_gradient_matches_the_interpreter) {
     for (int i = 0; i < 3; i++)
         args[i] = random_f32(cx, specs[i].shape, 70 + (uint64_t)i);
     kiln_region fn = {grad_fn, NULL};
-    kiln_tensor *got[2] = {0};
+    kiln_tensor *got[2][2] = {{0}};
     kiln__dnnl_conv_any_size(true);
-    int64_t ran = 0;
+    int64_t ran_w = 0, ran_d = 0;
     /* The CPU backend, then the interpreter on im2col + GEMM (the evaluator's own loops). */
     for (int interp = 0; interp < 2; interp++) {
         kiln__dnnl_conv_force_off(interp == 1);
-        int64_t before = kiln__dnnl_conv_kernel_gradients_run();
+        int64_t before_w = kiln__dnnl_conv_kernel_gradients_run();
+        int64_t before_d = kiln__dnnl_conv_input_gradients_run();
         kiln_module *m = NULL;
         kiln_exe *exe = NULL;
-        cr_assert_eq(kiln_lower(cx, &fn, specs, 3, 1, NULL, &m), KILN_OK, "%s",
+        cr_assert_eq(kiln_lower(cx, &fn, specs, 3, 2, NULL, &m), KILN_OK, "%s",
                      kiln_ctx_error_message(cx));
         kiln_compile_options o = kiln_compile_options_default();
         o.backend = interp ? "interpreter" : "cpu";
         cr_assert_eq(kiln_compile(cx, m, &o, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
-        cr_assert_eq(kiln_exe_call(cx, exe, args, &got[interp]), KILN_OK, "%s",
+        cr_assert_eq(kiln_exe_call(cx, exe, args, got[interp]), KILN_OK, "%s",
                      kiln_ctx_error_message(cx));
         kiln_exe_release(exe);
         kiln_module_release(m);
-        if (!interp) ran = kiln__dnnl_conv_kernel_gradients_run() - before;
+        if (!interp) {
+            ran_w = kiln__dnnl_conv_kernel_gradients_run() - before_w;
+            ran_d = kiln__dnnl_conv_input_gradients_run() - before_d;
+        }
     }
     kiln__dnnl_conv_force_off(false);
     kiln__dnnl_conv_any_size(false);
-    cr_assert(kiln_shape_equal(kiln_tensor_shape(got[0]), &specs[1].shape));
-    expect_close(got[0], got[1], 1e-4, "compiled gradient vs interpreter", 0);
-    if (kiln__dnnl_conv_available())
-        cr_assert_eq(ran, 1, "the kernel gradient ran %lld times as oneDNN's weight gradient",
-                     (long long)ran);
-    else
+    cr_assert(kiln_shape_equal(kiln_tensor_shape(got[0][0]), &specs[0].shape));
+    cr_assert(kiln_shape_equal(kiln_tensor_shape(got[0][1]), &specs[1].shape));
+    expect_close(got[0][0], got[1][0], 1e-4, "compiled input gradient vs interpreter", 0);
+    expect_close(got[0][1], got[1][1], 1e-4, "compiled kernel gradient vs interpreter", 0);
+    if (kiln__dnnl_conv_available()) {
+        cr_assert_eq(ran_w, 1, "the kernel gradient ran %lld times as oneDNN's weight gradient",
+                     (long long)ran_w);
+        cr_assert_eq(ran_d, 1, "the input gradient ran %lld times as oneDNN's input gradient",
+                     (long long)ran_d);
+    } else {
         cr_log_warn("oneDNN cannot be opened (%s): only the fallback is tested",
                     kiln__dnnl_api_error());
+    }
     expect_ok(cx);
     kiln_ctx_release(cx);
 }

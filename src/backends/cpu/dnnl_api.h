@@ -10,6 +10,7 @@
 
 /* Every oneDNN function dnnl_conv.c calls. */
 #define KILN_DNNL_FUNCTIONS(X)                             \
+    X(dnnl_dilated_convolution_backward_data_desc_init)    \
     X(dnnl_dilated_convolution_backward_weights_desc_init) \
     X(dnnl_dilated_convolution_forward_desc_init)          \
     X(dnnl_engine_create)                                  \

@@ -1,11 +1,12 @@
 /* convolution through oneDNN (C API), for what it does exactly and fast: f32 operands and
- * result, 1 to 3 spatial dimensions, no input (lhs) dilation, no batch or feature groups,
- * padding >= 0, at least DNNL_MIN_MACS multiply-adds, and an optimized implementation (not oneDNN's
+ * result, 1 to 3 spatial dimensions, input (lhs) dilation only as an input gradient (below),
+ * no batch or feature groups, padding >= 0, at least DNNL_MIN_MACS multiply-adds, and an optimized implementation (not oneDNN's
  * reference loops). Any dimension numbers: the tensors are described to oneDNN by their strides, so
  * NHWC or HWIO data is read in place. A convolution that is a kernel's gradient (autodiff's
  * rule: the cotangent as a kernel larger than the result) runs as oneDNN's weight gradient
- * of the forward convolution (is_kernel_gradient); the input's gradient is a forward
- * convolution already.
+ * of the forward convolution (is_kernel_gradient); one with input dilation (the input's
+ * gradient of a strided convolution, or any transposed convolution) as its input gradient
+ * (has_input_dilation); the input's gradient at stride 1 is a forward convolution already.
  *
  * oneDNN picks its own (blocked) layouts for the fastest kernel; the operands are reordered
  * into them and the result back, each call, except weights unchanged since an earlier call:
@@ -38,7 +39,7 @@
 #include "base/threads.h"
 
 static atomic_bool forced_off, any_size, no_workspace;
-static atomic_llong kernel_gradients_run;
+static atomic_llong kernel_gradients_run, input_gradients_run;
 
 void kiln__dnnl_conv_force_off(bool on) { atomic_store(&forced_off, on); }
 
@@ -47,6 +48,8 @@ void kiln__dnnl_conv_no_workspace(bool on) { atomic_store(&no_workspace, on); }
 void kiln__dnnl_conv_any_size(bool on) { atomic_store(&any_size, on); }
 
 int64_t kiln__dnnl_conv_kernel_gradients_run(void) { return atomic_load(&kernel_gradients_run); }
+
+int64_t kiln__dnnl_conv_input_gradients_run(void) { return atomic_load(&input_gradients_run); }
 
 #ifdef KILN_HAVE_DNNL
 #include <pthread.h>
@@ -69,12 +72,18 @@ static const kiln__dnnl_api *dnnl(void) { return kiln__dnnl_api_get(); }
 
 #define DMAX 6 /* weights with groups: [G, O/G, I, up to 3 spatial] */
 
+/* What a cached primitive computes. The key's three slots are the lhs, the rhs and the
+ * result: a forward convolution's src, weights and dst; a weight gradient's src, diff_dst
+ * and diff_weights; an input gradient's diff_dst, weights (the rhs un-reversed) and
+ * diff_src. */
+enum { CONV_FWD, CONV_BWD_W, CONV_BWD_D };
+
 typedef struct conv_key {
     /* nthr: kiln's thread count when the primitive is made, which oneDNN sizes its blocking
      * for; part of the key so that a count changed later gets a primitive of its own (and
      * the thread-count tests compare primitives made for different counts). */
     int32_t S, has_bias, nthr;
-    int32_t bwd_w; /* a weight gradient: src, diff_dst in the wei slot, diff_weights in dst */
+    int32_t kind; /* CONV_FWD, or a gradient (CONV_BWD_W, CONV_BWD_D): what the slots hold */
     int64_t G;
     int64_t src_dims[DMAX], src_str[DMAX], wei_dims[DMAX], wei_str[DMAX], dst_dims[DMAX],
         dst_str[DMAX];
@@ -198,6 +207,60 @@ static bool key_kernel_gradient(const kiln_conv_params *p, const kiln_shape *ls,
     return true;
 }
 
+/* True when the convolution dilates its input (a transposed convolution): autodiff's
+ * input gradient of a strided convolution (conv_input_cotangent: the cotangent dilated by
+ * the forward stride, the kernel reversed). oneDNN's forward takes no input dilation; its
+ * backward-data primitive computes exactly this with the kernel reversed back, at the cost
+ * of the forward convolution (im2col + GEMM over the dilated input did 4x the work at
+ * stride 2: the gradient of a 16x64x56x56 -> 128 stride-2 convolution took 218 ms, as long
+ * as at stride 1). */
+static bool has_input_dilation(const kiln_conv_params *p, int32_t S) {
+    for (int32_t d = 0; d < S && d < p->lhs_dilation.count; d++)
+        if (p->lhs_dilation.v[d] > 1) return true;
+    return false;
+}
+
+/* make_key's part for an input gradient (has_input_dilation): oneDNN's dimensions of the
+ * forward convolution whose input gradient this is. diff_dst [N, O, spatial] is the lhs;
+ * the weights [O, C, spatial] are the rhs (kernel input feature O, output feature C)
+ * reversed in space, which the call undoes into a plain copy (the slot keeps the rhs's
+ * strides for that); diff_src [N, C, spatial] is the result. The forward stride is the lhs
+ * dilation, the forward dilation the rhs dilation, and the forward padding (K - 1) * d -
+ * padding on each side, which must not be negative; the window strides must be 1. */
+static bool key_input_gradient(const kiln_conv_params *p, const kiln_shape *ls, const int64_t *lstr,
+                               const kiln_shape *ks, const int64_t *kstr, const kiln_shape *os,
+                               const int64_t *ostr, conv_key *k) {
+    k->src_dims[0] = ls->dims[p->input_batch_dimension];
+    k->src_str[0] = lstr[p->input_batch_dimension];
+    k->src_dims[1] = ls->dims[p->input_feature_dimension];
+    k->src_str[1] = lstr[p->input_feature_dimension];
+    k->wei_dims[0] = ks->dims[p->kernel_input_feature_dimension];
+    k->wei_str[0] = kstr[p->kernel_input_feature_dimension];
+    k->wei_dims[1] = ks->dims[p->kernel_output_feature_dimension];
+    k->wei_str[1] = kstr[p->kernel_output_feature_dimension];
+    k->dst_dims[0] = os->dims[p->output_batch_dimension];
+    k->dst_str[0] = ostr[p->output_batch_dimension];
+    k->dst_dims[1] = os->dims[p->output_feature_dimension];
+    k->dst_str[1] = ostr[p->output_feature_dimension];
+    for (int32_t d = 0; d < k->S; d++) {
+        if ((p->window_strides.count ? p->window_strides.v[d] : 1) != 1) return false;
+        int64_t K = ks->dims[p->kernel_spatial_dimensions.v[d]];
+        int64_t rd = p->rhs_dilation.count ? p->rhs_dilation.v[d] : 1;
+        k->src_dims[2 + d] = ls->dims[p->input_spatial_dimensions.v[d]];
+        k->src_str[2 + d] = lstr[p->input_spatial_dimensions.v[d]];
+        k->wei_dims[2 + d] = K;
+        k->wei_str[2 + d] = kstr[p->kernel_spatial_dimensions.v[d]];
+        k->dst_dims[2 + d] = os->dims[p->output_spatial_dimensions.v[d]];
+        k->dst_str[2 + d] = ostr[p->output_spatial_dimensions.v[d]];
+        k->stride[d] = p->lhs_dilation.count ? p->lhs_dilation.v[d] : 1;
+        k->dil[d] = rd - 1;
+        k->pl[d] = (K - 1) * rd - (p->padding_low.count ? p->padding_low.v[d] : 0);
+        k->pr[d] = (K - 1) * rd - (p->padding_high.count ? p->padding_high.v[d] : 0);
+        if (k->pl[d] < 0 || k->pr[d] < 0) return false;
+    }
+    return true;
+}
+
 /* Fills the key, or returns false when oneDNN cannot compute this convolution exactly. */
 static bool make_key(const kiln__attrs *a, kiln_dtype lt, const kiln_shape *ls, kiln_dtype rt,
                      const kiln_shape *ks, kiln_dtype ot, const kiln_shape *os, bool has_bias,
@@ -232,8 +295,12 @@ static bool make_key(const kiln__attrs *a, kiln_dtype lt, const kiln_shape *ls, 
     k->S = S, k->G = G, k->has_bias = has_bias;
     k->nthr = macs < DNNL_PAR_MACS ? 1 : kiln__threads_count();
     if (!has_bias && is_kernel_gradient(p, ks, os, S)) {
-        k->bwd_w = 1;
+        k->kind = CONV_BWD_W;
         return key_kernel_gradient(p, ls, lstr, ks, kstr, os, ostr, k);
+    }
+    if (!has_bias && has_input_dilation(p, S)) {
+        k->kind = CONV_BWD_D;
+        return key_input_gradient(p, ls, lstr, ks, kstr, os, ostr, k);
     }
     k->src_dims[0] = ls->dims[p->input_batch_dimension];
     k->src_str[0] = lstr[p->input_batch_dimension];
@@ -337,6 +404,11 @@ static void plan_transposes(conv_entry *e) {
     }
 }
 
+/* The dense row-major layout of `nd` dimensions (3 to 5). */
+static dnnl_format_tag_t plain_tag(int nd) {
+    return nd == 3 ? dnnl_abc : nd == 4 ? dnnl_abcd : dnnl_abcde;
+}
+
 /* What a convolution descriptor needs besides its input. */
 typedef struct conv_geom {
     const dnnl_memory_desc_t *bias, *wei, *dst;
@@ -426,6 +498,32 @@ static dnnl_primitive_desc_t make_bwd_w_pd(const conv_geom *g, const dnnl_memory
     return pd;
 }
 
+/* The input gradient's primitive descriptor (diff_dst, diff_src: their layouts; weights
+ * g->wei, any layout), or NULL when oneDNN has no good implementation. oneDNN wants the
+ * forward convolution's descriptor as a hint. */
+static dnnl_primitive_desc_t make_bwd_d_pd(const conv_geom *g, const dnnl_memory_desc_t *diff_dst,
+                                           const dnnl_memory_desc_t *diff_src,
+                                           const_dnnl_primitive_attr_t attr, bool direct_only) {
+    dnnl_convolution_desc_t fd, bd;
+    dnnl_primitive_desc_t hint = NULL, pd = NULL;
+    if (dnnl()->dnnl_dilated_convolution_forward_desc_init(
+            &fd, dnnl_forward_training, dnnl_convolution_direct, diff_src, g->wei, NULL, diff_dst,
+            g->st, g->dl, g->pl, g->pr) != dnnl_success ||
+        dnnl()->dnnl_primitive_desc_create(&hint, &fd, NULL, engine, NULL) != dnnl_success)
+        return NULL;
+    if (dnnl()->dnnl_dilated_convolution_backward_data_desc_init(
+            &bd, dnnl_convolution_direct, diff_src, g->wei, diff_dst, g->st, g->dl, g->pl, g->pr) !=
+            dnnl_success ||
+        dnnl()->dnnl_primitive_desc_create(&pd, &bd, attr, engine, hint) != dnnl_success)
+        pd = NULL;
+    dnnl()->dnnl_primitive_desc_destroy(hint);
+    if (pd && !good_impl(pd, direct_only)) {
+        dnnl()->dnnl_primitive_desc_destroy(pd);
+        return NULL;
+    }
+    return pd;
+}
+
 /* Builds the primitives of entry e's geometry into it (engine created), on the calling
  * thread with the thread count the key was made for; e->ok false when oneDNN has no
  * implementation. Under create_lock (entry_fill). */
@@ -446,7 +544,9 @@ static void entry_fill_locked(conv_entry *e) {
     bool ok =
         dnnl()->dnnl_memory_desc_init_by_strides(&e->usr_src, nd, sd, dnnl_f32, ss) ==
             dnnl_success &&
-        dnnl()->dnnl_memory_desc_init_by_strides(&e->usr_wei, wd, wdm, dnnl_f32, ws) ==
+        (k->kind == CONV_BWD_D
+             ? dnnl()->dnnl_memory_desc_init_by_tag(&e->usr_wei, wd, wdm, dnnl_f32, plain_tag(wd))
+             : dnnl()->dnnl_memory_desc_init_by_strides(&e->usr_wei, wd, wdm, dnnl_f32, ws)) ==
             dnnl_success &&
         dnnl()->dnnl_memory_desc_init_by_strides(&e->usr_dst, nd, dd, dnnl_f32, ds) ==
             dnnl_success &&
@@ -463,21 +563,29 @@ static void entry_fill_locked(conv_entry *e) {
          dnnl()->dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) ==
              dnnl_success;
     conv_geom g = {k->has_bias ? &e->bias : NULL, &any_wei, &any_dst, st, dl, pl, pr};
-    if (k->bwd_w) {
+    if (k->kind == CONV_BWD_W) {
         /* The wei slot holds diff_dst and the dst slot diff_weights. */
         if (ok) pd = make_bwd_w_pd(&g, &e->usr_src, &e->usr_wei, attr, true);
         if (ok && !pd) pd = make_bwd_w_pd(&g, &any_src, &any_wei, attr, false);
+    } else if (k->kind == CONV_BWD_D) {
+        /* The src slot holds diff_dst and the dst slot diff_src. */
+        if (ok) pd = make_bwd_d_pd(&g, &e->usr_src, &e->usr_dst, attr, true);
+        if (ok && !pd) pd = make_bwd_d_pd(&g, &any_src, &any_dst, attr, false);
     } else {
         if (ok) pd = channels_last_pd(make_conv_pd(&g, &e->usr_src, attr, true), &g, e, attr);
         if (ok && !pd) pd = make_conv_pd(&g, &any_src, attr, false);
     }
     ok = ok && pd;
     if (ok) {
-        e->src = *dnnl()->dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
-        e->wei = *dnnl()->dnnl_primitive_desc_query_md(
-            pd, k->bwd_w ? dnnl_query_diff_dst_md : dnnl_query_weights_md, 0);
-        e->dst = *dnnl()->dnnl_primitive_desc_query_md(
-            pd, k->bwd_w ? dnnl_query_diff_weights_md : dnnl_query_dst_md, 0);
+        static const dnnl_query_t slot_query[3][3] = {
+            [CONV_FWD] = {dnnl_query_src_md, dnnl_query_weights_md, dnnl_query_dst_md},
+            [CONV_BWD_W] = {dnnl_query_src_md, dnnl_query_diff_dst_md, dnnl_query_diff_weights_md},
+            [CONV_BWD_D] = {dnnl_query_diff_dst_md, dnnl_query_weights_md, dnnl_query_diff_src_md},
+        };
+        const dnnl_query_t *q = slot_query[k->kind];
+        e->src = *dnnl()->dnnl_primitive_desc_query_md(pd, q[0], 0);
+        e->wei = *dnnl()->dnnl_primitive_desc_query_md(pd, q[1], 0);
+        e->dst = *dnnl()->dnnl_primitive_desc_query_md(pd, q[2], 0);
         e->scratch = dnnl()->dnnl_memory_desc_get_size(
             dnnl()->dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0));
         ok = dnnl()->dnnl_primitive_create(&e->conv, pd) == dnnl_success;
@@ -771,7 +879,7 @@ static void ws_release(void) { tls_ws.busy = false; }
 /* Where a call's reordered operands and scratchpad go: offsets into one block of memory,
  * the thread's workspace or (when that is busy or too large) a block of the call's own. */
 typedef struct layout {
-    size_t src, wei, dst, scratch, total;
+    size_t src, wei, dst, scratch, rev, total;
 } layout;
 
 static size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
@@ -784,6 +892,8 @@ static layout layout_of(const conv_entry *e) {
     if (e->need_wei) l.wei = at, at += round_up(dnnl()->dnnl_memory_desc_get_size(&e->wei), 4096);
     if (e->need_dst) l.dst = at, at += round_up(dnnl()->dnnl_memory_desc_get_size(&e->dst), 4096);
     if (e->scratch) l.scratch = at, at += round_up(e->scratch, 4096);
+    if (e->key.kind == CONV_BWD_D)
+        l.rev = at, at += round_up(dnnl()->dnnl_memory_desc_get_size(&e->usr_wei), 4096);
     l.total = at;
     return l;
 }
@@ -805,11 +915,27 @@ static bool exec(dnnl_primitive_t p, dnnl_stream_t s, dnnl_memory_t from, dnnl_m
     return dnnl()->dnnl_primitive_execute(p, s, 2, args) == dnnl_success;
 }
 
-/* The weights of a call, for pack_weights. */
+/* The weights of a call, for pack_weights: in the layout usr_wei describes. */
 typedef struct wei_job {
     const conv_entry *e;
-    const kiln_tensor *rhs;
+    const float *from;
 } wei_job;
+
+/* An input gradient's weights: the rhs (its strides in the key's wei slot) reversed in
+ * every spatial dimension, written densely as [O, C, spatial] (usr_wei). */
+static void unreverse_weights(const conv_key *k, const float *from, float *to) {
+    int64_t n[5] = {1, 1, 1, 1, 1}, st[5] = {0, 0, 0, 0, 0};
+    for (int d = 0; d < 2 + k->S; d++)
+        n[d] = k->wei_dims[d], st[d] = k->wei_str[d];
+    int64_t at = 0;
+    for (int64_t o = 0; o < n[0]; o++)
+        for (int64_t c = 0; c < n[1]; c++)
+            for (int64_t a = 0; a < n[2]; a++)
+                for (int64_t b = 0; b < n[3]; b++)
+                    for (int64_t z = 0; z < n[4]; z++)
+                        to[at++] = from[o * st[0] + c * st[1] + (n[2] - 1 - a) * st[2] +
+                                        (n[3] - 1 - b) * st[3] + (n[4] - 1 - z) * st[4]];
+}
 
 /* Writes the call's weights in the primitive's layout to dst (a kiln__pack_fn). */
 static bool pack_weights(void *user, void *dst) {
@@ -817,13 +943,13 @@ static bool pack_weights(void *user, void *dst) {
     const conv_entry *e = j->e;
     if (e->t_wei.on) {
         const xpose *t = &e->t_wei;
-        kiln__transpose_f32(kiln__in(j->rhs), dst, t->batch, t->rows, t->cols, t->group, t->stride,
+        kiln__transpose_f32(j->from, dst, t->batch, t->rows, t->cols, t->group, t->stride,
                             t->stride);
         return true;
     }
     mems ms = {0};
     dnnl_stream_t stream = NULL;
-    dnnl_memory_t from = mem_make(&ms, &e->usr_wei, (void *)kiln__in(j->rhs));
+    dnnl_memory_t from = mem_make(&ms, &e->usr_wei, (void *)j->from);
     dnnl_memory_t to = from ? mem_make(&ms, &e->wei, dst) : NULL;
     bool ok =
         to &&
@@ -843,8 +969,14 @@ static bool run_in(const conv_entry *e, const layout *l, unsigned char *base,
                    kiln_tensor *out, bool cached) {
     mems ms = {0};
     dnnl_stream_t stream = NULL;
+    const float *wei_from = kiln__in(rhs);
+    if (e->key.kind == CONV_BWD_D) {
+        float *rev = (float *)(void *)(base + l->rev);
+        unreverse_weights(&e->key, wei_from, rev);
+        wei_from = rev;
+    }
     dnnl_memory_t usrc = mem_make(&ms, &e->usr_src, (void *)kiln__in(lhs));
-    dnnl_memory_t uwei = mem_make(&ms, &e->usr_wei, (void *)kiln__in(rhs));
+    dnnl_memory_t uwei = mem_make(&ms, &e->usr_wei, (void *)wei_from);
     dnnl_memory_t udst = mem_make(&ms, &e->usr_dst, kiln__out(out));
     dnnl_memory_t src = usrc, wei = uwei, dst = udst, bmem = NULL, smem = NULL;
     bool ok =
@@ -860,9 +992,10 @@ static bool run_in(const conv_entry *e, const layout *l, unsigned char *base,
     }
     kiln__packed *held = NULL;
     if (ok && e->need_wei) {
-        wei_job job = {e, rhs};
+        wei_job job = {e, wei_from};
+        /* Only a forward convolution's rhs is a weight tensor worth keeping packed. */
         const void *packed =
-            cached && !e->key.bwd_w
+            cached && e->key.kind == CONV_FWD
                 ? kiln__packed_get(e, rhs, dnnl()->dnnl_memory_desc_get_size(&e->wei), pack_weights,
                                    &job, &held)
                 : NULL;
@@ -880,9 +1013,12 @@ static bool run_in(const conv_entry *e, const layout *l, unsigned char *base,
     if (ok) {
         dnnl_exec_arg_t args[5] = {
             {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
-        if (e->key.bwd_w) {
+        if (e->key.kind == CONV_BWD_W) {
             args[1] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_DST, wei};
             args[2] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_WEIGHTS, dst};
+        } else if (e->key.kind == CONV_BWD_D) {
+            args[0] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_DST, src};
+            args[2] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_SRC, dst};
         }
         int n = 3;
         if (bmem) args[n++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, bmem};
@@ -947,7 +1083,10 @@ bool kiln__dnnl_conv(kiln_ctx *cx, const kiln__attrs *a, const kiln_tensor *lhs,
         return false; /* the fallback reports running out of memory if it does */
     }
     *status = run(cx, e, lhs, rhs, bias, out, !transient);
-    if (k.bwd_w) atomic_fetch_add_explicit(&kernel_gradients_run, 1, memory_order_relaxed);
+    if (k.kind == CONV_BWD_W)
+        atomic_fetch_add_explicit(&kernel_gradients_run, 1, memory_order_relaxed);
+    if (k.kind == CONV_BWD_D)
+        atomic_fetch_add_explicit(&input_gradients_run, 1, memory_order_relaxed);
     if (transient) entry_destroy(e);
     return true;
 }

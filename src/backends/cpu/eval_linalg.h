@@ -122,6 +122,9 @@ void kiln__dnnl_conv_any_size(bool on);
 /* Tests only: how many convolutions oneDNN has run as a forward convolution's weight
  * gradient (dnnl_conv.c, is_kernel_gradient) in this process. */
 int64_t kiln__dnnl_conv_kernel_gradients_run(void);
+/* Tests only: how many convolutions with input dilation oneDNN has run as a forward
+ * convolution's input gradient (dnnl_conv.c, has_input_dilation) in this process. */
+int64_t kiln__dnnl_conv_input_gradients_run(void);
 bool kiln__dnnl_conv_available(void);
 /* Why oneDNN could not be opened, once kiln__dnnl_conv_available (or a convolution) has
  * tried ("" otherwise; "built without oneDNN" in such a build). */

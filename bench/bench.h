@@ -229,5 +229,6 @@ void case_vgg16_224(bench *b);
 void case_vgg19_224(bench *b);
 void case_vgg11_train_b16(bench *b);
 void case_digits_train(bench *b);
+void case_conv_s2_grad(bench *b);
 
 #endif

@@ -2,7 +2,8 @@
  * compile, first call, steady-state call, peak memory, rates and floors), each beside its
  * reference: the heat equation as one compiled loop against a plain C loop, EMLX and the
  * elementwise functions eager against compiled, reductions against a plain read of their
- * input, GEMM against OpenBLAS on the same data, and the VGG11 forward pass. */
+ * input, GEMM against OpenBLAS on the same data, the VGG forward passes, and a strided
+ * convolution's input gradient. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -624,3 +625,48 @@ void case_vgg_224_b16(bench *b) { vgg_run_case(b, 11, 16, 224); }
 void case_vgg13_224(bench *b) { vgg_run_case(b, 13, 1, 224); }
 void case_vgg16_224(bench *b) { vgg_run_case(b, 16, 1, 224); }
 void case_vgg19_224(bench *b) { vgg_run_case(b, 19, 1, 224); }
+
+/* ---- a strided convolution's input gradient --------------------------------------------- */
+
+/* sum(conv(x, w)^2) for x [16, 64, 56, 56], w [128, 64, 3, 3], stride 2, padding 1: a
+ * ResNet stage's downsampling convolution. */
+static kiln_status fn_conv_s2_loss(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
+                                   void *user) {
+    (void)user;
+    kiln_conv_params p = kiln_conv_params_nchw(2);
+    p.window_strides = KILN_DIMS(2, 2);
+    p.padding_low = KILN_DIMS(1, 1);
+    p.padding_high = KILN_DIMS(1, 1);
+    kiln_tensor *y = kiln_convolution(cx, in[0], in[1], &p, KILN_DTYPE_COUNT);
+    out[0] = kiln_sum(cx, kiln_multiply(cx, y, y), KILN_DIMS_NONE, false);
+    return kiln_ctx_status(cx);
+}
+
+/* Its gradient by x: the forward convolution, then the cotangent dilated by the stride and
+ * convolved with the reversed kernel (oneDNN's input gradient). */
+static kiln_status fn_conv_s2_grad(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
+                                   void *user) {
+    (void)user;
+    kiln_region loss = {fn_conv_s2_loss, NULL};
+    return kiln_grad(cx, &loss, 2, in, NULL, out);
+}
+
+void case_conv_s2_grad(bench *b) {
+    kiln_arg_spec specs[2] = {{.dtype = KILN_F32, .shape = KILN_SHAPE(16, 64, 56, 56)},
+                              {.dtype = KILN_F32, .shape = KILN_SHAPE(128, 64, 3, 3)}};
+    kiln_tensor *in[2];
+    for (int i = 0; i < 2; i++)
+        in[i] = kiln_random_uniform(b->cx, kiln_key_from_seed(60 + (uint64_t)i), KILN_F32,
+                                    specs[i].shape, -1, 1);
+    if (check(b)) {
+        run_spec rs = spec_fast(b);
+        /* the forward and the input gradient: 2 x 0.92 G multiply-adds */
+        rs.flops = 2.0 * 2.0 * 16 * 64 * 128 * 9 * 28 * 28;
+        rs.note = "grad by x of sum(conv(x, w)^2), stride 2: forward + input gradient";
+        rs.calls = policy_slow(5);
+        kiln_region fn = {fn_conv_s2_grad, NULL};
+        run_compiled(b, "kiln", &fn, specs, 2, in, rs, NULL);
+    }
+    for (int i = 0; i < 2; i++)
+        kiln_tensor_release(in[i]);
+}

@@ -98,6 +98,7 @@ static const bench_case cases[] = {
     {"vgg", "VGG13 1x3x224x224", case_vgg13_224, 2},
     {"vgg", "VGG16 1x3x224x224", case_vgg16_224, 2},
     {"vgg", "VGG19 1x3x224x224", case_vgg19_224, 2},
+    {"conv", "grad stride 2 16x64x56x56", case_conv_s2_grad, 2},
     {"train", "digits CNN 32x1x8x8", case_digits_train, 2},
     {"train", "VGG11 16x3x224x224", case_vgg11_train_b16, 2},
 };

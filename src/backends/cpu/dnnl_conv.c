@@ -1,12 +1,12 @@
 /* convolution through oneDNN (C API), for what it does exactly and fast: f32 operands and
  * result, 1 to 3 spatial dimensions, input (lhs) dilation only as an input gradient (below),
- * no batch or feature groups, padding >= 0, at least DNNL_MIN_MACS multiply-adds, and an optimized implementation (not oneDNN's
- * reference loops). Any dimension numbers: the tensors are described to oneDNN by their strides, so
- * NHWC or HWIO data is read in place. A convolution that is a kernel's gradient (autodiff's
- * rule: the cotangent as a kernel larger than the result) runs as oneDNN's weight gradient
- * of the forward convolution (is_kernel_gradient); one with input dilation (the input's
- * gradient of a strided convolution, or any transposed convolution) as its input gradient
- * (has_input_dilation); the input's gradient at stride 1 is a forward convolution already.
+ * no batch or feature groups, padding >= 0, at least DNNL_MIN_MACS multiply-adds, and an optimized
+ * implementation (not oneDNN's reference loops). Any dimension numbers: the tensors are described
+ * to oneDNN by their strides, so NHWC or HWIO data is read in place. A convolution that is a
+ * kernel's gradient (autodiff's rule: the cotangent as a kernel larger than the result) runs as
+ * oneDNN's weight gradient of the forward convolution (is_kernel_gradient); one with input dilation
+ * (the input's gradient of a strided convolution, or any transposed convolution) as its input
+ * gradient (has_input_dilation); the input's gradient at stride 1 is a forward convolution already.
  *
  * oneDNN picks its own (blocked) layouts for the fastest kernel; the operands are reordered
  * into them and the result back, each call, except weights unchanged since an earlier call:
@@ -151,6 +151,16 @@ static void strides_of(const kiln_shape *s, int64_t *str) {
     }
 }
 
+/* One slot of the key: oneDNN's dimensions [d0, d1, spatial] of a tensor of shape sh
+ * (row-major strides st) and their strides. */
+static void key_slot(int64_t *dims, int64_t *str, const kiln_shape *sh, const int64_t *st,
+                     int64_t d0, int64_t d1, const kiln_dims *spatial, int32_t S) {
+    dims[0] = sh->dims[d0], str[0] = st[d0];
+    dims[1] = sh->dims[d1], str[1] = st[d1];
+    for (int32_t d = 0; d < S; d++)
+        dims[2 + d] = sh->dims[spatial->v[d]], str[2 + d] = st[spatial->v[d]];
+}
+
 /* True when the convolution is a kernel's gradient (autodiff's conv_kernel_cotangent): its
  * kernel (the cotangent) has more spatial positions than its result (one per position of
  * the forward kernel), which no forward convolution does. oneDNN runs it as the forward
@@ -169,35 +179,14 @@ static bool is_kernel_gradient(const kiln_conv_params *p, const kiln_shape *ks,
     return kernel > result;
 }
 
-/* make_key's part for a kernel gradient (is_kernel_gradient): oneDNN's dimensions of the
- * forward convolution whose weight gradient this is. src [N, C, spatial] is the lhs (its
- * feature dimension is N, its batch C); diff_dst [N, O, spatial] is the rhs (kernel input
- * feature N, output feature O); diff_weights [O, C, spatial] is the result (feature O,
- * batch C). The forward stride is the rhs dilation and the forward dilation the window
- * stride; the padding is the same. */
-static bool key_kernel_gradient(const kiln_conv_params *p, const kiln_shape *ls,
-                                const int64_t *lstr, const kiln_shape *ks, const int64_t *kstr,
-                                const kiln_shape *os, const int64_t *ostr, conv_key *k) {
-    k->src_dims[0] = ls->dims[p->input_feature_dimension];
-    k->src_str[0] = lstr[p->input_feature_dimension];
-    k->src_dims[1] = ls->dims[p->input_batch_dimension];
-    k->src_str[1] = lstr[p->input_batch_dimension];
-    k->wei_dims[0] = ks->dims[p->kernel_input_feature_dimension];
-    k->wei_str[0] = kstr[p->kernel_input_feature_dimension];
-    k->wei_dims[1] = ks->dims[p->kernel_output_feature_dimension];
-    k->wei_str[1] = kstr[p->kernel_output_feature_dimension];
-    k->dst_dims[0] = os->dims[p->output_feature_dimension];
-    k->dst_str[0] = ostr[p->output_feature_dimension];
-    k->dst_dims[1] = os->dims[p->output_batch_dimension];
-    k->dst_str[1] = ostr[p->output_batch_dimension];
+/* make_key's part for a kernel gradient (is_kernel_gradient), whose slots hold the forward
+ * convolution's src [N, C, spatial] (the lhs: its feature dimension is N, its batch C),
+ * diff_dst [N, O, spatial] (the rhs: kernel input feature N, output feature O) and
+ * diff_weights [O, C, spatial] (the result: feature O, batch C). The forward stride is the
+ * rhs dilation and the forward dilation the window stride; the padding is the same. */
+static bool key_kernel_gradient(const kiln_conv_params *p, conv_key *k) {
     for (int32_t d = 0; d < k->S; d++) {
         if ((p->lhs_dilation.count ? p->lhs_dilation.v[d] : 1) != 1) return false;
-        k->src_dims[2 + d] = ls->dims[p->input_spatial_dimensions.v[d]];
-        k->src_str[2 + d] = lstr[p->input_spatial_dimensions.v[d]];
-        k->wei_dims[2 + d] = ks->dims[p->kernel_spatial_dimensions.v[d]];
-        k->wei_str[2 + d] = kstr[p->kernel_spatial_dimensions.v[d]];
-        k->dst_dims[2 + d] = os->dims[p->output_spatial_dimensions.v[d]];
-        k->dst_str[2 + d] = ostr[p->output_spatial_dimensions.v[d]];
         k->stride[d] = p->rhs_dilation.count ? p->rhs_dilation.v[d] : 1;
         k->dil[d] = (p->window_strides.count ? p->window_strides.v[d] : 1) - 1;
         k->pl[d] = p->padding_low.count ? p->padding_low.v[d] : 0;
@@ -220,38 +209,18 @@ static bool has_input_dilation(const kiln_conv_params *p, int32_t S) {
     return false;
 }
 
-/* make_key's part for an input gradient (has_input_dilation): oneDNN's dimensions of the
- * forward convolution whose input gradient this is. diff_dst [N, O, spatial] is the lhs;
- * the weights [O, C, spatial] are the rhs (kernel input feature O, output feature C)
- * reversed in space, which the call undoes into a plain copy (the slot keeps the rhs's
- * strides for that); diff_src [N, C, spatial] is the result. The forward stride is the lhs
- * dilation, the forward dilation the rhs dilation, and the forward padding (K - 1) * d -
- * padding on each side, which must not be negative; the window strides must be 1. */
-static bool key_input_gradient(const kiln_conv_params *p, const kiln_shape *ls, const int64_t *lstr,
-                               const kiln_shape *ks, const int64_t *kstr, const kiln_shape *os,
-                               const int64_t *ostr, conv_key *k) {
-    k->src_dims[0] = ls->dims[p->input_batch_dimension];
-    k->src_str[0] = lstr[p->input_batch_dimension];
-    k->src_dims[1] = ls->dims[p->input_feature_dimension];
-    k->src_str[1] = lstr[p->input_feature_dimension];
-    k->wei_dims[0] = ks->dims[p->kernel_input_feature_dimension];
-    k->wei_str[0] = kstr[p->kernel_input_feature_dimension];
-    k->wei_dims[1] = ks->dims[p->kernel_output_feature_dimension];
-    k->wei_str[1] = kstr[p->kernel_output_feature_dimension];
-    k->dst_dims[0] = os->dims[p->output_batch_dimension];
-    k->dst_str[0] = ostr[p->output_batch_dimension];
-    k->dst_dims[1] = os->dims[p->output_feature_dimension];
-    k->dst_str[1] = ostr[p->output_feature_dimension];
+/* make_key's part for an input gradient (has_input_dilation), whose slots hold the forward
+ * convolution's diff_dst [N, O, spatial] (the lhs), weights [O, C, spatial] (the rhs:
+ * kernel input feature O, output feature C, reversed in space, which the call undoes into
+ * a plain copy; the slot keeps the rhs's strides for that) and diff_src [N, C, spatial]
+ * (the result). The forward stride is the lhs dilation, the forward dilation the rhs
+ * dilation, and the forward padding (K - 1) * d - padding on each side, which must not be
+ * negative; the window strides must be 1. */
+static bool key_input_gradient(const kiln_conv_params *p, conv_key *k) {
     for (int32_t d = 0; d < k->S; d++) {
         if ((p->window_strides.count ? p->window_strides.v[d] : 1) != 1) return false;
-        int64_t K = ks->dims[p->kernel_spatial_dimensions.v[d]];
+        int64_t K = k->wei_dims[2 + d];
         int64_t rd = p->rhs_dilation.count ? p->rhs_dilation.v[d] : 1;
-        k->src_dims[2 + d] = ls->dims[p->input_spatial_dimensions.v[d]];
-        k->src_str[2 + d] = lstr[p->input_spatial_dimensions.v[d]];
-        k->wei_dims[2 + d] = K;
-        k->wei_str[2 + d] = kstr[p->kernel_spatial_dimensions.v[d]];
-        k->dst_dims[2 + d] = os->dims[p->output_spatial_dimensions.v[d]];
-        k->dst_str[2 + d] = ostr[p->output_spatial_dimensions.v[d]];
         k->stride[d] = p->lhs_dilation.count ? p->lhs_dilation.v[d] : 1;
         k->dil[d] = rd - 1;
         k->pl[d] = (K - 1) * rd - (p->padding_low.count ? p->padding_low.v[d] : 0);
@@ -294,42 +263,29 @@ static bool make_key(const kiln__attrs *a, kiln_dtype lt, const kiln_shape *ls, 
     strides_of(os, ostr);
     k->S = S, k->G = G, k->has_bias = has_bias;
     k->nthr = macs < DNNL_PAR_MACS ? 1 : kiln__threads_count();
-    if (!has_bias && is_kernel_gradient(p, ks, os, S)) {
-        k->kind = CONV_BWD_W;
-        return key_kernel_gradient(p, ls, lstr, ks, kstr, os, ostr, k);
-    }
-    if (!has_bias && has_input_dilation(p, S)) {
-        k->kind = CONV_BWD_D;
-        return key_input_gradient(p, ls, lstr, ks, kstr, os, ostr, k);
-    }
-    k->src_dims[0] = ls->dims[p->input_batch_dimension];
-    k->src_str[0] = lstr[p->input_batch_dimension];
-    k->src_dims[1] = ls->dims[p->input_feature_dimension];
-    k->src_str[1] = lstr[p->input_feature_dimension];
-    k->dst_dims[0] = os->dims[p->output_batch_dimension];
-    k->dst_str[0] = ostr[p->output_batch_dimension];
-    k->dst_dims[1] = os->dims[p->output_feature_dimension];
-    k->dst_str[1] = ostr[p->output_feature_dimension];
-    int64_t O = ks->dims[p->kernel_output_feature_dimension];
-    int64_t ostride = kstr[p->kernel_output_feature_dimension];
-    int32_t w = 0;
-    if (G > 1) {
-        k->wei_dims[w] = G, k->wei_str[w++] = (O / G) * ostride;
-        k->wei_dims[w] = O / G, k->wei_str[w++] = ostride;
-    } else {
-        k->wei_dims[w] = O, k->wei_str[w++] = ostride;
-    }
-    k->wei_dims[w] = ks->dims[p->kernel_input_feature_dimension];
-    k->wei_str[w++] = kstr[p->kernel_input_feature_dimension];
+    k->kind = has_bias                           ? CONV_FWD
+              : is_kernel_gradient(p, ks, os, S) ? CONV_BWD_W
+              : has_input_dilation(p, S)         ? CONV_BWD_D
+                                                 : CONV_FWD;
+    /* The slots' dimensions [d0, d1, spatial]: a forward convolution's own, or the roles
+     * a gradient gives them (key_kernel_gradient, key_input_gradient). */
+    const bool w = k->kind == CONV_BWD_W, f = k->kind == CONV_FWD;
+    key_slot(k->src_dims, k->src_str, ls, lstr,
+             w ? p->input_feature_dimension : p->input_batch_dimension,
+             w ? p->input_batch_dimension : p->input_feature_dimension,
+             &p->input_spatial_dimensions, S);
+    key_slot(k->wei_dims, k->wei_str, ks, kstr,
+             f ? p->kernel_output_feature_dimension : p->kernel_input_feature_dimension,
+             f ? p->kernel_input_feature_dimension : p->kernel_output_feature_dimension,
+             &p->kernel_spatial_dimensions, S);
+    key_slot(k->dst_dims, k->dst_str, os, ostr,
+             w ? p->output_feature_dimension : p->output_batch_dimension,
+             w ? p->output_batch_dimension : p->output_feature_dimension,
+             &p->output_spatial_dimensions, S);
+    if (k->kind == CONV_BWD_W) return key_kernel_gradient(p, k);
+    if (k->kind == CONV_BWD_D) return key_input_gradient(p, k);
     for (int32_t d = 0; d < S; d++) {
-        int64_t ld = p->lhs_dilation.count ? p->lhs_dilation.v[d] : 1;
-        if (ld != 1) return false;
-        k->src_dims[2 + d] = ls->dims[p->input_spatial_dimensions.v[d]];
-        k->src_str[2 + d] = lstr[p->input_spatial_dimensions.v[d]];
-        k->dst_dims[2 + d] = os->dims[p->output_spatial_dimensions.v[d]];
-        k->dst_str[2 + d] = ostr[p->output_spatial_dimensions.v[d]];
-        k->wei_dims[w + d] = ks->dims[p->kernel_spatial_dimensions.v[d]];
-        k->wei_str[w + d] = kstr[p->kernel_spatial_dimensions.v[d]];
+        if ((p->lhs_dilation.count ? p->lhs_dilation.v[d] : 1) != 1) return false;
         k->stride[d] = p->window_strides.count ? p->window_strides.v[d] : 1;
         k->dil[d] = (p->rhs_dilation.count ? p->rhs_dilation.v[d] : 1) - 1;
         k->pl[d] = p->padding_low.count ? p->padding_low.v[d] : 0;
@@ -472,48 +428,29 @@ static dnnl_primitive_desc_t channels_last_pd(dnnl_primitive_desc_t pd, const co
     return cl;
 }
 
-/* The weight gradient's primitive descriptor (src, diff_dst: their layouts; diff_weights
- * g->dst, any layout), or NULL when oneDNN has no good implementation. oneDNN wants the
- * forward convolution's descriptor as a hint. */
-static dnnl_primitive_desc_t make_bwd_w_pd(const conv_geom *g, const dnnl_memory_desc_t *src,
-                                           const dnnl_memory_desc_t *diff_dst,
-                                           const_dnnl_primitive_attr_t attr, bool direct_only) {
+/* A gradient's primitive descriptor, or NULL when oneDNN has no good implementation. The
+ * weight gradient (CONV_BWD_W) takes a = src and b = diff_dst in their layouts and writes
+ * diff_weights g->dst; the input gradient (CONV_BWD_D) takes a = diff_dst and writes b =
+ * diff_src, with the weights g->wei. oneDNN wants the forward convolution's descriptor as
+ * a hint. */
+static dnnl_primitive_desc_t make_grad_pd(int kind, const conv_geom *g, const dnnl_memory_desc_t *a,
+                                          const dnnl_memory_desc_t *b,
+                                          const_dnnl_primitive_attr_t attr, bool direct_only) {
+    const bool w = kind == CONV_BWD_W;
+    const dnnl_memory_desc_t *src = w ? a : b, *wei = w ? g->dst : g->wei, *dst = w ? b : a;
     dnnl_convolution_desc_t fd, bd;
     dnnl_primitive_desc_t hint = NULL, pd = NULL;
     if (dnnl()->dnnl_dilated_convolution_forward_desc_init(
-            &fd, dnnl_forward_training, dnnl_convolution_direct, src, g->dst, NULL, diff_dst, g->st,
-            g->dl, g->pl, g->pr) != dnnl_success ||
+            &fd, dnnl_forward_training, dnnl_convolution_direct, src, wei, NULL, dst, g->st, g->dl,
+            g->pl, g->pr) != dnnl_success ||
         dnnl()->dnnl_primitive_desc_create(&hint, &fd, NULL, engine, NULL) != dnnl_success)
         return NULL;
-    if (dnnl()->dnnl_dilated_convolution_backward_weights_desc_init(
-            &bd, dnnl_convolution_direct, src, g->dst, NULL, diff_dst, g->st, g->dl, g->pl,
-            g->pr) != dnnl_success ||
-        dnnl()->dnnl_primitive_desc_create(&pd, &bd, attr, engine, hint) != dnnl_success)
-        pd = NULL;
-    dnnl()->dnnl_primitive_desc_destroy(hint);
-    if (pd && !good_impl(pd, direct_only)) {
-        dnnl()->dnnl_primitive_desc_destroy(pd);
-        return NULL;
-    }
-    return pd;
-}
-
-/* The input gradient's primitive descriptor (diff_dst, diff_src: their layouts; weights
- * g->wei, any layout), or NULL when oneDNN has no good implementation. oneDNN wants the
- * forward convolution's descriptor as a hint. */
-static dnnl_primitive_desc_t make_bwd_d_pd(const conv_geom *g, const dnnl_memory_desc_t *diff_dst,
-                                           const dnnl_memory_desc_t *diff_src,
-                                           const_dnnl_primitive_attr_t attr, bool direct_only) {
-    dnnl_convolution_desc_t fd, bd;
-    dnnl_primitive_desc_t hint = NULL, pd = NULL;
-    if (dnnl()->dnnl_dilated_convolution_forward_desc_init(
-            &fd, dnnl_forward_training, dnnl_convolution_direct, diff_src, g->wei, NULL, diff_dst,
-            g->st, g->dl, g->pl, g->pr) != dnnl_success ||
-        dnnl()->dnnl_primitive_desc_create(&hint, &fd, NULL, engine, NULL) != dnnl_success)
-        return NULL;
-    if (dnnl()->dnnl_dilated_convolution_backward_data_desc_init(
-            &bd, dnnl_convolution_direct, diff_src, g->wei, diff_dst, g->st, g->dl, g->pl, g->pr) !=
-            dnnl_success ||
+    dnnl_status_t st =
+        w ? dnnl()->dnnl_dilated_convolution_backward_weights_desc_init(
+                &bd, dnnl_convolution_direct, src, wei, NULL, dst, g->st, g->dl, g->pl, g->pr)
+          : dnnl()->dnnl_dilated_convolution_backward_data_desc_init(
+                &bd, dnnl_convolution_direct, src, wei, dst, g->st, g->dl, g->pl, g->pr);
+    if (st != dnnl_success ||
         dnnl()->dnnl_primitive_desc_create(&pd, &bd, attr, engine, hint) != dnnl_success)
         pd = NULL;
     dnnl()->dnnl_primitive_desc_destroy(hint);
@@ -565,12 +502,12 @@ static void entry_fill_locked(conv_entry *e) {
     conv_geom g = {k->has_bias ? &e->bias : NULL, &any_wei, &any_dst, st, dl, pl, pr};
     if (k->kind == CONV_BWD_W) {
         /* The wei slot holds diff_dst and the dst slot diff_weights. */
-        if (ok) pd = make_bwd_w_pd(&g, &e->usr_src, &e->usr_wei, attr, true);
-        if (ok && !pd) pd = make_bwd_w_pd(&g, &any_src, &any_wei, attr, false);
+        if (ok) pd = make_grad_pd(k->kind, &g, &e->usr_src, &e->usr_wei, attr, true);
+        if (ok && !pd) pd = make_grad_pd(k->kind, &g, &any_src, &any_wei, attr, false);
     } else if (k->kind == CONV_BWD_D) {
         /* The src slot holds diff_dst and the dst slot diff_src. */
-        if (ok) pd = make_bwd_d_pd(&g, &e->usr_src, &e->usr_dst, attr, true);
-        if (ok && !pd) pd = make_bwd_d_pd(&g, &any_src, &any_dst, attr, false);
+        if (ok) pd = make_grad_pd(k->kind, &g, &e->usr_src, &e->usr_dst, attr, true);
+        if (ok && !pd) pd = make_grad_pd(k->kind, &g, &any_src, &any_dst, attr, false);
     } else {
         if (ok) pd = channels_last_pd(make_conv_pd(&g, &e->usr_src, attr, true), &g, e, attr);
         if (ok && !pd) pd = make_conv_pd(&g, &any_src, attr, false);

@@ -56,6 +56,29 @@ def pin_threads(n, affinity=False):
         os.sched_setaffinity(0, cpus[:max(1, n)])
 
 
+def rss_peak_reset():
+    """Resets the process's peak resident set (VmHWM) to its resident set now, as
+    kiln-bench's train cases do before their timed steps; False where the kernel cannot."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def rss_peak_mib():
+    """VmHWM in MiB, or -1."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return -1.0
+
+
 class Runner:
     def __init__(self, args, impl):
         self.args = args

@@ -29,37 +29,19 @@ if args.threads == 1:
     os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false"
 
 
-def rss_peak_reset():
-    """Resets VmHWM to the current resident set; False where the kernel cannot."""
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        return True
-    except OSError:
-        return False
-
-
-def rss_peak_mib():
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024.0
-    return -1.0
-
-
 def median_ms(step, steps, sync=lambda r: r):
     """The median step in ms, and the process's peak resident set (MiB) during the timed
     steps (as kiln-bench's train cases report it; -1 where it cannot be reset)."""
     for _ in range(20):
         sync(step())
-    have = rss_peak_reset()
+    have = common.rss_peak_reset()
     ts = []
     for _ in range(steps):
         t0 = time.perf_counter()
         sync(step())
         ts.append(time.perf_counter() - t0)
     ts.sort()
-    return ts[len(ts) // 2] * 1e3, rss_peak_mib() if have else -1.0
+    return ts[len(ts) // 2] * 1e3, common.rss_peak_mib() if have else -1.0
 
 
 def torch_steps():

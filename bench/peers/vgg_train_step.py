@@ -31,34 +31,17 @@ if args.threads == 1:
 BATCH, CLASSES = 16, 1000
 
 
-def rss_peak_reset():
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        return True
-    except OSError:
-        return False
-
-
-def rss_mib(field):
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) / 1024.0
-    return -1.0
-
-
 def timed(step, sync):
     sync(step())  # the first step compiles
     sync(step())
-    have = rss_peak_reset()
+    have = common.rss_peak_reset()
     ts = []
     for _ in range(args.steps):
         t0 = time.perf_counter()
         sync(step())
         ts.append(time.perf_counter() - t0)
     ts.sort()
-    return ts[len(ts) // 2], ts[0], ts[-1], rss_mib("VmHWM") if have else -1.0
+    return ts[len(ts) // 2], ts[0], ts[-1], common.rss_peak_mib() if have else -1.0
 
 
 def report(impl, r):

@@ -59,6 +59,37 @@ static void expect_close(const kiln_tensor *a, const kiln_tensor *b, double tol,
 
 static int64_t dilate(int64_t size, int64_t d) { return size == 0 ? 0 : (size - 1) * d + 1; }
 
+/* Random dimension numbers with S spatial dimensions (every 4th trial in order): q's roles,
+ * every list of q S long, and the operands' non-spatial sizes: sizes = {lhs batch, lhs
+ * feature, kernel input feature, kernel output feature, result batch, result feature}. The
+ * caller sets the spatial sizes, at q's spatial dimensions, and the lists' values. */
+static void random_roles(int trial, int32_t S, const int64_t *sizes, kiln_conv_params *q,
+                         kiln_shape *ls, kiln_shape *rs, kiln_shape *os) {
+    int32_t R = S + 2;
+    int64_t pos[3][KILN_MAX_RANK];
+    for (int t = 0; t < 3; t++) {
+        for (int32_t i = 0; i < R; i++)
+            pos[t][i] = i;
+        if (trial % 4) shuffle(pos[t], R);
+    }
+    *q = (kiln_conv_params){0};
+    *ls = (kiln_shape){.rank = R}, *rs = (kiln_shape){.rank = R}, *os = (kiln_shape){.rank = R};
+    q->input_batch_dimension = pos[0][0], q->input_feature_dimension = pos[0][1];
+    q->kernel_input_feature_dimension = pos[1][0], q->kernel_output_feature_dimension = pos[1][1];
+    q->output_batch_dimension = pos[2][0], q->output_feature_dimension = pos[2][1];
+    ls->dims[pos[0][0]] = sizes[0], ls->dims[pos[0][1]] = sizes[1];
+    rs->dims[pos[1][0]] = sizes[2], rs->dims[pos[1][1]] = sizes[3];
+    os->dims[pos[2][0]] = sizes[4], os->dims[pos[2][1]] = sizes[5];
+    q->input_spatial_dimensions.count = q->kernel_spatial_dimensions.count =
+        q->output_spatial_dimensions.count = q->window_strides.count = q->padding_low.count =
+            q->padding_high.count = q->rhs_dilation.count = q->lhs_dilation.count = S;
+    for (int32_t d = 0; d < S; d++) {
+        q->input_spatial_dimensions.v[d] = pos[0][2 + d];
+        q->kernel_spatial_dimensions.v[d] = pos[1][2 + d];
+        q->output_spatial_dimensions.v[d] = pos[2][2 + d];
+    }
+}
+
 Test(onednn_gradients, kernel_gradients_run_as_weight_gradients_and_match_im2col) {
     /* The weight gradient of a forward convolution (batch N, C -> O channels, kernel K,
      * stride s, dilation rd, padding lo and hi) as autodiff writes it: lhs = x with batch
@@ -78,37 +109,20 @@ Test(onednn_gradients, kernel_gradients_run_as_weight_gradients_and_match_im2col
     int taken = 0, eligible = 0;
     for (int trial = 0; trial < 60; trial++) {
         kiln_scope_begin(cx);
-        int32_t S = 1 + trial % 3, R = S + 2;
-        int64_t pos[3][KILN_MAX_RANK];
-        for (int t = 0; t < 3; t++) {
-            for (int32_t i = 0; i < R; i++)
-                pos[t][i] = i;
-            if (trial % 4) shuffle(pos[t], R); /* every 4th: NCHW-ordered roles */
-        }
+        int32_t S = 1 + trial % 3;
         int64_t N = rnd_int(1, 3), C = rnd_int(1, 4), O = rnd_int(1, 5);
-        kiln_conv_params q = {0};
-        kiln_shape ls = {.rank = R}, rs = {.rank = R}, os = {.rank = R};
-        q.input_batch_dimension = pos[0][0], q.input_feature_dimension = pos[0][1];
-        q.kernel_input_feature_dimension = pos[1][0], q.kernel_output_feature_dimension = pos[1][1];
-        q.output_batch_dimension = pos[2][0], q.output_feature_dimension = pos[2][1];
-        ls.dims[pos[0][0]] = C, ls.dims[pos[0][1]] = N;
-        rs.dims[pos[1][0]] = N, rs.dims[pos[1][1]] = O;
-        os.dims[pos[2][0]] = C, os.dims[pos[2][1]] = O;
-        q.input_spatial_dimensions.count = q.kernel_spatial_dimensions.count =
-            q.output_spatial_dimensions.count = q.window_strides.count = q.padding_low.count =
-                q.padding_high.count = q.rhs_dilation.count = q.lhs_dilation.count = S;
+        kiln_conv_params q;
+        kiln_shape ls, rs, os;
+        random_roles(trial, S, (const int64_t[]){C, N, N, O, C, O}, &q, &ls, &rs, &os);
         bool exact = true;
         for (int32_t d = 0; d < S; d++) {
             int64_t K = rnd_int(1, 3), s = rnd_int(1, 2), rd = rnd_int(1, 2);
             int64_t lo = rnd_int(0, 1), hi = rnd_int(0, 2);
             int64_t I = dilate(K, rd) + 2 * s + rnd_int(0, S == 3 ? 2 : 5);
             int64_t out = (I + lo + hi - dilate(K, rd)) / s + 1;
-            q.input_spatial_dimensions.v[d] = pos[0][2 + d];
-            q.kernel_spatial_dimensions.v[d] = pos[1][2 + d];
-            q.output_spatial_dimensions.v[d] = pos[2][2 + d];
-            ls.dims[pos[0][2 + d]] = I;
-            rs.dims[pos[1][2 + d]] = out;
-            os.dims[pos[2][2 + d]] = K;
+            ls.dims[q.input_spatial_dimensions.v[d]] = I;
+            rs.dims[q.kernel_spatial_dimensions.v[d]] = out;
+            os.dims[q.output_spatial_dimensions.v[d]] = K;
             q.window_strides.v[d] = rd;
             q.rhs_dilation.v[d] = s;
             q.lhs_dilation.v[d] = 1;
@@ -168,33 +182,17 @@ Test(onednn_gradients, input_dilated_convolutions_run_as_input_gradients_and_mat
     int taken = 0, eligible = 0;
     for (int trial = 0; trial < 60; trial++) {
         kiln_scope_begin(cx);
-        int32_t S = 1 + trial % 3, R = S + 2;
-        int64_t pos[3][KILN_MAX_RANK];
-        for (int t = 0; t < 3; t++) {
-            for (int32_t i = 0; i < R; i++)
-                pos[t][i] = i;
-            if (trial % 4) shuffle(pos[t], R);
-        }
+        int32_t S = 1 + trial % 3;
         int64_t N = rnd_int(1, 3), O = rnd_int(1, 5), C = rnd_int(1, 4);
-        kiln_conv_params q = {0};
-        kiln_shape ls = {.rank = R}, rs = {.rank = R};
-        q.input_batch_dimension = pos[0][0], q.input_feature_dimension = pos[0][1];
-        q.kernel_input_feature_dimension = pos[1][0], q.kernel_output_feature_dimension = pos[1][1];
-        q.output_batch_dimension = pos[2][0], q.output_feature_dimension = pos[2][1];
-        ls.dims[pos[0][0]] = N, ls.dims[pos[0][1]] = O;
-        rs.dims[pos[1][0]] = O, rs.dims[pos[1][1]] = C;
-        q.input_spatial_dimensions.count = q.kernel_spatial_dimensions.count =
-            q.output_spatial_dimensions.count = q.window_strides.count = q.padding_low.count =
-                q.padding_high.count = q.rhs_dilation.count = q.lhs_dilation.count = S;
+        kiln_conv_params q;
+        kiln_shape ls, rs, os; /* os: the result's shape comes from kiln_convolution */
+        random_roles(trial, S, (const int64_t[]){N, O, O, C, N, C}, &q, &ls, &rs, &os);
         bool fits = true;
         for (int32_t d = 0; d < S; d++) {
             int64_t K = rnd_int(1, 3), s = rnd_int(d == 0 ? 2 : 1, 3), rd = rnd_int(1, 2);
             int64_t reach = (K - 1) * rd;
-            q.input_spatial_dimensions.v[d] = pos[0][2 + d];
-            q.kernel_spatial_dimensions.v[d] = pos[1][2 + d];
-            q.output_spatial_dimensions.v[d] = pos[2][2 + d];
-            ls.dims[pos[0][2 + d]] = rnd_int(1, S == 3 ? 4 : 7);
-            rs.dims[pos[1][2 + d]] = K;
+            ls.dims[q.input_spatial_dimensions.v[d]] = rnd_int(1, S == 3 ? 4 : 7);
+            rs.dims[q.kernel_spatial_dimensions.v[d]] = K;
             q.window_strides.v[d] = 1;
             q.lhs_dilation.v[d] = s;
             q.rhs_dilation.v[d] = rd;

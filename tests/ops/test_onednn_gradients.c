@@ -13,6 +13,7 @@
 
 #include "backends/cpu/eval.h"
 #include "backends/cpu/eval_linalg.h"
+#include "base/threads.h"
 #include "test_util.h"
 
 static uint64_t rng_state;
@@ -308,6 +309,58 @@ Test(onednn_gradients, compiled_gradients_match_the_interpreter) {
         cr_log_warn("oneDNN cannot be opened (%s): only the fallback is tested",
                     kiln__dnnl_api_error());
     }
+    expect_ok(cx);
+    kiln_ctx_release(cx);
+}
+
+Test(onednn_gradients, same_bits_on_every_thread_count) {
+    /* kiln's results do not depend on the thread count (README): the gradients on oneDNN
+     * neither, at sizes that run in parallel (weight gradients of 64 and 128 output
+     * channels, a stride-2 input gradient). */
+    kiln_ctx *cx = test_ctx();
+    kiln_conv_params w = {0}; /* x [C=64 batch, N=4 feature, 28, 28] * g [4, 128, 28, 28] */
+    w.input_batch_dimension = 1, w.input_feature_dimension = 0;
+    w.input_spatial_dimensions = KILN_DIMS(2, 3);
+    w.kernel_input_feature_dimension = 0, w.kernel_output_feature_dimension = 1;
+    w.kernel_spatial_dimensions = KILN_DIMS(2, 3);
+    w.output_batch_dimension = 1, w.output_feature_dimension = 0;
+    w.output_spatial_dimensions = KILN_DIMS(2, 3);
+    w.padding_low = KILN_DIMS(1, 1), w.padding_high = KILN_DIMS(1, 1);
+    kiln_conv_params d = kiln_conv_params_nchw(2); /* g [4, 64, 14, 14] dilated by 2 */
+    d.lhs_dilation = KILN_DIMS(2, 2);
+    d.padding_low = KILN_DIMS(1, 1), d.padding_high = KILN_DIMS(2, 2);
+    struct {
+        const kiln_conv_params *p;
+        kiln_shape l, r;
+        int64_t (*ran)(void);
+    } cases[] = {
+        {&w, KILN_SHAPE(4, 64, 28, 28), KILN_SHAPE(4, 64, 28, 28),
+         kiln__dnnl_conv_kernel_gradients_run},
+        {&w, KILN_SHAPE(4, 64, 28, 28), KILN_SHAPE(4, 128, 28, 28),
+         kiln__dnnl_conv_kernel_gradients_run},
+        {&d, KILN_SHAPE(4, 64, 14, 14), KILN_SHAPE(32, 64, 3, 3),
+         kiln__dnnl_conv_input_gradients_run},
+    };
+    for (int c = 0; c < 3; c++) {
+        kiln_scope_begin(cx);
+        kiln_tensor *l = random_f32(cx, cases[c].l, 90 + (uint64_t)c);
+        kiln_tensor *r = random_f32(cx, cases[c].r, 95 + (uint64_t)c);
+        int64_t before = cases[c].ran();
+        kiln__threads_set_count(1);
+        kiln_tensor *one = kiln_convolution(cx, l, r, cases[c].p, KILN_DTYPE_COUNT);
+        cr_assert_not_null(one, "%s", kiln_ctx_error_message(cx));
+        for (int t = 2; t <= 3; t++) {
+            kiln__threads_set_count(t);
+            kiln_tensor *more = kiln_convolution(cx, l, r, cases[c].p, KILN_DTYPE_COUNT);
+            cr_assert_not_null(more, "%s", kiln_ctx_error_message(cx));
+            expect_close(more, one, 0.0, "the same bits on another thread count", c * 10 + t);
+        }
+        if (kiln__dnnl_conv_available())
+            cr_assert_eq(cases[c].ran() - before, 3, "case %d: ran as a gradient %lld times", c,
+                         (long long)(cases[c].ran() - before));
+        kiln_scope_end(cx);
+    }
+    kiln__threads_set_count(0);
     expect_ok(cx);
     kiln_ctx_release(cx);
 }

@@ -730,26 +730,57 @@ static conv_entry *entry_get(const conv_key *k, bool *transient) {
     return e;
 }
 
-kiln_status kiln__dnnl_conv_prepare(kiln_ctx *cx, const kiln__attrs *a, const kiln__type *lhs,
-                                    const kiln__type *rhs, const kiln__type *out, bool bias) {
-    conv_key k;
-    if (!make_key(a, lhs->dtype, &lhs->shape, rhs->dtype, &rhs->shape, out->dtype, &out->shape,
-                  bias, &k))
-        return KILN_OK;
-    /* Queued for the builder thread: compiling does not wait for oneDNN (opening it, the
-     * first time, and its JIT), and the first call waits only for the primitives it reaches
-     * before they are made (or makes them itself when the builder has not started on them). */
-    uint64_t h = key_hash(&k) % BUCKETS;
+/* oneDNN splits a weight gradient's sums over the batch between its threads when that
+ * balances better, and adds the partial sums in an order that follows the thread count
+ * (the gradient of 64 output channels over a 4x64x28x28 input differed in the last bits
+ * between 1 and 3 threads). kiln's results do not depend on the thread count, so a weight
+ * gradient runs as pieces of BWD_W_PIECE output channels, each a one-thread primitive
+ * (whose order of sums depends on the shape alone), spread over kiln's pool. */
+#define BWD_W_PIECE 64
+
+/* The key of a piece of `oc` output channels of weight gradient k. */
+static conv_key piece_key(const conv_key *k, int64_t oc) {
+    conv_key c = *k;
+    c.nthr = 1;
+    c.wei_dims[1] = oc; /* diff_dst's channels */
+    c.dst_dims[0] = oc; /* diff_weights' output channels */
+    return c;
+}
+
+/* Queues key k for the builder thread (or builds it now when the thread cannot start):
+ * compiling does not wait for oneDNN (opening it, the first time, and its JIT), and the
+ * first call waits only for the primitives it reaches before they are made (or makes them
+ * itself when the builder has not started on them). */
+static void prepare_key(const conv_key *k) {
+    uint64_t h = key_hash(k) % BUCKETS;
     pthread_mutex_lock(&cache_lock);
-    if (!engine_failed && !find(&k, h)) {
-        conv_entry *e = insert(&k, h, QUEUED);
+    if (!engine_failed && !find(k, h)) {
+        conv_entry *e = insert(k, h, QUEUED);
         if (e && !enqueue(e)) {
             e->state = BUILDING;
             build_taken(e);
         }
     }
     pthread_mutex_unlock(&cache_lock);
+}
+
+kiln_status kiln__dnnl_conv_prepare(kiln_ctx *cx, const kiln__attrs *a, const kiln__type *lhs,
+                                    const kiln__type *rhs, const kiln__type *out, bool bias) {
+    conv_key k;
     (void)cx;
+    if (!make_key(a, lhs->dtype, &lhs->shape, rhs->dtype, &rhs->shape, out->dtype, &out->shape,
+                  bias, &k))
+        return KILN_OK;
+    if (k.kind != CONV_BWD_W) {
+        prepare_key(&k);
+        return KILN_OK;
+    }
+    /* a weight gradient runs as pieces: their primitives (at most two sizes) */
+    int64_t O = k.dst_dims[0], n = (O + BWD_W_PIECE - 1) / BWD_W_PIECE;
+    conv_key full = piece_key(&k, O < BWD_W_PIECE ? O : BWD_W_PIECE);
+    conv_key last = piece_key(&k, O - (n - 1) * BWD_W_PIECE);
+    prepare_key(&full);
+    prepare_key(&last);
     return KILN_OK;
 }
 
@@ -898,31 +929,40 @@ static bool pack_weights(void *user, void *dst) {
     return ok;
 }
 
+/* Where a call reads and writes: the user's operands and result (views of tensors: a weight
+ * gradient's pieces start inside them), and the rhs tensor itself when its packed copy may
+ * be kept (packed_weights.h: a forward convolution whose entry lives as long as the
+ * process), else NULL. */
+typedef struct conv_ptrs {
+    const float *src, *wei, *bias;
+    float *dst;
+    const kiln_tensor *keep_packed;
+} conv_ptrs;
+
 /* Runs the reorders and the convolution with the reordered operands and the scratchpad at
  * `l` in `base`; true when every primitive ran. The weights come packed from the cache
- * (packed_weights.h) when they are unchanged since an earlier call and `cached`. */
+ * when they are unchanged since an earlier call and at_->keep_packed says they may. */
 static bool run_in(const conv_entry *e, const layout *l, unsigned char *base,
-                   const kiln_tensor *lhs, const kiln_tensor *rhs, const kiln_tensor *bias,
-                   kiln_tensor *out, bool cached) {
+                   const conv_ptrs *at_) {
     mems ms = {0};
     dnnl_stream_t stream = NULL;
-    const float *wei_from = kiln__in(rhs);
+    const float *wei_from = at_->wei;
     if (e->key.kind == CONV_BWD_D) {
         float *rev = (float *)(void *)(base + l->rev);
         unreverse_weights(&e->key, wei_from, rev);
         wei_from = rev;
     }
-    dnnl_memory_t usrc = mem_make(&ms, &e->usr_src, (void *)kiln__in(lhs));
+    dnnl_memory_t usrc = mem_make(&ms, &e->usr_src, (void *)at_->src);
     dnnl_memory_t uwei = mem_make(&ms, &e->usr_wei, (void *)wei_from);
-    dnnl_memory_t udst = mem_make(&ms, &e->usr_dst, kiln__out(out));
+    dnnl_memory_t udst = mem_make(&ms, &e->usr_dst, at_->dst);
     dnnl_memory_t src = usrc, wei = uwei, dst = udst, bmem = NULL, smem = NULL;
     bool ok =
         usrc && uwei && udst &&
         dnnl()->dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) == dnnl_success;
     if (ok && e->t_src.on) {
         const xpose *t = &e->t_src;
-        kiln__transpose_f32(kiln__in(lhs), (float *)(void *)(base + l->src), t->batch, t->rows,
-                            t->cols, t->group, t->stride, t->stride);
+        kiln__transpose_f32(at_->src, (float *)(void *)(base + l->src), t->batch, t->rows, t->cols,
+                            t->group, t->stride, t->stride);
         ok = (src = mem_make(&ms, &e->src, base + l->src)) != NULL;
     } else if (ok && e->r_src) {
         ok = (src = mem_make(&ms, &e->src, base + l->src)) && exec(e->r_src, stream, usrc, src);
@@ -932,15 +972,15 @@ static bool run_in(const conv_entry *e, const layout *l, unsigned char *base,
         wei_job job = {e, wei_from};
         /* Only a forward convolution's rhs is a weight tensor worth keeping packed. */
         const void *packed =
-            cached && e->key.kind == CONV_FWD
-                ? kiln__packed_get(e, rhs, dnnl()->dnnl_memory_desc_get_size(&e->wei), pack_weights,
-                                   &job, &held)
+            at_->keep_packed && e->key.kind == CONV_FWD
+                ? kiln__packed_get(e, at_->keep_packed, dnnl()->dnnl_memory_desc_get_size(&e->wei),
+                                   pack_weights, &job, &held)
                 : NULL;
         void *at = packed ? (void *)packed : base + l->wei;
         ok = (packed || pack_weights(&job, at)) && (wei = mem_make(&ms, &e->wei, at)) != NULL;
     }
     if (ok && e->need_dst) ok = (dst = mem_make(&ms, &e->dst, base + l->dst)) != NULL;
-    if (ok && bias) ok = (bmem = mem_make(&ms, &e->bias, (void *)kiln__in(bias))) != NULL;
+    if (ok && at_->bias) ok = (bmem = mem_make(&ms, &e->bias, (void *)at_->bias)) != NULL;
     if (ok && e->scratch) {
         dnnl_memory_desc_t smd;
         dnnl_dims_t sdim = {(dnnl_dim_t)e->scratch};
@@ -966,7 +1006,7 @@ static bool run_in(const conv_entry *e, const layout *l, unsigned char *base,
     if (ok) ok = dnnl()->dnnl_stream_wait(stream) == dnnl_success;
     if (ok && e->t_dst.on) {
         const xpose *t = &e->t_dst;
-        kiln__transpose_f32((const float *)(const void *)(base + l->dst), kiln__out(out), t->batch,
+        kiln__transpose_f32((const float *)(const void *)(base + l->dst), at_->dst, t->batch,
                             t->rows, t->cols, t->group, t->stride, t->stride);
     }
     if (stream) dnnl()->dnnl_stream_destroy(stream);
@@ -976,32 +1016,105 @@ static bool run_in(const conv_entry *e, const layout *l, unsigned char *base,
     return ok;
 }
 
-/* Runs the entry on the tensors; the status of the call. `cached`: the entry lives as long
- * as the process (its weights may be packed once). */
-static kiln_status run(kiln_ctx *cx, const conv_entry *e, const kiln_tensor *lhs,
-                       const kiln_tensor *rhs, const kiln_tensor *bias, kiln_tensor *out,
-                       bool cached) {
+/* Runs the entry at `at_` with the primitive's thread count; `operands`: the bytes of the
+ * convolution's operands and result (ws_claim keeps a workspace that large). Without a
+ * ctx (a worker of a weight gradient's pieces) only the thread's workspace serves, and a
+ * failure is reported by the status alone; with one, a call of its own allocates from the
+ * ctx when the workspace cannot serve, and errors are recorded in it. */
+static kiln_status run_at(kiln_ctx *cx, const conv_entry *e, const conv_ptrs *at_,
+                          size_t operands) {
     kiln__threads_blas_set(e->key.nthr); /* the team the primitive was made for */
     layout l = layout_of(e);
     void *own = NULL, *base = NULL;
     if (l.total > 0) {
-        base = ws_claim(l.total, kiln_tensor_nbytes(lhs) + kiln_tensor_nbytes(rhs) +
-                                     kiln_tensor_nbytes(out));
+        base = ws_claim(l.total, operands);
         if (!base) {
-            own = kiln__alloc(cx, l.total, KILN_DATA_ALIGNMENT, "convolution");
+            own = cx ? kiln__alloc(cx, l.total, KILN_DATA_ALIGNMENT, "convolution") : NULL;
             if (!own) return KILN_RESOURCE_EXHAUSTED;
             base = own;
         }
     }
-    bool ok = run_in(e, &l, base, lhs, rhs, bias, out, cached);
+    bool ok = run_in(e, &l, base, at_);
     if (own)
         kiln__free(cx, own, l.total);
     else if (base)
         ws_release();
     if (!ok)
-        return kiln_ctx_set_error(cx, KILN_INTERNAL,
-                                  "convolution: a oneDNN primitive failed to run");
+        return cx ? kiln_ctx_set_error(cx, KILN_INTERNAL,
+                                       "convolution: a oneDNN primitive failed to run")
+                  : KILN_INTERNAL;
     return KILN_OK;
+}
+
+/* ---- weight gradients in pieces of output channels ---------------------------------------- */
+
+typedef struct pieces_job {
+    const conv_entry *full, *last; /* BWD_W_PIECE channels, and the last piece's */
+    const conv_key *k;
+    conv_ptrs at;
+    size_t operands;
+    int64_t n;
+    kiln_status *status; /* per piece; KILN_UNKNOWN until run */
+} pieces_job;
+
+static conv_ptrs piece_at(const pieces_job *j, int64_t p) {
+    conv_ptrs a = j->at;
+    a.wei += p * BWD_W_PIECE * j->k->wei_str[1];
+    a.dst += p * BWD_W_PIECE * j->k->dst_str[0];
+    return a;
+}
+
+static void run_pieces(void *user, int64_t begin, int64_t end) {
+    pieces_job *j = user;
+    for (int64_t p = begin; p < end; p++) {
+        conv_ptrs a = piece_at(j, p);
+        j->status[p] = run_at(NULL, p + 1 < j->n ? j->full : j->last, &a, j->operands);
+    }
+}
+
+/* Gets (or builds) the entry of key k for a call; NULL when oneDNN has none. *transient:
+ * the caller owns it (the cache was full). */
+static conv_entry *entry_for_call(const conv_key *k, bool *transient) {
+    conv_entry *e = entry_get(k, transient);
+    if (e && !e->ok) {
+        if (*transient) entry_destroy(e);
+        return NULL;
+    }
+    return e;
+}
+
+/* The weight gradient k at `at`; false when oneDNN has no primitive for a piece (the caller
+ * falls back), else the outcome in *status. Pieces a worker could not run (its workspace
+ * too small or out of memory) run again on the calling thread with the ctx's allocator. */
+static bool run_kernel_gradient(kiln_ctx *cx, const conv_key *k, const conv_ptrs *at,
+                                size_t operands, kiln_status *status) {
+    int64_t O = k->dst_dims[0];
+    int64_t n = (O + BWD_W_PIECE - 1) / BWD_W_PIECE;
+    conv_key kf = piece_key(k, O < BWD_W_PIECE ? O : BWD_W_PIECE);
+    conv_key kl = piece_key(k, O - (n - 1) * BWD_W_PIECE);
+    bool tf = false, tl = false;
+    conv_entry *full = entry_for_call(&kf, &tf);
+    conv_entry *last = full && memcmp(&kf, &kl, sizeof kf) ? entry_for_call(&kl, &tl) : full;
+    kiln_status *st = full && last ? malloc(sizeof *st * (size_t)n) : NULL;
+    bool taken = st != NULL;
+    if (taken) {
+        for (int64_t p = 0; p < n; p++)
+            st[p] = KILN_UNKNOWN;
+        pieces_job j = {full, last, k, *at, operands, n, st};
+        kiln__parallel_for(n, 1, run_pieces, &j);
+        kiln__threads_sync_blas(); /* the pieces ran with one OpenMP thread */
+        *status = KILN_OK;
+        for (int64_t p = 0; p < n && *status == KILN_OK; p++) {
+            if (st[p] == KILN_OK) continue;
+            conv_ptrs a = piece_at(&j, p);
+            *status = run_at(cx, p + 1 < n ? full : last, &a, operands);
+        }
+        kiln__threads_sync_blas();
+    }
+    free(st);
+    if (last != full && tl) entry_destroy(last);
+    if (tf) entry_destroy(full);
+    return taken;
 }
 
 bool kiln__dnnl_conv(kiln_ctx *cx, const kiln__attrs *a, const kiln_tensor *lhs,
@@ -1013,15 +1126,19 @@ bool kiln__dnnl_conv(kiln_ctx *cx, const kiln__attrs *a, const kiln_tensor *lhs,
                   kiln_tensor_shape(rhs), kiln_tensor_dtype(out), kiln_tensor_shape(out),
                   bias != NULL, &k))
         return false;
-    bool transient;
-    conv_entry *e = entry_get(&k, &transient);
-    if (!e || !e->ok) {
-        if (transient) entry_destroy(e);
-        return false; /* the fallback reports running out of memory if it does */
-    }
-    *status = run(cx, e, lhs, rhs, bias, out, !transient);
-    if (k.kind == CONV_BWD_W)
+    conv_ptrs at = {kiln__in(lhs), kiln__in(rhs), bias ? kiln__in(bias) : NULL, kiln__out(out),
+                    NULL};
+    size_t operands = kiln_tensor_nbytes(lhs) + kiln_tensor_nbytes(rhs) + kiln_tensor_nbytes(out);
+    if (k.kind == CONV_BWD_W) {
+        if (!run_kernel_gradient(cx, &k, &at, operands, status)) return false;
         atomic_fetch_add_explicit(&kernel_gradients_run, 1, memory_order_relaxed);
+        return true;
+    }
+    bool transient;
+    conv_entry *e = entry_for_call(&k, &transient);
+    if (!e) return false; /* the fallback reports running out of memory if it does */
+    if (!transient) at.keep_packed = rhs;
+    *status = run_at(cx, e, &at, operands);
     if (k.kind == CONV_BWD_D)
         atomic_fetch_add_explicit(&input_gradients_run, 1, memory_order_relaxed);
     if (transient) entry_destroy(e);

@@ -1095,9 +1095,13 @@ static bool run_kernel_gradient(kiln_ctx *cx, const conv_key *k, const conv_ptrs
     bool tf = false, tl = false;
     conv_entry *full = entry_for_call(&kf, &tf);
     conv_entry *last = full && memcmp(&kf, &kl, sizeof kf) ? entry_for_call(&kl, &tl) : full;
-    kiln_status *st = full && last ? malloc(sizeof *st * (size_t)n) : NULL;
+    kiln_status small[16];
+    kiln_status *st = !full || !last ? NULL : n <= 16 ? small : malloc(sizeof *st * (size_t)n);
     bool taken = st != NULL;
-    if (taken) {
+    if (taken && n == 1) { /* one piece: on this thread, as any convolution */
+        *status = run_at(cx, full, at, operands);
+        kiln__threads_sync_blas();
+    } else if (taken) {
         for (int64_t p = 0; p < n; p++)
             st[p] = KILN_UNKNOWN;
         pieces_job j = {full, last, k, *at, operands, n, st};
@@ -1111,7 +1115,7 @@ static bool run_kernel_gradient(kiln_ctx *cx, const conv_key *k, const conv_ptrs
         }
         kiln__threads_sync_blas();
     }
-    free(st);
+    if (st != small) free(st);
     if (last != full && tl) entry_destroy(last);
     if (tf) entry_destroy(full);
     return taken;

@@ -153,6 +153,14 @@ static void rows_range(void *user, int64_t begin, int64_t end) {
     }
 }
 
+/* All the columns of one pass over M, in work items of ITEM_COLS columns. */
+static void run_rows(rows_job *jb) {
+    int64_t items = (jb->n + ITEM_COLS - 1) / ITEM_COLS;
+    int64_t per_item = jb->m * jb->k * ITEM_COLS;
+    int64_t grain = per_item >= PAR_MACS ? 1 : PAR_MACS / per_item;
+    kiln__parallel_for(items, grain, rows_range, jb);
+}
+
 void kiln__gemm_rows_f32(const float *x, int64_t ldx, int64_t m, const float *w, int64_t ldw,
                          int64_t k, int64_t n, float *y, int64_t ldy) {
     if (n <= 0 || m <= 0) return;
@@ -169,38 +177,13 @@ void kiln__gemm_rows_f32(const float *x, int64_t ldx, int64_t m, const float *w,
         for (int64_t i = 0; i < k; i++)
             for (int64_t r = 0; r < 16; r++)
                 xt[i * 16 + r] = r < m ? x[r * ldx + i] : 0.0f;
-        rows_job jb = {.x = x,
-                       .w = w,
-                       .xt = xt,
-                       .y = y,
-                       .m = m,
-                       .k = k,
-                       .n = n,
-                       .ldx = ldx,
-                       .ldw = ldw,
-                       .ldy = ldy};
-        int64_t items = (n + ITEM_COLS - 1) / ITEM_COLS;
-        int64_t per_item = m * k * ITEM_COLS;
-        int64_t grain = per_item >= PAR_MACS ? 1 : PAR_MACS / per_item;
-        kiln__parallel_for(items, grain, rows_range, &jb);
+        run_rows(&(rows_job){x, w, xt, y, m, k, n, ldx, ldw, ldy});
         free(xt);
         return;
     }
     /* 8 rows per pass over M */
     for (int64_t r0 = 0; r0 < m; r0 += ROWS_MAX) {
         int64_t rows = m - r0 < ROWS_MAX ? m - r0 : ROWS_MAX;
-        rows_job jb = {.x = x + r0 * ldx,
-                       .w = w,
-                       .y = y + r0 * ldy,
-                       .m = rows,
-                       .k = k,
-                       .n = n,
-                       .ldx = ldx,
-                       .ldw = ldw,
-                       .ldy = ldy};
-        int64_t items = (n + ITEM_COLS - 1) / ITEM_COLS;
-        int64_t per_item = rows * k * ITEM_COLS;
-        int64_t grain = per_item >= PAR_MACS ? 1 : PAR_MACS / per_item;
-        kiln__parallel_for(items, grain, rows_range, &jb);
+        run_rows(&(rows_job){x + r0 * ldx, w, NULL, y + r0 * ldy, rows, k, n, ldx, ldw, ldy});
     }
 }

@@ -80,6 +80,11 @@ void *count_alloc(void *user, size_t size, size_t alignment);
 void count_free(void *user, void *ptr, size_t size);
 size_t peak_begin(void);
 double peak_mib(size_t base);
+/* The process's peak resident set (what the training peers report too): rss_peak_reset
+ * sets the kernel's high-water mark (VmHWM) to the resident set now, 0 where this kernel
+ * cannot; rss_peak_mib reads it in MiB, -1 when it cannot. */
+int rss_peak_reset(void);
+double rss_peak_mib(void);
 
 /* ---- the machine's limits (harness.c) ----------------------------------------------------- */
 

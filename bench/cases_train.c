@@ -89,40 +89,17 @@ static void step_once(void *user) {
     kiln_tensor_release(s->out[0]);
 }
 
-/* ---- the process's peak resident set ----------------------------------------------------- */
-
-/* Resets the kernel's high-water mark of the resident set (VmHWM) to the current RSS;
- * 0 when this kernel cannot. */
-static int rss_peak_reset(void) {
-    FILE *f = fopen("/proc/self/clear_refs", "w");
-    if (!f) return 0;
-    int ok = fputs("5", f) >= 0;
-    return (fclose(f) == 0) && ok;
-}
-
-/* VmHWM or VmRSS of /proc/self/status in MiB, or -1. */
-static double rss_mib(const char *field) {
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f) return -1;
-    char line[256];
-    double kib = -1;
-    size_t n = strlen(field);
-    while (fgets(line, sizeof line, f))
-        if (!strncmp(line, field, n) && line[n] == ':') kib = strtod(line + n + 1, NULL);
-    fclose(f);
-    return kib < 0 ? -1 : kib / 1024.0;
-}
-
 /* ---- running a step case ------------------------------------------------------------------ */
 
 /* What a step case hands the runner: its function, arguments (in[0..1]: the batch; then
- * n_state donated state tensors, which results 1.. replace), the multiply-adds of a step
- * (0: no floor), the repetitions, the note. */
+ * n_state donated state tensors, which results 1.. replace), the flops of a step (0: no
+ * floor) and what they count, the repetitions, the note. */
 typedef struct {
     kiln_region fn;
     const kiln_arg_spec *specs;
     int n_args, n_state;
     double flops;
+    const char *flops_are;
     reps_policy calls;
     const char *what;
 } step_case;
@@ -144,7 +121,7 @@ static void run_step_case(bench *b, const step_case *c, step_state *s) {
     float first_loss = s->loss;
     int have_rss = rss_peak_reset();
     stats st = measure(step_once, s, c->calls);
-    double rss_peak = have_rss ? rss_mib("VmHWM") : -1;
+    double rss_peak = have_rss ? rss_peak_mib() : -1;
     if (!s->ok || !check(b)) goto done;
     char note[200];
     snprintf(note, sizeof note, "%s; %d state tensors donated; loss %.4f -> %.4g", c->what,
@@ -154,7 +131,7 @@ static void run_step_case(bench *b, const step_case *c, step_state *s) {
     if (c->flops > 0) {
         char lim[200];
         emit_rate(b->suite, b->name, "kiln", "gflops", st, c->flops / 1e9, "GFLOP/s", b->threads,
-                  limits_flops(lim, sizeof lim, "3x the forward's multiply-adds"));
+                  limits_flops(lim, sizeof lim, c->flops_are));
         double sgemm = b->threads > 1 ? machine.sgemmN : machine.sgemm1;
         emit_time(b->suite, b->name, "kiln", "floor", single(c->flops / sgemm), b->threads,
                   "flops / sgemm rate");
@@ -197,8 +174,8 @@ static void vgg_train_case(bench *b, int depth, int64_t n, int64_t hw) {
     snprintf(what, sizeof what, "VGG%d, softmax cross-entropy, SGD momentum 0.9", depth);
     /* Forward, then the gradients by the activations and by the weights: about three
      * forward passes of multiply-adds (the first layer's input gradient is not needed). */
-    step_case c = {{fn_vgg_step, &t}, specs,       2 + 2 * P, 2 * P, 3.0 * fwd_flops,
-                   policy_slow(3),    what};
+    step_case c = {{fn_vgg_step, &t},        specs,          2 + 2 * P, 2 * P, 3.0 * fwd_flops,
+                   "3x the forward's flops", policy_slow(3), what};
     run_step_case(b, &c, &s);
 }
 
@@ -211,8 +188,8 @@ static kiln_status fn_digits_loss(kiln_ctx *cx, kiln_tensor *const *in, kiln_ten
                                   void *user) {
     (void)user;
     kiln_nn_cnn p;
-    kiln_status st = kiln_tree_unflatten(cx, &kiln_tree_def_kiln_nn_cnn, in + 2, DIGITS_P, NULL,
-                                         0, &p);
+    kiln_status st =
+        kiln_tree_unflatten(cx, &kiln_tree_def_kiln_nn_cnn, in + 2, DIGITS_P, NULL, 0, &p);
     if (st != KILN_OK) return st;
     out[0] = kiln_nn_softmax_cross_entropy(cx, kiln_nn_cnn_forward(cx, &p, in[0]), in[1]);
     return kiln_ctx_status(cx);
@@ -252,8 +229,8 @@ void case_digits_train(bench *b) {
     kiln_nn_cnn params;
     kiln_tensor *leaves[DIGITS_P];
     if (kiln_nn_cnn_create(b->cx, &cfg, kiln_key_from_seed(7), &params) != KILN_OK ||
-        kiln_tree_flatten(b->cx, &kiln_tree_def_kiln_nn_cnn, &params, leaves, DIGITS_P, NULL,
-                          0) != KILN_OK) {
+        kiln_tree_flatten(b->cx, &kiln_tree_def_kiln_nn_cnn, &params, leaves, DIGITS_P, NULL, 0) !=
+            KILN_OK) {
         check(b);
         return;
     }
@@ -274,8 +251,14 @@ void case_digits_train(bench *b) {
     }
     specs[2 + 3 * DIGITS_P] = (kiln_arg_spec){.dtype = KILN_I32, .shape = {0}, .donate = true};
     s.in[2 + 3 * DIGITS_P] = kiln_scalar(b->cx, 0, KILN_I32);
-    step_case c = {{fn_digits_step, NULL}, specs, 3 + 3 * DIGITS_P, 1 + 3 * DIGITS_P, 0,
-                   policy_fast(), "the digits CNN (kiln-demo's), softmax cross-entropy, Adam"};
+    step_case c = {{fn_digits_step, NULL},
+                   specs,
+                   3 + 3 * DIGITS_P,
+                   1 + 3 * DIGITS_P,
+                   0,
+                   NULL,
+                   policy_fast(),
+                   "the digits CNN (kiln-demo's), softmax cross-entropy, Adam"};
     run_step_case(b, &c, &s);
 }
 

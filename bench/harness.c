@@ -203,6 +203,26 @@ double peak_mib(size_t base) {
     return (double)(atomic_load(&peak_bytes) - base) / (1024.0 * 1024.0);
 }
 
+/* ---- the process's peak resident set ---------------------------------------------------- */
+
+int rss_peak_reset(void) {
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (!f) return 0;
+    int ok = fputs("5", f) >= 0;
+    return (fclose(f) == 0) && ok;
+}
+
+double rss_peak_mib(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return -1;
+    char line[256];
+    double kib = -1;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmHWM:", 6)) kib = strtod(line + 6, NULL);
+    fclose(f);
+    return kib < 0 ? -1 : kib / 1024.0;
+}
+
 /* ---- the machine's limits ---------------------------------------------------------------- */
 
 machine_limits machine;

@@ -56,6 +56,31 @@ def pin_threads(n, affinity=False):
         os.sched_setaffinity(0, cpus[:max(1, n)])
 
 
+def jax_vgg_forward(x, *ws):
+    """kiln-bench's VGG in JAX (jax_peer.py's cases and vgg_train_step.py's step): NCHW input,
+    OIHW kernels, dense weights [in, out]; the depth follows from the number of weights."""
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+    n_convs = (len(ws) - 6) // 2
+    stages = VGG_STAGES[{8: 11, 10: 13, 13: 16, 16: 19}[n_convs]]
+    h, k = x, 0
+    for n in stages:
+        for _ in range(n):
+            h = lax.conv_general_dilated(h, ws[k], (1, 1), ((1, 1), (1, 1)),
+                                         dimension_numbers=("NCHW", "OIHW", "NCHW"))
+            h = jax.nn.relu(h + ws[k + 1][None, :, None, None])
+            k += 2
+        h = lax.reduce_window(h, -jnp.inf, lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID")
+    h = h.reshape(h.shape[0], -1)
+    for j in range(3):
+        h = h @ ws[k] + ws[k + 1]
+        k += 2
+        if j < 2:
+            h = jax.nn.relu(h)
+    return h
+
+
 def rss_peak_reset():
     """Resets the process's peak resident set (VmHWM) to its resident set now, as
     kiln-bench's train cases do before their timed steps; False where the kernel cannot."""

@@ -51,25 +51,7 @@ def expsin(x):
     return jnp.exp(-x * x) * jnp.sin(x) + 0.5 * x
 
 
-# VGG in NCHW with OIHW kernels (kiln's layout and torchvision's); dense weights [in, out].
-def vgg_forward(x, *ws):
-    n_convs = (len(ws) - 6) // 2
-    stages = VGG_STAGES[{8: 11, 10: 13, 13: 16, 16: 19}[n_convs]]
-    h, k = x, 0
-    for n in stages:
-        for _ in range(n):
-            h = lax.conv_general_dilated(h, ws[k], (1, 1), ((1, 1), (1, 1)),
-                                         dimension_numbers=("NCHW", "OIHW", "NCHW"))
-            h = jax.nn.relu(h + ws[k + 1][None, :, None, None])
-            k += 2
-        h = lax.reduce_window(h, -jnp.inf, lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID")
-    h = h.reshape(h.shape[0], -1)
-    for j in range(3):
-        h = h @ ws[k] + ws[k + 1]
-        k += 2
-        if j < 2:
-            h = jax.nn.relu(h)
-    return h
+vgg_forward = common.jax_vgg_forward
 
 
 VGG_STAGES = common.VGG_STAGES

@@ -92,27 +92,10 @@ def jax_steps():
         return
     import jax
     import jax.numpy as jnp
-    from jax import lax
-
-    def forward(p, x):
-        h, k = x, 0
-        for n in common.VGG_STAGES[11]:
-            for _ in range(n):
-                h = lax.conv_general_dilated(h, p[k], (1, 1), ((1, 1), (1, 1)),
-                                             dimension_numbers=("NCHW", "OIHW", "NCHW"))
-                h = jax.nn.relu(h + p[k + 1][None, :, None, None])
-                k += 2
-            h = lax.reduce_window(h, -jnp.inf, lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID")
-        h = h.reshape(h.shape[0], -1)
-        for d in range(3):
-            h = h @ p[k] + p[k + 1]
-            k += 2
-            if d < 2:
-                h = jax.nn.relu(h)
-        return h
 
     def loss(p, x, y):
-        return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(forward(p, x)), y[:, None], 1))
+        logits = common.jax_vgg_forward(x, *p)
+        return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], 1))
 
     def step(p, m, x, y):
         lv, g = jax.value_and_grad(loss)(p, x, y)

@@ -91,6 +91,35 @@ static void random_roles(int trial, int32_t S, const int64_t *sizes, kiln_conv_p
     }
 }
 
+/* q on l and r through kiln__dnnl_conv and through the evaluator, each against ref (im2col
+ * + GEMM) within tol; true when kiln__dnnl_conv ran it as the gradient that `ran` counts. */
+static bool check_against_im2col(kiln_ctx *cx, kiln_tensor *l, kiln_tensor *r,
+                                 const kiln_conv_params *q, const kiln_tensor *ref, double tol,
+                                 int64_t (*ran)(void), const char *what, int trial) {
+    kiln__attrs at = {.u.conv = *q, .result_dtype = KILN_F32};
+    kiln_tensor *direct = zeros_f32(cx, *kiln_tensor_shape(ref));
+    kiln_status st = KILN_UNKNOWN;
+    int64_t before = ran();
+    bool taken = false;
+    if (kiln__dnnl_conv(cx, &at, l, r, NULL, direct, &st)) {
+        cr_assert_eq(st, KILN_OK, "trial %d: %s", trial, kiln_ctx_error_message(cx));
+        expect_close(direct, ref, tol, what, trial);
+        taken = ran() == before + 1;
+    }
+    /* Through the evaluator too (it picks oneDNN by itself). */
+    kiln_tensor *eval = kiln_convolution(cx, l, r, q, KILN_DTYPE_COUNT);
+    expect_close(eval, ref, tol, "kiln_convolution vs im2col", trial);
+    return taken;
+}
+
+/* False (with a warning) where this process cannot open oneDNN: the path is not tested. */
+static bool have_onednn(const char *path) {
+    if (kiln__dnnl_conv_available()) return true;
+    cr_log_warn("oneDNN cannot be opened (%s): the %s path is not tested", kiln__dnnl_api_error(),
+                path);
+    return false;
+}
+
 Test(onednn_gradients, kernel_gradients_run_as_weight_gradients_and_match_im2col) {
     /* The weight gradient of a forward convolution (batch N, C -> O channels, kernel K,
      * stride s, dilation rd, padding lo and hi) as autodiff writes it: lhs = x with batch
@@ -98,13 +127,8 @@ Test(onednn_gradients, kernel_gradients_run_as_weight_gradients_and_match_im2col
      * [C, O, K] (batch C, feature O); window strides rd, rhs dilation s, padding lo and the
      * high padding that leaves exactly K outputs (negative when the forward dropped input:
      * oneDNN declines those). */
+    if (!have_onednn("weight-gradient")) return;
     kiln_ctx *cx = test_ctx();
-    if (!kiln__dnnl_conv_available()) {
-        cr_log_warn("oneDNN cannot be opened (%s): the weight-gradient path is not tested",
-                    kiln__dnnl_api_error());
-        kiln_ctx_release(cx);
-        return;
-    }
     rng_state = 0x9e3779b97f4a7c15ull;
     kiln__dnnl_conv_any_size(true);
     int taken = 0, eligible = 0;
@@ -141,20 +165,9 @@ Test(onednn_gradients, kernel_gradients_run_as_weight_gradients_and_match_im2col
         /* Each result sums N * (outputs per kernel position) products of values in [-1, 1). */
         double terms = (double)N * (double)kiln_tensor_numel(r) / (double)(N * O);
         double tol = 1e-6 * terms + 1e-5;
-        kiln__attrs at = {.u.conv = q, .result_dtype = KILN_F32};
-        kiln_tensor *direct = zeros_f32(cx, os);
-        kiln_status st = KILN_UNKNOWN;
-        int64_t before = kiln__dnnl_conv_kernel_gradients_run();
-        bool ran = kiln__dnnl_conv(cx, &at, l, r, NULL, direct, &st);
-        if (ran) {
-            cr_assert_eq(st, KILN_OK, "trial %d: %s", trial, kiln_ctx_error_message(cx));
-            expect_close(direct, ref, tol, "oneDNN weight gradient vs im2col", trial);
-            taken += kiln__dnnl_conv_kernel_gradients_run() == before + 1;
-        }
+        taken += check_against_im2col(cx, l, r, &q, ref, tol, kiln__dnnl_conv_kernel_gradients_run,
+                                      "oneDNN weight gradient vs im2col", trial);
         eligible += exact;
-        /* Through the evaluator too (it picks oneDNN by itself). */
-        kiln_tensor *eval = kiln_convolution(cx, l, r, &q, KILN_DTYPE_COUNT);
-        expect_close(eval, ref, tol, "kiln_convolution vs im2col", trial);
         kiln_scope_end(cx);
     }
     kiln__dnnl_conv_any_size(false);
@@ -171,13 +184,8 @@ Test(onednn_gradients, input_dilated_convolutions_run_as_input_gradients_and_mat
      * dilation rd, kernel K and padding up to (K - 1) * rd on each side: any such is the
      * input gradient of a forward convolution with the kernel reversed (padding beyond that
      * would be the forward's negative padding: oneDNN declines it). */
+    if (!have_onednn("input-gradient")) return;
     kiln_ctx *cx = test_ctx();
-    if (!kiln__dnnl_conv_available()) {
-        cr_log_warn("oneDNN cannot be opened (%s): the input-gradient path is not tested",
-                    kiln__dnnl_api_error());
-        kiln_ctx_release(cx);
-        return;
-    }
     rng_state = 0x2545f4914f6cdd1dull;
     kiln__dnnl_conv_any_size(true);
     int taken = 0, eligible = 0;
@@ -215,18 +223,9 @@ Test(onednn_gradients, input_dilated_convolutions_run_as_input_gradients_and_mat
             continue;
         }
         double tol = 1e-6 * (double)(O * kiln_tensor_numel(r) / (O * C)) + 1e-5;
-        kiln__attrs at = {.u.conv = q, .result_dtype = KILN_F32};
-        kiln_tensor *direct = zeros_f32(cx, *kiln_tensor_shape(ref));
-        kiln_status st = KILN_UNKNOWN;
-        int64_t before = kiln__dnnl_conv_input_gradients_run();
-        if (kiln__dnnl_conv(cx, &at, l, r, NULL, direct, &st)) {
-            cr_assert_eq(st, KILN_OK, "trial %d: %s", trial, kiln_ctx_error_message(cx));
-            expect_close(direct, ref, tol, "oneDNN input gradient vs im2col", trial);
-            taken += kiln__dnnl_conv_input_gradients_run() == before + 1;
-        }
+        taken += check_against_im2col(cx, l, r, &q, ref, tol, kiln__dnnl_conv_input_gradients_run,
+                                      "oneDNN input gradient vs im2col", trial);
         eligible += fits;
-        kiln_tensor *eval = kiln_convolution(cx, l, r, &q, KILN_DTYPE_COUNT);
-        expect_close(eval, ref, tol, "kiln_convolution vs im2col", trial);
         kiln_scope_end(cx);
     }
     kiln__dnnl_conv_any_size(false);

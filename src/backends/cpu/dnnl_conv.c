@@ -747,6 +747,15 @@ static conv_key piece_key(const conv_key *k, int64_t oc) {
     return c;
 }
 
+/* Weight gradient k's pieces: their count, and the keys of all but the last (*full) and of
+ * the last (*last; the same when the channels divide evenly). */
+static int64_t piece_keys(const conv_key *k, conv_key *full, conv_key *last) {
+    int64_t O = k->dst_dims[0], n = (O + BWD_W_PIECE - 1) / BWD_W_PIECE;
+    *full = piece_key(k, O < BWD_W_PIECE ? O : BWD_W_PIECE);
+    *last = piece_key(k, O - (n - 1) * BWD_W_PIECE);
+    return n;
+}
+
 /* Queues key k for the builder thread (or builds it now when the thread cannot start):
  * compiling does not wait for oneDNN (opening it, the first time, and its JIT), and the
  * first call waits only for the primitives it reaches before they are made (or makes them
@@ -776,9 +785,8 @@ kiln_status kiln__dnnl_conv_prepare(kiln_ctx *cx, const kiln__attrs *a, const ki
         return KILN_OK;
     }
     /* a weight gradient runs as pieces: their primitives (at most two sizes) */
-    int64_t O = k.dst_dims[0], n = (O + BWD_W_PIECE - 1) / BWD_W_PIECE;
-    conv_key full = piece_key(&k, O < BWD_W_PIECE ? O : BWD_W_PIECE);
-    conv_key last = piece_key(&k, O - (n - 1) * BWD_W_PIECE);
+    conv_key full, last;
+    piece_keys(&k, &full, &last);
     prepare_key(&full);
     prepare_key(&last);
     return KILN_OK;
@@ -1084,38 +1092,36 @@ static conv_entry *entry_for_call(const conv_key *k, bool *transient) {
 }
 
 /* The weight gradient k at `at`; false when oneDNN has no primitive for a piece (the caller
- * falls back), else the outcome in *status. Pieces a worker could not run (its workspace
- * too small or out of memory) run again on the calling thread with the ctx's allocator. */
+ * falls back), else the outcome in *status. The pieces run on kiln's pool; one piece, a
+ * piece a worker could not run (its workspace too small or out of memory), or every piece
+ * when there is no memory to note their outcomes runs on the calling thread with the ctx's
+ * allocator. */
 static bool run_kernel_gradient(kiln_ctx *cx, const conv_key *k, const conv_ptrs *at,
                                 size_t operands, kiln_status *status) {
-    int64_t O = k->dst_dims[0];
-    int64_t n = (O + BWD_W_PIECE - 1) / BWD_W_PIECE;
-    conv_key kf = piece_key(k, O < BWD_W_PIECE ? O : BWD_W_PIECE);
-    conv_key kl = piece_key(k, O - (n - 1) * BWD_W_PIECE);
+    conv_key kf, kl;
+    int64_t n = piece_keys(k, &kf, &kl);
     bool tf = false, tl = false;
     conv_entry *full = entry_for_call(&kf, &tf);
     conv_entry *last = full && memcmp(&kf, &kl, sizeof kf) ? entry_for_call(&kl, &tl) : full;
-    kiln_status small[16];
-    kiln_status *st = !full || !last ? NULL : n <= 16 ? small : malloc(sizeof *st * (size_t)n);
-    bool taken = st != NULL;
-    if (taken && n == 1) { /* one piece: on this thread, as any convolution */
-        *status = run_at(cx, full, at, operands);
-        kiln__threads_sync_blas();
-    } else if (taken) {
-        for (int64_t p = 0; p < n; p++)
-            st[p] = KILN_UNKNOWN;
+    bool taken = full && last;
+    if (taken) {
+        kiln_status small[16];
+        kiln_status *st = n == 1 ? NULL : n <= 16 ? small : malloc(sizeof *st * (size_t)n);
         pieces_job j = {full, last, k, *at, operands, n, st};
-        kiln__parallel_for(n, 1, run_pieces, &j);
-        kiln__threads_sync_blas(); /* the pieces ran with one OpenMP thread */
+        if (st) {
+            for (int64_t p = 0; p < n; p++)
+                st[p] = KILN_UNKNOWN;
+            kiln__parallel_for(n, 1, run_pieces, &j);
+        }
         *status = KILN_OK;
         for (int64_t p = 0; p < n && *status == KILN_OK; p++) {
-            if (st[p] == KILN_OK) continue;
+            if (st && st[p] == KILN_OK) continue;
             conv_ptrs a = piece_at(&j, p);
             *status = run_at(cx, p + 1 < n ? full : last, &a, operands);
         }
-        kiln__threads_sync_blas();
+        kiln__threads_sync_blas(); /* the pieces ran with one OpenMP thread */
+        if (st != small) free(st);
     }
-    if (st != small) free(st);
     if (last != full && tl) entry_destroy(last);
     if (tf) entry_destroy(full);
     return taken;

@@ -73,8 +73,9 @@ void kiln__gemv_f32(const float *x, int64_t incx, const float *m, int64_t ld, in
                     float *y);
 
 /* Y = X M for f32 with few rows, X [m x k] (rows ldx apart), M [k x n] (rows ldw apart),
- * Y [m x n] (rows ldy apart), streaming M once per 8 rows of X without packing it
- * (gemm_rows_f32.c). Each row of Y gets exactly kiln__gemv_f32's result for that row of X
+ * Y [m x n] (rows ldy apart), streaming M without packing it: once for up to 16 rows of X
+ * (a temporary of 64 bytes per row of M from malloc for 9 to 16; without it, once per 8
+ * rows), once per 8 rows beyond (gemm_rows_f32.c). Each row of Y gets exactly kiln__gemv_f32's result for that row of X
  * (the same chain of fmas), whatever m, the split or the thread count. Only when
  * kiln__gemm_rows_f32_available() (AVX-512 at run time). */
 bool kiln__gemm_rows_f32_available(void);

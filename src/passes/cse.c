@@ -16,13 +16,6 @@
 #include "base/alloc.h"
 #include "passes/passes.h"
 
-static bool dims_eq(const kiln_dims *a, const kiln_dims *b) {
-    if (a->count != b->count) return false;
-    for (int32_t i = 0; i < a->count; i++)
-        if (a->v[i] != b->v[i]) return false;
-    return true;
-}
-
 static bool shape_eq(const kiln_shape *a, const kiln_shape *b) {
     if (a->rank != b->rank) return false;
     for (int32_t i = 0; i < a->rank; i++)
@@ -57,13 +50,13 @@ static bool attrs_eq(kiln_op kind, const kiln__attrs *a, const kiln__attrs *b) {
                shape_eq(&a->u.iota.shape, &b->u.iota.shape);
     case KILN_OP_BROADCAST_IN_DIM:
         return shape_eq(&a->u.broadcast.shape, &b->u.broadcast.shape) &&
-               dims_eq(&a->u.broadcast.dims, &b->u.broadcast.dims);
+               kiln__dims_equal(&a->u.broadcast.dims, &b->u.broadcast.dims);
     case KILN_OP_RESHAPE: return shape_eq(&a->u.reshape, &b->u.reshape);
-    case KILN_OP_TRANSPOSE: return dims_eq(&a->u.permutation, &b->u.permutation);
+    case KILN_OP_TRANSPOSE: return kiln__dims_equal(&a->u.permutation, &b->u.permutation);
     case KILN_OP_SLICE:
-        return dims_eq(&a->u.slice.start, &b->u.slice.start) &&
-               dims_eq(&a->u.slice.limit, &b->u.slice.limit) &&
-               dims_eq(&a->u.slice.strides, &b->u.slice.strides);
+        return kiln__dims_equal(&a->u.slice.start, &b->u.slice.start) &&
+               kiln__dims_equal(&a->u.slice.limit, &b->u.slice.limit) &&
+               kiln__dims_equal(&a->u.slice.strides, &b->u.slice.strides);
     default:
         /* Other elementwise ops have no attributes. */
         return kiln__op_has(kind, KILN_OPF_ELEMENTWISE);

@@ -34,13 +34,6 @@ static const kiln_dims *moved_perm(const kiln__value *v) {
     return &d->attrs->u.permutation;
 }
 
-static bool same_perm(const kiln_dims *a, const kiln_dims *b) {
-    if (a->count != b->count) return false;
-    for (int32_t i = 0; i < a->count; i++)
-        if (a->v[i] != b->v[i]) return false;
-    return true;
-}
-
 /* The shape s of a value seen through transpose(., p) taken back: dims'[p[i]] = s[i]. */
 static kiln_shape unpermuted(const kiln_shape *s, const kiln_dims *p) {
     kiln_shape r = *s;
@@ -161,7 +154,7 @@ static int32_t through_elementwise(kiln_module *m, kiln__ir_op *op) {
     for (int32_t i = 0; i < op->n_operands; i++) {
         const kiln__value *v = op->operands[i];
         const kiln_dims *q = moved_perm(v);
-        if (q ? same_perm(p, q) : v->type->shape.rank == 0) continue;
+        if (q ? kiln__dims_equal(p, q) : v->type->shape.rank == 0) continue;
         if (!v->def || v->def->kind != KILN_OP_BROADCAST_IN_DIM || v->type->shape.rank != rank)
             return 0;
     }
@@ -182,7 +175,8 @@ static int32_t through_elementwise(kiln_module *m, kiln__ir_op *op) {
         for (int32_t k = 0; k < a.u.broadcast.dims.count; k++)
             a.u.broadcast.dims.v[k] = p->v[b->attrs->u.broadcast.dims.v[k]];
         kiln__type t = {.dtype = v->type->dtype, .shape = unpermuted(&v->type->shape, p)};
-        kiln__ir_op *nb = insert_before(m, op, KILN_OP_BROADCAST_IN_DIM, &a, &b->operands[0], 1, &t);
+        kiln__ir_op *nb =
+            insert_before(m, op, KILN_OP_BROADCAST_IN_DIM, &a, &b->operands[0], 1, &t);
         if (!nb) return 0; /* the ones made already are dead: dce removes them */
         now[i] = nb->results[0];
     }
@@ -219,7 +213,7 @@ static int32_t through_window(kiln_module *m, kiln__ir_op *op) {
     const kiln_dims *p = moved_perm(op->operands[0]);
     if (!p || op->n_results != 1) return 0;
     bool sas = op->kind == KILN_OP_SELECT_AND_SCATTER;
-    if (sas && (!moved_perm(op->operands[1]) || !same_perm(p, moved_perm(op->operands[1]))))
+    if (sas && (!moved_perm(op->operands[1]) || !kiln__dims_equal(p, moved_perm(op->operands[1]))))
         return 0;
     if (!sas && op->n_operands != 2) return 0;
     kiln__attrs *own = kiln__op_attrs_mut(m, op);
@@ -307,8 +301,7 @@ static int32_t assign_block(kiln_module *m, kiln__block *b, kiln__layout_stats *
     for (kiln__ir_op *op = b->first; op; op = op->next)
         if (takes_transposed(op))
             for (int32_t i = 0; i < op->n_operands; i++)
-                if (op->operands[i]->def && op->operands[i]->def->block == b)
-                    op->operands[i]->id++;
+                if (op->operands[i]->def && op->operands[i]->def->block == b) op->operands[i]->id++;
     for (kiln__ir_op *op = b->last; op; op = op->prev) { /* users before their operands */
         bool elementwise = kiln__op_has(op->kind, KILN_OPF_ELEMENTWISE);
         if (!gains(op) && !(elementwise && (op->results[0]->id & REACHES))) continue;
@@ -323,8 +316,7 @@ static int32_t assign_block(kiln_module *m, kiln__block *b, kiln__layout_stats *
             changed += absorb_operands(m, op);
             const kiln__value *res = op->results[0];
             if (conv_candidate(op) && res->uses > 0 && (res->id & USES_MASK) == res->uses &&
-                (res->id & REACHES) &&
-                result_channels_last(m, op)) {
+                (res->id & REACHES) && result_channels_last(m, op)) {
                 changed++;
                 if (st) st->convolutions++;
                 op = op->next; /* the transpose just made */

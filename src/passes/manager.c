@@ -94,6 +94,13 @@ int32_t kiln__passes_simplify(kiln_module *m, unsigned flags) {
     return kiln__passes_run(m, chosen, n, 8);
 }
 
+bool kiln__dims_equal(const kiln_dims *a, const kiln_dims *b) {
+    if (a->count != b->count) return false;
+    for (int32_t i = 0; i < a->count; i++)
+        if (a->v[i] != b->v[i]) return false;
+    return true;
+}
+
 void kiln__set_operand(kiln__ir_op *op, int32_t i, kiln__value *v) {
     op->operands[i]->uses--;
     v->uses++;

@@ -67,6 +67,9 @@ int32_t kiln__layout_assign(kiln_module *m, kiln__layout_stats *stats);
  * chains end. */
 int32_t kiln__layout_transposes(const kiln_module *m);
 
+/* Whether two dimension lists are the same, entry for entry. */
+bool kiln__dims_equal(const kiln_dims *a, const kiln_dims *b);
+
 /* Makes operand i of op the value v, keeping both values' uses counters right. */
 void kiln__set_operand(kiln__ir_op *op, int32_t i, kiln__value *v);
 

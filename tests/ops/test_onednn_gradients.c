@@ -14,6 +14,7 @@
 #include "backends/cpu/eval.h"
 #include "backends/cpu/eval_linalg.h"
 #include "base/threads.h"
+#include "failing_allocator.h"
 #include "test_util.h"
 
 static uint64_t rng_state;
@@ -360,6 +361,50 @@ Test(onednn_gradients, same_bits_on_every_thread_count) {
         kiln_scope_end(cx);
     }
     kiln__threads_set_count(0);
+    expect_ok(cx);
+    kiln_ctx_release(cx);
+}
+
+Test(onednn_gradients, pieces_without_a_workspace_run_on_the_caller) {
+    /* A weight gradient of 128 output channels runs as two pieces on kiln's pool. Without
+     * the threads' workspaces a worker cannot run its piece, and the calling thread runs it
+     * again with the ctx's allocator: the same bits. When that allocator fails too, the call
+     * reports RESOURCE_EXHAUSTED and leaks nothing. */
+    if (!have_onednn("weight-gradient")) return;
+    kiln_ctx *cx = test_ctx();
+    kiln_conv_params w = {0}; /* x [C=64 batch, N=4 feature, 28, 28] * g [4, 128, 28, 28] */
+    w.input_batch_dimension = 1, w.input_feature_dimension = 0;
+    w.input_spatial_dimensions = KILN_DIMS(2, 3);
+    w.kernel_input_feature_dimension = 0, w.kernel_output_feature_dimension = 1;
+    w.kernel_spatial_dimensions = KILN_DIMS(2, 3);
+    w.output_batch_dimension = 1, w.output_feature_dimension = 0;
+    w.output_spatial_dimensions = KILN_DIMS(2, 3);
+    w.padding_low = KILN_DIMS(1, 1), w.padding_high = KILN_DIMS(1, 1);
+    kiln_tensor *l = random_f32(cx, KILN_SHAPE(4, 64, 28, 28), 80);
+    kiln_tensor *r = random_f32(cx, KILN_SHAPE(4, 128, 28, 28), 81);
+    kiln__attrs at = {.u.conv = w, .result_dtype = KILN_F32};
+    kiln__threads_set_count(2);
+    kiln_tensor *want = zeros_f32(cx, KILN_SHAPE(128, 64, 3, 3));
+    kiln_status st = KILN_UNKNOWN;
+    cr_assert(kiln__dnnl_conv(cx, &at, l, r, NULL, want, &st));
+    cr_assert_eq(st, KILN_OK, "%s", kiln_ctx_error_message(cx));
+    kiln__dnnl_conv_no_workspace(true);
+    kiln_tensor *got = zeros_f32(cx, KILN_SHAPE(128, 64, 3, 3));
+    cr_assert(kiln__dnnl_conv(cx, &at, l, r, NULL, got, &st));
+    cr_assert_eq(st, KILN_OK, "%s", kiln_ctx_error_message(cx));
+    expect_close(got, want, 0.0, "pieces rerun on the calling thread", 0);
+    failing_allocator fa;
+    kiln_ctx *fcx = failing_allocator_ctx(&fa);
+    cr_assert_not_null(fcx);
+    int64_t live = fa.live_blocks;
+    fa.fail_after = fa.allocations; /* every allocation from here on fails */
+    cr_assert(kiln__dnnl_conv(fcx, &at, l, r, NULL, got, &st));
+    kiln__dnnl_conv_no_workspace(false);
+    kiln__threads_set_count(0);
+    cr_assert_eq(st, KILN_RESOURCE_EXHAUSTED);
+    expect_error(fcx, KILN_RESOURCE_EXHAUSTED, "convolution");
+    cr_assert_eq(fa.live_blocks, live, "a buffer leaked");
+    kiln_ctx_release(fcx);
     expect_ok(cx);
     kiln_ctx_release(cx);
 }

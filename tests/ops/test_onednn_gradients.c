@@ -313,12 +313,11 @@ Test(onednn_gradients, compiled_gradients_match_the_interpreter) {
     kiln_ctx_release(cx);
 }
 
-Test(onednn_gradients, same_bits_on_every_thread_count) {
-    /* kiln's results do not depend on the thread count (README): the gradients on oneDNN
-     * neither, at sizes that run in parallel (weight gradients of 64 and 128 output
-     * channels, a stride-2 input gradient). */
-    kiln_ctx *cx = test_ctx();
-    kiln_conv_params w = {0}; /* x [C=64 batch, N=4 feature, 28, 28] * g [4, 128, 28, 28] */
+/* The weight gradient of a 3x3 convolution with padding 1 as autodiff writes it for NCHW:
+ * x [N, C, H, W] with batch role on C and feature role on N, the cotangent [N, O, H, W] as
+ * the kernel, the result [O, C, 3, 3]. */
+static kiln_conv_params weight_gradient_params(void) {
+    kiln_conv_params w = {0};
     w.input_batch_dimension = 1, w.input_feature_dimension = 0;
     w.input_spatial_dimensions = KILN_DIMS(2, 3);
     w.kernel_input_feature_dimension = 0, w.kernel_output_feature_dimension = 1;
@@ -326,6 +325,15 @@ Test(onednn_gradients, same_bits_on_every_thread_count) {
     w.output_batch_dimension = 1, w.output_feature_dimension = 0;
     w.output_spatial_dimensions = KILN_DIMS(2, 3);
     w.padding_low = KILN_DIMS(1, 1), w.padding_high = KILN_DIMS(1, 1);
+    return w;
+}
+
+Test(onednn_gradients, same_bits_on_every_thread_count) {
+    /* kiln's results do not depend on the thread count (README): the gradients on oneDNN
+     * neither, at sizes that run in parallel (weight gradients of 64 and 128 output
+     * channels, a stride-2 input gradient). */
+    kiln_ctx *cx = test_ctx();
+    kiln_conv_params w = weight_gradient_params(); /* x [64, 4, ...] * g [4, 128, ...] */
     kiln_conv_params d = kiln_conv_params_nchw(2); /* g [4, 64, 14, 14] dilated by 2 */
     d.lhs_dilation = KILN_DIMS(2, 2);
     d.padding_low = KILN_DIMS(1, 1), d.padding_high = KILN_DIMS(2, 2);
@@ -372,14 +380,7 @@ Test(onednn_gradients, pieces_without_a_workspace_run_on_the_caller) {
      * reports RESOURCE_EXHAUSTED and leaks nothing. */
     if (!have_onednn("weight-gradient")) return;
     kiln_ctx *cx = test_ctx();
-    kiln_conv_params w = {0}; /* x [C=64 batch, N=4 feature, 28, 28] * g [4, 128, 28, 28] */
-    w.input_batch_dimension = 1, w.input_feature_dimension = 0;
-    w.input_spatial_dimensions = KILN_DIMS(2, 3);
-    w.kernel_input_feature_dimension = 0, w.kernel_output_feature_dimension = 1;
-    w.kernel_spatial_dimensions = KILN_DIMS(2, 3);
-    w.output_batch_dimension = 1, w.output_feature_dimension = 0;
-    w.output_spatial_dimensions = KILN_DIMS(2, 3);
-    w.padding_low = KILN_DIMS(1, 1), w.padding_high = KILN_DIMS(1, 1);
+    kiln_conv_params w = weight_gradient_params(); /* x [64, 4, ...] * g [4, 128, ...] */
     kiln_tensor *l = random_f32(cx, KILN_SHAPE(4, 64, 28, 28), 80);
     kiln_tensor *r = random_f32(cx, KILN_SHAPE(4, 128, 28, 28), 81);
     kiln__attrs at = {.u.conv = w, .result_dtype = KILN_F32};

@@ -1,4 +1,4 @@
-/* vmath-check: runs the f32 sin and cos kernels of src/backends/cpu/vmath.c over every
+/* vmath-check: runs the f32 sin and cos kernels of src/backends/cpu/lib/vmath.c over every
  * float (all 2^32 bit patterns, or every STEP-th one) and compares each result with libm's
  * double function of the same input: the error in ulps of the float result (against the
  * double value, so 0.5 is a correct rounding), how many results are not the double value
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/cpu/vmath.h"
+#include "backends/cpu/lib/vmath.h"
 
 #define CHUNK 4096
 

@@ -2,7 +2,7 @@
  * talk to, and the grid's process groups.
  *
  * A communicator offers two primitives, which every collective is built from by the
- * kernels (backends/cpu/eval_collective.c), so that the arithmetic (the ordered
+ * kernels (backends/cpu/eval/eval_collective.c), so that the arithmetic (the ordered
  * reductions) is kiln's own and the same bits come out of every communicator:
  *  - all_gather: within a group, every member receives every member's bytes, in group
  *    order;

@@ -1,7 +1,7 @@
 /* The backends built into the library, in order of preference per device type: the one
  * file that names concrete backends (backend/registry.h declares what it defines). */
 #include "backend/registry.h"
-#include "backends/cpu/eval.h"
+#include "backends/cpu/engine/cpu_backend.h"
 #include "backends/cuda/cuda.h"
 #include "backends/interpreter/interpreter.h"
 

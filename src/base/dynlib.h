@@ -1,5 +1,5 @@
 /* Libraries opened at run time (dlopen) instead of linked, so that a process maps them only
- * when it uses them: the CPU backend's OpenBLAS and oneDNN (backends/cpu/blas_api.h,
+ * when it uses them: the CPU backend's OpenBLAS and oneDNN (backends/cpu/lib/blas_api.h,
  * dnnl_api.h). */
 #ifndef KILN_BASE_DYNLIB_H
 #define KILN_BASE_DYNLIB_H

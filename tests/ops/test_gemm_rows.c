@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/cpu/eval_linalg.h"
+#include "backends/cpu/eval/eval_linalg.h"
+#include "backends/cpu/lib/dense_f32.h"
 #include "base/threads.h"
 #include "test_util.h"
 

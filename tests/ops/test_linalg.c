@@ -8,8 +8,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "backends/cpu/eval.h"
-#include "backends/cpu/eval_linalg.h"
+#include "backends/cpu/engine/cpu_backend.h"
+#include "backends/cpu/eval/eval.h"
+#include "backends/cpu/eval/eval_linalg.h"
 #include "core/element.h"
 #include "failing_allocator.h"
 #include "op_cases.h"

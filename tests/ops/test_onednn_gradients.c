@@ -1,4 +1,4 @@
-/* Convolution gradients on oneDNN (src/backends/cpu/dnnl_conv.c): a convolution that is a
+/* Convolution gradients on oneDNN (src/backends/cpu/eval/dnnl_conv.c): a convolution that is a
  * kernel's gradient (autodiff's conv_kernel_cotangent: the input with batch and feature
  * roles swapped, the cotangent as a kernel larger than the result) runs as oneDNN's weight
  * gradient of the forward convolution, strides and dilations swapped back; one that dilates
@@ -11,8 +11,9 @@
 
 #include <kiln/autodiff.h>
 
-#include "backends/cpu/eval.h"
-#include "backends/cpu/eval_linalg.h"
+#include "backends/cpu/eval/eval.h"
+#include "backends/cpu/eval/eval_linalg.h"
+#include "backends/cpu/lib/dnnl_api.h"
 #include "base/threads.h"
 #include "failing_allocator.h"
 #include "test_util.h"

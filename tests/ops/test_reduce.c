@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/cpu/eval_reduce.h"
+#include "backends/cpu/eval/eval_reduce.h"
 #include "base/threads.h"
 #include "core/element.h"
 #include "failing_allocator.h"

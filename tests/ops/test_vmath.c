@@ -1,4 +1,4 @@
-/* The f32 sin/cos kernels of src/backends/cpu/vmath.c: a sample of the exhaustive check of
+/* The f32 sin/cos kernels of src/backends/cpu/lib/vmath.c: a sample of the exhaustive check of
  * bench/vmath_check.c (error against libm's double functions, at most 0.5018 ulp), the same
  * bits from every instruction set, at every position and vector tail, in place or not;
  * -0, infinities, NaN and the arguments around the fast path's bound; and both executors
@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "backends/cpu/vmath.h"
+#include "backends/cpu/lib/vmath.h"
 #include "test_util.h"
 
 /* The largest error the exhaustive check measured, rounded up (ulps of the result). */

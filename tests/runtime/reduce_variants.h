@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "backends/cpu/eval_reduce.h"
+#include "backends/cpu/eval/eval_reduce.h"
 #include "base/threads.h"
 
 /* Value i of a sequence spread over many binades, so that any other association of a sum

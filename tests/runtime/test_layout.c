@@ -12,7 +12,7 @@
 #include <kiln/autodiff.h>
 #include <kiln/nn.h>
 
-#include "backends/cpu/eval_linalg.h"
+#include "backends/cpu/eval/eval_linalg.h"
 #include "failing_allocator.h"
 #include "test_util.h"
 

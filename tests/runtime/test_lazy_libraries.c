@@ -7,8 +7,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "backends/cpu/blas_api.h"
-#include "backends/cpu/eval_linalg.h"
+#include "backends/cpu/lib/blas_api.h"
+#include "backends/cpu/eval/eval_linalg.h"
+#include "backends/cpu/lib/dnnl_api.h"
 #include "base/dynlib.h"
 #include "test_util.h"
 

@@ -1,4 +1,4 @@
-/* The native tier of fused kernels (src/backends/cpu/native.c): with KILN_NATIVE=wait the
+/* The native tier of fused kernels (src/backends/cpu/engine/native.c): with KILN_NATIVE=wait the
  * elementwise kernels are compiled by the C compiler while kiln_compile runs, and a call
  * gives the evaluator's bits (which the tiled engine gives too), split over the thread
  * pool, transcendentals included (they call the tiled engine's vector math); a second
@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "backends/cpu/native.h"
+#include "backends/cpu/engine/native.h"
 #include "kiln/kiln.h"
 #include "test_util.h"
 

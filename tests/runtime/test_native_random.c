@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/cpu/native.h"
+#include "backends/cpu/engine/native.h"
 #include "kiln/kiln.h"
 #include "random_prog.h"
 #include "test_util.h"

@@ -1,4 +1,4 @@
-/* Packed weights (backends/cpu/packed_weights.h): a convolution's weights, re-laid out for
+/* Packed weights (backends/cpu/lib/packed_weights.h): a convolution's weights, re-laid out for
  * oneDNN, are kept between calls while their bytes are unchanged and laid out again when
  * anything wrote them: a new tensor at a recycled address, donation, a recycled result
  * buffer, kiln_move, wrapped memory written by a donated call. Every result is checked
@@ -9,8 +9,8 @@
 
 #include <kiln/nn.h>
 
-#include "backends/cpu/eval_linalg.h"
-#include "backends/cpu/packed_weights.h"
+#include "backends/cpu/eval/eval_linalg.h"
+#include "backends/cpu/lib/packed_weights.h"
 #include "test_util.h"
 
 #define N 1

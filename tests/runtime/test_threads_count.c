@@ -8,7 +8,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "backends/cpu/eval_linalg.h"
+#include "backends/cpu/eval/eval_linalg.h"
 #include "base/threads.h"
 #include "test_util.h"
 

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Checks DESIGN.md section 2 as src/LAYERS states it: a folder under src/ includes only its
+# Checks the layering that src/LAYERS states: a folder under src/ includes only its
 # own headers, the public headers, and those of the layers it may use. (The build enforces
 # the same by compiling each layer with only those folders on its include path; this check
 # also names the offending line's file, and catches a layer missing from the table.)
@@ -13,17 +13,23 @@ allowed() { # layer -> "itself and the layers it may use", or UNKNOWN
     [ -z "$line" ] && { echo UNKNOWN; return; }
     echo "$1${line#*:}"
 }
-# The layer a file or include path belongs to: its folder under src/, one level deeper
-# under backends/.
+# The layer a file or include path belongs to: the longest of its folders that src/LAYERS
+# lists (backends/cpu/eval/x.h is in backends/cpu/eval), else its first folder (kiln/ for
+# the public headers, or an unknown folder).
 layer_of() {
-    case "$1" in
-    backends/*/*) echo "$1" | cut -d/ -f1-2 ;;
-    *) echo "${1%%/*}" ;;
-    esac
+    d=$(dirname "$1")
+    while [ "$d" != . ]; do
+        if grep -qE "^$d:" "$table"; then
+            echo "$d"
+            return
+        fi
+        d=$(dirname "$d")
+    done
+    echo "${1%%/*}"
 }
-for f in $(cd "$root/src" && find . -name '*.[ch]' | sed 's|^\./||' | sort); do
+for f in $(cd "$root/src" && find . -name '*.[ch]' -o -name '*.inc' | sed 's|^\./||' | sort); do
     dir=$(dirname "$f")
-    layer=$(layer_of "$dir/x")
+    layer=$dir # a file is in the layer of its own folder
     ok=$(allowed "$layer")
     if [ "$ok" = UNKNOWN ]; then
         echo "layering: src/$dir is not a layer of src/LAYERS" >&2

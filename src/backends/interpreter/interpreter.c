@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
-#include "backends/cpu/eval.h"
+#include "backends/cpu/eval/eval.h"
 #include "backends/interpreter/interpreter.h"
 #include "base/alloc.h"
 #include "base/ctx_internal.h"

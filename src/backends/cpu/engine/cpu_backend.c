@@ -1,24 +1,10 @@
-/* The CPU backend's table: the evaluator for eager ops (kernels.c), the compiled engine
- * (exe_*.c) for executables, and the ctx's logical CPU devices, which share host memory.
- * Nothing in the folder calls back into this file but through the table. */
-#include "backends/cpu/eval.h"
-#include "backends/cpu/exe.h"
-#include "base/ctx_internal.h"
-
-int32_t kiln__cpu_device_count(const kiln_ctx *cx) { return cx->cpu_devices; }
-
-static const kiln__memory_space host_memory[] = {
-    {.kind = KILN__MEMORY_HOST, .name = "unpinned_host", .host_visible = true},
-};
-
-kiln_status kiln__cpu_device_info(const kiln_ctx *cx, int32_t id, kiln__device_info *out) {
-    if (id < 0 || id >= cx->cpu_devices) return KILN_INVALID_ARGUMENT;
-    *out = (kiln__device_info){.device = {.type = KILN_DEVICE_TYPE_CPU, .id = id},
-                               .kind = "cpu",
-                               .n_memories = 1,
-                               .memories = host_memory};
-    return KILN_OK;
-}
+/* The CPU backend's table: the evaluator for eager ops (eval/kernels.c), the compiled
+ * engine (exe_*.c) for executables, and the ctx's logical CPU devices (eval/cpu_devices.c).
+ * Nothing in backends/cpu/ calls back into this file but through the table. */
+#include "backends/cpu/engine/cpu_backend.h"
+#include "backends/cpu/engine/exe.h"
+#include "backends/cpu/eval/eval.h"
+#include "backends/cpu/lib/blas_api.h"
 
 static const kiln__backend cpu = {
     .struct_size = sizeof(kiln__backend),

@@ -36,8 +36,8 @@
 #include <stdint.h>
 
 #include "backend/backend.h"
-#include "backends/cpu/eval_linalg.h"
-#include "backends/cpu/fused.h"
+#include "backends/cpu/eval/eval_linalg.h"
+#include "backends/cpu/engine/fused.h"
 #include "core/tensor_internal.h"
 #include "kiln/jit.h"
 #include "ops/attrs.h"

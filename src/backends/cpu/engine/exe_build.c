@@ -8,10 +8,10 @@
 #include <string.h>
 
 #include "backend/region.h"
-#include "backends/cpu/eval.h"
-#include "backends/cpu/exe.h"
-#include "backends/cpu/fused.h"
-#include "backends/cpu/native.h"
+#include "backends/cpu/eval/eval.h"
+#include "backends/cpu/engine/exe.h"
+#include "backends/cpu/engine/fused.h"
+#include "backends/cpu/engine/native.h"
 #include "base/alloc.h"
 #include "base/arena.h"
 #include "base/ctx_internal.h"

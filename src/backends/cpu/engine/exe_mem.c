@@ -3,7 +3,7 @@
  * blocks, the kernels, the plan). */
 #include <string.h>
 
-#include "backends/cpu/exe.h"
+#include "backends/cpu/engine/exe.h"
 #include "base/alloc.h"
 
 #define XMEM_BLOCK 16384

@@ -9,7 +9,7 @@
  * the space above it. */
 #include <string.h>
 
-#include "backends/cpu/exe.h"
+#include "backends/cpu/engine/exe.h"
 #include "base/alloc.h"
 #include "base/ctx_internal.h"
 

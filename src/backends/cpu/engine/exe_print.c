@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backends/cpu/exe.h"
-#include "backends/cpu/native.h"
+#include "backends/cpu/engine/exe.h"
+#include "backends/cpu/engine/native.h"
 #include "base/strbuf.h"
 
 static const char *slot_kind_name(uint8_t kind) {

@@ -15,9 +15,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backends/cpu/eval.h"
-#include "backends/cpu/eval_reduce.h"
-#include "backends/cpu/exe.h"
+#include "backends/cpu/eval/eval.h"
+#include "backends/cpu/eval/eval_reduce.h"
+#include "backends/cpu/engine/exe.h"
 #include "base/alloc.h"
 #include "base/ctx_internal.h"
 

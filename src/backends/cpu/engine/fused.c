@@ -3,9 +3,10 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "backends/cpu/eval_elementwise.h"
-#include "backends/cpu/fused_internal.h"
-#include "backends/cpu/native.h"
+#include "backends/cpu/eval/eval_elementwise.h"
+#include "backends/cpu/engine/fused.h"
+#include "backends/cpu/lib/vec_prims.h"
+#include "backends/cpu/engine/native.h"
 #include "base/threads.h"
 #include "core/half.h"
 #include "core/tensor_internal.h"
@@ -39,7 +40,7 @@ typedef struct finput {
 } finput;
 
 typedef struct fstep {
-    kiln__fprim prim; /* NULL: the evaluator's kernel */
+    kiln__vec_prim_fn prim; /* NULL: the evaluator's kernel */
     kiln_op op;
     const kiln__attrs *attrs; /* for the evaluator's kernel (NULL with a primitive) */
     int32_t dst, args[3], n_args;
@@ -233,7 +234,7 @@ kiln__fused *kiln__fused_build(kiln_ctx *cx, const kiln__kernel *k,
         }
         bool half_bits =
             is_half(ins->dtype) && (ins->op == KILN_OP_ABS || ins->op == KILN_OP_NEGATE);
-        s->prim = args_ok && !half_bits ? kiln__fused_prim(ins->op, ct, 0) : NULL;
+        s->prim = args_ok && !half_bits ? kiln__vec_prim(ins->op, ct, 0) : NULL;
         /* Scalar operands are read as one value, not spread, where the primitive has that
          * variant (some operand must be an array: it sets the tile). */
         unsigned scalars = 0;
@@ -241,8 +242,8 @@ kiln__fused *kiln__fused_build(kiln_ctx *cx, const kiln__kernel *k,
             int32_t r = ins->args[a];
             if (r < k->n_inputs && k->inputs[r].access == KILN__KACCESS_SCALAR) scalars |= 1u << a;
         }
-        kiln__fprim p = s->prim && scalars && scalars != (1u << ins->n_args) - 1
-                            ? kiln__fused_prim(ins->op, ct, scalars)
+        kiln__vec_prim_fn p = s->prim && scalars && scalars != (1u << ins->n_args) - 1
+                            ? kiln__vec_prim(ins->op, ct, scalars)
                             : NULL;
         if (p) {
             s->prim = p;
@@ -714,11 +715,11 @@ static void run_tiles(void *user, int64_t begin, int64_t end) {
         INT_CASE(KILN_U32, uint32_t, uint32_t, 0, UINT32_MAX)                               \
         INT_CASE(KILN_U64, uint64_t, uint64_t, 0, UINT64_MAX)                               \
     case KILN_F32:                                                                          \
-        X(float, a + b, a * b, kiln__ew_maxf(a, b), kiln__ew_minf(a, b), a, a, -0.0f, 1.0f, \
+        X(float, a + b, a * b, kiln__nanmaxf(a, b), kiln__nanminf(a, b), a, a, -0.0f, 1.0f, \
           -INFINITY, INFINITY, 0.0f);                                                       \
         break;                                                                              \
     case KILN_F64:                                                                          \
-        X(double, a + b, a * b, kiln__ew_max(a, b), kiln__ew_min(a, b), a, a, -0.0, 1.0,    \
+        X(double, a + b, a * b, kiln__nanmax(a, b), kiln__nanmin(a, b), a, a, -0.0, 1.0,    \
           -INFINITY, INFINITY, 0.0);                                                        \
         break;                                                                              \
     default: break;

@@ -25,7 +25,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "backends/cpu/eval.h"
+#include "backends/cpu/eval/eval.h"
 #include "ir/kernel.h"
 
 typedef struct kiln__fused kiln__fused;
@@ -54,7 +54,7 @@ int64_t kiln__fused_tile(const kiln__fused *f);
 /* The number of instructions that run the evaluator's kernel on tiles (no fast primitive). */
 int32_t kiln__fused_n_fallback(const kiln__fused *f);
 
-/* The kernel's native version (backends/cpu/native.h), or NULL: a reference the kernel
+/* The kernel's native version (backends/cpu/engine/native.h), or NULL: a reference the kernel
  * holds, for its executable to release with it. kiln__fused_run runs it once it is ready. */
 struct kiln__native *kiln__fused_native(const kiln__fused *f);
 

@@ -14,8 +14,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "backends/cpu/fused_internal.h"
-#include "backends/cpu/native.h"
+#include "backends/cpu/lib/vec_prims.h"
+#include "backends/cpu/engine/native.h"
 #include "base/ctx_internal.h"
 #include "base/disk_cache.h"
 #include "base/threads.h"
@@ -34,7 +34,7 @@ struct kiln__native {
     kiln__kernel *kernel;         /* a copy of the description (no module pointers); until built */
     bool *call;                   /* which instructions are calls (qualifies()); until built */
     char *cache_dir;              /* the ctx's choice, NULL for the environment's; until built */
-    kiln__fprim prims[MAX_PRIMS]; /* what kiln_native_prims[] holds, once loaded */
+    kiln__vec_prim_fn prims[MAX_PRIMS]; /* what kiln_native_prims[] holds, once loaded */
     int32_t n_prims;
     struct kiln__native *next_job;
 };
@@ -157,7 +157,7 @@ int kiln__native_state(const kiln__native *n) {
  * on tiles, call[j] set and its function in prims[]. Anything else (a reduction, a
  * transcendental of f16/bf16, a float power or atan2) keeps the kernel on the tiled
  * engine, and so does a kernel of calls alone (nothing to fuse around them). */
-static bool qualifies(const kiln__kernel *k, bool *call, kiln__fprim *prims, int32_t *n_prims) {
+static bool qualifies(const kiln__kernel *k, bool *call, kiln__vec_prim_fn *prims, int32_t *n_prims) {
     bool reduces = k->reduce != KILN__KREDUCE_NONE;
     if ((!reduces && k->n_outputs == 0) || k->n_instrs == 0 || k->n_instrs > 4096) return false;
     if (reduces) { /* its values of the reduced register, folded by the tiled engine */
@@ -174,9 +174,9 @@ static bool qualifies(const kiln__kernel *k, bool *call, kiln__fprim *prims, int
             continue; /* exact: C gives the same bits */
         int32_t a = in->args[0];
         kiln_dtype ad = a < k->n_inputs ? k->inputs[a].dtype : k->instrs[a - k->n_inputs].dtype;
-        kiln__fprim p =
+        kiln__vec_prim_fn p =
             (in->dtype == KILN_F32 || in->dtype == KILN_F64) && in->n_args == 1 && ad == in->dtype
-                ? kiln__fused_prim(in->op, in->dtype, 0)
+                ? kiln__vec_prim(in->op, in->dtype, 0)
                 : NULL;
         if (!p || *n_prims == MAX_PRIMS) return false;
         call[j] = true;

@@ -33,8 +33,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/cpu/eval.h"
-#include "backends/cpu/eval_linalg.h"
+#include "backends/cpu/eval/eval.h"
+#include "backends/cpu/eval/eval_linalg.h"
+#include "backends/cpu/lib/dense_f32.h"
 #include "base/alloc.h"
 #include "base/threads.h"
 
@@ -55,8 +56,8 @@ int64_t kiln__dnnl_conv_input_gradients_run(void) { return atomic_load(&input_gr
 #include <pthread.h>
 #include <sys/mman.h>
 
-#include "backends/cpu/dnnl_api.h"
-#include "backends/cpu/packed_weights.h"
+#include "backends/cpu/lib/dnnl_api.h"
+#include "backends/cpu/lib/packed_weights.h"
 
 /* oneDNN's entry points; only called once entry_get has found them (it returns NULL when
  * oneDNN cannot be opened, and the caller falls back). */

@@ -15,9 +15,6 @@
 #include "ops/ops.def"
 #undef KILN_OP
 
-/* The CPU backend's vtable. */
-const kiln__backend *kiln__cpu_backend(void);
-
 /* The evaluator (kernels.c): runs op's reference kernel (UNIMPLEMENTED for an op outside
  * the table), and builds what a kernel needs at compile time (oneDNN primitives for
  * convolutions, with a third operand for a fused epilogue's bias). The compiled engine and
@@ -30,13 +27,13 @@ kiln_status kiln__cpu_prepare_op(kiln_ctx *cx, kiln_op op, const kiln__attrs *at
                                  const kiln__type *operands, int n_operands,
                                  const kiln__type *results, int n_results);
 
-/* The ctx's logical CPU devices (cpu_backend.c), which the interpreter backend shares. */
+/* The ctx's logical CPU devices (cpu_devices.c), which the CPU and interpreter backends
+ * share. */
 int32_t kiln__cpu_device_count(const kiln_ctx *cx);
 kiln_status kiln__cpu_device_info(const kiln_ctx *cx, int32_t id, kiln__device_info *out);
 
 /* Element pointers of a tensor: const for operands, writable for preallocated results.
- * Inline, so that every kernel file (dnnl_conv.c among them) needs nothing of
- * cpu_backend.c but the vtable. */
+ * Inline, so that a kernel file needs no other file of the evaluator for them. */
 static inline const void *kiln__in(const kiln_tensor *t) { return kiln_tensor_data(t); }
 static inline void *kiln__out(kiln_tensor *t) { return kiln__tensor_mutable_data(t); }
 

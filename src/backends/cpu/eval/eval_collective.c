@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "backend/comm.h"
-#include "backends/cpu/eval.h"
-#include "backends/cpu/eval_reduce.h"
+#include "backends/cpu/eval/eval.h"
+#include "backends/cpu/eval/eval_reduce.h"
 #include "base/alloc.h"
 #include "base/buffer_cache.h"
 #include "base/ctx_internal.h"

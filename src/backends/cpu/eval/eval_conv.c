@@ -5,8 +5,8 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "backends/cpu/eval.h"
-#include "backends/cpu/eval_linalg.h"
+#include "backends/cpu/eval/eval.h"
+#include "backends/cpu/eval/eval_linalg.h"
 #include "base/alloc.h"
 #include "base/threads.h"
 

@@ -15,9 +15,10 @@
 #include <math.h>
 #include <string.h>
 
-#include "backends/cpu/blas_api.h"
-#include "backends/cpu/eval.h"
-#include "backends/cpu/eval_linalg.h"
+#include "backends/cpu/lib/blas_api.h"
+#include "backends/cpu/eval/eval.h"
+#include "backends/cpu/eval/eval_linalg.h"
+#include "backends/cpu/lib/dense_f32.h"
 #include "base/alloc.h"
 #include "base/threads.h"
 #include "core/element.h"

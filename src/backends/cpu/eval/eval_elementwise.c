@@ -1,5 +1,5 @@
 /* Helpers shared by the elementwise kernels (see eval_elementwise.h). */
-#include "backends/cpu/eval_elementwise.h"
+#include "backends/cpu/eval/eval_elementwise.h"
 
 static KILN__EW_VECTOR void load_half(kiln_dtype dtype, const uint16_t *src, float *dst,
                                       int64_t n) {

@@ -1,6 +1,6 @@
 /* Shared pieces of the elementwise evaluator kernels (eval_elementwise_unary.c, _binary.c,
- * _compare.c, _convert.c): the integer dtype table, the f16/bf16 staging through
- * f32 chunks, and the NaN-propagating maximum/minimum. Internal to backends/cpu. */
+ * _compare.c, _convert.c): the integer dtype table, and the f16/bf16 staging through
+ * f32 chunks. Internal to backends/cpu. */
 #ifndef KILN_BACKENDS_CPU_EVAL_ELEMENTWISE_H
 #define KILN_BACKENDS_CPU_EVAL_ELEMENTWISE_H
 
@@ -8,7 +8,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "backends/cpu/eval.h"
+#include "backends/cpu/eval/eval.h"
+#include "backends/cpu/lib/float_minmax.h"
 
 /* The integer dtypes: BODY(T, U, S, W, BITS, SIGNED) with T the element type, U and S the
  * unsigned and signed types of its width, W the unsigned type arithmetic wraps in (at least
@@ -73,29 +74,6 @@ bool kiln__ew_float_unary(kiln_dtype dtype, const void *x, void *r, int64_t n,
                           kiln__ew_unary_f32 f32, kiln__ew_unary_f64 f64);
 bool kiln__ew_float_binary(kiln_dtype dtype, const void *a, const void *b, void *r, int64_t n,
                            kiln__ew_binary_f32 f32, kiln__ew_binary_f64 f64);
-
-/* IEEE-754 maximum/minimum: NaN propagates (quieted), -0 < +0. Done on the bits, where
- * for non-NaN values the order is the sign-magnitude one (negative values have their
- * magnitude bits flipped to compare as signed integers), so loops vectorize. */
-#define KILN__EW_MINMAX(NAME, FT, IT, UT, MAXMAG, QUIET, OP)                               \
-    static inline FT NAME(FT a, FT b) {                                                    \
-        IT ia, ib;                                                                         \
-        memcpy(&ia, &a, sizeof ia);                                                        \
-        memcpy(&ib, &b, sizeof ib);                                                        \
-        IT ka = ia < 0 ? ia ^ (IT)(MAXMAG) : ia, kb = ib < 0 ? ib ^ (IT)(MAXMAG) : ib;     \
-        IT r = ka OP kb ? ia : ib;                                                         \
-        UT ma = (UT)ia & (UT)(MAXMAG), mb = (UT)ib & (UT)(MAXMAG);                         \
-        r = mb > (UT)(QUIET) ? ib : r;                                                     \
-        r = ma > (UT)(QUIET) ? ia : r;                                                     \
-        r = (ma > (UT)(QUIET) || mb > (UT)(QUIET)) ? (IT)((UT)r | ((UT)(QUIET) >> 1)) : r; \
-        FT out;                                                                            \
-        memcpy(&out, &r, sizeof out);                                                      \
-        return out;                                                                        \
-    }
-KILN__EW_MINMAX(kiln__ew_maxf, float, int32_t, uint32_t, 0x7fffffff, 0x7f800000, >)
-KILN__EW_MINMAX(kiln__ew_minf, float, int32_t, uint32_t, 0x7fffffff, 0x7f800000, <)
-KILN__EW_MINMAX(kiln__ew_max, double, int64_t, uint64_t, 0x7fffffffffffffff, 0x7ff0000000000000, >)
-KILN__EW_MINMAX(kiln__ew_min, double, int64_t, uint64_t, 0x7fffffffffffffff, 0x7ff0000000000000, <)
 
 /* Records "cpu: <op> does not support dtype <d>" (an internal error: inference rejects
  * these first) and returns it. */

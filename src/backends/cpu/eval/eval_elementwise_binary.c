@@ -5,7 +5,7 @@
  * INT_MIN%-1 = 0, shifts by at least the width give 0 (or the sign for arithmetic right
  * shifts) with the amount read as unsigned, and power by squaring wraps. On i1, add and
  * maximum are or, multiply and minimum are and. */
-#include "backends/cpu/eval_elementwise.h"
+#include "backends/cpu/eval/eval_elementwise.h"
 
 #define KERNEL(NAME) KILN__EW_KERNEL(NAME)
 
@@ -55,8 +55,8 @@ FLOAT_BINARY(mul, x *y, x *y)
 FLOAT_BINARY(div, x / y, x / y)
 FLOAT_BINARY(rem, fmodf(x, y), fmod(x, y))
 FLOAT_BINARY(pow, powf(x, y), pow(x, y))
-FLOAT_BINARY(max, kiln__ew_maxf(x, y), kiln__ew_max(x, y))
-FLOAT_BINARY(min, kiln__ew_minf(x, y), kiln__ew_min(x, y))
+FLOAT_BINARY(max, kiln__nanmaxf(x, y), kiln__nanmax(x, y))
+FLOAT_BINARY(min, kiln__nanminf(x, y), kiln__nanmin(x, y))
 FLOAT_BINARY(atan2, atan2f(x, y), atan2(x, y))
 
 /* The float dtypes, or the error for any other. */

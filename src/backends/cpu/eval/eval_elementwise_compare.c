@@ -1,7 +1,7 @@
 /* Evaluator kernels for compare, select and clamp. */
 #include <string.h>
 
-#include "backends/cpu/eval_elementwise.h"
+#include "backends/cpu/eval/eval_elementwise.h"
 
 #define KERNEL(NAME) KILN__EW_KERNEL(NAME)
 
@@ -208,13 +208,13 @@ KERNEL(CLAMP) {
     case KILN_U32: CLAMP_LOOP(uint32_t, uint32_t, ID, ID, max_u32, min_u32); break;
     case KILN_U64: CLAMP_LOOP(uint64_t, uint64_t, ID, ID, max_u64, min_u64); break;
     case KILN_F16:
-        CLAMP_LOOP(uint16_t, float, kiln_f16_to_f32, TO_F16, kiln__ew_maxf, kiln__ew_minf);
+        CLAMP_LOOP(uint16_t, float, kiln_f16_to_f32, TO_F16, kiln__nanmaxf, kiln__nanminf);
         break;
     case KILN_BF16:
-        CLAMP_LOOP(uint16_t, float, kiln_bf16_to_f32, TO_BF16, kiln__ew_maxf, kiln__ew_minf);
+        CLAMP_LOOP(uint16_t, float, kiln_bf16_to_f32, TO_BF16, kiln__nanmaxf, kiln__nanminf);
         break;
-    case KILN_F32: CLAMP_LOOP(float, float, ID, ID, kiln__ew_maxf, kiln__ew_minf); break;
-    case KILN_F64: CLAMP_LOOP(double, double, ID, ID, kiln__ew_max, kiln__ew_min); break;
+    case KILN_F32: CLAMP_LOOP(float, float, ID, ID, kiln__nanmaxf, kiln__nanminf); break;
+    case KILN_F64: CLAMP_LOOP(double, double, ID, ID, kiln__nanmax, kiln__nanmin); break;
     default: return kiln__ew_bad_dtype(cx, "clamp", dt);
     }
     return KILN_OK;

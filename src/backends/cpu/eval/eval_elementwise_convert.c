@@ -6,7 +6,7 @@
  * zero and saturates with NaN -> 0, and conversions to floats round to nearest even. */
 #include <string.h>
 
-#include "backends/cpu/eval_elementwise.h"
+#include "backends/cpu/eval/eval_elementwise.h"
 #include "core/element.h"
 
 #define KERNEL(NAME) KILN__EW_KERNEL(NAME)

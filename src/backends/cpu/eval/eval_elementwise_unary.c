@@ -1,10 +1,10 @@
 /* Evaluator kernels for the unary elementwise ops. Floating-point ops are typed loops over
  * f32/f64 arrays (f16/bf16 computed in f32, rounded once); integer ops wrap instead of
  * overflowing (abs(INT_MIN) = INT_MIN, negate of unsigned wraps). */
-#include "backends/cpu/cpu_features.h"
-#include "backends/cpu/eval_elementwise.h"
-#include "backends/cpu/sleef_avx2.h"
-#include "backends/cpu/vmath.h"
+#include "backends/cpu/lib/cpu_features.h"
+#include "backends/cpu/eval/eval_elementwise.h"
+#include "backends/cpu/lib/sleef_avx2.h"
+#include "backends/cpu/lib/vmath.h"
 
 #define KERNEL(NAME) KILN__EW_KERNEL(NAME)
 

@@ -64,38 +64,6 @@ bool kiln__lk_perm_is_trivial(int32_t rank, const int64_t *shape, const int32_t 
 void kiln__lk_gemm(kiln__lk k, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t kk,
                    const void *a, int64_t lda, const void *b, int64_t ldb, void *c, int64_t ldc);
 
-/* y[0..n) = x M for f32 x (k elements, incx apart) and M row-major [k x n] (rows ld apart),
- * streaming M once (gemv_f32.c): y[j] = x[0] M[0][j], then fma(x[i], M[i][j], y[j]) for
- * i = 1 .. k-1, so the bits do not depend on the thread count. Split across kiln's threads
- * by columns. Only when kiln__gemv_f32_available() (AVX2 and FMA at run time). */
-bool kiln__gemv_f32_available(void);
-void kiln__gemv_f32(const float *x, int64_t incx, const float *m, int64_t ld, int64_t k, int64_t n,
-                    float *y);
-
-/* Y = X M for f32 with few rows, X [m x k] (rows ldx apart), M [k x n] (rows ldw apart),
- * Y [m x n] (rows ldy apart), streaming M without packing it: once for up to 16 rows of X
- * (a temporary of 64 bytes per row of M from malloc for 9 to 16; without it, once per 8
- * rows), once per 8 rows beyond (gemm_rows_f32.c). Each row of Y gets exactly kiln__gemv_f32's result for that row of X
- * (the same chain of fmas), whatever m, the split or the thread count. Only when
- * kiln__gemm_rows_f32_available() (AVX-512 at run time). */
-bool kiln__gemm_rows_f32_available(void);
-void kiln__gemm_rows_f32(const float *x, int64_t ldx, int64_t m, const float *w, int64_t ldw,
-                         int64_t k, int64_t n, float *y, int64_t ldy);
-
-/* For b < batch: dst + b * dst_stride (cols x rows, row-major) = the transpose of
- * src + b * src_stride (rows x cols, row-major), f32, split across kiln's threads
- * (transpose_f32.c). With group > 1 the columns are [cols / group][group] and the
- * destination's rows come in the order [group][cols / group] (OIHW weights to O-blocked
- * HWI: group = H * W). The matrices must not overlap; nothing is done unless group >= 1
- * divides cols. */
-void kiln__transpose_f32(const float *src, float *dst, int64_t batch, int64_t rows, int64_t cols,
-                         int64_t group, int64_t src_stride, int64_t dst_stride);
-
-/* Keeps OpenBLAS's own thread count in step with kiln's (registers the hook of
- * base/threads.h once per process). Thread-safe and cheap after the first call; called
- * before any BLAS use. */
-void kiln__cpu_threads_init(void);
-
 /* oneDNN convolution (dnnl_conv.c; without oneDNN these do nothing). kiln__dnnl_conv
  * returns false when oneDNN does not take this convolution (dtypes other than f32, input
  * dilation, batch groups, negative padding, empty tensors, no implementation) and the
@@ -127,15 +95,6 @@ int64_t kiln__dnnl_conv_kernel_gradients_run(void);
  * convolution's input gradient (dnnl_conv.c, has_input_dilation) in this process. */
 int64_t kiln__dnnl_conv_input_gradients_run(void);
 bool kiln__dnnl_conv_available(void);
-/* Why oneDNN could not be opened, once kiln__dnnl_conv_available (or a convolution) has
- * tried ("" otherwise; "built without oneDNN" in such a build). */
-const char *kiln__dnnl_api_error(void);
-/* Tests only: whether this process has oneDNN mapped (read from /proc/self/maps; false where
- * that cannot be read). */
-bool kiln__dnnl_api_mapped(void);
-/* Tests only: the library kiln__dnnl_api_get opens instead of oneDNN's soname; effective
- * before the first open only (a name that cannot be opened tests the fallback). */
-void kiln__dnnl_api_use_library(const char *name);
 /* Tests only: with true, every oneDNN call allocates its reorder and scratchpad memory
  * through the ctx (as when the thread's workspace is busy or would be too large), so that
  * path and its out-of-memory error can be tested. */

@@ -7,7 +7,7 @@
  * dimension), or a typed strided loop. */
 #include <string.h>
 
-#include "backends/cpu/eval.h"
+#include "backends/cpu/eval/eval.h"
 
 /* dst[i] = src[i] for every index i of n, at element offsets sum(i[k] * stride[k]). The
  * source strides may be 0 (broadcast) or negative (reverse); destination strides are

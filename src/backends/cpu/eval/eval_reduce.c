@@ -24,9 +24,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backends/cpu/cpu_features.h"
-#include "backends/cpu/eval_reduce.h"
-#include "backends/cpu/eval_reduce_sum.h"
+#include "backends/cpu/lib/cpu_features.h"
+#include "backends/cpu/eval/eval_reduce.h"
+#include "backends/cpu/eval/eval_reduce_sum.h"
 #include "base/alloc.h"
 #include "base/threads.h"
 #include "core/tensor_internal.h"

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "backends/cpu/eval.h"
+#include "backends/cpu/eval/eval.h"
 #include "core/half.h"
 
 /* ---- calling a region on rank-0 values ------------------------------------------------ */

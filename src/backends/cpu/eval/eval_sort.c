@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backends/cpu/eval.h"
+#include "backends/cpu/eval/eval.h"
 #include "base/alloc.h"
 #include "core/tensor_internal.h"
 #include "kiln/dtype.h"

@@ -1,9 +1,9 @@
 /* The CPU evaluator's kernel table, generated from ops.def, and the compile-time
  * preparation of kernels: what the CPU backend's table, its compiled engine and the
  * interpreter backend call to run or prepare one op. */
-#include "backends/cpu/eval.h"
-#include "backends/cpu/eval_linalg.h"
-#include "backends/cpu/fused_internal.h"
+#include "backends/cpu/eval/eval.h"
+#include "backends/cpu/eval/eval_linalg.h"
+#include "backends/cpu/lib/vec_prims.h"
 
 static const kiln__eval_fn table[] = {
 #define KILN_OP(name, text, nin, nout, flags) kiln__eval_##name,
@@ -22,9 +22,9 @@ kiln_status kiln__cpu_eval_op(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs
     /* The f32/f64 transcendentals run the fused engine's primitive over the whole array:
      * the code the compiled tiles run (AVX-512 forms where the engine takes them), in
      * place too (kiln_move). */
-    kiln__fprim prim = n_operands == 1 && n_results == 1 &&
+    kiln__vec_prim_fn prim = n_operands == 1 && n_results == 1 &&
                                kiln_tensor_dtype(operands[0]) == kiln_tensor_dtype(results[0])
-                           ? kiln__fused_transcendental(op, kiln_tensor_dtype(results[0]))
+                           ? kiln__vec_transcendental(op, kiln_tensor_dtype(results[0]))
                            : NULL;
     if (prim) {
         int64_t n = kiln_tensor_numel(results[0]);

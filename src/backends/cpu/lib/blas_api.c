@@ -1,7 +1,7 @@
 /* OpenBLAS opened on first use (blas_api.h). KILN_OPENBLAS_LIBRARY is the library found at
  * build time: the OpenMP flavour by its full path, else the soname. */
 #define _POSIX_C_SOURCE 200809L
-#include "backends/cpu/blas_api.h"
+#include "backends/cpu/lib/blas_api.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

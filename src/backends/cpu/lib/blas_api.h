@@ -45,4 +45,9 @@ bool kiln__blas_api_mapped(void);
  * the first open only. */
 void kiln__blas_api_use_library(const char *name);
 
+/* Keeps OpenBLAS's own thread count in step with kiln's (registers the hook of
+ * base/threads.h once per process). Thread-safe and cheap after the first call; called
+ * before any BLAS use. */
+void kiln__cpu_threads_init(void);
+
 #endif

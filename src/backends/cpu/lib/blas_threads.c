@@ -3,8 +3,7 @@
  * from either. */
 #include <pthread.h>
 
-#include "backends/cpu/blas_api.h"
-#include "backends/cpu/eval_linalg.h"
+#include "backends/cpu/lib/blas_api.h"
 #include "base/threads.h"
 
 /* Never opens OpenBLAS: opening it sets the count then (blas_api.c). */

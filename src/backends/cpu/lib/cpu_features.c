@@ -1,5 +1,5 @@
 /* CPU feature checks (cpu_features.h), one cached bit mask for the process. */
-#include "backends/cpu/cpu_features.h"
+#include "backends/cpu/lib/cpu_features.h"
 
 #include <stdatomic.h>
 #include <unistd.h>

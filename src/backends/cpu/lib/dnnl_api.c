@@ -3,14 +3,12 @@
 #define _POSIX_C_SOURCE 200809L
 #include <stdbool.h>
 
-#include "backends/cpu/eval_linalg.h"
+#include "backends/cpu/lib/dnnl_api.h"
 #include "base/dynlib.h"
 #include "base/threads.h"
 
 #ifdef KILN_HAVE_DNNL
 #include <pthread.h>
-
-#include "backends/cpu/dnnl_api.h"
 
 #ifndef KILN_DNNL_SONAME
 #define KILN_DNNL_SONAME "libdnnl.so"

@@ -5,8 +5,21 @@
 #ifndef KILN_BACKENDS_CPU_DNNL_API_H
 #define KILN_BACKENDS_CPU_DNNL_API_H
 
-#include <oneapi/dnnl/dnnl.h>
 #include <stdbool.h>
+
+/* Why oneDNN could not be opened, once kiln__dnnl_conv_available (or a convolution) has
+ * tried ("" otherwise; "built without oneDNN" in such a build). */
+const char *kiln__dnnl_api_error(void);
+/* Tests only: whether this process has oneDNN mapped (read from /proc/self/maps; false where
+ * that cannot be read). */
+bool kiln__dnnl_api_mapped(void);
+/* Tests only: the library kiln__dnnl_api_get opens instead of oneDNN's soname; effective
+ * before the first open only (a name that cannot be opened tests the fallback). */
+void kiln__dnnl_api_use_library(const char *name);
+
+/* The table of entry points: only where kiln is built with oneDNN (its header then exists). */
+#ifdef KILN_HAVE_DNNL
+#include <oneapi/dnnl/dnnl.h>
 
 /* Every oneDNN function dnnl_conv.c calls. */
 #define KILN_DNNL_FUNCTIONS(X)                             \
@@ -44,8 +57,10 @@ typedef struct kiln__dnnl_api {
 
 /* oneDNN, opened on the first call (thread-safe): a table kiln owns, valid for the life of
  * the process; or NULL when it cannot be opened (the library is missing or lacks an entry
- * point: kiln__dnnl_api_error, eval_linalg.h, says which). Later calls give the same
+ * point: kiln__dnnl_api_error says which). Later calls give the same
  * answer. */
 const kiln__dnnl_api *kiln__dnnl_api_get(void);
+
+#endif /* KILN_HAVE_DNNL */
 
 #endif

@@ -18,8 +18,8 @@
 #include <immintrin.h>
 #include <stdlib.h>
 
-#include "backends/cpu/cpu_features.h"
-#include "backends/cpu/eval_linalg.h"
+#include "backends/cpu/lib/cpu_features.h"
+#include "backends/cpu/lib/dense_f32.h"
 #include "base/threads.h"
 
 #define AVX512_TARGET __attribute__((target("avx512f,avx2,fma")))

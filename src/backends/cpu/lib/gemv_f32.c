@@ -14,8 +14,8 @@
 #include <immintrin.h>
 #include <math.h>
 
-#include "backends/cpu/cpu_features.h"
-#include "backends/cpu/eval_linalg.h"
+#include "backends/cpu/lib/cpu_features.h"
+#include "backends/cpu/lib/dense_f32.h"
 #include "base/threads.h"
 
 #define FMA_TARGET __attribute__((target("avx2,fma")))

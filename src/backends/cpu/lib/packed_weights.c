@@ -3,7 +3,7 @@
  * process holds a copy per weight tensor of its networks (tens), and candidates are capped. */
 #define _POSIX_C_SOURCE 200809L
 #define _DEFAULT_SOURCE /* madvise advice values */
-#include "backends/cpu/packed_weights.h"
+#include "backends/cpu/lib/packed_weights.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -8,8 +8,8 @@
  * movement: the bits do not depend on how the work is split. */
 #include <immintrin.h>
 
-#include "backends/cpu/cpu_features.h"
-#include "backends/cpu/eval_linalg.h"
+#include "backends/cpu/lib/cpu_features.h"
+#include "backends/cpu/lib/dense_f32.h"
 #include "base/threads.h"
 
 #define AVX2_TARGET __attribute__((target("avx2")))

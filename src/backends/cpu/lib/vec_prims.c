@@ -3,14 +3,14 @@
  * expressions, the same SLEEF and vmath.h functions, the same NaN and -0 rules), so a fused
  * kernel's results are bitwise the evaluator's. Each exists twice: compiled for the baseline
  * ISA and for AVX2+FMA; the CPU decides which, once, when a kernel is built. */
-#include "backends/cpu/cpu_features.h"
-#include "backends/cpu/fused_internal.h"
+#include "backends/cpu/lib/cpu_features.h"
+#include "backends/cpu/lib/vec_prims.h"
 
 #include <math.h>
 
-#include "backends/cpu/eval_elementwise.h"
-#include "backends/cpu/sleef_avx2.h"
-#include "backends/cpu/vmath.h"
+#include "backends/cpu/lib/float_minmax.h"
+#include "backends/cpu/lib/sleef_avx2.h"
+#include "backends/cpu/lib/vmath.h"
 
 #define AVX2_TARGET __attribute__((target("avx2,fma")))
 
@@ -67,14 +67,14 @@ BINARY_LOOP(add_f32, float, x + y)
 BINARY_LOOP(sub_f32, float, x - y)
 BINARY_LOOP(mul_f32, float, x *y)
 BINARY_LOOP(div_f32, float, x / y)
-BINARY_LOOP(max_f32, float, kiln__ew_maxf(x, y))
-BINARY_LOOP(min_f32, float, kiln__ew_minf(x, y))
+BINARY_LOOP(max_f32, float, kiln__nanmaxf(x, y))
+BINARY_LOOP(min_f32, float, kiln__nanminf(x, y))
 BINARY_LOOP(add_f64, double, x + y)
 BINARY_LOOP(sub_f64, double, x - y)
 BINARY_LOOP(mul_f64, double, x *y)
 BINARY_LOOP(div_f64, double, x / y)
-BINARY_LOOP(max_f64, double, kiln__ew_max(x, y))
-BINARY_LOOP(min_f64, double, kiln__ew_min(x, y))
+BINARY_LOOP(max_f64, double, kiln__nanmax(x, y))
+BINARY_LOOP(min_f64, double, kiln__nanmin(x, y))
 UNARY_LOOP(neg_f32, float, -x)
 UNARY_LOOP(abs_f32, float, fabsf(x))
 UNARY_LOOP(sqrt_f32, float, sqrtf(x))
@@ -127,8 +127,8 @@ SELECT_LOOP(select_f64, double)
 #define CLAMP_LOOP(name, T, MAX, MIN)                \
     CLAMP_VARIANT(name, , T, MAX, MIN, lo[i], hi[i]) \
     CLAMP_VARIANT(name, _ss, T, MAX, MIN, lo0, hi0)
-CLAMP_LOOP(clamp_f32, float, kiln__ew_maxf, kiln__ew_minf)
-CLAMP_LOOP(clamp_f64, double, kiln__ew_max, kiln__ew_min)
+CLAMP_LOOP(clamp_f32, float, kiln__nanmaxf, kiln__nanminf)
+CLAMP_LOOP(clamp_f64, double, kiln__nanmax, kiln__nanmin)
 
 /* ---- transcendentals ---------------------------------------------------------------------- */
 
@@ -307,7 +307,7 @@ static void cos_f32_vm(void *r, const void *a, const void *b, const void *c, int
 #define PICK(name) (avx2 ? name##_avx2 : name##_base)
 #define PICK3(name) (scalars == 2 ? PICK(name##_vs) : scalars == 1 ? PICK(name##_sv) : PICK(name))
 
-kiln__fprim kiln__fused_prim(kiln_op op, kiln_dtype dtype, unsigned scalars) {
+kiln__vec_prim_fn kiln__vec_prim(kiln_op op, kiln_dtype dtype, unsigned scalars) {
     bool f64 = dtype == KILN_F64, avx2 = kiln__cpu_avx2_fma();
     if (dtype != KILN_F32 && dtype != KILN_F64) return NULL;
     bool binary = op == KILN_OP_ADD || op == KILN_OP_SUBTRACT || op == KILN_OP_MULTIPLY ||
@@ -343,7 +343,7 @@ kiln__fprim kiln__fused_prim(kiln_op op, kiln_dtype dtype, unsigned scalars) {
     }
 }
 
-kiln__fprim kiln__fused_transcendental(kiln_op op, kiln_dtype dtype) {
+kiln__vec_prim_fn kiln__vec_transcendental(kiln_op op, kiln_dtype dtype) {
     if (!kiln__cpu_avx2_fma() || (dtype != KILN_F32 && dtype != KILN_F64)) return NULL;
     switch (op) {
     case KILN_OP_EXPONENTIAL:
@@ -355,7 +355,7 @@ kiln__fprim kiln__fused_transcendental(kiln_op op, kiln_dtype dtype) {
     case KILN_OP_TAN:
     case KILN_OP_TANH:
     case KILN_OP_CBRT:
-    case KILN_OP_LOGISTIC: return kiln__fused_prim(op, dtype, 0);
+    case KILN_OP_LOGISTIC: return kiln__vec_prim(op, dtype, 0);
     default: return NULL;
     }
 }

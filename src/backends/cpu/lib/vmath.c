@@ -21,8 +21,8 @@
  * 0.5 + 2^-9.5 ulp once rounded to float (0.50176 measured over all floats). The product
  * form keeps sin(-0) = -0. Each step below is one IEEE double operation (fma() is one
  * rounding), so the scalar form and the vector forms give the same bits. */
-#include "backends/cpu/vmath.h"
-#include "backends/cpu/cpu_features.h"
+#include "backends/cpu/lib/vmath.h"
+#include "backends/cpu/lib/cpu_features.h"
 
 #include <math.h>
 #include <string.h>

@@ -30,13 +30,12 @@ void kiln__ad_fini(kiln__ad *ad) {
 }
 
 bool kiln__ad_is_stop_gradient(const kiln__ir_op *op) {
-    return op->kind == KILN_OP_OPTIMIZATION_BARRIER && op->attrs->fn &&
-           strcmp(op->attrs->fn, KILN__STOP_GRADIENT_FN) == 0;
+    return op->kind == KILN_OP_OPTIMIZATION_BARRIER && op->attrs->mark == KILN__MARK_STOP_GRADIENT;
 }
 
 bool kiln__ad_is_custom_vjp(const kiln__ir_op *op) {
-    return op->kind == KILN_OP_CALL && op->attrs->fn &&
-           strcmp(op->attrs->fn, KILN__CUSTOM_VJP_FN) == 0 && op->attrs->u.constant;
+    return op->kind == KILN_OP_CALL && op->attrs->mark == KILN__MARK_CUSTOM_VJP &&
+           op->attrs->u.constant;
 }
 
 kiln__ad *kiln__ad_of(kiln__emitter *e) {

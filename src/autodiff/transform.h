@@ -6,7 +6,7 @@
 #include "autodiff/rules.h"
 #include "ir/clone.h"
 
-/* The markers (KILN__STOP_GRADIENT_FN, KILN__CUSTOM_VJP_FN: ops/attrs.h). */
+/* The marked ops (attrs.mark, ops/attrs.h). */
 bool kiln__ad_is_stop_gradient(const kiln__ir_op *op);
 bool kiln__ad_is_custom_vjp(const kiln__ir_op *op);
 

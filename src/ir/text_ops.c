@@ -928,7 +928,8 @@ static bool run_parallel_calls(parser *p, const opdesc *o, kiln__ir_op *op) {
 }
 
 static __attribute__((noinline)) bool append_op(parser *p, kiln__block *b, opdesc *o, lhs *l) {
-    if (o->kind == KILN_OP_CONSTANT && o->value == CONSTANT_VALUE_SPLAT && !compact_splat(p, b, o)) return false;
+    if (o->kind == KILN_OP_CONSTANT && o->value == CONSTANT_VALUE_SPLAT && !compact_splat(p, b, o))
+        return false;
     const kiln__op_info *info = kiln__op_get_info(o->kind);
     char tb[80], tb2[80];
     if (!o->have_sig) return kiln__text_error(p, o->pos, "missing type");

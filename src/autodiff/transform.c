@@ -29,14 +29,58 @@ void kiln__ad_fini(kiln__ad *ad) {
     ad->magic = 0;
 }
 
+kiln_status kiln__ad_add_args(kiln__ad *ad, kiln__vmap *map, const kiln__value *const *src,
+                              int32_t n, const bool *which) {
+    for (int32_t i = 0; i < n; i++) {
+        if (which && !which[i]) continue;
+        kiln__value *a = kiln__block_add_arg(ad->e.m, ad->e.block, *src[i]->type);
+        if (!a || !kiln__vmap_put(map, src[i], a))
+            return kiln_ctx_set_error(ad->e.cx, KILN_RESOURCE_EXHAUSTED, "%s: out of memory",
+                                      ad->e.fn);
+    }
+    return KILN_OK;
+}
+
+kiln__value **kiln__ad_results(kiln__ad *ad, const kiln__block *body, size_t n) {
+    kiln__value **res =
+        kiln__arena_alloc(&ad->e.m->arena, (n ? n : 1) * sizeof *res, _Alignof(void *));
+    if (!res) {
+        kiln_ctx_set_error(ad->e.cx, KILN_RESOURCE_EXHAUSTED, "%s: out of memory", ad->e.fn);
+        return NULL;
+    }
+    for (int32_t j = 0; j < body->n_results; j++)
+        res[j] = kiln__vmap_get(&ad->primal, body->results[j]);
+    return res;
+}
+
+kiln__value *kiln__ad_deriv_or_zeros(kiln__ad *ad, const kiln__value *v) {
+    kiln__value *d = kiln__vmap_get(&ad->deriv, v);
+    return d ? d : kiln__emit_zeros(&ad->e, v->type);
+}
+
+kiln_status kiln__ad_finish(kiln__ad *ad, kiln_status s, kiln__func *g, kiln__value **res,
+                            size_t n, kiln__func **out) {
+    kiln_ctx *cx = ad->e.cx;
+    kiln_module *dst = ad->e.m;
+    const char *fn = ad->e.fn;
+    if (s == KILN_OK) s = kiln__block_set_results(dst, g->body, res, (int32_t)n);
+    kiln__ad_fini(ad);
+    if (s != KILN_OK) {
+        if (kiln_ctx_status(cx) == KILN_OK) kiln_ctx_set_error(cx, s, "%s: failed", fn);
+        return kiln_ctx_status(cx);
+    }
+    kiln__module_dce(dst);
+    *out = g;
+    return KILN_OK;
+}
+
 bool kiln__ad_is_stop_gradient(const kiln__ir_op *op) {
-    return op->kind == KILN_OP_OPTIMIZATION_BARRIER && op->attrs->fn &&
-           strcmp(op->attrs->fn, KILN__STOP_GRADIENT_FN) == 0;
+    return op->kind == KILN_OP_OPTIMIZATION_BARRIER && op->attrs->mark == KILN__MARK_STOP_GRADIENT;
 }
 
 bool kiln__ad_is_custom_vjp(const kiln__ir_op *op) {
-    return op->kind == KILN_OP_CALL && op->attrs->fn &&
-           strcmp(op->attrs->fn, KILN__CUSTOM_VJP_FN) == 0 && op->attrs->u.constant;
+    return op->kind == KILN_OP_CALL && op->attrs->mark == KILN__MARK_CUSTOM_VJP &&
+           op->attrs->u.constant;
 }
 
 kiln__ad *kiln__ad_of(kiln__emitter *e) {

@@ -6,7 +6,7 @@
 #include "autodiff/rules.h"
 #include "ir/clone.h"
 
-/* The markers (KILN__STOP_GRADIENT_FN, KILN__CUSTOM_VJP_FN: ops/attrs.h). */
+/* The marked ops (attrs.mark, ops/attrs.h). */
 bool kiln__ad_is_stop_gradient(const kiln__ir_op *op);
 bool kiln__ad_is_custom_vjp(const kiln__ir_op *op);
 
@@ -36,6 +36,23 @@ struct kiln__ad {
 kiln_status kiln__ad_init(kiln__ad *ad, kiln_ctx *cx, const char *fn, kiln_module *dst,
                           kiln__block *block, const kiln__ad_hooks *hooks);
 void kiln__ad_fini(kiln__ad *ad);
+
+/* The steps both whole-function transforms share. Each returns or records the first error
+ * in ad->e.cx ("<fn>: out of memory" where allocation fails). */
+/* Adds to ad->e.block an argument of src[i]'s type for each i < n with which[i] (all when
+ * which is NULL), in order, and maps src[i] to it in *map. */
+kiln_status kiln__ad_add_args(kiln__ad *ad, kiln__vmap *map, const kiln__value *const *src,
+                              int32_t n, const bool *which);
+/* An array of n results in dst's arena whose first body->n_results are the values of body's
+ * results (the caller fills the rest), or NULL. */
+kiln__value **kiln__ad_results(kiln__ad *ad, const kiln__block *body, size_t n);
+/* The derivative mapped to v, or zeros of v's type where none flowed to it; NULL on error. */
+kiln__value *kiln__ad_deriv_or_zeros(kiln__ad *ad, const kiln__value *v);
+/* The tail: when s is KILN_OK, g returns the n values res; then ad ends, and on success
+ * dead code goes and *out = g. Returns the context's status (a bare "<fn>: failed" when s
+ * failed and nothing was recorded). */
+kiln_status kiln__ad_finish(kiln__ad *ad, kiln_status s, kiln__func *g, kiln__value **res,
+                            size_t n, kiln__func **out);
 
 /* The transform an emitter belongs to, or NULL (with INTERNAL recorded). */
 kiln__ad *kiln__ad_of(kiln__emitter *e);

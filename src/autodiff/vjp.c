@@ -101,19 +101,12 @@ kiln_status kiln__vjp_func(kiln_ctx *cx, const char *fn, const kiln__func *f,
     kiln__ad ad;
     kiln__ad_init(&ad, cx, fn, dst, g->body, hooks);
     ad.reverse = true;
-    kiln_status s = KILN_OK;
     int32_t n_wrt = 0;
-    for (int32_t i = 0; i < body->n_args && s == KILN_OK; i++) {
-        kiln__value *a = kiln__block_add_arg(dst, g->body, *body->args[i]->type);
-        if (!a || !kiln__vmap_put(&ad.primal, body->args[i], a))
-            s = kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "%s: out of memory", fn);
+    for (int32_t i = 0; i < body->n_args; i++)
         n_wrt += wrt[i];
-    }
-    for (int32_t i = 0; i < n_extra && s == KILN_OK; i++) {
-        kiln__value *a = kiln__block_add_arg(dst, g->body, *extra[i]->type);
-        if (!a || !kiln__vmap_put(&ad.primal, extra[i], a))
-            s = kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "%s: out of memory", fn);
-    }
+    kiln_status s = kiln__ad_add_args(&ad, &ad.primal, (const kiln__value *const *)body->args,
+                                      body->n_args, NULL);
+    if (s == KILN_OK) s = kiln__ad_add_args(&ad, &ad.primal, extra, n_extra, NULL);
     if (s == KILN_OK) s = kiln__ad_forward(&ad, body);
     for (int32_t j = 0; j < body->n_results && s == KILN_OK; j++) {
         if (!seed[j]) continue;
@@ -131,26 +124,12 @@ kiln_status kiln__vjp_func(kiln_ctx *cx, const char *fn, const kiln__func *f,
     if (s == KILN_OK) s = kiln__ad_backward(&ad, body);
     size_t n = (size_t)body->n_results + (size_t)n_wrt;
     kiln__value **res = NULL;
-    if (s == KILN_OK) {
-        res = kiln__arena_alloc(&dst->arena, (n ? n : 1) * sizeof *res, _Alignof(void *));
-        if (!res) s = kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "%s: out of memory", fn);
-    }
-    for (int32_t j = 0; j < body->n_results && s == KILN_OK; j++)
-        res[j] = kiln__vmap_get(&ad.primal, body->results[j]);
+    if (s == KILN_OK && !(res = kiln__ad_results(&ad, body, n))) s = kiln_ctx_status(cx);
     for (int32_t i = 0, k = body->n_results; i < body->n_args && s == KILN_OK; i++) {
         if (!wrt[i]) continue;
-        kiln__value *ct = kiln__vmap_get(&ad.deriv, body->args[i]);
-        if (!ct) ct = kiln__emit_zeros(&ad.e, body->args[i]->type);
+        kiln__value *ct = kiln__ad_deriv_or_zeros(&ad, body->args[i]);
         if (!ct) s = kiln_ctx_status(cx);
         res[k++] = ct;
     }
-    if (s == KILN_OK) s = kiln__block_set_results(dst, g->body, res, (int32_t)n);
-    kiln__ad_fini(&ad);
-    if (s != KILN_OK) {
-        if (kiln_ctx_status(cx) == KILN_OK) kiln_ctx_set_error(cx, s, "%s: failed", fn);
-        return kiln_ctx_status(cx);
-    }
-    kiln__module_dce(dst);
-    *out = g;
-    return KILN_OK;
+    return kiln__ad_finish(&ad, s, g, res, n, out);
 }

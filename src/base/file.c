@@ -48,6 +48,16 @@ kiln_status kiln__file_open_read(kiln_ctx *cx, const char *path, FILE **out_f, s
     return KILN_OK;
 }
 
+kiln_status kiln__file_read_exact(kiln_ctx *cx, const char *path, FILE *f, void *dst, size_t n,
+                                  const char *what, const char *why) {
+    if (n == 0) return KILN_OK;
+    size_t got = fread(dst, 1, n, f);
+    if (got == n) return KILN_OK;
+    if (ferror(f)) return kiln__file_error(cx, path, "read", errno ? errno : EIO);
+    return kiln_ctx_set_error(cx, KILN_DATA_LOSS, "%s: truncated %s: %zu of %zu bytes%s", path,
+                              what, got, n, why);
+}
+
 kiln_status kiln__file_save_atomic(kiln_ctx *cx, const char *fn, const char *path,
                                    bool (*write)(void *user, FILE *f), void *user) {
     /* A unique name beside the target: the rename stays on one file system. */

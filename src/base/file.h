@@ -21,6 +21,12 @@ kiln_status kiln__file_error(kiln_ctx *cx, const char *path, const char *what, i
  * memory can address). */
 kiln_status kiln__file_open_read(kiln_ctx *cx, const char *path, FILE **out_f, size_t *out_size);
 
+/* Reads exactly n bytes of f into dst (nothing when n is 0). A read error is recorded as
+ * kiln__file_error's "read"; a short file as DATA_LOSS "<path>: truncated <what>: <got> of
+ * <n> bytes<why>" (why: "" or a parenthesised reason, with its leading space). */
+kiln_status kiln__file_read_exact(kiln_ctx *cx, const char *path, FILE *f, void *dst, size_t n,
+                                  const char *what, const char *why);
+
 /* Saves path: write(user, f) writes the whole content into a new file beside it, which then
  * replaces path; write returns false on a write error (errno set). On any failure the
  * temporary file is removed and path is untouched. `fn` names the caller in messages.

@@ -215,8 +215,7 @@ kiln_status kiln__batch_CASE(kiln__batch *b, const kiln__batch_op *op, kiln__val
 kiln_status kiln__batch_CALL(kiln__batch *b, const kiln__batch_op *op, kiln__value **out,
                              bool *out_batched) {
     const kiln__ir_op *c = op->op;
-    if ((c->attrs->fn && strcmp(c->attrs->fn, KILN__CUSTOM_VJP_FN) == 0) || c->n_regions != 1 ||
-        !c->regions[0])
+    if (c->attrs->mark == KILN__MARK_CUSTOM_VJP || c->n_regions != 1 || !c->regions[0])
         return kiln__batch_by_loop(b, op, out, out_batched);
     const kiln__block *callee = c->regions[0];
     for (int32_t i = 0; i < callee->n_args && i < op->n_in; i++)

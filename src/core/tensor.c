@@ -306,24 +306,34 @@ void *kiln__tensor_mutable_data(kiln_tensor *t) {
     return s->data ? (char *)s->data + t->byte_offset : NULL;
 }
 
+/* Checks host data offered for a tensor of dtype and *shape: a valid pair (of *numel
+ * elements), nbytes exactly its size (*need), data not NULL unless that is 0. False with
+ * the error recorded in cx. */
+static bool check_host_data(kiln_ctx *cx, const char *fn, kiln_dtype dtype,
+                            const kiln_shape *shape, const void *data, size_t nbytes,
+                            int64_t *numel, size_t *need) {
+    if (!kiln__check_dtype_shape(cx, fn, dtype, shape, numel, need)) return false;
+    if (nbytes != *need) {
+        char text[KILN_MAX_RANK * 21 + 3];
+        kiln_shape_format(shape, text, sizeof text);
+        kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT, "%s: nbytes is %zu; a %s%s tensor needs %zu",
+                           fn, nbytes, kiln_dtype_name(dtype), text, *need);
+        return false;
+    }
+    if (!data && *need > 0) {
+        kiln__null_argument(cx, fn, "data");
+        return false;
+    }
+    return true;
+}
+
 kiln_tensor *kiln_tensor_from_host(kiln_ctx *cx, kiln_dtype dtype, kiln_shape shape,
                                    const void *data, size_t nbytes) {
     static const char fn[] = "kiln_tensor_from_host";
     if (!cx) return NULL;
     int64_t numel;
     size_t need;
-    if (!kiln__check_dtype_shape(cx, fn, dtype, &shape, &numel, &need)) return NULL;
-    if (nbytes != need) {
-        char text[KILN_MAX_RANK * 21 + 3];
-        kiln_shape_format(&shape, text, sizeof text);
-        kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT, "%s: nbytes is %zu; a %s%s tensor needs %zu",
-                           fn, nbytes, kiln_dtype_name(dtype), text, need);
-        return NULL;
-    }
-    if (!data && need > 0) {
-        kiln__null_argument(cx, fn, "data");
-        return NULL;
-    }
+    if (!check_host_data(cx, fn, dtype, &shape, data, nbytes, &numel, &need)) return NULL;
     kiln_tensor *t = kiln__tensor_new(cx, fn, dtype, shape);
     if (t && need > 0) memcpy(kiln__tensor_mutable_data(t), data, need);
     return t;
@@ -335,18 +345,7 @@ static kiln_tensor *wrap_host(kiln_ctx *cx, const char *fn, kiln_dtype dtype, ki
     if (!cx) return NULL;
     int64_t numel;
     size_t need;
-    if (!kiln__check_dtype_shape(cx, fn, dtype, &shape, &numel, &need)) return NULL;
-    if (nbytes != need) {
-        char text[KILN_MAX_RANK * 21 + 3];
-        kiln_shape_format(&shape, text, sizeof text);
-        kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT, "%s: nbytes is %zu; a %s%s tensor needs %zu",
-                           fn, nbytes, kiln_dtype_name(dtype), text, need);
-        return NULL;
-    }
-    if (!data && need > 0) {
-        kiln__null_argument(cx, fn, "data");
-        return NULL;
-    }
+    if (!check_host_data(cx, fn, dtype, &shape, data, nbytes, &numel, &need)) return NULL;
     if ((uintptr_t)data % kiln_dtype_size(dtype) != 0) {
         kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
                            "%s: data %p is not aligned to %zu bytes, the size of %s", fn, data,

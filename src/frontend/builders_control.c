@@ -21,14 +21,23 @@ static kiln_status check_list(kiln_ctx *cx, const char *fn, const char *count_na
     return KILN_OK;
 }
 
+/* Checks an output array of n tensors as check_list does and clears it, so that a caller
+ * finds NULLs wherever the builder fails afterwards. */
+static kiln_status check_out(kiln_ctx *cx, const char *fn, const char *count_name, int32_t n,
+                             const char *what, kiln_tensor **out) {
+    kiln_status s = check_list(cx, fn, count_name, n, what, out);
+    if (s != KILN_OK) return s;
+    for (int32_t i = 0; i < n; i++)
+        out[i] = NULL;
+    return KILN_OK;
+}
+
 kiln_status kiln_while(kiln_ctx *cx, kiln_tensor *const *inits, int32_t n, const kiln_region *cond,
                        const kiln_region *body, kiln_tensor **out) {
     static const char fn[] = "kiln_while";
     if (!cx) return KILN_INVALID_ARGUMENT;
     kiln_status s;
-    if ((s = check_list(cx, fn, "n", n, "out", out)) != KILN_OK) return s;
-    for (int32_t i = 0; i < n; i++)
-        out[i] = NULL;
+    if ((s = check_out(cx, fn, "n", n, "out", out)) != KILN_OK) return s;
     if ((s = check_list(cx, fn, "n", n, "inits", inits)) != KILN_OK) return s;
     kiln__attrs a = {.fn = fn, .region = {cond, body}, .n_regions = 2, .n_results = n};
     return kiln__op_run(cx, KILN_OP_WHILE, &a, inits, n, out, n);
@@ -98,9 +107,7 @@ kiln_status kiln_fori_loop(kiln_ctx *cx, int64_t lower, int64_t upper, kiln_tens
     static const char fn[] = "kiln_fori_loop";
     if (!cx) return KILN_INVALID_ARGUMENT;
     kiln_status s;
-    if ((s = check_list(cx, fn, "n", n, "out", out)) != KILN_OK) return s;
-    for (int32_t i = 0; i < n; i++)
-        out[i] = NULL;
+    if ((s = check_out(cx, fn, "n", n, "out", out)) != KILN_OK) return s;
     if ((s = check_list(cx, fn, "n", n, "inits", inits)) != KILN_OK) return s;
     if (n == INT32_MAX)
         return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT, "%s: n is too large", fn);
@@ -492,9 +499,7 @@ kiln_status kiln_cond(kiln_ctx *cx, kiln_tensor *pred, const kiln_region *on_tru
     static const char fn[] = "kiln_cond";
     if (!cx) return KILN_INVALID_ARGUMENT;
     kiln_status s;
-    if ((s = check_list(cx, fn, "n_results", n_results, "out", out)) != KILN_OK) return s;
-    for (int32_t i = 0; i < n_results; i++)
-        out[i] = NULL;
+    if ((s = check_out(cx, fn, "n_results", n_results, "out", out)) != KILN_OK) return s;
     const kiln_region *branches[2] = {on_true, on_false};
     return run_branches(cx, fn, KILN_OP_IF, pred, branches, 2, operands, n_operands, n_results,
                         out);
@@ -506,9 +511,7 @@ kiln_status kiln_case(kiln_ctx *cx, kiln_tensor *index, const kiln_region *branc
     static const char fn[] = "kiln_case";
     if (!cx) return KILN_INVALID_ARGUMENT;
     kiln_status s;
-    if ((s = check_list(cx, fn, "n_results", n_results, "out", out)) != KILN_OK) return s;
-    for (int32_t i = 0; i < n_results; i++)
-        out[i] = NULL;
+    if ((s = check_out(cx, fn, "n_results", n_results, "out", out)) != KILN_OK) return s;
     if ((s = check_list(cx, fn, "n_branches", n_branches, "branches", branches)) != KILN_OK)
         return s;
     if (n_branches > 4096)
@@ -531,9 +534,7 @@ kiln_status kiln_call(kiln_ctx *cx, const kiln_region *callee, kiln_tensor *cons
     static const char fn[] = "kiln_call";
     if (!cx) return KILN_INVALID_ARGUMENT;
     kiln_status s;
-    if ((s = check_list(cx, fn, "n_results", n_results, "out", out)) != KILN_OK) return s;
-    for (int32_t i = 0; i < n_results; i++)
-        out[i] = NULL;
+    if ((s = check_out(cx, fn, "n_results", n_results, "out", out)) != KILN_OK) return s;
     if ((s = check_list(cx, fn, "n_args", n_args, "args", args)) != KILN_OK) return s;
     kiln__attrs a = {.fn = fn, .region = {callee}, .n_regions = 1, .n_results = n_results};
     return kiln__op_run(cx, KILN_OP_CALL, &a, args, n_args, out, n_results);
@@ -544,9 +545,7 @@ kiln_status kiln_optimization_barrier(kiln_ctx *cx, kiln_tensor *const *inputs, 
     static const char fn[] = "kiln_optimization_barrier";
     if (!cx) return KILN_INVALID_ARGUMENT;
     kiln_status s;
-    if ((s = check_list(cx, fn, "n", n, "out", out)) != KILN_OK) return s;
-    for (int32_t i = 0; i < n; i++)
-        out[i] = NULL;
+    if ((s = check_out(cx, fn, "n", n, "out", out)) != KILN_OK) return s;
     if ((s = check_list(cx, fn, "n", n, "inputs", inputs)) != KILN_OK) return s;
     kiln__attrs a = {.fn = fn, .n_results = n};
     return kiln__op_run(cx, KILN_OP_OPTIMIZATION_BARRIER, &a, inputs, n, out, n);

@@ -32,11 +32,10 @@ static void clear_out(kiln_tensor **out, int32_t n) {
             out[i] = NULL;
 }
 
-kiln_status kiln_scatter(kiln_ctx *cx, kiln_tensor *const *inputs, int32_t n, kiln_tensor *indices,
-                         kiln_tensor *const *updates, const kiln_scatter_params *params,
-                         const kiln_region *region, kiln_tensor **out) {
-    static const char fn[] = "kiln_scatter";
-    if (!cx) return KILN_INVALID_ARGUMENT;
+/* The checks scatter and sort begin with: out, n inputs (1 to 1024), and inputs; out is
+ * cleared once it is known to hold n. */
+static kiln_status check_inputs_out(kiln_ctx *cx, const char *fn, kiln_tensor *const *inputs,
+                                    int32_t n, kiln_tensor **out) {
     if (!out) return kiln__null_argument(cx, fn, "out");
     if (n < 1 || n > 1024) {
         return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT, "%s: n is %d; expected 1 to 1024", fn,
@@ -44,6 +43,16 @@ kiln_status kiln_scatter(kiln_ctx *cx, kiln_tensor *const *inputs, int32_t n, ki
     }
     clear_out(out, n);
     if (!inputs) return kiln__null_argument(cx, fn, "inputs");
+    return KILN_OK;
+}
+
+kiln_status kiln_scatter(kiln_ctx *cx, kiln_tensor *const *inputs, int32_t n, kiln_tensor *indices,
+                         kiln_tensor *const *updates, const kiln_scatter_params *params,
+                         const kiln_region *region, kiln_tensor **out) {
+    static const char fn[] = "kiln_scatter";
+    if (!cx) return KILN_INVALID_ARGUMENT;
+    kiln_status s = check_inputs_out(cx, fn, inputs, n, out);
+    if (s != KILN_OK) return s;
     if (!updates) return kiln__null_argument(cx, fn, "updates");
     if (!params) return kiln__null_argument(cx, fn, "params");
     if (!region) return kiln__null_argument(cx, fn, "region");
@@ -65,7 +74,7 @@ kiln_status kiln_scatter(kiln_ctx *cx, kiln_tensor *const *inputs, int32_t n, ki
     kiln__attrs a = {.fn = fn, .n_regions = 1, .n_results = n};
     a.u.scatter = *params;
     a.region[0] = region;
-    kiln_status s = kiln__op_run(cx, KILN_OP_SCATTER, &a, operands, count, out, n);
+    s = kiln__op_run(cx, KILN_OP_SCATTER, &a, operands, count, out, n);
     if (operands != fixed) kiln__free(cx, operands, bytes);
     return s;
 }
@@ -74,13 +83,8 @@ kiln_status kiln_sort(kiln_ctx *cx, kiln_tensor *const *inputs, int32_t n, int64
                       const kiln_region *comparator, kiln_tensor **out) {
     static const char fn[] = "kiln_sort";
     if (!cx) return KILN_INVALID_ARGUMENT;
-    if (!out) return kiln__null_argument(cx, fn, "out");
-    if (n < 1 || n > 1024) {
-        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT, "%s: n is %d; expected 1 to 1024", fn,
-                                  (int)n);
-    }
-    clear_out(out, n);
-    if (!inputs) return kiln__null_argument(cx, fn, "inputs");
+    kiln_status s = check_inputs_out(cx, fn, inputs, n, out);
+    if (s != KILN_OK) return s;
     if (!comparator) return kiln__null_argument(cx, fn, "comparator");
     kiln__attrs a = {.fn = fn, .n_regions = 1, .n_results = n};
     a.u.sort.dimension = dim;

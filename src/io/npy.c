@@ -379,22 +379,12 @@ kiln_status kiln_npy_load_buffer(kiln_ctx *cx, const void *data, size_t size,
     return KILN_OK;
 }
 
-static kiln_status read_exact(kiln_ctx *cx, const char *path, FILE *f, void *dst, size_t n,
-                              const char *what) {
-    if (n == 0) return KILN_OK;
-    size_t got = fread(dst, 1, n, f);
-    if (got == n) return KILN_OK;
-    if (ferror(f)) return kiln__file_error(cx, path, "read", errno ? errno : EIO);
-    return kiln_ctx_set_error(cx, KILN_DATA_LOSS, "%s: truncated .npy %s: %zu of %zu bytes", path,
-                              what, got, n);
-}
-
 static kiln_status load_file(kiln_ctx *cx, const char *path, FILE *f, size_t file_size,
                              kiln_tensor **out) {
     static const char fn[] = "kiln_npy_load";
     unsigned char pre[12];
     size_t pre_len = file_size < sizeof pre ? file_size : sizeof pre;
-    kiln_status s = read_exact(cx, path, f, pre, pre_len, "preamble");
+    kiln_status s = kiln__file_read_exact(cx, path, f, pre, pre_len, ".npy preamble", "");
     if (s != KILN_OK) return s;
     size_t prefix = 0, header_len = 0;
     s = parse_preamble(cx, path, pre, pre_len, &prefix, &header_len);
@@ -406,7 +396,7 @@ static kiln_status load_file(kiln_ctx *cx, const char *path, FILE *f, size_t fil
     if (fseek(f, (long)prefix, SEEK_SET) != 0) return kiln__file_error(cx, path, "seek", errno);
     char *header = header_len ? kiln__alloc(cx, header_len, 1, "kiln_npy_load: header") : NULL;
     if (header_len && !header) return KILN_RESOURCE_EXHAUSTED;
-    s = read_exact(cx, path, f, header, header_len, "header");
+    s = kiln__file_read_exact(cx, path, f, header, header_len, ".npy header", "");
     npy_info info;
     if (s == KILN_OK) s = parse_header(cx, path, header, header_len, &info);
     if (header) kiln__free(cx, header, header_len);
@@ -417,7 +407,7 @@ static kiln_status load_file(kiln_ctx *cx, const char *path, FILE *f, size_t fil
     kiln_tensor *t = kiln__tensor_new(cx, fn, info.dtype, info.shape);
     if (!t) return KILN_RESOURCE_EXHAUSTED; /* dtype and shape were checked above */
     void *dst = kiln__tensor_mutable_data(t);
-    s = read_exact(cx, path, f, dst, nbytes, "data");
+    s = kiln__file_read_exact(cx, path, f, dst, nbytes, ".npy data", "");
     if (s != KILN_OK) {
         kiln_tensor_release(t);
         return s;

@@ -598,24 +598,16 @@ kiln_status kiln_safetensors_load_buffer(kiln_ctx *cx, const void *data, size_t 
     return KILN_OK;
 }
 
-static kiln_status read_exact(kiln_ctx *cx, const char *path, FILE *f, void *dst, size_t n,
-                              const char *what) {
-    if (n == 0) return KILN_OK;
-    size_t got = fread(dst, 1, n, f);
-    if (got == n) return KILN_OK;
-    if (ferror(f)) return kiln__file_error(cx, path, "read", errno ? errno : EIO);
-    return kiln_ctx_set_error(cx, KILN_DATA_LOSS,
-                              "%s: truncated safetensors %s: %zu of %zu bytes (the file shrank "
-                              "while it was read)",
-                              path, what, got, n);
-}
+/* Why a file whose size was checked first can still be short. */
+static const char SHRANK[] = " (the file shrank while it was read)";
 
 static kiln_status load_file(kiln_ctx *cx, const char *path, FILE *f, size_t file_size,
                              kiln_safetensors **out) {
     parser p = {.cx = cx, .source = path};
     unsigned char first8[8];
     size_t pre = file_size < 8 ? file_size : 8;
-    kiln_status s = read_exact(cx, path, f, first8, pre, "header length");
+    kiln_status s =
+        kiln__file_read_exact(cx, path, f, first8, pre, "safetensors header length", SHRANK);
     if (s != KILN_OK) return s;
     size_t hlen = 0;
     s = parse_length(&p, first8, pre, file_size, &hlen);
@@ -623,7 +615,7 @@ static kiln_status load_file(kiln_ctx *cx, const char *path, FILE *f, size_t fil
     size_t data_size = file_size - 8 - hlen;
     char *text = kiln__alloc(cx, hlen + 1, 1, "kiln_safetensors_load: header");
     if (!text) return KILN_RESOURCE_EXHAUSTED;
-    s = read_exact(cx, path, f, text, hlen, "header");
+    s = kiln__file_read_exact(cx, path, f, text, hlen, "safetensors header", SHRANK);
     kiln_safetensors *st = NULL;
     if (s == KILN_OK) {
         text[hlen] = '\0';
@@ -638,7 +630,7 @@ static kiln_status load_file(kiln_ctx *cx, const char *path, FILE *f, size_t fil
             return KILN_RESOURCE_EXHAUSTED;
         }
         st->data_size = data_size;
-        s = read_exact(cx, path, f, st->data, data_size, "data");
+        s = kiln__file_read_exact(cx, path, f, st->data, data_size, "safetensors data", SHRANK);
         if (s != KILN_OK) {
             st_free(st);
             return s;

@@ -199,7 +199,8 @@ static void put_op(writer *w, kiln__ir_op *op) {
     for (int32_t i = 0; i < op->n_operands; i++)
         put_i64(w, op->operands[i]->id);
     /* The common attributes: builtin regions are static functions that backends recognise,
-     * so their addresses are what they mean. fn only names a builder for messages. */
+     * so their addresses are what they mean. fn only names a builder for messages; mark (as
+     * fn, which held it before) is left out: a marked op compiles and runs as its kind. */
     put_i64(w, a->result_dtype);
     put_i64(w, a->n_regions);
     put_i64(w, a->n_results);

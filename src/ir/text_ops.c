@@ -165,12 +165,20 @@ typedef struct lhs {
     bool grouped;  /* %x:N */
 } lhs;
 
+/* Where a pretty constant's value is, once read. */
+typedef enum constant_value {
+    CONSTANT_VALUE_NONE,  /* not read (yet) */
+    CONSTANT_VALUE_HELD,  /* held as the module's last constant */
+    CONSTANT_VALUE_SPLAT, /* its one element held so: the op becomes a broadcast of it */
+} constant_value;
+
 typedef struct opdesc {
     kiln_op kind;
     size_t pos;
     kiln__value *operands[MAX_VALUES];
     int32_t n_operands;
     attr dict;
+    constant_value value; /* a constant's */
     kiln__block *regions[MAX_VALUES];
     int32_t n_regions;
     sig s;
@@ -530,8 +538,8 @@ static bool pretty_op(parser *p, opdesc *o, kiln__value **result_hint) {
                 kiln_tensor_release(t);
                 if (!ok)
                     kiln__text_oom(p);
-                else /* "held as m->constants[last]", 2: as its one element (a splat) */
-                    o->dict.rank = compact ? 2 : 1;
+                else
+                    o->value = compact ? CONSTANT_VALUE_SPLAT : CONSTANT_VALUE_HELD;
             }
         }
         kiln__text_dense_free(p, &d);
@@ -856,6 +864,7 @@ static bool compact_splat(parser *p, kiln__block *b, opdesc *o) {
     if (!c) return kiln__text_oom(p);
     attr none = {.kind = A_ARRAY, .pos = o->pos};
     o->dict = (attr){0};
+    o->value = CONSTANT_VALUE_NONE;
     o->kind = KILN_OP_BROADCAST_IN_DIM;
     o->operands[0] = c->results[0];
     o->n_operands = 1;
@@ -919,7 +928,8 @@ static bool run_parallel_calls(parser *p, const opdesc *o, kiln__ir_op *op) {
 }
 
 static __attribute__((noinline)) bool append_op(parser *p, kiln__block *b, opdesc *o, lhs *l) {
-    if (o->kind == KILN_OP_CONSTANT && o->dict.rank == 2 && !compact_splat(p, b, o)) return false;
+    if (o->kind == KILN_OP_CONSTANT && o->value == CONSTANT_VALUE_SPLAT && !compact_splat(p, b, o))
+        return false;
     const kiln__op_info *info = kiln__op_get_info(o->kind);
     char tb[80], tb2[80];
     if (!o->have_sig) return kiln__text_error(p, o->pos, "missing type");
@@ -957,7 +967,8 @@ static __attribute__((noinline)) bool append_op(parser *p, kiln__block *b, opdes
                                 o->s.n_out, &a))
         return false;
     if (o->kind == KILN_OP_CONSTANT) {
-        if (o->dict.rank != 1) return kiln__text_error(p, o->pos, "a constant needs a value");
+        if (o->value != CONSTANT_VALUE_HELD)
+            return kiln__text_error(p, o->pos, "a constant needs a value");
         a.u.constant = p->m->constants[p->m->n_constants - 1];
     }
     /* calls and run_parallel get their regions (copies of functions) once all are read */
@@ -1101,6 +1112,7 @@ static op_scratch *scratch_get(parser *p) {
     opdesc *o = &s->o;
     o->kind = (kiln_op)0, o->pos = 0, o->n_operands = 0, o->n_regions = 0;
     memset(&o->dict, 0, sizeof o->dict);
+    o->value = CONSTANT_VALUE_NONE;
     o->s.n_in = o->s.n_out = 0, o->s.functional = false, o->s.pos = 0;
     o->have_sig = false, o->callee = NULL, o->callee_len = 0, o->callee_pos = 0;
     return s;

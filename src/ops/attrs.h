@@ -34,7 +34,8 @@ typedef struct kiln__attrs {
     const kiln_region *region[2]; /* or up to two separately */
     int32_t n_regions;
     int32_t n_results; /* for ops with a variable result count */
-    const char *fn;    /* the public builder, for messages */
+    const char *fn;    /* the public builder, for messages only */
+    uint8_t mark;      /* what the op means beyond its kind (kiln__mark) */
     /* The op's own attributes: the member its kind uses (kiln__attrs_size). Last, so that
      * an op in a module holds only the bytes of its member. */
     union {
@@ -107,12 +108,16 @@ typedef struct kiln__attrs {
     } u;
 } kiln__attrs;
 
-/* Markers in attrs.fn: a stop_gradient (an optimization_barrier that differentiation
- * treats as a constant) and a custom_vjp call (a call whose attrs.u.constant is a u8
- * tensor holding the runtime's record of the rule). Transforms other than autodiff keep
- * them: batching runs such a call per example so that its rule survives. */
-#define KILN__STOP_GRADIENT_FN "kiln_stop_gradient"
-#define KILN__CUSTOM_VJP_FN "kiln_custom_vjp_call"
+/* attrs.mark: a stop_gradient (an optimization_barrier that differentiation treats as a
+ * constant) and a custom_vjp call (a call whose attrs.u.constant is a u8 tensor holding the
+ * runtime's record of the rule). Transforms other than autodiff keep them: batching runs
+ * such a call per example so that its rule survives. The mark is a common field, so
+ * kiln__attrs_copy keeps it. */
+enum kiln__mark {
+    KILN__MARK_NONE,
+    KILN__MARK_STOP_GRADIENT,
+    KILN__MARK_CUSTOM_VJP,
+};
 
 /* The bytes of a kiln__attrs that an op of `kind` uses: the common fields and the union
  * member of its kind (none for most elementwise ops). */

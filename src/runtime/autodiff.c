@@ -545,12 +545,13 @@ kiln_tensor *kiln_stop_gradient(kiln_ctx *cx, kiln_tensor *x) {
     kiln_tensor *r = NULL;
     if (kiln_optimization_barrier(cx, &x, 1, &r) != KILN_OK) return NULL;
     kiln__value *v = kiln__tensor_trace(r);
-    /* The marker: a barrier recorded under this name (printed as an identity barrier), in
+    /* The mark: a barrier that means stop_gradient (printed as an identity barrier), in
      * attributes of its own (a plain barrier's are shared with its equals). */
     if (v && v->def) {
         kiln__attrs *own = kiln__op_attrs_mut(current_trace(cx)->module, v->def);
         if (!own) return NULL; /* out of memory: recorded by the module's arena */
-        own->fn = KILN__STOP_GRADIENT_FN;
+        own->fn = "kiln_stop_gradient";
+        own->mark = KILN__MARK_STOP_GRADIENT;
     }
     return r;
 }
@@ -594,7 +595,8 @@ kiln_status kiln_custom_vjp_call(kiln_ctx *cx, const kiln_custom_vjp *def, kiln_
             if (!own) {
                 s = oom(cx, fn);
             } else {
-                own->fn = KILN__CUSTOM_VJP_FN;
+                own->fn = fn;
+                own->mark = KILN__MARK_CUSTOM_VJP;
                 own->u.constant = t;
             }
         }

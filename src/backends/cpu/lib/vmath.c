@@ -110,37 +110,26 @@ static void cos_base(const float *x, float *r, int64_t n) {
 /* The loops take is_cos as a constant: inlined, each one is specialized. */
 #define INLINE inline __attribute__((always_inline))
 
-/* trig_one's fast path on a vector of doubles: P is the intrinsic prefix, V the type,
- * TO_INT/TO_PD reinterpret. */
-#define TRIG_BODY(P, V, TO_INT, TO_PD, is_cos)                            \
-    V h, parity, r;                                                              \
-    if (is_cos) {                                                                \
-        parity = P##_add_pd(P##_fmadd_pd(x, P##_set1_pd(INV_PI), P##_set1_pd(-0.5)), \
-                            P##_set1_pd(ROUND_MAGIC));                           \
-        h = P##_add_pd(P##_sub_pd(parity, P##_set1_pd(ROUND_MAGIC)), P##_set1_pd(0.5)); \
-        r = P##_fmsub_pd(h, P##_set1_pd(PI_HI), x);                              \
-        r = P##_fmadd_pd(h, P##_set1_pd(PI_LO), r);                              \
-    } else {                                                                     \
-        parity = P##_fmadd_pd(x, P##_set1_pd(INV_PI), P##_set1_pd(ROUND_MAGIC)); \
-        h = P##_sub_pd(parity, P##_set1_pd(ROUND_MAGIC));                        \
-        r = P##_fnmadd_pd(h, P##_set1_pd(PI_HI), x);                             \
-        r = P##_fnmadd_pd(h, P##_set1_pd(PI_LO), r);                             \
-    }                                                                            \
-    V s = P##_mul_pd(r, r);                                                      \
-    V g = P##_fmadd_pd(P##_set1_pd(S5), s, P##_set1_pd(S4));                     \
-    g = P##_fmadd_pd(g, s, P##_set1_pd(S3));                                     \
-    g = P##_fmadd_pd(g, s, P##_set1_pd(S2));                                     \
-    g = P##_fmadd_pd(g, s, P##_set1_pd(S1));                                     \
-    V p = P##_mul_pd(r, P##_fmadd_pd(g, s, P##_set1_pd(1.0)));                   \
-    return P##_xor_pd(p, TO_PD(P##_slli_epi64(TO_INT(parity), 63)));
-
 /* ---- AVX2 + FMA: 4 doubles per vector, 8 floats per step --------------------------------- */
 
 #define AVX2_TARGET __attribute__((target("avx2,fma")))
 
-static AVX2_TARGET INLINE __m256d trig4(__m256d x, bool is_cos) {
-    TRIG_BODY(_mm256, __m256d, _mm256_castpd_si256, _mm256_castsi256_pd, is_cos)
-}
+/* trig_one's fast path on 4 doubles (vmath_trig.inc). */
+#define FN trig4
+#define TARGET AVX2_TARGET
+#define V __m256d
+#define ADD _mm256_add_pd
+#define SUB _mm256_sub_pd
+#define MUL _mm256_mul_pd
+#define FMADD _mm256_fmadd_pd
+#define FMSUB _mm256_fmsub_pd
+#define FNMADD _mm256_fnmadd_pd
+#define SET1 _mm256_set1_pd
+#define XOR _mm256_xor_pd
+#define SLLI_EPI64 _mm256_slli_epi64
+#define TO_INT _mm256_castpd_si256
+#define TO_PD _mm256_castsi256_pd
+#include "backends/cpu/lib/vmath_trig.inc"
 
 /* 8 elements from xs into rs (which may be xs). */
 static AVX2_TARGET INLINE void step8(const float *xs, float *rs, bool is_cos) {
@@ -181,9 +170,22 @@ static AVX2_TARGET void cos_avx2(const float *x, float *r, int64_t n) { run_avx2
 
 #define AVX512_TARGET __attribute__((target("avx512f,avx512dq,avx2,fma")))
 
-static AVX512_TARGET INLINE __m512d trig8(__m512d x, bool is_cos) {
-    TRIG_BODY(_mm512, __m512d, _mm512_castpd_si512, _mm512_castsi512_pd, is_cos)
-}
+/* trig_one's fast path on 8 doubles (vmath_trig.inc). */
+#define FN trig8
+#define TARGET AVX512_TARGET
+#define V __m512d
+#define ADD _mm512_add_pd
+#define SUB _mm512_sub_pd
+#define MUL _mm512_mul_pd
+#define FMADD _mm512_fmadd_pd
+#define FMSUB _mm512_fmsub_pd
+#define FNMADD _mm512_fnmadd_pd
+#define SET1 _mm512_set1_pd
+#define XOR _mm512_xor_pd
+#define SLLI_EPI64 _mm512_slli_epi64
+#define TO_INT _mm512_castpd_si512
+#define TO_PD _mm512_castsi512_pd
+#include "backends/cpu/lib/vmath_trig.inc"
 
 /* The `mask` lanes of 16 elements from xs into rs (which may be xs); masked-off lanes are
  * neither read nor written. */

@@ -1,4 +1,4 @@
-/* Helpers shared by the nn files. src/nn sees only the public API (DESIGN.md section 2),
+/* Helpers shared by the nn files. src/nn sees only the public API (src/LAYERS),
  * so these are small conveniences over it, not access to internals. */
 #ifndef KILN_NN_INTERNAL_H
 #define KILN_NN_INTERNAL_H

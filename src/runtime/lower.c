@@ -24,8 +24,8 @@ static kiln_status check_specs(kiln_ctx *cx, const kiln_arg_spec *args, int32_t 
     return KILN_OK;
 }
 
-/* Preserved results, donation and aliases (DESIGN.md section 1: checked right after
- * lowering). A result may alias a donated argument of the same dtype and byte size that
+/* Preserved results, donation and aliases, checked right after lowering (the compile
+ * path of docs/ARCHITECTURE.md, section 2). A result may alias a donated argument of the same dtype and byte size that
  * no other result aliases and that is not returned unchanged. */
 static kiln_status calling_convention(kiln_module *m, const kiln_arg_spec *args, bool donate_all) {
     kiln__block *body = m->funcs[0]->body;

@@ -1,7 +1,7 @@
 /* The elementwise family: unary and binary elementwise ops, compare, select, clamp,
  * convert and bitcast_convert. Hand-checked values, the core cases of the StableHLO
  * interpreter's conformance files (abs.mlir, add.mlir, ...), the semantic traps of
- * DESIGN.md section 8, every dtype each op allows, empty and rank-0 tensors, and the errors
+ * docs/ARCHITECTURE.md section 4, every dtype each op allows, empty and rank-0 tensors, and the errors
  * inference reports. */
 #include <math.h>
 #include <stdint.h>

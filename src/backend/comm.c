@@ -58,18 +58,6 @@ kiln_status kiln__comm_init(kiln_ctx *cx, kiln_comm *c, const kiln__comm_ops *op
     return KILN_OK;
 }
 
-kiln_status kiln_comm_create_local(kiln_ctx *cx, const kiln_comm_options *options,
-                                   kiln_comm **out_comm) {
-    static const char fn[] = "kiln_comm_create_local";
-    if (out_comm) *out_comm = NULL;
-    if (!cx) return KILN_INVALID_ARGUMENT;
-    if (!out_comm) return kiln__null_argument(cx, fn, "out_comm");
-    kiln_comm_options o;
-    kiln_status s = kiln__comm_options(cx, fn, options, &o);
-    if (s != KILN_OK) return s;
-    return kiln__comm_local_new(cx, &o, out_comm);
-}
-
 kiln_comm *kiln_comm_retain(kiln_comm *comm) {
     if (comm) atomic_fetch_add(&comm->refs, 1);
     return comm;

@@ -195,17 +195,24 @@ kiln_status kiln__process_group(kiln_ctx *cx, const char *fn, const kiln__groups
 
 /* ---- primitives ---------------------------------------------------------------------------- */
 
+/* A primitive without a communicator: the process is alone, so its group is itself (or
+ * empty) and what it receives is what it sends (nbytes of it). */
+static kiln_status alone(kiln_ctx *cx, const int32_t *members, int32_t n_members,
+                         const void *send, size_t nbytes, void *recv, const char *what) {
+    if (n_members > 1 || (n_members == 1 && members[0] != 0))
+        return kiln_ctx_set_error(cx, KILN_INTERNAL, "%s: internal: a group beyond the process",
+                                  what);
+    if (n_members == 1 && nbytes) memmove(recv, send, nbytes);
+    return KILN_OK;
+}
+
 kiln_status kiln__comm_all_gather(kiln_ctx *cx, const kiln__place *place, const int32_t *members,
                                   int32_t n_members, const void *send, size_t nbytes, void *recv,
                                   const char *what, uint64_t sig) {
     if (place->comm)
         return place->comm->ops->all_gather(cx, place->comm, place->process, members, n_members,
                                             send, nbytes, recv, what, sig);
-    if (n_members > 1 || (n_members == 1 && members[0] != 0))
-        return kiln_ctx_set_error(cx, KILN_INTERNAL, "%s: internal: a group beyond the process",
-                                  what);
-    if (n_members == 1 && nbytes) memmove(recv, send, nbytes);
-    return KILN_OK;
+    return alone(cx, members, n_members, send, nbytes, recv, what);
 }
 
 kiln_status kiln__comm_all_to_all(kiln_ctx *cx, const kiln__place *place, const int32_t *members,
@@ -214,11 +221,7 @@ kiln_status kiln__comm_all_to_all(kiln_ctx *cx, const kiln__place *place, const 
     if (place->comm)
         return place->comm->ops->all_to_all(cx, place->comm, place->process, members, n_members,
                                             send, chunk_bytes, recv, what, sig);
-    if (n_members > 1 || (n_members == 1 && members[0] != 0))
-        return kiln_ctx_set_error(cx, KILN_INTERNAL, "%s: internal: a group beyond the process",
-                                  what);
-    if (n_members == 1 && chunk_bytes) memmove(recv, send, chunk_bytes);
-    return KILN_OK;
+    return alone(cx, members, n_members, send, chunk_bytes, recv, what);
 }
 
 kiln_status kiln__comm_permute(kiln_ctx *cx, const kiln__place *place, int32_t to, int32_t from,

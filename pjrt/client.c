@@ -74,7 +74,7 @@ static PJRT_Error *execution_option(const PJRT_Client_Create_Args *args, int *ou
 
 static void client_free(PJRT_Client *c) {
     if (!c) return;
-    kiln_pjrt_worker_stop(c);
+    kiln_pjrt_queue_stop(c);
     if (c->cx) kiln_ctx_release(c->cx);
     pthread_mutex_destroy(&c->lock);
     pthread_mutex_destroy(&c->queue_lock);

@@ -627,7 +627,7 @@ static bool not_donatable(const PJRT_ExecuteOptions *o, int32_t i) {
  * ready then) or buffers (held, for outputs of executions still to run), its output
  * buffers and completion event (references held), filled when it has run. */
 typedef struct kiln_pjrt_job {
-    struct kiln_pjrt_job *next;
+    kiln_pjrt_task task; /* its place in the client's queue */
     kiln_pjrt_program *program;
     kiln_tensor **in;   /* per argument: its tensor, once taken */
     PJRT_Buffer **args; /* per argument not ready when queued: its buffer */
@@ -667,7 +667,8 @@ static PJRT_Error *argument_error(PJRT_Error *e, int32_t i) {
 
 /* Runs a job: takes the arguments still to come, calls the program, fills its outputs (or
  * gives them the error) and completes its event. */
-static void job_run(kiln_pjrt_job *j) {
+static void job_run(void *arg) {
+    kiln_pjrt_job *j = arg;
     static const char fn[] = "PJRT_LoadedExecutable_Execute";
     kiln_pjrt_program *p = j->program;
     kiln_tensor **out = calloc((size_t)(p->n_outputs ? p->n_outputs : 1), sizeof *out);
@@ -710,59 +711,6 @@ static void job_run(kiln_pjrt_job *j) {
     kiln_pjrt_error_free(e);
     free(out);
     job_free(j);
-}
-
-static void *worker(void *arg) {
-    PJRT_Client *c = arg;
-    pthread_mutex_lock(&c->queue_lock);
-    for (;;) {
-        while (!c->queue_head && !c->stopping)
-            pthread_cond_wait(&c->queue_wake, &c->queue_lock);
-        kiln_pjrt_job *j = c->queue_head;
-        if (!j) break; /* stopping, and nothing is left to run */
-        c->queue_head = j->next;
-        if (!c->queue_head) c->queue_tail = NULL;
-        pthread_mutex_unlock(&c->queue_lock);
-        job_run(j);
-        pthread_mutex_lock(&c->queue_lock);
-    }
-    pthread_mutex_unlock(&c->queue_lock);
-    return NULL;
-}
-
-/* Runs the job here or queues it on the client's worker (started on first use). Running
- * on the calling thread is the default: a blocking call then costs no hand-over (some 5 us
- * for the smallest programs), and kiln's compute threads serve one caller; the worker lets
- * the framework go on while kiln computes. */
-static void submit(PJRT_Client *c, kiln_pjrt_job *j) {
-    pthread_mutex_lock(&c->queue_lock);
-    /* an argument still to come (an alias not yet fulfilled) would block the caller: such
-     * a job waits on the worker even in inline mode */
-    bool here = c->execution == KILN_PJRT_INLINE && j->n_deferred == 0;
-    if (!here && !c->worker_started)
-        c->worker_started = pthread_create(&c->worker, NULL, worker, c) == 0;
-    if (!c->worker_started) here = true;
-    if (here) {
-        pthread_mutex_unlock(&c->queue_lock);
-        job_run(j);
-        return;
-    }
-    if (c->queue_tail)
-        c->queue_tail->next = j;
-    else
-        c->queue_head = j;
-    c->queue_tail = j;
-    pthread_cond_signal(&c->queue_wake);
-    pthread_mutex_unlock(&c->queue_lock);
-}
-
-void kiln_pjrt_worker_stop(PJRT_Client *c) {
-    pthread_mutex_lock(&c->queue_lock);
-    c->stopping = true;
-    bool started = c->worker_started;
-    pthread_cond_signal(&c->queue_wake);
-    pthread_mutex_unlock(&c->queue_lock);
-    if (started) pthread_join(c->worker, NULL); /* the queue is run to its end first */
 }
 
 /* The job for one execution, its arguments checked; NULL with the error in *err. */
@@ -886,6 +834,7 @@ PJRT_Error *kiln_pjrt_LoadedExecutable_Execute(PJRT_LoadedExecutable_Execute_Arg
         args->output_lists[0][r] = kiln_pjrt_buffer_retain(j->outs[r]);
     if (args->device_complete_events)
         args->device_complete_events[0] = kiln_pjrt_event_retain(j->done);
-    submit(p->client, j);
+    /* an argument still to come (an alias not yet fulfilled) would block the caller */
+    kiln_pjrt_queue_submit(p->client, &j->task, job_run, j, j->n_deferred > 0);
     return NULL;
 }

@@ -98,6 +98,13 @@ struct PJRT_TopologyDescription {
     PJRT_DeviceDescription **descriptions;
 };
 
+/* A unit of work on the client's queue, held inside what it runs (queuing allocates nothing). */
+typedef struct kiln_pjrt_task {
+    struct kiln_pjrt_task *next;
+    void (*run)(void *arg);
+    void *arg;
+} kiln_pjrt_task;
+
 struct PJRT_Client {
     pthread_mutex_t lock; /* held for every use of cx */
     kiln_ctx *cx;
@@ -107,17 +114,26 @@ struct PJRT_Client {
     PJRT_Memory **memory_list;
     char version[96];
     PJRT_TopologyDescription topology;
-    /* Where executions run (executable.c; the client option "execution" or
+    /* Where executions run (queue.c; the client option "execution" or
      * KILN_PJRT_EXECUTION): "inline", the default, on the calling thread before Execute
      * returns; "worker", in order on a worker thread of the client's, so that the
      * framework's thread goes on while kiln computes (pjrt/README.md has the figures). */
     pthread_mutex_t queue_lock;
     pthread_cond_t queue_wake;
-    struct kiln_pjrt_job *queue_head, *queue_tail;
+    struct kiln_pjrt_task *queue_head, *queue_tail;
     pthread_t worker;
     enum { KILN_PJRT_INLINE, KILN_PJRT_WORKER } execution;
     bool worker_started, stopping;
 };
+
+/* Runs run(arg) (t, inside arg, holds its place in the queue): on the calling thread when
+ * the client executes inline and the work would not block waiting for work still queued,
+ * else in order on the client's worker thread (started on first use; the calling thread
+ * again if it cannot start). run may free t. */
+void kiln_pjrt_queue_submit(PJRT_Client *c, kiln_pjrt_task *t, void (*run)(void *), void *arg,
+                            bool would_block);
+/* Runs what is queued on the client's worker to its end and stops it. */
+void kiln_pjrt_queue_stop(PJRT_Client *c);
 
 /* The client's ctx, locked, in a scope of its own; kiln_pjrt_leave ends both. */
 kiln_ctx *kiln_pjrt_enter(PJRT_Client *c);
@@ -205,8 +221,6 @@ typedef struct kiln_pjrt_program {
 void kiln_pjrt_cost_values(kiln_pjrt_program *p, const kiln_cost *c);
 
 void kiln_pjrt_program_release(kiln_pjrt_program *p);
-/* Runs what is queued on the client's worker to its end and stops it. */
-void kiln_pjrt_worker_stop(PJRT_Client *c);
 
 struct PJRT_Executable {
     kiln_pjrt_program *program;

@@ -1,12 +1,23 @@
-/* The backend interface, version 2: what a backend offers kiln, and all a backend needs of
- * kiln besides the op table (ops/), the IR (ir/) and the core objects (core/).
+/* The backend interface, version 3: exactly what a backend implements for kiln, and all a
+ * backend needs of kiln besides the op table (ops/), the IR (ir/) and the core objects
+ * (core/). Every entry of the table below is called by the runtime; none is there for a
+ * backend's own use.
  *
- * A backend describes itself and its devices (each with its memory spaces), moves buffers
- * between the host and its devices, runs single ops for eager mode (eval_op), and turns a
- * verified, optimized module into an executable of its own that it runs on one of its
- * devices. The runtime (src/runtime/) calls backends only through this table, found in
- * the registry (backend/registry.h); no file above this folder includes a concrete
- * backend.
+ * A backend must implement: its name and device type, device_count and device_info (its
+ * devices, each with its memory spaces), supports_op (the ops it runs: kiln_compile names
+ * the first op of a module it cannot run before asking it to compile), eval_op (one op on
+ * tensors, for eager mode), and compile, execute and release (a verified, optimized module
+ * turned into an executable of its own that it runs on one of its devices). It may add:
+ * available (whether it can run in this process), buffer_alloc with the copies (devices
+ * whose memory the host cannot read in place), info and print (what kiln_exe_info and
+ * kiln_exe_print show of its plan) and native_status. tests/backend/toy_backend.c is a
+ * backend of the required entries alone, built outside src/.
+ *
+ * The runtime (src/runtime/) calls backends only through this table, found in the
+ * registry (backend/registry.h); no file above this folder includes a concrete backend.
+ * eval_op, compile and execute are called with the device they run on as cx's current
+ * device (kiln__ctx_use_device), so the tensors a backend makes with core's constructors
+ * land on it.
  *
  * Growth: `struct_size` is the size of the table the backend was built with and `version`
  * the interface version it implements. A field past struct_size, or an optional entry left
@@ -36,7 +47,7 @@
 #include "ops/op.h"
 #include "ops/op_cost.h"
 
-#define KILN_BACKEND_VERSION 2
+#define KILN_BACKEND_VERSION 3
 
 /* Runs one op on concrete tensors. For ops without the CONTROL flag the results are
  * preallocated with the inferred types and the kernel fills them; CONTROL ops store new
@@ -126,7 +137,11 @@ typedef struct kiln__backend {
     /* Describes device `id` (required). */
     kiln_status (*device_info)(const kiln_ctx *cx, int32_t id, kiln__device_info *out);
 
-    /* Eager ops (required). eval_op runs one op on tensors of one of its devices. */
+    /* Ops (required). supports_op says whether the backend runs ops of a kind: kiln_compile
+     * refuses a module with an op it does not (UNIMPLEMENTED, naming the op, where it is
+     * and the backend) before calling compile, which may still refuse what it cannot run
+     * for other reasons (a dtype, a region). eval_op runs one op on tensors of one of its
+     * devices (eager mode). */
     bool (*supports_op)(kiln_op op);
     kiln_status (*eval_op)(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs,
                            kiln_tensor *const *operands, int n_operands, kiln_tensor **results,
@@ -149,8 +164,9 @@ typedef struct kiln__backend {
                                kiln__storage *dst, size_t dst_offset, size_t nbytes,
                                kiln__event **out_event);
 
-    /* Executables (required). compile builds one for req->device; the backend may refuse
-     * (UNIMPLEMENTED naming the op it cannot run) or refine the backend-neutral plans
+    /* Executables (required). compile builds one for req->device, every op of the module
+     * one that supports_op accepts; the backend may still refuse (UNIMPLEMENTED naming the
+     * op it cannot run), and it may refine the backend-neutral plans
      * (fusion, buffers) it is offered in src/passes/. execute runs it (see
      * kiln__execute_args) and stores an event that completes with the run, or NULL when
      * the run is over. release frees it (NULL is a no-op). All but compile are called
@@ -165,14 +181,6 @@ typedef struct kiln__backend {
      * runtime's header line (every op, kernels, the memory plan). */
     void (*info)(const kiln__executable *exe, kiln__executable_info *out);
     void (*print)(kiln__strbuf *sb, const kiln__executable *exe);
-
-    /* Optional (NULL: nothing to prepare). Called by a backend's own compile once per op,
-     * with the op's operand and result types, so that a kernel can build and cache what
-     * it needs (library primitives, packed constants) before the first call. May fail
-     * (the compile fails with its error). */
-    kiln_status (*prepare_op)(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs,
-                              const kiln__type *operands, int n_operands, const kiln__type *results,
-                              int n_results);
 
     /* Optional: distinct kernels getting native code, and those whose code is there now
      * (this changes while a background compiler works: asked by every kiln_exe_info_get).

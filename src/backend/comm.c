@@ -58,18 +58,6 @@ kiln_status kiln__comm_init(kiln_ctx *cx, kiln_comm *c, const kiln__comm_ops *op
     return KILN_OK;
 }
 
-kiln_status kiln_comm_create_local(kiln_ctx *cx, const kiln_comm_options *options,
-                                   kiln_comm **out_comm) {
-    static const char fn[] = "kiln_comm_create_local";
-    if (out_comm) *out_comm = NULL;
-    if (!cx) return KILN_INVALID_ARGUMENT;
-    if (!out_comm) return kiln__null_argument(cx, fn, "out_comm");
-    kiln_comm_options o;
-    kiln_status s = kiln__comm_options(cx, fn, options, &o);
-    if (s != KILN_OK) return s;
-    return kiln__comm_local_new(cx, &o, out_comm);
-}
-
 kiln_comm *kiln_comm_retain(kiln_comm *comm) {
     if (comm) atomic_fetch_add(&comm->refs, 1);
     return comm;
@@ -207,17 +195,24 @@ kiln_status kiln__process_group(kiln_ctx *cx, const char *fn, const kiln__groups
 
 /* ---- primitives ---------------------------------------------------------------------------- */
 
+/* A primitive without a communicator: the process is alone, so its group is itself (or
+ * empty) and what it receives is what it sends (nbytes of it). */
+static kiln_status alone(kiln_ctx *cx, const int32_t *members, int32_t n_members,
+                         const void *send, size_t nbytes, void *recv, const char *what) {
+    if (n_members > 1 || (n_members == 1 && members[0] != 0))
+        return kiln_ctx_set_error(cx, KILN_INTERNAL, "%s: internal: a group beyond the process",
+                                  what);
+    if (n_members == 1 && nbytes) memmove(recv, send, nbytes);
+    return KILN_OK;
+}
+
 kiln_status kiln__comm_all_gather(kiln_ctx *cx, const kiln__place *place, const int32_t *members,
                                   int32_t n_members, const void *send, size_t nbytes, void *recv,
                                   const char *what, uint64_t sig) {
     if (place->comm)
         return place->comm->ops->all_gather(cx, place->comm, place->process, members, n_members,
                                             send, nbytes, recv, what, sig);
-    if (n_members > 1 || (n_members == 1 && members[0] != 0))
-        return kiln_ctx_set_error(cx, KILN_INTERNAL, "%s: internal: a group beyond the process",
-                                  what);
-    if (n_members == 1 && nbytes) memmove(recv, send, nbytes);
-    return KILN_OK;
+    return alone(cx, members, n_members, send, nbytes, recv, what);
 }
 
 kiln_status kiln__comm_all_to_all(kiln_ctx *cx, const kiln__place *place, const int32_t *members,
@@ -226,11 +221,7 @@ kiln_status kiln__comm_all_to_all(kiln_ctx *cx, const kiln__place *place, const 
     if (place->comm)
         return place->comm->ops->all_to_all(cx, place->comm, place->process, members, n_members,
                                             send, chunk_bytes, recv, what, sig);
-    if (n_members > 1 || (n_members == 1 && members[0] != 0))
-        return kiln_ctx_set_error(cx, KILN_INTERNAL, "%s: internal: a group beyond the process",
-                                  what);
-    if (n_members == 1 && chunk_bytes) memmove(recv, send, chunk_bytes);
-    return KILN_OK;
+    return alone(cx, members, n_members, send, chunk_bytes, recv, what);
 }
 
 kiln_status kiln__comm_permute(kiln_ctx *cx, const kiln__place *place, int32_t to, int32_t from,

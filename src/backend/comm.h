@@ -102,7 +102,4 @@ kiln_status kiln__comm_init(kiln_ctx *cx, kiln_comm *c, const kiln__comm_ops *op
 kiln_status kiln__comm_options(kiln_ctx *cx, const char *fn, const kiln_comm_options *in,
                                kiln_comm_options *out);
 
-/* The local communicator's implementation (comm_local.c). */
-kiln_status kiln__comm_local_new(kiln_ctx *cx, const kiln_comm_options *o, kiln_comm **out);
-
 #endif

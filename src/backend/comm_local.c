@@ -12,6 +12,7 @@
 
 #include "backend/comm.h"
 #include "base/alloc.h"
+#include "base/ctx_internal.h"
 
 typedef struct post {
     const void *send;
@@ -198,7 +199,7 @@ static const kiln__comm_ops local_ops = {
     .destroy = local_destroy,
 };
 
-kiln_status kiln__comm_local_new(kiln_ctx *cx, const kiln_comm_options *o, kiln_comm **out) {
+static kiln_status local_new(kiln_ctx *cx, const kiln_comm_options *o, kiln_comm **out) {
     local *l = kiln__alloc(cx, sizeof *l, _Alignof(local), "kiln_comm_create_local");
     if (!l) return KILN_RESOURCE_EXHAUSTED;
     memset(l, 0, sizeof *l);
@@ -207,4 +208,16 @@ kiln_status kiln__comm_local_new(kiln_ctx *cx, const kiln_comm_options *o, kiln_
     kiln__comm_init(cx, &l->base, &local_ops, o, -1);
     *out = &l->base;
     return KILN_OK;
+}
+
+kiln_status kiln_comm_create_local(kiln_ctx *cx, const kiln_comm_options *options,
+                                   kiln_comm **out_comm) {
+    static const char fn[] = "kiln_comm_create_local";
+    if (out_comm) *out_comm = NULL;
+    if (!cx) return KILN_INVALID_ARGUMENT;
+    if (!out_comm) return kiln__null_argument(cx, fn, "out_comm");
+    kiln_comm_options o;
+    kiln_status s = kiln__comm_options(cx, fn, options, &o);
+    if (s != KILN_OK) return s;
+    return local_new(cx, &o, out_comm);
 }

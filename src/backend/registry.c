@@ -17,8 +17,8 @@ const char *kiln__device_text(kiln_device device, char *buf, size_t cap) {
 
 /* Why backend b cannot be listed, or NULL when it can. */
 static const char *invalid(const kiln__backend *b) {
-    if (b->struct_size < offsetof(kiln__backend, prepare_op))
-        return "its table is smaller than interface version 2's";
+    if (b->struct_size < offsetof(kiln__backend, native_status))
+        return "its table is smaller than interface version 3's";
     if (b->version != KILN_BACKEND_VERSION) return "it implements another interface version";
     if (!b->name || !b->name[0]) return "it has no name";
     if (!b->device_count || !b->device_info || !b->supports_op || !b->eval_op || !b->compile ||

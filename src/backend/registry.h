@@ -42,6 +42,17 @@ static inline const kiln__backend *kiln__backend_eager(kiln_ctx *cx, const char 
     return kiln__backend_eager_lookup(cx, fn, device);
 }
 
+/* Makes `device` cx's current device and returns the one it replaces (pass that back to
+ * restore it). The runtime calls a backend's eval_op, compile and execute with the device
+ * they run on current, so that the tensors made there with core's constructors (results,
+ * folded constants) land on it; kiln_ctx_device says the ctx's own device the rest of the
+ * time. */
+static inline kiln_device kiln__ctx_use_device(kiln_ctx *cx, kiln_device device) {
+    kiln_device before = cx->device;
+    cx->device = device;
+    return before;
+}
+
 /* "cpu:1" into buf (at least 32 bytes); returns buf. */
 const char *kiln__device_text(kiln_device device, char *buf, size_t cap);
 

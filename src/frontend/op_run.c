@@ -104,14 +104,14 @@ run(kiln_ctx *cx, kiln_op op, kiln__attrs *attrs, kiln_tensor *const *operands, 
     kiln_status s = kiln__infer(cx, op, attrs, in, n_operands, out, n_results);
     /* The op runs where its operands are (the ctx's device for an op without operands),
      * and so do the tensors it makes. */
-    kiln_device saved = cx->device, device = n_operands ? operands[0]->storage->device : saved;
+    kiln_device device = n_operands ? operands[0]->storage->device : cx->device;
     const kiln__backend *backend = NULL;
     for (int i = 1; i < n_operands && s == KILN_OK; i++) {
         kiln_device d = operands[i]->storage->device;
         if (d.type != device.type || d.id != device.id) s = device_error(cx, fn, device, i, d);
     }
     if (s == KILN_OK && !(backend = kiln__backend_eager(cx, fn, device))) s = kiln_ctx_status(cx);
-    cx->device = device;
+    kiln_device saved = kiln__ctx_use_device(cx, device);
     if (s == KILN_OK && !kiln__op_has(op, KILN_OPF_CONTROL)) {
         int first = 0;
         if (reuse && n_results > 0 && !KILN__BACKEND_HAS(backend, buffer_alloc) &&
@@ -127,7 +127,7 @@ run(kiln_ctx *cx, kiln_op op, kiln__attrs *attrs, kiln_tensor *const *operands, 
         }
     }
     if (s == KILN_OK) s = backend->eval_op(cx, op, attrs, operands, n_operands, results, n_results);
-    cx->device = saved;
+    kiln__ctx_use_device(cx, saved);
     if (s != KILN_OK) {
         for (int i = 0; i < n_results; i++) {
             kiln_tensor_release(results[i]);

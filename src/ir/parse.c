@@ -482,6 +482,51 @@ kiln_parse_options kiln_parse_options_default(void) {
         .struct_size = sizeof(kiln_parse_options), .filename = NULL, .first_line = 1};
 }
 
+/* The module of StableHLO text, parsed under options o. */
+static kiln_status parse_text(kiln_ctx *cx, const char *text, size_t length,
+                              const kiln_parse_options *o, kiln_module **out_module) {
+    parser p;
+    memset(&p, 0, sizeof p);
+    p.cx = cx;
+    p.s = text ? text : "";
+    p.n = length;
+    p.filename = o->filename ? o->filename : "<text>";
+    p.first_line = o->first_line ? o->first_line : 1;
+    p.allow_checks = o->allow_checks;
+    p.m = kiln__module_new(cx, "kiln");
+    if (!p.m)
+        return kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "kiln_module_parse: out of memory");
+    bool ok = module_text(&p, o->entry);
+    kiln__text_ops_free(&p);
+    if (p.calls) kiln__free(cx, p.calls, (size_t)p.cap_calls * sizeof *p.calls);
+    if (p.funcs) kiln__free(cx, p.funcs, (size_t)p.cap_funcs * sizeof *p.funcs);
+    if (p.leaf) kiln__free(cx, p.leaf, MAX_VALUES * sizeof *p.leaf);
+    if (!ok) {
+        kiln_module_release(p.m);
+        return kiln_ctx_status(cx) != KILN_OK ? kiln_ctx_status(cx) : KILN_INVALID_ARGUMENT;
+    }
+    *out_module = p.m;
+    return KILN_OK;
+}
+
+/* The module of a portable artifact: the VHLO reader translates it to text, which is parsed
+ * here; the text's errors name the artifact and say they are in its StableHLO form. */
+static kiln_status parse_artifact(kiln_ctx *cx, const void *data, size_t size,
+                                  const kiln_parse_options *options, kiln_module **out_module) {
+    const char *file = options->filename ? options->filename : "<bytecode>";
+    char *text = NULL;
+    kiln_status s = kiln__vhlo_translate(cx, data, size, file, &text);
+    if (s != KILN_OK) return s;
+    char name[512];
+    snprintf(name, sizeof name, "%s (as StableHLO text)", file);
+    kiln_parse_options o = *options;
+    o.filename = name;
+    o.first_line = 1;
+    s = parse_text(cx, text, strlen(text), &o, out_module);
+    kiln__strbuf_free_string(cx, text);
+    return s;
+}
+
 kiln_status kiln_module_parse(kiln_ctx *cx, const char *text, size_t length,
                               const kiln_parse_options *options, kiln_module **out_module) {
     if (!cx) return KILN_INVALID_ARGUMENT;
@@ -497,35 +542,13 @@ kiln_status kiln_module_parse(kiln_ctx *cx, const char *text, size_t length,
                 options->struct_size, sizeof(kiln_parse_options));
         o = *options;
     }
-    /* A portable artifact (MLIR bytecode) becomes text first. */
-    if (kiln__bc_is_bytecode(text, length))
-        return kiln__vhlo_parse(cx, text, length, &o, out_module);
-    /* ... as does the one inside a file of jax.export's Exported.serialize(). */
-    size_t art_off, art_len;
-    if (kiln__jax_export_artifact(text, length, &art_off, &art_len))
-        return kiln__vhlo_parse(cx, text + art_off, art_len, &o, out_module);
-    parser p;
-    memset(&p, 0, sizeof p);
-    p.cx = cx;
-    p.s = text ? text : "";
-    p.n = length;
-    p.filename = o.filename ? o.filename : "<text>";
-    p.first_line = o.first_line ? o.first_line : 1;
-    p.allow_checks = o.allow_checks;
-    p.m = kiln__module_new(cx, "kiln");
-    if (!p.m)
-        return kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "kiln_module_parse: out of memory");
-    bool ok = module_text(&p, o.entry);
-    kiln__text_ops_free(&p);
-    if (p.calls) kiln__free(cx, p.calls, (size_t)p.cap_calls * sizeof *p.calls);
-    if (p.funcs) kiln__free(cx, p.funcs, (size_t)p.cap_funcs * sizeof *p.funcs);
-    if (p.leaf) kiln__free(cx, p.leaf, MAX_VALUES * sizeof *p.leaf);
-    if (!ok) {
-        kiln_module_release(p.m);
-        return kiln_ctx_status(cx) != KILN_OK ? kiln_ctx_status(cx) : KILN_INVALID_ARGUMENT;
-    }
-    *out_module = p.m;
-    return KILN_OK;
+    /* A portable artifact (MLIR bytecode) becomes text first, as does the one inside a
+     * file of jax.export's Exported.serialize(). */
+    size_t art_off = 0, art_len = length;
+    if (kiln__bc_is_bytecode(text, length) ||
+        kiln__jax_export_artifact(text, length, &art_off, &art_len))
+        return parse_artifact(cx, text + art_off, art_len, &o, out_module);
+    return parse_text(cx, text, length, &o, out_module);
 }
 
 kiln_status kiln_module_parse_file(kiln_ctx *cx, const char *path,

@@ -104,9 +104,10 @@ bool kiln__vhlo_to_text(kiln__bc *bc, kiln__strbuf *sb, const char *only_func);
  * (jax_export.c): true, with its span, when data is such a FlatBuffer. */
 bool kiln__jax_export_artifact(const void *data, size_t size, size_t *out_off, size_t *out_len);
 
-/* kiln_module_parse of a portable artifact: translated, then parsed as text (errors of
- * that stage name the file "(as StableHLO text)"). */
-kiln_status kiln__vhlo_parse(kiln_ctx *cx, const void *data, size_t size,
-                             const kiln_parse_options *options, kiln_module **out_module);
+/* A portable artifact translated to StableHLO text, which kiln_module_parse then parses: in
+ * *out_text (freed with kiln__strbuf_free_string), or an error naming file. The reader only
+ * translates; it never parses the text. */
+kiln_status kiln__vhlo_translate(kiln_ctx *cx, const void *data, size_t size, const char *file,
+                                 char **out_text);
 
 #endif

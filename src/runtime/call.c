@@ -137,8 +137,7 @@ kiln_status kiln_exe_call_n(kiln_ctx *cx, kiln_exe *exe, kiln_tensor *const *arg
     s = exe->n_donated ? donation(cx, exe, args, msgs, reusable) : KILN_OK;
     if (s == KILN_OK) {
         /* What the backend makes goes on the executable's device. */
-        kiln_device saved = cx->device;
-        cx->device = exe->device;
+        kiln_device saved = kiln__ctx_use_device(cx, exe->device);
         kiln__execute_args a = {.args = args,
                                 .n_args = n_args,
                                 .reusable = reusable,
@@ -150,7 +149,7 @@ kiln_status kiln_exe_call_n(kiln_ctx *cx, kiln_exe *exe, kiln_tensor *const *arg
         s = exe->backend->execute(cx, exe->impl, &a, &done);
         kiln_status w = kiln__event_finish(cx, done);
         if (s == KILN_OK) s = w;
-        cx->device = saved;
+        kiln__ctx_use_device(cx, saved);
         if (s != KILN_OK) {
             for (int32_t r = 0; r < n_results; r++) {
                 kiln_tensor_release(out_results[r]);

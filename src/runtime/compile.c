@@ -15,6 +15,43 @@
 
 static const char compile_fn[] = "kiln_compile";
 
+/* The first op of block b (its regions' ops after it, in order) that backend be cannot run,
+ * with where it is written into where[used..cap-1] ("@main, op 3, region 0, op 1", each
+ * position counted from 0 in its block); NULL when be runs them all. */
+static const kiln__ir_op *unsupported(const kiln__backend *be, const kiln__block *b, char *where,
+                                      size_t cap, size_t used) {
+    int32_t position = 0;
+    for (const kiln__ir_op *op = b->first; op; op = op->next, position++) {
+        int n = snprintf(where + used, cap - used, ", op %d", (int)position);
+        size_t at = used + (n > 0 && (size_t)n < cap - used ? (size_t)n : 0);
+        if (!be->supports_op(op->kind)) return op;
+        for (int32_t r = 0; r < op->n_regions; r++) {
+            int k = snprintf(where + at, cap - at, ", region %d", (int)r);
+            size_t in = at + (k > 0 && (size_t)k < cap - at ? (size_t)k : 0);
+            const kiln__ir_op *bad = unsupported(be, op->regions[r], where, cap, in);
+            if (bad) return bad;
+        }
+    }
+    where[used] = '\0';
+    return NULL;
+}
+
+/* UNIMPLEMENTED naming the first op of m that backend be cannot run, its place and the
+ * backend, before the backend's own compile is asked; KILN_OK when it runs them all. */
+static kiln_status check_ops(kiln_ctx *cx, const kiln_module *m, const kiln__backend *be) {
+    for (int32_t f = 0; f < m->n_funcs; f++) {
+        char where[256];
+        int n = snprintf(where, sizeof where, "@%s", m->funcs[f]->name);
+        size_t used = n > 0 && (size_t)n < sizeof where ? (size_t)n : 0;
+        const kiln__ir_op *op = unsupported(be, m->funcs[f]->body, where, sizeof where, used);
+        if (op)
+            return kiln_ctx_set_error(cx, KILN_UNIMPLEMENTED,
+                                      "%s: backend '%s' cannot run stablehlo.%s (%s)", compile_fn,
+                                      be->name, kiln__op_get_info(op->kind)->name, where);
+    }
+    return KILN_OK;
+}
+
 kiln_compile_options kiln_compile_options_default(void) {
     return (kiln_compile_options){.struct_size = sizeof(kiln_compile_options)};
 }
@@ -175,6 +212,9 @@ kiln_status kiln_compile(kiln_ctx *cx, kiln_module *m, const kiln_compile_option
     else
         kiln__passes_simplify(m, o.disable_unrolling ? KILN__SIMPLIFY_KEEP_LOOPS : 0);
 
+    s = check_ops(cx, m, be);
+    if (s != KILN_OK) return s;
+
     kiln_exe *exe = shell_new(cx, m);
     if (!exe) return KILN_RESOURCE_EXHAUSTED;
     exe->backend = be;
@@ -188,10 +228,9 @@ kiln_status kiln_compile(kiln_ctx *cx, kiln_module *m, const kiln_compile_option
                                  .preserved = exe->preserved,
                                  .aliases = exe->aliases};
     /* What the backend makes while compiling (folded constants) goes on the device. */
-    kiln_device saved = cx->device;
-    cx->device = o.device;
+    kiln_device saved = kiln__ctx_use_device(cx, o.device);
     s = be->compile(cx, &req, &exe->impl);
-    cx->device = saved;
+    kiln__ctx_use_device(cx, saved);
     if (s != KILN_OK) {
         if (kiln_ctx_status(cx) == KILN_OK)
             kiln_ctx_set_error(cx, s, "%s: backend '%s' failed (%s)", compile_fn, be->name,

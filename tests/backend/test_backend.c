@@ -126,7 +126,7 @@ Test(backend, bad_tables_are_refused) {
     b = toy_backend;
     b.struct_size = 16;
     cr_assert_eq(kiln__backend_register(cx, &b), KILN_INVALID_ARGUMENT);
-    expect_error(cx, KILN_INVALID_ARGUMENT, "smaller than interface version 2");
+    expect_error(cx, KILN_INVALID_ARGUMENT, "smaller than interface version 3");
     b = toy_backend;
     b.execute = NULL;
     cr_assert_eq(kiln__backend_register(cx, &b), KILN_INVALID_ARGUMENT);
@@ -193,11 +193,88 @@ Test(backend, a_backend_refuses_what_it_cannot_run) {
     kiln_exe *exe = NULL;
     cr_assert_eq(kiln_compile(cx, m, &o, &exe), KILN_UNIMPLEMENTED);
     cr_assert_null(exe);
-    expect_error(cx, KILN_UNIMPLEMENTED, "toy: cannot compile exponential");
+    /* kiln_compile asks supports_op first, and names the op, where it is and the backend */
+    expect_error(cx, KILN_UNIMPLEMENTED,
+                 "kiln_compile: backend 'toy' cannot run stablehlo.exponential (@main, op 0)");
     /* The builtins still compile it. */
     o.backend = NULL;
     cr_assert_eq(kiln_compile(cx, m, &o, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
     kiln_exe_release(exe);
+    kiln_module_release(m);
+    kiln_ctx_release(cx);
+}
+
+static kiln_status negates(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
+    (void)u;
+    out[0] = kiln_negate(cx, in[0]);
+    return kiln_ctx_status(cx);
+}
+
+Test(backend, an_op_the_backend_supports_may_still_be_refused_by_its_compile) {
+    kiln_ctx *cx = test_ctx();
+    cr_assert_eq(kiln__backend_register(cx, &toy_backend), KILN_OK);
+    kiln_arg_spec spec = {.dtype = KILN_F64, .shape = KILN_SHAPE(4)};
+    kiln_region fn = {negates, NULL};
+    kiln_module *m = NULL;
+    cr_assert_eq(kiln_lower(cx, &fn, &spec, 1, 1, NULL, &m), KILN_OK);
+    kiln_compile_options o = kiln_compile_options_default();
+    o.backend = "toy";
+    kiln_exe *exe = NULL;
+    /* negate is supported; an f64 one is not, and the toy's compile says so */
+    cr_assert_eq(kiln_compile(cx, m, &o, &exe), KILN_UNIMPLEMENTED);
+    cr_assert_null(exe);
+    expect_error(cx, KILN_UNIMPLEMENTED, "toy: cannot compile negate");
+    kiln_module_release(m);
+    kiln_ctx_release(cx);
+}
+
+static kiln_status counts_below(kiln_ctx *cx, kiln_tensor *const *s, kiln_tensor **r, void *u) {
+    (void)u;
+    r[0] = kiln_compare(cx, s[0], s[1], KILN_CMP_LT, KILN_CMP_DEFAULT);
+    return kiln_ctx_status(cx);
+}
+
+static kiln_status exp_step(kiln_ctx *cx, kiln_tensor *const *s, kiln_tensor **r, void *u) {
+    (void)u;
+    r[0] = kiln_add(cx, s[0], kiln_scalar_like(cx, s[0], 1));
+    r[1] = s[1];
+    r[2] = kiln_exponential(cx, s[2]);
+    return kiln_ctx_status(cx);
+}
+
+static kiln_status exp_loop(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
+    (void)u;
+    kiln_region cond = {counts_below, NULL}, body = {exp_step, NULL};
+    kiln_tensor *w[3], *init[3] = {kiln_scalar_like(cx, in[0], 0), in[0], in[1]};
+    if (kiln_while(cx, init, 3, &cond, &body, w) != KILN_OK) return kiln_ctx_status(cx);
+    out[0] = w[2];
+    return kiln_ctx_status(cx);
+}
+
+static bool all_but_exponential(kiln_op op) { return op != KILN_OP_EXPONENTIAL; }
+
+Test(backend, the_first_op_a_backend_cannot_run_is_named_inside_its_region) {
+    kiln_ctx *cx = test_ctx();
+    kiln__backend b = toy_backend;
+    b.name = "toy-no-exp";
+    b.supports_op = all_but_exponential;
+    cr_assert_eq(kiln__backend_register(cx, &b), KILN_OK);
+    kiln_arg_spec specs[2] = {{.dtype = KILN_I64, .shape = KILN_SHAPE_SCALAR},
+                              {.dtype = KILN_F32, .shape = KILN_SHAPE(4)}};
+    kiln_region fn = {exp_loop, NULL};
+    kiln_module *m = NULL;
+    cr_assert_eq(kiln_lower(cx, &fn, specs, 2, 1, NULL, &m), KILN_OK, "%s",
+                 kiln_ctx_error_message(cx));
+    kiln_compile_options o = kiln_compile_options_default();
+    o.backend = "toy-no-exp";
+    kiln_exe *exe = NULL;
+    cr_assert_eq(kiln_compile(cx, m, &o, &exe), KILN_UNIMPLEMENTED);
+    cr_assert_null(exe);
+    /* the while's body is its region 1 */
+    cr_assert(strstr(kiln_ctx_error_message(cx), ", region 1, op "), "%s",
+              kiln_ctx_error_message(cx));
+    expect_error(cx, KILN_UNIMPLEMENTED,
+                 "kiln_compile: backend 'toy-no-exp' cannot run stablehlo.exponential (@main, op ");
     kiln_module_release(m);
     kiln_ctx_release(cx);
 }

@@ -21,7 +21,6 @@ static const kiln__backend cpu = {
     .info = kiln__cpu_info,
     .print = kiln__cpu_print,
     .native_status = kiln__cpu_native_status,
-    .prepare_op = kiln__cpu_prepare_op,
 };
 
 const kiln__backend *kiln__cpu_backend(void) {

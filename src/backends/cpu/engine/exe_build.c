@@ -89,24 +89,36 @@ static const kiln__attrs *copy_attrs(compiler *c, const kiln__ir_op *op) {
     return a;
 }
 
+/* An array of the executable's, of n elements of `size` bytes and *cap of room, with room
+ * for one more: `items` itself while there is room, else a copy twice as large (the old one
+ * freed, *cap updated); NULL with the error recorded when out of memory (items kept). */
+static void *room_for_one(compiler *c, void *items, int32_t n, int32_t *cap, size_t size) {
+    if (n < *cap) return items;
+    kiln__cpu_exe *exe = c->exe;
+    int32_t grown = *cap ? *cap * 2 : 16;
+    void *p = kiln__raw_alloc(&exe->allocator, (size_t)grown * size, 16);
+    if (!p) {
+        kiln_ctx_set_error(c->cx, KILN_RESOURCE_EXHAUSTED, "%s: out of memory", compile_fn);
+        return NULL;
+    }
+    if (items) {
+        memcpy(p, items, (size_t)n * size);
+        kiln__raw_free(&exe->allocator, items, (size_t)*cap * size);
+    }
+    *cap = grown;
+    return p;
+}
+
 /* Keeps a kernel's native version (its reference) until the executable is released. */
 static bool keep_native(compiler *c, struct kiln__native *n) {
     kiln__cpu_exe *exe = c->exe;
-    if (exe->n_natives == exe->cap_natives) {
-        int32_t cap = exe->cap_natives ? exe->cap_natives * 2 : 16;
-        struct kiln__native **p = kiln__raw_alloc(&exe->allocator, (size_t)cap * sizeof *p, 16);
-        if (!p) {
-            kiln_ctx_set_error(c->cx, KILN_RESOURCE_EXHAUSTED, "%s: out of memory", compile_fn);
-            kiln__native_release(n);
-            return false;
-        }
-        if (exe->natives) {
-            memcpy(p, exe->natives, (size_t)exe->n_natives * sizeof *p);
-            kiln__raw_free(&exe->allocator, exe->natives, (size_t)exe->cap_natives * sizeof *p);
-        }
-        exe->natives = p;
-        exe->cap_natives = cap;
+    struct kiln__native **p =
+        room_for_one(c, exe->natives, exe->n_natives, &exe->cap_natives, sizeof *p);
+    if (!p) {
+        kiln__native_release(n);
+        return false;
     }
+    exe->natives = p;
     exe->natives[exe->n_natives++] = n;
     return true;
 }
@@ -114,21 +126,12 @@ static bool keep_native(compiler *c, struct kiln__native *n) {
 /* Keeps t (a reference the caller holds, in no scope) for the executable's life. */
 static bool own(compiler *c, kiln_tensor *t) {
     kiln__cpu_exe *exe = c->exe;
-    if (exe->n_owned == exe->cap_owned) {
-        int32_t cap = exe->cap_owned ? exe->cap_owned * 2 : 16;
-        kiln_tensor **p = kiln__raw_alloc(&exe->allocator, (size_t)cap * sizeof *p, 16);
-        if (!p) {
-            kiln_ctx_set_error(c->cx, KILN_RESOURCE_EXHAUSTED, "%s: out of memory", compile_fn);
-            kiln_tensor_release(t);
-            return false;
-        }
-        if (exe->owned) {
-            memcpy(p, exe->owned, (size_t)exe->n_owned * sizeof *p);
-            kiln__raw_free(&exe->allocator, exe->owned, (size_t)exe->cap_owned * sizeof *p);
-        }
-        exe->owned = p;
-        exe->cap_owned = cap;
+    kiln_tensor **p = room_for_one(c, exe->owned, exe->n_owned, &exe->cap_owned, sizeof *p);
+    if (!p) {
+        kiln_tensor_release(t);
+        return false;
     }
+    exe->owned = p;
     exe->owned[exe->n_owned++] = t;
     return true;
 }

@@ -393,127 +393,63 @@ typedef void (*pass_fn)(const void *x, int64_t O, int64_t R, int64_t I, void *ou
 
 /* Integer passes: any associative op, 8 lanes along a contiguous run; rows combined tile by
  * tile. The ops are exact, associative and commutative (unsigned wrap-around, and, or,
- * maximum, minimum), so splitting the work across threads cannot change a result. */
-#define DEF_PASS(NAME, T, IDENT, OP)                                                              \
-    static T NAME##_run(const T *x, int64_t n) {                                                  \
-        T lane[8];                                                                                \
-        for (int l = 0; l < 8; l++)                                                               \
-            lane[l] = (IDENT);                                                                    \
-        int64_t i = 0;                                                                            \
-        for (; i + 8 <= n; i += 8)                                                                \
-            for (int l = 0; l < 8; l++)                                                           \
-                lane[l] = (T)OP(lane[l], x[i + l]);                                               \
-        T s = (IDENT);                                                                            \
-        for (int l = 0; l < 8; l++)                                                               \
-            s = (T)OP(s, lane[l]);                                                                \
-        for (; i < n; i++)                                                                        \
-            s = (T)OP(s, x[i]);                                                                   \
-        return s;                                                                                 \
-    }                                                                                             \
-    typedef struct {                                                                              \
-        const T *x;                                                                               \
-        int64_t R, I, W, n_chunks;                                                                \
-        T *out; /* I == 1 with part: block results go to part */                                  \
-        T *part;                                                                                  \
-    } NAME##_job;                                                                                 \
-    static void NAME##_range(void *user, int64_t begin, int64_t end) {                            \
-        const NAME##_job *j = user;                                                               \
-        for (int64_t it = begin; it < end; it++) {                                                \
-            if (j->part) {                                                                        \
-                const int64_t off = it * RED_CHUNK;                                               \
-                j->part[it] =                                                                     \
-                    NAME##_run(j->x + off, j->R - off < RED_CHUNK ? j->R - off : RED_CHUNK);      \
-            } else if (j->I == 1) {                                                               \
-                j->out[it] = NAME##_run(j->x + it * j->R, j->R);                                  \
-            } else {                                                                              \
-                const int64_t o = it / j->n_chunks, c0 = (it % j->n_chunks) * j->W;               \
-                const int64_t w = j->I - c0 < j->W ? j->I - c0 : j->W;                            \
-                T *acc = j->out + o * j->I + c0;                                                  \
-                const T *xo = j->x + o * j->R * j->I + c0;                                        \
-                for (int64_t i = 0; i < w; i++)                                                   \
-                    acc[i] = (IDENT);                                                             \
-                for (int64_t r = 0; r < j->R; r++) {                                              \
-                    const T *row = xo + r * j->I;                                                 \
-                    for (int64_t i = 0; i < w; i++)                                               \
-                        acc[i] = (T)OP(acc[i], row[i]);                                           \
-                }                                                                                 \
-            }                                                                                     \
-        }                                                                                         \
-    }                                                                                             \
-    static void NAME(const void *xv, int64_t O, int64_t R, int64_t I, void *outv) {               \
-        const T *x = xv;                                                                          \
-        T *out = outv;                                                                            \
-        const bool parallel =                                                                     \
-            (double)O * (double)R * (double)I >= RED_MIN_PARALLEL && kiln__threads_count() > 1;   \
-        if (I == 1) {                                                                             \
-            if (O == 1 && parallel) {                                                             \
-                T s = (IDENT), part[256];                                                         \
-                for (int64_t b0 = 0; b0 * RED_CHUNK < R; b0 += 256) {                             \
-                    const int64_t rest = R - b0 * RED_CHUNK;                                      \
-                    const int64_t nb = (rest + RED_CHUNK - 1) / RED_CHUNK;                        \
-                    NAME##_job j = {x + b0 * RED_CHUNK, rest, 1, 0, 0, NULL, part};               \
-                    kiln__parallel_for(nb < 256 ? nb : 256, 1, NAME##_range, &j);                 \
-                    for (int64_t b = 0; b < nb && b < 256; b++)                                   \
-                        s = (T)OP(s, part[b]);                                                    \
-                }                                                                                 \
-                out[0] = s;                                                                       \
-                return;                                                                           \
-            }                                                                                     \
-            NAME##_job j = {x, R, 1, 0, 0, out, NULL};                                            \
-            if (parallel)                                                                         \
-                kiln__parallel_for(O, R >= RED_MIN_PARALLEL ? 1 : RED_MIN_PARALLEL / (R ? R : 1), \
-                                   NAME##_range, &j);                                             \
-            else                                                                                  \
-                NAME##_range(&j, 0, O);                                                           \
-            return;                                                                               \
-        }                                                                                         \
-        int64_t n_chunks = (I + TILE - 1) / TILE;                                                 \
-        if (parallel) {                                                                           \
-            const int64_t want = (kiln__threads_count() + O - 1) / O;                             \
-            const int64_t most = I / 64 > 0 ? I / 64 : 1;                                         \
-            if (n_chunks < want) n_chunks = want < most ? want : most;                            \
-        }                                                                                         \
-        int64_t W = (I + n_chunks - 1) / n_chunks;                                                \
-        if (W < I) W += (8 - W % 8) % 8;                                                          \
-        n_chunks = (I + W - 1) / W;                                                               \
-        const int64_t items = O * n_chunks;                                                       \
-        NAME##_job j = {x, R, I, W, n_chunks, out, NULL};                                         \
-        if (parallel) {                                                                           \
-            const double per = (double)R * (double)W;                                             \
-            kiln__parallel_for(                                                                   \
-                items, per >= RED_MIN_PARALLEL ? 1 : (int64_t)(RED_MIN_PARALLEL / (per + 1)) + 1, \
-                NAME##_range, &j);                                                                \
-        } else {                                                                                  \
-            NAME##_range(&j, 0, items);                                                           \
-        }                                                                                         \
-    }
-
-#define DEF_PASS_UNSIGNED(KIND, IDENT, OP)                       \
-    DEF_PASS(pass_##KIND##_u8, uint8_t, (uint8_t)(IDENT), OP)    \
-    DEF_PASS(pass_##KIND##_u16, uint16_t, (uint16_t)(IDENT), OP) \
-    DEF_PASS(pass_##KIND##_u32, uint32_t, (uint32_t)(IDENT), OP) \
-    DEF_PASS(pass_##KIND##_u64, uint64_t, (uint64_t)(IDENT), OP)
-
-DEF_PASS_UNSIGNED(add, 0, ADD_OP)
-DEF_PASS_UNSIGNED(mul, 1, MUL_U)
-DEF_PASS_UNSIGNED(and, -1, AND_OP)
-DEF_PASS_UNSIGNED(or, 0, OR_OP)
-DEF_PASS(pass_max_u8, uint8_t, 0, MAX_I)
-DEF_PASS(pass_max_u16, uint16_t, 0, MAX_I)
-DEF_PASS(pass_max_u32, uint32_t, 0, MAX_I)
-DEF_PASS(pass_max_u64, uint64_t, 0, MAX_I)
-DEF_PASS(pass_max_i8, int8_t, INT8_MIN, MAX_I)
-DEF_PASS(pass_max_i16, int16_t, INT16_MIN, MAX_I)
-DEF_PASS(pass_max_i32, int32_t, INT32_MIN, MAX_I)
-DEF_PASS(pass_max_i64, int64_t, INT64_MIN, MAX_I)
-DEF_PASS(pass_min_u8, uint8_t, UINT8_MAX, MIN_I)
-DEF_PASS(pass_min_u16, uint16_t, UINT16_MAX, MIN_I)
-DEF_PASS(pass_min_u32, uint32_t, UINT32_MAX, MIN_I)
-DEF_PASS(pass_min_u64, uint64_t, UINT64_MAX, MIN_I)
-DEF_PASS(pass_min_i8, int8_t, INT8_MAX, MIN_I)
-DEF_PASS(pass_min_i16, int16_t, INT16_MAX, MIN_I)
-DEF_PASS(pass_min_i32, int32_t, INT32_MAX, MIN_I)
-DEF_PASS(pass_min_i64, int64_t, INT64_MAX, MIN_I)
+ * maximum, minimum), so splitting the work across threads cannot change a result. The passes of each integer type: reduce_pass_int.inc. */
+#define T uint8_t
+#define IS_SIGNED 0
+#define LOWEST 0
+#define HIGHEST UINT8_MAX
+#define NAME(kind) pass_##kind##_u8
+#define PART(kind, name) pass_##kind##_u8_##name
+#include "backends/cpu/eval/reduce_pass_int.inc"
+#define T uint16_t
+#define IS_SIGNED 0
+#define LOWEST 0
+#define HIGHEST UINT16_MAX
+#define NAME(kind) pass_##kind##_u16
+#define PART(kind, name) pass_##kind##_u16_##name
+#include "backends/cpu/eval/reduce_pass_int.inc"
+#define T uint32_t
+#define IS_SIGNED 0
+#define LOWEST 0
+#define HIGHEST UINT32_MAX
+#define NAME(kind) pass_##kind##_u32
+#define PART(kind, name) pass_##kind##_u32_##name
+#include "backends/cpu/eval/reduce_pass_int.inc"
+#define T uint64_t
+#define IS_SIGNED 0
+#define LOWEST 0
+#define HIGHEST UINT64_MAX
+#define NAME(kind) pass_##kind##_u64
+#define PART(kind, name) pass_##kind##_u64_##name
+#include "backends/cpu/eval/reduce_pass_int.inc"
+#define T int8_t
+#define IS_SIGNED 1
+#define LOWEST INT8_MIN
+#define HIGHEST INT8_MAX
+#define NAME(kind) pass_##kind##_i8
+#define PART(kind, name) pass_##kind##_i8_##name
+#include "backends/cpu/eval/reduce_pass_int.inc"
+#define T int16_t
+#define IS_SIGNED 1
+#define LOWEST INT16_MIN
+#define HIGHEST INT16_MAX
+#define NAME(kind) pass_##kind##_i16
+#define PART(kind, name) pass_##kind##_i16_##name
+#include "backends/cpu/eval/reduce_pass_int.inc"
+#define T int32_t
+#define IS_SIGNED 1
+#define LOWEST INT32_MIN
+#define HIGHEST INT32_MAX
+#define NAME(kind) pass_##kind##_i32
+#define PART(kind, name) pass_##kind##_i32_##name
+#include "backends/cpu/eval/reduce_pass_int.inc"
+#define T int64_t
+#define IS_SIGNED 1
+#define LOWEST INT64_MIN
+#define HIGHEST INT64_MAX
+#define NAME(kind) pass_##kind##_i64
+#define PART(kind, name) pass_##kind##_i64_##name
+#include "backends/cpu/eval/reduce_pass_int.inc"
 
 /* ---- contiguous f32/f64 reductions: kiln__reduce_f32 / kiln__reduce_f64 ---------------- */
 

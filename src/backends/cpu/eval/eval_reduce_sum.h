@@ -20,13 +20,14 @@
 
 #define RED_STREAM_BYTES 16384 /* a block's sums that fit L1: rows streamed whole */
 
-/* The sum kernels of the baseline ISA: lanes are arrays of 8, rows are added in order. */
+/* The sum kernels of the baseline ISA (lanes are arrays of 8, rows are added in order) are
+ * reduce_sum_base.inc, included by reduce_float.inc with the other kernels of a type. */
 
 #if KILN_RED_HAVE_AVX2
 #include <immintrin.h>
 
 /* The same sum kernels with AVX2 intrinsics: a lane array of 8 is one __m256 of f32, or two
- * __m256d of f64; every lane sees the same additions in the same order as DEF_SUM_BASE. */
+ * __m256d of f64; every lane sees the same additions in the same order as reduce_sum_base.inc. */
 typedef struct {
     __m256d lo, hi;
 } red_v8d;
@@ -73,6 +74,8 @@ static KILN_RED_AVX2 inline void red_hsum8x4_f64(red_v8d a, red_v8d b, red_v8d c
         s[k] = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
     }
 }
+
+/* The AVX2 sum kernels of each type (reduce_sum_avx2.inc). */
 #define T float
 #define VT __m256
 #define FN(name) f32_##name

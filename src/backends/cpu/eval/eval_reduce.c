@@ -146,31 +146,28 @@ void kiln__scalar_region_fini(kiln__scalar_region *s) {
  * the bits of a float as a signed integer, negatives' magnitude bits flipped, order like
  * the floats with -0 < +0; NaN gets the key that wins (the largest for maximum, the
  * smallest for minimum). Integer compares and selects vectorize. */
-#define DEF_FLOAT_KEYS(SUFFIX, T, K, U, SIGN_SHIFT, MAG, INF)                       \
-    static inline K key_##SUFFIX(T x, K nan_key) {                                  \
-        U u;                                                                        \
-        memcpy(&u, &x, sizeof u);                                                   \
-        const K mag = (K)(u & (MAG));                                               \
-        const K k = (K)(u ^ (((U)0 - (u >> SIGN_SHIFT)) & (MAG)));                  \
-        return mag > (K)(INF) ? nan_key : k;                                        \
-    }                                                                               \
-    static inline T unkey_##SUFFIX(K k) {                                           \
-        U u = (U)k;                                                                 \
-        u ^= ((U)0 - (u >> SIGN_SHIFT)) & (MAG);                                    \
-        T x;                                                                        \
-        memcpy(&x, &u, sizeof x);                                                   \
-        return x;                                                                   \
-    }                                                                               \
-    static inline T fmax_##SUFFIX(T a, T b) {                                       \
-        K ka = key_##SUFFIX(a, (K)(MAG)), kb = key_##SUFFIX(b, (K)(MAG));           \
-        return unkey_##SUFFIX(ka > kb ? ka : kb);                                   \
-    }                                                                               \
-    static inline T fmin_##SUFFIX(T a, T b) {                                       \
-        K ka = key_##SUFFIX(a, (K) ~(K)(MAG)), kb = key_##SUFFIX(b, (K) ~(K)(MAG)); \
-        return unkey_##SUFFIX(ka < kb ? ka : kb);                                   \
-    }
-DEF_FLOAT_KEYS(f32, float, int32_t, uint32_t, 31, 0x7fffffffu, 0x7f800000u)
-DEF_FLOAT_KEYS(f64, double, int64_t, uint64_t, 63, 0x7fffffffffffffffu, 0x7ff0000000000000u)
+#define T float
+#define K int32_t
+#define U uint32_t
+#define SIGN_SHIFT 31
+#define MAG 0x7fffffffu
+#define INF 0x7f800000u
+#define KEY key_f32
+#define UNKEY unkey_f32
+#define FMAX fmax_f32
+#define FMIN fmin_f32
+#include "backends/cpu/eval/reduce_float_keys.inc"
+#define T double
+#define K int64_t
+#define U uint64_t
+#define SIGN_SHIFT 63
+#define MAG 0x7fffffffffffffffu
+#define INF 0x7ff0000000000000u
+#define KEY key_f64
+#define UNKEY unkey_f64
+#define FMAX fmax_f64
+#define FMIN fmin_f64
+#include "backends/cpu/eval/reduce_float_keys.inc"
 #define MAX_F32(a, b) fmax_f32(a, b)
 #define MIN_F32(a, b) fmin_f32(a, b)
 #define MAX_F64(a, b) fmax_f64(a, b)
@@ -396,127 +393,63 @@ typedef void (*pass_fn)(const void *x, int64_t O, int64_t R, int64_t I, void *ou
 
 /* Integer passes: any associative op, 8 lanes along a contiguous run; rows combined tile by
  * tile. The ops are exact, associative and commutative (unsigned wrap-around, and, or,
- * maximum, minimum), so splitting the work across threads cannot change a result. */
-#define DEF_PASS(NAME, T, IDENT, OP)                                                              \
-    static T NAME##_run(const T *x, int64_t n) {                                                  \
-        T lane[8];                                                                                \
-        for (int l = 0; l < 8; l++)                                                               \
-            lane[l] = (IDENT);                                                                    \
-        int64_t i = 0;                                                                            \
-        for (; i + 8 <= n; i += 8)                                                                \
-            for (int l = 0; l < 8; l++)                                                           \
-                lane[l] = (T)OP(lane[l], x[i + l]);                                               \
-        T s = (IDENT);                                                                            \
-        for (int l = 0; l < 8; l++)                                                               \
-            s = (T)OP(s, lane[l]);                                                                \
-        for (; i < n; i++)                                                                        \
-            s = (T)OP(s, x[i]);                                                                   \
-        return s;                                                                                 \
-    }                                                                                             \
-    typedef struct {                                                                              \
-        const T *x;                                                                               \
-        int64_t R, I, W, n_chunks;                                                                \
-        T *out; /* I == 1 with part: block results go to part */                                  \
-        T *part;                                                                                  \
-    } NAME##_job;                                                                                 \
-    static void NAME##_range(void *user, int64_t begin, int64_t end) {                            \
-        const NAME##_job *j = user;                                                               \
-        for (int64_t it = begin; it < end; it++) {                                                \
-            if (j->part) {                                                                        \
-                const int64_t off = it * RED_CHUNK;                                               \
-                j->part[it] =                                                                     \
-                    NAME##_run(j->x + off, j->R - off < RED_CHUNK ? j->R - off : RED_CHUNK);      \
-            } else if (j->I == 1) {                                                               \
-                j->out[it] = NAME##_run(j->x + it * j->R, j->R);                                  \
-            } else {                                                                              \
-                const int64_t o = it / j->n_chunks, c0 = (it % j->n_chunks) * j->W;               \
-                const int64_t w = j->I - c0 < j->W ? j->I - c0 : j->W;                            \
-                T *acc = j->out + o * j->I + c0;                                                  \
-                const T *xo = j->x + o * j->R * j->I + c0;                                        \
-                for (int64_t i = 0; i < w; i++)                                                   \
-                    acc[i] = (IDENT);                                                             \
-                for (int64_t r = 0; r < j->R; r++) {                                              \
-                    const T *row = xo + r * j->I;                                                 \
-                    for (int64_t i = 0; i < w; i++)                                               \
-                        acc[i] = (T)OP(acc[i], row[i]);                                           \
-                }                                                                                 \
-            }                                                                                     \
-        }                                                                                         \
-    }                                                                                             \
-    static void NAME(const void *xv, int64_t O, int64_t R, int64_t I, void *outv) {               \
-        const T *x = xv;                                                                          \
-        T *out = outv;                                                                            \
-        const bool parallel =                                                                     \
-            (double)O * (double)R * (double)I >= RED_MIN_PARALLEL && kiln__threads_count() > 1;   \
-        if (I == 1) {                                                                             \
-            if (O == 1 && parallel) {                                                             \
-                T s = (IDENT), part[256];                                                         \
-                for (int64_t b0 = 0; b0 * RED_CHUNK < R; b0 += 256) {                             \
-                    const int64_t rest = R - b0 * RED_CHUNK;                                      \
-                    const int64_t nb = (rest + RED_CHUNK - 1) / RED_CHUNK;                        \
-                    NAME##_job j = {x + b0 * RED_CHUNK, rest, 1, 0, 0, NULL, part};               \
-                    kiln__parallel_for(nb < 256 ? nb : 256, 1, NAME##_range, &j);                 \
-                    for (int64_t b = 0; b < nb && b < 256; b++)                                   \
-                        s = (T)OP(s, part[b]);                                                    \
-                }                                                                                 \
-                out[0] = s;                                                                       \
-                return;                                                                           \
-            }                                                                                     \
-            NAME##_job j = {x, R, 1, 0, 0, out, NULL};                                            \
-            if (parallel)                                                                         \
-                kiln__parallel_for(O, R >= RED_MIN_PARALLEL ? 1 : RED_MIN_PARALLEL / (R ? R : 1), \
-                                   NAME##_range, &j);                                             \
-            else                                                                                  \
-                NAME##_range(&j, 0, O);                                                           \
-            return;                                                                               \
-        }                                                                                         \
-        int64_t n_chunks = (I + TILE - 1) / TILE;                                                 \
-        if (parallel) {                                                                           \
-            const int64_t want = (kiln__threads_count() + O - 1) / O;                             \
-            const int64_t most = I / 64 > 0 ? I / 64 : 1;                                         \
-            if (n_chunks < want) n_chunks = want < most ? want : most;                            \
-        }                                                                                         \
-        int64_t W = (I + n_chunks - 1) / n_chunks;                                                \
-        if (W < I) W += (8 - W % 8) % 8;                                                          \
-        n_chunks = (I + W - 1) / W;                                                               \
-        const int64_t items = O * n_chunks;                                                       \
-        NAME##_job j = {x, R, I, W, n_chunks, out, NULL};                                         \
-        if (parallel) {                                                                           \
-            const double per = (double)R * (double)W;                                             \
-            kiln__parallel_for(                                                                   \
-                items, per >= RED_MIN_PARALLEL ? 1 : (int64_t)(RED_MIN_PARALLEL / (per + 1)) + 1, \
-                NAME##_range, &j);                                                                \
-        } else {                                                                                  \
-            NAME##_range(&j, 0, items);                                                           \
-        }                                                                                         \
-    }
-
-#define DEF_PASS_UNSIGNED(KIND, IDENT, OP)                       \
-    DEF_PASS(pass_##KIND##_u8, uint8_t, (uint8_t)(IDENT), OP)    \
-    DEF_PASS(pass_##KIND##_u16, uint16_t, (uint16_t)(IDENT), OP) \
-    DEF_PASS(pass_##KIND##_u32, uint32_t, (uint32_t)(IDENT), OP) \
-    DEF_PASS(pass_##KIND##_u64, uint64_t, (uint64_t)(IDENT), OP)
-
-DEF_PASS_UNSIGNED(add, 0, ADD_OP)
-DEF_PASS_UNSIGNED(mul, 1, MUL_U)
-DEF_PASS_UNSIGNED(and, -1, AND_OP)
-DEF_PASS_UNSIGNED(or, 0, OR_OP)
-DEF_PASS(pass_max_u8, uint8_t, 0, MAX_I)
-DEF_PASS(pass_max_u16, uint16_t, 0, MAX_I)
-DEF_PASS(pass_max_u32, uint32_t, 0, MAX_I)
-DEF_PASS(pass_max_u64, uint64_t, 0, MAX_I)
-DEF_PASS(pass_max_i8, int8_t, INT8_MIN, MAX_I)
-DEF_PASS(pass_max_i16, int16_t, INT16_MIN, MAX_I)
-DEF_PASS(pass_max_i32, int32_t, INT32_MIN, MAX_I)
-DEF_PASS(pass_max_i64, int64_t, INT64_MIN, MAX_I)
-DEF_PASS(pass_min_u8, uint8_t, UINT8_MAX, MIN_I)
-DEF_PASS(pass_min_u16, uint16_t, UINT16_MAX, MIN_I)
-DEF_PASS(pass_min_u32, uint32_t, UINT32_MAX, MIN_I)
-DEF_PASS(pass_min_u64, uint64_t, UINT64_MAX, MIN_I)
-DEF_PASS(pass_min_i8, int8_t, INT8_MAX, MIN_I)
-DEF_PASS(pass_min_i16, int16_t, INT16_MAX, MIN_I)
-DEF_PASS(pass_min_i32, int32_t, INT32_MAX, MIN_I)
-DEF_PASS(pass_min_i64, int64_t, INT64_MAX, MIN_I)
+ * maximum, minimum), so splitting the work across threads cannot change a result. The passes of each integer type: reduce_pass_int.inc. */
+#define T uint8_t
+#define IS_SIGNED 0
+#define LOWEST 0
+#define HIGHEST UINT8_MAX
+#define NAME(kind) pass_##kind##_u8
+#define PART(kind, name) pass_##kind##_u8_##name
+#include "backends/cpu/eval/reduce_pass_int.inc"
+#define T uint16_t
+#define IS_SIGNED 0
+#define LOWEST 0
+#define HIGHEST UINT16_MAX
+#define NAME(kind) pass_##kind##_u16
+#define PART(kind, name) pass_##kind##_u16_##name
+#include "backends/cpu/eval/reduce_pass_int.inc"
+#define T uint32_t
+#define IS_SIGNED 0
+#define LOWEST 0
+#define HIGHEST UINT32_MAX
+#define NAME(kind) pass_##kind##_u32
+#define PART(kind, name) pass_##kind##_u32_##name
+#include "backends/cpu/eval/reduce_pass_int.inc"
+#define T uint64_t
+#define IS_SIGNED 0
+#define LOWEST 0
+#define HIGHEST UINT64_MAX
+#define NAME(kind) pass_##kind##_u64
+#define PART(kind, name) pass_##kind##_u64_##name
+#include "backends/cpu/eval/reduce_pass_int.inc"
+#define T int8_t
+#define IS_SIGNED 1
+#define LOWEST INT8_MIN
+#define HIGHEST INT8_MAX
+#define NAME(kind) pass_##kind##_i8
+#define PART(kind, name) pass_##kind##_i8_##name
+#include "backends/cpu/eval/reduce_pass_int.inc"
+#define T int16_t
+#define IS_SIGNED 1
+#define LOWEST INT16_MIN
+#define HIGHEST INT16_MAX
+#define NAME(kind) pass_##kind##_i16
+#define PART(kind, name) pass_##kind##_i16_##name
+#include "backends/cpu/eval/reduce_pass_int.inc"
+#define T int32_t
+#define IS_SIGNED 1
+#define LOWEST INT32_MIN
+#define HIGHEST INT32_MAX
+#define NAME(kind) pass_##kind##_i32
+#define PART(kind, name) pass_##kind##_i32_##name
+#include "backends/cpu/eval/reduce_pass_int.inc"
+#define T int64_t
+#define IS_SIGNED 1
+#define LOWEST INT64_MIN
+#define HIGHEST INT64_MAX
+#define NAME(kind) pass_##kind##_i64
+#define PART(kind, name) pass_##kind##_i64_##name
+#include "backends/cpu/eval/reduce_pass_int.inc"
 
 /* ---- contiguous f32/f64 reductions: kiln__reduce_f32 / kiln__reduce_f64 ---------------- */
 
@@ -570,440 +503,40 @@ static int red_levels(int64_t R) {
     return red_bit_length((uint64_t)((R + RED_SUM_BLOCK - 1) / RED_SUM_BLOCK));
 }
 
-/* The kernels of one float type in one ISA variant V (ATTR: its target attribute).
- *  run:   along a contiguous run (I == 1).
- *  rows:  over R rows of w columns, rows ld apart, into out[0..w) (I > 1).
- * Sums along a run are numpy's pairwise scheme; across rows, blocks of RED_SUM_BLOCK rows
- * are summed in order and the blocks' sums combined as a binary counter does (a pairwise
- * tree built while streaming). Products: 8 lanes over blocks of RED_CHUNK elements, the
- * blocks' products multiplied in order; rows in order. Maximum/minimum compare integer keys
- * (DEF_FLOAT_KEYS), which order like the floats with -0 < +0, NaN winning. */
-#define DEF_FLOAT_KERNELS(S, T, K, U, SIGN_SHIFT, MAG, INF, V, ATTR)                         \
-    /* numpy's pairwise sum. */                                                              \
-    static ATTR T S##_sum_run##V(const T *restrict x, int64_t n, bool interleave) {          \
-        if (n <= 128) return S##_sum_leaf##V(x, n);                                          \
-        const int64_t h = red_half(n), hl = red_half(h), hr = red_half(n - h);               \
-        if (interleave && h > 128 && h - hl <= 128 && n - h - hr <= 128) {                   \
-            /* Four grandchildren, all leaves: summed at once, combined as the tree does. */ \
-            const T *const xs[4] = {x, x + hl, x + h, x + h + hr};                           \
-            const int64_t ns[4] = {hl, h - hl, hr, n - h - hr};                              \
-            T s[4];                                                                          \
-            S##_sum_leaf4##V(xs, ns, s);                                                     \
-            return (s[0] + s[1]) + (s[2] + s[3]);                                            \
-        }                                                                                    \
-        return S##_sum_run##V(x, h, interleave) + S##_sum_run##V(x + h, n - h, interleave);  \
-    }                                                                                        \
-    /* scratch: (red_levels(R) + 1) * w elements. */                                         \
-    static ATTR void S##_sum_rows##V(const T *x, int64_t R, int64_t ld, int64_t w, T *out,   \
-                                     T *scratch) {                                           \
-        if (R == 0) {                                                                        \
-            for (int64_t i = 0; i < w; i++)                                                  \
-                out[i] = (T)-0.0;                                                            \
-            return;                                                                          \
-        }                                                                                    \
-        if (R <= RED_SUM_BLOCK) {                                                            \
-            S##_sum_block##V(x, R, ld, w, out, 0);                                           \
-            return;                                                                          \
-        }                                                                                    \
-        T *level[RED_MAX_LEVELS], *pool[RED_MAX_LEVELS + 1];                                 \
-        int n_pool = 0;                                                                      \
-        const int levels = red_levels(R);                                                    \
-        for (int k = 0; k <= levels; k++)                                                    \
-            pool[n_pool++] = scratch + (int64_t)k * w;                                       \
-        uint64_t count = 0;                                                                  \
-        for (int64_t b = 0; b < R; b += RED_SUM_BLOCK, count++) {                            \
-            T *t = pool[--n_pool];                                                           \
-            const int64_t rows = R - b < RED_SUM_BLOCK ? R - b : RED_SUM_BLOCK,              \
-                          next = R - b - rows;                                               \
-            S##_sum_block##V(x + b * ld, rows, ld, w, t,                                     \
-                             next < RED_SUM_BLOCK ? next : RED_SUM_BLOCK);                   \
-            int k = 0;                                                                       \
-            for (; (count >> k) & 1; k++) {                                                  \
-                T *left = level[k];                                                          \
-                S##_add_into##V(left, t, w);                                                 \
-                pool[n_pool++] = t;                                                          \
-                t = left;                                                                    \
-            }                                                                                \
-            level[k] = t;                                                                    \
-        }                                                                                    \
-        bool first = true;                                                                   \
-        for (int k = levels; k >= 0; k--) {                                                  \
-            if (!((count >> k) & 1)) continue;                                               \
-            if (first) {                                                                     \
-                memcpy(out, level[k], (size_t)w * sizeof(T));                                \
-                first = false;                                                               \
-            } else {                                                                         \
-                S##_add_into##V(out, level[k], w);                                           \
-            }                                                                                \
-        }                                                                                    \
-    }                                                                                        \
-    static ATTR T S##_mul_run##V(const T *restrict x, int64_t n) {                           \
-        T p = (T)1;                                                                          \
-        for (int64_t c = 0; c < n; c += RED_CHUNK) {                                         \
-            const int64_t m = n - c < RED_CHUNK ? n - c : RED_CHUNK;                         \
-            const T *restrict y = x + c;                                                     \
-            T lane[8];                                                                       \
-            for (int l = 0; l < 8; l++)                                                      \
-                lane[l] = (T)1;                                                              \
-            int64_t i = 0;                                                                   \
-            for (; i + 8 <= m; i += 8)                                                       \
-                for (int l = 0; l < 8; l++)                                                  \
-                    lane[l] *= y[i + l];                                                     \
-            T s = (T)1;                                                                      \
-            for (int l = 0; l < 8; l++)                                                      \
-                s *= lane[l];                                                                \
-            for (; i < m; i++)                                                               \
-                s *= y[i];                                                                   \
-            p *= s;                                                                          \
-        }                                                                                    \
-        return p;                                                                            \
-    }                                                                                        \
-    /* Rows in order, four per pass over out (fewer stores, which also keeps the loads clear \
-     * of the stores' 4 KiB aliases). */                                                     \
-    static ATTR void S##_mul_rows##V(const T *x, int64_t R, int64_t ld, int64_t w,           \
-                                     T *restrict out) {                                      \
-        for (int64_t i = 0; i < w; i++)                                                      \
-            out[i] = (T)1;                                                                   \
-        int64_t r = 0;                                                                       \
-        for (; r + 4 <= R; r += 4) {                                                         \
-            const T *restrict a = x + r * ld, *restrict b = a + ld, *restrict c = b + ld,    \
-                              *restrict d = c + ld;                                          \
-            for (int64_t i = 0; i < w; i++)                                                  \
-                out[i] = (((out[i] * a[i]) * b[i]) * c[i]) * d[i];                           \
-        }                                                                                    \
-        for (; r < R; r++) {                                                                 \
-            const T *restrict a = x + r * ld;                                                \
-            for (int64_t i = 0; i < w; i++)                                                  \
-                out[i] *= a[i];                                                              \
-        }                                                                                    \
-    }                                                                                        \
-    /* The key of each element, NaN mapped to nan_key; the extreme key of a run. */          \
-    static ATTR K S##_ext_run##V(const T *restrict x, int64_t n, bool is_max) {              \
-        const K nan_key = is_max ? (K)(MAG) : (K) ~(K)(MAG);                                 \
-        K lane[8];                                                                           \
-        const K id = key_##S(is_max ? -(T)INFINITY : (T)INFINITY, 0);                        \
-        for (int l = 0; l < 8; l++)                                                          \
-            lane[l] = id;                                                                    \
-        int64_t i = 0;                                                                       \
-        if (is_max) {                                                                        \
-            for (; i + 8 <= n; i += 8)                                                       \
-                for (int l = 0; l < 8; l++) {                                                \
-                    U u;                                                                     \
-                    memcpy(&u, &x[i + l], sizeof u);                                         \
-                    K k = (K)(u ^ (((U)0 - (u >> SIGN_SHIFT)) & (MAG)));                     \
-                    k = (K)(u & (MAG)) > (K)(INF) ? nan_key : k;                             \
-                    lane[l] = k > lane[l] ? k : lane[l];                                     \
-                }                                                                            \
-        } else {                                                                             \
-            for (; i + 8 <= n; i += 8)                                                       \
-                for (int l = 0; l < 8; l++) {                                                \
-                    U u;                                                                     \
-                    memcpy(&u, &x[i + l], sizeof u);                                         \
-                    K k = (K)(u ^ (((U)0 - (u >> SIGN_SHIFT)) & (MAG)));                     \
-                    k = (K)(u & (MAG)) > (K)(INF) ? nan_key : k;                             \
-                    lane[l] = k < lane[l] ? k : lane[l];                                     \
-                }                                                                            \
-        }                                                                                    \
-        for (; i < n; i++) {                                                                 \
-            U u;                                                                             \
-            memcpy(&u, &x[i], sizeof u);                                                     \
-            K k = (K)(u ^ (((U)0 - (u >> SIGN_SHIFT)) & (MAG)));                             \
-            k = (K)(u & (MAG)) > (K)(INF) ? nan_key : k;                                     \
-            lane[0] = is_max ? (k > lane[0] ? k : lane[0]) : (k < lane[0] ? k : lane[0]);    \
-        }                                                                                    \
-        K m = lane[0];                                                                       \
-        for (int l = 1; l < 8; l++)                                                          \
-            m = is_max ? (lane[l] > m ? lane[l] : m) : (lane[l] < m ? lane[l] : m);          \
-        return m;                                                                            \
-    }                                                                                        \
-    /* Keys of x[i] */                                                                       \
-    static ATTR inline K S##_key_of##V(const T *p, K nan_key) {                              \
-        U u;                                                                                 \
-        memcpy(&u, p, sizeof u);                                                             \
-        const K k = (K)(u ^ (((U)0 - (u >> SIGN_SHIFT)) & (MAG)));                           \
-        return (K)(u & (MAG)) > (K)(INF) ? nan_key : k;                                      \
-    }                                                                                        \
-    /* Four rows per pass over acc, as for products. */                                      \
-    static ATTR void S##_ext_rows##V(const T *x, int64_t R, int64_t ld, int64_t w,           \
-                                     K *restrict acc, bool is_max) {                         \
-        const K nan_key = is_max ? (K)(MAG) : (K) ~(K)(MAG);                                 \
-        const K id = key_##S(is_max ? -(T)INFINITY : (T)INFINITY, 0);                        \
-        for (int64_t i = 0; i < w; i++)                                                      \
-            acc[i] = id;                                                                     \
-        int64_t r = 0;                                                                       \
-        for (; r + 4 <= R; r += 4) {                                                         \
-            const T *restrict a = x + r * ld, *restrict b = a + ld, *restrict c = b + ld,    \
-                              *restrict d = c + ld;                                          \
-            if (is_max) {                                                                    \
-                for (int64_t i = 0; i < w; i++) {                                            \
-                    const K ka = S##_key_of##V(&a[i], nan_key),                              \
-                            kb = S##_key_of##V(&b[i], nan_key);                              \
-                    const K kc = S##_key_of##V(&c[i], nan_key),                              \
-                            kd = S##_key_of##V(&d[i], nan_key);                              \
-                    const K m1 = ka > kb ? ka : kb, m2 = kc > kd ? kc : kd;                  \
-                    const K m = m1 > m2 ? m1 : m2;                                           \
-                    acc[i] = m > acc[i] ? m : acc[i];                                        \
-                }                                                                            \
-            } else {                                                                         \
-                for (int64_t i = 0; i < w; i++) {                                            \
-                    const K ka = S##_key_of##V(&a[i], nan_key),                              \
-                            kb = S##_key_of##V(&b[i], nan_key);                              \
-                    const K kc = S##_key_of##V(&c[i], nan_key),                              \
-                            kd = S##_key_of##V(&d[i], nan_key);                              \
-                    const K m1 = ka < kb ? ka : kb, m2 = kc < kd ? kc : kd;                  \
-                    const K m = m1 < m2 ? m1 : m2;                                           \
-                    acc[i] = m < acc[i] ? m : acc[i];                                        \
-                }                                                                            \
-            }                                                                                \
-        }                                                                                    \
-        for (; r < R; r++) {                                                                 \
-            const T *restrict a = x + r * ld;                                                \
-            for (int64_t i = 0; i < w; i++) {                                                \
-                const K k = S##_key_of##V(&a[i], nan_key);                                   \
-                acc[i] = is_max ? (k > acc[i] ? k : acc[i]) : (k < acc[i] ? k : acc[i]);     \
-            }                                                                                \
-        }                                                                                    \
-    }
 
+/* A kernel's variant chosen at run time. fn (for example FN(sum_run)) is expanded before
+ * RED_CALL_VARIANT pastes the variant's suffix onto it. */
+#define RED_CALL(fn, ...) RED_CALL_VARIANT(fn, __VA_ARGS__)
 #if KILN_RED_HAVE_AVX2
-#define DEF_FLOAT_KERNELS_ALL(S, T, K, U, SIGN_SHIFT, MAG, INF)  \
-    DEF_SUM_BASE(S, T, _base, )                                  \
-    DEF_FLOAT_KERNELS(S, T, K, U, SIGN_SHIFT, MAG, INF, _base, ) \
-    DEF_FLOAT_KERNELS(S, T, K, U, SIGN_SHIFT, MAG, INF, _avx2, KILN_RED_AVX2)
-#define RED_CALL(fn, ...) (red_use_avx2() ? fn##_avx2(__VA_ARGS__) : fn##_base(__VA_ARGS__))
+#define RED_CALL_VARIANT(fn, ...) \
+    (red_use_avx2() ? fn##_avx2(__VA_ARGS__) : fn##_base(__VA_ARGS__))
 #else
-#define DEF_FLOAT_KERNELS_ALL(S, T, K, U, SIGN_SHIFT, MAG, INF) \
-    DEF_SUM_BASE(S, T, _base, )                                 \
-    DEF_FLOAT_KERNELS(S, T, K, U, SIGN_SHIFT, MAG, INF, _base, )
-#define RED_CALL(fn, ...) fn##_base(__VA_ARGS__)
+#define RED_CALL_VARIANT(fn, ...) fn##_base(__VA_ARGS__)
 #endif
 
-/* The driver of one float type: the identity for empty reductions; a run reduced whole
- * (split, for a long single run, at fixed points that do not depend on the thread count:
- * the pairwise tree's nodes for a sum, RED_CHUNK blocks otherwise); rows reduced in column
- * chunks sized for the stack scratch, the chunks (and outer entries) split across threads.
- * A column's result never depends on the chunking. */
-#define DEF_FLOAT_REDUCE(S, T, K, U, SIGN_SHIFT, MAG, INF)                                        \
-    DEF_FLOAT_KERNELS_ALL(S, T, K, U, SIGN_SHIFT, MAG, INF)                                       \
-    static T S##_identity(kiln__region_kind kind) {                                               \
-        switch (kind) {                                                                           \
-        case KILN_REGION_ADD: return (T)-0.0;                                                     \
-        case KILN_REGION_MULTIPLY: return (T)1;                                                   \
-        case KILN_REGION_MAXIMUM: return -(T)INFINITY;                                            \
-        default: return (T)INFINITY;                                                              \
-        }                                                                                         \
-    }                                                                                             \
-    static T S##_run(kiln__region_kind kind, const T *x, int64_t n, bool interleave) {            \
-        switch (kind) {                                                                           \
-        case KILN_REGION_ADD: return RED_CALL(S##_sum_run, x, n, interleave);                     \
-        case KILN_REGION_MULTIPLY: return RED_CALL(S##_mul_run, x, n);                            \
-        default: {                                                                                \
-            const bool is_max = kind == KILN_REGION_MAXIMUM;                                      \
-            return unkey_##S(RED_CALL(S##_ext_run, x, n, is_max));                                \
-        }                                                                                         \
-        }                                                                                         \
-    }                                                                                             \
-    static void S##_sum_rows_stack(const T *x, int64_t R, int64_t ld, int64_t w, T *out) {        \
-        T scratch[RED_STACK_BYTES / sizeof(T)];                                                   \
-        RED_CALL(S##_sum_rows, x, R, ld, w, out, scratch);                                        \
-    }                                                                                             \
-    static void S##_ext_rows_stack(const T *x, int64_t R, int64_t ld, int64_t w, T *out,          \
-                                   bool is_max) {                                                 \
-        K acc[RED_STACK_BYTES / sizeof(K)];                                                       \
-        RED_CALL(S##_ext_rows, x, R, ld, w, acc, is_max);                                         \
-        for (int64_t i = 0; i < w; i++)                                                           \
-            out[i] = unkey_##S(acc[i]);                                                           \
-    }                                                                                             \
-    /* Columns per chunk that the stack scratch allows (a multiple of 16; I: no limit). */        \
-    static int64_t S##_max_width(kiln__region_kind kind, int64_t R, int64_t I) {                  \
-        int64_t w = I;                                                                            \
-        if (kind == KILN_REGION_ADD && R > RED_SUM_BLOCK)                                         \
-            w = (int64_t)(RED_STACK_BYTES / ((size_t)(red_levels(R) + 1) * sizeof(T)));           \
-        else if (kind == KILN_REGION_MAXIMUM || kind == KILN_REGION_MINIMUM)                      \
-            w = (int64_t)(RED_STACK_BYTES / sizeof(K));                                           \
-        if (w < I) w -= w % 16;                                                                   \
-        return w;                                                                                 \
-    }                                                                                             \
-    typedef struct {                                                                              \
-        kiln__region_kind kind;                                                                   \
-        const T *x;                                                                               \
-        int64_t O, R, I, W, n_chunks;                                                             \
-        T *out;                                                                                   \
-        int64_t n;       /* a single run: its length */                                           \
-        int depth;       /* sum of a single run: the tree's depth at the leaves */                \
-        bool interleave; /* sums along runs: leaves four at a time (red_interleave) */           \
-        T *partial;      /* per leaf or block */                                                  \
-        K *partial_keys;                                                                          \
-        int64_t first_block; /* the product/extreme of a single run: the batch's first block */   \
-    } S##_job;                                                                                    \
-    static void S##_rows_range(void *user, int64_t begin, int64_t end) {                          \
-        const S##_job *j = user;                                                                  \
-        for (int64_t it = begin; it < end; it++) {                                                \
-            const int64_t o = it / j->n_chunks, c0 = (it % j->n_chunks) * j->W;                   \
-            const int64_t w = j->I - c0 < j->W ? j->I - c0 : j->W;                                \
-            const T *x = j->x + o * j->R * j->I + c0;                                             \
-            T *out = j->out + o * j->I + c0;                                                      \
-            switch (j->kind) {                                                                    \
-            case KILN_REGION_ADD: S##_sum_rows_stack(x, j->R, j->I, w, out); break;               \
-            case KILN_REGION_MULTIPLY: RED_CALL(S##_mul_rows, x, j->R, j->I, w, out); break;      \
-            default: S##_ext_rows_stack(x, j->R, j->I, w, out, j->kind == KILN_REGION_MAXIMUM);   \
-            }                                                                                     \
-        }                                                                                         \
-    }                                                                                             \
-    static void S##_runs_range(void *user, int64_t begin, int64_t end) {                          \
-        const S##_job *j = user;                                                                  \
-        for (int64_t o = begin; o < end; o++)                                                     \
-            j->out[o] = S##_run(j->kind, j->x + o * j->R, j->R, j->interleave);                   \
-    }                                                                                             \
-    /* The leaves of the pairwise tree of a run of n at depth d, in order. */                     \
-    static void S##_leaves(int64_t off, int64_t n, int d, int64_t *offs, int64_t *lens, int *k) { \
-        if (d == 0 || n <= 128) {                                                                 \
-            offs[*k] = off;                                                                       \
-            lens[(*k)++] = n;                                                                     \
-            return;                                                                               \
-        }                                                                                         \
-        int64_t h = n / 2;                                                                        \
-        h -= h % 8;                                                                               \
-        S##_leaves(off, h, d - 1, offs, lens, k);                                                 \
-        S##_leaves(off + h, n - h, d - 1, offs, lens, k);                                         \
-    }                                                                                             \
-    static T S##_combine_leaves(int64_t n, int d, const T *v, int *k) {                           \
-        if (d == 0 || n <= 128) return v[(*k)++];                                                 \
-        int64_t h = n / 2;                                                                        \
-        h -= h % 8;                                                                               \
-        const T a = S##_combine_leaves(h, d - 1, v, k);                                           \
-        return a + S##_combine_leaves(n - h, d - 1, v, k);                                        \
-    }                                                                                             \
-    typedef struct {                                                                              \
-        const T *x;                                                                               \
-        const int64_t *offs, *lens;                                                               \
-        T *v;                                                                                     \
-        bool interleave;                                                                          \
-    } S##_leaf_job;                                                                               \
-    static void S##_leaves_range(void *user, int64_t begin, int64_t end) {                        \
-        const S##_leaf_job *j = user;                                                             \
-        for (int64_t i = begin; i < end; i++)                                                     \
-            j->v[i] = RED_CALL(S##_sum_run, j->x + j->offs[i], j->lens[i], j->interleave);        \
-    }                                                                                             \
-    static void S##_blocks_range(void *user, int64_t begin, int64_t end) {                        \
-        const S##_job *j = user;                                                                  \
-        for (int64_t b = begin; b < end; b++) {                                                   \
-            const int64_t off = (j->first_block + b) * RED_CHUNK;                                 \
-            const int64_t m = j->n - off < RED_CHUNK ? j->n - off : RED_CHUNK;                    \
-            if (j->kind == KILN_REGION_MULTIPLY)                                                  \
-                j->partial[b] = RED_CALL(S##_mul_run, j->x + off, m);                             \
-            else                                                                                  \
-                j->partial_keys[b] =                                                              \
-                    RED_CALL(S##_ext_run, j->x + off, m, j->kind == KILN_REGION_MAXIMUM);         \
-        }                                                                                         \
-    }                                                                                             \
-    /* One long run, split across threads. */                                                     \
-    static T S##_run_parallel(kiln__region_kind kind, const T *x, int64_t n) {                    \
-        if (kind == KILN_REGION_ADD) {                                                            \
-            int d = 0; /* leaves of at least RED_CHUNK / 2 elements, at most 64 */                \
-            while (d < 6 && (n >> (d + 1)) >= RED_CHUNK / 2)                                      \
-                d++;                                                                              \
-            int64_t offs[64], lens[64];                                                           \
-            T v[64];                                                                              \
-            int k = 0;                                                                            \
-            S##_leaves(0, n, d, offs, lens, &k);                                                  \
-            S##_leaf_job lj = {x, offs, lens, v, red_interleave(n, sizeof(T))};                   \
-            kiln__parallel_for(k, 1, S##_leaves_range, &lj);                                      \
-            k = 0;                                                                                \
-            return S##_combine_leaves(n, d, v, &k);                                               \
-        }                                                                                         \
-        /* Products: blocks multiplied in order (what S##_mul_run does); extremes: exact. */      \
-        const bool is_max = kind == KILN_REGION_MAXIMUM;                                          \
-        T p = (T)1, part[256];                                                                    \
-        K m = key_##S(is_max ? -(T)INFINITY : (T)INFINITY, 0), keys[256];                         \
-        const int64_t n_blocks = (n + RED_CHUNK - 1) / RED_CHUNK;                                 \
-        for (int64_t b0 = 0; b0 < n_blocks; b0 += 256) {                                          \
-            const int64_t nb = n_blocks - b0 < 256 ? n_blocks - b0 : 256;                         \
-            S##_job j = {.kind = kind,                                                            \
-                         .x = x,                                                                  \
-                         .n = n,                                                                  \
-                         .partial = part,                                                         \
-                         .partial_keys = keys,                                                    \
-                         .first_block = b0};                                                      \
-            kiln__parallel_for(nb, 1, S##_blocks_range, &j);                                      \
-            for (int64_t b = 0; b < nb; b++) {                                                    \
-                if (kind == KILN_REGION_MULTIPLY)                                                 \
-                    p *= part[b];                                                                 \
-                else                                                                              \
-                    m = is_max ? (keys[b] > m ? keys[b] : m) : (keys[b] < m ? keys[b] : m);       \
-            }                                                                                     \
-        }                                                                                         \
-        return kind == KILN_REGION_MULTIPLY ? p : unkey_##S(m);                                   \
-    }                                                                                             \
-    bool kiln__reduce_##S(kiln__region_kind kind, const T *x, int64_t O, int64_t R, int64_t I,    \
-                          T *out, bool parallel) {                                                \
-        if (kind != KILN_REGION_ADD && kind != KILN_REGION_MULTIPLY &&                            \
-            kind != KILN_REGION_MAXIMUM && kind != KILN_REGION_MINIMUM)                           \
-            return false;                                                                         \
-        if (O < 0 || R < 0 || I < 0) return false;                                                \
-        if (O == 0 || I == 0) return true;                                                        \
-        if (R == 0) {                                                                             \
-            const T id = S##_identity(kind);                                                      \
-            for (int64_t i = 0; i < O * I; i++)                                                   \
-                out[i] = id;                                                                      \
-            return true;                                                                          \
-        }                                                                                         \
-        const double total = (double)O * (double)R * (double)I;                                   \
-        parallel = parallel && total >= RED_MIN_PARALLEL && kiln__threads_count() > 1;            \
-        if (I == 1) {                                                                             \
-            if (O == 1 && parallel) {                                                             \
-                out[0] = S##_run_parallel(kind, x, R);                                            \
-                return true;                                                                      \
-            }                                                                                     \
-            S##_job j = {.kind = kind,                                                            \
-                         .x = x,                                                                  \
-                         .O = O,                                                                  \
-                         .R = R,                                                                  \
-                         .I = 1,                                                                  \
-                         .out = out,                                                              \
-                         .interleave = red_interleave(total, sizeof(T))};                         \
-            if (parallel)                                                                         \
-                kiln__parallel_for(O, R >= RED_MIN_PARALLEL ? 1 : RED_MIN_PARALLEL / R,           \
-                                   S##_runs_range, &j);                                           \
-            else                                                                                  \
-                S##_runs_range(&j, 0, O);                                                         \
-            return true;                                                                          \
-        }                                                                                         \
-        /* Rows: column chunks within the stack scratch; with threads, at least one item per      \
-         * thread when the columns allow (chunks of >= 64 columns). */                            \
-        const int64_t w_max = S##_max_width(kind, R, I);                                          \
-        int64_t n_chunks = (I + w_max - 1) / w_max;                                               \
-        if (parallel) {                                                                           \
-            const int64_t want = (kiln__threads_count() + O - 1) / O;                             \
-            const int64_t most = I / 64 > 0 ? I / 64 : 1;                                         \
-            if (n_chunks < want) n_chunks = want < most ? want : most;                            \
-        }                                                                                         \
-        int64_t W = (I + n_chunks - 1) / n_chunks;                                                \
-        if (W < I) W += (8 - W % 8) % 8;                                                          \
-        if (W > w_max) W = w_max;                                                                 \
-        n_chunks = (I + W - 1) / W;                                                               \
-        S##_job j = {.kind = kind,                                                                \
-                     .x = x,                                                                      \
-                     .O = O,                                                                      \
-                     .R = R,                                                                      \
-                     .I = I,                                                                      \
-                     .W = W,                                                                      \
-                     .n_chunks = n_chunks,                                                        \
-                     .out = out};                                                                 \
-        const int64_t items = O * n_chunks;                                                       \
-        if (parallel) {                                                                           \
-            const double per_item = (double)R * (double)W;                                        \
-            const int64_t grain =                                                                 \
-                per_item >= RED_MIN_PARALLEL ? 1 : (int64_t)(RED_MIN_PARALLEL / per_item) + 1;    \
-            kiln__parallel_for(items, grain, S##_rows_range, &j);                                 \
-        } else {                                                                                  \
-            S##_rows_range(&j, 0, items);                                                         \
-        }                                                                                         \
-        return true;                                                                              \
-    }
-
-DEF_FLOAT_REDUCE(f32, float, int32_t, uint32_t, 31, 0x7fffffffu, 0x7f800000u)
-DEF_FLOAT_REDUCE(f64, double, int64_t, uint64_t, 63, 0x7fffffffffffffffu, 0x7ff0000000000000u)
+/* The reduce of each float type (reduce_float.inc). */
+#define T float
+#define K int32_t
+#define U uint32_t
+#define SIGN_SHIFT 31
+#define MAG 0x7fffffffu
+#define INF 0x7f800000u
+#define FN(name) f32_##name
+#define KEY key_f32
+#define UNKEY unkey_f32
+#define ENTRY kiln__reduce_f32
+#include "backends/cpu/eval/reduce_float.inc"
+#define T double
+#define K int64_t
+#define U uint64_t
+#define SIGN_SHIFT 63
+#define MAG 0x7fffffffffffffffu
+#define INF 0x7ff0000000000000u
+#define FN(name) f64_##name
+#define KEY key_f64
+#define UNKEY unkey_f64
+#define ENTRY kiln__reduce_f64
+#include "backends/cpu/eval/reduce_float.inc"
 
 /* The reduce kernel's passes on floats. */
 #define DEF_FLOAT_PASS(NAME, KIND, S, T)                                          \

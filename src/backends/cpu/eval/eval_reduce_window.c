@@ -259,97 +259,39 @@ typedef struct pool_job {
     const void *init;
 } pool_job;
 
-/* acc (ACC, the accumulator type: keys or the floats) of one output row, for the planes
- * [begin, end). For window column b the valid outputs are [lo, hi): w = ow * sw - pw + b
- * in [0, W). */
-#define POOL_NCHW(NAME, T, ACC, KEY, UNKEY, OP)                                     \
-    static void NAME(void *user, int64_t begin, int64_t end) {                      \
-        const pool_job *j = user;                                                   \
-        const ACC init = KEY(*(const T *)j->init);                                  \
-        const int64_t OW = j->OW, sw = j->sw;                                       \
-        ACC acc[256];                                                               \
-        for (int64_t plane = begin; plane < end; plane++) {                         \
-            const T *x = (const T *)j->x + plane * j->H * j->W;                     \
-            T *o = (T *)j->out + plane * j->OH * OW;                                \
-            for (int64_t oh = 0; oh < j->OH; oh++)                                  \
-                for (int64_t q0 = 0; q0 < OW; q0 += 256) {                          \
-                    const int64_t q1 = OW - q0 < 256 ? OW : q0 + 256;               \
-                    for (int64_t q = q0; q < q1; q++)                               \
-                        acc[q - q0] = init;                                         \
-                    for (int64_t a = 0; a < j->kh; a++) {                           \
-                        const int64_t h = oh * j->sh - j->ph + a;                   \
-                        const bool hin = h >= 0 && h < j->H;                        \
-                        for (int64_t b = 0; b < j->kw; b++) {                       \
-                            int64_t lo = q0, hi = q1;                               \
-                            if (!hin) {                                             \
-                                lo = hi = q1;                                       \
-                            } else {                                                \
-                                const int64_t c0 = b - j->pw; /* w = q * sw + c0 */ \
-                                while (lo < hi && lo * sw + c0 < 0)                 \
-                                    lo++;                                           \
-                                while (hi > lo && (hi - 1) * sw + c0 >= j->W)       \
-                                    hi--;                                           \
-                            }                                                       \
-                            for (int64_t q = q0; q < lo; q++)                       \
-                                acc[q - q0] = OP(acc[q - q0], init);                \
-                            if (hi > lo) {                                          \
-                                const T *r = x + h * j->W + (b - j->pw);            \
-                                for (int64_t q = lo; q < hi; q++)                   \
-                                    acc[q - q0] = OP(acc[q - q0], KEY(r[q * sw]));  \
-                            }                                                       \
-                            for (int64_t q = hi; q < q1; q++)                       \
-                                acc[q - q0] = OP(acc[q - q0], init);                \
-                        }                                                           \
-                    }                                                               \
-                    for (int64_t q = q0; q < q1; q++)                               \
-                        o[oh * OW + q] = UNKEY(acc[q - q0]);                        \
-                }                                                                   \
-        }                                                                           \
-    }
-
-/* Channels last: one output pixel's C channels at a time, C <= 256 per block. */
-#define POOL_NHWC(NAME, T, ACC, KEY, UNKEY, OP)                                     \
-    static void NAME(void *user, int64_t begin, int64_t end) {                      \
-        const pool_job *j = user;                                                   \
-        const ACC init = KEY(*(const T *)j->init);                                  \
-        const int64_t C = j->C;                                                     \
-        ACC acc[256];                                                               \
-        for (int64_t row = begin; row < end; row++) { /* row = n * OH + oh */       \
-            const int64_t n = row / j->OH, oh = row % j->OH;                        \
-            const T *x = (const T *)j->x + n * j->H * j->W * C;                     \
-            T *o = (T *)j->out + row * j->OW * C;                                   \
-            for (int64_t ow = 0; ow < j->OW; ow++)                                  \
-                for (int64_t c0 = 0; c0 < C; c0 += 256) {                           \
-                    const int64_t cw = C - c0 < 256 ? C - c0 : 256;                 \
-                    for (int64_t c = 0; c < cw; c++)                                \
-                        acc[c] = init;                                              \
-                    const int64_t h0 = oh * j->sh - j->ph, w0 = ow * j->sw - j->pw; \
-                    for (int64_t a = 0; a < j->kh; a++)                             \
-                        for (int64_t b = 0; b < j->kw; b++) {                       \
-                            const int64_t h = h0 + a, w = w0 + b;                   \
-                            if (h >= 0 && h < j->H && w >= 0 && w < j->W) {         \
-                                const T *xr = x + (h * j->W + w) * C + c0;          \
-                                for (int64_t c = 0; c < cw; c++)                    \
-                                    acc[c] = OP(acc[c], KEY(xr[c]));                \
-                            } else {                                                \
-                                for (int64_t c = 0; c < cw; c++)                    \
-                                    acc[c] = OP(acc[c], init);                      \
-                            }                                                       \
-                        }                                                           \
-                    for (int64_t c = 0; c < cw; c++)                                \
-                        o[ow * C + c0 + c] = UNKEY(acc[c]);                         \
-                }                                                                   \
-        }                                                                           \
-    }
-
-POOL_NCHW(pool_nchw_max_f32, float, int32_t, key_f32, unkey_f32, MAX_OP)
-POOL_NCHW(pool_nchw_max_f64, double, int64_t, key_f64, unkey_f64, MAX_OP)
-POOL_NCHW(pool_nchw_add_f32, float, float, ID, ID, ADD_OP)
-POOL_NCHW(pool_nchw_add_f64, double, double, ID, ID, ADD_OP)
-POOL_NHWC(pool_nhwc_max_f32, float, int32_t, key_f32, unkey_f32, MAX_OP)
-POOL_NHWC(pool_nhwc_max_f64, double, int64_t, key_f64, unkey_f64, MAX_OP)
-POOL_NHWC(pool_nhwc_add_f32, float, float, ID, ID, ADD_OP)
-POOL_NHWC(pool_nhwc_add_f64, double, double, ID, ID, ADD_OP)
+/* The pooling loops of each type and op (reduce_window_pool.inc). */
+#define NCHW_NAME pool_nchw_max_f32
+#define NHWC_NAME pool_nhwc_max_f32
+#define T float
+#define ACC int32_t
+#define KEY key_f32
+#define UNKEY unkey_f32
+#define OP MAX_OP
+#include "backends/cpu/eval/reduce_window_pool.inc"
+#define NCHW_NAME pool_nchw_max_f64
+#define NHWC_NAME pool_nhwc_max_f64
+#define T double
+#define ACC int64_t
+#define KEY key_f64
+#define UNKEY unkey_f64
+#define OP MAX_OP
+#include "backends/cpu/eval/reduce_window_pool.inc"
+#define NCHW_NAME pool_nchw_add_f32
+#define NHWC_NAME pool_nhwc_add_f32
+#define T float
+#define ACC float
+#define KEY ID
+#define UNKEY ID
+#define OP ADD_OP
+#include "backends/cpu/eval/reduce_window_pool.inc"
+#define NCHW_NAME pool_nchw_add_f64
+#define NHWC_NAME pool_nhwc_add_f64
+#define T double
+#define ACC double
+#define KEY ID
+#define UNKEY ID
+#define OP ADD_OP
+#include "backends/cpu/eval/reduce_window_pool.inc"
 
 /* The 2 x 2, stride 2, unpadded f32 max pooling of NCHW images (every VGG pooling layer):
  * eight outputs per step from two rows of sixteen inputs, on the same keys as the general

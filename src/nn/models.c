@@ -7,28 +7,17 @@
 /* ---- descriptors of the variable-size models, built by hand (kiln/tree.h allows it): an
  * array member whose descriptor lists only its used prefix. */
 
-#define MLP_FIELDS(n)                                                          \
-    {                                                                          \
-        {.name = "layers",                                                     \
-         .kind = KILN_TREE_SUBTREE,                                            \
-         .offset = offsetof(kiln_nn_mlp, layers),                              \
-         .size = sizeof(kiln_nn_dense_params),                                 \
-         .count = (n),                                                         \
-         .def = &kiln_tree_def_kiln_nn_dense_params},                          \
-        {                                                                      \
-            .name = "n_layers", .kind = KILN_TREE_STATIC_INT,                  \
-            .offset = offsetof(kiln_nn_mlp, n_layers), .size = sizeof(int32_t) \
-        }                                                                      \
-    }
+/* The field of member S.m; a subtree array member of n elements of type T; a static int. */
+#define FIELD(S, m, kind, size, n, def) {#m, kind, offsetof(S, m), size, (n), def}
+#define SUBTREES(S, m, T, n) FIELD(S, m, KILN_TREE_SUBTREE, sizeof(T), n, &kiln_tree_def_##T)
+#define STATIC_INT(S, m) FIELD(S, m, KILN_TREE_STATIC_INT, sizeof(int32_t), 0, NULL)
+#define MLP_LAYERS(n) SUBTREES(kiln_nn_mlp, layers, kiln_nn_dense_params, n)
+#define MLP_FIELDS(n) {MLP_LAYERS(n), STATIC_INT(kiln_nn_mlp, n_layers)}
 static const kiln_tree_field mlp_fields[KILN_NN_MLP_MAX_LAYERS][2] = {
     MLP_FIELDS(1), MLP_FIELDS(2), MLP_FIELDS(3), MLP_FIELDS(4),
     MLP_FIELDS(5), MLP_FIELDS(6), MLP_FIELDS(7), MLP_FIELDS(8)};
 _Static_assert(KILN_NN_MLP_MAX_LAYERS == 8, "mlp_fields lists one entry per layer count");
-#define MLP_DEF(n)                                                                       \
-    {                                                                                    \
-        .name = "kiln_nn_mlp", .size = sizeof(kiln_nn_mlp), .fields = mlp_fields[(n)-1], \
-        .n_fields = 2                                                                    \
-    }
+#define MLP_DEF(n) {"kiln_nn_mlp", sizeof(kiln_nn_mlp), mlp_fields[(n)-1], 2}
 static const kiln_tree_def mlp_defs[KILN_NN_MLP_MAX_LAYERS] = {
     MLP_DEF(1), MLP_DEF(2), MLP_DEF(3), MLP_DEF(4), MLP_DEF(5), MLP_DEF(6), MLP_DEF(7), MLP_DEF(8)};
 
@@ -36,39 +25,12 @@ const kiln_tree_def *kiln_nn_mlp_def(int32_t n_layers) {
     return n_layers >= 1 && n_layers <= KILN_NN_MLP_MAX_LAYERS ? &mlp_defs[n_layers - 1] : NULL;
 }
 
-#define VGG_CONVS(n)                                                                        \
-    {                                                                                       \
-        .name = "convs", .kind = KILN_TREE_SUBTREE, .offset = offsetof(kiln_nn_vgg, convs), \
-        .size = sizeof(kiln_nn_conv2d_layer), .count = (n),                                 \
-        .def = &kiln_tree_def_kiln_nn_conv2d_layer                                          \
-    }
-#define VGG_BNS(n)                                                                      \
-    {                                                                                   \
-        .name = "bns", .kind = KILN_TREE_SUBTREE, .offset = offsetof(kiln_nn_vgg, bns), \
-        .size = sizeof(kiln_nn_batch_norm_params), .count = (n),                        \
-        .def = &kiln_tree_def_kiln_nn_batch_norm_params                                 \
-    }
-#define VGG_TAIL                                                          \
-    {.name = "fcs",                                                       \
-     .kind = KILN_TREE_SUBTREE,                                           \
-     .offset = offsetof(kiln_nn_vgg, fcs),                                \
-     .size = sizeof(kiln_nn_dense_params),                                \
-     .count = 3,                                                          \
-     .def = &kiln_tree_def_kiln_nn_dense_params},                         \
-        {.name = "depth",                                                 \
-         .kind = KILN_TREE_STATIC_INT,                                    \
-         .offset = offsetof(kiln_nn_vgg, depth),                          \
-         .size = sizeof(int32_t)},                                        \
-    {                                                                     \
-        .name = "batch_norm", .kind = KILN_TREE_STATIC_BOOL,              \
-        .offset = offsetof(kiln_nn_vgg, batch_norm), .size = sizeof(bool) \
-    }
-#define VGG_STATE(n)                                                                          \
-    {                                                                                         \
-        .name = "bns", .kind = KILN_TREE_SUBTREE, .offset = offsetof(kiln_nn_vgg_state, bns), \
-        .size = sizeof(kiln_nn_batch_norm_state), .count = (n),                               \
-        .def = &kiln_tree_def_kiln_nn_batch_norm_state                                        \
-    }
+#define VGG_CONVS(n) SUBTREES(kiln_nn_vgg, convs, kiln_nn_conv2d_layer, n)
+#define VGG_BNS(n) SUBTREES(kiln_nn_vgg, bns, kiln_nn_batch_norm_params, n)
+#define VGG_FCS SUBTREES(kiln_nn_vgg, fcs, kiln_nn_dense_params, 3)
+#define VGG_BATCH_NORM FIELD(kiln_nn_vgg, batch_norm, KILN_TREE_STATIC_BOOL, sizeof(bool), 0, NULL)
+#define VGG_TAIL VGG_FCS, STATIC_INT(kiln_nn_vgg, depth), VGG_BATCH_NORM
+#define VGG_STATE(n) SUBTREES(kiln_nn_vgg_state, bns, kiln_nn_batch_norm_state, n)
 
 static const int32_t vgg_depths[4] = {11, 13, 16, 19};
 static const int32_t vgg_convs[4] = {8, 10, 13, 16};
@@ -86,18 +48,13 @@ static const kiln_tree_field vgg_bn_fields[4][5] = {{VGG_CONVS(8), VGG_BNS(8), V
                                                     {VGG_CONVS(16), VGG_BNS(16), VGG_TAIL}};
 static const kiln_tree_field vgg_state_fields[4][1] = {
     {VGG_STATE(8)}, {VGG_STATE(10)}, {VGG_STATE(13)}, {VGG_STATE(16)}};
-#define VGG_DEF(list, n) \
-    { .name = "kiln_nn_vgg", .size = sizeof(kiln_nn_vgg), .fields = (list), .n_fields = (n) }
+#define VGG_DEF(list, n) {"kiln_nn_vgg", sizeof(kiln_nn_vgg), (list), (n)}
 static const kiln_tree_def vgg_defs[2][4] = {
     {VGG_DEF(vgg_plain_fields[0], 4), VGG_DEF(vgg_plain_fields[1], 4),
      VGG_DEF(vgg_plain_fields[2], 4), VGG_DEF(vgg_plain_fields[3], 4)},
     {VGG_DEF(vgg_bn_fields[0], 5), VGG_DEF(vgg_bn_fields[1], 5), VGG_DEF(vgg_bn_fields[2], 5),
      VGG_DEF(vgg_bn_fields[3], 5)}};
-#define VGG_STATE_DEF(i)                                                \
-    {                                                                   \
-        .name = "kiln_nn_vgg_state", .size = sizeof(kiln_nn_vgg_state), \
-        .fields = vgg_state_fields[i], .n_fields = 1                    \
-    }
+#define VGG_STATE_DEF(i) {"kiln_nn_vgg_state", sizeof(kiln_nn_vgg_state), vgg_state_fields[i], 1}
 static const kiln_tree_def vgg_state_defs[4] = {VGG_STATE_DEF(0), VGG_STATE_DEF(1),
                                                 VGG_STATE_DEF(2), VGG_STATE_DEF(3)};
 

@@ -37,24 +37,21 @@ static inline int64_t in_coord(const conv_geom *g, int32_t d, int64_t o, int64_t
     return x < g->in_sz[d] ? x : -1;
 }
 
-#define FILL_RUN(T)                                            \
-    do {                                                       \
-        T *row_ = (T *)(void *)row;                            \
-        const T *src_ = (const T *)(const void *)plane + base; \
-        if (ld == 1) {                                         \
-            for (int64_t o = 0; o < lo; o++)                   \
-                row_[o] = 0;                                   \
-            for (int64_t o = lo; o < hi; o++)                  \
-                row_[o] = src_[(o * st + c0) * istr];          \
-            for (int64_t o = hi > lo ? hi : lo; o < len; o++)  \
-                row_[o] = 0;                                   \
-        } else {                                               \
-            for (int64_t o = 0; o < len; o++) {                \
-                int64_t x_ = in_coord(g, last, o, kx);         \
-                row_[o] = x_ < 0 ? (T)0 : src_[x_ * istr];     \
-            }                                                  \
-        }                                                      \
-    } while (0)
+#define T uint8_t
+#define FN(name) name##_1
+#include "backends/cpu/eval/conv_row.inc"
+
+#define T uint16_t
+#define FN(name) name##_2
+#include "backends/cpu/eval/conv_row.inc"
+
+#define T uint32_t
+#define FN(name) name##_4
+#include "backends/cpu/eval/conv_row.inc"
+
+#define T uint64_t
+#define FN(name) name##_8
+#include "backends/cpu/eval/conv_row.inc"
 
 /* Fills one im2col row (window offset kidx, one input feature plane) for the output
  * positions of rows [q0, q1) (a row: the positions along the last spatial dimension). */
@@ -101,10 +98,18 @@ static void im2col_row(const conv_geom *g, size_t es, const void *plane, const i
             memset(row, 0, (size_t)len * es);
         } else {
             switch (es) {
-            case 1: FILL_RUN(uint8_t); break;
-            case 2: FILL_RUN(uint16_t); break;
-            case 4: FILL_RUN(uint32_t); break;
-            default: FILL_RUN(uint64_t); break;
+            case 1:
+                fill_run_1(g, last, kx, row, plane, base, len, istr, st, ld, c0, lo, hi);
+                break;
+            case 2:
+                fill_run_2(g, last, kx, row, plane, base, len, istr, st, ld, c0, lo, hi);
+                break;
+            case 4:
+                fill_run_4(g, last, kx, row, plane, base, len, istr, st, ld, c0, lo, hi);
+                break;
+            default:
+                fill_run_8(g, last, kx, row, plane, base, len, istr, st, ld, c0, lo, hi);
+                break;
             }
         }
         row += (size_t)len * es;
@@ -365,20 +370,55 @@ kiln_status kiln__eval_CONVOLUTION(kiln_ctx *cx, const kiln__attrs *attrs,
 /* out[.., f, ..] = act(out[.., f, ..] + bias[f]) over `outer` blocks of F features of
  * `inner` elements each. Integers add with wrapping (through the unsigned type); relu is
  * StableHLO's maximum(x, 0): NaN stays NaN and -0 becomes +0. */
-#define BIAS_ACT_LOOP(T, UT)                                  \
-    do {                                                      \
-        T *o_ = out;                                          \
-        const T *b_ = bias;                                   \
-        for (int64_t a = 0; a < outer; a++)                   \
-            for (int64_t f = 0; f < F; f++) {                 \
-                T bf = b_ ? b_[f] : (T)0;                     \
-                T *r = o_ + (a * F + f) * inner;              \
-                for (int64_t i = 0; i < inner; i++) {         \
-                    T v = b_ ? (T)((UT)r[i] + (UT)bf) : r[i]; \
-                    r[i] = relu && v <= (T)0 ? (T)0 : v;      \
-                }                                             \
-            }                                                 \
-    } while (0)
+#define T int8_t
+#define UT uint8_t
+#define FN(name) name##_i8
+#include "backends/cpu/eval/bias_act.inc"
+
+#define T int16_t
+#define UT uint16_t
+#define FN(name) name##_i16
+#include "backends/cpu/eval/bias_act.inc"
+
+#define T int32_t
+#define UT uint32_t
+#define FN(name) name##_i32
+#include "backends/cpu/eval/bias_act.inc"
+
+#define T int64_t
+#define UT uint64_t
+#define FN(name) name##_i64
+#include "backends/cpu/eval/bias_act.inc"
+
+#define T uint8_t
+#define UT uint8_t
+#define FN(name) name##_u8
+#include "backends/cpu/eval/bias_act.inc"
+
+#define T uint16_t
+#define UT uint16_t
+#define FN(name) name##_u16
+#include "backends/cpu/eval/bias_act.inc"
+
+#define T uint32_t
+#define UT uint32_t
+#define FN(name) name##_u32
+#include "backends/cpu/eval/bias_act.inc"
+
+#define T uint64_t
+#define UT uint64_t
+#define FN(name) name##_u64
+#include "backends/cpu/eval/bias_act.inc"
+
+#define T float
+#define UT float
+#define FN(name) name##_f32
+#include "backends/cpu/eval/bias_act.inc"
+
+#define T double
+#define UT double
+#define FN(name) name##_f64
+#include "backends/cpu/eval/bias_act.inc"
 
 static void bias_act_loops(kiln_dtype dt, void *out, const void *bias, int64_t outer, int64_t F,
                            int64_t inner, bool relu) {
@@ -393,16 +433,16 @@ static void bias_act_loops(kiln_dtype dt, void *out, const void *bias, int64_t o
                         o_[(a * F + f) * inner + i] |= b_[f];
         }
         break;
-    case KILN_I8: BIAS_ACT_LOOP(int8_t, uint8_t); break;
-    case KILN_I16: BIAS_ACT_LOOP(int16_t, uint16_t); break;
-    case KILN_I32: BIAS_ACT_LOOP(int32_t, uint32_t); break;
-    case KILN_I64: BIAS_ACT_LOOP(int64_t, uint64_t); break;
-    case KILN_U8: BIAS_ACT_LOOP(uint8_t, uint8_t); break;
-    case KILN_U16: BIAS_ACT_LOOP(uint16_t, uint16_t); break;
-    case KILN_U32: BIAS_ACT_LOOP(uint32_t, uint32_t); break;
-    case KILN_U64: BIAS_ACT_LOOP(uint64_t, uint64_t); break;
-    case KILN_F32: BIAS_ACT_LOOP(float, float); break;
-    case KILN_F64: BIAS_ACT_LOOP(double, double); break;
+    case KILN_I8: bias_act_i8(out, bias, outer, F, inner, relu); break;
+    case KILN_I16: bias_act_i16(out, bias, outer, F, inner, relu); break;
+    case KILN_I32: bias_act_i32(out, bias, outer, F, inner, relu); break;
+    case KILN_I64: bias_act_i64(out, bias, outer, F, inner, relu); break;
+    case KILN_U8: bias_act_u8(out, bias, outer, F, inner, relu); break;
+    case KILN_U16: bias_act_u16(out, bias, outer, F, inner, relu); break;
+    case KILN_U32: bias_act_u32(out, bias, outer, F, inner, relu); break;
+    case KILN_U64: bias_act_u64(out, bias, outer, F, inner, relu); break;
+    case KILN_F32: bias_act_f32(out, bias, outer, F, inner, relu); break;
+    case KILN_F64: bias_act_f64(out, bias, outer, F, inner, relu); break;
     default: break; /* f16/bf16 go through f32 in the caller */
     }
 }

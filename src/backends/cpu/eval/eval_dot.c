@@ -90,113 +90,89 @@ static uint64_t saturate_bits(double x, kiln_dtype r) {
     return (uint64_t)(int64_t)x;
 }
 
-#define ID(x) (x)
-#define CONV_LOOP(DT, ST, VT, LOAD, EXPR)    \
-    do {                                     \
-        DT *d_ = (DT *)dst;                  \
-        const ST *s_ = (const ST *)src;      \
-        for (int64_t i_ = 0; i_ < n; i_++) { \
-            VT v = LOAD(s_[i_]);             \
-            d_[i_] = (EXPR);                 \
-        }                                    \
-    } while (0)
+/* One function per destination representation; f16 and bf16 compute as float, and double
+ * holds every value exactly (but i64 beyond 2^53, which is inf). */
+#define DT float
+#define FN(name) name##_to_f32
+#define FROM_INT(v) (float)v
+#define FROM_FLOAT(v) (float)v
+#include "backends/cpu/eval/convert_typed.inc"
 
-#define INT_CASES(DT, EXPR)                                            \
-    case KILN_BOOL: CONV_LOOP(DT, uint8_t, uint8_t, ID, EXPR); break;  \
-    case KILN_I8: CONV_LOOP(DT, int8_t, int8_t, ID, EXPR); break;      \
-    case KILN_I16: CONV_LOOP(DT, int16_t, int16_t, ID, EXPR); break;   \
-    case KILN_I32: CONV_LOOP(DT, int32_t, int32_t, ID, EXPR); break;   \
-    case KILN_I64: CONV_LOOP(DT, int64_t, int64_t, ID, EXPR); break;   \
-    case KILN_U8: CONV_LOOP(DT, uint8_t, uint8_t, ID, EXPR); break;    \
-    case KILN_U16: CONV_LOOP(DT, uint16_t, uint16_t, ID, EXPR); break; \
-    case KILN_U32: CONV_LOOP(DT, uint32_t, uint32_t, ID, EXPR); break; \
-    case KILN_U64:                                                     \
-        CONV_LOOP(DT, uint64_t, uint64_t, ID, EXPR);                   \
-        break;
+#define DT double
+#define FN(name) name##_to_f64
+#define FROM_INT(v) (double)v
+#define FROM_FLOAT(v) (double)v
+#include "backends/cpu/eval/convert_typed.inc"
 
-#define FLOAT_CASES(DT, EXPR)                                                      \
-    case KILN_F16: CONV_LOOP(DT, uint16_t, float, kiln_f16_to_f32, EXPR); break;   \
-    case KILN_BF16: CONV_LOOP(DT, uint16_t, float, kiln_bf16_to_f32, EXPR); break; \
-    case KILN_F32: CONV_LOOP(DT, float, float, ID, EXPR); break;                   \
-    case KILN_F64:                                                                 \
-        CONV_LOOP(DT, double, double, ID, EXPR);                                   \
-        break;
+#define DT float
+#define FN(name) name##_to_f16
+#define FROM_INT(v) kiln_f16_to_f32(kiln__f64_to_f16((double)v))
+#define FROM_FLOAT(v) kiln_f16_to_f32(kiln__f64_to_f16((double)v))
+#include "backends/cpu/eval/convert_typed.inc"
 
-#define ALL_CASES(DT, EXPR) INT_CASES(DT, EXPR) FLOAT_CASES(DT, EXPR)
+#define DT float
+#define FN(name) name##_to_bf16
+#define FROM_INT(v) kiln_bf16_to_f32(kiln__f64_to_bf16((double)v))
+#define FROM_FLOAT(v) kiln_bf16_to_f32(kiln__f64_to_bf16((double)v))
+#include "backends/cpu/eval/convert_typed.inc"
+
+#define DT uint8_t
+#define FN(name) name##_to_bool
+#define FROM_INT(v) (uint8_t)(v != 0)
+#define FROM_FLOAT(v) (uint8_t)(v != 0)
+#include "backends/cpu/eval/convert_typed.inc"
+
+#define DT uint8_t
+#define FN(name) name##_to_8
+#define FROM_INT(v) (uint8_t)v
+#define FROM_FLOAT(v) (uint8_t)saturate_bits((double)v, result)
+#include "backends/cpu/eval/convert_typed.inc"
+
+#define DT uint16_t
+#define FN(name) name##_to_16
+#define FROM_INT(v) (uint16_t)v
+#define FROM_FLOAT(v) (uint16_t)saturate_bits((double)v, result)
+#include "backends/cpu/eval/convert_typed.inc"
+
+#define DT uint32_t
+#define FN(name) name##_to_32
+#define FROM_INT(v) (uint32_t)v
+#define FROM_FLOAT(v) (uint32_t)saturate_bits((double)v, result)
+#include "backends/cpu/eval/convert_typed.inc"
+
+#define DT uint64_t
+#define FN(name) name##_to_64
+#define FROM_INT(v) (uint64_t)v
+#define FROM_FLOAT(v) saturate_bits((double)v, result)
+#include "backends/cpu/eval/convert_typed.inc"
 
 void kiln__lk_convert(void *dst, kiln_dtype result, const void *src, kiln_dtype src_dtype,
                       int64_t n) {
-    if (src_dtype == result && result == KILN_F16) {
-        CONV_LOOP(float, uint16_t, float, kiln_f16_to_f32, v);
-        return;
-    }
-    if (src_dtype == result && result == KILN_BF16) {
-        CONV_LOOP(float, uint16_t, float, kiln_bf16_to_f32, v);
+    if (src_dtype == result && (result == KILN_F16 || result == KILN_BF16)) {
+        float *d_ = (float *)dst;
+        const uint16_t *s_ = (const uint16_t *)src;
+        if (result == KILN_F16)
+            for (int64_t i_ = 0; i_ < n; i_++)
+                d_[i_] = kiln_f16_to_f32(s_[i_]);
+        else
+            for (int64_t i_ = 0; i_ < n; i_++)
+                d_[i_] = kiln_bf16_to_f32(s_[i_]);
         return;
     }
     switch (result) {
-    case KILN_F32:
-        switch (src_dtype) {
-            ALL_CASES(float, (float)v)
-        default: break;
-        }
-        break;
-    case KILN_F64:
-        switch (src_dtype) {
-            ALL_CASES(double, (double)v)
-        default: break;
-        }
-        break;
-    case KILN_F16: /* double holds every value exactly (but i64 beyond 2^53, which is inf) */
-        switch (src_dtype) {
-            ALL_CASES(float, kiln_f16_to_f32(kiln__f64_to_f16((double)v)))
-        default: break;
-        }
-        break;
-    case KILN_BF16:
-        switch (src_dtype) {
-            ALL_CASES(float, kiln_bf16_to_f32(kiln__f64_to_bf16((double)v)))
-        default: break;
-        }
-        break;
-    case KILN_BOOL:
-        switch (src_dtype) {
-            ALL_CASES(uint8_t, (uint8_t)(v != 0))
-        default: break;
-        }
-        break;
+    case KILN_F32: convert_to_f32(dst, result, src, src_dtype, n); break;
+    case KILN_F64: convert_to_f64(dst, result, src, src_dtype, n); break;
+    case KILN_F16: convert_to_f16(dst, result, src, src_dtype, n); break;
+    case KILN_BF16: convert_to_bf16(dst, result, src, src_dtype, n); break;
+    case KILN_BOOL: convert_to_bool(dst, result, src, src_dtype, n); break;
     case KILN_I8:
-    case KILN_U8:
-        switch (src_dtype) {
-            INT_CASES(uint8_t, (uint8_t)v)
-            FLOAT_CASES(uint8_t, (uint8_t)saturate_bits((double)v, result))
-        default: break;
-        }
-        break;
+    case KILN_U8: convert_to_8(dst, result, src, src_dtype, n); break;
     case KILN_I16:
-    case KILN_U16:
-        switch (src_dtype) {
-            INT_CASES(uint16_t, (uint16_t)v)
-            FLOAT_CASES(uint16_t, (uint16_t)saturate_bits((double)v, result))
-        default: break;
-        }
-        break;
+    case KILN_U16: convert_to_16(dst, result, src, src_dtype, n); break;
     case KILN_I32:
-    case KILN_U32:
-        switch (src_dtype) {
-            INT_CASES(uint32_t, (uint32_t)v)
-            FLOAT_CASES(uint32_t, (uint32_t)saturate_bits((double)v, result))
-        default: break;
-        }
-        break;
+    case KILN_U32: convert_to_32(dst, result, src, src_dtype, n); break;
     case KILN_I64:
-    case KILN_U64:
-        switch (src_dtype) {
-            INT_CASES(uint64_t, (uint64_t)v)
-            FLOAT_CASES(uint64_t, saturate_bits((double)v, result))
-        default: break;
-        }
-        break;
+    case KILN_U64: convert_to_64(dst, result, src, src_dtype, n); break;
     default: break;
     }
 }
@@ -228,13 +204,21 @@ bool kiln__lk_perm_is_trivial(int32_t rank, const int64_t *shape, const int32_t 
     return true;
 }
 
-#define COPY_RUN(T)                                     \
-    do {                                                \
-        T *d_ = (T *)(void *)d;                         \
-        const T *s_ = (const T *)(const void *)s + off; \
-        for (int64_t j = 0; j < inner; j++)             \
-            d_[j] = s_[j * istride];                    \
-    } while (0)
+#define T uint8_t
+#define FN(name) name##_1
+#include "backends/cpu/eval/strided_copy.inc"
+
+#define T uint16_t
+#define FN(name) name##_2
+#include "backends/cpu/eval/strided_copy.inc"
+
+#define T uint32_t
+#define FN(name) name##_4
+#include "backends/cpu/eval/strided_copy.inc"
+
+#define T uint64_t
+#define FN(name) name##_8
+#include "backends/cpu/eval/strided_copy.inc"
 
 void kiln__lk_transpose(void *dst, const void *src, size_t elem, int32_t rank, const int64_t *shape,
                         const int32_t *perm) {
@@ -269,10 +253,10 @@ void kiln__lk_transpose(void *dst, const void *src, size_t elem, int32_t rank, c
             memcpy(d, s + (size_t)off * elem, (size_t)inner * elem);
         } else {
             switch (elem) {
-            case 1: COPY_RUN(uint8_t); break;
-            case 2: COPY_RUN(uint16_t); break;
-            case 4: COPY_RUN(uint32_t); break;
-            default: COPY_RUN(uint64_t); break;
+            case 1: copy_run_1(d, s, off, inner, istride); break;
+            case 2: copy_run_2(d, s, off, inner, istride); break;
+            case 4: copy_run_4(d, s, off, inner, istride); break;
+            default: copy_run_8(d, s, off, inner, istride); break;
             }
         }
         d += (size_t)inner * elem;
@@ -287,47 +271,56 @@ void kiln__lk_transpose(void *dst, const void *src, size_t elem, int32_t rank, c
 
 /* ---- GEMM ------------------------------------------------------------------------- */
 
-#define MULADD_U8(c, a, b) ((uint8_t)((c) + (unsigned)(a) * (unsigned)(b)))
-#define MULADD_U16(c, a, b) ((uint16_t)((c) + (unsigned)(a) * (unsigned)(b)))
-#define MULADD_U32(c, a, b) ((uint32_t)((c) + (unsigned)(a) * (unsigned)(b)))
-#define MULADD_U64(c, a, b) ((c) + (a) * (b))
-#define MULADD_BOOL(c, a, b) ((uint8_t)((c) | ((a) & (b))))
-#define MULADD_F(c, a, b) ((c) + (a) * (b))
-
 enum { GEMM_JB = 512, GEMM_KB = 128 };
 
-/* Blocked i-k-j loops: the innermost loop runs along a row of B and of C, so the compiler
- * vectorizes it. SKIP0 skips zero multipliers (integers and bool only: 0 * NaN is NaN). */
-#define GEMM_LOOP(T, MULADD, SKIP0)                                       \
-    do {                                                                  \
-        const T *A = a;                                                   \
-        const T *Bm = b;                                                  \
-        T *C = c;                                                         \
-        for (int64_t i = 0; i < m; i++)                                   \
-            memset(C + i * ldc, 0, (size_t)n * sizeof(T));                \
-        for (int64_t j0 = 0; j0 < n; j0 += GEMM_JB) {                     \
-            int64_t jn = n - j0 < GEMM_JB ? n - j0 : GEMM_JB;             \
-            for (int64_t k0 = 0; k0 < kk; k0 += GEMM_KB) {                \
-                int64_t k1 = kk - k0 < GEMM_KB ? kk : k0 + GEMM_KB;       \
-                for (int64_t i = 0; i < m; i++) {                         \
-                    T *cr = C + i * ldc + j0;                             \
-                    for (int64_t p = k0; p < k1; p++) {                   \
-                        T av = trans_a ? A[p * lda + i] : A[i * lda + p]; \
-                        if (SKIP0 && av == 0) continue;                   \
-                        if (!trans_b) {                                   \
-                            const T *br = Bm + p * ldb + j0;              \
-                            for (int64_t j = 0; j < jn; j++)              \
-                                cr[j] = MULADD(cr[j], av, br[j]);         \
-                        } else {                                          \
-                            const T *bc = Bm + j0 * ldb + p;              \
-                            for (int64_t j = 0; j < jn; j++)              \
-                                cr[j] = MULADD(cr[j], av, bc[j * ldb]);   \
-                        }                                                 \
-                    }                                                     \
-                }                                                         \
-            }                                                             \
-        }                                                                 \
-    } while (0)
+#define T float
+#define FN(name) name##_f32
+#define MULADD(c, a, b) ((c) + (a) * (b))
+#define SKIP0 0
+#define SMALL 1
+#include "backends/cpu/eval/gemm_typed.inc"
+
+#define T double
+#define FN(name) name##_f64
+#define MULADD(c, a, b) ((c) + (a) * (b))
+#define SKIP0 0
+#define SMALL 1
+#include "backends/cpu/eval/gemm_typed.inc"
+
+#define T uint8_t
+#define FN(name) name##_bool
+#define MULADD(c, a, b) ((uint8_t)((c) | ((a) & (b))))
+#define SKIP0 1
+#define SMALL 0
+#include "backends/cpu/eval/gemm_typed.inc"
+
+#define T uint8_t
+#define FN(name) name##_u8
+#define MULADD(c, a, b) ((uint8_t)((c) + (unsigned)(a) * (unsigned)(b)))
+#define SKIP0 1
+#define SMALL 0
+#include "backends/cpu/eval/gemm_typed.inc"
+
+#define T uint16_t
+#define FN(name) name##_u16
+#define MULADD(c, a, b) ((uint16_t)((c) + (unsigned)(a) * (unsigned)(b)))
+#define SKIP0 1
+#define SMALL 0
+#include "backends/cpu/eval/gemm_typed.inc"
+
+#define T uint32_t
+#define FN(name) name##_u32
+#define MULADD(c, a, b) ((uint32_t)((c) + (unsigned)(a) * (unsigned)(b)))
+#define SKIP0 1
+#define SMALL 0
+#include "backends/cpu/eval/gemm_typed.inc"
+
+#define T uint64_t
+#define FN(name) name##_u64
+#define MULADD(c, a, b) ((c) + (a) * (b))
+#define SKIP0 1
+#define SMALL 0
+#include "backends/cpu/eval/gemm_typed.inc"
 
 static bool fits_blas(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
@@ -342,20 +335,6 @@ static bool fits_blas(int64_t v) { return v >= 0 && v <= INT_MAX; }
 #define SMALL_TRANSPOSE 1024
 /* From this many outputs, a vector times a matrix runs as GEMV. */
 #define GEMV_MIN 64
-
-#define SMALL_LOOP(T)                                                     \
-    do {                                                                  \
-        const T *A = a, *Bm = b;                                          \
-        T *C = c;                                                         \
-        for (int64_t i = 0; i < m; i++)                                   \
-            for (int64_t j = 0; j < n; j++) {                             \
-                T acc = 0;                                                \
-                for (int64_t p = 0; p < kk; p++)                          \
-                    acc += (trans_a ? A[p * lda + i] : A[i * lda + p]) *  \
-                           (trans_b ? Bm[j * ldb + p] : Bm[p * ldb + j]); \
-                C[i * ldc + j] = acc;                                     \
-            }                                                             \
-    } while (0)
 
 /* dst [rows x cols] (ld cols) = the transpose of src [cols x rows] (ld lds). */
 static void small_transpose(void *dst, const void *src, int64_t rows, int64_t cols, int64_t lds,
@@ -559,25 +538,25 @@ void kiln__lk_gemm(kiln__lk k, bool trans_a, bool trans_b, int64_t m, int64_t n,
     switch (k) {
     case KILN__LK_F32:
         if (tiny)
-            SMALL_LOOP(float);
+            small_loop_f32(trans_a, trans_b, m, n, kk, a, lda, b, ldb, c, ldc);
         else if (fits && kiln__blas_api_get())
             blas_gemm(k, trans_a, trans_b, m, n, kk, a, lda, b, ldb, c, ldc);
         else
-            GEMM_LOOP(float, MULADD_F, 0);
+            gemm_loop_f32(trans_a, trans_b, m, n, kk, a, lda, b, ldb, c, ldc);
         break;
     case KILN__LK_F64:
         if (tiny)
-            SMALL_LOOP(double);
+            small_loop_f64(trans_a, trans_b, m, n, kk, a, lda, b, ldb, c, ldc);
         else if (fits && kiln__blas_api_get())
             blas_gemm(k, trans_a, trans_b, m, n, kk, a, lda, b, ldb, c, ldc);
         else
-            GEMM_LOOP(double, MULADD_F, 0);
+            gemm_loop_f64(trans_a, trans_b, m, n, kk, a, lda, b, ldb, c, ldc);
         break;
-    case KILN__LK_BOOL: GEMM_LOOP(uint8_t, MULADD_BOOL, 1); break;
-    case KILN__LK_U8: GEMM_LOOP(uint8_t, MULADD_U8, 1); break;
-    case KILN__LK_U16: GEMM_LOOP(uint16_t, MULADD_U16, 1); break;
-    case KILN__LK_U32: GEMM_LOOP(uint32_t, MULADD_U32, 1); break;
-    case KILN__LK_U64: GEMM_LOOP(uint64_t, MULADD_U64, 1); break;
+    case KILN__LK_BOOL: gemm_loop_bool(trans_a, trans_b, m, n, kk, a, lda, b, ldb, c, ldc); break;
+    case KILN__LK_U8: gemm_loop_u8(trans_a, trans_b, m, n, kk, a, lda, b, ldb, c, ldc); break;
+    case KILN__LK_U16: gemm_loop_u16(trans_a, trans_b, m, n, kk, a, lda, b, ldb, c, ldc); break;
+    case KILN__LK_U32: gemm_loop_u32(trans_a, trans_b, m, n, kk, a, lda, b, ldb, c, ldc); break;
+    case KILN__LK_U64: gemm_loop_u64(trans_a, trans_b, m, n, kk, a, lda, b, ldb, c, ldc); break;
     }
 }
 

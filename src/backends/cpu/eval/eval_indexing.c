@@ -242,141 +242,92 @@ kiln_status kiln__eval_GATHER(kiln_ctx *cx, const kiln__attrs *attrs, kiln_tenso
 /* dst[k] = op(dst[k], src[k]) for k < n. */
 typedef void (*combine_fn)(void *dst, const void *src, int64_t n);
 
-#define COMBINE_LOOP(name, T, EXPR)                             \
-    static void name(void *dst_, const void *src_, int64_t n) { \
-        T *restrict dst = dst_;                                 \
-        const T *restrict src = src_;                           \
-        for (int64_t k = 0; k < n; k++) {                       \
-            T a = dst[k], b = src[k];                           \
-            dst[k] = (EXPR);                                    \
-        }                                                       \
-    }
+#define T int8_t
+#define U uint32_t
+#define FN(name) name##_i8
+#include "backends/cpu/eval/combine_int.inc"
 
-/* Integers: wrapping add and multiply in an unsigned type of at least int's width. */
-#define INT_COMBINES(suffix, T, U)                  \
-    COMBINE_LOOP(add_##suffix, T, (T)((U)a + (U)b)) \
-    COMBINE_LOOP(mul_##suffix, T, (T)((U)a * (U)b)) \
-    COMBINE_LOOP(max_##suffix, T, a > b ? a : b)    \
-    COMBINE_LOOP(min_##suffix, T, a < b ? a : b)    \
-    COMBINE_LOOP(and_##suffix, T, (T)(a & b))       \
-    COMBINE_LOOP(or_##suffix, T, (T)(a | b))
+#define T int16_t
+#define U uint32_t
+#define FN(name) name##_i16
+#include "backends/cpu/eval/combine_int.inc"
 
-INT_COMBINES(i8, int8_t, uint32_t)
-INT_COMBINES(i16, int16_t, uint32_t)
-INT_COMBINES(i32, int32_t, uint32_t)
-INT_COMBINES(i64, int64_t, uint64_t)
-INT_COMBINES(u8, uint8_t, uint32_t)
-INT_COMBINES(u16, uint16_t, uint32_t)
-INT_COMBINES(u32, uint32_t, uint32_t)
-INT_COMBINES(u64, uint64_t, uint64_t)
+#define T int32_t
+#define U uint32_t
+#define FN(name) name##_i32
+#include "backends/cpu/eval/combine_int.inc"
 
-/* i1: add and maximum are or; multiply and minimum are and. */
-COMBINE_LOOP(or_b, uint8_t, (uint8_t)(a | b))
-COMBINE_LOOP(and_b, uint8_t, (uint8_t)(a &b))
+#define T int64_t
+#define U uint64_t
+#define FN(name) name##_i64
+#include "backends/cpu/eval/combine_int.inc"
 
-/* Floats: maximum/minimum propagate NaN and order -0 < +0. */
-#define FMAX(a, b)      \
-    ((a) != (a)   ? (a) \
-     : (b) != (b) ? (b) \
-     : (a) > (b)  ? (a) \
-     : (b) > (a)  ? (b) \
-                  : (signbit(a) ? (b) : (a)))
-#define FMIN(a, b)      \
-    ((a) != (a)   ? (a) \
-     : (b) != (b) ? (b) \
-     : (a) < (b)  ? (a) \
-     : (b) < (a)  ? (b) \
-                  : (signbit(a) ? (a) : (b)))
+#define T uint8_t
+#define U uint32_t
+#define FN(name) name##_u8
+#include "backends/cpu/eval/combine_int.inc"
 
-COMBINE_LOOP(add_f32, float, a + b)
-COMBINE_LOOP(mul_f32, float, a *b)
-COMBINE_LOOP(max_f32, float, FMAX(a, b))
-COMBINE_LOOP(min_f32, float, FMIN(a, b))
-COMBINE_LOOP(add_f64, double, a + b)
-COMBINE_LOOP(mul_f64, double, a *b)
-COMBINE_LOOP(max_f64, double, FMAX(a, b))
-COMBINE_LOOP(min_f64, double, FMIN(a, b))
+#define T uint16_t
+#define U uint32_t
+#define FN(name) name##_u16
+#include "backends/cpu/eval/combine_int.inc"
 
-/* f16/bf16: computed in f32, rounded once. */
-#define HALF_COMBINE(name, TO_F32, FROM_F32, EXPR)              \
-    static void name(void *dst_, const void *src_, int64_t n) { \
-        uint16_t *dst = dst_;                                   \
-        const uint16_t *src = src_;                             \
-        for (int64_t k = 0; k < n; k++) {                       \
-            float a = TO_F32(dst[k]), b = TO_F32(src[k]);       \
-            dst[k] = FROM_F32(EXPR);                            \
-        }                                                       \
-    }
-/* maximum/minimum pick an operand: keep its bits (NaN payloads included). */
-#define HALF_PICK(name, TO_F32, EXPR)                           \
-    static void name(void *dst_, const void *src_, int64_t n) { \
-        uint16_t *dst = dst_;                                   \
-        const uint16_t *src = src_;                             \
-        for (int64_t k = 0; k < n; k++) {                       \
-            float a = TO_F32(dst[k]), b = TO_F32(src[k]);       \
-            float m = (EXPR);                                   \
-            if (memcmp(&m, &a, sizeof m) != 0) dst[k] = src[k]; \
-        }                                                       \
-    }
-HALF_COMBINE(add_f16, kiln_f16_to_f32, kiln_f32_to_f16, a + b)
-HALF_COMBINE(mul_f16, kiln_f16_to_f32, kiln_f32_to_f16, a *b)
-HALF_PICK(max_f16, kiln_f16_to_f32, FMAX(a, b))
-HALF_PICK(min_f16, kiln_f16_to_f32, FMIN(a, b))
-HALF_COMBINE(add_bf16, kiln_bf16_to_f32, kiln_f32_to_bf16, a + b)
-HALF_COMBINE(mul_bf16, kiln_bf16_to_f32, kiln_f32_to_bf16, a *b)
-HALF_PICK(max_bf16, kiln_bf16_to_f32, FMAX(a, b))
-HALF_PICK(min_bf16, kiln_bf16_to_f32, FMIN(a, b))
+#define T uint32_t
+#define U uint32_t
+#define FN(name) name##_u32
+#include "backends/cpu/eval/combine_int.inc"
+
+#define T uint64_t
+#define U uint64_t
+#define FN(name) name##_u64
+#include "backends/cpu/eval/combine_int.inc"
+
+#define T float
+#define FN(name) name##_f32
+#include "backends/cpu/eval/combine_float.inc"
+
+#define T double
+#define FN(name) name##_f64
+#include "backends/cpu/eval/combine_float.inc"
+
+#define TO_F32 kiln_f16_to_f32
+#define FROM_F32 kiln_f32_to_f16
+#define FN(name) name##_f16
+#include "backends/cpu/eval/combine_half.inc"
+
+#define TO_F32 kiln_bf16_to_f32
+#define FROM_F32 kiln_f32_to_bf16
+#define FN(name) name##_bf16
+#include "backends/cpu/eval/combine_half.inc"
 
 /* The typed kernel for a builtin region on a dtype; NULL when there is none (the region is
  * then called back, which also reports a region that does not apply to the dtype). */
 static combine_fn combine_for(kiln__region_kind kind, kiln_dtype dtype) {
-#define INT_CASE(D, s)                             \
-    case D:                                        \
-        switch (kind) {                            \
-        case KILN_REGION_ADD: return add_##s;      \
-        case KILN_REGION_MULTIPLY: return mul_##s; \
-        case KILN_REGION_MAXIMUM: return max_##s;  \
-        case KILN_REGION_MINIMUM: return min_##s;  \
-        case KILN_REGION_AND: return and_##s;      \
-        case KILN_REGION_OR: return or_##s;        \
-        default: return NULL;                      \
-        }
-#define FLOAT_CASE(D, s)                           \
-    case D:                                        \
-        switch (kind) {                            \
-        case KILN_REGION_ADD: return add_##s;      \
-        case KILN_REGION_MULTIPLY: return mul_##s; \
-        case KILN_REGION_MAXIMUM: return max_##s;  \
-        case KILN_REGION_MINIMUM: return min_##s;  \
-        default: return NULL;                      \
-        }
     switch (dtype) {
-    case KILN_BOOL:
+    case KILN_BOOL: /* add and maximum are or; multiply and minimum are and */
         switch (kind) {
         case KILN_REGION_ADD:
         case KILN_REGION_MAXIMUM:
-        case KILN_REGION_OR: return or_b;
+        case KILN_REGION_OR: return or_u8;
         case KILN_REGION_MULTIPLY:
         case KILN_REGION_MINIMUM:
-        case KILN_REGION_AND: return and_b;
+        case KILN_REGION_AND: return and_u8;
         default: return NULL;
         }
-        INT_CASE(KILN_I8, i8)
-        INT_CASE(KILN_I16, i16)
-        INT_CASE(KILN_I32, i32)
-        INT_CASE(KILN_I64, i64)
-        INT_CASE(KILN_U8, u8)
-        INT_CASE(KILN_U16, u16)
-        INT_CASE(KILN_U32, u32)
-        INT_CASE(KILN_U64, u64)
-        FLOAT_CASE(KILN_F16, f16)
-        FLOAT_CASE(KILN_BF16, bf16)
-        FLOAT_CASE(KILN_F32, f32)
-        FLOAT_CASE(KILN_F64, f64)
+    case KILN_I8: return combine_for_i8(kind);
+    case KILN_I16: return combine_for_i16(kind);
+    case KILN_I32: return combine_for_i32(kind);
+    case KILN_I64: return combine_for_i64(kind);
+    case KILN_U8: return combine_for_u8(kind);
+    case KILN_U16: return combine_for_u16(kind);
+    case KILN_U32: return combine_for_u32(kind);
+    case KILN_U64: return combine_for_u64(kind);
+    case KILN_F16: return combine_for_f16(kind);
+    case KILN_BF16: return combine_for_bf16(kind);
+    case KILN_F32: return combine_for_f32(kind);
+    case KILN_F64: return combine_for_f64(kind);
     default: return NULL;
     }
-#undef INT_CASE
-#undef FLOAT_CASE
 }
 
 /* ---- scatter: the walk -------------------------------------------------------------- */

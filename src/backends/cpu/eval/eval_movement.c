@@ -59,70 +59,22 @@ static void plan_simplify(plan *p) {
     p->rank = r;
 }
 
-/* Typed inner loops, one set per element size. `strided`: n elements, d[i*ds] = s[i*ss].
- * `tile`: a two-dimensional transposition, d[a*dsa + b] = s[a + b*ssb] for a < na,
- * b < nb. */
-#define KERNELS(T, S)                                                                        \
-    static void strided_##S(char *dst, const char *src, int64_t n, int64_t ds, int64_t ss) { \
-        T *restrict d = (T *)(void *)dst;                                                    \
-        const T *restrict s = (const T *)(const void *)src;                                  \
-        if (ds == 1 && ss == 0) {                                                            \
-            T v = s[0];                                                                      \
-            for (int64_t i = 0; i < n; i++)                                                  \
-                d[i] = v;                                                                    \
-        } else if (ds == 1 && ss == -1) {                                                    \
-            for (int64_t i = 0; i < n; i++)                                                  \
-                d[i] = s[-i];                                                                \
-        } else if (ds == 1) {                                                                \
-            for (int64_t i = 0; i < n; i++)                                                  \
-                d[i] = s[i * ss];                                                            \
-        } else {                                                                             \
-            for (int64_t i = 0; i < n; i++)                                                  \
-                d[i * ds] = s[i * ss];                                                       \
-        }                                                                                    \
-    }                                                                                        \
-    static void tile_##S(char *dst, const char *src, int64_t na, int64_t dsa, int64_t nb,    \
-                         int64_t ssb) {                                                      \
-        T *restrict d = (T *)(void *)dst;                                                    \
-        const T *restrict s = (const T *)(const void *)src;                                  \
-        for (int64_t a0 = 0; a0 < na; a0 += TILE) {                                          \
-            int64_t a1 = a0 + TILE < na ? a0 + TILE : na;                                    \
-            for (int64_t b0 = 0; b0 < nb; b0 += TILE) {                                      \
-                int64_t b1 = b0 + TILE < nb ? b0 + TILE : nb;                                \
-                int64_t a = a0;                                                              \
-                for (; a + BLOCK <= a1; a += BLOCK) {                                        \
-                    int64_t b = b0;                                                          \
-                    for (; b + BLOCK <= b1; b += BLOCK) { /* vectorized by the compiler */   \
-                        T blk[BLOCK][BLOCK];                                                 \
-                        for (int i = 0; i < BLOCK; i++)                                      \
-                            for (int k = 0; k < BLOCK; k++)                                  \
-                                blk[i][k] = s[(b + i) * ssb + a + k];                        \
-                        for (int k = 0; k < BLOCK; k++)                                      \
-                            for (int i = 0; i < BLOCK; i++)                                  \
-                                d[(a + k) * dsa + b + i] = blk[i][k];                        \
-                    }                                                                        \
-                    for (; b < b1; b++)                                                      \
-                        for (int k = 0; k < BLOCK; k++)                                      \
-                            d[(a + k) * dsa + b] = s[b * ssb + a + k];                       \
-                }                                                                            \
-                for (; a < a1; a++)                                                          \
-                    for (int64_t b = b0; b < b1; b++)                                        \
-                        d[a * dsa + b] = s[a + b * ssb];                                     \
-            }                                                                                \
-        }                                                                                    \
-    }                                                                                        \
-    static void fill_##S(char *dst, const void *value, int64_t n) {                          \
-        T v;                                                                                 \
-        memcpy(&v, value, sizeof v);                                                         \
-        T *restrict d = (T *)(void *)dst;                                                    \
-        for (int64_t i = 0; i < n; i++)                                                      \
-            d[i] = v;                                                                        \
-    }
+/* Typed inner loops, one set per element size: strided_N, tile_N and fill_N. */
+#define T uint8_t
+#define FN(name) name##_1
+#include "backends/cpu/eval/movement_typed.inc"
 
-KERNELS(uint8_t, 1)
-KERNELS(uint16_t, 2)
-KERNELS(uint32_t, 4)
-KERNELS(uint64_t, 8)
+#define T uint16_t
+#define FN(name) name##_2
+#include "backends/cpu/eval/movement_typed.inc"
+
+#define T uint32_t
+#define FN(name) name##_4
+#include "backends/cpu/eval/movement_typed.inc"
+
+#define T uint64_t
+#define FN(name) name##_8
+#include "backends/cpu/eval/movement_typed.inc"
 
 static void run_strided(size_t es, char *d, const char *s, int64_t n, int64_t ds, int64_t ss) {
     switch (es) {
@@ -209,16 +161,6 @@ static plan plan_for_result(const kiln_shape *shape) {
     return p;
 }
 
-/* out[0..n) = the element of type T at v. */
-#define FILL(T, out, v, n)                   \
-    do {                                     \
-        T value_;                            \
-        memcpy(&value_, (v), sizeof value_); \
-        T *o_ = (out);                       \
-        for (int64_t i_ = 0; i_ < (n); i_++) \
-            o_[i_] = value_;                 \
-    } while (0)
-
 kiln_status kiln__eval_BROADCAST_IN_DIM(kiln_ctx *cx, const kiln__attrs *attrs,
                                         kiln_tensor *const *operands, int n_operands,
                                         kiln_tensor **results, int n_results) {
@@ -233,9 +175,9 @@ kiln_status kiln__eval_BROADCAST_IN_DIM(kiln_ctx *cx, const kiln__attrs *attrs,
         void *out = kiln__out(r);
         switch (elem_size(x)) {
         case 1: memset(out, *(const uint8_t *)v, (size_t)n); return KILN_OK;
-        case 2: FILL(uint16_t, out, v, n); return KILN_OK;
-        case 4: FILL(uint32_t, out, v, n); return KILN_OK;
-        case 8: FILL(uint64_t, out, v, n); return KILN_OK;
+        case 2: fill_2(out, v, n); return KILN_OK;
+        case 4: fill_4(out, v, n); return KILN_OK;
+        case 8: fill_8(out, v, n); return KILN_OK;
         default: break;
         }
     }

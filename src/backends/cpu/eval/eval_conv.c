@@ -37,21 +37,8 @@ static inline int64_t in_coord(const conv_geom *g, int32_t d, int64_t o, int64_t
     return x < g->in_sz[d] ? x : -1;
 }
 
-#define T uint8_t
-#define FN(name) name##_1
-#include "backends/cpu/eval/conv_row.inc"
-
-#define T uint16_t
-#define FN(name) name##_2
-#include "backends/cpu/eval/conv_row.inc"
-
-#define T uint32_t
-#define FN(name) name##_4
-#include "backends/cpu/eval/conv_row.inc"
-
-#define T uint64_t
-#define FN(name) name##_8
-#include "backends/cpu/eval/conv_row.inc"
+#define ELEMENT_SIZE_BODY "backends/cpu/eval/conv_row.inc"
+#include "backends/cpu/eval/per_element_size.h"
 
 /* Fills one im2col row (window offset kidx, one input feature plane) for the output
  * positions of rows [q0, q1) (a row: the positions along the last spatial dimension). */

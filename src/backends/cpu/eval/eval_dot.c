@@ -204,21 +204,8 @@ bool kiln__lk_perm_is_trivial(int32_t rank, const int64_t *shape, const int32_t 
     return true;
 }
 
-#define T uint8_t
-#define FN(name) name##_1
-#include "backends/cpu/eval/strided_copy.inc"
-
-#define T uint16_t
-#define FN(name) name##_2
-#include "backends/cpu/eval/strided_copy.inc"
-
-#define T uint32_t
-#define FN(name) name##_4
-#include "backends/cpu/eval/strided_copy.inc"
-
-#define T uint64_t
-#define FN(name) name##_8
-#include "backends/cpu/eval/strided_copy.inc"
+#define ELEMENT_SIZE_BODY "backends/cpu/eval/strided_copy.inc"
+#include "backends/cpu/eval/per_element_size.h"
 
 void kiln__lk_transpose(void *dst, const void *src, size_t elem, int32_t rank, const int64_t *shape,
                         const int32_t *perm) {

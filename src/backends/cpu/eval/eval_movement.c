@@ -60,21 +60,8 @@ static void plan_simplify(plan *p) {
 }
 
 /* Typed inner loops, one set per element size: strided_N, tile_N and fill_N. */
-#define T uint8_t
-#define FN(name) name##_1
-#include "backends/cpu/eval/movement_typed.inc"
-
-#define T uint16_t
-#define FN(name) name##_2
-#include "backends/cpu/eval/movement_typed.inc"
-
-#define T uint32_t
-#define FN(name) name##_4
-#include "backends/cpu/eval/movement_typed.inc"
-
-#define T uint64_t
-#define FN(name) name##_8
-#include "backends/cpu/eval/movement_typed.inc"
+#define ELEMENT_SIZE_BODY "backends/cpu/eval/movement_typed.inc"
+#include "backends/cpu/eval/per_element_size.h"
 
 static void run_strided(size_t es, char *d, const char *s, int64_t n, int64_t ds, int64_t ss) {
     switch (es) {

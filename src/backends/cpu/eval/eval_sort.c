@@ -190,27 +190,22 @@ static void sort_called(cmp_state *c, int64_t *a, int64_t *tmp, int64_t n) {
 }
 
 /* out[base + j*stride] = in[base + perm[j]*stride] for j < len. */
+#define ELEMENT_SIZE_BODY "backends/cpu/eval/sort_permute.inc"
+#include "backends/cpu/eval/per_element_size.h"
+
 static void permute(const void *in, void *out, size_t es, int64_t base, int64_t stride, int64_t len,
                     const int64_t *perm) {
-#define PERMUTE(T)                               \
-    do {                                         \
-        const T *s = (const T *)in + base;       \
-        T *d = (T *)out + base;                  \
-        for (int64_t j = 0; j < len; j++)        \
-            d[j * stride] = s[perm[j] * stride]; \
-    } while (0)
     switch (es) {
-    case 1: PERMUTE(uint8_t); break;
-    case 2: PERMUTE(uint16_t); break;
-    case 4: PERMUTE(uint32_t); break;
-    case 8: PERMUTE(uint64_t); break;
+    case 1: permute_1(in, out, base, stride, len, perm); break;
+    case 2: permute_2(in, out, base, stride, len, perm); break;
+    case 4: permute_4(in, out, base, stride, len, perm); break;
+    case 8: permute_8(in, out, base, stride, len, perm); break;
     default:
         for (int64_t j = 0; j < len; j++)
             memcpy((unsigned char *)out + (size_t)(base + j * stride) * es,
                    (const unsigned char *)in + (size_t)(base + perm[j] * stride) * es, es);
         break;
     }
-#undef PERMUTE
 }
 
 kiln_status kiln__eval_SORT(kiln_ctx *cx, const kiln__attrs *attrs, kiln_tensor *const *operands,

@@ -1,6 +1,7 @@
 /* Shared pieces of the elementwise evaluator kernels (eval_elementwise_unary.c, _binary.c,
- * _compare.c, _convert.c): the integer dtype table, and the f16/bf16 staging through
- * f32 chunks. Internal to backends/cpu. */
+ * _compare.c, _convert.c): the kernel wrapper, and the f16/bf16 staging through f32
+ * chunks (the integer dtypes' template parameters: elementwise_int_types.inc). Internal to
+ * backends/cpu. */
 #ifndef KILN_BACKENDS_CPU_EVAL_ELEMENTWISE_H
 #define KILN_BACKENDS_CPU_EVAL_ELEMENTWISE_H
 
@@ -10,19 +11,6 @@
 
 #include "backends/cpu/eval/eval.h"
 #include "backends/cpu/lib/float_minmax.h"
-
-/* The integer dtypes: BODY(T, U, S, W, BITS, SIGNED) with T the element type, U and S the
- * unsigned and signed types of its width, W the unsigned type arithmetic wraps in (at least
- * unsigned int, so that no promotion to int can overflow), BITS the width. */
-#define KILN__EW_INT_CASES(BODY)                                              \
-    case KILN_I8: BODY(int8_t, uint8_t, int8_t, uint32_t, 8, 1); break;       \
-    case KILN_I16: BODY(int16_t, uint16_t, int16_t, uint32_t, 16, 1); break;  \
-    case KILN_I32: BODY(int32_t, uint32_t, int32_t, uint32_t, 32, 1); break;  \
-    case KILN_I64: BODY(int64_t, uint64_t, int64_t, uint64_t, 64, 1); break;  \
-    case KILN_U8: BODY(uint8_t, uint8_t, int8_t, uint32_t, 8, 0); break;      \
-    case KILN_U16: BODY(uint16_t, uint16_t, int16_t, uint32_t, 16, 0); break; \
-    case KILN_U32: BODY(uint32_t, uint32_t, int32_t, uint32_t, 32, 0); break; \
-    case KILN_U64: BODY(uint64_t, uint64_t, int64_t, uint64_t, 64, 0); break;
 
 /* Kernels whose loops vectorize: compiled twice, for the baseline ISA and for AVX2, the
  * dynamic loader picking one for the CPU once (an ifunc, as glibc's memcpy). The AVX2 copy

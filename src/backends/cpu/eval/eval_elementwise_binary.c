@@ -9,61 +9,25 @@
 
 #define KERNEL(NAME) KILN__EW_KERNEL(NAME)
 
-/* One loop over n elements: x and y (of type T) from a_ and b_, the result (R) to r_. */
-#define BIN_LOOP(T, R, EXPR)                 \
-    do {                                     \
-        const T *pa_ = a_;                   \
-        const T *pb_ = b_;                   \
-        R *pr_ = r_;                         \
-        for (int64_t i_ = 0; i_ < n; i_++) { \
-            T x = pa_[i_], y = pb_[i_];      \
-            pr_[i_] = (R)(EXPR);             \
-        }                                    \
-    } while (0)
-
-/* The operands of a binary kernel, unpacked. */
-#define UNPACK                                      \
-    (void)attrs, (void)n_operands, (void)n_results; \
-    kiln_dtype dt = kiln_tensor_dtype(operands[0]); \
-    int64_t n = kiln_tensor_numel(results[0]);      \
-    if (n == 0) return KILN_OK;                     \
-    const void *a_ = kiln__in(operands[0]);         \
-    const void *b_ = kiln__in(operands[1]);         \
-    void *r_ = kiln__out(results[0])
-
 /* ---- floating-point array kernels --------------------------------------------------------- */
 
-#define FLOAT_BINARY(name, E32, E64)                                                       \
-    static KILN__EW_VECTOR void name##_f32(const float *pa, const float *pb, float *pr,    \
-                                           int64_t n) {                                    \
-        for (int64_t i = 0; i < n; i++) {                                                  \
-            float x = pa[i], y = pb[i];                                                    \
-            pr[i] = (E32);                                                                 \
-        }                                                                                  \
-    }                                                                                      \
-    static KILN__EW_VECTOR void name##_f64(const double *pa, const double *pb, double *pr, \
-                                           int64_t n) {                                    \
-        for (int64_t i = 0; i < n; i++) {                                                  \
-            double x = pa[i], y = pb[i];                                                   \
-            pr[i] = (E64);                                                                 \
-        }                                                                                  \
-    }
+#define T float
+#define FN(name) name##_f32
+#define FMOD fmodf
+#define POW powf
+#define ATAN2 atan2f
+#define NANMAX kiln__nanmaxf
+#define NANMIN kiln__nanminf
+#include "backends/cpu/eval/elementwise_binary_float.inc"
 
-FLOAT_BINARY(add, x + y, x + y)
-FLOAT_BINARY(sub, x - y, x - y)
-FLOAT_BINARY(mul, x *y, x *y)
-FLOAT_BINARY(div, x / y, x / y)
-FLOAT_BINARY(rem, fmodf(x, y), fmod(x, y))
-FLOAT_BINARY(pow, powf(x, y), pow(x, y))
-FLOAT_BINARY(max, kiln__nanmaxf(x, y), kiln__nanmax(x, y))
-FLOAT_BINARY(min, kiln__nanminf(x, y), kiln__nanmin(x, y))
-FLOAT_BINARY(atan2, atan2f(x, y), atan2(x, y))
-
-/* The float dtypes, or the error for any other. */
-#define FLOAT_DEFAULT(name, text)                                              \
-    default:                                                                   \
-        if (!kiln__ew_float_binary(dt, a_, b_, r_, n, name##_f32, name##_f64)) \
-            return kiln__ew_bad_dtype(cx, text, dt);
+#define T double
+#define FN(name) name##_f64
+#define FMOD fmod
+#define POW pow
+#define ATAN2 atan2
+#define NANMAX kiln__nanmax
+#define NANMIN kiln__nanmin
+#include "backends/cpu/eval/elementwise_binary_float.inc"
 
 /* ---- integer helpers ---------------------------------------------------------------------- */
 
@@ -84,163 +48,153 @@ static inline int64_t ipow_signed(int64_t base, int64_t e) {
     return (int64_t)ipow((uint64_t)base, (uint64_t)e);
 }
 
+/* The integer ops (INT_NONE: none), and their loops for each integer dtype
+ * (elementwise_binary_int.inc). */
+enum int_binary {
+    INT_NONE,
+    INT_ADD,
+    INT_SUBTRACT,
+    INT_MULTIPLY,
+    INT_DIVIDE,
+    INT_REMAINDER,
+    INT_POWER,
+    INT_MAXIMUM,
+    INT_MINIMUM,
+    INT_AND,
+    INT_OR,
+    INT_XOR,
+    INT_SHIFT_LEFT,
+    INT_SHIFT_RIGHT_LOGICAL,
+    INT_SHIFT_RIGHT_ARITHMETIC,
+};
+
+#define KILN__EW_INT_TEMPLATE "backends/cpu/eval/elementwise_binary_int.inc"
+#include "backends/cpu/eval/elementwise_int_types.inc"
+
+/* Runs op on n elements of integer dtype dt; false for any other dtype. */
+static inline __attribute__((always_inline)) bool int_binary(kiln_dtype dt, enum int_binary op,
+                                                             const void *a_, const void *b_,
+                                                             void *r_, int64_t n) {
+    switch (dt) {
+    case KILN_I8: binary_i8(op, a_, b_, r_, n); return true;
+    case KILN_I16: binary_i16(op, a_, b_, r_, n); return true;
+    case KILN_I32: binary_i32(op, a_, b_, r_, n); return true;
+    case KILN_I64: binary_i64(op, a_, b_, r_, n); return true;
+    case KILN_U8: binary_u8(op, a_, b_, r_, n); return true;
+    case KILN_U16: binary_u16(op, a_, b_, r_, n); return true;
+    case KILN_U32: binary_u32(op, a_, b_, r_, n); return true;
+    case KILN_U64: binary_u64(op, a_, b_, r_, n); return true;
+    default: return false;
+    }
+}
+
 /* ---- kernels ------------------------------------------------------------------------------ */
 
-KERNEL(ADD) {
-    UNPACK;
-    switch (dt) {
-    case KILN_BOOL: BIN_LOOP(uint8_t, uint8_t, x | y); break;
-#define BODY(T, U, S, W, BITS, SG) BIN_LOOP(T, T, (W)x + (W)y)
-        KILN__EW_INT_CASES(BODY)
-#undef BODY
-        FLOAT_DEFAULT(add, "add")
+/* One binary kernel: on i1 bool_op (on 0/1 as u8), on integers int_op, on floats f32/f64
+ * (NULL: none); any other dtype is an error. Always inlined into each kernel with its ops
+ * constant, so that each keeps only its own loops. */
+static inline __attribute__((always_inline)) kiln_status
+run(kiln_ctx *cx, const char *op, kiln_tensor *const *operands, kiln_tensor **results,
+    enum int_binary bool_op, enum int_binary int_op, kiln__ew_binary_f32 f32,
+    kiln__ew_binary_f64 f64) {
+    kiln_dtype dt = kiln_tensor_dtype(operands[0]);
+    int64_t n = kiln_tensor_numel(results[0]);
+    if (n == 0) return KILN_OK;
+    const void *a_ = kiln__in(operands[0]);
+    const void *b_ = kiln__in(operands[1]);
+    void *r_ = kiln__out(results[0]);
+    if (dt == KILN_BOOL && bool_op != INT_NONE) {
+        binary_u8(bool_op, a_, b_, r_, n);
+        return KILN_OK;
     }
-    return KILN_OK;
+    /* and, or, xor are the same bits signed or not: one loop per width. */
+    bool bitwise = int_op == INT_AND || int_op == INT_OR || int_op == INT_XOR;
+    kiln_dtype int_dt = !bitwise         ? dt
+                        : dt == KILN_I8   ? KILN_U8
+                        : dt == KILN_I16 ? KILN_U16
+                        : dt == KILN_I32 ? KILN_U32
+                        : dt == KILN_I64 ? KILN_U64
+                                         : dt;
+    if (int_op != INT_NONE && int_binary(int_dt, int_op, a_, b_, r_, n)) return KILN_OK;
+    if (f32 && kiln__ew_float_binary(dt, a_, b_, r_, n, f32, f64)) return KILN_OK;
+    return kiln__ew_bad_dtype(cx, op, dt);
+}
+
+KERNEL(ADD) {
+    (void)attrs, (void)n_operands, (void)n_results;
+    return run(cx, "add", operands, results, INT_OR, INT_ADD, add_f32, add_f64);
 }
 
 KERNEL(SUBTRACT) {
-    UNPACK;
-    switch (dt) {
-#define BODY(T, U, S, W, BITS, SG) BIN_LOOP(T, T, (W)x - (W)y)
-        KILN__EW_INT_CASES(BODY)
-#undef BODY
-        FLOAT_DEFAULT(sub, "subtract")
-    }
-    return KILN_OK;
+    (void)attrs, (void)n_operands, (void)n_results;
+    return run(cx, "subtract", operands, results, INT_NONE, INT_SUBTRACT, sub_f32, sub_f64);
 }
 
 KERNEL(MULTIPLY) {
-    UNPACK;
-    switch (dt) {
-    case KILN_BOOL: BIN_LOOP(uint8_t, uint8_t, x & y); break;
-#define BODY(T, U, S, W, BITS, SG) BIN_LOOP(T, T, (W)x *(W)y)
-        KILN__EW_INT_CASES(BODY)
-#undef BODY
-        FLOAT_DEFAULT(mul, "multiply")
-    }
-    return KILN_OK;
+    (void)attrs, (void)n_operands, (void)n_results;
+    return run(cx, "multiply", operands, results, INT_AND, INT_MULTIPLY, mul_f32, mul_f64);
 }
 
 KERNEL(DIVIDE) {
-    UNPACK;
-    switch (dt) {
-#define BODY(T, U, S, W, BITS, SG) \
-    BIN_LOOP(T, T, y == 0 ? (T)-1 : SG && (S)y == -1 ? (T)(0 - (W)x) : (T)(x / y))
-        KILN__EW_INT_CASES(BODY)
-#undef BODY
-        FLOAT_DEFAULT(div, "divide")
-    }
-    return KILN_OK;
+    (void)attrs, (void)n_operands, (void)n_results;
+    return run(cx, "divide", operands, results, INT_NONE, INT_DIVIDE, div_f32, div_f64);
 }
 
 KERNEL(REMAINDER) {
-    UNPACK;
-    switch (dt) {
-#define BODY(T, U, S, W, BITS, SG) BIN_LOOP(T, T, y == 0 ? x : SG && (S)y == -1 ? 0 : x % y)
-        KILN__EW_INT_CASES(BODY)
-#undef BODY
-        FLOAT_DEFAULT(rem, "remainder")
-    }
-    return KILN_OK;
+    (void)attrs, (void)n_operands, (void)n_results;
+    return run(cx, "remainder", operands, results, INT_NONE, INT_REMAINDER, rem_f32, rem_f64);
 }
 
 KERNEL(POWER) {
-    UNPACK;
-    switch (dt) {
-#define BODY(T, U, S, W, BITS, SG) \
-    BIN_LOOP(T, T,                 \
-             SG ? (uint64_t)ipow_signed((int64_t)x, (int64_t)y) : ipow((uint64_t)x, (uint64_t)y))
-        KILN__EW_INT_CASES(BODY)
-#undef BODY
-        FLOAT_DEFAULT(pow, "power")
-    }
-    return KILN_OK;
+    (void)attrs, (void)n_operands, (void)n_results;
+    return run(cx, "power", operands, results, INT_NONE, INT_POWER, pow_f32, pow_f64);
 }
 
 KERNEL(MAXIMUM) {
-    UNPACK;
-    switch (dt) {
-    case KILN_BOOL: BIN_LOOP(uint8_t, uint8_t, x | y); break;
-#define BODY(T, U, S, W, BITS, SG) BIN_LOOP(T, T, x > y ? x : y)
-        KILN__EW_INT_CASES(BODY)
-#undef BODY
-        FLOAT_DEFAULT(max, "maximum")
-    }
-    return KILN_OK;
+    (void)attrs, (void)n_operands, (void)n_results;
+    return run(cx, "maximum", operands, results, INT_OR, INT_MAXIMUM, max_f32, max_f64);
 }
 
 KERNEL(MINIMUM) {
-    UNPACK;
-    switch (dt) {
-    case KILN_BOOL: BIN_LOOP(uint8_t, uint8_t, x & y); break;
-#define BODY(T, U, S, W, BITS, SG) BIN_LOOP(T, T, x < y ? x : y)
-        KILN__EW_INT_CASES(BODY)
-#undef BODY
-        FLOAT_DEFAULT(min, "minimum")
-    }
-    return KILN_OK;
+    (void)attrs, (void)n_operands, (void)n_results;
+    return run(cx, "minimum", operands, results, INT_AND, INT_MINIMUM, min_f32, min_f64);
 }
 
 KERNEL(ATAN2) {
-    UNPACK;
-    switch (dt) { FLOAT_DEFAULT(atan2, "atan2") }
-    return KILN_OK;
+    (void)attrs, (void)n_operands, (void)n_results;
+    return run(cx, "atan2", operands, results, INT_NONE, INT_NONE, atan2_f32, atan2_f64);
 }
 
 /* and, or, xor: the same on i1 (0/1) and integers. */
-#define BITWISE_KERNEL(NAME, text, OP)                              \
-    KERNEL(NAME) {                                                  \
-        UNPACK;                                                     \
-        switch (dt) {                                               \
-        case KILN_BOOL:                                             \
-        case KILN_I8:                                               \
-        case KILN_U8: BIN_LOOP(uint8_t, uint8_t, x OP y); break;    \
-        case KILN_I16:                                              \
-        case KILN_U16: BIN_LOOP(uint16_t, uint16_t, x OP y); break; \
-        case KILN_I32:                                              \
-        case KILN_U32: BIN_LOOP(uint32_t, uint32_t, x OP y); break; \
-        case KILN_I64:                                              \
-        case KILN_U64: BIN_LOOP(uint64_t, uint64_t, x OP y); break; \
-        default: return kiln__ew_bad_dtype(cx, text, dt);           \
-        }                                                           \
-        return KILN_OK;                                             \
-    }
+KERNEL(AND) {
+    (void)attrs, (void)n_operands, (void)n_results;
+    return run(cx, "and", operands, results, INT_AND, INT_AND, NULL, NULL);
+}
 
-BITWISE_KERNEL(AND, "and", &)
-BITWISE_KERNEL(OR, "or", |)
-BITWISE_KERNEL(XOR, "xor", ^)
+KERNEL(OR) {
+    (void)attrs, (void)n_operands, (void)n_results;
+    return run(cx, "or", operands, results, INT_OR, INT_OR, NULL, NULL);
+}
+
+KERNEL(XOR) {
+    (void)attrs, (void)n_operands, (void)n_results;
+    return run(cx, "xor", operands, results, INT_XOR, INT_XOR, NULL, NULL);
+}
 
 KERNEL(SHIFT_LEFT) {
-    UNPACK;
-    switch (dt) {
-#define BODY(T, U, S, W, BITS, SG) BIN_LOOP(T, T, (U)y >= (BITS) ? 0 : (W)x << (U)y)
-        KILN__EW_INT_CASES(BODY)
-#undef BODY
-    default: return kiln__ew_bad_dtype(cx, "shift_left", dt);
-    }
-    return KILN_OK;
+    (void)attrs, (void)n_operands, (void)n_results;
+    return run(cx, "shift_left", operands, results, INT_NONE, INT_SHIFT_LEFT, NULL, NULL);
 }
 
 KERNEL(SHIFT_RIGHT_LOGICAL) {
-    UNPACK;
-    switch (dt) {
-#define BODY(T, U, S, W, BITS, SG) BIN_LOOP(T, T, (U)y >= (BITS) ? 0 : (U)x >> (U)y)
-        KILN__EW_INT_CASES(BODY)
-#undef BODY
-    default: return kiln__ew_bad_dtype(cx, "shift_right_logical", dt);
-    }
-    return KILN_OK;
+    (void)attrs, (void)n_operands, (void)n_results;
+    return run(cx, "shift_right_logical", operands, results, INT_NONE, INT_SHIFT_RIGHT_LOGICAL,
+               NULL, NULL);
 }
 
 /* Arithmetic: the top bit is the sign, for unsigned dtypes too (as StableHLO's ashr). */
 KERNEL(SHIFT_RIGHT_ARITHMETIC) {
-    UNPACK;
-    switch (dt) {
-#define BODY(T, U, S, W, BITS, SG) \
-    BIN_LOOP(T, T, (U)y >= (BITS) ? ((S)x < 0 ? (S)-1 : 0) : (S)x >> (U)y)
-        KILN__EW_INT_CASES(BODY)
-#undef BODY
-    default: return kiln__ew_bad_dtype(cx, "shift_right_arithmetic", dt);
-    }
-    return KILN_OK;
+    (void)attrs, (void)n_operands, (void)n_results;
+    return run(cx, "shift_right_arithmetic", operands, results, INT_NONE,
+               INT_SHIFT_RIGHT_ARITHMETIC, NULL, NULL);
 }

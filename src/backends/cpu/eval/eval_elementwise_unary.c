@@ -8,140 +8,91 @@
 
 #define KERNEL(NAME) KILN__EW_KERNEL(NAME)
 
-/* One loop over n elements: x (of type T) from x_, the result (of type R) to r_. */
-#define UN_LOOP(T, R, EXPR)                  \
-    do {                                     \
-        const T *px_ = x_;                   \
-        R *pr_ = r_;                         \
-        for (int64_t i_ = 0; i_ < n; i_++) { \
-            T x = px_[i_];                   \
-            pr_[i_] = (R)(EXPR);             \
-        }                                    \
-    } while (0)
-
 /* ---- floating-point array kernels --------------------------------------------------------- */
 
-#define FLOAT_UNARY_F32(name, E32)                                                  \
-    static KILN__EW_VECTOR void name##_f32(const float *px, float *pr, int64_t n) { \
-        for (int64_t i = 0; i < n; i++) {                                           \
-            float x = px[i];                                                        \
-            pr[i] = (E32);                                                          \
-        }                                                                           \
-    }
-#define FLOAT_UNARY_F64(name, E64)                                                    \
-    static KILN__EW_VECTOR void name##_f64(const double *px, double *pr, int64_t n) { \
-        for (int64_t i = 0; i < n; i++) {                                             \
-            double x = px[i];                                                         \
-            pr[i] = (E64);                                                            \
-        }                                                                             \
-    }
-#define FLOAT_UNARY(name, E32, E64) FLOAT_UNARY_F32(name, E32) FLOAT_UNARY_F64(name, E64)
-
-FLOAT_UNARY(abs, fabsf(x), fabs(x))
-FLOAT_UNARY(negate, -x, -x)
-FLOAT_UNARY(sign, x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x, x > 0.0 ? 1.0 : x < 0.0 ? -1.0 : x)
-FLOAT_UNARY(floor, floorf(x), floor(x))
-FLOAT_UNARY(ceil, ceilf(x), ceil(x))
-FLOAT_UNARY(round_afz, roundf(x), round(x))
-FLOAT_UNARY(round_even, nearbyintf(x), nearbyint(x))
-FLOAT_UNARY(sqrt, sqrtf(x), sqrt(x))
-FLOAT_UNARY(rsqrt, 1.0f / sqrtf(x), 1.0 / sqrt(x))
 /* The transcendental kernels (f32 sin and cos: vmath.h, below). With SLEEF (KILN_HAVE_SLEEF)
  * and a CPU with AVX2 and FMA (checked at run time), 8 floats or 4 doubles at a time go
  * through SLEEF's 1.0-ulp (u10) functions, which follow C99 for NaN, infinities and -0; the
  * last partial vector goes through the same function on a padded copy, so an element's
- * result does not depend on its position. Otherwise (and always for the scalar expressions
- * E32/E64) scalar libm. */
+ * result does not depend on its position. Otherwise (and always for the scalar loops) libm. */
 #ifdef KILN_HAVE_SLEEF
 #define KILN_AVX2 KILN_SLEEF_AVX2
-
-/* V32/V64: expressions of the vector v (__m256 / __m256d). */
-#define VEC_UNARY_F32(name, E32, V32)                                              \
-    static KILN_AVX2 __m256 name##_v8(__m256 v) { return (V32); }                  \
-    static KILN_AVX2 void name##_f32_avx2(const float *px, float *pr, int64_t n) { \
-        int64_t i = 0;                                                             \
-        for (; i + 8 <= n; i += 8)                                                 \
-            _mm256_storeu_ps(pr + i, name##_v8(_mm256_loadu_ps(px + i)));          \
-        if (i < n) {                                                               \
-            float buf[8] = {0};                                                    \
-            for (int64_t j = 0; j < n - i; j++)                                    \
-                buf[j] = px[i + j];                                                \
-            _mm256_storeu_ps(buf, name##_v8(_mm256_loadu_ps(buf)));                \
-            for (int64_t j = 0; j < n - i; j++)                                    \
-                pr[i + j] = buf[j];                                                \
-        }                                                                          \
-    }                                                                              \
-    static void name##_f32(const float *px, float *pr, int64_t n) {                \
-        if (kiln__cpu_avx2_fma()) {                                                \
-            name##_f32_avx2(px, pr, n);                                            \
-            return;                                                                \
-        }                                                                          \
-        for (int64_t i = 0; i < n; i++) {                                          \
-            float x = px[i];                                                       \
-            pr[i] = (E32);                                                         \
-        }                                                                          \
-    }
-#define VEC_UNARY_F64(name, E64, V64)                                                \
-    static KILN_AVX2 __m256d name##_v4(__m256d v) { return (V64); }                  \
-    static KILN_AVX2 void name##_f64_avx2(const double *px, double *pr, int64_t n) { \
-        int64_t i = 0;                                                               \
-        for (; i + 4 <= n; i += 4)                                                   \
-            _mm256_storeu_pd(pr + i, name##_v4(_mm256_loadu_pd(px + i)));            \
-        if (i < n) {                                                                 \
-            double buf[4] = {0};                                                     \
-            for (int64_t j = 0; j < n - i; j++)                                      \
-                buf[j] = px[i + j];                                                  \
-            _mm256_storeu_pd(buf, name##_v4(_mm256_loadu_pd(buf)));                  \
-            for (int64_t j = 0; j < n - i; j++)                                      \
-                pr[i + j] = buf[j];                                                  \
-        }                                                                            \
-    }                                                                                \
-    static void name##_f64(const double *px, double *pr, int64_t n) {                \
-        if (kiln__cpu_avx2_fma()) {                                                  \
-            name##_f64_avx2(px, pr, n);                                              \
-            return;                                                                  \
-        }                                                                            \
-        for (int64_t i = 0; i < n; i++) {                                            \
-            double x = px[i];                                                        \
-            pr[i] = (E64);                                                           \
-        }                                                                            \
-    }
-#define VEC_UNARY(name, E32, E64, V32, V64) \
-    VEC_UNARY_F32(name, E32, V32) VEC_UNARY_F64(name, E64, V64)
-
-#define LOG1P_UNARY(E32, E64) VEC_UNARY(log1p, E32, E64, kiln__log1p_v8(v), kiln__log1p_v4(v))
-#define SLEEF_UNARY(name, E32, E64) \
-    VEC_UNARY(name, E32, E64, Sleef_finz_##name##f8_u10avx2(v), Sleef_finz_##name##d4_u10avx2(v))
-#define LOGISTIC_UNARY(E32, E64) \
-    VEC_UNARY(logistic, E32, E64, kiln__sigmoid_v8(v), kiln__sigmoid_v4(v))
-#define SLEEF_UNARY_F64(name, E64) VEC_UNARY_F64(name, E64, Sleef_finz_##name##d4_u10avx2(v))
-#else
-#define SLEEF_UNARY(name, E32, E64) FLOAT_UNARY(name, E32, E64)
-#define LOGISTIC_UNARY(E32, E64) FLOAT_UNARY(logistic, E32, E64)
-#define LOG1P_UNARY(E32, E64) FLOAT_UNARY(log1p, E32, E64)
-#define SLEEF_UNARY_F64(name, E64) FLOAT_UNARY_F64(name, E64)
 #endif
+
+#define T float
+#define FN(name) name##_f32
+#define ONE 1.0f
+#define ZERO 0.0f
+#define FABS fabsf
+#define FLOOR floorf
+#define CEIL ceilf
+#define ROUND roundf
+#define NEARBYINT nearbyintf
+#define SQRT sqrtf
+#define CBRT cbrtf
+#define EXP expf
+#define EXPM1 expm1f
+#define LOG logf
+#define LOG1P log1pf
+#define TAN tanf
+#define TANH tanhf
+#define V __m256
+#define W 8
+#define LOADU _mm256_loadu_ps
+#define STOREU _mm256_storeu_ps
+#define VCBRT Sleef_finz_cbrtf8_u10avx2
+#define VEXP Sleef_finz_expf8_u10avx2
+#define VEXPM1 Sleef_finz_expm1f8_u10avx2
+#define VLOG Sleef_finz_logf8_u10avx2
+#define VLOG1P kiln__log1p_v8
+#define VLOGISTIC kiln__sigmoid_v8
+#define VTAN Sleef_finz_tanf8_u10avx2
+#define VTANH Sleef_finz_tanhf8_u10avx2
+#include "backends/cpu/eval/elementwise_unary_float.inc"
+
+#define T double
+#define FN(name) name##_f64
+#define ONE 1.0
+#define ZERO 0.0
+#define FABS fabs
+#define FLOOR floor
+#define CEIL ceil
+#define ROUND round
+#define NEARBYINT nearbyint
+#define SQRT sqrt
+#define CBRT cbrt
+#define EXP exp
+#define EXPM1 expm1
+#define LOG log
+#define LOG1P log1p
+#define TAN tan
+#define TANH tanh
+#define SIN sin
+#define COS cos
+#define V __m256d
+#define W 4
+#define LOADU _mm256_loadu_pd
+#define STOREU _mm256_storeu_pd
+#define VCBRT Sleef_finz_cbrtd4_u10avx2
+#define VEXP Sleef_finz_expd4_u10avx2
+#define VEXPM1 Sleef_finz_expm1d4_u10avx2
+#define VLOG Sleef_finz_logd4_u10avx2
+#define VLOG1P kiln__log1p_v4
+#define VLOGISTIC kiln__sigmoid_v4
+#define VTAN Sleef_finz_tand4_u10avx2
+#define VTANH Sleef_finz_tanhd4_u10avx2
+#define VSIN Sleef_finz_sind4_u10avx2
+#define VCOS Sleef_finz_cosd4_u10avx2
+#include "backends/cpu/eval/elementwise_unary_float.inc"
 
 /* sin and cos of f32 (and of f16/bf16, computed in f32): vmath.h, at most 0.50176 ulp and the
  * same bits on every instruction set; the fused engine calls the same kernels. */
-#define VMATH_UNARY(name, FN, E64)                                  \
-    static void name##_f32(const float *px, float *pr, int64_t n) { \
-        kiln__vm_get(FN, KILN__VM_BEST)(px, pr, n);                 \
-    }                                                               \
-    SLEEF_UNARY_F64(name, E64)
-
-SLEEF_UNARY(cbrt, cbrtf(x), cbrt(x))
-SLEEF_UNARY(exp, expf(x), exp(x))
-SLEEF_UNARY(expm1, expm1f(x), expm1(x))
-SLEEF_UNARY(log, logf(x), log(x))
-LOG1P_UNARY(log1pf(x), log1p(x))
-/* For x < 0, exp(-x) overflows long before the result underflows: use e^x / (1 + e^x). */
-LOGISTIC_UNARY(x < 0.0f ? expf(x) / (1.0f + expf(x)) : 1.0f / (1.0f + expf(-x)),
-               x < 0.0 ? exp(x) / (1.0 + exp(x)) : 1.0 / (1.0 + exp(-x)))
-VMATH_UNARY(sin, KILN__VM_SIN, sin(x))
-VMATH_UNARY(cos, KILN__VM_COS, cos(x))
-SLEEF_UNARY(tan, tanf(x), tan(x))
-SLEEF_UNARY(tanh, tanhf(x), tanh(x))
+static void sin_f32(const float *px, float *pr, int64_t n) {
+    kiln__vm_get(KILN__VM_SIN, KILN__VM_BEST)(px, pr, n);
+}
+static void cos_f32(const float *px, float *pr, int64_t n) {
+    kiln__vm_get(KILN__VM_COS, KILN__VM_BEST)(px, pr, n);
+}
 
 static kiln_status run_float(kiln_ctx *cx, const char *op, const kiln_tensor *x, kiln_tensor *r,
                              kiln__ew_unary_f32 f32, kiln__ew_unary_f64 f64) {
@@ -153,126 +104,241 @@ static kiln_status run_float(kiln_ctx *cx, const char *op, const kiln_tensor *x,
     return KILN_OK;
 }
 
-#define FLOAT_KERNEL(NAME, name)                                                      \
-    KERNEL(NAME) {                                                                    \
-        (void)attrs, (void)n_operands, (void)n_results;                               \
-        return run_float(cx, #name, operands[0], results[0], name##_f32, name##_f64); \
-    }
+KERNEL(FLOOR) {
+    (void)attrs, (void)n_operands, (void)n_results;
+    return run_float(cx, "floor", operands[0], results[0], floor_f32, floor_f64);
+}
 
-FLOAT_KERNEL(FLOOR, floor)
-FLOAT_KERNEL(CEIL, ceil)
-FLOAT_KERNEL(ROUND_NEAREST_AFZ, round_afz)
-FLOAT_KERNEL(ROUND_NEAREST_EVEN, round_even)
-FLOAT_KERNEL(SQRT, sqrt)
-FLOAT_KERNEL(RSQRT, rsqrt)
-FLOAT_KERNEL(CBRT, cbrt)
-FLOAT_KERNEL(EXPONENTIAL, exp)
-FLOAT_KERNEL(EXPONENTIAL_MINUS_ONE, expm1)
-FLOAT_KERNEL(LOG, log)
-FLOAT_KERNEL(LOG_PLUS_ONE, log1p)
-FLOAT_KERNEL(LOGISTIC, logistic)
-FLOAT_KERNEL(SINE, sin)
-FLOAT_KERNEL(COSINE, cos)
-FLOAT_KERNEL(TAN, tan)
-FLOAT_KERNEL(TANH, tanh)
+KERNEL(CEIL) {
+    (void)attrs, (void)n_operands, (void)n_results;
+    return run_float(cx, "ceil", operands[0], results[0], ceil_f32, ceil_f64);
+}
+
+KERNEL(ROUND_NEAREST_AFZ) {
+    (void)attrs, (void)n_operands, (void)n_results;
+    return run_float(cx, "round_afz", operands[0], results[0], round_afz_f32, round_afz_f64);
+}
+
+KERNEL(ROUND_NEAREST_EVEN) {
+    (void)attrs, (void)n_operands, (void)n_results;
+    return run_float(cx, "round_even", operands[0], results[0], round_even_f32, round_even_f64);
+}
+
+KERNEL(SQRT) {
+    (void)attrs, (void)n_operands, (void)n_results;
+    return run_float(cx, "sqrt", operands[0], results[0], sqrt_f32, sqrt_f64);
+}
+
+KERNEL(RSQRT) {
+    (void)attrs, (void)n_operands, (void)n_results;
+    return run_float(cx, "rsqrt", operands[0], results[0], rsqrt_f32, rsqrt_f64);
+}
+
+KERNEL(CBRT) {
+    (void)attrs, (void)n_operands, (void)n_results;
+    return run_float(cx, "cbrt", operands[0], results[0], cbrt_f32, cbrt_f64);
+}
+
+KERNEL(EXPONENTIAL) {
+    (void)attrs, (void)n_operands, (void)n_results;
+    return run_float(cx, "exp", operands[0], results[0], exp_f32, exp_f64);
+}
+
+KERNEL(EXPONENTIAL_MINUS_ONE) {
+    (void)attrs, (void)n_operands, (void)n_results;
+    return run_float(cx, "expm1", operands[0], results[0], expm1_f32, expm1_f64);
+}
+
+KERNEL(LOG) {
+    (void)attrs, (void)n_operands, (void)n_results;
+    return run_float(cx, "log", operands[0], results[0], log_f32, log_f64);
+}
+
+KERNEL(LOG_PLUS_ONE) {
+    (void)attrs, (void)n_operands, (void)n_results;
+    return run_float(cx, "log1p", operands[0], results[0], log1p_f32, log1p_f64);
+}
+
+KERNEL(LOGISTIC) {
+    (void)attrs, (void)n_operands, (void)n_results;
+    return run_float(cx, "logistic", operands[0], results[0], logistic_f32, logistic_f64);
+}
+
+KERNEL(SINE) {
+    (void)attrs, (void)n_operands, (void)n_results;
+    return run_float(cx, "sin", operands[0], results[0], sin_f32, sin_f64);
+}
+
+KERNEL(COSINE) {
+    (void)attrs, (void)n_operands, (void)n_results;
+    return run_float(cx, "cos", operands[0], results[0], cos_f32, cos_f64);
+}
+
+KERNEL(TAN) {
+    (void)attrs, (void)n_operands, (void)n_results;
+    return run_float(cx, "tan", operands[0], results[0], tan_f32, tan_f64);
+}
+
+KERNEL(TANH) {
+    (void)attrs, (void)n_operands, (void)n_results;
+    return run_float(cx, "tanh", operands[0], results[0], tanh_f32, tanh_f64);
+}
 
 /* ---- ops on integers and floats ----------------------------------------------------------- */
 
+/* The integer ops, and their loops for each integer dtype (elementwise_unary_int.inc). */
+enum int_unary { INT_ABS, INT_NEGATE, INT_SIGN, INT_NOT, INT_POPCNT, INT_CLZ };
+
+#define KILN__EW_INT_TEMPLATE "backends/cpu/eval/elementwise_unary_int.inc"
+#include "backends/cpu/eval/elementwise_int_types.inc"
+
+/* Runs op on n elements of integer dtype dt; false for any other dtype. Always inlined with
+ * op constant, so that each kernel keeps only its own loops. */
+static inline __attribute__((always_inline)) bool int_unary(kiln_dtype dt, enum int_unary op,
+                                                            const void *x_, void *r_, int64_t n) {
+    switch (dt) {
+    case KILN_I8: unary_i8(op, x_, r_, n); return true;
+    case KILN_I16: unary_i16(op, x_, r_, n); return true;
+    case KILN_I32: unary_i32(op, x_, r_, n); return true;
+    case KILN_I64: unary_i64(op, x_, r_, n); return true;
+    case KILN_U8: unary_u8(op, x_, r_, n); return true;
+    case KILN_U16: unary_u16(op, x_, r_, n); return true;
+    case KILN_U32: unary_u32(op, x_, r_, n); return true;
+    case KILN_U64: unary_u64(op, x_, r_, n); return true;
+    default: return false;
+    }
+}
+
 /* The operands of a unary kernel, unpacked. */
-#define UNPACK                                      \
-    (void)attrs, (void)n_operands, (void)n_results; \
-    kiln_dtype dt = kiln_tensor_dtype(operands[0]); \
-    int64_t n = kiln_tensor_numel(results[0]);      \
-    if (n == 0) return KILN_OK;                     \
-    const void *x_ = kiln__in(operands[0]);         \
-    void *r_ = kiln__out(results[0])
+typedef struct {
+    kiln_dtype dt;
+    int64_t n;
+    const void *x_;
+    void *r_;
+} unary_args;
+
+static inline unary_args unpack(kiln_tensor *const *operands, kiln_tensor **results) {
+    unary_args u = {kiln_tensor_dtype(operands[0]), kiln_tensor_numel(results[0]), NULL, NULL};
+    if (u.n == 0) return u;
+    u.x_ = kiln__in(operands[0]);
+    u.r_ = kiln__out(results[0]);
+    return u;
+}
+
+/* An integer op (inference checked the dtype), or the error for any other dtype. */
+static inline __attribute__((always_inline)) kiln_status int_only(kiln_ctx *cx, const char *op,
+                                                                  enum int_unary iop,
+                                                                  unary_args u) {
+    if (!int_unary(u.dt, iop, u.x_, u.r_, u.n)) return kiln__ew_bad_dtype(cx, op, u.dt);
+    return KILN_OK;
+}
 
 KERNEL(ABS) {
-    UNPACK;
-    switch (dt) {
-#define BODY(T, U, S, W, BITS, SG) UN_LOOP(T, T, SG && (S)x < 0 ? (T)(0 - (W)x) : x)
-        KILN__EW_INT_CASES(BODY)
-#undef BODY
+    (void)attrs, (void)n_operands, (void)n_results;
+    unary_args u = unpack(operands, results);
+    if (u.n == 0) return KILN_OK;
+    switch (u.dt) {
     case KILN_F16:
-    case KILN_BF16: UN_LOOP(uint16_t, uint16_t, x & 0x7fffu); break;
-    case KILN_F32: abs_f32(x_, r_, n); break;
-    case KILN_F64: abs_f64(x_, r_, n); break;
-    default: return kiln__ew_bad_dtype(cx, "abs", dt);
+    case KILN_BF16: {
+        const uint16_t *px = u.x_;
+        uint16_t *pr = u.r_;
+        for (int64_t i = 0; i < u.n; i++)
+            pr[i] = (uint16_t)(px[i] & 0x7fffu);
+        break;
+    }
+    case KILN_F32: abs_f32(u.x_, u.r_, u.n); break;
+    case KILN_F64: abs_f64(u.x_, u.r_, u.n); break;
+    default: return int_only(cx, "abs", INT_ABS, u);
     }
     return KILN_OK;
 }
 
 KERNEL(NEGATE) {
-    UNPACK;
-    switch (dt) {
-#define BODY(T, U, S, W, BITS, SG) UN_LOOP(T, T, 0 - (W)x)
-        KILN__EW_INT_CASES(BODY)
-#undef BODY
+    (void)attrs, (void)n_operands, (void)n_results;
+    unary_args u = unpack(operands, results);
+    if (u.n == 0) return KILN_OK;
+    switch (u.dt) {
     case KILN_F16:
-    case KILN_BF16: UN_LOOP(uint16_t, uint16_t, x ^ 0x8000u); break;
-    case KILN_F32: negate_f32(x_, r_, n); break;
-    case KILN_F64: negate_f64(x_, r_, n); break;
-    default: return kiln__ew_bad_dtype(cx, "negate", dt);
+    case KILN_BF16: {
+        const uint16_t *px = u.x_;
+        uint16_t *pr = u.r_;
+        for (int64_t i = 0; i < u.n; i++)
+            pr[i] = (uint16_t)(px[i] ^ 0x8000u);
+        break;
+    }
+    case KILN_F32: negate_f32(u.x_, u.r_, u.n); break;
+    case KILN_F64: negate_f64(u.x_, u.r_, u.n); break;
+    default: return int_only(cx, "negate", INT_NEGATE, u);
     }
     return KILN_OK;
 }
 
 KERNEL(SIGN) {
-    UNPACK;
-    switch (dt) {
-#define BODY(T, U, S, W, BITS, SG) UN_LOOP(T, T, (x > 0) - (SG && (S)x < 0))
-        KILN__EW_INT_CASES(BODY)
-#undef BODY
-    default:
-        if (!kiln__ew_float_unary(dt, x_, r_, n, sign_f32, sign_f64))
-            return kiln__ew_bad_dtype(cx, "sign", dt);
-    }
+    (void)attrs, (void)n_operands, (void)n_results;
+    unary_args u = unpack(operands, results);
+    if (u.n == 0) return KILN_OK;
+    if (!int_unary(u.dt, INT_SIGN, u.x_, u.r_, u.n) &&
+        !kiln__ew_float_unary(u.dt, u.x_, u.r_, u.n, sign_f32, sign_f64))
+        return kiln__ew_bad_dtype(cx, "sign", u.dt);
     return KILN_OK;
 }
 
 KERNEL(NOT) {
-    UNPACK;
-    switch (dt) {
-    case KILN_BOOL: UN_LOOP(uint8_t, uint8_t, x == 0); break;
-#define BODY(T, U, S, W, BITS, SG) UN_LOOP(T, T, ~(W)x)
-        KILN__EW_INT_CASES(BODY)
-#undef BODY
-    default: return kiln__ew_bad_dtype(cx, "not", dt);
+    (void)attrs, (void)n_operands, (void)n_results;
+    unary_args u = unpack(operands, results);
+    if (u.n == 0) return KILN_OK;
+    if (u.dt == KILN_BOOL) {
+        const uint8_t *px = u.x_;
+        uint8_t *pr = u.r_;
+        for (int64_t i = 0; i < u.n; i++)
+            pr[i] = (uint8_t)(px[i] == 0);
+        return KILN_OK;
     }
-    return KILN_OK;
+    return int_only(cx, "not", INT_NOT, u);
 }
 
 KERNEL(POPCNT) {
-    UNPACK;
-    switch (dt) {
-#define BODY(T, U, S, W, BITS, SG) UN_LOOP(T, T, __builtin_popcountll((uint64_t)(U)x))
-        KILN__EW_INT_CASES(BODY)
-#undef BODY
-    default: return kiln__ew_bad_dtype(cx, "popcnt", dt);
-    }
-    return KILN_OK;
+    (void)attrs, (void)n_operands, (void)n_results;
+    unary_args u = unpack(operands, results);
+    if (u.n == 0) return KILN_OK;
+    return int_only(cx, "popcnt", INT_POPCNT, u);
 }
 
 KERNEL(COUNT_LEADING_ZEROS) {
-    UNPACK;
-    switch (dt) {
-#define BODY(T, U, S, W, BITS, SG) \
-    UN_LOOP(T, T, x == 0 ? (BITS) : __builtin_clzll((uint64_t)(U)x) - (64 - (BITS)))
-        KILN__EW_INT_CASES(BODY)
-#undef BODY
-    default: return kiln__ew_bad_dtype(cx, "count_leading_zeros", dt);
-    }
-    return KILN_OK;
+    (void)attrs, (void)n_operands, (void)n_results;
+    unary_args u = unpack(operands, results);
+    if (u.n == 0) return KILN_OK;
+    return int_only(cx, "count_leading_zeros", INT_CLZ, u);
 }
 
 KERNEL(IS_FINITE) {
-    UNPACK;
-    switch (dt) {
-    case KILN_F16: UN_LOOP(uint16_t, uint8_t, (x & 0x7c00u) != 0x7c00u); break;
-    case KILN_BF16: UN_LOOP(uint16_t, uint8_t, (x & 0x7f80u) != 0x7f80u); break;
-    case KILN_F32: UN_LOOP(float, uint8_t, isfinite(x)); break;
-    case KILN_F64: UN_LOOP(double, uint8_t, isfinite(x)); break;
-    default: return kiln__ew_bad_dtype(cx, "is_finite", dt);
+    (void)attrs, (void)n_operands, (void)n_results;
+    unary_args u = unpack(operands, results);
+    if (u.n == 0) return KILN_OK;
+    uint8_t *pr = u.r_;
+    switch (u.dt) {
+    case KILN_F16:
+    case KILN_BF16: {
+        /* All exponent bits set: infinity or NaN. */
+        const uint16_t *px = u.x_;
+        unsigned exponent = u.dt == KILN_F16 ? 0x7c00u : 0x7f80u;
+        for (int64_t i = 0; i < u.n; i++)
+            pr[i] = (uint8_t)((px[i] & exponent) != exponent);
+        break;
+    }
+    case KILN_F32: {
+        const float *px = u.x_;
+        for (int64_t i = 0; i < u.n; i++)
+            pr[i] = (uint8_t)isfinite(px[i]);
+        break;
+    }
+    case KILN_F64: {
+        const double *px = u.x_;
+        for (int64_t i = 0; i < u.n; i++)
+            pr[i] = (uint8_t)isfinite(px[i]);
+        break;
+    }
+    default: return kiln__ew_bad_dtype(cx, "is_finite", u.dt);
     }
     return KILN_OK;
 }

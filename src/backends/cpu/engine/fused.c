@@ -692,158 +692,163 @@ static void run_tiles(void *user, int64_t begin, int64_t end) {
 
 /* ---- reductions --------------------------------------------------------------------------- */
 
-#define INT_CASE(DT, T, W, LOW, HIGH)                                              \
-    case DT:                                                                       \
-        X(T, (T)((W)a + (W)b), (T)((W)a * (W)b), (a > b ? a : b), (a < b ? a : b), \
-          (T)((W)a & (W)b), (T)((W)a | (W)b), 0, 1, LOW, HIGH, (T) ~(W)0);         \
-        break;
+/* The reductions of each dtype (fused_reduce_type.inc): reduce_<dtype>_{identity,tile,init}.
+ * On i1 add and maximum are or, multiply and minimum are and; integers wrap. */
+#define T uint8_t
+#define TFN(name) reduce_i1_##name
+#define OP_ADD(a, b) (uint8_t)(a | b)
+#define OP_MUL(a, b) (uint8_t)(a & b)
+#define OP_MAX(a, b) (uint8_t)(a | b)
+#define OP_MIN(a, b) (uint8_t)(a & b)
+#define OP_AND(a, b) (uint8_t)(a & b)
+#define OP_OR(a, b) (uint8_t)(a | b)
+#define ZERO 0
+#define ONE 1
+#define LOW 0
+#define HIGH 1
+#define ONES 1
+#include "backends/cpu/engine/fused_reduce_type.inc"
 
-/* X(T, add, multiply, maximum, minimum, and, or, identities...) per dtype: the combiners
- * as expressions of a and b (and/or never apply to floats: `a` stands in). On i1 add and
- * maximum are or, multiply and minimum are and; integers wrap. */
-#define DTYPE_CASES(X)                                                                      \
-    case KILN_BOOL:                                                                         \
-        X(uint8_t, (uint8_t)(a | b), (uint8_t)(a & b), (uint8_t)(a | b), (uint8_t)(a & b),  \
-          (uint8_t)(a & b), (uint8_t)(a | b), 0, 1, 0, 1, 1);                               \
-        break;                                                                              \
-        INT_CASE(KILN_I8, int8_t, uint32_t, INT8_MIN, INT8_MAX)                             \
-        INT_CASE(KILN_I16, int16_t, uint32_t, INT16_MIN, INT16_MAX)                         \
-        INT_CASE(KILN_I32, int32_t, uint32_t, INT32_MIN, INT32_MAX)                         \
-        INT_CASE(KILN_I64, int64_t, uint64_t, INT64_MIN, INT64_MAX)                         \
-        INT_CASE(KILN_U8, uint8_t, uint32_t, 0, UINT8_MAX)                                  \
-        INT_CASE(KILN_U16, uint16_t, uint32_t, 0, UINT16_MAX)                               \
-        INT_CASE(KILN_U32, uint32_t, uint32_t, 0, UINT32_MAX)                               \
-        INT_CASE(KILN_U64, uint64_t, uint64_t, 0, UINT64_MAX)                               \
-    case KILN_F32:                                                                          \
-        X(float, a + b, a * b, kiln__nanmaxf(a, b), kiln__nanminf(a, b), a, a, -0.0f, 1.0f, \
-          -INFINITY, INFINITY, 0.0f);                                                       \
-        break;                                                                              \
-    case KILN_F64:                                                                          \
-        X(double, a + b, a * b, kiln__nanmax(a, b), kiln__nanmin(a, b), a, a, -0.0, 1.0,    \
-          -INFINITY, INFINITY, 0.0);                                                        \
-        break;                                                                              \
-    default: break;
+#define T int8_t
+#define W uint32_t
+#define TFN(name) reduce_i8_##name
+#define LOW INT8_MIN
+#define HIGH INT8_MAX
+#include "backends/cpu/engine/fused_reduce_int.inc"
 
-/* One RED_BODY per combiner. */
-#define KINDS(T, ADD, MUL, MAX, MIN, AND, OR, ZERO, ONE, LOW, HIGH, ONES) \
-    switch (f->reduce) {                                                  \
-    case KILN__KREDUCE_ADD: RED_BODY(T, ADD, (T)(ZERO)); break;           \
-    case KILN__KREDUCE_MUL: RED_BODY(T, MUL, (T)(ONE)); break;            \
-    case KILN__KREDUCE_MAX: RED_BODY(T, MAX, (T)(LOW)); break;            \
-    case KILN__KREDUCE_MIN: RED_BODY(T, MIN, (T)(HIGH)); break;           \
-    case KILN__KREDUCE_AND: RED_BODY(T, AND, (T)(ONES)); break;           \
-    case KILN__KREDUCE_OR: RED_BODY(T, OR, (T)0); break;                  \
-    default: break;                                                       \
-    }
+#define T int16_t
+#define W uint32_t
+#define TFN(name) reduce_i16_##name
+#define LOW INT16_MIN
+#define HIGH INT16_MAX
+#include "backends/cpu/engine/fused_reduce_int.inc"
+
+#define T int32_t
+#define W uint32_t
+#define TFN(name) reduce_i32_##name
+#define LOW INT32_MIN
+#define HIGH INT32_MAX
+#include "backends/cpu/engine/fused_reduce_int.inc"
+
+#define T int64_t
+#define W uint64_t
+#define TFN(name) reduce_i64_##name
+#define LOW INT64_MIN
+#define HIGH INT64_MAX
+#include "backends/cpu/engine/fused_reduce_int.inc"
+
+#define T uint8_t
+#define W uint32_t
+#define TFN(name) reduce_u8_##name
+#define LOW 0
+#define HIGH UINT8_MAX
+#include "backends/cpu/engine/fused_reduce_int.inc"
+
+#define T uint16_t
+#define W uint32_t
+#define TFN(name) reduce_u16_##name
+#define LOW 0
+#define HIGH UINT16_MAX
+#include "backends/cpu/engine/fused_reduce_int.inc"
+
+#define T uint32_t
+#define W uint32_t
+#define TFN(name) reduce_u32_##name
+#define LOW 0
+#define HIGH UINT32_MAX
+#include "backends/cpu/engine/fused_reduce_int.inc"
+
+#define T uint64_t
+#define W uint64_t
+#define TFN(name) reduce_u64_##name
+#define LOW 0
+#define HIGH UINT64_MAX
+#include "backends/cpu/engine/fused_reduce_int.inc"
+
+#define T float
+#define TFN(name) reduce_f32_##name
+#define OP_ADD(a, b) a + b
+#define OP_MUL(a, b) a * b
+#define OP_MAX(a, b) kiln__nanmaxf(a, b)
+#define OP_MIN(a, b) kiln__nanminf(a, b)
+#define OP_AND(a, b) a
+#define OP_OR(a, b) a
+#define ZERO -0.0f
+#define ONE 1.0f
+#define LOW -INFINITY
+#define HIGH INFINITY
+#define ONES 0.0f
+#include "backends/cpu/engine/fused_reduce_type.inc"
+
+#define T double
+#define TFN(name) reduce_f64_##name
+#define OP_ADD(a, b) a + b
+#define OP_MUL(a, b) a * b
+#define OP_MAX(a, b) kiln__nanmax(a, b)
+#define OP_MIN(a, b) kiln__nanmin(a, b)
+#define OP_AND(a, b) a
+#define OP_OR(a, b) a
+#define ZERO -0.0
+#define ONE 1.0
+#define LOW -INFINITY
+#define HIGH INFINITY
+#define ONES 0.0
+#include "backends/cpu/engine/fused_reduce_type.inc"
 
 /* Identity fill of the accumulators. */
-#define RED_BODY(T, EXPR, ID)                  \
-    do {                                       \
-        T *acc_ = acc;                         \
-        for (int64_t i_ = 0; i_ < n_acc; i_++) \
-            acc_[i_] = (ID);                   \
-    } while (0)
-
 static void reduce_identity(const kiln__fused *f, void *acc, int64_t n_acc) {
     switch (f->reduce_dtype) {
-#define X KINDS
-        DTYPE_CASES(X)
-#undef X
+    case KILN_BOOL: reduce_i1_identity(f, acc, n_acc); break;
+    case KILN_I8: reduce_i8_identity(f, acc, n_acc); break;
+    case KILN_I16: reduce_i16_identity(f, acc, n_acc); break;
+    case KILN_I32: reduce_i32_identity(f, acc, n_acc); break;
+    case KILN_I64: reduce_i64_identity(f, acc, n_acc); break;
+    case KILN_U8: reduce_u8_identity(f, acc, n_acc); break;
+    case KILN_U16: reduce_u16_identity(f, acc, n_acc); break;
+    case KILN_U32: reduce_u32_identity(f, acc, n_acc); break;
+    case KILN_U64: reduce_u64_identity(f, acc, n_acc); break;
+    case KILN_F32: reduce_f32_identity(f, acc, n_acc); break;
+    case KILN_F64: reduce_f64_identity(f, acc, n_acc); break;
+    default: break;
     }
 }
-#undef RED_BODY
 
-/* acc[o(idx)] = combine(acc[o(idx)], vals[i]) along the tile, in row-major order; a run
- * along a reduced inner axis is first reduced in 8 lanes. */
-#define RED_BODY(T, EXPR, ID)                                  \
-    do {                                                       \
-        T *acc_ = acc;                                         \
-        const T *v_ = vals;                                    \
-        int64_t idx[KILN_MAX_RANK];                            \
-        index_of(f, start, idx);                               \
-        int32_t last = f->rank - 1;                            \
-        int64_t done = 0;                                      \
-        while (done < len) {                                   \
-            int64_t run = f->dims[last] - idx[last];           \
-            if (run > len - done) run = len - done;            \
-            int64_t o = 0;                                     \
-            for (int32_t d = 0; d < f->rank; d++)              \
-                o += idx[d] * f->out_st[d];                    \
-            const T *x_ = v_ + done;                           \
-            if (f->out_st[last] == 0) {                        \
-                T part[8];                                     \
-                for (int k_ = 0; k_ < 8; k_++)                 \
-                    part[k_] = (ID);                           \
-                int64_t j = 0;                                 \
-                /* lane k takes x_[k], x_[k + 8], ...:         \
-                 * eight at a time (vectors), then the         \
-                 * rest; not for 1- and 2-byte types,          \
-                 * which gcc 12's vectorizer then sums         \
-                 * wrongly (right with optimize("O0")) */      \
-                for (; sizeof(T) >= 4 && j + 8 <= run; j += 8) \
-                    for (int k_ = 0; k_ < 8; k_++) {           \
-                        T a = part[k_], b = x_[j + k_];        \
-                        (void)b;                               \
-                        part[k_] = (EXPR);                     \
-                    }                                          \
-                for (; j < run; j++) {                         \
-                    T a = part[j & 7], b = x_[j];              \
-                    (void)b;                                   \
-                    part[j & 7] = (EXPR);                      \
-                }                                              \
-                T s_ = (ID);                                   \
-                for (int k_ = 0; k_ < 8; k_++) {               \
-                    T a = s_, b = part[k_];                    \
-                    (void)b;                                   \
-                    s_ = (EXPR);                               \
-                }                                              \
-                T a = acc_[o], b = s_;                         \
-                (void)b;                                       \
-                acc_[o] = (EXPR);                              \
-            } else {                                           \
-                T *r_ = acc_ + o;                              \
-                for (int64_t j = 0; j < run; j++) {            \
-                    T a = r_[j], b = x_[j];                    \
-                    (void)b;                                   \
-                    r_[j] = (EXPR);                            \
-                }                                              \
-            }                                                  \
-            done += run;                                       \
-            advance(f, idx, run);                              \
-        }                                                      \
-    } while (0)
-
+/* acc[o(idx)] = combine(acc[o(idx)], vals[i]) along the tile (fused_reduce_kind.inc). */
 static void reduce_tile(const kiln__fused *f, void *acc, const void *vals, int64_t start,
                         int64_t len) {
     switch (f->reduce_dtype) {
-#define X KINDS
-        DTYPE_CASES(X)
-#undef X
+    case KILN_BOOL: reduce_i1_tile(f, acc, vals, start, len); break;
+    case KILN_I8: reduce_i8_tile(f, acc, vals, start, len); break;
+    case KILN_I16: reduce_i16_tile(f, acc, vals, start, len); break;
+    case KILN_I32: reduce_i32_tile(f, acc, vals, start, len); break;
+    case KILN_I64: reduce_i64_tile(f, acc, vals, start, len); break;
+    case KILN_U8: reduce_u8_tile(f, acc, vals, start, len); break;
+    case KILN_U16: reduce_u16_tile(f, acc, vals, start, len); break;
+    case KILN_U32: reduce_u32_tile(f, acc, vals, start, len); break;
+    case KILN_U64: reduce_u64_tile(f, acc, vals, start, len); break;
+    case KILN_F32: reduce_f32_tile(f, acc, vals, start, len); break;
+    case KILN_F64: reduce_f64_tile(f, acc, vals, start, len); break;
+    default: break;
     }
 }
-#undef RED_BODY
 
 /* acc[i] = combine(init, acc[i]): the init value is combined once. */
-#define RED_BODY(T, EXPR, ID)                    \
-    do {                                         \
-        T *acc_ = acc;                           \
-        T a;                                     \
-        memcpy(&a, init, sizeof a);              \
-        for (int64_t i_ = 0; i_ < n_acc; i_++) { \
-            T b = acc_[i_];                      \
-            (void)b;                             \
-            acc_[i_] = (EXPR);                   \
-        }                                        \
-    } while (0)
-
 static void reduce_init(const kiln__fused *f, void *acc, int64_t n_acc, const void *init) {
     switch (f->reduce_dtype) {
-#define X KINDS
-        DTYPE_CASES(X)
-#undef X
+    case KILN_BOOL: reduce_i1_init(f, acc, n_acc, init); break;
+    case KILN_I8: reduce_i8_init(f, acc, n_acc, init); break;
+    case KILN_I16: reduce_i16_init(f, acc, n_acc, init); break;
+    case KILN_I32: reduce_i32_init(f, acc, n_acc, init); break;
+    case KILN_I64: reduce_i64_init(f, acc, n_acc, init); break;
+    case KILN_U8: reduce_u8_init(f, acc, n_acc, init); break;
+    case KILN_U16: reduce_u16_init(f, acc, n_acc, init); break;
+    case KILN_U32: reduce_u32_init(f, acc, n_acc, init); break;
+    case KILN_U64: reduce_u64_init(f, acc, n_acc, init); break;
+    case KILN_F32: reduce_f32_init(f, acc, n_acc, init); break;
+    case KILN_F64: reduce_f64_init(f, acc, n_acc, init); break;
+    default: break;
     }
 }
-#undef RED_BODY
 
 kiln_status kiln__fused_run(kiln_ctx *cx, const kiln__fused *f, kiln_tensor *const *operands,
                             kiln_tensor **results) {

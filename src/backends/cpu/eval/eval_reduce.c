@@ -222,23 +222,7 @@ kiln_status kiln__check_builtin_arity(kiln_ctx *cx, const char *fn, const kiln_r
 
 /* STRIDED_OP combines a strided source (it may differ from OP where OP vectorizes only
  * over contiguous data). */
-#define DEF_COMBINE2(NAME, T, OP, STRIDED_OP)                           \
-    static void NAME(void *dv, const void *sv, int64_t n, int64_t ss) { \
-        T *d = dv;                                                      \
-        const T *s = sv;                                                \
-        if (ss == 1) {                                                  \
-            for (int64_t i = 0; i < n; i++)                             \
-                d[i] = (T)OP(d[i], s[i]);                               \
-        } else if (ss == 0) {                                           \
-            const T v = s[0];                                           \
-            for (int64_t i = 0; i < n; i++)                             \
-                d[i] = (T)OP(d[i], v);                                  \
-        } else {                                                        \
-            for (int64_t i = 0; i < n; i++)                             \
-                d[i] = (T)STRIDED_OP(d[i], s[i * ss]);                  \
-        }                                                               \
-    }
-#define DEF_COMBINE(NAME, T, OP) DEF_COMBINE2(NAME, T, OP, OP)
+/* The loops: reduce_combine.inc (reduce_combine_int.inc for the integer types). */
 
 /* Scalar float maximum/minimum: ordered, distinct operands (the usual case) take a
  * predictable branch; ties (±0) and NaN go through the keys. */
@@ -247,33 +231,78 @@ kiln_status kiln__check_builtin_arity(kiln_ctx *cx, const char *fn, const kiln_r
 #define MAX_F64_SCALAR(a, b) ((a) > (b) ? (a) : (b) > (a) ? (b) : fmax_f64(a, b))
 #define MIN_F64_SCALAR(a, b) ((a) < (b) ? (a) : (b) < (a) ? (b) : fmin_f64(a, b))
 
-#define DEF_COMBINE_UNSIGNED(KIND, OP)              \
-    DEF_COMBINE(combine_##KIND##_u8, uint8_t, OP)   \
-    DEF_COMBINE(combine_##KIND##_u16, uint16_t, OP) \
-    DEF_COMBINE(combine_##KIND##_u32, uint32_t, OP) \
-    DEF_COMBINE(combine_##KIND##_u64, uint64_t, OP)
-#define DEF_COMBINE_SIGNED(KIND, OP)               \
-    DEF_COMBINE(combine_##KIND##_i8, int8_t, OP)   \
-    DEF_COMBINE(combine_##KIND##_i16, int16_t, OP) \
-    DEF_COMBINE(combine_##KIND##_i32, int32_t, OP) \
-    DEF_COMBINE(combine_##KIND##_i64, int64_t, OP)
-
-DEF_COMBINE_UNSIGNED(add, ADD_OP)
-DEF_COMBINE(combine_add_f32, float, ADD_OP)
-DEF_COMBINE(combine_add_f64, double, ADD_OP)
-DEF_COMBINE_UNSIGNED(mul, MUL_U)
-DEF_COMBINE(combine_mul_f32, float, MUL_F)
-DEF_COMBINE(combine_mul_f64, double, MUL_F)
-DEF_COMBINE_UNSIGNED(and, AND_OP)
-DEF_COMBINE_UNSIGNED(or, OR_OP)
-DEF_COMBINE_UNSIGNED(max, MAX_I)
-DEF_COMBINE_SIGNED(max, MAX_I)
-DEF_COMBINE2(combine_max_f32, float, MAX_F32, MAX_F32_SCALAR)
-DEF_COMBINE2(combine_max_f64, double, MAX_F64, MAX_F64_SCALAR)
-DEF_COMBINE_UNSIGNED(min, MIN_I)
-DEF_COMBINE_SIGNED(min, MIN_I)
-DEF_COMBINE2(combine_min_f32, float, MIN_F32, MIN_F32_SCALAR)
-DEF_COMBINE2(combine_min_f64, double, MIN_F64, MIN_F64_SCALAR)
+#define NAME_OF(type) combine_add_##type
+#define INT_OP ADD_OP
+#define SIGNED 0
+#include "backends/cpu/eval/reduce_combine_int.inc"
+#define NAME combine_add_f32
+#define T float
+#define OP ADD_OP
+#define STRIDED_OP ADD_OP
+#include "backends/cpu/eval/reduce_combine.inc"
+#define NAME combine_add_f64
+#define T double
+#define OP ADD_OP
+#define STRIDED_OP ADD_OP
+#include "backends/cpu/eval/reduce_combine.inc"
+#define NAME_OF(type) combine_mul_##type
+#define INT_OP MUL_U
+#define SIGNED 0
+#include "backends/cpu/eval/reduce_combine_int.inc"
+#define NAME combine_mul_f32
+#define T float
+#define OP MUL_F
+#define STRIDED_OP MUL_F
+#include "backends/cpu/eval/reduce_combine.inc"
+#define NAME combine_mul_f64
+#define T double
+#define OP MUL_F
+#define STRIDED_OP MUL_F
+#include "backends/cpu/eval/reduce_combine.inc"
+#define NAME_OF(type) combine_and_##type
+#define INT_OP AND_OP
+#define SIGNED 0
+#include "backends/cpu/eval/reduce_combine_int.inc"
+#define NAME_OF(type) combine_or_##type
+#define INT_OP OR_OP
+#define SIGNED 0
+#include "backends/cpu/eval/reduce_combine_int.inc"
+#define NAME_OF(type) combine_max_##type
+#define INT_OP MAX_I
+#define SIGNED 0
+#include "backends/cpu/eval/reduce_combine_int.inc"
+#define NAME_OF(type) combine_max_##type
+#define INT_OP MAX_I
+#define SIGNED 1
+#include "backends/cpu/eval/reduce_combine_int.inc"
+#define NAME combine_max_f32
+#define T float
+#define OP MAX_F32
+#define STRIDED_OP MAX_F32_SCALAR
+#include "backends/cpu/eval/reduce_combine.inc"
+#define NAME combine_max_f64
+#define T double
+#define OP MAX_F64
+#define STRIDED_OP MAX_F64_SCALAR
+#include "backends/cpu/eval/reduce_combine.inc"
+#define NAME_OF(type) combine_min_##type
+#define INT_OP MIN_I
+#define SIGNED 0
+#include "backends/cpu/eval/reduce_combine_int.inc"
+#define NAME_OF(type) combine_min_##type
+#define INT_OP MIN_I
+#define SIGNED 1
+#include "backends/cpu/eval/reduce_combine_int.inc"
+#define NAME combine_min_f32
+#define T float
+#define OP MIN_F32
+#define STRIDED_OP MIN_F32_SCALAR
+#include "backends/cpu/eval/reduce_combine.inc"
+#define NAME combine_min_f64
+#define T double
+#define OP MIN_F64
+#define STRIDED_OP MIN_F64_SCALAR
+#include "backends/cpu/eval/reduce_combine.inc"
 
 typedef void (*combine_fn)(void *d, const void *s, int64_t n, int64_t ss);
 
@@ -685,51 +714,93 @@ static kiln_status reduce_fast(kiln_ctx *cx, const kiln__attrs *attrs, kiln__reg
 #define LOAD_F16(v) kiln__f16_to_f32_inline(v)
 #define LOAD_BF16(v) kiln__bf16_to_f32_inline(v)
 
-/* Keeps (v[i], k[i]) = the first extreme of x[o, :, i] and the init, by the region's rule:
- * x wins when better (NaN beats numbers), or tied with a smaller index. */
-#define DEF_ARG(NAME, T, A, LOAD, ISNAN, BETTER)                                          \
-    static void NAME(const T *x, int64_t O, int64_t R, int64_t I, T iv, int64_t ik, T *v, \
-                     int64_t *k) {                                                        \
-        for (int64_t o = 0; o < O; o++) {                                                 \
-            T *vo = v + o * I;                                                            \
-            int64_t *ko = k + o * I;                                                      \
-            for (int64_t i = 0; i < I; i++) {                                             \
-                vo[i] = iv;                                                               \
-                ko[i] = ik;                                                               \
-            }                                                                             \
-            for (int64_t r = 0; r < R; r++) {                                             \
-                const T *row = x + (o * R + r) * I;                                       \
-                for (int64_t i = 0; i < I; i++) {                                         \
-                    const A c = LOAD(row[i]), b = LOAD(vo[i]);                            \
-                    const bool better = BETTER(c, b) || (ISNAN(c) && !ISNAN(b));          \
-                    const bool tie = c == b || (ISNAN(c) && ISNAN(b));                    \
-                    if (better || (tie && r < ko[i])) {                                   \
-                        vo[i] = row[i];                                                   \
-                        ko[i] = r;                                                        \
-                    }                                                                     \
-                }                                                                         \
-            }                                                                             \
-        }                                                                                 \
-    }
-
+/* The loops (reduce_arg_pair.inc): argmax_<type> and argmin_<type>. */
 #define GT(a, b) ((a) > (b))
 #define LT(a, b) ((a) < (b))
-#define DEF_ARGS(SUFFIX, T, A, LOAD, ISNAN)         \
-    DEF_ARG(argmax_##SUFFIX, T, A, LOAD, ISNAN, GT) \
-    DEF_ARG(argmin_##SUFFIX, T, A, LOAD, ISNAN, LT)
-
-DEF_ARGS(u8, uint8_t, uint8_t, LOAD_ID, NAN_I)
-DEF_ARGS(u16, uint16_t, uint16_t, LOAD_ID, NAN_I)
-DEF_ARGS(u32, uint32_t, uint32_t, LOAD_ID, NAN_I)
-DEF_ARGS(u64, uint64_t, uint64_t, LOAD_ID, NAN_I)
-DEF_ARGS(i8, int8_t, int8_t, LOAD_ID, NAN_I)
-DEF_ARGS(i16, int16_t, int16_t, LOAD_ID, NAN_I)
-DEF_ARGS(i32, int32_t, int32_t, LOAD_ID, NAN_I)
-DEF_ARGS(i64, int64_t, int64_t, LOAD_ID, NAN_I)
-DEF_ARGS(f16, uint16_t, float, LOAD_F16, NAN_F)
-DEF_ARGS(bf16, uint16_t, float, LOAD_BF16, NAN_F)
-DEF_ARGS(f32, float, float, LOAD_ID, NAN_F)
-DEF_ARGS(f64, double, double, LOAD_ID, NAN_F)
+#define MAX_NAME argmax_u8
+#define MIN_NAME argmin_u8
+#define T uint8_t
+#define A uint8_t
+#define LOAD LOAD_ID
+#define ISNAN NAN_I
+#include "backends/cpu/eval/reduce_arg_pair.inc"
+#define MAX_NAME argmax_u16
+#define MIN_NAME argmin_u16
+#define T uint16_t
+#define A uint16_t
+#define LOAD LOAD_ID
+#define ISNAN NAN_I
+#include "backends/cpu/eval/reduce_arg_pair.inc"
+#define MAX_NAME argmax_u32
+#define MIN_NAME argmin_u32
+#define T uint32_t
+#define A uint32_t
+#define LOAD LOAD_ID
+#define ISNAN NAN_I
+#include "backends/cpu/eval/reduce_arg_pair.inc"
+#define MAX_NAME argmax_u64
+#define MIN_NAME argmin_u64
+#define T uint64_t
+#define A uint64_t
+#define LOAD LOAD_ID
+#define ISNAN NAN_I
+#include "backends/cpu/eval/reduce_arg_pair.inc"
+#define MAX_NAME argmax_i8
+#define MIN_NAME argmin_i8
+#define T int8_t
+#define A int8_t
+#define LOAD LOAD_ID
+#define ISNAN NAN_I
+#include "backends/cpu/eval/reduce_arg_pair.inc"
+#define MAX_NAME argmax_i16
+#define MIN_NAME argmin_i16
+#define T int16_t
+#define A int16_t
+#define LOAD LOAD_ID
+#define ISNAN NAN_I
+#include "backends/cpu/eval/reduce_arg_pair.inc"
+#define MAX_NAME argmax_i32
+#define MIN_NAME argmin_i32
+#define T int32_t
+#define A int32_t
+#define LOAD LOAD_ID
+#define ISNAN NAN_I
+#include "backends/cpu/eval/reduce_arg_pair.inc"
+#define MAX_NAME argmax_i64
+#define MIN_NAME argmin_i64
+#define T int64_t
+#define A int64_t
+#define LOAD LOAD_ID
+#define ISNAN NAN_I
+#include "backends/cpu/eval/reduce_arg_pair.inc"
+#define MAX_NAME argmax_f16
+#define MIN_NAME argmin_f16
+#define T uint16_t
+#define A float
+#define LOAD LOAD_F16
+#define ISNAN NAN_F
+#include "backends/cpu/eval/reduce_arg_pair.inc"
+#define MAX_NAME argmax_bf16
+#define MIN_NAME argmin_bf16
+#define T uint16_t
+#define A float
+#define LOAD LOAD_BF16
+#define ISNAN NAN_F
+#include "backends/cpu/eval/reduce_arg_pair.inc"
+#define MAX_NAME argmax_f32
+#define MIN_NAME argmin_f32
+#define T float
+#define A float
+#define LOAD LOAD_ID
+#define ISNAN NAN_F
+#include "backends/cpu/eval/reduce_arg_pair.inc"
+#define MAX_NAME argmax_f64
+#define MIN_NAME argmin_f64
+#define T double
+#define A double
+#define LOAD LOAD_ID
+#define ISNAN NAN_F
+#include "backends/cpu/eval/reduce_arg_pair.inc"
 
 static void reduce_arg(bool is_max, const kiln_tensor *x, int64_t axis, const kiln_tensor *init_v,
                        const kiln_tensor *init_k, kiln_tensor *v, kiln_tensor *k) {

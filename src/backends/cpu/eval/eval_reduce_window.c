@@ -438,31 +438,56 @@ kiln_status kiln__eval_REDUCE_WINDOW(kiln_ctx *cx, const kiln__attrs *attrs,
 /* select(a, b) for the builtin comparisons, on elements of one dtype. */
 typedef bool (*select_fn)(kiln__region_kind kind, const void *a, const void *b);
 
-#define DEF_SELECT(NAME, T, LOAD)                                              \
-    static bool NAME(kiln__region_kind kind, const void *av, const void *bv) { \
-        T ra, rb;                                                              \
-        memcpy(&ra, av, sizeof ra);                                            \
-        memcpy(&rb, bv, sizeof rb);                                            \
-        switch (kind) {                                                        \
-        case KILN_REGION_GREATER_EQUAL: return LOAD(ra) >= LOAD(rb);           \
-        case KILN_REGION_GREATER: return LOAD(ra) > LOAD(rb);                  \
-        case KILN_REGION_LESS_EQUAL: return LOAD(ra) <= LOAD(rb);              \
-        default: return LOAD(ra) < LOAD(rb);                                   \
-        }                                                                      \
-    }
 #define SEL_ID(v) (v)
-DEF_SELECT(select_u8, uint8_t, SEL_ID)
-DEF_SELECT(select_u16, uint16_t, SEL_ID)
-DEF_SELECT(select_u32, uint32_t, SEL_ID)
-DEF_SELECT(select_u64, uint64_t, SEL_ID)
-DEF_SELECT(select_i8, int8_t, SEL_ID)
-DEF_SELECT(select_i16, int16_t, SEL_ID)
-DEF_SELECT(select_i32, int32_t, SEL_ID)
-DEF_SELECT(select_i64, int64_t, SEL_ID)
-DEF_SELECT(select_f16, uint16_t, kiln__f16_to_f32_inline)
-DEF_SELECT(select_bf16, uint16_t, kiln__bf16_to_f32_inline)
-DEF_SELECT(select_f32, float, SEL_ID)
-DEF_SELECT(select_f64, double, SEL_ID)
+#define NAME select_u8
+#define T uint8_t
+#define LOAD SEL_ID
+#include "backends/cpu/eval/reduce_window_select.inc"
+#define NAME select_u16
+#define T uint16_t
+#define LOAD SEL_ID
+#include "backends/cpu/eval/reduce_window_select.inc"
+#define NAME select_u32
+#define T uint32_t
+#define LOAD SEL_ID
+#include "backends/cpu/eval/reduce_window_select.inc"
+#define NAME select_u64
+#define T uint64_t
+#define LOAD SEL_ID
+#include "backends/cpu/eval/reduce_window_select.inc"
+#define NAME select_i8
+#define T int8_t
+#define LOAD SEL_ID
+#include "backends/cpu/eval/reduce_window_select.inc"
+#define NAME select_i16
+#define T int16_t
+#define LOAD SEL_ID
+#include "backends/cpu/eval/reduce_window_select.inc"
+#define NAME select_i32
+#define T int32_t
+#define LOAD SEL_ID
+#include "backends/cpu/eval/reduce_window_select.inc"
+#define NAME select_i64
+#define T int64_t
+#define LOAD SEL_ID
+#include "backends/cpu/eval/reduce_window_select.inc"
+#define NAME select_f16
+#define T uint16_t
+#define LOAD kiln__f16_to_f32_inline
+#include "backends/cpu/eval/reduce_window_select.inc"
+#define NAME select_bf16
+#define T uint16_t
+#define LOAD kiln__bf16_to_f32_inline
+#include "backends/cpu/eval/reduce_window_select.inc"
+#define NAME select_f32
+#define T float
+#define LOAD SEL_ID
+#include "backends/cpu/eval/reduce_window_select.inc"
+#define NAME select_f64
+#define T double
+#define LOAD SEL_ID
+#include "backends/cpu/eval/reduce_window_select.inc"
+#undef SEL_ID
 
 static select_fn select_for(kiln_dtype dtype) {
     switch (dtype) {
@@ -504,128 +529,34 @@ typedef struct scatter_pool_job {
     int64_t H, W, OH, OW, kh, kw, C; /* C: channels last only */
 } scatter_pool_job;
 
-/* One kernel per dtype and comparison; KEEP(u, v) is select(u, v) as the general loop
- * reads it. 2 x 2 windows (max pooling's usual) are unrolled. */
-#define SCATTER_POOL(NAME, T, KEEP)                                                            \
-    /* The window at x[c0] (kh x kw, rows W apart): the offset of its selected element. */  \
-    static inline int64_t NAME##_window(const T *x, int64_t W, int64_t c0, int64_t kh,        \
-                                        int64_t kw) {                                          \
-        int64_t sel = c0;                                                                      \
-        if (kh == 2 && kw == 2) { /* without branches: the data decides */                     \
-            const int64_t cs[3] = {c0 + 1, c0 + W, c0 + W + 1};                                \
-            T best = x[c0];                                                                    \
-            for (int q = 0; q < 3; q++) {                                                      \
-                const T v = x[cs[q]];                                                          \
-                const bool k = KEEP(best, v);                                                  \
-                sel = k ? sel : cs[q];                                                         \
-                best = k ? best : v;                                                           \
-            }                                                                                  \
-            return sel;                                                                        \
-        }                                                                                      \
-        for (int64_t a = 0; a < kh; a++)                                                       \
-            for (int64_t b = a == 0; b < kw; b++)                                              \
-                if (!KEEP(x[sel], x[c0 + a * W + b])) sel = c0 + a * W + b;                    \
-        return sel;                                                                            \
-    }                                                                                          \
-    static void NAME(void *user, int64_t begin, int64_t end) {                                 \
-        const scatter_pool_job *j = user;                                                      \
-        const T init = *(const T *)j->init;                                                    \
-        const int64_t H = j->H, W = j->W, OH = j->OH, OW = j->OW, kh = j->kh, kw = j->kw;      \
-        for (int64_t plane = begin; plane < end; plane++) {                                    \
-            const T *x = (const T *)j->x + plane * H * W;                                      \
-            const T *src = (const T *)j->src + plane * OH * OW;                                \
-            T *o = (T *)j->out + plane * H * W;                                                \
-            for (int64_t i = 0; i < H * W; i++)                                                \
-                o[i] = init;                                                                   \
-            for (int64_t oh = 0; oh < OH; oh++)                                                \
-                for (int64_t ow = 0; ow < OW; ow++)                                            \
-                    o[NAME##_window(x, W, oh * kh * W + ow * kw, kh, kw)] =                    \
-                        init + src[oh * OW + ow];                                              \
-        }                                                                                      \
-    }
-/* Channels last: output row oh's input rows (and, for the last row of an image, the rows
- * below its windows) where no window writes, set to init. */
-#define NHWC_FILL(NAME, T)                                                                      \
-    static void NAME(const scatter_pool_job *j, T *o, int64_t oh, T init) {                    \
-        const int64_t W = j->W, C = j->C, OH = j->OH, kh = j->kh;                              \
-        const int64_t h_end = oh == OH - 1 ? j->H : (oh + 1) * kh;                             \
-        for (int64_t h = oh * kh; h < h_end; h++) {                                            \
-            const int64_t w0 = h < OH * kh ? j->OW * j->kw : 0;                                \
-            for (int64_t i = w0 * C; i < W * C; i++)                                           \
-                o[h * W * C + i] = init;                                                       \
-        }                                                                                      \
-    }
-NHWC_FILL(nhwc_fill_f32, float)
-NHWC_FILL(nhwc_fill_f64, double)
-#undef NHWC_FILL
-
-/* Channels last ([N, H, W, C], windows over H and W): per output row n * OH + oh, the
- * windows' C channels at a time, 64 per block, selected without branches (the loops over
- * channels vectorize). Each row writes its own kh input rows, the last one of an image also
- * the rows below its windows, so rows split across threads write disjoint memory. */
-#define SCATTER_POOL_NHWC(NAME, T, SEL, KEEP, FILL)                                            \
-    static void NAME(void *user, int64_t begin, int64_t end) {                                 \
-        const scatter_pool_job *j = user;                                                      \
-        const T init = *(const T *)j->init;                                                    \
-        const int64_t H = j->H, W = j->W, OH = j->OH, OW = j->OW, kh = j->kh, kw = j->kw;      \
-        const int64_t C = j->C, K = kh * kw;                                                   \
-        for (int64_t row = begin; row < end; row++) {                                          \
-            const int64_t n = row / OH, oh = row % OH;                                         \
-            const T *x = (const T *)j->x + n * H * W * C;                                      \
-            const T *src = (const T *)j->src + row * OW * C;                                   \
-            T *o = (T *)j->out + n * H * W * C;                                                \
-            FILL(j, o, oh, init);                                                              \
-            for (int64_t ow = 0; ow < OW; ow++)                                                \
-                for (int64_t c0 = 0; c0 < C; c0 += 64) {                                       \
-                    const int64_t cw = C - c0 < 64 ? C - c0 : 64;                              \
-                    const int64_t at = ((oh * kh) * W + ow * kw) * C + c0;                     \
-                    T best[64];                                                                \
-                    SEL sel[64];                                                               \
-                    for (int64_t c = 0; c < cw; c++)                                           \
-                        best[c] = x[at + c], sel[c] = 0;                                       \
-                    for (int32_t k = 1; k < K; k++) {                                          \
-                        const T *xk = x + at + ((k / kw) * W + k % kw) * C;                    \
-                        for (int64_t c = 0; c < cw; c++) {                                     \
-                            const bool keep = KEEP(best[c], xk[c]);                            \
-                            best[c] = keep ? best[c] : xk[c];                                  \
-                            sel[c] = keep ? sel[c] : (SEL)k;                                   \
-                        }                                                                      \
-                    }                                                                          \
-                    const T *s = src + ow * C + c0;                                            \
-                    for (int32_t k = 0; k < K; k++) {                                          \
-                        T *ok = o + at + ((k / kw) * W + k % kw) * C;                          \
-                        for (int64_t c = 0; c < cw; c++)                                       \
-                            ok[c] = sel[c] == (SEL)k ? init + s[c] : init;                     \
-                    }                                                                          \
-                }                                                                              \
-        }                                                                                      \
-    }
+/* One kernel per dtype and comparison (reduce_window_scatter.inc); KEEP(u, v) is select(u, v)
+ * as the general loop reads it. Channels last ([N, H, W, C], windows over H and W): per
+ * output row n * OH + oh, the windows' C channels at a time, 64 per block, selected without
+ * branches (the loops over channels vectorize). Each row writes its own kh input rows, the
+ * last one of an image also the rows below its windows, so rows split across threads write
+ * disjoint memory. */
 #define KEEP_GE(u, v) ((u) >= (v))
 #define KEEP_GT(u, v) ((u) > (v))
 #define KEEP_LE(u, v) ((u) <= (v))
 #define KEEP_LT(u, v) ((u) < (v))
-SCATTER_POOL(scatter_pool_ge_f32, float, KEEP_GE)
-SCATTER_POOL(scatter_pool_gt_f32, float, KEEP_GT)
-SCATTER_POOL(scatter_pool_le_f32, float, KEEP_LE)
-SCATTER_POOL(scatter_pool_lt_f32, float, KEEP_LT)
-SCATTER_POOL(scatter_pool_ge_f64, double, KEEP_GE)
-SCATTER_POOL(scatter_pool_gt_f64, double, KEEP_GT)
-SCATTER_POOL(scatter_pool_le_f64, double, KEEP_LE)
-SCATTER_POOL(scatter_pool_lt_f64, double, KEEP_LT)
-SCATTER_POOL_NHWC(scatter_nhwc_ge_f32, float, int32_t, KEEP_GE, nhwc_fill_f32)
-SCATTER_POOL_NHWC(scatter_nhwc_gt_f32, float, int32_t, KEEP_GT, nhwc_fill_f32)
-SCATTER_POOL_NHWC(scatter_nhwc_le_f32, float, int32_t, KEEP_LE, nhwc_fill_f32)
-SCATTER_POOL_NHWC(scatter_nhwc_lt_f32, float, int32_t, KEEP_LT, nhwc_fill_f32)
-SCATTER_POOL_NHWC(scatter_nhwc_ge_f64, double, int64_t, KEEP_GE, nhwc_fill_f64)
-SCATTER_POOL_NHWC(scatter_nhwc_gt_f64, double, int64_t, KEEP_GT, nhwc_fill_f64)
-SCATTER_POOL_NHWC(scatter_nhwc_le_f64, double, int64_t, KEEP_LE, nhwc_fill_f64)
-SCATTER_POOL_NHWC(scatter_nhwc_lt_f64, double, int64_t, KEEP_LT, nhwc_fill_f64)
-#undef SCATTER_POOL
-#undef SCATTER_POOL_NHWC
+#define T float
+#define SEL int32_t
+#define FILL nhwc_fill_f32
+#define POOL(cmp) scatter_pool_##cmp##_f32
+#define WINDOW(cmp) scatter_pool_##cmp##_f32_window
+#define NHWC(cmp) scatter_nhwc_##cmp##_f32
+#include "backends/cpu/eval/reduce_window_scatter.inc"
+#define T double
+#define SEL int64_t
+#define FILL nhwc_fill_f64
+#define POOL(cmp) scatter_pool_##cmp##_f64
+#define WINDOW(cmp) scatter_pool_##cmp##_f64_window
+#define NHWC(cmp) scatter_nhwc_##cmp##_f64
+#include "backends/cpu/eval/reduce_window_scatter.inc"
 
 /* 2 x 2 windows of f32 with AVX2, eight windows per step: the same comparisons in the same
- * order as SCATTER_POOL (PRED is the ordered comparison, false with a NaN, as C's), chosen
- * with blends instead of branches (which the data mispredicts: 11 ns a window). */
+ * order as the channels-first kernels (PRED is the ordered comparison, false with a NaN, as
+ * C's), chosen with blends instead of branches (which the data mispredicts: 11 ns a window). */
 AVX2_TARGET static inline __m256 deinterleave(__m256 lo, __m256 hi, int odd) {
     __m256 v = odd ? _mm256_shuffle_ps(lo, hi, 0xDD) : _mm256_shuffle_ps(lo, hi, 0x88);
     return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(v), 0xD8));
@@ -637,107 +568,34 @@ AVX2_TARGET static inline void interleave_store(float *dst, __m256 e, __m256 o) 
     _mm256_storeu_ps(dst + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
 }
 
-#define SCATTER_POOL2_AVX2(NAME, PRED, WINDOW)                                                   \
-    AVX2_TARGET static void NAME(void *user, int64_t begin, int64_t end) {                     \
-        const scatter_pool_job *j = user;                                                      \
-        const float init = *(const float *)j->init;                                            \
-        const int64_t H = j->H, W = j->W, OH = j->OH, OW = j->OW;                              \
-        const __m256 vinit = _mm256_set1_ps(init);                                             \
-        for (int64_t plane = begin; plane < end; plane++) {                                    \
-            const float *x = (const float *)j->x + plane * H * W;                              \
-            const float *src = (const float *)j->src + plane * OH * OW;                        \
-            float *o = (float *)j->out + plane * H * W;                                        \
-            for (int64_t i = 0; i < H * W; i++)                                                \
-                o[i] = init;                                                                   \
-            for (int64_t oh = 0; oh < OH; oh++) {                                              \
-                const float *r0 = x + 2 * oh * W, *r1 = r0 + W, *sr = src + oh * OW;           \
-                float *o0 = o + 2 * oh * W, *o1 = o0 + W;                                      \
-                int64_t q = 0;                                                                 \
-                for (; q + 8 <= OW; q += 8) {                                                  \
-                    __m256 l0 = _mm256_loadu_ps(r0 + 2 * q), h0 = _mm256_loadu_ps(r0 + 2 * q + 8); \
-                    __m256 l1 = _mm256_loadu_ps(r1 + 2 * q), h1 = _mm256_loadu_ps(r1 + 2 * q + 8); \
-                    const __m256 cand[3] = {deinterleave(l0, h0, 1), deinterleave(l1, h1, 0),  \
-                                            deinterleave(l1, h1, 1)};                          \
-                    __m256 best = deinterleave(l0, h0, 0), idx = _mm256_setzero_ps();          \
-                    for (int k = 0; k < 3; k++) {                                              \
-                        __m256 keep = _mm256_cmp_ps(best, cand[k], PRED);                      \
-                        best = _mm256_blendv_ps(cand[k], best, keep);                          \
-                        idx = _mm256_blendv_ps(_mm256_set1_ps((float)(k + 1)), idx, keep);     \
-                    }                                                                          \
-                    __m256 v = _mm256_add_ps(vinit, _mm256_loadu_ps(sr + q));                  \
-                    __m256 p[4];                                                               \
-                    for (int k = 0; k < 4; k++)                                                \
-                        p[k] = _mm256_blendv_ps(                                               \
-                            vinit, v, _mm256_cmp_ps(idx, _mm256_set1_ps((float)k), _CMP_EQ_OQ)); \
-                    interleave_store(o0 + 2 * q, p[0], p[1]);                                  \
-                    interleave_store(o1 + 2 * q, p[2], p[3]);                                  \
-                }                                                                              \
-                for (; q < OW; q++)                                                            \
-                    o[WINDOW(x, W, 2 * oh * W + 2 * q, 2, 2)] = init + sr[q];                  \
-            }                                                                                  \
-        }                                                                                      \
-    }
-SCATTER_POOL2_AVX2(scatter_pool2_ge_f32, _CMP_GE_OQ, scatter_pool_ge_f32_window)
-SCATTER_POOL2_AVX2(scatter_pool2_gt_f32, _CMP_GT_OQ, scatter_pool_gt_f32_window)
-SCATTER_POOL2_AVX2(scatter_pool2_le_f32, _CMP_LE_OQ, scatter_pool_le_f32_window)
-SCATTER_POOL2_AVX2(scatter_pool2_lt_f32, _CMP_LT_OQ, scatter_pool_lt_f32_window)
-#undef SCATTER_POOL2_AVX2
 
 /* Channels last, f32, with AVX2: eight channels of a window at a time, the same comparisons
- * in the same order as SCATTER_POOL_NHWC (PRED is the ordered comparison; KEEP its C form
- * for the channels past a multiple of eight), chosen with blends. */
-#define SCATTER_NHWC_AVX2(NAME, PRED, KEEP)                                                     \
-    AVX2_TARGET static void NAME(void *user, int64_t begin, int64_t end) {                     \
-        const scatter_pool_job *j = user;                                                      \
-        const float init = *(const float *)j->init;                                            \
-        const int64_t H = j->H, W = j->W, OH = j->OH, OW = j->OW, kh = j->kh, kw = j->kw;      \
-        const int64_t C = j->C;                                                                \
-        const int32_t K = (int32_t)(kh * kw);                                                  \
-        const __m256 vinit = _mm256_set1_ps(init);                                             \
-        for (int64_t row = begin; row < end; row++) {                                          \
-            const int64_t n = row / OH, oh = row % OH;                                         \
-            const float *x = (const float *)j->x + n * H * W * C;                              \
-            const float *src = (const float *)j->src + row * OW * C;                           \
-            float *o = (float *)j->out + n * H * W * C;                                        \
-            nhwc_fill_f32(j, o, oh, init);                                                     \
-            for (int64_t ow = 0; ow < OW; ow++) {                                              \
-                const int64_t at = ((oh * kh) * W + ow * kw) * C;                              \
-                const float *s = src + ow * C;                                                 \
-                int64_t c = 0;                                                                 \
-                for (; c + 8 <= C; c += 8) {                                                   \
-                    __m256 best = _mm256_loadu_ps(x + at + c), idx = _mm256_setzero_ps();      \
-                    for (int32_t k = 1; k < K; k++) {                                          \
-                        __m256 v = _mm256_loadu_ps(x + at + ((k / kw) * W + k % kw) * C + c);  \
-                        __m256 keep = _mm256_cmp_ps(best, v, PRED);                            \
-                        best = _mm256_blendv_ps(v, best, keep);                                \
-                        idx = _mm256_blendv_ps(_mm256_set1_ps((float)k), idx, keep);           \
-                    }                                                                          \
-                    __m256 val = _mm256_add_ps(vinit, _mm256_loadu_ps(s + c));                 \
-                    for (int32_t k = 0; k < K; k++)                                            \
-                        _mm256_storeu_ps(o + at + ((k / kw) * W + k % kw) * C + c,             \
-                                         _mm256_blendv_ps(vinit, val,                          \
-                                                          _mm256_cmp_ps(idx,                   \
-                                                                        _mm256_set1_ps((float)k), \
-                                                                        _CMP_EQ_OQ)));         \
-                }                                                                              \
-                for (; c < C; c++) {                                                           \
-                    float best = x[at + c];                                                    \
-                    int32_t sel = 0;                                                           \
-                    for (int32_t k = 1; k < K; k++) {                                          \
-                        const float v = x[at + ((k / kw) * W + k % kw) * C + c];               \
-                        if (!KEEP(best, v)) best = v, sel = k;                                 \
-                    }                                                                          \
-                    for (int32_t k = 0; k < K; k++)                                            \
-                        o[at + ((k / kw) * W + k % kw) * C + c] = sel == k ? init + s[c] : init; \
-                }                                                                              \
-            }                                                                                  \
-        }                                                                                      \
-    }
-SCATTER_NHWC_AVX2(scatter_nhwc_ge_f32_avx2, _CMP_GE_OQ, KEEP_GE)
-SCATTER_NHWC_AVX2(scatter_nhwc_gt_f32_avx2, _CMP_GT_OQ, KEEP_GT)
-SCATTER_NHWC_AVX2(scatter_nhwc_le_f32_avx2, _CMP_LE_OQ, KEEP_LE)
-SCATTER_NHWC_AVX2(scatter_nhwc_lt_f32_avx2, _CMP_LT_OQ, KEEP_LT)
-#undef SCATTER_NHWC_AVX2
+ * in the same order as the channels-last kernels above, chosen with blends
+ * (reduce_window_scatter_avx2.inc, also the 2 x 2 kernels just described). */
+#define PRED _CMP_GE_OQ
+#define KEEP KEEP_GE
+#define WINDOW scatter_pool_ge_f32_window
+#define POOL2_NAME scatter_pool2_ge_f32
+#define NHWC_NAME scatter_nhwc_ge_f32_avx2
+#include "backends/cpu/eval/reduce_window_scatter_avx2.inc"
+#define PRED _CMP_GT_OQ
+#define KEEP KEEP_GT
+#define WINDOW scatter_pool_gt_f32_window
+#define POOL2_NAME scatter_pool2_gt_f32
+#define NHWC_NAME scatter_nhwc_gt_f32_avx2
+#include "backends/cpu/eval/reduce_window_scatter_avx2.inc"
+#define PRED _CMP_LE_OQ
+#define KEEP KEEP_LE
+#define WINDOW scatter_pool_le_f32_window
+#define POOL2_NAME scatter_pool2_le_f32
+#define NHWC_NAME scatter_nhwc_le_f32_avx2
+#include "backends/cpu/eval/reduce_window_scatter_avx2.inc"
+#define PRED _CMP_LT_OQ
+#define KEEP KEEP_LT
+#define WINDOW scatter_pool_lt_f32_window
+#define POOL2_NAME scatter_pool2_lt_f32
+#define NHWC_NAME scatter_nhwc_lt_f32_avx2
+#include "backends/cpu/eval/reduce_window_scatter_avx2.inc"
 #undef KEEP_GE
 #undef KEEP_GT
 #undef KEEP_LE

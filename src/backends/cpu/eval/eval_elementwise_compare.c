@@ -28,34 +28,82 @@ static inline int64_t total_key64(double v) {
 }
 
 #define KEY_ID(v) (v)
-#define KEY_F16(v) kiln_f16_to_f32(v)
-#define KEY_BF16(v) kiln_bf16_to_f32(v)
-#define KEY_TOTAL16(v) total_key16(v)
-#define KEY_TOTAL32(v) total_key32(v)
-#define KEY_TOTAL64(v) total_key64(v)
 
-/* One loop per direction over elements of type T compared as KEY(x) <op> KEY(y). */
-#define CMP_LOOP(T, KEY, OP)                        \
-    do {                                            \
-        const T *pa_ = a_;                          \
-        const T *pb_ = b_;                          \
-        uint8_t *pr_ = r_;                          \
-        for (int64_t i_ = 0; i_ < n; i_++)          \
-            pr_[i_] = KEY(pa_[i_]) OP KEY(pb_[i_]); \
-    } while (0)
-#define CMP(T, KEY)                                                                              \
-    do {                                                                                         \
-        switch (dir) {                                                                           \
-        case KILN_CMP_EQ: CMP_LOOP(T, KEY, ==); break;                                           \
-        case KILN_CMP_NE: CMP_LOOP(T, KEY, !=); break;                                           \
-        case KILN_CMP_GE: CMP_LOOP(T, KEY, >=); break;                                           \
-        case KILN_CMP_GT: CMP_LOOP(T, KEY, >); break;                                            \
-        case KILN_CMP_LE: CMP_LOOP(T, KEY, <=); break;                                           \
-        case KILN_CMP_LT: CMP_LOOP(T, KEY, <); break;                                            \
-        default:                                                                                 \
-            return kiln_ctx_set_error(cx, KILN_INTERNAL, "cpu: compare direction %d", (int)dir); \
-        }                                                                                        \
-    } while (0)
+/* compare_<key>: one per element type and the key it compares by. */
+#define T uint8_t
+#define KEY KEY_ID
+#define FN(name) name##_u8
+#include "backends/cpu/eval/elementwise_compare.inc"
+
+#define T uint16_t
+#define KEY KEY_ID
+#define FN(name) name##_u16
+#include "backends/cpu/eval/elementwise_compare.inc"
+
+#define T uint32_t
+#define KEY KEY_ID
+#define FN(name) name##_u32
+#include "backends/cpu/eval/elementwise_compare.inc"
+
+#define T uint64_t
+#define KEY KEY_ID
+#define FN(name) name##_u64
+#include "backends/cpu/eval/elementwise_compare.inc"
+
+#define T int8_t
+#define KEY KEY_ID
+#define FN(name) name##_i8
+#include "backends/cpu/eval/elementwise_compare.inc"
+
+#define T int16_t
+#define KEY KEY_ID
+#define FN(name) name##_i16
+#include "backends/cpu/eval/elementwise_compare.inc"
+
+#define T int32_t
+#define KEY KEY_ID
+#define FN(name) name##_i32
+#include "backends/cpu/eval/elementwise_compare.inc"
+
+#define T int64_t
+#define KEY KEY_ID
+#define FN(name) name##_i64
+#include "backends/cpu/eval/elementwise_compare.inc"
+
+#define T uint16_t
+#define KEY total_key16
+#define FN(name) name##_total16
+#include "backends/cpu/eval/elementwise_compare.inc"
+
+#define T uint16_t
+#define KEY kiln_f16_to_f32
+#define FN(name) name##_f16
+#include "backends/cpu/eval/elementwise_compare.inc"
+
+#define T uint16_t
+#define KEY kiln_bf16_to_f32
+#define FN(name) name##_bf16
+#include "backends/cpu/eval/elementwise_compare.inc"
+
+#define T float
+#define KEY total_key32
+#define FN(name) name##_total32
+#include "backends/cpu/eval/elementwise_compare.inc"
+
+#define T float
+#define KEY KEY_ID
+#define FN(name) name##_f32
+#include "backends/cpu/eval/elementwise_compare.inc"
+
+#define T double
+#define KEY total_key64
+#define FN(name) name##_total64
+#include "backends/cpu/eval/elementwise_compare.inc"
+
+#define T double
+#define KEY KEY_ID
+#define FN(name) name##_f64
+#include "backends/cpu/eval/elementwise_compare.inc"
 
 KERNEL(COMPARE) {
     (void)n_operands, (void)n_results;
@@ -68,55 +116,39 @@ KERNEL(COMPARE) {
     /* Integer and i1 comparisons follow the dtype (inference checked the type suits it);
      * floats compare as IEEE (FLOAT, the default) or by total order. */
     bool total = attrs->u.compare.type == KILN_CMP_TOTALORDER;
+    bool ok;
     switch (dt) {
     case KILN_BOOL:
-    case KILN_U8: CMP(uint8_t, KEY_ID); break;
-    case KILN_U16: CMP(uint16_t, KEY_ID); break;
-    case KILN_U32: CMP(uint32_t, KEY_ID); break;
-    case KILN_U64: CMP(uint64_t, KEY_ID); break;
-    case KILN_I8: CMP(int8_t, KEY_ID); break;
-    case KILN_I16: CMP(int16_t, KEY_ID); break;
-    case KILN_I32: CMP(int32_t, KEY_ID); break;
-    case KILN_I64: CMP(int64_t, KEY_ID); break;
+    case KILN_U8: ok = compare_u8(dir, a_, b_, r_, n); break;
+    case KILN_U16: ok = compare_u16(dir, a_, b_, r_, n); break;
+    case KILN_U32: ok = compare_u32(dir, a_, b_, r_, n); break;
+    case KILN_U64: ok = compare_u64(dir, a_, b_, r_, n); break;
+    case KILN_I8: ok = compare_i8(dir, a_, b_, r_, n); break;
+    case KILN_I16: ok = compare_i16(dir, a_, b_, r_, n); break;
+    case KILN_I32: ok = compare_i32(dir, a_, b_, r_, n); break;
+    case KILN_I64: ok = compare_i64(dir, a_, b_, r_, n); break;
     case KILN_F16:
-        if (total)
-            CMP(uint16_t, KEY_TOTAL16);
-        else
-            CMP(uint16_t, KEY_F16);
+        ok = total ? compare_total16(dir, a_, b_, r_, n) : compare_f16(dir, a_, b_, r_, n);
         break;
     case KILN_BF16:
-        if (total)
-            CMP(uint16_t, KEY_TOTAL16);
-        else
-            CMP(uint16_t, KEY_BF16);
+        ok = total ? compare_total16(dir, a_, b_, r_, n) : compare_bf16(dir, a_, b_, r_, n);
         break;
     case KILN_F32:
-        if (total)
-            CMP(float, KEY_TOTAL32);
-        else
-            CMP(float, KEY_ID);
+        ok = total ? compare_total32(dir, a_, b_, r_, n) : compare_f32(dir, a_, b_, r_, n);
         break;
     case KILN_F64:
-        if (total)
-            CMP(double, KEY_TOTAL64);
-        else
-            CMP(double, KEY_ID);
+        ok = total ? compare_total64(dir, a_, b_, r_, n) : compare_f64(dir, a_, b_, r_, n);
         break;
     default: return kiln__ew_bad_dtype(cx, "compare", dt);
     }
+    if (!ok) return kiln_ctx_set_error(cx, KILN_INTERNAL, "cpu: compare direction %d", (int)dir);
     return KILN_OK;
 }
 
 /* ---- select ------------------------------------------------------------------------------- */
 
-#define SELECT_LOOP(T)                            \
-    do {                                          \
-        const T *pt_ = t_;                        \
-        const T *pf_ = f_;                        \
-        T *pr_ = r_;                              \
-        for (int64_t i_ = 0; i_ < n; i_++)        \
-            pr_[i_] = p_[i_] ? pt_[i_] : pf_[i_]; \
-    } while (0)
+#define ELEMENT_SIZE_BODY "backends/cpu/eval/elementwise_select.inc"
+#include "backends/cpu/eval/per_element_size.h"
 
 KERNEL(SELECT) {
     (void)attrs, (void)n_operands, (void)n_results;
@@ -131,10 +163,10 @@ KERNEL(SELECT) {
         return KILN_OK;
     }
     switch (kiln_dtype_size(kiln_tensor_dtype(r))) {
-    case 1: SELECT_LOOP(uint8_t); break;
-    case 2: SELECT_LOOP(uint16_t); break;
-    case 4: SELECT_LOOP(uint32_t); break;
-    case 8: SELECT_LOOP(uint64_t); break;
+    case 1: select_1(p_, t_, f_, r_, n); break;
+    case 2: select_2(p_, t_, f_, r_, n); break;
+    case 4: select_4(p_, t_, f_, r_, n); break;
+    case 8: select_8(p_, t_, f_, r_, n); break;
     default: return kiln__ew_bad_dtype(cx, "select", kiln_tensor_dtype(r));
     }
     return KILN_OK;
@@ -142,49 +174,146 @@ KERNEL(SELECT) {
 
 /* ---- clamp -------------------------------------------------------------------------------- */
 
-/* min(max(x, lo), hi) over elements of type T loaded with LOAD and stored with STORE, with
- * lo and hi either scalars (hoisted) or arrays; the two common cases, both scalars and both
- * arrays, have loops of their own, with unit strides, so that they vectorize. */
-#define CLAMP_LOOP(T, C, LOAD, STORE, MAX, MIN)                                                   \
-    do {                                                                                          \
-        const T *plo_ = lo_;                                                                      \
-        const T *px_ = x_;                                                                        \
-        const T *phi_ = hi_;                                                                      \
-        T *pr_ = r_;                                                                              \
-        if (!lo_step && !hi_step) {                                                               \
-            C lo = LOAD(plo_[0]), hi = LOAD(phi_[0]);                                             \
-            for (int64_t i_ = 0; i_ < n; i_++)                                                    \
-                pr_[i_] = STORE(MIN(MAX(LOAD(px_[i_]), lo), hi));                                 \
-        } else if (lo_step && hi_step) {                                                          \
-            for (int64_t i_ = 0; i_ < n; i_++)                                                    \
-                pr_[i_] = STORE(MIN(MAX(LOAD(px_[i_]), LOAD(plo_[i_])), LOAD(phi_[i_])));         \
-        } else {                                                                                  \
-            for (int64_t i_ = 0; i_ < n; i_++)                                                    \
-                pr_[i_] = STORE(                                                                  \
-                    MIN(MAX(LOAD(px_[i_]), LOAD(plo_[i_ * lo_step])), LOAD(phi_[i_ * hi_step]))); \
-        }                                                                                         \
-    } while (0)
+/* Integer maximum/minimum on values, and i1's (OR, AND), as functions so that each argument is
+ * evaluated once. */
+static inline uint8_t or_u8(uint8_t a, uint8_t b) { return (uint8_t)(a | b); }
+static inline uint8_t and_u8(uint8_t a, uint8_t b) { return (uint8_t)(a & b); }
+static inline int8_t max_i8(int8_t a, int8_t b) { return a > b ? a : b; }
+static inline int8_t min_i8(int8_t a, int8_t b) { return a < b ? a : b; }
+static inline int16_t max_i16(int16_t a, int16_t b) { return a > b ? a : b; }
+static inline int16_t min_i16(int16_t a, int16_t b) { return a < b ? a : b; }
+static inline int32_t max_i32(int32_t a, int32_t b) { return a > b ? a : b; }
+static inline int32_t min_i32(int32_t a, int32_t b) { return a < b ? a : b; }
+static inline int64_t max_i64(int64_t a, int64_t b) { return a > b ? a : b; }
+static inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline uint8_t max_u8(uint8_t a, uint8_t b) { return a > b ? a : b; }
+static inline uint8_t min_u8(uint8_t a, uint8_t b) { return a < b ? a : b; }
+static inline uint16_t max_u16(uint16_t a, uint16_t b) { return a > b ? a : b; }
+static inline uint16_t min_u16(uint16_t a, uint16_t b) { return a < b ? a : b; }
+static inline uint32_t max_u32(uint32_t a, uint32_t b) { return a > b ? a : b; }
+static inline uint32_t min_u32(uint32_t a, uint32_t b) { return a < b ? a : b; }
+static inline uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
+static inline uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
 #define ID(v) (v)
-#define OR(a, b) ((uint8_t)((a) | (b)))
-#define AND(a, b) ((uint8_t)((a) & (b)))
-#define IMAX(a, b) ((a) > (b) ? (a) : (b))
-#define IMIN(a, b) ((a) < (b) ? (a) : (b))
-#define TO_F16(v) kiln_f32_to_f16(v)
-#define TO_BF16(v) kiln_f32_to_bf16(v)
 
-/* Integer maximum/minimum on values, as functions so each argument is evaluated once. */
-#define INT_MINMAX(T, name)                                     \
-    static inline T max_##name(T a, T b) { return IMAX(a, b); } \
-    static inline T min_##name(T a, T b) { return IMIN(a, b); }
-INT_MINMAX(int8_t, i8)
-INT_MINMAX(int16_t, i16)
-INT_MINMAX(int32_t, i32)
-INT_MINMAX(int64_t, i64)
-INT_MINMAX(uint8_t, u8)
-INT_MINMAX(uint16_t, u16)
-INT_MINMAX(uint32_t, u32)
-INT_MINMAX(uint64_t, u64)
+/* clamp_<dtype>: one per dtype. */
+#define T uint8_t
+#define C uint8_t
+#define LOAD ID
+#define STORE ID
+#define MAX or_u8
+#define MIN and_u8
+#define FN(name) name##_bool
+#include "backends/cpu/eval/elementwise_clamp.inc"
+
+#define T int8_t
+#define C int8_t
+#define LOAD ID
+#define STORE ID
+#define MAX max_i8
+#define MIN min_i8
+#define FN(name) name##_i8
+#include "backends/cpu/eval/elementwise_clamp.inc"
+
+#define T int16_t
+#define C int16_t
+#define LOAD ID
+#define STORE ID
+#define MAX max_i16
+#define MIN min_i16
+#define FN(name) name##_i16
+#include "backends/cpu/eval/elementwise_clamp.inc"
+
+#define T int32_t
+#define C int32_t
+#define LOAD ID
+#define STORE ID
+#define MAX max_i32
+#define MIN min_i32
+#define FN(name) name##_i32
+#include "backends/cpu/eval/elementwise_clamp.inc"
+
+#define T int64_t
+#define C int64_t
+#define LOAD ID
+#define STORE ID
+#define MAX max_i64
+#define MIN min_i64
+#define FN(name) name##_i64
+#include "backends/cpu/eval/elementwise_clamp.inc"
+
+#define T uint8_t
+#define C uint8_t
+#define LOAD ID
+#define STORE ID
+#define MAX max_u8
+#define MIN min_u8
+#define FN(name) name##_u8
+#include "backends/cpu/eval/elementwise_clamp.inc"
+
+#define T uint16_t
+#define C uint16_t
+#define LOAD ID
+#define STORE ID
+#define MAX max_u16
+#define MIN min_u16
+#define FN(name) name##_u16
+#include "backends/cpu/eval/elementwise_clamp.inc"
+
+#define T uint32_t
+#define C uint32_t
+#define LOAD ID
+#define STORE ID
+#define MAX max_u32
+#define MIN min_u32
+#define FN(name) name##_u32
+#include "backends/cpu/eval/elementwise_clamp.inc"
+
+#define T uint64_t
+#define C uint64_t
+#define LOAD ID
+#define STORE ID
+#define MAX max_u64
+#define MIN min_u64
+#define FN(name) name##_u64
+#include "backends/cpu/eval/elementwise_clamp.inc"
+
+#define T uint16_t
+#define C float
+#define LOAD kiln_f16_to_f32
+#define STORE kiln_f32_to_f16
+#define MAX kiln__nanmaxf
+#define MIN kiln__nanminf
+#define FN(name) name##_f16
+#include "backends/cpu/eval/elementwise_clamp.inc"
+
+#define T uint16_t
+#define C float
+#define LOAD kiln_bf16_to_f32
+#define STORE kiln_f32_to_bf16
+#define MAX kiln__nanmaxf
+#define MIN kiln__nanminf
+#define FN(name) name##_bf16
+#include "backends/cpu/eval/elementwise_clamp.inc"
+
+#define T float
+#define C float
+#define LOAD ID
+#define STORE ID
+#define MAX kiln__nanmaxf
+#define MIN kiln__nanminf
+#define FN(name) name##_f32
+#include "backends/cpu/eval/elementwise_clamp.inc"
+
+#define T double
+#define C double
+#define LOAD ID
+#define STORE ID
+#define MAX kiln__nanmax
+#define MIN kiln__nanmin
+#define FN(name) name##_f64
+#include "backends/cpu/eval/elementwise_clamp.inc"
 
 KERNEL(CLAMP) {
     (void)attrs, (void)n_operands, (void)n_results;
@@ -198,23 +327,19 @@ KERNEL(CLAMP) {
     int64_t lo_step = kiln_tensor_rank(operands[0]) == 0 ? 0 : 1;
     int64_t hi_step = kiln_tensor_rank(operands[2]) == 0 ? 0 : 1;
     switch (dt) {
-    case KILN_BOOL: CLAMP_LOOP(uint8_t, uint8_t, ID, ID, OR, AND); break;
-    case KILN_I8: CLAMP_LOOP(int8_t, int8_t, ID, ID, max_i8, min_i8); break;
-    case KILN_I16: CLAMP_LOOP(int16_t, int16_t, ID, ID, max_i16, min_i16); break;
-    case KILN_I32: CLAMP_LOOP(int32_t, int32_t, ID, ID, max_i32, min_i32); break;
-    case KILN_I64: CLAMP_LOOP(int64_t, int64_t, ID, ID, max_i64, min_i64); break;
-    case KILN_U8: CLAMP_LOOP(uint8_t, uint8_t, ID, ID, max_u8, min_u8); break;
-    case KILN_U16: CLAMP_LOOP(uint16_t, uint16_t, ID, ID, max_u16, min_u16); break;
-    case KILN_U32: CLAMP_LOOP(uint32_t, uint32_t, ID, ID, max_u32, min_u32); break;
-    case KILN_U64: CLAMP_LOOP(uint64_t, uint64_t, ID, ID, max_u64, min_u64); break;
-    case KILN_F16:
-        CLAMP_LOOP(uint16_t, float, kiln_f16_to_f32, TO_F16, kiln__nanmaxf, kiln__nanminf);
-        break;
-    case KILN_BF16:
-        CLAMP_LOOP(uint16_t, float, kiln_bf16_to_f32, TO_BF16, kiln__nanmaxf, kiln__nanminf);
-        break;
-    case KILN_F32: CLAMP_LOOP(float, float, ID, ID, kiln__nanmaxf, kiln__nanminf); break;
-    case KILN_F64: CLAMP_LOOP(double, double, ID, ID, kiln__nanmax, kiln__nanmin); break;
+    case KILN_BOOL: clamp_bool(lo_, x_, hi_, r_, n, lo_step, hi_step); break;
+    case KILN_I8: clamp_i8(lo_, x_, hi_, r_, n, lo_step, hi_step); break;
+    case KILN_I16: clamp_i16(lo_, x_, hi_, r_, n, lo_step, hi_step); break;
+    case KILN_I32: clamp_i32(lo_, x_, hi_, r_, n, lo_step, hi_step); break;
+    case KILN_I64: clamp_i64(lo_, x_, hi_, r_, n, lo_step, hi_step); break;
+    case KILN_U8: clamp_u8(lo_, x_, hi_, r_, n, lo_step, hi_step); break;
+    case KILN_U16: clamp_u16(lo_, x_, hi_, r_, n, lo_step, hi_step); break;
+    case KILN_U32: clamp_u32(lo_, x_, hi_, r_, n, lo_step, hi_step); break;
+    case KILN_U64: clamp_u64(lo_, x_, hi_, r_, n, lo_step, hi_step); break;
+    case KILN_F16: clamp_f16(lo_, x_, hi_, r_, n, lo_step, hi_step); break;
+    case KILN_BF16: clamp_bf16(lo_, x_, hi_, r_, n, lo_step, hi_step); break;
+    case KILN_F32: clamp_f32(lo_, x_, hi_, r_, n, lo_step, hi_step); break;
+    case KILN_F64: clamp_f64(lo_, x_, hi_, r_, n, lo_step, hi_step); break;
     default: return kiln__ew_bad_dtype(cx, "clamp", dt);
     }
     return KILN_OK;

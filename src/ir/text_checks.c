@@ -120,11 +120,10 @@ bool kiln__text_check_op(parser *p, size_t pos, const char *name, size_t len, bo
         if (!(b = kiln__text_use_value(p))) return false;
         while (kiln__text_accept(p, ',')) {
             const char *k;
-            kiln__text_skip(p);
-            size_t at = p->pos;
-            size_t kl = kiln__text_ident(p, &k);
-            if (!kl || !kiln__text_expect(p, '=', "after a check attribute"))
-                return kiln__text_error(p, at, "expected a check attribute");
+            size_t at;
+            size_t kl = kiln__text_attr_key(p, &k, &at, "after a check attribute",
+                                            "expected a check attribute");
+            if (!kl) return false;
             attr v = {0};
             if (!kiln__text_attr_value(p, &v)) return false;
             if (span_is(k, kl, "tolerance") && (v.kind == A_FLOAT || v.kind == A_INT)) {

@@ -307,19 +307,27 @@ kiln_status kiln_jvp(kiln_ctx *cx, const kiln_region *f, int32_t n_in, kiln_tens
 
 /* ---- grad ------------------------------------------------------------------------------ */
 
+/* The caller's options, or the defaults where it gave none, into *o. */
+static kiln_status grad_options(kiln_ctx *cx, const char *fn, const kiln_grad_options *options,
+                                kiln_grad_options *o) {
+    *o = kiln_grad_options_default();
+    if (!options) return KILN_OK;
+    if (options->struct_size < sizeof(kiln_grad_options))
+        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                  "%s: options->struct_size is %zu; expected %zu (use "
+                                  "kiln_grad_options_default)",
+                                  fn, options->struct_size, sizeof(kiln_grad_options));
+    *o = *options;
+    return KILN_OK;
+}
+
 static kiln_status grad_common(kiln_ctx *cx, const char *fn, const kiln_region *f, int32_t n_in,
                                kiln_tensor *const *args, int32_t n_out,
                                const kiln_grad_options *options, kiln_tensor **out_results,
                                kiln_tensor **out_grads) {
-    kiln_grad_options o = kiln_grad_options_default();
-    if (options) {
-        if (options->struct_size < sizeof(kiln_grad_options))
-            return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
-                                      "%s: options->struct_size is %zu; expected %zu (use "
-                                      "kiln_grad_options_default)",
-                                      fn, options->struct_size, sizeof(kiln_grad_options));
-        o = *options;
-    }
+    kiln_grad_options o;
+    kiln_status os = grad_options(cx, fn, options, &o);
+    if (os != KILN_OK) return os;
     if (!f || !f->fn) return kiln__null_argument(cx, fn, "f");
     kiln_status s;
     if ((s = kiln__traced_fn_check_counts(cx, fn, n_in, n_out)) != KILN_OK) return s;
@@ -458,15 +466,9 @@ kiln_status kiln_value_and_grad_tree(kiln_ctx *cx, kiln_jit_fn fn, void *user,
     if (s != KILN_OK) return s;
     if (!out) return kiln__null_argument(cx, name, "out");
     if (!out_grads) return kiln__null_argument(cx, name, "out_grads");
-    kiln_grad_options o = kiln_grad_options_default();
-    if (options) {
-        if (options->struct_size < sizeof(kiln_grad_options))
-            return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
-                                      "%s: options->struct_size is %zu; expected %zu (use "
-                                      "kiln_grad_options_default)",
-                                      name, options->struct_size, sizeof(kiln_grad_options));
-        o = *options;
-    }
+    kiln_grad_options o;
+    kiln_status os = grad_options(cx, name, options, &o);
+    if (os != KILN_OK) return os;
     kiln__tree_call t;
     kiln__tree_call_init(&t, fn, user, in_def, out_def);
     if (t.n_out < 1)

@@ -110,13 +110,17 @@ static kiln_status weights(kiln__emitter *e, const kiln__ad_op *op, reducer kind
     return kiln_ctx_status(e->cx);
 }
 
+/* What vjp and jvp of a reduce say when its region is not one they know. */
+static kiln_status not_builtin(kiln__emitter *e, const kiln__ad_op *op, const char *mode) {
+    return kiln__ad_unimplemented(e, op, mode,
+                                  "reduce (only one input with a builtin add, maximum, minimum "
+                                  "or multiply region)");
+}
+
 kiln_status kiln__vjp_REDUCE(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts,
                              kiln__value **out_cts) {
     reducer kind = reducer_of(op->op);
-    if (kind == R_OTHER)
-        return kiln__ad_unimplemented(e, op, "vjp",
-                                      "reduce (only one input with a builtin add, maximum, "
-                                      "minimum or multiply region)");
+    if (kind == R_OTHER) return not_builtin(e, op, "vjp");
     if (!cts[0]) return KILN_OK;
     const kiln__type *xt = op->op->operands[0]->type;
     const kiln_dims *dims = &op->op->attrs->u.reduce_dims;
@@ -130,10 +134,7 @@ kiln_status kiln__vjp_REDUCE(kiln__emitter *e, const kiln__ad_op *op, kiln__valu
 kiln_status kiln__jvp_REDUCE(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *tangents,
                              kiln__value **out_tangents) {
     reducer kind = reducer_of(op->op);
-    if (kind == R_OTHER)
-        return kiln__ad_unimplemented(e, op, "jvp",
-                                      "reduce (only one input with a builtin add, maximum, "
-                                      "minimum or multiply region)");
+    if (kind == R_OTHER) return not_builtin(e, op, "jvp");
     const kiln_dims *dims = &op->op->attrs->u.reduce_dims;
     const kiln__type *yt = op->op->results[0]->type;
     kiln__value *w, *wi, *t = NULL;

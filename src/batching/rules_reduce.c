@@ -30,14 +30,21 @@ static kiln_status results_of(kiln__batch *b, const kiln__ir_op *n, kiln__value 
     return kiln_ctx_status(b->e.cx);
 }
 
-kiln_status kiln__batch_REDUCE(kiln__batch *b, const kiln__batch_op *op, kiln__value **out,
-                               bool *out_batched) {
+/* Emits op again with attrs `a` (already moved past the batch dimension) on its inputs, batched,
+ * and its inits; by a loop where an init is batched. */
+static kiln_status reduce_like(kiln__batch *b, const kiln__batch_op *op, const kiln__attrs *a,
+                               kiln__value **out, bool *out_batched) {
     kiln__value *ops[2 * MAX_INPUTS];
     if (!inputs_and_inits(b, op, op->n_in / 2, ops))
         return kiln__batch_by_loop(b, op, out, out_batched);
+    return results_of(b, kiln__batch_emit_like(b, op->op, a, ops, op->n_in), out, out_batched);
+}
+
+kiln_status kiln__batch_REDUCE(kiln__batch *b, const kiln__batch_op *op, kiln__value **out,
+                               bool *out_batched) {
     kiln__attrs a = kiln__batch_attrs(op->op);
     a.u.reduce_dims = kiln__batch_dims(&a.u.reduce_dims, -1, 1);
-    return results_of(b, kiln__batch_emit_like(b, op->op, &a, ops, op->n_in), out, out_batched);
+    return reduce_like(b, op, &a, out, out_batched);
 }
 
 /* A window of 1 along the batch: no stride, dilation or padding there. */
@@ -52,12 +59,9 @@ static kiln_window_params batch_window(const kiln_window_params *w) {
 
 kiln_status kiln__batch_REDUCE_WINDOW(kiln__batch *b, const kiln__batch_op *op, kiln__value **out,
                                       bool *out_batched) {
-    kiln__value *ops[2 * MAX_INPUTS];
-    if (!inputs_and_inits(b, op, op->n_in / 2, ops))
-        return kiln__batch_by_loop(b, op, out, out_batched);
     kiln__attrs a = kiln__batch_attrs(op->op);
     a.u.window = batch_window(&a.u.window);
-    return results_of(b, kiln__batch_emit_like(b, op->op, &a, ops, op->n_in), out, out_batched);
+    return reduce_like(b, op, &a, out, out_batched);
 }
 
 kiln_status kiln__batch_SELECT_AND_SCATTER(kiln__batch *b, const kiln__batch_op *op,

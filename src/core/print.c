@@ -149,6 +149,28 @@ static void choose_format(printer *p) {
     visit(p, 0, 0, survey_width);
 }
 
+/* Writes the ", " between two elements of the last axis, wrapping to a new line indented by
+ * `indent` when the next element would pass the line width; returns the new column. */
+static int separate_elements(const printer *p, int column, int indent) {
+    kiln__strbuf_puts(p->sb, ",");
+    if (column + 2 + p->width + 1 > p->o.line_width) {
+        kiln__strbuf_puts(p->sb, "\n");
+        kiln__strbuf_repeat(p->sb, ' ', (size_t)indent);
+        return indent;
+    }
+    kiln__strbuf_puts(p->sb, " ");
+    return column + 2;
+}
+
+/* Writes `sep` between two sub-blocks of `axis`, then one blank line per extra level between
+ * them, as numpy does, and the indent of the next sub-block. */
+static void separate_blocks(const printer *p, const char *sep, int32_t axis, int indent) {
+    kiln__strbuf_puts(p->sb, sep);
+    for (int32_t k = axis; k < p->t->shape.rank - 1; k++)
+        kiln__strbuf_puts(p->sb, "\n");
+    kiln__strbuf_repeat(p->sb, ' ', (size_t)indent);
+}
+
 static void emit(printer *p, int32_t axis, int64_t base) {
     const kiln_shape *s = &p->t->shape;
     kiln__strbuf *sb = p->sb;
@@ -169,21 +191,9 @@ static void emit(printer *p, int32_t axis, int64_t base) {
     for (int64_t i = 0; i < n; i++) {
         if (i > 0) {
             if (last_axis) {
-                kiln__strbuf_puts(sb, ",");
-                if (column + 2 + p->width + 1 > p->o.line_width) {
-                    kiln__strbuf_puts(sb, "\n");
-                    kiln__strbuf_repeat(sb, ' ', (size_t)indent);
-                    column = indent;
-                } else {
-                    kiln__strbuf_puts(sb, " ");
-                    column += 2;
-                }
+                column = separate_elements(p, column, indent);
             } else {
-                kiln__strbuf_puts(sb, ",");
-                /* one blank line per extra level between sub-blocks, as numpy does */
-                for (int32_t k = axis; k < s->rank - 1; k++)
-                    kiln__strbuf_puts(sb, "\n");
-                kiln__strbuf_repeat(sb, ' ', (size_t)indent);
+                separate_blocks(p, ",", axis, indent);
             }
         }
         if (cut && i == p->o.edge_items) {
@@ -191,20 +201,9 @@ static void emit(printer *p, int32_t axis, int64_t base) {
                 kiln__strbuf_repeat(sb, ' ', (size_t)(p->width > 3 ? p->width - 3 : 0));
                 kiln__strbuf_puts(sb, "...");
                 column += p->width > 3 ? p->width : 3;
-                kiln__strbuf_puts(sb, ",");
-                if (column + 2 + p->width + 1 > p->o.line_width) {
-                    kiln__strbuf_puts(sb, "\n");
-                    kiln__strbuf_repeat(sb, ' ', (size_t)indent);
-                    column = indent;
-                } else {
-                    kiln__strbuf_puts(sb, " ");
-                    column += 2;
-                }
+                column = separate_elements(p, column, indent);
             } else {
-                kiln__strbuf_puts(sb, "...,");
-                for (int32_t k = axis; k < s->rank - 1; k++)
-                    kiln__strbuf_puts(sb, "\n");
-                kiln__strbuf_repeat(sb, ' ', (size_t)indent);
+                separate_blocks(p, "...,", axis, indent);
             }
             i = n - p->o.edge_items;
         }

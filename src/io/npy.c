@@ -480,6 +480,19 @@ static size_t format_header(const kiln_tensor *t, char *buf, size_t cap) {
 
 #define HEADER_CAP 1024
 
+/* Checks that t is a live host tensor that can be saved and formats its .npy header into
+ * header (HEADER_CAP bytes), its length into *hlen. */
+static kiln_status save_header(kiln_ctx *cx, const char *fn, const kiln_tensor *t,
+                               char header[HEADER_CAP], size_t *hlen) {
+    if (!t) return kiln__null_argument(cx, fn, "tensor");
+    if (kiln__tensor_trace(t)) return kiln__traced_error(cx, fn);
+    if (kiln__tensor_dead(t)) return kiln__dead_error(cx, fn, t);
+    if (kiln__host_check(cx, fn, t) != KILN_OK) return kiln_ctx_status(cx);
+    *hlen = format_header(t, header, HEADER_CAP);
+    if (*hlen == 0) return kiln_ctx_set_error(cx, KILN_INTERNAL, "%s: header too long", fn);
+    return KILN_OK;
+}
+
 kiln_status kiln_npy_save_buffer(kiln_ctx *cx, const kiln_tensor *t, void **out_data,
                                  size_t *out_size) {
     static const char fn[] = "kiln_npy_save_buffer";
@@ -488,13 +501,10 @@ kiln_status kiln_npy_save_buffer(kiln_ctx *cx, const kiln_tensor *t, void **out_
     *out_data = NULL;
     if (!out_size) return kiln__null_argument(cx, fn, "out_size");
     *out_size = 0;
-    if (!t) return kiln__null_argument(cx, fn, "tensor");
-    if (kiln__tensor_trace(t)) return kiln__traced_error(cx, fn);
-    if (kiln__tensor_dead(t)) return kiln__dead_error(cx, fn, t);
-    if (kiln__host_check(cx, fn, t) != KILN_OK) return kiln_ctx_status(cx);
     char header[HEADER_CAP];
-    size_t hlen = format_header(t, header, sizeof header);
-    if (hlen == 0) return kiln_ctx_set_error(cx, KILN_INTERNAL, "%s: header too long", fn);
+    size_t hlen = 0;
+    kiln_status s = save_header(cx, fn, t, header, &hlen);
+    if (s != KILN_OK) return s;
     if (t->nbytes > SIZE_MAX - hlen)
         return kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "%s: tensor too large", fn);
     size_t total = hlen + t->nbytes;
@@ -529,13 +539,10 @@ kiln_status kiln_npy_save(kiln_ctx *cx, const char *path, const kiln_tensor *t) 
     static const char fn[] = "kiln_npy_save";
     if (!cx) return KILN_INVALID_ARGUMENT;
     if (!path) return kiln__null_argument(cx, fn, "path");
-    if (!t) return kiln__null_argument(cx, fn, "tensor");
-    if (kiln__tensor_trace(t)) return kiln__traced_error(cx, fn);
-    if (kiln__tensor_dead(t)) return kiln__dead_error(cx, fn, t);
-    if (kiln__host_check(cx, fn, t) != KILN_OK) return kiln_ctx_status(cx);
     char header[HEADER_CAP];
-    size_t hlen = format_header(t, header, sizeof header);
-    if (hlen == 0) return kiln_ctx_set_error(cx, KILN_INTERNAL, "%s: header too long", fn);
+    size_t hlen = 0;
+    kiln_status s = save_header(cx, fn, t, header, &hlen);
+    if (s != KILN_OK) return s;
 
     npy_write w = {header, hlen, t};
     return kiln__file_save_atomic(cx, fn, path, write_npy, &w);

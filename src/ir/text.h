@@ -199,6 +199,10 @@ const char *kiln__text_char_text(parser *p, char *buf);
 bool kiln__text_expect(parser *p, char c, const char *what);
 /* An identifier ([A-Za-z_][\w$.]*): its length (0: none) and start. */
 size_t kiln__text_ident(parser *p, const char **out);
+/* An attribute's `name =`: the name's length and start, and where it stands in *at; 0 after
+ * recording `missing` at *at where the name or the '=' (`after`: where it goes) is missing. */
+size_t kiln__text_attr_key(parser *p, const char **name, size_t *at, const char *after,
+                           const char *missing);
 /* A keyword as a whole token: taken (accept) or an error naming it (expect). */
 bool kiln__text_accept_kw(parser *p, const char *kw);
 bool kiln__text_expect_kw(parser *p, const char *kw, const char *what);

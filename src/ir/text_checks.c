@@ -38,6 +38,21 @@ static double attr_number(const parser *p, const attr *a) {
     return kiln__text_decimal_value(p->s + a->pos, e - a->pos, false, NULL);
 }
 
+/* Reads an optional `{tolerance = ...}` after a check, with max_ulp_difference too where
+ * `with_ulp` (before the type only); other entries are passed over. */
+static bool check_dict(parser *p, pcheck *c, bool with_ulp) {
+    if (!kiln__text_accept(p, '{')) return true;
+    attr more = {0};
+    if (!kiln__text_attr_entries(p, &more, '}')) return false;
+    const attr *tol = kiln__text_dict_get(&more, "tolerance");
+    if (tol && (tol->kind == A_FLOAT || tol->kind == A_INT))
+        c->check.tolerance = attr_number(p, tol);
+    if (!with_ulp) return true;
+    const attr *mx = kiln__text_dict_get(&more, "max_ulp_difference");
+    if (mx && mx->kind == A_INT) c->check.max_ulp = mx->i;
+    return true;
+}
+
 bool kiln__text_check_op(parser *p, size_t pos, const char *name, size_t len, bool custom) {
     if (!p->allow_checks)
         return kiln__text_error(p, pos, "check op '%.*s' needs allow_checks",
@@ -105,11 +120,10 @@ bool kiln__text_check_op(parser *p, size_t pos, const char *name, size_t len, bo
         if (!(b = kiln__text_use_value(p))) return false;
         while (kiln__text_accept(p, ',')) {
             const char *k;
-            kiln__text_skip(p);
-            size_t at = p->pos;
-            size_t kl = kiln__text_ident(p, &k);
-            if (!kl || !kiln__text_expect(p, '=', "after a check attribute"))
-                return kiln__text_error(p, at, "expected a check attribute");
+            size_t at;
+            size_t kl = kiln__text_attr_key(p, &k, &at, "after a check attribute",
+                                            "expected a check attribute");
+            if (!kl) return false;
             attr v = {0};
             if (!kiln__text_attr_value(p, &v)) return false;
             if (span_is(k, kl, "tolerance") && (v.kind == A_FLOAT || v.kind == A_INT)) {
@@ -125,15 +139,7 @@ bool kiln__text_check_op(parser *p, size_t pos, const char *name, size_t len, bo
         }
         if (custom && !kiln__text_expect(p, ')', "to close the check's operands")) return false;
     }
-    if (kiln__text_accept(p, '{')) {
-        attr more = {0};
-        if (!kiln__text_attr_entries(p, &more, '}')) return false;
-        const attr *tol = kiln__text_dict_get(&more, "tolerance");
-        if (tol && (tol->kind == A_FLOAT || tol->kind == A_INT))
-            c.check.tolerance = attr_number(p, tol);
-        const attr *mx = kiln__text_dict_get(&more, "max_ulp_difference");
-        if (mx && mx->kind == A_INT) c.check.max_ulp = mx->i;
-    }
+    if (!check_dict(p, &c, true)) return false;
     if (has_const) {
     } else if (!kiln__text_expect(p, ':', "before the check's type")) {
         return false;
@@ -150,13 +156,7 @@ bool kiln__text_check_op(parser *p, size_t pos, const char *name, size_t len, bo
                                     kiln__text_type_str(a->type, tb, sizeof tb),
                                     kiln__text_type_str(&ts[0], tb2, sizeof tb2));
     }
-    if (kiln__text_accept(p, '{')) {
-        attr more = {0};
-        if (!kiln__text_attr_entries(p, &more, '}')) return false;
-        const attr *tol = kiln__text_dict_get(&more, "tolerance");
-        if (tol && (tol->kind == A_FLOAT || tol->kind == A_INT))
-            c.check.tolerance = attr_number(p, tol);
-    }
+    if (!check_dict(p, &c, false)) return false;
     if (b && !kiln__text_same_type(a->type, b->type)) {
         char tb[80], tb2[80];
         return kiln__text_error(p, pos, "type mismatch: checking %s against %s",

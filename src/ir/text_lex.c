@@ -133,6 +133,18 @@ size_t kiln__text_ident(parser *p, const char **out) {
     return p->pos - start;
 }
 
+size_t kiln__text_attr_key(parser *p, const char **name, size_t *at, const char *after,
+                           const char *missing) {
+    kiln__text_skip(p);
+    *at = p->pos;
+    size_t len = kiln__text_ident(p, name);
+    if (!len || !kiln__text_expect(p, '=', after)) {
+        kiln__text_error(p, *at, "%s", missing);
+        return 0;
+    }
+    return len;
+}
+
 bool kiln__text_accept_kw(parser *p, const char *kw) {
     kiln__text_skip(p);
     size_t len = strlen(kw);

@@ -605,11 +605,10 @@ static bool pretty_op(parser *p, opdesc *o, kiln__value **result_hint) {
         if (!dict_add(p, &o->dict, "dot_dimension_numbers", s)) return false;
         while (kiln__text_accept(p, ',')) {
             const char *id;
-            kiln__text_skip(p);
-            size_t at = p->pos;
-            size_t len = kiln__text_ident(p, &id);
-            if (!len || !kiln__text_expect(p, '=', "after an attribute name"))
-                return kiln__text_error(p, at, "expected an attribute");
+            size_t at;
+            size_t len = kiln__text_attr_key(p, &id, &at, "after an attribute name",
+                                             "expected an attribute");
+            if (!len) return false;
             attr junk = {0};
             kiln__text_skip(p);
             if (ch(p) == '[') {

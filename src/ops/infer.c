@@ -54,6 +54,15 @@ kiln_status kiln__infer_error(kiln_ctx *cx, const kiln__attrs *attrs, const char
                               attrs && attrs->fn ? attrs->fn : "kiln", message);
 }
 
+kiln_status kiln__check_result_slots(kiln_ctx *cx, const kiln__attrs *attrs, int n_results,
+                                     int expected) {
+    if (n_results != expected)
+        return kiln_ctx_set_error(cx, KILN_INTERNAL,
+                                  "%s: internal: %d result slots; the op has %d results",
+                                  attrs && attrs->fn ? attrs->fn : "kiln", n_results, expected);
+    return KILN_OK;
+}
+
 kiln_status kiln__check_dims(kiln_ctx *cx, const kiln__attrs *attrs, const char *what,
                              const kiln_dims *dims, int32_t rank) {
     if (dims->count < 0 || dims->count > KILN_MAX_RANK)

@@ -47,6 +47,10 @@ const char *kiln__type_text(const kiln__type *type, char *buf);
 /* Records "<fn>: <message>" as INVALID_ARGUMENT and returns it. */
 kiln_status kiln__infer_error(kiln_ctx *cx, const kiln__attrs *attrs, const char *fmt, ...)
     KILN_PRINTF_LIKE(3, 4);
+/* Checks that the caller gave as many result slots as the op has results; a mismatch is the
+ * caller's bug, so it is INTERNAL, not INVALID_ARGUMENT. */
+kiln_status kiln__check_result_slots(kiln_ctx *cx, const kiln__attrs *attrs, int n_results,
+                                     int expected);
 /* Checks that dims are distinct and in [0, rank); `what` names the attribute. */
 kiln_status kiln__check_dims(kiln_ctx *cx, const kiln__attrs *attrs, const char *what,
                              const kiln_dims *dims, int32_t rank);

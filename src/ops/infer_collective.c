@@ -7,15 +7,6 @@
 
 #include "ops/infer.h"
 
-static kiln_status check_slots(kiln_ctx *cx, const kiln__attrs *attrs, int n_results,
-                               int expected) {
-    if (n_results != expected)
-        return kiln_ctx_set_error(cx, KILN_INTERNAL,
-                                  "%s: internal: %d result slots; the op has %d results",
-                                  attrs && attrs->fn ? attrs->fn : "kiln", n_results, expected);
-    return KILN_OK;
-}
-
 /* Groups: ids from 0, each at most once, -1 only after a group's ids (padding). */
 static kiln_status check_groups(kiln_ctx *cx, const kiln__attrs *attrs, const char *what) {
     const kiln__groups *g = &attrs->u.collective.groups;
@@ -85,7 +76,7 @@ static kiln_status id_result(kiln_ctx *cx, const kiln__attrs *attrs, int n_opera
                              kiln__type *results, int n_results) {
     if (n_operands != 0)
         return kiln__infer_error(cx, attrs, "takes no operands; got %d", n_operands);
-    kiln_status s = check_slots(cx, attrs, n_results, 1);
+    kiln_status s = kiln__check_result_slots(cx, attrs, n_results, 1);
     if (s != KILN_OK) return s;
     results[0] = (kiln__type){.dtype = KILN_U32, .shape = {.rank = 0}};
     return KILN_OK;
@@ -109,7 +100,7 @@ kiln_status kiln__infer_PARTITION_ID(kiln_ctx *cx, const kiln__attrs *attrs,
 static kiln_status check_variadic(kiln_ctx *cx, const kiln__attrs *attrs, int n_operands,
                                   int n_results) {
     if (n_operands < 1) return kiln__infer_error(cx, attrs, "needs at least one operand");
-    return check_slots(cx, attrs, n_results, n_operands);
+    return kiln__check_result_slots(cx, attrs, n_results, n_operands);
 }
 
 kiln_status kiln__infer_ALL_REDUCE(kiln_ctx *cx, const kiln__attrs *attrs,
@@ -203,7 +194,7 @@ kiln_status kiln__infer_COLLECTIVE_PERMUTE(kiln_ctx *cx, const kiln__attrs *attr
                                            kiln__type *results, int n_results) {
     if (n_operands != 1)
         return kiln__infer_error(cx, attrs, "takes one operand; got %d", n_operands);
-    kiln_status s = check_slots(cx, attrs, n_results, 1);
+    kiln_status s = kiln__check_result_slots(cx, attrs, n_results, 1);
     if (s != KILN_OK) return s;
     const kiln__groups *g = &attrs->u.collective.groups;
     if (g->cols != 2 && g->rows > 0)
@@ -233,7 +224,7 @@ static kiln_status rooted(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__ty
     if (n_data < 1)
         return kiln__infer_error(cx, attrs, "needs at least one data operand%s",
                                  dyn ? " and the roots" : "");
-    kiln_status s = check_slots(cx, attrs, n_results, n_data);
+    kiln_status s = kiln__check_result_slots(cx, attrs, n_results, n_data);
     if (s == KILN_OK) s = check_groups(cx, attrs, "replica_groups");
     if (s != KILN_OK) return s;
     if (dyn) {

@@ -34,15 +34,6 @@ static kiln_status check_region(kiln_ctx *cx, const kiln__attrs *attrs, int32_t 
     return KILN_OK;
 }
 
-static kiln_status check_result_slots(kiln_ctx *cx, const kiln__attrs *attrs, int n_results,
-                                      int expected) {
-    if (n_results != expected)
-        return kiln_ctx_set_error(cx, KILN_INTERNAL,
-                                  "%s: internal: %d result slots; the op has %d results",
-                                  attrs && attrs->fn ? attrs->fn : "kiln", n_results, expected);
-    return KILN_OK;
-}
-
 static kiln_status check_no_operands(kiln_ctx *cx, const kiln__attrs *attrs, int n_operands) {
     if (n_operands != 0)
         return kiln__infer_error(cx, attrs, "takes no operands; got %d", n_operands);
@@ -60,7 +51,7 @@ static kiln_status check_scalar(kiln_ctx *cx, const kiln__attrs *attrs, const ch
 
 kiln_status kiln__infer_WHILE(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__type *operands,
                               int n_operands, kiln__type *results, int n_results) {
-    kiln_status s = check_result_slots(cx, attrs, n_results, n_operands);
+    kiln_status s = kiln__check_result_slots(cx, attrs, n_results, n_operands);
     if (s != KILN_OK) return s;
     if (attrs->n_regions != 2)
         return kiln__infer_error(cx, attrs, "has %d regions; expected 2 (cond, body)",
@@ -124,7 +115,7 @@ kiln_status kiln__infer_CALL(kiln_ctx *cx, const kiln__attrs *attrs, const kiln_
 kiln_status kiln__infer_OPTIMIZATION_BARRIER(kiln_ctx *cx, const kiln__attrs *attrs,
                                              const kiln__type *operands, int n_operands,
                                              kiln__type *results, int n_results) {
-    kiln_status s = check_result_slots(cx, attrs, n_results, n_operands);
+    kiln_status s = kiln__check_result_slots(cx, attrs, n_results, n_operands);
     if (s != KILN_OK) return s;
     for (int i = 0; i < n_operands; i++) /* (C1) */
         results[i] = operands[i];
@@ -135,7 +126,8 @@ kiln_status kiln__infer_CONSTANT(kiln_ctx *cx, const kiln__attrs *attrs, const k
                                  int n_operands, kiln__type *results, int n_results) {
     (void)operands;
     kiln_status s = check_no_operands(cx, attrs, n_operands);
-    if (s != KILN_OK || (s = check_result_slots(cx, attrs, n_results, 1)) != KILN_OK) return s;
+    if (s != KILN_OK || (s = kiln__check_result_slots(cx, attrs, n_results, 1)) != KILN_OK)
+        return s;
     const kiln_tensor *value = attrs->u.constant;
     if (!value) return kiln__infer_error(cx, attrs, "the constant's value is NULL");
     results[0].dtype = kiln_tensor_dtype(value); /* (C1) */
@@ -147,7 +139,8 @@ kiln_status kiln__infer_IOTA(kiln_ctx *cx, const kiln__attrs *attrs, const kiln_
                              int n_operands, kiln__type *results, int n_results) {
     (void)operands;
     kiln_status s = check_no_operands(cx, attrs, n_operands);
-    if (s != KILN_OK || (s = check_result_slots(cx, attrs, n_results, 1)) != KILN_OK) return s;
+    if (s != KILN_OK || (s = kiln__check_result_slots(cx, attrs, n_results, 1)) != KILN_OK)
+        return s;
     const kiln_shape *shape = &attrs->u.iota.shape;
     if ((s = check_type_attr(cx, attrs, attrs->u.iota.dtype, shape)) != KILN_OK) return s;
     int64_t dim = attrs->u.iota.dimension;
@@ -169,7 +162,7 @@ kiln_status kiln__infer_IOTA(kiln_ctx *cx, const kiln__attrs *attrs, const kiln_
 kiln_status kiln__infer_RNG_BIT_GENERATOR(kiln_ctx *cx, const kiln__attrs *attrs,
                                           const kiln__type *operands, int n_operands,
                                           kiln__type *results, int n_results) {
-    kiln_status s = check_result_slots(cx, attrs, n_results, 2);
+    kiln_status s = kiln__check_result_slots(cx, attrs, n_results, 2);
     if (s != KILN_OK) return s;
     if (n_operands != 1)
         return kiln__infer_error(cx, attrs, "takes 1 operand (the state); got %d", n_operands);

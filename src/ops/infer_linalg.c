@@ -172,6 +172,20 @@ static kiln_status check_positive(kiln_ctx *cx, const kiln__attrs *attrs, const 
     return KILN_OK;
 }
 
+/* Checks that `size`, the size of dimension `dim` of operand `operand` (`what` names it), is
+ * a multiple of the group count `count` (`count_name`). */
+static kiln_status check_multiple(kiln_ctx *cx, const kiln__attrs *attrs, const char *what,
+                                  int64_t size, int64_t dim, int operand, const char *count_name,
+                                  int64_t count) {
+    if (size % count)
+        return kiln__infer_error(cx, attrs,
+                                 "the %s size %lld (dimension %lld of operand %d) is not a "
+                                 "multiple of %s %lld",
+                                 what, (long long)size, (long long)dim, operand, count_name,
+                                 (long long)count);
+    return KILN_OK;
+}
+
 static bool dilated(int64_t size, int64_t dilation, int64_t *out) {
     if (size == 0) {
         *out = 0;
@@ -247,18 +261,12 @@ kiln_status kiln__infer_CONVOLUTION(kiln_ctx *cx, const kiln__attrs *attrs,
     int64_t features = lhs->shape.dims[p->input_feature_dimension];
     int64_t k_in = rhs->shape.dims[p->kernel_input_feature_dimension];
     int64_t k_out = rhs->shape.dims[p->kernel_output_feature_dimension];
-    if (batch % bgc)
-        return kiln__infer_error(cx, attrs,
-                                 "the input batch size %lld (dimension %lld of operand 1) is not "
-                                 "a multiple of batch_group_count %lld",
-                                 (long long)batch, (long long)p->input_batch_dimension,
-                                 (long long)bgc);
-    if (features % fgc)
-        return kiln__infer_error(cx, attrs,
-                                 "the input feature size %lld (dimension %lld of operand 1) is "
-                                 "not a multiple of feature_group_count %lld",
-                                 (long long)features, (long long)p->input_feature_dimension,
-                                 (long long)fgc);
+    s = check_multiple(cx, attrs, "input batch", batch, p->input_batch_dimension, 1,
+                       "batch_group_count", bgc);
+    if (s == KILN_OK)
+        s = check_multiple(cx, attrs, "input feature", features, p->input_feature_dimension, 1,
+                           "feature_group_count", fgc);
+    if (s != KILN_OK) return s;
     if (k_in != features / fgc)
         return kiln__infer_error(cx, attrs,
                                  "the kernel input feature size %lld (dimension %lld of operand "
@@ -266,18 +274,12 @@ kiln_status kiln__infer_CONVOLUTION(kiln_ctx *cx, const kiln__attrs *attrs,
                                  "feature_group_count %lld = %lld",
                                  (long long)k_in, (long long)p->kernel_input_feature_dimension,
                                  (long long)features, (long long)fgc, (long long)(features / fgc));
-    if (k_out % bgc)
-        return kiln__infer_error(cx, attrs,
-                                 "the kernel output feature size %lld (dimension %lld of operand "
-                                 "2) is not a multiple of batch_group_count %lld",
-                                 (long long)k_out, (long long)p->kernel_output_feature_dimension,
-                                 (long long)bgc);
-    if (k_out % fgc)
-        return kiln__infer_error(cx, attrs,
-                                 "the kernel output feature size %lld (dimension %lld of operand "
-                                 "2) is not a multiple of feature_group_count %lld",
-                                 (long long)k_out, (long long)p->kernel_output_feature_dimension,
-                                 (long long)fgc);
+    s = check_multiple(cx, attrs, "kernel output feature", k_out,
+                       p->kernel_output_feature_dimension, 2, "batch_group_count", bgc);
+    if (s == KILN_OK)
+        s = check_multiple(cx, attrs, "kernel output feature", k_out,
+                           p->kernel_output_feature_dimension, 2, "feature_group_count", fgc);
+    if (s != KILN_OK) return s;
     kiln_shape out = {.rank = N};
     out.dims[p->output_batch_dimension] = batch / bgc;
     out.dims[p->output_feature_dimension] = k_out;

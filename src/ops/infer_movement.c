@@ -13,6 +13,17 @@ static kiln_status check_counts(kiln_ctx *cx, const kiln__attrs *attrs, int n_op
     return KILN_OK;
 }
 
+/* Checks the op got at least `least` operands and at least one result slot. */
+static kiln_status check_counts_at_least(kiln_ctx *cx, const kiln__attrs *attrs, int n_operands,
+                                         int least, int n_results) {
+    if (n_operands < least)
+        return kiln__infer_error(cx, attrs, "got %d operands; expected at least %d", n_operands,
+                                 least);
+    if (n_results < 1)
+        return kiln__infer_error(cx, attrs, "got %d result slots; expected 1", n_results);
+    return KILN_OK;
+}
+
 /* Checks that a list attribute has one entry per dimension of operand 1. */
 static kiln_status check_count(kiln_ctx *cx, const kiln__attrs *attrs, const char *what,
                                const kiln_dims *dims, int32_t rank) {
@@ -169,13 +180,11 @@ static kiln_status check_starts(kiln_ctx *cx, const kiln__attrs *attrs, const ki
 kiln_status kiln__infer_DYNAMIC_SLICE(kiln_ctx *cx, const kiln__attrs *attrs,
                                       const kiln__type *operands, int n_operands,
                                       kiln__type *results, int n_results) {
-    if (n_operands < 1)
-        return kiln__infer_error(cx, attrs, "got %d operands; expected at least 1", n_operands);
-    if (n_results < 1)
-        return kiln__infer_error(cx, attrs, "got %d result slots; expected 1", n_results);
+    kiln_status s = check_counts_at_least(cx, attrs, n_operands, 1, n_results);
+    if (s != KILN_OK) return s;
     const kiln__type *x = &operands[0];
     int32_t rank = x->shape.rank;
-    kiln_status s = check_starts(cx, attrs, operands, n_operands, 1, rank);
+    s = check_starts(cx, attrs, operands, n_operands, 1, rank);
     if (s != KILN_OK) return s;
     const kiln_dims *sizes = &attrs->u.slice_sizes;
     if ((s = check_count(cx, attrs, "sizes", sizes, rank)) != KILN_OK) return s;
@@ -193,10 +202,8 @@ kiln_status kiln__infer_DYNAMIC_SLICE(kiln_ctx *cx, const kiln__attrs *attrs,
 kiln_status kiln__infer_DYNAMIC_UPDATE_SLICE(kiln_ctx *cx, const kiln__attrs *attrs,
                                              const kiln__type *operands, int n_operands,
                                              kiln__type *results, int n_results) {
-    if (n_operands < 2)
-        return kiln__infer_error(cx, attrs, "got %d operands; expected at least 2", n_operands);
-    if (n_results < 1)
-        return kiln__infer_error(cx, attrs, "got %d result slots; expected 1", n_results);
+    kiln_status s = check_counts_at_least(cx, attrs, n_operands, 2, n_results);
+    if (s != KILN_OK) return s;
     const kiln__type *x = &operands[0], *u = &operands[1];
     char a[KILN__TYPE_TEXT], b[KILN__TYPE_TEXT];
     if (u->dtype != x->dtype || u->shape.rank != x->shape.rank)
@@ -210,7 +217,7 @@ kiln_status kiln__infer_DYNAMIC_UPDATE_SLICE(kiln_ctx *cx, const kiln__attrs *at
                                      "operand 2 (the update) is %s; larger than operand 1, %s, "
                                      "in dimension %d",
                                      kiln__type_text(u, a), kiln__type_text(x, b), (int)d);
-    kiln_status s = check_starts(cx, attrs, operands, n_operands, 2, x->shape.rank);
+    s = check_starts(cx, attrs, operands, n_operands, 2, x->shape.rank);
     if (s != KILN_OK) return s;
     results[0] = *x;
     return KILN_OK;
@@ -261,10 +268,8 @@ kiln_status kiln__infer_PAD(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__
 kiln_status kiln__infer_CONCATENATE(kiln_ctx *cx, const kiln__attrs *attrs,
                                     const kiln__type *operands, int n_operands, kiln__type *results,
                                     int n_results) {
-    if (n_operands < 1)
-        return kiln__infer_error(cx, attrs, "got %d operands; expected at least 1", n_operands);
-    if (n_results < 1)
-        return kiln__infer_error(cx, attrs, "got %d result slots; expected 1", n_results);
+    kiln_status s = check_counts_at_least(cx, attrs, n_operands, 1, n_results);
+    if (s != KILN_OK) return s;
     const kiln__type *x = &operands[0];
     int32_t rank = x->shape.rank;
     int64_t dim = attrs->u.dimension;

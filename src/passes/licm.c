@@ -162,20 +162,6 @@ static int32_t licm_loop(kiln_ctx *cx, kiln__ir_op *loop) {
     return moved;
 }
 
-static int32_t licm_block(kiln_ctx *cx, kiln__block *b) {
-    int32_t moved = 0;
-    for (kiln__ir_op *op = b->first, *next; op; op = next) {
-        next = op->next;
-        for (int32_t r = 0; r < op->n_regions; r++)
-            if (op->regions[r]) moved += licm_block(cx, op->regions[r]);
-        if (op->kind == KILN_OP_WHILE) moved += licm_loop(cx, op);
-    }
-    return moved;
-}
+static int32_t licm_while(kiln_module *m, kiln__ir_op *loop) { return licm_loop(m->cx, loop); }
 
-int32_t kiln__pass_licm(kiln_module *m) {
-    int32_t moved = 0;
-    for (int32_t f = 0; f < m->n_funcs; f++)
-        moved += licm_block(m->cx, m->funcs[f]->body);
-    return moved;
-}
+int32_t kiln__pass_licm(kiln_module *m) { return kiln__pass_each_while(m, licm_while); }

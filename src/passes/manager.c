@@ -41,6 +41,25 @@ static void log_module(kiln_module *m, const char *what, int32_t round, int32_t 
     kiln_string_free(cx, text);
 }
 
+static int32_t each_while(kiln_module *m, kiln__block *b,
+                          int32_t (*loop)(kiln_module *m, kiln__ir_op *op)) {
+    int32_t changes = 0;
+    for (kiln__ir_op *op = b->first, *next; op; op = next) {
+        next = op->next;
+        for (int32_t r = 0; r < op->n_regions; r++)
+            if (op->regions[r]) changes += each_while(m, op->regions[r], loop);
+        if (op->kind == KILN_OP_WHILE) changes += loop(m, op);
+    }
+    return changes;
+}
+
+int32_t kiln__pass_each_while(kiln_module *m, int32_t (*loop)(kiln_module *m, kiln__ir_op *op)) {
+    int32_t changes = 0;
+    for (int32_t f = 0; f < m->n_funcs; f++)
+        changes += each_while(m, m->funcs[f]->body, loop);
+    return changes;
+}
+
 int32_t kiln__passes_run(kiln_module *m, const kiln__pass *passes, int32_t n_passes,
                          int32_t max_rounds) {
     enum { MAX_PASSES = 16 };

@@ -35,6 +35,11 @@ typedef struct kiln__pass {
 int32_t kiln__passes_run(kiln_module *m, const kiln__pass *passes, int32_t n_passes,
                          int32_t max_rounds);
 
+/* Calls loop(m, op) for every while op of m's functions, inner loops (in its regions) before
+ * outer ones, and returns the sum of what it returns. The op after each is taken before the
+ * call, so that loop may replace op. */
+int32_t kiln__pass_each_while(kiln_module *m, int32_t (*loop)(kiln_module *m, kiln__ir_op *op));
+
 /* canonicalize, cse, unroll, licm, dce (bounded). Returns the total number of changes. */
 enum { KILN__SIMPLIFY_KEEP_LOOPS = 1u << 0 /* no unrolling */ };
 int32_t kiln__passes_simplify(kiln_module *m, unsigned flags);

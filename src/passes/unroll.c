@@ -121,32 +121,19 @@ static bool unroll(kiln_module *m, kiln__ir_op *loop, int64_t trips) {
     return ok;
 }
 
-static int32_t unroll_block(kiln_module *m, kiln__block *b) {
-    int32_t changes = 0;
-    for (kiln__ir_op *op = b->first, *next; op; op = next) {
-        next = op->next;
-        for (int32_t r = 0; r < op->n_regions; r++)
-            if (op->regions[r]) changes += unroll_block(m, op->regions[r]);
-        if (op->kind != KILN_OP_WHILE) continue;
-        bool used = false;
-        for (int32_t i = 0; i < op->n_results && !used; i++)
-            used = op->results[i]->uses > 0;
-        int64_t trips = used ? trip_count(op) : -1;
-        if (trips < 0 || trips > UNROLL_MAX_TRIPS ||
-            trips * count_ops(op->regions[1]) > UNROLL_MAX_OPS)
-            continue;
-        kiln_status before = kiln_ctx_status(m->cx);
-        if (unroll(m, op, trips))
-            changes++;
-        else if (before == KILN_OK) /* no error: the pass only optimizes */
-            kiln_ctx_clear_error(m->cx);
-    }
-    return changes;
+/* Unrolls op when its results are used and it runs few enough trips of a small enough body. */
+static int32_t unroll_while(kiln_module *m, kiln__ir_op *op) {
+    bool used = false;
+    for (int32_t i = 0; i < op->n_results && !used; i++)
+        used = op->results[i]->uses > 0;
+    int64_t trips = used ? trip_count(op) : -1;
+    if (trips < 0 || trips > UNROLL_MAX_TRIPS ||
+        trips * count_ops(op->regions[1]) > UNROLL_MAX_OPS)
+        return 0;
+    kiln_status before = kiln_ctx_status(m->cx);
+    if (unroll(m, op, trips)) return 1;
+    if (before == KILN_OK) kiln_ctx_clear_error(m->cx); /* no error: the pass only optimizes */
+    return 0;
 }
 
-int32_t kiln__pass_unroll(kiln_module *m) {
-    int32_t changes = 0;
-    for (int32_t f = 0; f < m->n_funcs; f++)
-        changes += unroll_block(m, m->funcs[f]->body);
-    return changes;
-}
+int32_t kiln__pass_unroll(kiln_module *m) { return kiln__pass_each_while(m, unroll_while); }

@@ -112,11 +112,17 @@ static const kiln__ad_hooks hooks = {.custom_bwd = custom_bwd};
 static bool is_float(kiln_tensor *t) { return kiln_dtype_is_float(kiln_tensor_dtype(t)); }
 
 /* Runs dst (kiln__traced_fn_run) on the n_in primals followed by extra[i] for each take[i] (n_extra
- * entries), into its n_results results. */
+ * entries). Its n_results results go into *out_results, a new array of n_results + 1 slots (never
+ * empty) that the caller frees, even on failure. */
 static kiln_status run_derivative(kiln_ctx *cx, const char *fn, kiln_module *dst,
                                   const kiln__traced_fn *src, kiln_tensor *const *primals,
                                   int32_t n_in, kiln_tensor *const *extra, const bool *take,
-                                  int32_t n_extra, kiln_tensor **results, int32_t n_results) {
+                                  int32_t n_extra, int32_t n_results,
+                                  kiln_tensor ***out_results) {
+    kiln_tensor **results =
+        kiln__calloc(cx, (size_t)(n_results + 1) * sizeof *results, _Alignof(void *), fn);
+    *out_results = results;
+    if (!results) return KILN_RESOURCE_EXHAUSTED;
     int32_t n_args = n_in;
     for (int32_t i = 0; i < n_extra; i++)
         n_args += take[i];
@@ -191,12 +197,9 @@ static kiln_status vjp_core(kiln_ctx *cx, const char *fn, const kiln_region *f, 
     }
     kiln_tensor **res = NULL;
     size_t rbytes = (size_t)(n_out + n_wrt + 1) * sizeof *res;
-    if (s == KILN_OK) {
-        res = kiln__calloc(cx, rbytes, _Alignof(void *), fn);
-        s = res ? run_derivative(cx, fn, dst, &src, primals, n_in, cts, seed, n_out, res,
-                                 n_out + n_wrt)
-                : KILN_RESOURCE_EXHAUSTED;
-    }
+    if (s == KILN_OK)
+        s = run_derivative(cx, fn, dst, &src, primals, n_in, cts, seed, n_out, n_out + n_wrt,
+                           &res);
     if (s == KILN_OK) {
         for (int32_t j = 0; j < n_out; j++)
             if (out_results) out_results[j] = res[j];
@@ -286,12 +289,9 @@ kiln_status kiln_jvp(kiln_ctx *cx, const kiln_region *f, int32_t n_in, kiln_tens
     }
     kiln_tensor **res = NULL;
     size_t rbytes = (size_t)(n_out + n_float + 1) * sizeof *res;
-    if (s == KILN_OK) {
-        res = kiln__calloc(cx, rbytes, _Alignof(void *), fn);
-        s = res ? run_derivative(cx, fn, dst, &src, primals, n_in, tangents, wrt, n_in, res,
-                                 n_out + n_float)
-                : KILN_RESOURCE_EXHAUSTED;
-    }
+    if (s == KILN_OK)
+        s = run_derivative(cx, fn, dst, &src, primals, n_in, tangents, wrt, n_in,
+                           n_out + n_float, &res);
     if (s == KILN_OK) {
         for (int32_t j = 0, k = n_out; j < n_out; j++) {
             if (out_results) out_results[j] = res[j];
@@ -307,19 +307,27 @@ kiln_status kiln_jvp(kiln_ctx *cx, const kiln_region *f, int32_t n_in, kiln_tens
 
 /* ---- grad ------------------------------------------------------------------------------ */
 
+/* The caller's options, or the defaults where it gave none, into *o. */
+static kiln_status grad_options(kiln_ctx *cx, const char *fn, const kiln_grad_options *options,
+                                kiln_grad_options *o) {
+    *o = kiln_grad_options_default();
+    if (!options) return KILN_OK;
+    if (options->struct_size < sizeof(kiln_grad_options))
+        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                  "%s: options->struct_size is %zu; expected %zu (use "
+                                  "kiln_grad_options_default)",
+                                  fn, options->struct_size, sizeof(kiln_grad_options));
+    *o = *options;
+    return KILN_OK;
+}
+
 static kiln_status grad_common(kiln_ctx *cx, const char *fn, const kiln_region *f, int32_t n_in,
                                kiln_tensor *const *args, int32_t n_out,
                                const kiln_grad_options *options, kiln_tensor **out_results,
                                kiln_tensor **out_grads) {
-    kiln_grad_options o = kiln_grad_options_default();
-    if (options) {
-        if (options->struct_size < sizeof(kiln_grad_options))
-            return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
-                                      "%s: options->struct_size is %zu; expected %zu (use "
-                                      "kiln_grad_options_default)",
-                                      fn, options->struct_size, sizeof(kiln_grad_options));
-        o = *options;
-    }
+    kiln_grad_options o;
+    kiln_status os = grad_options(cx, fn, options, &o);
+    if (os != KILN_OK) return os;
     if (!f || !f->fn) return kiln__null_argument(cx, fn, "f");
     kiln_status s;
     if ((s = kiln__traced_fn_check_counts(cx, fn, n_in, n_out)) != KILN_OK) return s;
@@ -458,15 +466,9 @@ kiln_status kiln_value_and_grad_tree(kiln_ctx *cx, kiln_jit_fn fn, void *user,
     if (s != KILN_OK) return s;
     if (!out) return kiln__null_argument(cx, name, "out");
     if (!out_grads) return kiln__null_argument(cx, name, "out_grads");
-    kiln_grad_options o = kiln_grad_options_default();
-    if (options) {
-        if (options->struct_size < sizeof(kiln_grad_options))
-            return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
-                                      "%s: options->struct_size is %zu; expected %zu (use "
-                                      "kiln_grad_options_default)",
-                                      name, options->struct_size, sizeof(kiln_grad_options));
-        o = *options;
-    }
+    kiln_grad_options o;
+    kiln_status os = grad_options(cx, name, options, &o);
+    if (os != KILN_OK) return os;
     kiln__tree_call t;
     kiln__tree_call_init(&t, fn, user, in_def, out_def);
     if (t.n_out < 1)

@@ -28,29 +28,79 @@ static inline uint16_t i64_to_bf16(int64_t v) {
     return kiln_f32_to_bf16(v < 0 ? -f : f);
 }
 
-/* To an integer dtype: from integers by wrapping, from floats by truncation with
- * saturation (LO and HI: the smallest value and the power of two just past the largest,
- * both exact in every float format). */
-#define INT_TARGET(name, T, LO, HI, TMIN, TMAX, SIGNED)                              \
-    static inline T cvt_s_##name(int64_t v) { return (T)v; }                         \
-    static inline T cvt_u_##name(uint64_t v) { return (T)v; }                        \
-    static inline T cvt_f_##name(float v) {                                          \
-        if (SIGNED ? v != v : !(v > 0.0f)) return 0;                                 \
-        return v <= (float)(LO) ? (T)(TMIN) : v >= (float)(HI) ? (T)(TMAX) : (T)v;   \
-    }                                                                                \
-    static inline T cvt_d_##name(double v) {                                         \
-        if (SIGNED ? v != v : !(v > 0.0)) return 0;                                  \
-        return v <= (double)(LO) ? (T)(TMIN) : v >= (double)(HI) ? (T)(TMAX) : (T)v; \
-    }
+/* To an integer dtype (cvt_<kind>_<dtype>): from integers by wrapping, from floats by
+ * truncation with saturation. */
+#define T int8_t
+#define LO -128.0
+#define HI 128.0
+#define TMIN INT8_MIN
+#define TMAX INT8_MAX
+#define SIGNED 1
+#define FN(kind) cvt_##kind##_i8
+#include "backends/cpu/eval/convert_int_target.inc"
 
-INT_TARGET(i8, int8_t, -128.0, 128.0, INT8_MIN, INT8_MAX, 1)
-INT_TARGET(i16, int16_t, -32768.0, 32768.0, INT16_MIN, INT16_MAX, 1)
-INT_TARGET(i32, int32_t, -2147483648.0, 2147483648.0, INT32_MIN, INT32_MAX, 1)
-INT_TARGET(i64, int64_t, -9223372036854775808.0, 9223372036854775808.0, INT64_MIN, INT64_MAX, 1)
-INT_TARGET(u8, uint8_t, 0.0, 256.0, 0, UINT8_MAX, 0)
-INT_TARGET(u16, uint16_t, 0.0, 65536.0, 0, UINT16_MAX, 0)
-INT_TARGET(u32, uint32_t, 0.0, 4294967296.0, 0, UINT32_MAX, 0)
-INT_TARGET(u64, uint64_t, 0.0, 18446744073709551616.0, 0, UINT64_MAX, 0)
+#define T int16_t
+#define LO -32768.0
+#define HI 32768.0
+#define TMIN INT16_MIN
+#define TMAX INT16_MAX
+#define SIGNED 1
+#define FN(kind) cvt_##kind##_i16
+#include "backends/cpu/eval/convert_int_target.inc"
+
+#define T int32_t
+#define LO -2147483648.0
+#define HI 2147483648.0
+#define TMIN INT32_MIN
+#define TMAX INT32_MAX
+#define SIGNED 1
+#define FN(kind) cvt_##kind##_i32
+#include "backends/cpu/eval/convert_int_target.inc"
+
+#define T int64_t
+#define LO -9223372036854775808.0
+#define HI 9223372036854775808.0
+#define TMIN INT64_MIN
+#define TMAX INT64_MAX
+#define SIGNED 1
+#define FN(kind) cvt_##kind##_i64
+#include "backends/cpu/eval/convert_int_target.inc"
+
+#define T uint8_t
+#define LO 0.0
+#define HI 256.0
+#define TMIN 0
+#define TMAX UINT8_MAX
+#define SIGNED 0
+#define FN(kind) cvt_##kind##_u8
+#include "backends/cpu/eval/convert_int_target.inc"
+
+#define T uint16_t
+#define LO 0.0
+#define HI 65536.0
+#define TMIN 0
+#define TMAX UINT16_MAX
+#define SIGNED 0
+#define FN(kind) cvt_##kind##_u16
+#include "backends/cpu/eval/convert_int_target.inc"
+
+#define T uint32_t
+#define LO 0.0
+#define HI 4294967296.0
+#define TMIN 0
+#define TMAX UINT32_MAX
+#define SIGNED 0
+#define FN(kind) cvt_##kind##_u32
+#include "backends/cpu/eval/convert_int_target.inc"
+
+#define T uint64_t
+#define LO 0.0
+#define HI 18446744073709551616.0
+#define TMIN 0
+#define TMAX UINT64_MAX
+#define SIGNED 0
+#define FN(kind) cvt_##kind##_u64
+#include "backends/cpu/eval/convert_int_target.inc"
 
 static inline uint8_t cvt_s_bool(int64_t v) { return v != 0; }
 static inline uint8_t cvt_u_bool(uint64_t v) { return v != 0; }
@@ -85,34 +135,84 @@ static inline uint16_t cvt_d_bf16(double v) { return kiln__f64_to_bf16(v); }
 #define LOAD_F16(v) kiln_f16_to_f32(v)
 #define LOAD_BF16(v) kiln_bf16_to_f32(v)
 
-#define CONVERT_LOOP(ST, DT, CVT, LOAD)    \
-    do {                                   \
-        const ST *px_ = x_;                \
-        DT *pr_ = r_;                      \
-        for (int64_t i_ = 0; i_ < n; i_++) \
-            pr_[i_] = CVT(LOAD(px_[i_]));  \
-    } while (0)
+/* convert_from_<dtype>: one per source dtype, of kind s, u, f or d, read with LOAD. */
+#define ST uint8_t
+#define LOAD LOAD_PLAIN
+#define CVT(to) cvt_u_##to
+#define FN(name) name##_bool
+#include "backends/cpu/eval/convert_from.inc"
 
-/* From source elements of type ST, of kind K (s, u, f, d), read with LOAD. */
-#define CONVERT_FROM(ST, K, LOAD)                                                \
-    do {                                                                         \
-        switch (to) {                                                            \
-        case KILN_BOOL: CONVERT_LOOP(ST, uint8_t, cvt_##K##_bool, LOAD); break;  \
-        case KILN_I8: CONVERT_LOOP(ST, int8_t, cvt_##K##_i8, LOAD); break;       \
-        case KILN_I16: CONVERT_LOOP(ST, int16_t, cvt_##K##_i16, LOAD); break;    \
-        case KILN_I32: CONVERT_LOOP(ST, int32_t, cvt_##K##_i32, LOAD); break;    \
-        case KILN_I64: CONVERT_LOOP(ST, int64_t, cvt_##K##_i64, LOAD); break;    \
-        case KILN_U8: CONVERT_LOOP(ST, uint8_t, cvt_##K##_u8, LOAD); break;      \
-        case KILN_U16: CONVERT_LOOP(ST, uint16_t, cvt_##K##_u16, LOAD); break;   \
-        case KILN_U32: CONVERT_LOOP(ST, uint32_t, cvt_##K##_u32, LOAD); break;   \
-        case KILN_U64: CONVERT_LOOP(ST, uint64_t, cvt_##K##_u64, LOAD); break;   \
-        case KILN_F16: CONVERT_LOOP(ST, uint16_t, cvt_##K##_f16, LOAD); break;   \
-        case KILN_BF16: CONVERT_LOOP(ST, uint16_t, cvt_##K##_bf16, LOAD); break; \
-        case KILN_F32: CONVERT_LOOP(ST, float, cvt_##K##_f32, LOAD); break;      \
-        case KILN_F64: CONVERT_LOOP(ST, double, cvt_##K##_f64, LOAD); break;     \
-        default: return kiln__ew_bad_dtype(cx, "convert", to);                   \
-        }                                                                        \
-    } while (0)
+#define ST int8_t
+#define LOAD LOAD_PLAIN
+#define CVT(to) cvt_s_##to
+#define FN(name) name##_i8
+#include "backends/cpu/eval/convert_from.inc"
+
+#define ST int16_t
+#define LOAD LOAD_PLAIN
+#define CVT(to) cvt_s_##to
+#define FN(name) name##_i16
+#include "backends/cpu/eval/convert_from.inc"
+
+#define ST int32_t
+#define LOAD LOAD_PLAIN
+#define CVT(to) cvt_s_##to
+#define FN(name) name##_i32
+#include "backends/cpu/eval/convert_from.inc"
+
+#define ST int64_t
+#define LOAD LOAD_PLAIN
+#define CVT(to) cvt_s_##to
+#define FN(name) name##_i64
+#include "backends/cpu/eval/convert_from.inc"
+
+#define ST uint8_t
+#define LOAD LOAD_PLAIN
+#define CVT(to) cvt_u_##to
+#define FN(name) name##_u8
+#include "backends/cpu/eval/convert_from.inc"
+
+#define ST uint16_t
+#define LOAD LOAD_PLAIN
+#define CVT(to) cvt_u_##to
+#define FN(name) name##_u16
+#include "backends/cpu/eval/convert_from.inc"
+
+#define ST uint32_t
+#define LOAD LOAD_PLAIN
+#define CVT(to) cvt_u_##to
+#define FN(name) name##_u32
+#include "backends/cpu/eval/convert_from.inc"
+
+#define ST uint64_t
+#define LOAD LOAD_PLAIN
+#define CVT(to) cvt_u_##to
+#define FN(name) name##_u64
+#include "backends/cpu/eval/convert_from.inc"
+
+#define ST uint16_t
+#define LOAD LOAD_F16
+#define CVT(to) cvt_f_##to
+#define FN(name) name##_f16
+#include "backends/cpu/eval/convert_from.inc"
+
+#define ST uint16_t
+#define LOAD LOAD_BF16
+#define CVT(to) cvt_f_##to
+#define FN(name) name##_bf16
+#include "backends/cpu/eval/convert_from.inc"
+
+#define ST float
+#define LOAD LOAD_PLAIN
+#define CVT(to) cvt_f_##to
+#define FN(name) name##_f32
+#include "backends/cpu/eval/convert_from.inc"
+
+#define ST double
+#define LOAD LOAD_PLAIN
+#define CVT(to) cvt_d_##to
+#define FN(name) name##_f64
+#include "backends/cpu/eval/convert_from.inc"
 
 KERNEL(CONVERT) {
     (void)n_operands, (void)n_results;
@@ -125,23 +225,24 @@ KERNEL(CONVERT) {
         memcpy(r_, x_, kiln_tensor_nbytes(results[0]));
         return KILN_OK;
     }
+    bool ok;
     switch (from) {
-    case KILN_BOOL: CONVERT_FROM(uint8_t, u, LOAD_PLAIN); break;
-    case KILN_I8: CONVERT_FROM(int8_t, s, LOAD_PLAIN); break;
-    case KILN_I16: CONVERT_FROM(int16_t, s, LOAD_PLAIN); break;
-    case KILN_I32: CONVERT_FROM(int32_t, s, LOAD_PLAIN); break;
-    case KILN_I64: CONVERT_FROM(int64_t, s, LOAD_PLAIN); break;
-    case KILN_U8: CONVERT_FROM(uint8_t, u, LOAD_PLAIN); break;
-    case KILN_U16: CONVERT_FROM(uint16_t, u, LOAD_PLAIN); break;
-    case KILN_U32: CONVERT_FROM(uint32_t, u, LOAD_PLAIN); break;
-    case KILN_U64: CONVERT_FROM(uint64_t, u, LOAD_PLAIN); break;
-    case KILN_F16: CONVERT_FROM(uint16_t, f, LOAD_F16); break;
-    case KILN_BF16: CONVERT_FROM(uint16_t, f, LOAD_BF16); break;
-    case KILN_F32: CONVERT_FROM(float, f, LOAD_PLAIN); break;
-    case KILN_F64: CONVERT_FROM(double, d, LOAD_PLAIN); break;
+    case KILN_BOOL: ok = convert_from_bool(to, x_, r_, n); break;
+    case KILN_I8: ok = convert_from_i8(to, x_, r_, n); break;
+    case KILN_I16: ok = convert_from_i16(to, x_, r_, n); break;
+    case KILN_I32: ok = convert_from_i32(to, x_, r_, n); break;
+    case KILN_I64: ok = convert_from_i64(to, x_, r_, n); break;
+    case KILN_U8: ok = convert_from_u8(to, x_, r_, n); break;
+    case KILN_U16: ok = convert_from_u16(to, x_, r_, n); break;
+    case KILN_U32: ok = convert_from_u32(to, x_, r_, n); break;
+    case KILN_U64: ok = convert_from_u64(to, x_, r_, n); break;
+    case KILN_F16: ok = convert_from_f16(to, x_, r_, n); break;
+    case KILN_BF16: ok = convert_from_bf16(to, x_, r_, n); break;
+    case KILN_F32: ok = convert_from_f32(to, x_, r_, n); break;
+    case KILN_F64: ok = convert_from_f64(to, x_, r_, n); break;
     default: return kiln__ew_bad_dtype(cx, "convert", from);
     }
-    return KILN_OK;
+    return ok ? KILN_OK : kiln__ew_bad_dtype(cx, "convert", to);
 }
 
 /* ---- bitcast_convert ---------------------------------------------------------------------- */

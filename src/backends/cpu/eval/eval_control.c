@@ -220,18 +220,39 @@ kiln_status kiln__eval_CONSTANT(kiln_ctx *cx, const kiln__attrs *attrs,
 
 /* ---- iota ----------------------------------------------------------------------------- */
 
-/* Fills the first block (extent x inner elements): value j repeated inner times. Integers
- * wrap (through the unsigned type of their width), floats round once. */
-#define IOTA_BLOCK(T, CONV)                     \
-    do {                                        \
-        T *d = dst;                             \
-        for (int64_t j = 0; j < extent; j++) {  \
-            const T v = CONV;                   \
-            T *row = d + j * inner;             \
-            for (int64_t i = 0; i < inner; i++) \
-                row[i] = v;                     \
-        }                                       \
-    } while (0)
+#define ELEMENT_SIZE_BODY "backends/cpu/eval/fill_value.inc"
+#include "backends/cpu/eval/per_element_size.h"
+
+/* One element's bits, of any dtype. */
+typedef union iota_element {
+    uint8_t u8;
+    uint16_t u16;
+    uint32_t u32;
+    uint64_t u64;
+    float f32;
+    double f64;
+} iota_element;
+
+/* iota's value j in `dtype` (false for a dtype iota has not): integers wrap (through the
+ * unsigned type of their width), floats round once. */
+static bool iota_value(kiln_dtype dtype, int64_t j, iota_element *out) {
+    switch (dtype) {
+    case KILN_BOOL: out->u8 = (uint8_t)(j != 0); return true;
+    case KILN_I8:
+    case KILN_U8: out->u8 = (uint8_t)(uint64_t)j; return true;
+    case KILN_I16:
+    case KILN_U16: out->u16 = (uint16_t)(uint64_t)j; return true;
+    case KILN_I32:
+    case KILN_U32: out->u32 = (uint32_t)(uint64_t)j; return true;
+    case KILN_I64:
+    case KILN_U64: out->u64 = (uint64_t)j; return true;
+    case KILN_F16: out->u16 = kiln__f64_to_f16((double)j); return true;
+    case KILN_BF16: out->u16 = kiln__f64_to_bf16((double)j); return true;
+    case KILN_F32: out->f32 = (float)j; return true;
+    case KILN_F64: out->f64 = (double)j; return true;
+    default: return false;
+    }
+}
 
 kiln_status kiln__eval_IOTA(kiln_ctx *cx, const kiln__attrs *attrs, kiln_tensor *const *operands,
                             int n_operands, kiln_tensor **results, int n_results) {
@@ -246,23 +267,18 @@ kiln_status kiln__eval_IOTA(kiln_ctx *cx, const kiln__attrs *attrs, kiln_tensor 
     for (int32_t a = dim + 1; a < shape->rank; a++)
         inner *= shape->dims[a];
     void *dst = kiln__out(out);
-    switch (out->dtype) {
-    case KILN_BOOL: IOTA_BLOCK(uint8_t, (uint8_t)(j != 0)); break;
-    case KILN_I8:
-    case KILN_U8: IOTA_BLOCK(uint8_t, (uint8_t)(uint64_t)j); break;
-    case KILN_I16:
-    case KILN_U16: IOTA_BLOCK(uint16_t, (uint16_t)(uint64_t)j); break;
-    case KILN_I32:
-    case KILN_U32: IOTA_BLOCK(uint32_t, (uint32_t)(uint64_t)j); break;
-    case KILN_I64:
-    case KILN_U64: IOTA_BLOCK(uint64_t, (uint64_t)j); break;
-    case KILN_F16: IOTA_BLOCK(uint16_t, kiln__f64_to_f16((double)j)); break;
-    case KILN_BF16: IOTA_BLOCK(uint16_t, kiln__f64_to_bf16((double)j)); break;
-    case KILN_F32: IOTA_BLOCK(float, (float)j); break;
-    case KILN_F64: IOTA_BLOCK(double, (double)j); break;
-    default:
-        return kiln_ctx_set_error(cx, KILN_INTERNAL, "%s: internal: iota of dtype %d",
-                                  fn_of(attrs, "iota"), (int)out->dtype);
+    /* The first block (extent x inner elements): value j repeated inner times. */
+    size_t es = kiln_dtype_size(out->dtype);
+    void (*fill)(void *, const void *, int64_t) = es == 1   ? fill_value_1
+                                                  : es == 2 ? fill_value_2
+                                                  : es == 4 ? fill_value_4
+                                                            : fill_value_8;
+    for (int64_t j = 0; j < extent; j++) {
+        iota_element v;
+        if (!iota_value(out->dtype, j, &v))
+            return kiln_ctx_set_error(cx, KILN_INTERNAL, "%s: internal: iota of dtype %d",
+                                      fn_of(attrs, "iota"), (int)out->dtype);
+        fill((unsigned char *)dst + (size_t)(j * inner) * es, &v, inner);
     }
     /* The other outer blocks repeat the first. */
     size_t block = (size_t)(extent * inner) * kiln_dtype_size(out->dtype);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The tiled fused-kernel engine (fused.h). */
 #include <stdatomic.h>
 #include <stdint.h>
@@ -404,6 +405,12 @@ static void advance(const kiln__fused *f, int64_t *idx, int64_t run) {
     }
 }
 
+/* Typed strided copies and fills, one per element size (copy_run_N, fill_value_N). */
+#define ELEMENT_SIZE_BODY "backends/cpu/eval/strided_copy.inc"
+#include "backends/cpu/eval/per_element_size.h"
+#define ELEMENT_SIZE_BODY "backends/cpu/eval/fill_value.inc"
+#include "backends/cpu/eval/per_element_size.h"
+
 static void copy_strided(void *dst, const unsigned char *src, size_t esize, int64_t stride,
                          int64_t n) {
     if (stride == 1) {
@@ -411,19 +418,10 @@ static void copy_strided(void *dst, const unsigned char *src, size_t esize, int6
         return;
     }
     switch (esize) {
-#define COPY(T)                                    \
-    {                                              \
-        T *d = dst;                                \
-        const T *s = (const T *)(const void *)src; \
-        for (int64_t j = 0; j < n; j++)            \
-            d[j] = s[j * stride];                  \
-    }                                              \
-    break;
-    case 1: COPY(uint8_t)
-    case 2: COPY(uint16_t)
-    case 4: COPY(uint32_t)
-    default: COPY(uint64_t)
-#undef COPY
+    case 1: copy_run_1(dst, src, 0, n, stride); break;
+    case 2: copy_run_2(dst, src, 0, n, stride); break;
+    case 4: copy_run_4(dst, src, 0, n, stride); break;
+    default: copy_run_8(dst, src, 0, n, stride); break;
     }
 }
 
@@ -593,19 +591,10 @@ static void run_tiles(void *user, int64_t begin, int64_t end) {
         size_t cs = in->half ? 4 : in->esize;
         int64_t m = !f->fill_all[i] ? 1 : f->n < tile ? f->n : tile;
         switch (cs) {
-#define FILL(T)                         \
-    {                                   \
-        T v, *d = bufs[i];              \
-        memcpy(&v, one, sizeof v);      \
-        for (int64_t j = 0; j < m; j++) \
-            d[j] = v;                   \
-    }                                   \
-    break;
-        case 1: FILL(uint8_t)
-        case 2: FILL(uint16_t)
-        case 4: FILL(uint32_t)
-        default: FILL(uint64_t)
-#undef FILL
+        case 1: fill_value_1(bufs[i], one, m); break;
+        case 2: fill_value_2(bufs[i], one, m); break;
+        case 4: fill_value_4(bufs[i], one, m); break;
+        default: fill_value_8(bufs[i], one, m); break;
         }
     }
     kiln__native_part part;

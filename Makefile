@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Common tasks. `make demo` and `make test` set everything up themselves (Debian packages,
 # configure, build) on a fresh Debian 12 machine.
 

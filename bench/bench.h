@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The benchmark harness that kiln-bench's cases share: the options, timing and statistics
  * over repetitions, the records (the stdout table and the JSON file), peak memory from the
  * counting allocator, the machine's limits (bandwidth, sgemm rate) that the cases' floors and

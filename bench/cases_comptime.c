@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln-bench's compile-time cases: lower and compile times (and compile time per op) of
  * small programs, VGG forward passes and training steps and the unrolled heat equation; and
  * time_to_load, the wall time of a fresh process that loads libkiln and compiles and calls

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln-bench's run-time cases: compiled functions called through run_compiled (lower,
  * compile, first call, steady-state call, peak memory, rates and floors), each beside its
  * reference: the heat equation as one compiled loop against a plain C loop, EMLX and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln-bench's training-step cases: VGG11's whole step (forward, backward by kiln_grad,
  * SGD with momentum) and the digits CNN's (kiln-demo's network, Adam), each as one compiled
  * function whose parameters and optimizer state are donated and fed back call after call,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln-bench's harness (declared in bench.h): options, timing and statistics over
  * repetitions; the records, printed as a table on stdout and written as JSON; the counting
  * allocator behind peak memory; the machine's limits (STREAM triad, read bandwidth, OpenBLAS

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """JAX on kiln (the PJRT plugin) against JAX on XLA's CPU, side by side in one process.
 
 For each case: the compile time of the first jax.jit call without its tracing (both

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln-bench: kiln's benchmark suite (issue #6). Every case is one row of the `cases` table
  * below; each reports what applies to it: lower time, compile time, first call, steady-state
  * call (median, p10, p90 over repetitions after warm-up), peak memory and derived rates

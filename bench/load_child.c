@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln-load-child: what the time_to_load case times (kiln-bench spawns it to its exit). A
  * user's smallest program: load libkiln (dynamically, and nothing else of kiln-bench's:
  * kiln-bench itself links OpenBLAS), create a ctx, lower, compile and call cos(f32[10]).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln-mpi-bench: kiln's all_reduce on the MPI communicator against MPI_Allreduce of the
  * same buffer, in the same run (run under mpirun; `make bench` starts it on 2 ranks).
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Compares kiln-bench's records (bench/results/latest.json) with its peers'
 (bench/results/peers.json, written by bench/run_peers.sh): prints, per case and thread
 count, kiln against the best peer of that case and against JAX, then every pair (kiln's

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The MPI cases of `make bench` (bench/README.md): kiln's all_reduce on 2 ranks against
 # MPI_Allreduce of the same buffers (kiln-mpi-bench), and the digits CNN's training step
 # data-parallel on 2 ranks (1 thread each) against the single-process step (1 and 2

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Runs kiln-bench's peers (numpy, JAX, PyTorch eager / torch.compile / torch.jit.script, ONNX
 # Runtime) with 1 thread and with all threads, then the time_to_load processes, each under a
 # time limit, and merges their JSON records into bench/results/peers.json with the peers'

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmath-check: runs the f32 sin and cos kernels of src/backends/cpu/lib/vmath.c over every
  * float (all 2^32 bit patterns, or every STEP-th one) and compares each result with libm's
  * double function of the same input: the error in ulps of the float result (against the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # cmake -DIN=FILE -DOUT=FILE.c -DNAME=symbol -P embed_text.cmake: FILE's bytes as a
 # NUL-terminated C array `const char NAME[]` (a text kiln builds in, like the CUDA prelude).
 file(READ ${IN} hex HEX)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Batching and scans: kiln_vmap and kiln_scan.
  *
  * 1. Per-example gradients of a logistic regression: kiln_vmap of kiln_grad over the

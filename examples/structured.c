@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Structured arguments and the jit cache: a linear model's training state is a C struct of
  * tensors, described once with KILN_TREE_DEF; a training step over it is lowered (and its
  * StableHLO printed), then compiled and called through a kiln_jit that donates the state,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A tour of kiln's core API: a ctx, tensors made several ways, printing, reading values
  * back, .npy files, scopes, and what an error looks like. */
 #include <kiln/kiln.h>

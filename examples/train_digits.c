@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `make demo`: trains a small CNN on the handwritten digits that Debian's python3-sklearn
  * ships, with the whole training step (forward, backward, Adam update) as one jitted
  * function whose parameters and optimizer state are donated and updated in place. Then it

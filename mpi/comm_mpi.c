@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln_comm_create_mpi (kiln/mpi.h): kiln's two communicator primitives (kiln_comm_impl)
  * on MPI.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What a compiled program says of itself for people and tools: its optimized program
  * (jax's `compiled.as_text()`) and its cost analysis (`compiled.cost_analysis()`). */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* PJRT buffers: a kiln tensor on one of the client's devices, made from host memory (any
  * byte strides), read back to it, copied between devices, deleted or donated. Transfers
  * complete before the call returns, so every event handed out is already complete. */

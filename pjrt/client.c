@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The PJRT client: a kiln ctx and its logical CPU devices, each with one memory ("device",
  * the host memory the device's tensors live in), and what the framework asks of them. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Compiling the programs the framework sends (a StableHLO portable artifact, read by
  * kiln_module_parse, compiled by kiln_compile), what a compiled program says of itself,
  * and executing it on buffers: donated arguments are consumed and then report deleted. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The PJRT C API's binary interface, as far as kiln's plugin uses it: the handle types,
  * enums, callbacks and the argument structs of the functions libkiln_pjrt implements, at
  * API version 0.94. These declarations restate the layout published in openxla/xla's

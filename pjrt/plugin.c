@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libkiln_pjrt's entry point (GetPjrtApi) and its function table, with every slot filled;
  * errors, the plugin's attributes, and events. */
 #include <stdarg.h>

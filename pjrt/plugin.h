@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The objects behind the PJRT handles kiln's plugin hands out, and what its files share.
  * The plugin is a client of kiln's public API only (include/kiln): a PJRT client is a
  * kiln ctx, its devices the ctx's logical CPU devices, a buffer a kiln tensor, a loaded

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The client's work queue: what the framework hands over runs in order on one worker thread
  * of the client's, started on first use, or on the calling thread when the client executes
  * inline. It knows nothing of what it runs: executable.c submits its executions here. */

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Sets up what `make bench` alone needs: the benchmark peers (JAX, PyTorch, ONNX Runtime,
 # numpy, matplotlib for the chart) in a virtual environment, bench/.venv, from the pinned
 # bench/requirements.txt (made once, and again whenever that file changes), and Debian's

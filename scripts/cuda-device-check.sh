@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The checks that need a GPU, in one run, for a machine lent with one (an H200 here):
 # build with every core, run the CUDA checks (tests/backend/test_cuda_codegen.c: the
 # generated kernels compiled for the device and run on it against the CPU evaluator, which

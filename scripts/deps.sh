@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Installs the Debian packages that building, testing and the demo need, where missing. As
 # root it runs apt-get; otherwise it prints the exact command to run and fails.
 # Works on Debian 12 and 13 (the clang runtime's package name carries clang's version).

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Makes tests/.venv-jax from the pinned tests/requirements-jax.txt (once, and again when
 # that file changes), for the tests that check kiln against JAX-made portable artifacts.
 # The interpreter: $JAX_PYTHON if set, else python3.11, else python3. Exits non-zero, saying

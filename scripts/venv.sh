@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Makes a virtual environment from a pinned requirements file, once, and again whenever the
 # file changes (a stamp in the venv holds the file's sha256). One installer at a time per
 # venv (a lock beside it).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The kiln command-line tool: shared helpers of its commands (run, print, conform). */
 #ifndef KILN_TOOLS_CLI_H
 #define KILN_TOOLS_CLI_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln conform: StableHLO interpreter test files (stablehlo/tests/interpret style).
  *
  * Each file is cut at lines that are exactly "// -----"; every chunk that defines a

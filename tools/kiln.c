@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln: the command-line tool.
  *
  *     kiln run PROGRAM.mlir [--input FILE.npy]... [--output-dir DIR] [--mode M] [--entry NAME]

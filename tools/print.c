@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln print: a program's module as parsed, after kiln's passes, or the compiled
  * executable with its fused kernels and memory plan. */
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln run: the entry function of a program on .npy inputs. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared helpers of the kiln tool: modes, usage errors, files, tensor summaries. */
 #define _POSIX_C_SOURCE 200809L /* open flags, fdopen */
 #include <errno.h>

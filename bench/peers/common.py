@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared pieces of kiln's benchmark peers: argument parsing, the repetition policy, the
 JSON record format of bench/results/latest.json ({suite, case, impl, metric, median, p10,
 p90, unit, reps, threads}) and the result checks.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The training step of `kiln-demo` (the digits CNN at batch 32: conv 1->32, 2x2 max pool,
 conv 32->64, dense 1024->128, dense 128->10, softmax cross-entropy, Adam) in PyTorch (eager
 and torch.compile) and JAX (jax.jit), timed as kiln-demo times its compiled step: the

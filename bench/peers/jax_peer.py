@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """JAX peer of kiln-bench (XLA's CPU backend): the same suites and case names, one JSON
 record per line on stdout (see common.py), computed from kiln-bench's inputs and checked
 against its results. Impl "jax".

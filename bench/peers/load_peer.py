@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """time_to_load peers of kiln-bench: whole processes that load a library, compile cos of
 f32[10] and run it once (checking the value), timed by hyperfine (median of many runs,
 after warm-up runs) in one invocation, so that all of them see the same machine:

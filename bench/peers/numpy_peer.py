@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """numpy peer of kiln-bench: the same suites and case names, one JSON record per line on
 stdout (see common.py), computed from kiln-bench's inputs and checked against its results.
 Threads: OMP/OPENBLAS_NUM_THREADS are set before numpy is imported (numpy's elementwise ops

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ONNX Runtime peer of kiln-bench (the onnxruntime package, CPU execution provider): the
 same suites and case names, one JSON record per line on stdout (see common.py), computed
 from kiln-bench's inputs and checked against its results. Impl "ort".

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """PyTorch peer of kiln-bench (PyTorch 2.13, CPU build, from bench/.venv): the same suites
 and case names, one JSON record per line on stdout (see common.py), computed from kiln-bench's
 inputs and checked against its results. Impls:

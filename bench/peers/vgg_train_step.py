@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The VGG11 training step of kiln-bench's case train/VGG11 16x3x224x224 in PyTorch (eager
 and torch.compile) and JAX (jax.jit, parameters and momentum donated): forward at
 f32[16,3,224,224], mean softmax cross-entropy over 1000 classes, backward, SGD with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Uses an installed kiln: builds a tensor, checks a value, round-trips it through .npy.
  * Prints "consumer ok" and exits 0 when everything worked. */
 #include <kiln/kiln.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln/alloc.h: the host allocator a user can inject.
  *
  * Every host allocation kiln makes (the ctx itself, tensor objects, tensor data, internal

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln/autodiff.h: reverse- and forward-mode differentiation of kiln functions.
  *
  * A kiln function (a kiln_region, or a kiln_jit_fn over structs) is traced into a module,

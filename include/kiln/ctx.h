@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln/ctx.h: the context: error state, logging, allocator, scopes.
  *
  * A kiln_ctx is the handle every call takes first. It holds

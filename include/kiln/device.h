@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln/device.h: devices, in DLPack's terms, and the backends that run on them.
  *
  * Every tensor lives on a device. Device type codes are DLPack's (DLDeviceType), so a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln/dtype.h: element types.
  *
  * The element types of StableHLO that kiln supports, with their DLPack codes so tensors

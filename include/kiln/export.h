@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln/export.h: the KILN_API marker for the public symbols of libkiln.
  *
  * libkiln is built with hidden visibility; only functions declared with KILN_API are

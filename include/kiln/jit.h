@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln/jit.h: tracing, the staged pipeline (lower -> compile -> call) and the jit cache.
  *
  * A kiln function is a kiln_region (kiln/ops.h): a C callback that builds its results from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln/kiln.h: everything public in one include.
  *
  * kiln is a tracing JIT compiler for array programs. This header pulls in the whole public

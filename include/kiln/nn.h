@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln/nn.h: neural-network layers, initializers, losses, optimizers, models, weights on
  * disk and the digits data set, built on kiln's public API alone.
  *

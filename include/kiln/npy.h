@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln/npy.h: numpy .npy files.
  *
  * Reads and writes the .npy format (versions 1.0, 2.0 and 3.0 on read; 1.0 on write, as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln/ops.h: the op builders.
  *
  * kiln's ops are StableHLO's, with StableHLO's semantics (its docs/spec.md), including its

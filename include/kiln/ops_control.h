@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln/ops_control.h: control flow, constants, random bits, and numpy's where and cast.
  * Part of kiln/ops.h (read its overview first); include that header, not this one.
  *

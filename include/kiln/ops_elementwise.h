@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln/ops_elementwise.h: elementwise ops, compare, select, clamp, convert.
  * Part of kiln/ops.h (read its overview first); include that header, not this one.
  *

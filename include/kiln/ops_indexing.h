@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln/ops_indexing.h: gather, scatter, sort, and the numpy conveniences take and one_hot.
  * Part of kiln/ops.h (read its overview first); include that header, not this one.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln/ops_linalg.h: dot_general, convolution and numpy's matmul.
  * Part of kiln/ops.h (read its overview first); include that header, not this one.
  * Inputs are converted to the result dtype before multiplying (StableHLO's rule), and

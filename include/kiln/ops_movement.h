@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln/ops_movement.h: data movement: broadcast, reshape, transpose, reverse, slices, pad,
  * concatenate, and numpy-style shape conveniences.
  * Part of kiln/ops.h (read its overview first); include that header, not this one.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln/ops_reduce.h: reduce, reduce_window, select_and_scatter, and numpy-style reductions.
  * Part of kiln/ops.h (read its overview first); include that header, not this one.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln/parse.h: reading StableHLO text into a module.
  *
  * Programs exported from JAX (`jax.jit(f).lower(...).as_text()`), from Reactant.jl or from

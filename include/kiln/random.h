@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln/random.h: reproducible random tensors from a counter-based generator.
  *
  * Values come from Philox-4x32-10 (Salmon et al., "Parallel random numbers: as easy as

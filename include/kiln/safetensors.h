@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln/safetensors.h: safetensors files, the weights format of the ML ecosystem.
  *
  * A safetensors file is an 8-byte little-endian header length N, N bytes of JSON naming

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln/shape.h: shapes.
  *
  * A shape is a rank and int64_t dimensions, outermost first (numpy order). Rank 0 is a

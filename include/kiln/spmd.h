@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln/spmd.h: programs that run on several processes at once, and the collectives they
  * communicate with (StableHLO's "parallel execution").
  *

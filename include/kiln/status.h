@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln/status.h: status codes.
  *
  * kiln_status uses the canonical error space 0..16 shared by absl::Status, gRPC, PJRT and

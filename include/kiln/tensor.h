@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln/tensor.h: tensors: creation, reading back, printing, lifetime.
  *
  * A kiln_tensor is an n-dimensional array of one dtype on one device, backed by

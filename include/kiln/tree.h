@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln/tree.h: structured arguments: C structs of tensors, flattened and unflattened.
  *
  * A tree descriptor (kiln_tree_def) describes a C struct whose members are tensors,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln/version.h: the library version.
  *
  *     printf("kiln %s\n", kiln_version_string());

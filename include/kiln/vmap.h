@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln/vmap.h: batching (JAX's vmap): a function written for one example, run on a batch.
  *
  * kiln_vmap traces the function on one example's types (each mapped argument without its

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Builds libkiln_pjrt.so with the repository's CMake build and puts it in the package.
 
 `pip install ./python/jax_kiln` runs this from the repository; KILN_PJRT_LIBRARY names an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Forward mode: copy each op and run its jvp rule right after it. */
 #include "autodiff/transform.h"
 #include "base/alloc.h"

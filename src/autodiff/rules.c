@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The rule tables (a column of the op table) and the defaults that keep partial work
  * linking: every rule is defined here weakly as "no rule yet" (UNIMPLEMENTED naming the
  * op), and the rules_<family>.c files override them with strong definitions. The

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Differentiation rules: the contract between the transforms (vjp.c, jvp.c) and the rules
  * (rules_<family>.c), and the IR emitter the rules build with.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Differentiation rules of the collectives, as JAX's: a sum over the group (all_reduce,
  * and reduce_scatter and collective_reduce with an add region) is its own transpose, in
  * the other direction where it moves data: all_gather <-> reduce_scatter, all_to_all with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Differentiation rules: control flow (while, if, case, call) and optimization_barrier.
  *
  * These rules recurse into the transform (transform.h) on their regions. Forward mode

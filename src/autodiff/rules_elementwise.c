@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Differentiation rules: elementwise ops, compare, select, clamp and convert.
  *
  * Most unary rules are "derivative times the incoming (co)tangent", with the derivative

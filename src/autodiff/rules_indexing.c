@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Differentiation rules of the indexing ops: dynamic_slice, dynamic_update_slice, gather
  * and scatter. Index operands never get a derivative (NULL).
  *

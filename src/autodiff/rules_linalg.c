@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Differentiation rules of the contractions: dot_general and convolution.
  *
  * Both are bilinear, so their jvp is the op applied to one tangent and the other primal,

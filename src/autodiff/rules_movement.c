@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Differentiation rules: data movement (broadcast_in_dim, reshape, transpose, reverse,
  * slice, pad, concatenate) and the sources (constant, iota, rng_bit_generator, and
  * bitcast_convert), which have no derivative. Every movement op is linear, so its jvp is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Differentiation rules: reduce with one input and a builtin region (add, max, min,
  * multiply). Variadic reduces (several inputs, e.g. an argmax) and custom regions are
  * UNIMPLEMENTED, naming the op.

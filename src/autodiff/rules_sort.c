@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Differentiation rules of sort. Sorting permutes each input along one dimension by the
  * same permutation, so the tangents are permuted as the values were and the cotangents
  * are put back where their values came from. The permutation is found by sorting again

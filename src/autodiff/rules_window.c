@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Differentiation rules of the window ops: reduce_window (add, max, min; one input) and
  * select_and_scatter (add scatter; the builtin comparisons as select).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The transform state that both modes (vjp.c, jvp.c) and the control-flow rules
  * (rules_control.c) share: setting a transform up and finding it from an emitter, the
  * markers, the free values of a block, and copying a block's forward ops. */

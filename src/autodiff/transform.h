@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The transforms (vjp.c, jvp.c, their shared state in transform.c): whole functions, and
  * the block-level steps the control flow rules (rules_control.c) recurse with. */
 #ifndef KILN_AUTODIFF_TRANSFORM_H

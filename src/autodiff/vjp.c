@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reverse mode: copy the forward ops, then run the vjp rules backwards, accumulating
  * cotangents per source value. */
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The backend interface, version 3: exactly what a backend implements for kiln, and all a
  * backend needs of kiln besides the op table (ops/), the IR (ir/) and the core objects
  * (core/). Every entry of the table below is called by the runtime; none is there for a

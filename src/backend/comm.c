@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Communicators (comm.h): the public API of kiln/spmd.h that is not a builder, the grid's
  * process groups, and running the processes of a local communicator on threads. */
 #define _POSIX_C_SOURCE 200809L

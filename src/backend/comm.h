@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Communicators (kiln/spmd.h): what the collectives' kernels need of the processes they
  * talk to, and the grid's process groups.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Communicators over a transport of the caller's (kiln_comm_impl, kiln/spmd.h): one process
  * per OS process, the primitives forwarded. */
 #include <string.h>

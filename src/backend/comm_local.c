@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The local communicator (comm.h): processes that are threads of this OS process and share
  * its memory. Each primitive is a rendezvous of every process: each posts where its bytes
  * are and what op it runs, waits until all have posted, checks that all run the same op,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Events: the completion of work a backend may finish later (a copy, an execution).
  *
  * A backend makes an event pending (kiln__event_new), hands it to the caller, and completes

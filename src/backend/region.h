@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Calling regions, and recognising the builtin ones. */
 #ifndef KILN_BACKEND_REGION_H
 #define KILN_BACKEND_REGION_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The per-ctx list of backends (registry.h) and the public listing (kiln/device.h). */
 #include "backend/registry.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The registry: the backends a ctx sees, by name and by device type.
  *
  * On first use in a ctx the registry lists the builtin backends (kiln__builtin_backend,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The backends built into the library, in order of preference per device type: the one
  * file that names concrete backends (backend/registry.h declares what it defines). */
 #include "backend/registry.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #define _DEFAULT_SOURCE /* posix_memalign, madvise advice values */
 
 #include "base/alloc.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal allocation helpers: every host allocation goes through a kiln_allocator. */
 #ifndef KILN_BASE_ALLOC_H
 #define KILN_BASE_ALLOC_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Arena: bump allocation for short-lived data (compile-time structures), freed at once.
  *
  * Blocks come from the ctx's allocator and are chained; a reset keeps the first block for

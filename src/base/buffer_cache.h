@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The caching allocator of tensor data: a ctx keeps the blocks its tensors release in
  * size-classed free lists and hands them out again, so that an eager chain of ops reuses
  * warm memory instead of asking the system for fresh pages at every op (a 40 MB result

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The ctx's fields, for the library's own use. */
 #ifndef KILN_BASE_CTX_INTERNAL_H
 #define KILN_BASE_CTX_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The on-disk cache of compiled code (disk_cache.h). */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A cache of compiled code on disk (kernels built by a compiler: CUDA cubins, native shared
  * objects), safe to share between processes of one user:
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Libraries opened at run time (dynlib.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "base/dynlib.h"

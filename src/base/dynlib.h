@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Libraries opened at run time (dlopen) instead of linked, so that a process maps them only
  * when it uses them: the CPU backend's OpenBLAS and oneDNN (backends/cpu/lib/blas_api.h,
  * dnnl_api.h). */

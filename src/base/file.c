@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared file handling of the readers and writers of files (file.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "base/file.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The file handling that every reader and writer of files shares (the formats of src/io,
  * the StableHLO text reader of src/ir): errors naming the path, opening a regular file for
  * reading, and saving through a temporary file that then replaces the target (so a reader

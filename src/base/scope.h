@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Scopes: intrusive lists of objects a ctx scope owns one reference to.
  *
  * Base knows nothing of tensors: an owned object embeds a kiln__owned node whose `drop`

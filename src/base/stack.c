@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The calling thread's stack bounds (stack.h), cached per thread. */
 #define _GNU_SOURCE /* pthread_getattr_np */
 #include "base/stack.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* How much stack the calling thread has left: recursive walks over nested programs (the
  * parser, tracing and the transforms traced inside it) check it so that nesting too deep for the
  * thread's stack is an error, never a crash, whatever the stack's size (a musl thread's 128 KiB, a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A growable string built through the ctx's allocator (for printers, and the bytes of
  * module fingerprints: append takes any bytes). */
 #ifndef KILN_BASE_STRBUF_H

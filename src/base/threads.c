@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #define _GNU_SOURCE /* RTLD_NOLOAD */
 /* The thread pool's count and its BLAS/oneDNN side (see threads.h); the pool itself is
  * threads_pool.c. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The one thread pool kiln's own work runs on (kernels, fused-kernel tiles, native
  * kernels, BLAS calls on fixed chunks): threads of kiln's (threads_pool.c) that spin
  * briefly after a job and then park, so an idle pool takes no CPU from other work. oneDNN

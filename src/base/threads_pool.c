@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln's thread pool (threads.h): workers of its own that spin a little after each job and
  * then park on a futex, so that an idle pool costs no CPU (OpenMP's workers spin for the
  * cores other work needs: the reason this pool exists).

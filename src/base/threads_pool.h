@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln's own thread pool behind kiln__parallel_for (threads.h): threads.c decides how
  * many threads a job gets, the pool runs it. */
 #ifndef KILN_BASE_THREADS_POOL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Batching (kiln_vmap) as a transformation of the IR: a function written for one example
  * becomes the function of a batch of them.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The batching of an op without a rule: a loop over the batch (batch.h). */
 #include <stdio.h>
 

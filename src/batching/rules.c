@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The rule table (a column of the op table): every op is given the loop (a weak default),
  * and the rules_<family>.c files override it with rules of their own. */
 #include "batching/batch.h"

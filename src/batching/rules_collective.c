@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Batching rules of the collectives: a collective moves or combines each example's values
  * as it moves or combines any element, so the batched op is the same collective over the
  * batched operands, the dimensions it names shifted past the batch. The process ids are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Batching rules of control flow. A loop or branch whose predicate is the same for every
  * example stays one loop or branch with batched bodies. A batched predicate cannot choose
  * one path for the whole batch: a batched `if`/`case` runs every branch and selects per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Batching rules of the elementwise ops: the op over the batched shape, every unbatched
  * operand (and every scalar operand clamp and select allow) broadcast to it. */
 #include "batching/batch.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Batching rules of gather and scatter: the batch becomes one more batching dimension of
  * the op (StableHLO's operand_batching_dims / input_batching_dims and their index
  * counterparts), so example b gathers from, or scatters into, its own operand with its own

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Batching rules of the contractions. dot_general: a batch both operands have becomes a
  * batch dimension of the op; one only one has becomes a free dimension of it. convolution:
  * the batch is folded into the op's own dimensions (the input's batch when only the input

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Batching rules of the data-movement ops: the same op over one more (leading) dimension,
  * its dimension attributes shifted past it. A dynamic_slice or dynamic_update_slice whose
  * start differs per example becomes a gather or a scatter; a padding value that does, a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Batching rules of the reductions: the inputs batched (broadcast where only some are),
  * the reduced dimensions and windows shifted past the batch. An init value that differs
  * per example is left to the loop. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The batching transform: the walk over a function's ops, what the rules share, and whole
  * functions (batch.h). */
 #include <string.h>

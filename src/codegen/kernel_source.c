@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* C and CUDA C from a fused kernel's description (ir/kernel.h): one function per kernel, a
  * grid-stride loop over its iteration space, each input read through its access pattern
  * (contiguous, broadcast, strided, a scalar or constant, an iota), the instructions in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* C and CUDA C for fused kernels (kernel_source.c) and the prelude they are compiled with
  * (prelude.cu, built into the library as text). */
 #ifndef KILN_CODEGEN_KERNEL_SOURCE_H

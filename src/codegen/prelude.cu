@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The prelude of kiln's generated CUDA kernels (codegen.c): StableHLO's semantics for the
  * elementwise ops, as the CPU evaluator computes them (src/backends/cpu/eval_*.c), in C
  * that NVRTC compiles for a device and that the host C compiler compiles too (without

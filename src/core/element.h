@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reading and writing single elements of any dtype as double or int64_t. Used where
  * speed does not matter (fills, printing, file conversion); kernels have their own. */
 #ifndef KILN_CORE_ELEMENT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tensors made from values: zeros, ones, full, scalar, iota, arange, linspace. */
 #include <math.h>
 #include <string.h>

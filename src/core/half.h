@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* f16 and bf16 to f32, exactly, inline so that loops over them vectorize. The public
  * kiln_f16_to_f32 / kiln_bf16_to_f32 are these; kernels include this header directly. */
 #ifndef KILN_CORE_HALF_H

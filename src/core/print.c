@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* numpy-like text for tensors: a "dtype[shape]" header, nested brackets, right-aligned
  * columns sharing one float format, "..." for elided middles of large tensors. */
 #include <math.h>

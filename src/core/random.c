@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Philox-4x32-10 and the random tensors built on it. The bits-to-values mapping is part
  * of the public contract (kiln/random.h): changing it changes every seeded result. */
 #include "kiln/random.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tensor objects: creation from host memory, properties, reading back, lifetime. */
 #include <math.h>
 #include <stdint.h>

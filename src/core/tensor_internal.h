@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tensor and storage internals, for the library's own use. */
 #ifndef KILN_CORE_TENSOR_INTERNAL_H
 #define KILN_CORE_TENSOR_INTERNAL_H

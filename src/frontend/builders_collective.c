@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The collectives' builders (kiln/spmd.h). The groups' sizes that a result type depends on
  * (all_gather's and reduce_scatter's) come from the groups and the grid of the ctx's
  * communicator; the kernels check them against the group each process is in. */

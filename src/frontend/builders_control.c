@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Builders for control flow, constants and random bits (include/kiln/ops_control.h), and
  * numpy's where and cast. */
 #include <stdint.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Builders for the elementwise ops: numpy broadcasting of the operands (through
  * broadcast_in_dim, so the recorded ops stay pure StableHLO), then the op. */
 #include <stdio.h>

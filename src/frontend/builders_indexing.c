@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Builders for the indexing ops (gather, scatter, sort) and the numpy conveniences built
  * on them (take, one_hot). */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Builders for the contractions: dot_general, convolution, and numpy's matmul on top of
  * dot_general (with broadcast_in_dim for the batch dimensions, so the recorded ops stay
  * pure StableHLO). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Builders for the data-movement ops (kiln/ops_movement.h): the StableHLO ops, whose
  * attributes the builders complete (slice strides, pad lists, reshape's -1), and the numpy
  * conveniences, which are expressed through them (so recorded programs stay StableHLO). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Builders for the reductions: reduce, reduce_window, select_and_scatter, and the numpy
  * conveniences built on them (sum, mean, prod, max, min, argmax, argmin, logsumexp,
  * softmax, log_softmax). */

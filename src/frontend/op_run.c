@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "frontend/op_run.h"
 
 #include <stdio.h>

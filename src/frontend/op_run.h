@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Running an op from a builder: check operands, infer result types, then evaluate on
  * the tensors' device (or, later, record it in the trace). */
 #ifndef KILN_FRONTEND_OP_RUN_H

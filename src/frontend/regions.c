@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The builtin regions: real callbacks (so they also work wherever a region is simply
  * called), tagged so that evaluators can take a fast path instead. */
 #include "backend/region.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tracing: while kiln_lower runs a function, builders with traced operands record ops. */
 #ifndef KILN_FRONTEND_TRACE_H
 #define KILN_FRONTEND_TRACE_H

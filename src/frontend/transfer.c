@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Moving bytes between devices and the host: kiln_tensor_to_device and
  * kiln_tensor_to_host, through the backends' buffer entries (backend/backend.h) for
  * device memory, with memcpy between host-visible memories. Every copy a backend makes is

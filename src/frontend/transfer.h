@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Moving tensors between devices and the host (transfer.c), and the storage a device's
  * tensors live in. */
 #ifndef KILN_FRONTEND_TRANSFER_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The .npy format: a magic string, a version, a Python-dict header describing dtype,
  * order and shape, then the raw C-order data. Every length read from a file is checked
  * before it is used; nothing here trusts the header. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* safetensors: an 8-byte little-endian header length N, N bytes of UTF-8 JSON describing
  * each tensor (dtype, shape, [begin, end) within the data), then the data. The reference
  * implementation (huggingface/safetensors, safetensors/src/tensor.rs) defines the rules

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The MLIR bytecode container (bytecode.h): header, sections, strings, dialects and op
  * names, attribute/type offsets, properties. The layouts follow MLIR's BytecodeFormat
  * (llvm-project mlir/docs/BytecodeFormat.md and its reader and writer). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The MLIR bytecode container (versions 0 to 6): the framing that StableHLO portable
  * artifacts (VHLO bytecode) come in. This layer knows no dialect: it finds the sections,
  * reads the string table, the dialects and op names, the attribute and type tables (their

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Copying IR: ops (with their regions) from one block into another, possibly in another
  * module, through a map from old values to new ones. Used by the autodiff transforms and
  * to inline a function's body into a trace. */

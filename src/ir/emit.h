@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The IR emitter: ops appended to a block with result types from the op table's
  * inference, builtin regions materialised as blocks exactly as tracing records them (so
  * printers, passes and backends see the same IR either way). What the transforms of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A module's fingerprint: bytes that describe everything its compilation depends on (the
  * calling convention, the functions, every block's argument types, every op's kind, operands,
  * result types, attributes and regions, small constants by value), so that two modules with equal

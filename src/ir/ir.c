@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Building and owning IR. */
 #include "ir/ir.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The IR: a module of functions; a function is a block; a block has arguments, a list of
  * ops and the values it returns; an op has operands, results, attributes and regions
  * (blocks of its own). Values are SSA: defined once, by an op result or a block argument.

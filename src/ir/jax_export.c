@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The file jax.export's Exported.serialize() writes: a FlatBuffer (schema
  * jax/_src/export/serialization.fbs, root table Exported) whose field 13,
  * mlir_module_serialized, holds the portable artifact. Only that field is read; the

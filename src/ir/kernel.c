@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fused-kernel descriptions: costs and text (see kernel.h). */
 #include "ir/kernel.h"
 

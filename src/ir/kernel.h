@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fused kernels: the backend-neutral description of a loop nest that the fusion pass
  * (src/passes/fusion.c) makes out of a group of ops, and that a backend executes (the CPU
  * tiled engine, src/backends/cpu/fused_*.c) or generates code from (later: C, CUDA).

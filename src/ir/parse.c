@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The text parser's module (ir/text.h): functions, calls (each call gets a copy of its
  * callee), the entry, its calling convention and checks; kiln_module_parse, which also
  * takes portable artifacts (ir/vhlo.h). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The check dialect's records and their comparison, as the StableHLO interpreter does it. */
 #include <inttypes.h>
 #include <math.h>

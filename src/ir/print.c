@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* StableHLO text for modules, as JAX's lower(...).as_text() and stablehlo-opt print it:
  * pretty forms where the dialect has one, the generic form otherwise, value names as MLIR
  * gives them (%arg0, %0, %5:2 and %5#1, %cst, %c_3, %iterArg, %output_state).

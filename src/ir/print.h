@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The StableHLO text printer's pieces shared between its files (and its tests). */
 #ifndef KILN_IR_PRINT_H
 #define KILN_IR_PRINT_H

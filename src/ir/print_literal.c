@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Literals of the StableHLO text: floats that read back to the same bits, written the way
  * MLIR writes them, and dense elements attributes. */
 #include <inttypes.h>

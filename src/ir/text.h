@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The StableHLO text parser's state and the functions its files share. The parser
  * (kiln_module_parse, parse.c) reads what kiln's printer writes, JAX's as_text() and the
  * StableHLO interpreter tests (pretty and generic op forms, the check dialect): a

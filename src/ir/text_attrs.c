@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The text parser's attributes: values (integers, lists, arrays, dense, enums, structs,
  * convolution layouts, dictionaries), and an op's kiln__attrs from them through the op
  * schema (ops/op_syntax.h). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The text parser's check dialect: the StableHLO interpreter tests' expectations
  * (check.expect_eq, expect_almost_eq, ...) as checks on the entry's extra results. */
 #include <inttypes.h>

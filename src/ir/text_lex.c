@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The text parser's lexer (ir/text.h): errors with line and column, whitespace, comments
  * and locations skipped, identifiers, keywords, integers and strings, the nesting bound. */
 #include <ctype.h>

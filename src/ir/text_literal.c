@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The text parser's types (tensor<2x3xf32>, function types) and dense literals
  * (dense<...> into tensors, checked against their type before memory is taken). */
 #include <inttypes.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The text parser's ops: value names (hash buckets that regions push and pop), regions,
  * the generic form, the pretty forms (the op schema's and the few of their own), op lines
  * and block bodies. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shardy (the sdy dialect) in StableHLO text, as JAX exports SPMD programs: the meshes a
  * module declares (sdy.mesh), the sharding annotations of the entry's arguments and
  * results (kept as written and printed back), and sdy.manual_computation, shard_map's

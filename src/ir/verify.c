@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Region signatures and the verifier. */
 #include <stdio.h>
 

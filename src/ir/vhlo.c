@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* VHLO ops to StableHLO text (vhlo.h): the IR section's walk, the value scopes, and one
  * table row per VHLO op kiln runs, naming the StableHLO op, the op's attributes in the
  * order its properties store them (sorted by name, as MLIR's generated writers emit them)

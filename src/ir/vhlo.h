@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reading StableHLO portable artifacts: MLIR bytecode of the versioned VHLO dialect
  * (bytecode.h is the container), turned into the StableHLO text that kiln's parser reads,
  * so that an artifact gives exactly the module its text gives.

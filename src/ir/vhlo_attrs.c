@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* VHLO and builtin attributes and types in MLIR bytecode (vhlo.h): decoding, and writing
  * them as StableHLO text. The codes are those of stablehlo/dialect/VhloBytecode.cpp
  * (enum AttributeCode, enum TypeCode) and of MLIR's BuiltinDialectBytecode. */

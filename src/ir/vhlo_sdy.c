@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shardy's attributes in a portable artifact, written as their text forms (what the text
  * parser reads: text_sdy.c). Shardy encodes them itself (its BytecodeDialectInterface), one
  * code per kind, then its fields: a list is a varint count and its items, a nested

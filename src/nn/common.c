@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Argument checks, messages and scope handling shared by the nn files. */
 #include <stdarg.h>
 #include <stdio.h>

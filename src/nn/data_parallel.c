@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Data-parallel gradients (kiln_nn_data_parallel_grads) and the check that replicas hold
  * the same parameters (kiln_nn_check_replicated).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The digits data set from scikit-learn's gzipped CSV, read with zlib. */
 #include <errno.h>
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Initializers over the Philox generator. */
 #include <math.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Layers: dense, conv2d, pooling, activations, normalization, dropout, flatten, embedding. */
 #include <math.h>
 #include <stdio.h>

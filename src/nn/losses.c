@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Losses and metrics. */
 #include "nn_internal.h"
 

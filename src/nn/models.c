@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Models: MLP, the small CNN, VGG11/13/16/19 with and without batch norm. */
 #include <stddef.h>
 #include <string.h>

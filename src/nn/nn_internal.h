@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers shared by the nn files. src/nn sees only the public API (src/LAYERS),
  * so these are small conveniences over it, not access to internals. */
 #ifndef KILN_NN_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Optimizers over trees: SGD (momentum, Nesterov, weight decay), Adam, AdamW. */
 #include <math.h>
 #include <string.h>

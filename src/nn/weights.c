@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Parameter structs as safetensors files, named by their tree paths. */
 #include <string.h>
 

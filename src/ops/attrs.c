@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The part of a kiln__attrs each kind of op uses (attrs.h). */
 #include "ops/attrs.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Op attributes: everything about an op call that is not an operand. Builders fill a
  * whole kiln__attrs on the stack; a module's op holds only the part its kind uses
  * (kiln__attrs_size: the common fields and one member of the union), so an op costs what

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Interned op attributes (attrs_set.h). */
 #include "ops/attrs_set.h"
 

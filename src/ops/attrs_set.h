@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A set of distinct op attributes: the same pointer for attributes of the same kind whose
  * bytes (the part of a kiln__attrs the kind uses, kiln__attrs_size) are equal. A module
  * keeps one copy of its ops' equal attributes (an unrolled loop's slices, broadcasts and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shape and dtype inference: the verifier rules of each op, shared by eager builders,
  * tracing and the parser. One function per op (kiln__infer_<name>), found through the
  * table generated from ops.def. */

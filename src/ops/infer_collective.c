@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Inference for the collectives (all_reduce, all_gather, reduce_scatter, all_to_all,
  * collective_permute, collective_broadcast), replica_id and partition_id, and the
  * interpreter's run_parallel: the spec's constraints that hold without knowing the process

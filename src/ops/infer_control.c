@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Inference for control flow (while, if, case, call, optimization_barrier) and sources
  * (constant, iota, rng_bit_generator): the spec's constraints that can be checked before
  * anything runs. The result types of if, case and call are known only once a region has

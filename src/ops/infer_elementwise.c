@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shape and dtype inference for the elementwise family: unary and binary elementwise ops,
  * compare, select, clamp, convert and bitcast_convert. The rules are StableHLO's
  * (docs/spec.md): operands of one type (the builders broadcast before calling), and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Inference for the indexing ops: gather, scatter, sort (the spec's constraints, by
  * number, in the order the spec lists them). */
 #include <stdio.h>

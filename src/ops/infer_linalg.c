@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Inference for the contractions: dot_general and convolution (StableHLO spec, sections
  * "dot_general" and "convolution"). The result dtype is attrs->result_dtype; operands are
  * converted to it before multiplying, so it may differ from theirs (i8 x i8 -> i32,

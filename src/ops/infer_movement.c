@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shape and dtype inference for the data-movement ops: broadcast_in_dim, reshape,
  * transpose, reverse, slice, dynamic_slice, dynamic_update_slice, pad, concatenate.
  * The constraints are those of the StableHLO spec (C1, C2, ... in its op sections). */

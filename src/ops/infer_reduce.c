@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Inference for the reductions: reduce, reduce_window, select_and_scatter (the spec's
  * constraints C1..C16 of each). */
 #include "ops/infer.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The op enum and its static facts, expanded from ops.def. */
 #ifndef KILN_OPS_OP_H
 #define KILN_OPS_OP_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Op costs (op_cost.h). */
 #include "ops/op_cost.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What one run of an op costs: arithmetic, transcendental calls and the bytes it touches.
  * Used for kiln_exe_info's cost (and so the PJRT plugin's cost analysis) and for the
  * fused kernels' costs. The conventions are XLA's cost analysis's: a multiply-add is two

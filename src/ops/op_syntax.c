@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The op schema's table (op_syntax.h): one entry per op with attributes or a form other
  * than the plain one. Attributes are listed in the order of the generic form, which is
  * StableHLO's (by name); enum names in StableHLO's order, which is also VHLO's encoding. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The op schema: for each op, how StableHLO writes it. Its attributes (StableHLO's names,
  * their kinds, where each is held in kiln__attrs, whether it may be left out and what it
  * then means) and the shape of its pretty form. One description read by the text parser,

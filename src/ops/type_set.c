@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Interned types (type_set.h). */
 #include "ops/type_set.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A set of distinct value types (dtype and the dimensions up to the rank): the same
  * pointer for equal types. A module interns its values' types in one (so a value holds a
  * pointer and types compare by address), a CPU executable its slots' types. The copies

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Algebraic identities (README.md). Every rewrite either moves an op's uses to a value
  * that already exists or changes an op in place; changing one first gives it attributes
  * of its own (kiln__op_attrs_mut: they may be shared), and when that copy cannot be made

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Common-subexpression elimination: a later op of a block that computes what an earlier op
  * of the same block computes (same kind, operands, result types and attributes) has its
  * uses moved to the earlier op's results; dce then removes it. Conservative: only ops

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fusion: which ops of a function body run together as kernels (passes.h, ir/kernel.h).
  *
  * One forward walk over the body groups ops; a group stays open until something outside

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Layout assignment for convolutions (README.md, "layout"): the activations of a chain of
  * convolutions, their bias and activation epilogues, pooling and the gradients of all of
  * them are kept channels last ([N, H, W, C]) between the chain's ends, while every value

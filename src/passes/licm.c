@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Loop-invariant code motion: ops of a while's body that compute the same thing in every
  * iteration (their operands are values of the blocks around the loop, or results of such
  * ops) move to just before the while, so that they run once per loop instead of once per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The pass manager and the use-replacement helper. */
 #include "kiln/ctx.h"
 #include "passes/passes.h"

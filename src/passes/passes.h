@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Module-to-module rewrites (docs/ARCHITECTURE.md, section 1): a small pass manager and the passes.
  * Every pass rewrites a module in place, keeps SSA and the `uses` counters right, cannot
  * fail (what it allocates is optional: without it a rewrite is skipped), and returns how

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unrolling loops of a few iterations: a while that counts from a constant to a constant
  * (the form kiln_fori_loop and JAX's fori_loop lower to: the condition `i < upper` on a
  * carry that starts at a constant and that the body increments by 1) and whose copies

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The executables the eager transformations compile: kiln_grad and its friends on
  * concrete tensors trace and differentiate the function at every call, then look the
  * derivative up here before compiling it. Entries are keyed by the module's fingerprint

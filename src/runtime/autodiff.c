@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The public autodiff API (kiln/autodiff.h): trace the function into a module of its
  * own, transform it (src/autodiff), then either compile and run the result (eager) or
  * inline its body into the enclosing trace (inside kiln_lower / kiln_jit, or an outer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln_exe_call: checks a call against the executable's convention, decides which donated
  * buffers the backend may reuse, runs the backend's executable on the executable's device,
  * and kills the donated arguments. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln_compile: check the options, pick the backend for the target device, verify the
  * module, run the backend-neutral passes (canonicalize, cse, unroll, licm, dce), decide the calling
  * convention (donation, preserved results, aliases), and let the backend build its

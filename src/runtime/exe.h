@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The executable the public API hands out (kiln_exe): the runtime's shell around a
  * backend's executable. The shell knows the calling convention (argument names and types,
  * donation, preserved results and aliases) and checks every call against it; the backend

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln_jit: a function with an executable cache keyed by its argument signature. */
 #define _POSIX_C_SOURCE 200809L
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The jit cache's layouts (where leaves live) and keys (call signatures). */
 #include "runtime/jit_key.h"
 

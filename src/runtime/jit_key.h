@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The jit cache's view of a function's arguments: where the leaves and statics of its input
  * and output live (the layout), and the signature of one call (the key). */
 #ifndef KILN_RUNTIME_JIT_KEY_H

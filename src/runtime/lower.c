@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln_lower: trace a function into a module and record its calling convention. */
 #include <stdint.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln_exe_call_spmd (kiln/spmd.h): an executable called on every process of a local
  * communicator at once. Each process's results are made in its own ctx; the process hands
  * them over unowned, and the caller's innermost scope adopts them once all have run. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A function traced for a transformation (kiln__traced_fn.h), and running what the
  * transformation made of it. */
 #include <string.h>

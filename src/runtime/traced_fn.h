@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A user's function traced for a transformation (kiln_vjp, kiln_jvp, kiln_grad,
  * kiln_vmap), and running what the transformation made of it.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tree descriptors: checking, walking, flatten and unflatten (kiln/tree.h). */
 #include <stdio.h>
 #include <stdlib.h>

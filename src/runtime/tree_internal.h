@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tree descriptors (kiln/tree.h), for the library's own use: a checked walk over the
  * leaves and statics of a descriptor, and reading and writing static scalars. */
 #ifndef KILN_RUNTIME_TREE_INTERNAL_H

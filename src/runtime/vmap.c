@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The public batching API (kiln/vmap.h): trace the function on one example's types,
  * batch the traced module (src/batching), then compile and run it (eager) or inline it
  * into the enclosing trace, as the autodiff API does. */

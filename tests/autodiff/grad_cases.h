@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Finite-difference gradient cases, shared by the core rules (grad_cases_core.c) and the
  * indexing/linalg/window/sort rules (grad_cases_rules.c); test_grad_check.c runs them all.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Finite-difference cases for the core rules (src/autodiff/rules_{elementwise,movement,
  * reduce,control}.c), in the format of grad_cases.h. Ranges keep clear of kinks and poles:
  * the check steps 1e-3 to either side of each input. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Finite-difference cases for the rules of the contractions, indexing, window and sort
  * ops (src/autodiff/rules_{linalg,indexing,window,sort}.c), in the format of
  * grad_cases.h. Each configuration that takes a different path through a rule has a case

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The ctx's cache of eager derivatives: a repeated eager kiln_grad compiles once; any change
  * to what the derivative computes (a shape, a captured value, the function) compiles anew
  * and gives the right answer; large captured constants are not cached; the bound evicts

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The public autodiff API: closed-form gradients, eager against traced, higher order,
  * has_aux, tree mode, stop_gradient, custom_vjp, the errors, the simplified gradient
  * module, and an MLP and a small CNN against finite differences. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Every differentiation rule against finite differences, from the cases of grad_cases.h:
  * <v, J u> by vjp, by jvp and by a fourth-order central difference of <v, f(x + h u)>, all
  * in f64. The coverage test fails when a differentiable op of ops.def has no case, or its

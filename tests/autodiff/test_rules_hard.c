@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The rules of the contractions, indexing, window and sort ops beyond what the
  * finite-difference cases (grad_cases_rules.c) check: which ops the derivatives are made
  * of (max pooling's vjp is a select_and_scatter), where ties send the derivative, dtypes

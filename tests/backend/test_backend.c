@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #define _POSIX_C_SOURCE 200809L
 /* The backend interface seen from outside: the registry and its listing, a toy backend
  * built here against backend/backend.h alone, logical CPU devices, moving tensors between

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* CUDA C generated from fused kernels (src/backends/cuda/codegen.c), checked without a
  * GPU: the source of a kernel as golden text; every kernel of a set of programs (exact
  * ops over every dtype; broadcast, strided, constant and iota inputs) compiled by the host

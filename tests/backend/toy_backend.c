@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A third backend, built outside src/ against the backend interface alone
  * (backend/backend.h): "toy" runs f32 programs of add, multiply and negate (and their
  * constants) with loops of its own, on one CPU device, and finishes every execution on a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The toy backend of tests/backend/toy_backend.c, and one that reports itself unavailable
  * (as CUDA does on a machine without a GPU). */
 #ifndef KILN_TESTS_TOY_BACKEND_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The default allocator starts large blocks on a 2 MiB boundary, so that the huge-page advice
  * given to large results covers them whole; smaller blocks keep the alignment asked for. */
 #include <stdint.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The ctx's buffer cache: size classes, reuse of released tensor memory, the limit, trim,
  * statistics, the retry after an allocator failure, and tensors that outlive the ctx. */
 #include <criterion/criterion.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The on-disk code cache (src/base/disk_cache.c): entries round-trip and are verified (a
  * corrupted or truncated one is a miss and is removed), keys, the size bound evicting the
  * least recently used, and the directory rules (made 0700; refused when writable by others,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* base/dynlib.h: a library opened at run time, its entry points resolved, and the errors
  * naming what is missing. libc stands in for the libraries the CPU backend opens. */
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln's thread pool (base/threads_pool.c behind kiln__parallel_for): ranges split by
  * number, the same for a given count; idle workers park (an idle pool takes no CPU);
  * callers on several threads at once each get their work done (one of them on the pool,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln_vmap against its definition: every case runs batched (eagerly, and traced under
  * kiln_jit) and one example at a time, and the two must agree, bitwise for exact ops. The
  * cases cover every batching rule (the op table's column is checked too), the loop for ops

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Random programs batched: each program of the random-program generator
  * (tests/support/random_prog.h) runs under kiln_vmap on a batch of 3 inputs each, against
  * the program run on each example by itself, eagerly. A value computed by exact ops must

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The benchmark's result checks, end to end: kiln-bench writes a case's inputs and result,
 the peers' common.py finds them under the same file stem and judges a right, a wrong and a
 misshapen result, and report.py never takes a peer whose check failed as the best peer of a

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Tests of the kiln command-line tool. Usage: check_cli.sh CASE KILN NPY_TOOL WORKDIR
 #   CASE: run_printed | run_jax | print | usage | errors | help | conform_sample
 # NPY_TOOL is tests/support/npy_tool.c (writes [2,3] tensors of fixed values:

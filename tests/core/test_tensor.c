@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fuzz target for the portable-artifact reader (MLIR bytecode of VHLO): any bytes after the
  * bytecode magic must parse or fail cleanly with a message, never crash, hang, read out of
  * bounds, leak or allocate more than the input justifies. The magic is forced onto every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs a fuzz target without libFuzzer: every seed input, then a fixed number of
  * deterministic mutations of them (bit flips, byte sets to interesting values,
  * truncations, insertions, header-length tweaks). Deterministic, so a failure reproduces.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fuzz target for the .npy reader: any bytes must load or fail cleanly, never crash, read
  * out of bounds or leak. Built as a libFuzzer target with clang (-DKILN_FUZZ=ON), and run
  * by tests/fuzz/fuzz_driver.c on a corpus and mutations of it in every build. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fuzz target for the StableHLO text parser: any bytes must parse or fail cleanly with a
  * message, never crash, hang, read out of bounds or leak. A module that parses must be
  * usable: its info and checks read, and it prints. Built as a libFuzzer target with clang

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fuzz target for the safetensors reader: any bytes must load or fail cleanly, never crash,
  * read out of bounds or leak. What loads must be fully usable, and saving it again must
  * give a file that loads to the same tensors (a broken invariant aborts, so the fuzzer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A program that compiles a kernel with the native tier in the background and exits while
  * the compiler runs (everything of its own released first, so that LeakSanitizer has
  * nothing to say) (tests/runtime/test_native.c checks that nothing is left behind: the

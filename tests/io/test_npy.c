@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln/npy.h: round trips for every dtype and rank, the header numpy expects, and the
  * headers other writers produce (versions 2.0 and 3.0, big-endian data, Python 2 longs,
  * double quotes, other key orders, extra whitespace). Error paths: test_npy_errors.c;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln/npy.h: every way a .npy file or a call can be wrong. Each case checks the status
  * and a fragment of the message; the sweeps (truncation at every byte, corrupted bytes,
  * random mutations) check that nothing crashes or reads out of bounds (run under ASan). */

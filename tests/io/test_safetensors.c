@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln/safetensors.h: round trips of every dtype and rank, files written by hand from the
  * format's description, the reference writer's exact bytes, metadata, and the accessors. */
 #define _POSIX_C_SOURCE 200809L

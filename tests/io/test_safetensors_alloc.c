@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln/safetensors.h under memory pressure: every allocation of load, load_buffer, get,
  * save and save_buffer is made to fail in turn. Each failing run must report
  * RESOURCE_EXHAUSTED and leak nothing once the object and the ctx are released. */

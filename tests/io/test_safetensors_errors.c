@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln/safetensors.h: every way a safetensors file or a call can be wrong. Each case checks
  * the status and a fragment of the message; the sweeps (truncation at every length, every
  * byte corrupted) check that nothing crashes or reads out of bounds (run under ASan). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The C half of tests/io/test_safetensors_interop.py, which runs it with
  * KILN_ST_INTEROP_DIR set (CTest's safetensors_python_interop); skipped otherwise.
  *

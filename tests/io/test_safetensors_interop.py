@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """safetensors files between kiln and an independent writer/reader, in both directions.
 
     test_safetensors_interop.py TEST_IO WORKDIR

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The printer's golden modules (tests/ir/test_print.c), also read back by the parser's
  * round-trip tests (tests/ir/test_parse.c). */
 #ifndef KILN_TEST_IR_GOLDENS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Portable artifacts (MLIR bytecode of VHLO): StableHLO's own artifacts of every version
  * against the text they were made from, and a small artifact built here byte by byte, to
  * reach each error the reader reports: truncation anywhere, mutations, self-references,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Module fingerprints (ir/fingerprint.h): equal for the same program parsed twice, different
  * for programs that differ in any one attribute, type, operand, constant or function;
  * refused for a module with a large constant. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The op schema (src/ops/op_syntax.h): its table is consistent, the generic form of each op
  * (attributes by StableHLO's names) reads as its pretty form does, and the errors that the
  * schema's decoders give name the attribute. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The StableHLO text parser: round trips of the printer's goldens, literals, JAX modules,
  * func.call, the check dialect, conformance chunks compiled and run, errors with their
  * positions, and every prefix of a valid program. */

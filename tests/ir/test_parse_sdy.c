@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* SPMD programs as JAX exports them with Shardy: mhlo.num_partitions / num_replicas, the
  * sdy.mesh declarations and the arguments' and results' shardings are kept and printed
  * back; sdy.manual_computation (shard_map) is expanded into per-device slices, the body

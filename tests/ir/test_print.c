@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The StableHLO text printer: goldens for every op of ops.def (lowered from small
  * functions, as tests/ir/test_trace.c does), literals, names, regions, the calling
  * convention, and errors. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The printer's goldens for the collectives (kiln/spmd.h): every builder lowered into one
  * module, and the forms only text makes (collective_reduce, a dynamic root, flattened ids,
  * interpreter.run_parallel). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The MPI communicator under mpirun (one process per rank; CTest runs it on 2 and 4
  * ranks): a compiled program with every collective, groups in a non-ascending order and a
  * collective in a loop gives each rank exactly the bits that the local communicator gives

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The demo data-parallel on R MPI ranks (mpirun) against the single-process run of R
 # shards per batch: both reach the bar, the replicas stay identical, and the saved weights
 # are the same file, byte for byte. Usage: check_demo_data_parallel.sh DEMO MPIEXEC R DIR

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The demo without its data file: a non-zero exit and a message naming the package.
 set -u
 demo="$1"

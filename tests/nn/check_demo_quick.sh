@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The demo shortened (2 epochs, a 90% bar): it must exit 0, report the compiled and eager
 # step times, reload identical predictions, and print the training step as StableHLO.
 set -u

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers for the nn tests: tensors from arrays, element access, comparisons. */
 #ifndef KILN_NN_TEST_H
 #define KILN_NN_TEST_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Out of memory at every allocation of an nn call: RESOURCE_EXHAUSTED (or success), never a
  * crash, and nothing leaked once the ctx is released. */
 #include <zlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Data-parallel training (kiln_nn_data_parallel_grads, kiln_nn_check_replicated): R
  * replicas on a local communicator, each training a small MLP on its shard of every batch
  * with a jitted step, end with exactly the parameters of one process that computes the R

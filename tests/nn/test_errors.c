@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Every argument check: the canonical status and a message naming the function and the
  * argument, never a crash. */
 #include "nn_test.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Initializer statistics: means, standard deviations and bounds of large draws. */
 #include "nn_test.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Layers against references computed here in double precision by the textbook formulas. */
 #include "nn_test.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Models: descriptors, shapes, MLP against a hand computation, VGG eager vs compiled. */
 #include <stddef.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Optimizer steps against their formulas (torch.optim's), computed here in double. */
 #include "nn_test.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Training: gradients of nn models (through kiln_value_and_grad_tree) against central
  * finite differences in f64, and a jitted training step against the same step run eagerly. */
 #include "nn_test.h"

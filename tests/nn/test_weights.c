@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Parameter structs as safetensors files, and the digits loader. */
 #define _POSIX_C_SOURCE 200809L
 #include <unistd.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Every op in ops.def must have at least one hand-checked test case. Each family's test
  * file defines a table of the ops it covers; test_coverage.c fails for any op that no
  * table names. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The collectives (kiln/spmd.h), eagerly, on the processes of a local communicator: what
  * each process gets, against values computed here from the spec's definitions. */
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Control flow (while, if, case, call, optimization_barrier) and sources (constant, iota,
  * rng_bit_generator), with the conformance cases of StableHLO's interpreter tests
  * (while.mlir, if.mlir, case.mlir, call.mlir, optimization_barrier.mlir, constant.mlir,

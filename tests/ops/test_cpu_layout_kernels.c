@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The CPU backend's streaming GEMV (kiln__gemv_f32), its batched transposes
  * (kiln__transpose_f32) and the oneDNN convolution path that uses them: results against
  * scalar references computed here (the GEMV bit for bit: each output is one chain of fused

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The elementwise family: unary and binary elementwise ops, compare, select, clamp,
  * convert and bitcast_convert. Hand-checked values, the core cases of the StableHLO
  * interpreter's conformance files (abs.mlir, add.mlir, ...), the semantic traps of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Products of a few rows with a large matrix (kiln__gemm_rows_f32, gemm_rows_f32.c): every
  * output is the chain x[0] M[0][j], then fma(x[i], M[i][j], .) in order, bit for bit, for
  * every row count, width (the masked tail tiles, the work items of 1024 columns), depth

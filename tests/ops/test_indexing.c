@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The indexing ops: gather, scatter, sort, and the conveniences take and one_hot.
  * Hand-checked values, the StableHLO interpreter's conformance cases (gather.mlir,
  * scatter.mlir, sort.mlir), every dtype, empty tensors, errors, allocation failures. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The contractions: dot_general, convolution, and numpy's matmul. Hand-checked values (the
  * StableHLO interpreter's conformance cases among them), every dtype (i1 as and/or,
  * wrapping integers, f16/bf16 accumulated in f32 and rounded once, conversion of the

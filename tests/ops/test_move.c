@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln_move: a moved temporary gives its memory to the next elementwise builder's result
  * when nothing else can reach it, and is dropped after that builder; memory another
  * reference, a view or the user's wrapped array can reach is never written; a failed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The data-movement ops: broadcast_in_dim, reshape, transpose, reverse, slice,
  * dynamic_slice, dynamic_update_slice, pad, concatenate, and the numpy conveniences.
  * Hand-checked values (the StableHLO interpreter's conformance cases among them), every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Convolution gradients on oneDNN (src/backends/cpu/eval/dnnl_conv.c): a convolution that is a
  * kernel's gradient (autodiff's conv_kernel_cotangent: the input with batch and feature
  * roles swapped, the cotangent as a kernel larger than the result) runs as oneDNN's weight

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The direct pooling kernels of reduce_window (max and add over two spatial dimensions of
  * rank-4 f32/f64 tensors, channels first or last) against the general kernel, which a
  * rank-5 view of the same data takes: bitwise equal, NaN, -0 and padding included, for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The reductions: reduce (builtin fast paths, custom and variadic regions), reduce_window,
  * select_and_scatter, and the numpy conveniences (sum, mean, prod, max, min, argmax,
  * argmin, logsumexp, softmax, log_softmax). Expected values are checked by hand or by a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln_scan (JAX's lax.scan: forward, reverse, unrolled, without xs, of length 0,
  * differentiated both ways, batched), and kiln_cond / kiln_case with operands and the check
  * that their branches agree in type, eagerly and traced. */

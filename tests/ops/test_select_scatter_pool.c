@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* select_and_scatter as max (or min) pooling's gradient: rank-4 f32/f64 channels first or
  * channels last (what layout assignment makes of a convolution chain), windows that do not overlap, a builtin comparison and add take a direct kernel
  * (eval_reduce_window.c); it must give the general loop's results bit for bit. The

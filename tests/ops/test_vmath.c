@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The f32 sin/cos kernels of src/backends/cpu/lib/vmath.c: a sample of the exhaustive check of
  * bench/vmath_check.c (error against libm's double functions, at most 0.5018 ulp), the same
  * bits from every instruction set, at every position and vector tail, in place or not;

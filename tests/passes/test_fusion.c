@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fusion decisions (src/passes/fusion.c) as golden text: which ops join which kernel,
  * which views are read in place, the kernels' inputs, instructions, outputs and
  * reductions. Each function is lowered and simplified as kiln_compile does first. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Golden text for each simplification pass (src/passes): a function in StableHLO text is
  * parsed, one pass (or the bounded canonicalize + cse + dce pipeline) runs, and the printed
  * function must equal the golden. Each golden is itself checked to be the printer's form

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The passes (src/passes): golden text before and after each canonicalize rewrite and
  * cse, what must not be rewritten, and results kept equal through compile and call. */
 #include <math.h>

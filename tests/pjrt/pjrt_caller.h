@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Calling libkiln_pjrt as a PJRT framework does, for the plugin's tests (tests/pjrt and
  * tests/tsan/pjrt_tsan.c): the library dlopen'ed, its function table, and macros that call
  * a slot with an args struct of the API's size. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libkiln_pjrt through the PJRT C API alone, in the order jaxlib drives a plugin: load and
  * check the version, initialize, read the attributes, create a client, list devices and
  * memories, move arrays in (dense and strided) and out, compile a portable artifact and a

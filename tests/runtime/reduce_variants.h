@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the float-sum order tests share (test_column_sums.c, test_run_sums.c): data that
  * tells summation orders apart, and the kernel variants every result must agree across. */
 #ifndef KILN_TESTS_RUNTIME_REDUCE_VARIANTS_H

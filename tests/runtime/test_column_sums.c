@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Float sums over rows (kiln__reduce_f32/f64 with inner > 1) keep their documented order bit
  * for bit: each column's rows are added in blocks of 16, in order, and the blocks' sums are
  * combined as a binary counter does, i.e. complete pairwise trees of 1, 2, 4, ... blocks,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Communicators over a transport of the caller's (kiln_comm_create): one ctx per "OS
  * process" (here: threads that share nothing but a small in-memory transport, as MPI ranks
  * would), bound with kiln_ctx_set_comm, running a compiled program with its collectives;

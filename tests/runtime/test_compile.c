@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln_compile and kiln_exe_call: the EMLX step, the buffer plan, results that are
  * arguments, constants, duplicates or control-flow values, argument checks, and
  * allocation failure at every point of compile and call. */

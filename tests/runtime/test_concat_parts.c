@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Concatenates written in place (suite `concat_parts`: the cpu backend's plan): when a
  * concatenate's operands are made by ops of its block for it alone, those ops write
  * straight into the result and the concatenate does not run (kiln_exe_print says so). The

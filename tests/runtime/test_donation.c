@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Donation: a donated argument's buffer takes the result aliased to it, and the argument is
  * dead afterwards, for every use. Includes Reactant.jl's buffer-donation cases. */
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Eager equals traced-and-compiled, for every op of ops.def: each case is a small function
  * of builders, run eagerly on random concrete inputs and also lowered, compiled and called
  * on the same inputs. Results must match bit for bit, except for transcendental functions

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln_exe_info's cost: what one call computes, by XLA's conventions, the same whether the
  * cpu backend fuses the ops or the interpreter runs them one by one (this suite also runs
  * with KILN_BACKEND=interpreter). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fused-kernel engine against the evaluator: every function here is lowered twice and
  * compiled with fusion on and off (off: every op runs through the evaluator's own kernel),
  * then both executables run on the same random bits and must agree bit for bit (float sums

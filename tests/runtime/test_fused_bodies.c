@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Loop and branch bodies are fused like the entry function (suite `fused`: the cpu
  * backend's plan, not run on the interpreter): the kernels of a body run on
  * the tiled engine each iteration, read values of the function around them as inputs,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Each element's result depends on that element alone, bit for bit, eager and compiled:
  * the vectorized transcendental kernels run 4, 8 or 16 elements at a time, and a kernel
  * that chose its method per vector (SLEEF's plain sin, cos, tan and f64 exp pick one range

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Programs of 10^5 ops, as a user's Python-style loop over time steps traces them: the
  * 1-D heat equation unrolled 10,000 times (130,000 ops before the passes) lowers,
  * compiles and computes what the same steps compute in C. Nothing about time is asserted

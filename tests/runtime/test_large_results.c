@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Large results of an executable: with the default allocator they start on a 2 MiB boundary
  * (so their huge-page advice covers them whole) and hold the right values from the first
  * call on; a user's allocator is never asked for more than the 4096-byte alignment its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Layout assignment (src/passes/layout.c, run by the CPU backend's compile): a chain of
  * convolutions, bias and ReLU epilogues, max and average pooling, and their gradients
  * (select_and_scatter, reductions of the bias gradients, the weight and data gradient

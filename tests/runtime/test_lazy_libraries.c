@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* OpenBLAS and oneDNN are opened when a product or a convolution first needs them, never
  * at start-up (blas_api.h, dnnl_api.h): a program that never multiplies matrices or never
  * convolves never maps them, and where they cannot be opened the same ops still run (kiln's

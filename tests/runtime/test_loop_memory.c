@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Loops, branches and calls run over the executable's memory plan (suite `loop_memory`:
  * the cpu backend's plan): a call allocates the same whatever the trip count, carries are
  * kept in place, in two buffers or not at all as the body allows (kiln_exe_print says

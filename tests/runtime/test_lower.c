@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "test_util.h"
 
 static kiln_status identity(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *user) {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The native tier of fused kernels (src/backends/cpu/engine/native.c): with KILN_NATIVE=wait the
  * elementwise kernels are compiled by the C compiler while kiln_compile runs, and a call
  * gives the evaluator's bits (which the tiled engine gives too), split over the thread

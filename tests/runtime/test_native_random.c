@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The native tier against the tiled engine on the random-program generator's programs
  * (tests/support/random_prog.h): each program is compiled twice, by a ctx without native
  * kernels and by one that builds them before kiln_compile returns, called on the same

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Deep nesting: regions and traces nest up to KILN__MAX_TRACE_DEPTH (128) levels, and every
  * stage (lower, compile, call, print, parse, grad) handles that; one level more, or nesting
  * deeper than a thread's stack allows, is a clear error, never a crash. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Packed weights (backends/cpu/lib/packed_weights.h): a convolution's weights, re-laid out for
  * oneDNN, are kept between calls while their bytes are unchanged and laid out again when
  * anything wrote them: a new tensor at a recycled address, donation, a recycled result

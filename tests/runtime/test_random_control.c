@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Random programs with control flow, eager against compiled: loops whose bodies fuse,
  * carries of several dtypes, branches and loops nested in bodies, bodies reading values of
  * the function around them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Random programs, eager against compiled (issue 7's correctness net).
  *
  * Each program comes from one 64-bit seed: a random DAG of 1..40 ops over random dtypes

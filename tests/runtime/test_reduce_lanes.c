@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reduces with a body of their own in compiled executables: a body of exact or basic
  * IEEE elementwise ops runs once per reduced element across all outputs (exe_run.c,
  * reduce_lanes) instead of once per element, and must give what the evaluator's call per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Result buffers reused across calls: a result the caller released gives its buffer back to
  * the executable, and the next call writes into it instead of a fresh (page-faulting) one.
  * Results the caller still holds are never written; donation keeps working; the pool holds

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Float sums along a contiguous run (kiln__reduce_f32/f64 with inner == 1) keep numpy's
  * pairwise order bit for bit: a run of at most 128 elements is a leaf (8 accumulators, each
  * taking every 8th element, combined as ((0+1)+(2+3))+((4+5)+(6+7)), the tail added after;

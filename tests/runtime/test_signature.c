@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Signatures: a module's and an executable's argument and result types, names, donation
  * (kiln_module_info_get, kiln_exe_info_get), result names kept through printing and
  * parsing (jax.result_info), and kiln_lower inferring its result count. */

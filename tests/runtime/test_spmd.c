@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* SPMD programs compiled and run on a local communicator (kiln_exe_call_spmd): collectives
  * in the entry and in loop bodies, on both backends; what the passes must not do to them;
  * and the errors (processes that disagree, one that never arrives, one that fails, bad

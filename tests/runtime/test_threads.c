@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One executable called from several threads at once (tests/support/threads_scenarios.c,
  * which the ThreadSanitizer build also runs). */
 #include <kiln/nn.h>

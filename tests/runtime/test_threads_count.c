@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The thread pool: how the count is chosen (ctx option, KILN_NUM_THREADS, default), how
  * kiln__parallel_for splits work, and that the threaded kernels (dot_general, convolution
  * through oneDNN or im2col, the fused convolution + bias + relu, pooling) give bitwise the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Loops of a few iterations are unrolled by kiln_compile (src/passes/unroll.c): no loop is
  * left in the executable, and it computes what the loop computes, bit for bit, and what the
  * evaluator computes; disable_unrolling keeps the loop. Longer loops stay loops. */

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The shared library exports exactly the public API: every dynamic symbol it defines is a
 # kiln_ function declared with KILN_API in include/kiln, and every such function is there.
 set -euo pipefail

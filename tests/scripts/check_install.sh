@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Installs the built kiln into a scratch prefix, then builds the example consumer against
 # the installed package twice, through find_package(kiln) and through pkg-config, and
 # runs both.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Checks the layering that src/LAYERS states: a folder under src/ includes only its
 # own headers, the public headers, and those of the layers it may use. (The build enforces
 # the same by compiling each layer with only those folders on its include path; this check

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Checks the library as a graph of calls between files, read from the object files'
 symbol tables (nm): every call of an internal function (kiln__*; the public API, kiln_*,
 is anyone's to call) goes from a layer to itself or to a layer that src/LAYERS lets it use (so the runtime and the frontend reach no concrete backend, and the CPU

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Extracts the C example from README.md, builds it against the built library and runs it.
 set -eu
 readme="$1"; cc="$2"; lib="$3"; include="$4"; work="$5"; sanitize="$6"; pc="$7"

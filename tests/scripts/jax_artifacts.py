@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Portable artifacts made by JAX, checked against JAX's own results on XLA's CPU.
 
   jax_artifacts.py make DIR    writes, for each case, DIR/<case>.mlir.bc (jax.export's

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Runs JAX-made portable artifacts (jax.export's .mlir.bc and Exported.serialize()'s file)
 # with `kiln run` and compares the results with JAX's on
 # XLA's CPU (tests/scripts/jax_artifacts.py). JAX comes from PyPI into tests/.venv-jax

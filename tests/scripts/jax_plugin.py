@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """JAX on kiln through the PJRT plugin, against JAX on XLA's CPU in the same process.
 
 Each case is a function as JAX users write it, run under jax.jit on a kiln device and on

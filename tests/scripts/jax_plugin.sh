@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # JAX on kiln: installs the plugin's Python package (python/jax_kiln) with pip as a user
 # does, into a directory of its own, with the libkiln_pjrt.so this build made, and runs
 # tests/scripts/jax_plugin.py: JAX programs on kiln's devices against JAX on XLA's CPU in

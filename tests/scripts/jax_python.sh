@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Prints the Python of the pinned JAX venv (tests/.venv-jax, made by scripts/jax_env.sh on
 # first use), for the tests that need JAX. When JAX cannot be installed it says so on
 # stderr and exits 77, which the callers pass on and CTest reports as skipped.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Checks kiln's .npy files against numpy itself, in both directions.
 #
 #   npy_interop.sh TOOL PYTHON WORKDIR

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Differential test of kiln's op builders against numpy.
 
     numpy_diff.py OP_TOOL WORKDIR

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Differential test of kiln's op builders against numpy.
 #
 #   numpy_diff.sh OP_TOOL PYTHON WORKDIR

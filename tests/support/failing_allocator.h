@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* An allocator for tests: counts allocations and bytes, checks frees against sizes, and
  * fails every allocation after the first `fail_after` (negative: never fails). */
 #ifndef KILN_TEST_FAILING_ALLOCATOR_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln_npy_tool: a small command-line bridge for the numpy interop test
  * (tests/scripts/npy_interop.sh).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln_op_tool: runs one kiln op builder on .npy inputs and writes its results as .npy, for
  * the differential test against numpy (tests/scripts/numpy_diff.py).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The random-program generator (random_prog.h). */
 #include <float.h>
 #include <math.h>

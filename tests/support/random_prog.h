@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The random-program generator the correctness tests share (tests/runtime's eager against
  * compiled, tests/batching's batched against one example at a time): a random DAG of ops
  * from one 64-bit seed, built through the public builders; its inputs; a first-order error

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One executable called from several threads at once, each thread with its own ctx, and
  * every result compared with the function run eagerly on that thread. Shared by the
  * Criterion suite (tests/runtime/test_threads.c) and the ThreadSanitizer program

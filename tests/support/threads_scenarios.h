@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Threaded scenarios of the runtime (threads_scenarios.c), without a test framework, so
  * that the ThreadSanitizer build runs them too. */
 #ifndef KILN_TESTS_THREADS_SCENARIOS_H

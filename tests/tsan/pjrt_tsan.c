@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The PJRT plugin from several threads under ThreadSanitizer (make test-tsan): as jaxlib
  * uses it, one thread compiles while others move arrays in, execute (queued on the
  * client's worker, each execution on the pending output of the one before) and read

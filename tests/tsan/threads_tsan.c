@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The threaded scenarios under ThreadSanitizer (make test-tsan): the same as the runtime
  * suite's threads tests, as a plain program, since Criterion's runner cannot start under
  * TSan. ThreadSanitizer itself reports any data race (and the test fails on its report);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln/mpi.h: a communicator of one process per MPI rank (libkiln_mpi, built when MPI is
  * found), for SPMD programs started by mpirun:
  *

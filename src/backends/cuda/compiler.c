@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Generated CUDA C to cubins (compiler.h): NVRTC by dlopen, or nvcc as a process, behind
  * the disk cache. */
 #define _POSIX_C_SOURCE 200809L

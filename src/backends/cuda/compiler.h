@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Compiling generated CUDA C to a cubin for one architecture, cached on disk
  * (base/disk_cache.h): NVRTC when its library opens (libnvrtc.so.13, by dlopen), else the
  * toolkit's nvcc (KILN_NVCC, or /usr/local/cuda/bin/nvcc); never fast math, no fused

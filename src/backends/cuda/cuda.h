@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The cuda backend (cuda_backend.c): listed, and unavailable with its reason, until it
  * runs programs. */
 #ifndef KILN_BACKENDS_CUDA_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The cuda backend's table (backend/backend.h), listed by the registry from the start so
  * that users see why it cannot run: without a driver or a device, the driver's reason;
  * with them, that the backend does not run programs yet (its code generator is here and

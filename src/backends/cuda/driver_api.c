@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The CUDA driver through dlopen (driver_api.h): the entry points are declared here with
  * the driver API's C types, so no CUDA header is needed to build. */
 #define _POSIX_C_SOURCE 200809L

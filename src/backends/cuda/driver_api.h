@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The CUDA driver, opened at run time (dlopen of libcuda.so.1, never linked), so the same
  * libkiln runs where there is no driver: what the backend needs to know whether it can run
  * here and on what. */

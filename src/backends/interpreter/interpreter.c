@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The interpreter backend: the evaluator alone, op by op, no fusion, no folding, no buffer
  * plan. Every op runs through the CPU evaluator's reference kernel on fresh tensors, as
  * eager mode runs it, so compiled backends are tested against it (as XLA keeps an

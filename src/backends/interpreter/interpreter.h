@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The interpreter backend (interpreter.c): the evaluator alone, op by op. */
 #ifndef KILN_BACKENDS_INTERPRETER_H
 #define KILN_BACKENDS_INTERPRETER_H

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Writes the JAX-made SPMD artifacts that tests/mpi/test_mpi.c runs on MPI ranks: for 2 and
 4 devices, jax.export's portable artifact of a shard_map program (rows of x on a mesh of
 the devices: a layer, psum of its column sums, an all_gather), its inputs and JAX's

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """kiln as a JAX backend. JAX imports this module (a `jax_plugins` namespace package) and
 calls initialize(), which registers libkiln_pjrt.so under the name "kiln":
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The CPU backend's table: the evaluator for eager ops (eval/kernels.c), the compiled
  * engine (exe_*.c) for executables, and the ctx's logical CPU devices (eval/cpu_devices.c).
  * Nothing in backends/cpu/ calls back into this file but through the table. */

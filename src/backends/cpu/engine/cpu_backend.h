@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The CPU backend (cpu_backend.c): the evaluator for eager ops and the compiled engine for
  * executables, behind the table of backend/backend.h. The registry's builtins
  * (backends/builtin.c) are its only caller. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The CPU backend's executables: what its compile builds (exe_build.c, exe_plan.c) and its
  * execute runs (exe_run.c); kiln_compile and kiln_exe_call (src/runtime/) reach them only
  * through the backend interface.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The CPU backend's compile: copy the module into the executable's own blocks (fusion's
  * kernels built for the tiled engine in every block, loop and branch bodies as the entry
  * function; convolution epilogues; small constant ops folded),

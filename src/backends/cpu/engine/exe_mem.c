@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A CPU executable's memory (exe.h): blocks from the compiling ctx's allocator that live
  * as long as the executable, filled front to back, for everything compiling makes (the
  * blocks, the kernels, the plan). */

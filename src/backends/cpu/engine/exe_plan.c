@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The CPU backend's buffer plans (exe.h), for the entry block and every block it runs (the
  * bodies of its loops, branches and calls, nested): which slots live in the call's arena
  * and at which offsets (first fit by liveness, an elementwise op or kernel writing over an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Printing a CPU executable (kiln_exe_print): every op and kernel, the bodies of loops and
  * branches under their op, the memory plan, how each result is made, the kernels' summed
  * cost. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The CPU backend's execute: runs an executable (exe.h) on concrete tensors that
  * kiln_exe_call (src/runtime/call.c) has checked.
  *

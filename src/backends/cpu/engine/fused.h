@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The tiled fused-kernel engine: runs a kernel description (ir/kernel.h) on the CPU.
  *
  * The iteration space is cut into tiles of a few thousand elements (cache-sized). For each

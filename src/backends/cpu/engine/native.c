@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The native tier (native.h): jobs, the compile thread, the cache, loading. */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>

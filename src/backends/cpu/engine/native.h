@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The native tier of fused kernels (issue #23): a kernel's loop as C (src/codegen),
  * compiled by the system C compiler into a shared object, cached on disk
  * (base/disk_cache.h: the ctx's cache_dir, else the environment's), loaded and swapped in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The ctx's logical CPU devices, which share host memory: the CPU backend and the
  * interpreter backend both list them (eval.h). */
 #include "backends/cpu/eval/eval.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* convolution through oneDNN (C API), for what it does exactly and fast: f32 operands and
  * result, 1 to 3 spatial dimensions, input (lhs) dilation only as an input gradient (below),
  * no batch or feature groups, padding >= 0, at least DNNL_MIN_MACS multiply-adds, and an optimized

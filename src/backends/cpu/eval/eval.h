@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The CPU evaluator: one reference kernel per op (kiln__eval_<name>), used by eager mode
  * and as the oracle for compiled executors. Kernels are correct first, and written so the
  * compiler vectorizes their inner loops; dot_general goes to BLAS. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The collectives' kernels (kiln/spmd.h), replica_id and partition_id, and the
  * interpreter's run_parallel. Each collective finds this process's group in the ctx's grid
  * (backend/comm.h), moves bytes with the communicator's two primitives (all_gather,

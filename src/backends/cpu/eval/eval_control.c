@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* CPU kernels for control flow (while, if, case, call, optimization_barrier) and sources
  * (constant, iota, rng_bit_generator).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* convolution on the CPU: operands converted to the result's compute representation and
  * laid out canonically (input [N, C, spatial...], kernel [O, I, spatial...]), then for
  * each group and output batch an im2col matrix [I * window, positions] multiplied by the

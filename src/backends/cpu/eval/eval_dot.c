@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dot_general on the CPU, and the helpers it shares with convolution (eval_linalg.h):
  * conversion into the result's compute representation, transposing copies, GEMM.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers shared by the elementwise kernels (see eval_elementwise.h). */
 #include "backends/cpu/eval/eval_elementwise.h"
 

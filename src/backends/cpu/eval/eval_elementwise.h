@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared pieces of the elementwise evaluator kernels (eval_elementwise_unary.c, _binary.c,
  * _compare.c, _convert.c): the kernel wrapper, and the f16/bf16 staging through f32
  * chunks (the integer dtypes' template parameters: elementwise_int_types.inc). Internal to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Evaluator kernels for the binary elementwise ops. Operands have one type and shape (the
  * builders broadcast first). Floating-point ops are typed loops over f32/f64 arrays (f16/bf16
  * computed in f32, rounded once); integer ops follow StableHLO where C has undefined

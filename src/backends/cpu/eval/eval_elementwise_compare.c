@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Evaluator kernels for compare, select and clamp. */
 #include <string.h>
 

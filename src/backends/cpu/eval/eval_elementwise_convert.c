@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Evaluator kernels for convert and bitcast_convert.
  *
  * convert: one typed loop per (source, target) dtype pair. Values go through an

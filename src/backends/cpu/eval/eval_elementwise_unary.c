@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Evaluator kernels for the unary elementwise ops. Floating-point ops are typed loops over
  * f32/f64 arrays (f16/bf16 computed in f32, rounded once); integer ops wrap instead of
  * overflowing (abs(INT_MIN) = INT_MIN, negate of unsigned wraps). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Evaluator kernels for gather and scatter.
  *
  * Both split an index space into "batch" (scatter) points, which the index tensor

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared pieces of the contraction kernels (eval_dot.c, eval_conv.c).
  *
  * StableHLO converts dot_general and convolution operands to the result type before

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* CPU kernels for the data-movement ops. They move bytes: every op is a copy between two
  * strided views of the same shape (a "plan"), dispatched on the element size (1, 2, 4 or
  * 8 bytes), so every dtype is covered. A plan is simplified first (size-1 dimensions

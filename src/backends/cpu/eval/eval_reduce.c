@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The reduce kernel, and the helpers the reduction kernels share (eval_reduce.h).
  *
  * Builtin regions (add, multiply, maximum, minimum, and, or) on one input take a typed

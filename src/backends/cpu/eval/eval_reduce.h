@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internals shared by the reduction kernels (reduce, reduce_window, select_and_scatter)
  * and their builders: the tags of kiln_argmax's internal regions, calling a region on
  * rank-0 values, the typed combiners behind the builtin regions' fast paths, and the

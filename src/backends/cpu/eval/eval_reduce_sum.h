@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The float sum kernels of the reduce, included by eval_reduce.c alone: a leaf of numpy's
  * pairwise tree along a contiguous run, four neighbouring leaves at once, a block of rows
  * summed in order, and one row block added into another.

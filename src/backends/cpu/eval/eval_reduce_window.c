@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The reduce_window and select_and_scatter kernels.
  *
  * reduce_window follows the spec: the inputs are padded (low, high, and base_dilations - 1

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Evaluator kernel for sort.
  *
  * Every 1-D slice along the sort dimension is sorted as a permutation of its positions,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The CPU evaluator's kernel table, generated from ops.def, and the compile-time
  * preparation of kernels: what the CPU backend's table, its compiled engine and the
  * interpreter backend call to run or prepare one op. */

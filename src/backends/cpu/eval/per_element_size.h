@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Instantiates a template body once per element size, for kernels that only move bytes
  * (copies, transposes, gathers): the body named by ELEMENT_SIZE_BODY (a quoted include path)
  * is included with T = uint8_t, uint16_t, uint32_t, uint64_t and FN(name) = name##_1, _2, _4,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* OpenBLAS opened on first use (blas_api.h). KILN_OPENBLAS_LIBRARY is the library found at
  * build time: the OpenMP flavour by its full path, else the soname. */
 #define _POSIX_C_SOURCE 200809L

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* OpenBLAS as kiln calls it: opened at run time (dlopen) when a product first needs it,
  * never linked, so that a process that multiplies no matrices never maps it (with
  * libgfortran behind it: a millisecond of start-up when it was linked). Without it, f32 and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* OpenBLAS's thread count kept in step with kiln's pool (kiln__cpu_threads_init,
  * eval_linalg.h): the BLAS callers and the backend's vtable both call it, so it lives apart
  * from either. */

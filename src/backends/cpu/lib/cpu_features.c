@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* CPU feature checks (cpu_features.h), one cached bit mask for the process. */
 #include "backends/cpu/lib/cpu_features.h"
 

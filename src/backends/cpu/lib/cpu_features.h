@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the CPU can run: kernels compiled for an instruction set (target attributes) are
  * called only when these say so. Each is asked of the CPU once per process; concurrent
  * first calls compute the same answer. Thread-safe. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Kiln's own f32 kernels for dense products and transposes, where a library call would pack
  * or stream its operands more often than needed (gemv_f32.c, gemm_rows_f32.c,
  * transpose_f32.c). Used by the evaluator's products and the oneDNN glue. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* oneDNN opened on first use (dnnl_api.h). The library's name is its soname as found at
  * build time (KILN_DNNL_SONAME), so the run-time package alone (no -dev symlink) is enough. */
 #define _POSIX_C_SOURCE 200809L

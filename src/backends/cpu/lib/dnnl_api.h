@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* oneDNN's C API as kiln calls it: opened at run time (dlopen) on first use, never linked,
  * so that a process that never convolves never maps oneDNN (40 MB, with libstdc++ and
  * libOpenCL behind it: most of the dynamic loader's work at start-up when it was linked),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* IEEE-754 maximum and minimum as StableHLO defines them: NaN propagates (quieted), and
  * -0 < +0. kiln__nanmaxf / kiln__nanminf for f32, kiln__nanmax / kiln__nanmin for f64; the
  * evaluator's kernels and the vector primitives call the same functions. */

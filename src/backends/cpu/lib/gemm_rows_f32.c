@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* f32 products of a few rows with a large row-major matrix, Y = X M (X [m x k], M [k x n]),
  * streaming M once without packing it: up to 8 rows of X as tiles of 8 x 32 outputs, 9 to
  * 16 in one pass as tiles of 16 x 16 (tile16, X transposed first; VGG11's 16 x 25088 x 4096

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* f32 vector times a row-major matrix, y = x M (M [k x n], rows ld apart), streaming M once.
  *
  * This is a dense layer at batch 1 (VGG's classifier reads 411 MB of weights per call), so

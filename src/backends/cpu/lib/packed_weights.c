@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Packed weights (packed_weights.h): one list, most recently used first, of copies and of
  * candidates (operands seen once, with no copy yet). A lookup is a walk of the list: a
  * process holds a copy per weight tensor of its networks (tens), and candidates are capped. */

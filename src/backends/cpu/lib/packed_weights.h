@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Packed weights: copies of an operand in a kernel's preferred layout (a convolution's
  * blocked weights), kept between calls and reused while the operand's bytes are provably
  * unchanged, so that a network's weights are re-laid out once, not on every call.

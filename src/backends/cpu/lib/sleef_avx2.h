@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* SLEEF's AVX2 1-ulp (u10) functions, and the vector forms built from them, shared by the
  * evaluator's kernels (eval_elementwise_unary.c) and the fused engine's primitives
  * (fused_prims.c): both must compute the same bits. Only with KILN_HAVE_SLEEF; callers

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Batched f32 matrix transposes in 16 x 16 tiles: the layout changes around oneDNN's
  * convolutions (NCHW <-> NHWC activations; OIHW weights into blocks of output channels,
  * where the columns, input channel by kernel position, also become kernel position by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fused engine's vectorized primitives over f32/f64 tiles (fused_internal.h). Every
  * one computes exactly what the evaluator's kernel for the op computes on f32/f64 (the same
  * expressions, the same SLEEF and vmath.h functions, the same NaN and -0 rules), so a fused

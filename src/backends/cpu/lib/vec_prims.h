@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Vectorized primitives over contiguous f32/f64 arrays (vec_prims.c): the code the fused
  * engine runs on each tile and the evaluator runs eagerly on a whole array, so that eager
  * and compiled results are the same bits. */

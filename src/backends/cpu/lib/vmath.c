@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* f32 sine and cosine evaluated in double precision (vmath.h). A float has 24 bits and a
  * double 53, so plain double arithmetic leaves ~29 bits of room for the reduction and
  * polynomial errors: no double-float tricks, one short polynomial, one rounding at the end.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* f32 sine and cosine for the evaluator and the fused engine, computed in double precision
  * inside the vector lanes and rounded once to float. Before that rounding the error is below
  * 2^-33.5 relative, so the float result is the correctly rounded one except where the exact

@@ -182,13 +182,19 @@ static kiln_status uses_exp(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **
     return kiln_ctx_status(cx);
 }
 
-Test(backend, a_backend_refuses_what_it_cannot_run) {
+/* Registers the toy backend in a new ctx and lowers fn over one f32 or f64 [4] argument:
+ * what the tests of a compile the toy refuses start from. */
+static kiln_ctx *toy_module(kiln_region fn, kiln_dtype dtype, kiln_module **m) {
     kiln_ctx *cx = test_ctx();
     cr_assert_eq(kiln__backend_register(cx, &toy_backend), KILN_OK);
-    kiln_arg_spec spec = {.dtype = KILN_F32, .shape = KILN_SHAPE(4)};
-    kiln_region fn = {uses_exp, NULL};
+    kiln_arg_spec spec = {.dtype = dtype, .shape = KILN_SHAPE(4)};
+    cr_assert_eq(kiln_lower(cx, &fn, &spec, 1, 1, NULL, m), KILN_OK);
+    return cx;
+}
+
+Test(backend, a_backend_refuses_what_it_cannot_run) {
     kiln_module *m = NULL;
-    cr_assert_eq(kiln_lower(cx, &fn, &spec, 1, 1, NULL, &m), KILN_OK);
+    kiln_ctx *cx = toy_module((kiln_region){uses_exp, NULL}, KILN_F32, &m);
     kiln_compile_options o = kiln_compile_options_default();
     o.backend = "toy";
     kiln_exe *exe = NULL;
@@ -212,12 +218,8 @@ static kiln_status negates(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **o
 }
 
 Test(backend, an_op_the_backend_supports_may_still_be_refused_by_its_compile) {
-    kiln_ctx *cx = test_ctx();
-    cr_assert_eq(kiln__backend_register(cx, &toy_backend), KILN_OK);
-    kiln_arg_spec spec = {.dtype = KILN_F64, .shape = KILN_SHAPE(4)};
-    kiln_region fn = {negates, NULL};
     kiln_module *m = NULL;
-    cr_assert_eq(kiln_lower(cx, &fn, &spec, 1, 1, NULL, &m), KILN_OK);
+    kiln_ctx *cx = toy_module((kiln_region){negates, NULL}, KILN_F64, &m);
     kiln_compile_options o = kiln_compile_options_default();
     o.backend = "toy";
     kiln_exe *exe = NULL;

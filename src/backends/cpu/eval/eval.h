@@ -9,10 +9,14 @@
 #include "backend/region.h"
 #include "core/tensor_internal.h"
 
-#define KILN_OP(name, text, nin, nout, flags)                                   \
-    kiln_status kiln__eval_##name(kiln_ctx *cx, const kiln__attrs *attrs,       \
-                                  kiln_tensor *const *operands, int n_operands, \
-                                  kiln_tensor **results, int n_results);
+/* A reference kernel's parameters (those of kiln__eval_fn), and the head of its definition:
+ * `KILN__EVAL(ADD) { ... }` defines kiln__eval_ADD. */
+#define KILN__EVAL_PARAMS                                                                 \
+    kiln_ctx *cx, const kiln__attrs *attrs, kiln_tensor *const *operands, int n_operands, \
+        kiln_tensor **results, int n_results
+#define KILN__EVAL(NAME) kiln_status kiln__eval_##NAME(KILN__EVAL_PARAMS)
+
+#define KILN_OP(name, text, nin, nout, flags) KILN__EVAL(name);
 #include "ops/ops.def"
 #undef KILN_OP
 

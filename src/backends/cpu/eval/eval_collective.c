@@ -144,18 +144,14 @@ static void copy_box(unsigned char *dst, const kiln_shape *dst_shape, const int6
 
 /* ---- ids ------------------------------------------------------------------------------------ */
 
-kiln_status kiln__eval_REPLICA_ID(kiln_ctx *cx, const kiln__attrs *attrs,
-                                  kiln_tensor *const *operands, int n_operands,
-                                  kiln_tensor **results, int n_results) {
+KILN__EVAL(REPLICA_ID) {
     (void)attrs, (void)operands, (void)n_operands, (void)n_results;
     uint32_t v = (uint32_t)kiln__place_of(cx).replica;
     memcpy(kiln__out(results[0]), &v, sizeof v);
     return KILN_OK;
 }
 
-kiln_status kiln__eval_PARTITION_ID(kiln_ctx *cx, const kiln__attrs *attrs,
-                                    kiln_tensor *const *operands, int n_operands,
-                                    kiln_tensor **results, int n_results) {
+KILN__EVAL(PARTITION_ID) {
     (void)attrs, (void)operands, (void)n_operands, (void)n_results;
     uint32_t v = (uint32_t)kiln__place_of(cx).partition;
     memcpy(kiln__out(results[0]), &v, sizeof v);
@@ -253,9 +249,7 @@ static kiln_status all_reduce_chunked(kiln_ctx *cx, const coll *c, const kiln_re
     return s;
 }
 
-kiln_status kiln__eval_ALL_REDUCE(kiln_ctx *cx, const kiln__attrs *attrs,
-                                  kiln_tensor *const *operands, int n_operands,
-                                  kiln_tensor **results, int n_results) {
+KILN__EVAL(ALL_REDUCE) {
     (void)n_results;
     coll c;
     kiln_status s = begin(cx, &c, KILN_OP_ALL_REDUCE, attrs, operands, n_operands, true);
@@ -299,9 +293,7 @@ static void pack_parts(unsigned char *dst, const kiln_tensor *x, int64_t d, int3
     }
 }
 
-kiln_status kiln__eval_REDUCE_SCATTER(kiln_ctx *cx, const kiln__attrs *attrs,
-                                      kiln_tensor *const *operands, int n_operands,
-                                      kiln_tensor **results, int n_results) {
+KILN__EVAL(REDUCE_SCATTER) {
     (void)n_results;
     coll c;
     kiln_status s = begin(cx, &c, KILN_OP_REDUCE_SCATTER, attrs, operands, n_operands, true);
@@ -329,9 +321,7 @@ kiln_status kiln__eval_REDUCE_SCATTER(kiln_ctx *cx, const kiln__attrs *attrs,
 
 /* ---- data movement ------------------------------------------------------------------------ */
 
-kiln_status kiln__eval_ALL_GATHER(kiln_ctx *cx, const kiln__attrs *attrs,
-                                  kiln_tensor *const *operands, int n_operands,
-                                  kiln_tensor **results, int n_results) {
+KILN__EVAL(ALL_GATHER) {
     (void)n_results;
     coll c;
     kiln_status s = begin(cx, &c, KILN_OP_ALL_GATHER, attrs, operands, n_operands, true);
@@ -361,9 +351,7 @@ kiln_status kiln__eval_ALL_GATHER(kiln_ctx *cx, const kiln__attrs *attrs,
     return s;
 }
 
-kiln_status kiln__eval_ALL_TO_ALL(kiln_ctx *cx, const kiln__attrs *attrs,
-                                  kiln_tensor *const *operands, int n_operands,
-                                  kiln_tensor **results, int n_results) {
+KILN__EVAL(ALL_TO_ALL) {
     (void)n_results;
     coll c;
     kiln_status s = begin(cx, &c, KILN_OP_ALL_TO_ALL, attrs, operands, n_operands, true);
@@ -439,22 +427,16 @@ static kiln_status rooted(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs,
     return s;
 }
 
-kiln_status kiln__eval_COLLECTIVE_BROADCAST(kiln_ctx *cx, const kiln__attrs *attrs,
-                                            kiln_tensor *const *operands, int n_operands,
-                                            kiln_tensor **results, int n_results) {
+KILN__EVAL(COLLECTIVE_BROADCAST) {
     return rooted(cx, KILN_OP_COLLECTIVE_BROADCAST, attrs, operands, n_operands, results,
                   n_results);
 }
 
-kiln_status kiln__eval_COLLECTIVE_REDUCE(kiln_ctx *cx, const kiln__attrs *attrs,
-                                         kiln_tensor *const *operands, int n_operands,
-                                         kiln_tensor **results, int n_results) {
+KILN__EVAL(COLLECTIVE_REDUCE) {
     return rooted(cx, KILN_OP_COLLECTIVE_REDUCE, attrs, operands, n_operands, results, n_results);
 }
 
-kiln_status kiln__eval_COLLECTIVE_PERMUTE(kiln_ctx *cx, const kiln__attrs *attrs,
-                                          kiln_tensor *const *operands, int n_operands,
-                                          kiln_tensor **results, int n_results) {
+KILN__EVAL(COLLECTIVE_PERMUTE) {
     (void)n_results;
     coll c;
     describe(&c, KILN_OP_COLLECTIVE_PERMUTE, attrs, operands, n_operands);
@@ -520,9 +502,7 @@ static kiln_status run_program(kiln_ctx *cx, int32_t process, void *user) {
     return s;
 }
 
-kiln_status kiln__eval_RUN_PARALLEL(kiln_ctx *cx, const kiln__attrs *attrs,
-                                    kiln_tensor *const *operands, int n_operands,
-                                    kiln_tensor **results, int n_results) {
+KILN__EVAL(RUN_PARALLEL) {
     int32_t R = attrs->u.grid.num_replicas, P = attrs->u.grid.num_partitions;
     if (attrs->n_regions != R * P || n_operands != R * P * attrs->u.grid.n_args ||
         n_results != R * P * attrs->u.grid.n_results)

@@ -107,8 +107,7 @@ static kiln_status check_body_results(kiln_ctx *cx, const char *fn, kiln_tensor 
     return KILN_OK;
 }
 
-kiln_status kiln__eval_WHILE(kiln_ctx *cx, const kiln__attrs *attrs, kiln_tensor *const *operands,
-                             int n_operands, kiln_tensor **results, int n_results) {
+KILN__EVAL(WHILE) {
     const char *fn = fn_of(attrs, "while");
     const int n = n_operands;
     if (n_results != n)
@@ -170,8 +169,7 @@ kiln_status kiln__eval_WHILE(kiln_ctx *cx, const kiln__attrs *attrs, kiln_tensor
 
 /* ---- if, case, call ------------------------------------------------------------------- */
 
-kiln_status kiln__eval_IF(kiln_ctx *cx, const kiln__attrs *attrs, kiln_tensor *const *operands,
-                          int n_operands, kiln_tensor **results, int n_results) {
+KILN__EVAL(IF) {
     (void)n_operands;
     const char *fn = fn_of(attrs, "if");
     bool pred = *(const uint8_t *)kiln__in(operands[0]) != 0;
@@ -179,8 +177,7 @@ kiln_status kiln__eval_IF(kiln_ctx *cx, const kiln__attrs *attrs, kiln_tensor *c
                       pred ? "true branch" : "false branch", NULL, 0, results, n_results);
 }
 
-kiln_status kiln__eval_CASE(kiln_ctx *cx, const kiln__attrs *attrs, kiln_tensor *const *operands,
-                            int n_operands, kiln_tensor **results, int n_results) {
+KILN__EVAL(CASE) {
     (void)n_operands;
     const char *fn = fn_of(attrs, "case");
     int32_t index;
@@ -192,17 +189,14 @@ kiln_status kiln__eval_CASE(kiln_ctx *cx, const kiln__attrs *attrs, kiln_tensor 
     return run_region(cx, fn, kiln__attrs_region(attrs, index), what, NULL, 0, results, n_results);
 }
 
-kiln_status kiln__eval_CALL(kiln_ctx *cx, const kiln__attrs *attrs, kiln_tensor *const *operands,
-                            int n_operands, kiln_tensor **results, int n_results) {
+KILN__EVAL(CALL) {
     return run_region(cx, fn_of(attrs, "call"), kiln__attrs_region(attrs, 0), "callee", operands,
                       n_operands, results, n_results);
 }
 
 /* ---- optimization_barrier, constant ---------------------------------------------------- */
 
-kiln_status kiln__eval_OPTIMIZATION_BARRIER(kiln_ctx *cx, const kiln__attrs *attrs,
-                                            kiln_tensor *const *operands, int n_operands,
-                                            kiln_tensor **results, int n_results) {
+KILN__EVAL(OPTIMIZATION_BARRIER) {
     (void)cx, (void)attrs, (void)n_results;
     for (int i = 0; i < n_operands; i++)
         if (operands[i]->nbytes > 0)
@@ -210,9 +204,7 @@ kiln_status kiln__eval_OPTIMIZATION_BARRIER(kiln_ctx *cx, const kiln__attrs *att
     return KILN_OK;
 }
 
-kiln_status kiln__eval_CONSTANT(kiln_ctx *cx, const kiln__attrs *attrs,
-                                kiln_tensor *const *operands, int n_operands, kiln_tensor **results,
-                                int n_results) {
+KILN__EVAL(CONSTANT) {
     (void)cx, (void)operands, (void)n_operands, (void)n_results;
     const kiln_tensor *value = attrs->u.constant;
     if (value->nbytes > 0) memcpy(kiln__out(results[0]), kiln__in(value), value->nbytes);
@@ -255,8 +247,7 @@ static bool iota_value(kiln_dtype dtype, int64_t j, iota_element *out) {
     }
 }
 
-kiln_status kiln__eval_IOTA(kiln_ctx *cx, const kiln__attrs *attrs, kiln_tensor *const *operands,
-                            int n_operands, kiln_tensor **results, int n_results) {
+KILN__EVAL(IOTA) {
     (void)cx, (void)operands, (void)n_operands, (void)n_results;
     kiln_tensor *out = results[0];
     if (out->numel == 0) return KILN_OK;
@@ -417,9 +408,7 @@ static uint64_t philox(const uint32_t key[2], uint64_t lo, uint64_t hi, int64_t 
     return blocks;
 }
 
-kiln_status kiln__eval_RNG_BIT_GENERATOR(kiln_ctx *cx, const kiln__attrs *attrs,
-                                         kiln_tensor *const *operands, int n_operands,
-                                         kiln_tensor **results, int n_results) {
+KILN__EVAL(RNG_BIT_GENERATOR) {
     (void)cx, (void)n_operands, (void)n_results;
     const kiln_tensor *state_t = operands[0];
     const int64_t m = state_t->numel;

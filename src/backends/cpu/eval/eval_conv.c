@@ -221,9 +221,7 @@ static void conv_items(void *user, int64_t begin, int64_t end) {
     }
 }
 
-kiln_status kiln__eval_CONVOLUTION(kiln_ctx *cx, const kiln__attrs *attrs,
-                                   kiln_tensor *const *operands, int n_operands,
-                                   kiln_tensor **results, int n_results) {
+KILN__EVAL(CONVOLUTION) {
     (void)n_operands, (void)n_results;
     const kiln_conv_params *p = &attrs->u.conv;
     const kiln_tensor *lhs = operands[0], *rhs = operands[1];

@@ -646,9 +646,7 @@ static int64_t batch_grain(int64_t M, int64_t N, int64_t K) {
     return work >= 32768.0 ? 1 : (int64_t)(32768.0 / (work > 1 ? work : 1));
 }
 
-kiln_status kiln__eval_DOT_GENERAL(kiln_ctx *cx, const kiln__attrs *attrs,
-                                   kiln_tensor *const *operands, int n_operands,
-                                   kiln_tensor **results, int n_results) {
+KILN__EVAL(DOT_GENERAL) {
     (void)n_operands, (void)n_results;
     const kiln_dot_params *p = &attrs->u.dot;
     const kiln_tensor *lhs = operands[0], *rhs = operands[1];

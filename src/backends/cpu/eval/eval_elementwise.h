@@ -27,21 +27,16 @@
 #define KILN__EW_VECTOR
 #endif
 
-/* An evaluator kernel's parameters (those of kiln__eval_fn). */
-#define KILN__EW_PARAMS                                                                   \
-    kiln_ctx *cx, const kiln__attrs *attrs, kiln_tensor *const *operands, int n_operands, \
-        kiln_tensor **results, int n_results
-
 /* One evaluator kernel (kiln__eval_NAME, the signature of kiln__eval_fn), vectorized as
  * above: the clones are static and the kernel calls them, because the dispatcher of a
  * clone set with external linkage is exported whatever the visibility (GCC 12). Followed
  * by the kernel's body. */
 #define KILN__EW_KERNEL(NAME)                                                      \
-    static KILN__EW_VECTOR kiln_status NAME##_kernel(KILN__EW_PARAMS);             \
-    kiln_status kiln__eval_##NAME(KILN__EW_PARAMS) {                               \
+    static KILN__EW_VECTOR kiln_status NAME##_kernel(KILN__EVAL_PARAMS);           \
+    KILN__EVAL(NAME) {                                                             \
         return NAME##_kernel(cx, attrs, operands, n_operands, results, n_results); \
     }                                                                              \
-    static KILN__EW_VECTOR kiln_status NAME##_kernel(KILN__EW_PARAMS)
+    static KILN__EW_VECTOR kiln_status NAME##_kernel(KILN__EVAL_PARAMS)
 
 /* Elements staged at a time when f16/bf16 are computed in f32. */
 #define KILN__EW_CHUNK 256

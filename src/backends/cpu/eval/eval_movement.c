@@ -149,9 +149,7 @@ static plan plan_for_result(const kiln_shape *shape) {
     return p;
 }
 
-kiln_status kiln__eval_BROADCAST_IN_DIM(kiln_ctx *cx, const kiln__attrs *attrs,
-                                        kiln_tensor *const *operands, int n_operands,
-                                        kiln_tensor **results, int n_results) {
+KILN__EVAL(BROADCAST_IN_DIM) {
     (void)cx, (void)n_operands, (void)n_results;
     const kiln_tensor *x = operands[0];
     kiln_tensor *r = results[0];
@@ -181,17 +179,14 @@ kiln_status kiln__eval_BROADCAST_IN_DIM(kiln_ctx *cx, const kiln__attrs *attrs,
     return KILN_OK;
 }
 
-kiln_status kiln__eval_RESHAPE(kiln_ctx *cx, const kiln__attrs *attrs, kiln_tensor *const *operands,
-                               int n_operands, kiln_tensor **results, int n_results) {
+KILN__EVAL(RESHAPE) {
     (void)cx, (void)attrs, (void)n_operands, (void)n_results;
     size_t nbytes = kiln_tensor_nbytes(results[0]);
     if (nbytes) memcpy(kiln__out(results[0]), kiln__in(operands[0]), nbytes);
     return KILN_OK;
 }
 
-kiln_status kiln__eval_TRANSPOSE(kiln_ctx *cx, const kiln__attrs *attrs,
-                                 kiln_tensor *const *operands, int n_operands,
-                                 kiln_tensor **results, int n_results) {
+KILN__EVAL(TRANSPOSE) {
     (void)cx, (void)n_operands, (void)n_results;
     const kiln_tensor *x = operands[0];
     kiln_tensor *r = results[0];
@@ -205,8 +200,7 @@ kiln_status kiln__eval_TRANSPOSE(kiln_ctx *cx, const kiln__attrs *attrs,
     return KILN_OK;
 }
 
-kiln_status kiln__eval_REVERSE(kiln_ctx *cx, const kiln__attrs *attrs, kiln_tensor *const *operands,
-                               int n_operands, kiln_tensor **results, int n_results) {
+KILN__EVAL(REVERSE) {
     (void)cx, (void)n_operands, (void)n_results;
     const kiln_tensor *x = operands[0];
     kiln_tensor *r = results[0];
@@ -225,8 +219,7 @@ kiln_status kiln__eval_REVERSE(kiln_ctx *cx, const kiln__attrs *attrs, kiln_tens
     return KILN_OK;
 }
 
-kiln_status kiln__eval_SLICE(kiln_ctx *cx, const kiln__attrs *attrs, kiln_tensor *const *operands,
-                             int n_operands, kiln_tensor **results, int n_results) {
+KILN__EVAL(SLICE) {
     (void)cx, (void)n_operands, (void)n_results;
     const kiln_tensor *x = operands[0];
     kiln_tensor *r = results[0];
@@ -281,9 +274,7 @@ static int64_t clamped_start(const kiln_tensor *t, int64_t limit) {
     return v < 0 ? 0 : v > limit ? limit : v;
 }
 
-kiln_status kiln__eval_DYNAMIC_SLICE(kiln_ctx *cx, const kiln__attrs *attrs,
-                                     kiln_tensor *const *operands, int n_operands,
-                                     kiln_tensor **results, int n_results) {
+KILN__EVAL(DYNAMIC_SLICE) {
     (void)cx, (void)attrs, (void)n_operands, (void)n_results;
     const kiln_tensor *x = operands[0];
     kiln_tensor *r = results[0];
@@ -301,9 +292,7 @@ kiln_status kiln__eval_DYNAMIC_SLICE(kiln_ctx *cx, const kiln__attrs *attrs,
     return KILN_OK;
 }
 
-kiln_status kiln__eval_DYNAMIC_UPDATE_SLICE(kiln_ctx *cx, const kiln__attrs *attrs,
-                                            kiln_tensor *const *operands, int n_operands,
-                                            kiln_tensor **results, int n_results) {
+KILN__EVAL(DYNAMIC_UPDATE_SLICE) {
     (void)cx, (void)attrs, (void)n_operands, (void)n_results;
     const kiln_tensor *x = operands[0], *u = operands[1];
     kiln_tensor *r = results[0];
@@ -325,8 +314,7 @@ kiln_status kiln__eval_DYNAMIC_UPDATE_SLICE(kiln_ctx *cx, const kiln__attrs *att
     return KILN_OK;
 }
 
-kiln_status kiln__eval_PAD(kiln_ctx *cx, const kiln__attrs *attrs, kiln_tensor *const *operands,
-                           int n_operands, kiln_tensor **results, int n_results) {
+KILN__EVAL(PAD) {
     (void)cx, (void)n_operands, (void)n_results;
     const kiln_tensor *x = operands[0];
     kiln_tensor *r = results[0];
@@ -376,9 +364,7 @@ kiln_status kiln__eval_PAD(kiln_ctx *cx, const kiln__attrs *attrs, kiln_tensor *
     return KILN_OK;
 }
 
-kiln_status kiln__eval_CONCATENATE(kiln_ctx *cx, const kiln__attrs *attrs,
-                                   kiln_tensor *const *operands, int n_operands,
-                                   kiln_tensor **results, int n_results) {
+KILN__EVAL(CONCATENATE) {
     (void)cx, (void)n_results;
     kiln_tensor *r = results[0];
     if (kiln_tensor_numel(r) == 0) return KILN_OK;

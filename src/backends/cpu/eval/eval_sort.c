@@ -209,8 +209,7 @@ static void permute(const void *in, void *out, size_t es, int64_t base, int64_t 
     }
 }
 
-kiln_status kiln__eval_SORT(kiln_ctx *cx, const kiln__attrs *attrs, kiln_tensor *const *operands,
-                            int n_operands, kiln_tensor **results, int n_results) {
+KILN__EVAL(SORT) {
     (void)n_results;
     const char *fn = attrs->fn ? attrs->fn : "sort";
     int n = n_operands;

@@ -340,16 +340,6 @@ struct kiln__native *kiln__fused_native(const kiln__fused *f) {
 
 /* ---- loading and storing ------------------------------------------------------------------ */
 
-static void widen(kiln_dtype dt, const uint16_t *src, float *dst, int64_t n) {
-    if (dt == KILN_F16) {
-        for (int64_t i = 0; i < n; i++)
-            dst[i] = kiln__f16_to_f32_inline(src[i]);
-    } else {
-        for (int64_t i = 0; i < n; i++)
-            dst[i] = kiln__bf16_to_f32_inline(src[i]);
-    }
-}
-
 /* In place: f32 element j overwrites 16-bit elements 2j and 2j+1, both read by then. */
 static void widen_in_place(kiln_dtype dt, void *buf, int64_t n) {
     uint16_t *src = buf;
@@ -535,7 +525,7 @@ static kiln_status eval_step(kiln_ctx *cx, const fstep *s, void *const *regs, vo
     bool half = is_half(s->dtype);
     outs[0] = tile_tensor(tt, 3, s->dtype, half ? scratch[3] : regs[s->dst], n);
     kiln_status st = kiln__cpu_eval_op(cx, s->op, s->attrs, ins, s->n_args, outs, 1);
-    if (st == KILN_OK && half) widen(s->dtype, scratch[3], regs[s->dst], n);
+    if (st == KILN_OK && half) kiln__ew_load_half(s->dtype, scratch[3], regs[s->dst], n);
     return st;
 }
 
@@ -632,8 +622,9 @@ static void run_tiles(void *user, int64_t begin, int64_t end) {
                 case KILN__KACCESS_SCALAR: break;
                 case KILN__KACCESS_CONTIGUOUS:
                     if (in->half)
-                        widen(in->dtype, (const uint16_t *)(const void *)base + start, bufs[i],
-                              len);
+                        kiln__ew_load_half(in->dtype,
+                                           (const uint16_t *)(const void *)base + start, bufs[i],
+                                           len);
                     else
                         regs[i] = (void *)(base + start * (int64_t)in->esize);
                     break;

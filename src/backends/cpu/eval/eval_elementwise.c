@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers shared by the elementwise kernels (see eval_elementwise.h). */
 #include "backends/cpu/eval/eval_elementwise.h"
+#include "core/half.h"
 
 static KILN__EW_VECTOR void load_half(kiln_dtype dtype, const uint16_t *src, float *dst,
                                       int64_t n) {
     if (dtype == KILN_F16) {
         for (int64_t i = 0; i < n; i++)
-            dst[i] = kiln_f16_to_f32(src[i]);
+            dst[i] = kiln__f16_to_f32_inline(src[i]);
     } else {
         for (int64_t i = 0; i < n; i++)
-            dst[i] = kiln_bf16_to_f32(src[i]);
+            dst[i] = kiln__bf16_to_f32_inline(src[i]);
     }
 }
 

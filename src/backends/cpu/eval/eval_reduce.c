@@ -26,8 +26,10 @@
 #include <string.h>
 
 #include "backends/cpu/lib/cpu_features.h"
+#include "backends/cpu/eval/eval_elementwise.h"
 #include "backends/cpu/eval/eval_reduce.h"
 #include "backends/cpu/eval/eval_reduce_sum.h"
+#include "backends/cpu/eval/float_keys.h"
 #include "base/alloc.h"
 #include "base/threads.h"
 #include "core/tensor_internal.h"
@@ -133,6 +135,24 @@ void kiln__scalar_region_fini(kiln__scalar_region *s) {
     s->block = NULL;
 }
 
+kiln_status kiln__reducer_region_init(kiln__scalar_region *s, kiln_ctx *cx,
+                                      const kiln__attrs *attrs, kiln_tensor *const *operands,
+                                      int n, const char *fn) {
+    kiln_dtype fixed[16];
+    kiln_dtype *types = fixed;
+    size_t types_bytes = (size_t)(2 * n) * sizeof *types;
+    if (2 * n > 16 && !(types = kiln__alloc(cx, types_bytes, _Alignof(kiln_dtype), fn))) {
+        memset(s, 0, sizeof *s);
+        return KILN_RESOURCE_EXHAUSTED;
+    }
+    for (int j = 0; j < n; j++)
+        types[j] = types[n + j] = operands[j]->dtype;
+    kiln_status st = kiln__scalar_region_init(s, cx, kiln__attrs_region(attrs, 0), fn, "region",
+                                              types, 2 * n, types, n);
+    if (types != fixed) kiln__free(cx, types, types_bytes);
+    return st;
+}
+
 /* ---- typed combiners ------------------------------------------------------------------- */
 
 #define ADD_OP(a, b) ((a) + (b))
@@ -143,32 +163,6 @@ void kiln__scalar_region_fini(kiln__scalar_region *s) {
 #define MAX_I(a, b) ((a) > (b) ? (a) : (b))
 #define MIN_I(a, b) ((a) < (b) ? (a) : (b))
 
-/* Float maximum/minimum as StableHLO defines them (NaN propagates, -0 < +0), through keys:
- * the bits of a float as a signed integer, negatives' magnitude bits flipped, order like
- * the floats with -0 < +0; NaN gets the key that wins (the largest for maximum, the
- * smallest for minimum). Integer compares and selects vectorize. */
-#define T float
-#define K int32_t
-#define U uint32_t
-#define SIGN_SHIFT 31
-#define MAG 0x7fffffffu
-#define INF 0x7f800000u
-#define KEY key_f32
-#define UNKEY unkey_f32
-#define FMAX fmax_f32
-#define FMIN fmin_f32
-#include "backends/cpu/eval/reduce_float_keys.inc"
-#define T double
-#define K int64_t
-#define U uint64_t
-#define SIGN_SHIFT 63
-#define MAG 0x7fffffffffffffffu
-#define INF 0x7ff0000000000000u
-#define KEY key_f64
-#define UNKEY unkey_f64
-#define FMAX fmax_f64
-#define FMIN fmin_f64
-#include "backends/cpu/eval/reduce_float_keys.inc"
 #define MAX_F32(a, b) fmax_f32(a, b)
 #define MIN_F32(a, b) fmin_f32(a, b)
 #define MAX_F64(a, b) fmax_f64(a, b)
@@ -359,35 +353,17 @@ void kiln__combine(kiln__region_kind kind, kiln_dtype dtype, void *dst, const vo
 }
 
 void kiln__to_acc(kiln_dtype dtype, const void *src, void *dst, int64_t n) {
-    if (dtype == KILN_F16) {
-        const uint16_t *s = src;
-        float *d = dst;
-        for (int64_t i = 0; i < n; i++)
-            d[i] = kiln__f16_to_f32_inline(s[i]);
-    } else if (dtype == KILN_BF16) {
-        const uint16_t *s = src;
-        float *d = dst;
-        for (int64_t i = 0; i < n; i++)
-            d[i] = kiln__bf16_to_f32_inline(s[i]);
-    } else if (n > 0) {
+    if (dtype == KILN_F16 || dtype == KILN_BF16)
+        kiln__ew_load_half(dtype, src, dst, n);
+    else if (n > 0)
         memcpy(dst, src, (size_t)n * kiln_dtype_size(dtype));
-    }
 }
 
 void kiln__from_acc(kiln_dtype dtype, const void *src, void *dst, int64_t n) {
-    if (dtype == KILN_F16) {
-        const float *s = src;
-        uint16_t *d = dst;
-        for (int64_t i = 0; i < n; i++)
-            d[i] = kiln_f32_to_f16(s[i]);
-    } else if (dtype == KILN_BF16) {
-        const float *s = src;
-        uint16_t *d = dst;
-        for (int64_t i = 0; i < n; i++)
-            d[i] = kiln_f32_to_bf16(s[i]);
-    } else if (n > 0) {
+    if (dtype == KILN_F16 || dtype == KILN_BF16)
+        kiln__ew_store_half(dtype, src, dst, n);
+    else if (n > 0)
         memmove(dst, src, (size_t)n * kiln_dtype_size(dtype));
-    }
 }
 
 void kiln__fill_elements(void *dst, const void *value, size_t size, int64_t n) {
@@ -423,7 +399,8 @@ typedef void (*pass_fn)(const void *x, int64_t O, int64_t R, int64_t I, void *ou
 
 /* Integer passes: any associative op, 8 lanes along a contiguous run; rows combined tile by
  * tile. The ops are exact, associative and commutative (unsigned wrap-around, and, or,
- * maximum, minimum), so splitting the work across threads cannot change a result. The passes of each integer type: reduce_pass_int.inc. */
+ * maximum, minimum), so splitting the work across threads cannot change a result. The
+ * passes of each integer type: reduce_pass_int.inc. */
 #define T uint8_t
 #define IS_SIGNED 0
 #define LOWEST 0
@@ -545,23 +522,13 @@ static int red_levels(int64_t R) {
 #endif
 
 /* The reduce of each float type (reduce_float.inc). */
-#define T float
-#define K int32_t
-#define U uint32_t
-#define SIGN_SHIFT 31
-#define MAG 0x7fffffffu
-#define INF 0x7f800000u
+#include "backends/cpu/eval/float_layout_f32.inc"
 #define FN(name) f32_##name
 #define KEY key_f32
 #define UNKEY unkey_f32
 #define ENTRY kiln__reduce_f32
 #include "backends/cpu/eval/reduce_float.inc"
-#define T double
-#define K int64_t
-#define U uint64_t
-#define SIGN_SHIFT 63
-#define MAG 0x7fffffffffffffffu
-#define INF 0x7ff0000000000000u
+#include "backends/cpu/eval/float_layout_f64.inc"
 #define FN(name) f64_##name
 #define KEY key_f64
 #define UNKEY unkey_f64
@@ -874,28 +841,20 @@ static kiln_status reduce_generic(kiln_ctx *cx, const kiln__attrs *attrs,
     const int64_t n_red = wk.n_red, *kdim = wk.kdim, *kstride = wk.kstride, *rdim = wk.rdim,
                   *rstride = wk.rstride;
 
-    kiln_dtype fixed[16];
-    kiln_dtype *types = fixed;
-    size_t types_bytes = (size_t)(2 * n) * sizeof *types;
-    if (2 * n > 16 && !(types = kiln__alloc(cx, types_bytes, _Alignof(kiln_dtype), fn)))
-        return KILN_RESOURCE_EXHAUSTED;
-    for (int j = 0; j < n; j++)
-        types[j] = types[n + j] = operands[j]->dtype;
     kiln__scalar_region sr;
-    kiln_status st = kiln__scalar_region_init(&sr, cx, kiln__attrs_region(attrs, 0), fn, "region",
-                                              types, 2 * n, types, n);
+    kiln_status st = kiln__reducer_region_init(&sr, cx, attrs, operands, n, fn);
     int64_t kidx[KILN_MAX_RANK] = {0}, ridx[KILN_MAX_RANK];
     int64_t base = 0;
     for (int64_t o = 0; o < n_out && st == KILN_OK; o++) {
         for (int j = 0; j < n; j++)
             memcpy(kiln__scalar_region_arg(&sr, j), kiln__in(operands[n + j]),
-                   kiln_dtype_size(types[j]));
+                   kiln_dtype_size(operands[j]->dtype));
         int64_t off = 0;
         for (int k = 0; k < nr; k++)
             ridx[k] = 0;
         for (int64_t r = 0; r < n_red && st == KILN_OK; r++) {
             for (int j = 0; j < n; j++) {
-                size_t es = kiln_dtype_size(types[j]);
+                size_t es = kiln_dtype_size(operands[j]->dtype);
                 memcpy(kiln__scalar_region_arg(&sr, n + j),
                        (const char *)kiln__in(operands[j]) + (size_t)(base + off) * es, es);
             }
@@ -909,7 +868,7 @@ static kiln_status reduce_generic(kiln_ctx *cx, const kiln__attrs *attrs,
         }
         if (st != KILN_OK) break;
         for (int j = 0; j < n; j++) {
-            size_t es = kiln_dtype_size(types[j]);
+            size_t es = kiln_dtype_size(operands[j]->dtype);
             memcpy((char *)kiln__out(results[j]) + (size_t)o * es, kiln__scalar_region_arg(&sr, j),
                    es);
         }
@@ -921,12 +880,10 @@ static kiln_status reduce_generic(kiln_ctx *cx, const kiln__attrs *attrs,
         }
     }
     kiln__scalar_region_fini(&sr);
-    if (types != fixed) kiln__free(cx, types, types_bytes);
     return st;
 }
 
-kiln_status kiln__eval_REDUCE(kiln_ctx *cx, const kiln__attrs *attrs, kiln_tensor *const *operands,
-                              int n_operands, kiln_tensor **results, int n_results) {
+KILN__EVAL(REDUCE) {
     (void)n_results;
     const int n = n_operands / 2;
     const kiln_region *region = kiln__attrs_region(attrs, 0);

@@ -49,6 +49,12 @@ kiln_status kiln__scalar_region_call(kiln__scalar_region *s, void *const *dst);
 
 void kiln__scalar_region_fini(kiln__scalar_region *s);
 
+/* The region of a reduction of n operands (reduce, reduce_window): 2n arguments, the n
+ * accumulators then the n elements, and n results, all of the operands' dtypes. */
+kiln_status kiln__reducer_region_init(kiln__scalar_region *s, kiln_ctx *cx,
+                                      const kiln__attrs *attrs, kiln_tensor *const *operands,
+                                      int n, const char *fn);
+
 /* ---- typed combiners ------------------------------------------------------------------ */
 
 /* The dtype a builtin region's fast path computes in: f32 for f16 and bf16, the dtype

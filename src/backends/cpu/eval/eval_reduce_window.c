@@ -21,6 +21,7 @@
 
 #include "backends/cpu/lib/cpu_features.h"
 #include "backends/cpu/eval/eval_reduce.h"
+#include "backends/cpu/eval/float_keys.h"
 #include "base/alloc.h"
 #include "base/threads.h"
 #include "core/tensor_internal.h"
@@ -62,6 +63,18 @@ static inline int64_t input_index(const geometry *g, int32_t d, int64_t j, int64
         p /= g->bdil[d];
     }
     return p < g->in[d] ? p : -1;
+}
+
+/* The input element that window position w of output j reads (an offset in elements), or
+ * -1 where it falls in the padding. */
+static inline int64_t window_offset(const geometry *g, const int64_t *j, const int64_t *w) {
+    int64_t off = 0;
+    for (int32_t d = 0; d < g->rank; d++) {
+        int64_t i = input_index(g, d, j[d], w[d]);
+        if (i < 0) return -1;
+        off += i * g->istride[d];
+    }
+    return off;
 }
 
 /* Advances a row-major multi-index over dims[0..rank); false after the last. */
@@ -168,30 +181,18 @@ static kiln_status window_generic(kiln_ctx *cx, const kiln__attrs *attrs,
     geometry g;
     geometry_init(&g, &attrs->u.window, &operands[0]->shape, &results[0]->shape);
 
-    kiln_dtype fixed[16];
-    kiln_dtype *types = fixed;
-    size_t types_bytes = (size_t)(2 * n) * sizeof *types;
-    if (2 * n > 16 && !(types = kiln__alloc(cx, types_bytes, _Alignof(kiln_dtype), fn)))
-        return KILN_RESOURCE_EXHAUSTED;
-    for (int k = 0; k < n; k++)
-        types[k] = types[n + k] = operands[k]->dtype;
     kiln__scalar_region sr;
-    kiln_status st = kiln__scalar_region_init(&sr, cx, kiln__attrs_region(attrs, 0), fn, "region",
-                                              types, 2 * n, types, n);
+    kiln_status st = kiln__reducer_region_init(&sr, cx, attrs, operands, n, fn);
     int64_t j[KILN_MAX_RANK] = {0};
     for (int64_t o = 0; o < n_out && st == KILN_OK; o++) {
         for (int k = 0; k < n; k++)
             memcpy(kiln__scalar_region_arg(&sr, k), kiln__in(operands[n + k]),
-                   kiln_dtype_size(types[k]));
+                   kiln_dtype_size(operands[k]->dtype));
         int64_t w[KILN_MAX_RANK] = {0};
         do {
-            int64_t off = 0;
-            for (int32_t d = 0; d < g.rank && off >= 0; d++) {
-                int64_t i = input_index(&g, d, j[d], w[d]);
-                off = i < 0 ? -1 : off + i * g.istride[d];
-            }
+            int64_t off = window_offset(&g, j, w);
             for (int k = 0; k < n; k++) {
-                size_t es = kiln_dtype_size(types[k]);
+                size_t es = kiln_dtype_size(operands[k]->dtype);
                 const void *v = off < 0 ? kiln__in(operands[n + k])
                                         : (const char *)kiln__in(operands[k]) + (size_t)off * es;
                 memcpy(kiln__scalar_region_arg(&sr, n + k), v, es);
@@ -200,14 +201,13 @@ static kiln_status window_generic(kiln_ctx *cx, const kiln__attrs *attrs,
         } while (st == KILN_OK && next_index(w, g.win, g.rank));
         if (st != KILN_OK) break;
         for (int k = 0; k < n; k++) {
-            size_t es = kiln_dtype_size(types[k]);
+            size_t es = kiln_dtype_size(operands[k]->dtype);
             memcpy((char *)kiln__out(results[k]) + (size_t)o * es, kiln__scalar_region_arg(&sr, k),
                    es);
         }
         next_index(j, g.out, g.rank);
     }
     kiln__scalar_region_fini(&sr);
-    if (types != fixed) kiln__free(cx, types, types_bytes);
     return st;
 }
 
@@ -220,30 +220,8 @@ static kiln_status window_generic(kiln_ctx *cx, const kiln__attrs *attrs,
  * the order of the operands (so the loops may run in any order), and integer compares and
  * selects vectorize. Sums keep each result's order: init, then the window in row-major
  * order, padding elements as init. */
-static inline int32_t key_f32(float x) {
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    int32_t k = (int32_t)(u ^ ((uint32_t)((int32_t)u >> 31) & 0x7fffffffu));
-    return (u & 0x7fffffffu) > 0x7f800000u ? INT32_MAX : k;
-}
-static inline float unkey_f32(int32_t k) {
-    uint32_t u = (uint32_t)k ^ ((uint32_t)(k >> 31) & 0x7fffffffu);
-    float x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
-static inline int64_t key_f64(double x) {
-    uint64_t u;
-    memcpy(&u, &x, sizeof u);
-    int64_t k = (int64_t)(u ^ ((uint64_t)((int64_t)u >> 63) & 0x7fffffffffffffffu));
-    return (u & 0x7fffffffffffffffu) > 0x7ff0000000000000u ? INT64_MAX : k;
-}
-static inline double unkey_f64(int64_t k) {
-    uint64_t u = (uint64_t)k ^ ((uint64_t)(k >> 63) & 0x7fffffffffffffffu);
-    double x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
+static inline int32_t max_key_f32(float x) { return key_f32(x, INT32_MAX); }
+static inline int64_t max_key_f64(double x) { return key_f64(x, INT64_MAX); }
 #define MAX_OP(a, b) ((a) > (b) ? (a) : (b))
 #define ADD_OP(a, b) ((a) + (b))
 #define ID(x) (x)
@@ -265,7 +243,7 @@ typedef struct pool_job {
 #define NHWC_NAME pool_nhwc_max_f32
 #define T float
 #define ACC int32_t
-#define KEY key_f32
+#define KEY max_key_f32
 #define UNKEY unkey_f32
 #define OP MAX_OP
 #include "backends/cpu/eval/reduce_window_pool.inc"
@@ -273,7 +251,7 @@ typedef struct pool_job {
 #define NHWC_NAME pool_nhwc_max_f64
 #define T double
 #define ACC int64_t
-#define KEY key_f64
+#define KEY max_key_f64
 #define UNKEY unkey_f64
 #define OP MAX_OP
 #include "backends/cpu/eval/reduce_window_pool.inc"
@@ -299,7 +277,7 @@ typedef struct pool_job {
  * loops (init included), so the bits are theirs. */
 #define AVX2_TARGET __attribute__((target("avx2")))
 
-/* key_f32 of eight floats. */
+/* max_key_f32 of eight floats. */
 AVX2_TARGET static inline __m256i keys8(const float *p) {
     const __m256i mag = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
     __m256i u = _mm256_castps_si256(_mm256_loadu_ps(p));
@@ -311,7 +289,7 @@ AVX2_TARGET static inline __m256i keys8(const float *p) {
 AVX2_TARGET static void pool2_max_f32_avx2(void *user, int64_t begin, int64_t end) {
     const pool_job *j = user;
     const int64_t W = j->W, OW = j->OW;
-    const int32_t init = key_f32(*(const float *)j->init);
+    const int32_t init = max_key_f32(*(const float *)j->init);
     const __m256i mag = _mm256_set1_epi32(0x7fffffff), vinit = _mm256_set1_epi32(init);
     for (int64_t plane = begin; plane < end; plane++) {
         const float *x = (const float *)j->x + plane * j->H * W;
@@ -332,8 +310,8 @@ AVX2_TARGET static void pool2_max_f32_avx2(void *user, int64_t begin, int64_t en
                 _mm256_storeu_ps(o + q, _mm256_castsi256_ps(k));
             }
             for (; q < OW; q++) {
-                int32_t a = key_f32(r0[2 * q]), b = key_f32(r0[2 * q + 1]);
-                int32_t c = key_f32(r1[2 * q]), d = key_f32(r1[2 * q + 1]);
+                int32_t a = max_key_f32(r0[2 * q]), b = max_key_f32(r0[2 * q + 1]);
+                int32_t c = max_key_f32(r1[2 * q]), d = max_key_f32(r1[2 * q + 1]);
                 o[q] = unkey_f32(MAX_OP(MAX_OP(MAX_OP(a, b), MAX_OP(c, d)), init));
             }
         }
@@ -418,9 +396,7 @@ static bool window_pool(const kiln__attrs *attrs, kiln__region_kind kind, const 
     return true;
 }
 
-kiln_status kiln__eval_REDUCE_WINDOW(kiln_ctx *cx, const kiln__attrs *attrs,
-                                     kiln_tensor *const *operands, int n_operands,
-                                     kiln_tensor **results, int n_results) {
+KILN__EVAL(REDUCE_WINDOW) {
     (void)n_results;
     const int n = n_operands / 2;
     const kiln_region *region = kiln__attrs_region(attrs, 0);
@@ -675,9 +651,7 @@ static bool scatter_pool(const kiln__attrs *attrs, kiln__region_kind sel, kiln__
     return true;
 }
 
-kiln_status kiln__eval_SELECT_AND_SCATTER(kiln_ctx *cx, const kiln__attrs *attrs,
-                                          kiln_tensor *const *operands, int n_operands,
-                                          kiln_tensor **results, int n_results) {
+KILN__EVAL(SELECT_AND_SCATTER) {
     (void)n_operands, (void)n_results;
     const char *fn = attrs->fn ? attrs->fn : "select_and_scatter";
     const kiln_tensor *operand = operands[0], *source = operands[1], *init = operands[2];
@@ -731,11 +705,7 @@ kiln_status kiln__eval_SELECT_AND_SCATTER(kiln_ctx *cx, const kiln__attrs *attrs
         int64_t selected = -1;
         int64_t w[KILN_MAX_RANK] = {0};
         do {
-            int64_t off = 0;
-            for (int32_t d = 0; d < g.rank && off >= 0; d++) {
-                int64_t i = input_index(&g, d, s_idx[d], w[d]);
-                off = i < 0 ? -1 : off + i * g.istride[d];
-            }
+            int64_t off = window_offset(&g, s_idx, w);
             if (off < 0) continue;
             if (selected < 0) {
                 selected = off;

@@ -131,10 +131,43 @@ static inline bool odometer_next(int64_t *coord, const int64_t *ext, int32_t n) 
     return false;
 }
 
+/* The walks of gather's result and scatter's updates: dims with along[d] (gather's offset
+ * dims, scatter's window dims) move through the operand by step[d] elements; the others
+ * move to another index point, by pstep[d] points. */
+
+/* How many innermost dims of dims[0..rank) form one contiguous run of the operand (extent
+ * 1, or along with the step that continues the run): sets *n_outer to the dims left
+ * outside and returns the run's length. */
+static int64_t contiguous_run(const int64_t *dims, int32_t rank, const bool *along,
+                              const int64_t *step, int32_t *n_outer) {
+    int64_t run = 1;
+    int32_t n = rank;
+    while (n > 0 && (dims[n - 1] == 1 || (along[n - 1] && step[n - 1] == run)))
+        run *= dims[--n];
+    *n_outer = n;
+    return run;
+}
+
+/* Advances coord over dims[0..n) in row-major order, moving *off (along) or *point (the
+ * others) with it; false after the last. */
+static bool walk_next(int64_t *coord, const int64_t *dims, int32_t n, const bool *along,
+                      const int64_t *step, const int64_t *pstep, int64_t *off, int64_t *point) {
+    for (int32_t d = n - 1; d >= 0; d--) {
+        int64_t *at = along[d] ? off : point;
+        int64_t delta = along[d] ? step[d] : pstep[d];
+        if (++coord[d] < dims[d]) {
+            *at += delta;
+            return true;
+        }
+        *at -= delta * (dims[d] - 1);
+        coord[d] = 0;
+    }
+    return false;
+}
+
 /* ---- gather ------------------------------------------------------------------------- */
 
-kiln_status kiln__eval_GATHER(kiln_ctx *cx, const kiln__attrs *attrs, kiln_tensor *const *operands,
-                              int n_operands, kiln_tensor **results, int n_results) {
+KILN__EVAL(GATHER) {
     (void)n_operands, (void)n_results;
     const kiln_gather_params *gp = &attrs->u.gather;
     const kiln_tensor *operand = operands[0];
@@ -197,17 +230,8 @@ kiln_status kiln__eval_GATHER(kiln_ctx *cx, const kiln__attrs *attrs, kiln_tenso
         }
     }
     /* Merge the innermost result dims into one contiguous run of the operand. */
-    int64_t run = 1;
-    int32_t n_outer = rr;
-    while (n_outer > 0) {
-        int32_t d = n_outer - 1;
-        if (rs->dims[d] == 1 || (is_offset[d] && step[d] == run)) {
-            run *= rs->dims[d];
-            n_outer--;
-        } else {
-            break;
-        }
-    }
+    int32_t n_outer;
+    int64_t run = contiguous_run(rs->dims, rr, is_offset, step, &n_outer);
     const unsigned char *src = kiln__in(operand);
     unsigned char *dst = kiln__out(result);
     size_t run_bytes = (size_t)run * es;
@@ -216,23 +240,7 @@ kiln_status kiln__eval_GATHER(kiln_ctx *cx, const kiln__attrs *attrs, kiln_tenso
     for (;;) {
         copy_elements(dst, src + (size_t)(base[b] + off) * es, run_bytes, es);
         dst += run_bytes;
-        int32_t d = n_outer - 1;
-        for (; d >= 0; d--) {
-            int64_t delta = is_offset[d] ? step[d] : bstride[d];
-            if (++coord[d] < rs->dims[d]) {
-                if (is_offset[d])
-                    off += delta;
-                else
-                    b += delta;
-                break;
-            }
-            if (is_offset[d])
-                off -= delta * (rs->dims[d] - 1);
-            else
-                b -= delta * (rs->dims[d] - 1);
-            coord[d] = 0;
-        }
-        if (d < 0) break;
+        if (!walk_next(coord, rs->dims, n_outer, is_offset, step, bstride, &off, &b)) break;
     }
     kiln__free(cx, base, (size_t)n_points * sizeof *base);
     return KILN_OK;
@@ -412,8 +420,7 @@ static kiln_status scatter_segment(scatter_state *st, int64_t roff, int64_t uoff
     return KILN_OK;
 }
 
-kiln_status kiln__eval_SCATTER(kiln_ctx *cx, const kiln__attrs *attrs, kiln_tensor *const *operands,
-                               int n_operands, kiln_tensor **results, int n_results) {
+KILN__EVAL(SCATTER) {
     (void)n_results;
     const char *fn = attrs->fn ? attrs->fn : "scatter";
     const kiln_scatter_params *sp = &attrs->u.scatter;
@@ -499,17 +506,11 @@ kiln_status kiln__eval_SCATTER(kiln_ctx *cx, const kiln__attrs *attrs, kiln_tens
     }
 
     /* Merge the innermost update dims into one contiguous run of the result. */
-    int64_t run = 1;
-    int32_t n_outer = ur;
-    while (n_outer > 0) {
-        int32_t d = n_outer - 1;
-        if (us->dims[d] == 1 || (is_window[d] && istride[maps[d]] == run)) {
-            run *= us->dims[d];
-            n_outer--;
-        } else {
-            break;
-        }
-    }
+    int64_t wstep[KILN_MAX_RANK]; /* a window dim's step through the result */
+    for (int32_t d = 0; d < ur; d++)
+        wstep[d] = is_window[d] ? istride[maps[d]] : 0;
+    int32_t n_outer;
+    int64_t run = contiguous_run(us->dims, ur, is_window, wstep, &n_outer);
 
     char what[96];
     snprintf(what, sizeof what, "%s: region", fn);
@@ -576,23 +577,7 @@ kiln_status kiln__eval_SCATTER(kiln_ctx *cx, const kiln__attrs *attrs, kiln_tens
             }
         }
         uoff += run;
-        int32_t d = n_outer - 1;
-        for (; d >= 0; d--) {
-            int64_t delta = is_window[d] ? istride[maps[d]] : pstride[d];
-            if (++coord[d] < us->dims[d]) {
-                if (is_window[d])
-                    off += delta;
-                else
-                    p += delta;
-                break;
-            }
-            if (is_window[d])
-                off -= delta * (us->dims[d] - 1);
-            else
-                p -= delta * (us->dims[d] - 1);
-            coord[d] = 0;
-        }
-        if (d < 0) break;
+        if (!walk_next(coord, us->dims, n_outer, is_window, wstep, pstride, &off, &p)) break;
     }
     if (scratch && scratch != fixed) kiln__free(cx, scratch, scratch_bytes);
     kiln__free(cx, base, bytes);

@@ -181,21 +181,29 @@ static bool is_kernel_gradient(const kiln_conv_params *p, const kiln_shape *ks,
     return kernel > result;
 }
 
+/* The window of the oneDNN convolution: its strides and dilations (oneDNN counts a dilation
+ * from 0) from the lists given, StableHLO's padding; false for what oneDNN cannot run
+ * (an lhs dilation, a negative padding). */
+static bool key_window(const kiln_conv_params *p, const kiln_dims *strides,
+                       const kiln_dims *dilations, conv_key *k) {
+    for (int32_t d = 0; d < k->S; d++) {
+        if ((p->lhs_dilation.count ? p->lhs_dilation.v[d] : 1) != 1) return false;
+        k->stride[d] = strides->count ? strides->v[d] : 1;
+        k->dil[d] = (dilations->count ? dilations->v[d] : 1) - 1;
+        k->pl[d] = p->padding_low.count ? p->padding_low.v[d] : 0;
+        k->pr[d] = p->padding_high.count ? p->padding_high.v[d] : 0;
+        if (k->pl[d] < 0 || k->pr[d] < 0) return false;
+    }
+    return true;
+}
+
 /* make_key's part for a kernel gradient (is_kernel_gradient), whose slots hold the forward
  * convolution's src [N, C, spatial] (the lhs: its feature dimension is N, its batch C),
  * diff_dst [N, O, spatial] (the rhs: kernel input feature N, output feature O) and
  * diff_weights [O, C, spatial] (the result: feature O, batch C). The forward stride is the
  * rhs dilation and the forward dilation the window stride; the padding is the same. */
 static bool key_kernel_gradient(const kiln_conv_params *p, conv_key *k) {
-    for (int32_t d = 0; d < k->S; d++) {
-        if ((p->lhs_dilation.count ? p->lhs_dilation.v[d] : 1) != 1) return false;
-        k->stride[d] = p->rhs_dilation.count ? p->rhs_dilation.v[d] : 1;
-        k->dil[d] = (p->window_strides.count ? p->window_strides.v[d] : 1) - 1;
-        k->pl[d] = p->padding_low.count ? p->padding_low.v[d] : 0;
-        k->pr[d] = p->padding_high.count ? p->padding_high.v[d] : 0;
-        if (k->pl[d] < 0 || k->pr[d] < 0) return false;
-    }
-    return true;
+    return key_window(p, &p->rhs_dilation, &p->window_strides, k);
 }
 
 /* True when the convolution dilates its input (a transposed convolution): autodiff's
@@ -286,15 +294,7 @@ static bool make_key(const kiln__attrs *a, kiln_dtype lt, const kiln_shape *ls, 
              &p->output_spatial_dimensions, S);
     if (k->kind == CONV_BWD_W) return key_kernel_gradient(p, k);
     if (k->kind == CONV_BWD_D) return key_input_gradient(p, k);
-    for (int32_t d = 0; d < S; d++) {
-        if ((p->lhs_dilation.count ? p->lhs_dilation.v[d] : 1) != 1) return false;
-        k->stride[d] = p->window_strides.count ? p->window_strides.v[d] : 1;
-        k->dil[d] = (p->rhs_dilation.count ? p->rhs_dilation.v[d] : 1) - 1;
-        k->pl[d] = p->padding_low.count ? p->padding_low.v[d] : 0;
-        k->pr[d] = p->padding_high.count ? p->padding_high.v[d] : 0;
-        if (k->pl[d] < 0 || k->pr[d] < 0) return false;
-    }
-    return true;
+    return key_window(p, &p->window_strides, &p->rhs_dilation, k);
 }
 
 static void destroy_primitives(conv_entry *e) {

@@ -20,70 +20,26 @@
 #define KILN_AVX2 KILN_SLEEF_AVX2
 #endif
 
-#define T float
+#include "backends/cpu/lib/libm_f32.inc"
+#include "backends/cpu/lib/sleef_avx2_f32.inc"
 #define FN(name) name##_f32
-#define ONE 1.0f
-#define ZERO 0.0f
 #define FABS fabsf
 #define FLOOR floorf
 #define CEIL ceilf
 #define ROUND roundf
 #define NEARBYINT nearbyintf
 #define SQRT sqrtf
-#define CBRT cbrtf
-#define EXP expf
-#define EXPM1 expm1f
-#define LOG logf
-#define LOG1P log1pf
-#define TAN tanf
-#define TANH tanhf
-#define V __m256
-#define W 8
-#define LOADU _mm256_loadu_ps
-#define STOREU _mm256_storeu_ps
-#define VCBRT Sleef_finz_cbrtf8_u10avx2
-#define VEXP Sleef_finz_expf8_u10avx2
-#define VEXPM1 Sleef_finz_expm1f8_u10avx2
-#define VLOG Sleef_finz_logf8_u10avx2
-#define VLOG1P kiln__log1p_v8
-#define VLOGISTIC kiln__sigmoid_v8
-#define VTAN Sleef_finz_tanf8_u10avx2
-#define VTANH Sleef_finz_tanhf8_u10avx2
 #include "backends/cpu/eval/elementwise_unary_float.inc"
 
-#define T double
+#include "backends/cpu/lib/libm_f64.inc"
+#include "backends/cpu/lib/sleef_avx2_f64.inc"
 #define FN(name) name##_f64
-#define ONE 1.0
-#define ZERO 0.0
 #define FABS fabs
 #define FLOOR floor
 #define CEIL ceil
 #define ROUND round
 #define NEARBYINT nearbyint
 #define SQRT sqrt
-#define CBRT cbrt
-#define EXP exp
-#define EXPM1 expm1
-#define LOG log
-#define LOG1P log1p
-#define TAN tan
-#define TANH tanh
-#define SIN sin
-#define COS cos
-#define V __m256d
-#define W 4
-#define LOADU _mm256_loadu_pd
-#define STOREU _mm256_storeu_pd
-#define VCBRT Sleef_finz_cbrtd4_u10avx2
-#define VEXP Sleef_finz_expd4_u10avx2
-#define VEXPM1 Sleef_finz_expm1d4_u10avx2
-#define VLOG Sleef_finz_logd4_u10avx2
-#define VLOG1P kiln__log1p_v4
-#define VLOGISTIC kiln__sigmoid_v4
-#define VTAN Sleef_finz_tand4_u10avx2
-#define VTANH Sleef_finz_tanhd4_u10avx2
-#define VSIN Sleef_finz_sind4_u10avx2
-#define VCOS Sleef_finz_cosd4_u10avx2
 #include "backends/cpu/eval/elementwise_unary_float.inc"
 
 /* sin and cos of f32 (and of f16/bf16, computed in f32): vmath.h, at most 0.50176 ulp and the
@@ -234,44 +190,37 @@ static inline __attribute__((always_inline)) kiln_status int_only(kiln_ctx *cx, 
     return KILN_OK;
 }
 
-KERNEL(ABS) {
-    (void)attrs, (void)n_operands, (void)n_results;
-    unary_args u = unpack(operands, results);
+/* abs and negate: on floats the sign bit cleared or flipped (NaN payloads kept), on integers
+ * wrapping. */
+static inline __attribute__((always_inline)) kiln_status sign_bit_op(kiln_ctx *cx, unary_args u,
+                                                                  bool negate) {
     if (u.n == 0) return KILN_OK;
     switch (u.dt) {
     case KILN_F16:
     case KILN_BF16: {
         const uint16_t *px = u.x_;
         uint16_t *pr = u.r_;
+        const uint16_t keep = negate ? 0xffffu : 0x7fffu, flip = negate ? 0x8000u : 0;
         for (int64_t i = 0; i < u.n; i++)
-            pr[i] = (uint16_t)(px[i] & 0x7fffu);
+            pr[i] = (uint16_t)((px[i] & keep) ^ flip);
         break;
     }
-    case KILN_F32: abs_f32(u.x_, u.r_, u.n); break;
-    case KILN_F64: abs_f64(u.x_, u.r_, u.n); break;
-    default: return int_only(cx, "abs", INT_ABS, u);
+    case KILN_F32: (negate ? negate_f32 : abs_f32)(u.x_, u.r_, u.n); break;
+    case KILN_F64: (negate ? negate_f64 : abs_f64)(u.x_, u.r_, u.n); break;
+    default:
+        return negate ? int_only(cx, "negate", INT_NEGATE, u) : int_only(cx, "abs", INT_ABS, u);
     }
     return KILN_OK;
 }
 
+KERNEL(ABS) {
+    (void)attrs, (void)n_operands, (void)n_results;
+    return sign_bit_op(cx, unpack(operands, results), false);
+}
+
 KERNEL(NEGATE) {
     (void)attrs, (void)n_operands, (void)n_results;
-    unary_args u = unpack(operands, results);
-    if (u.n == 0) return KILN_OK;
-    switch (u.dt) {
-    case KILN_F16:
-    case KILN_BF16: {
-        const uint16_t *px = u.x_;
-        uint16_t *pr = u.r_;
-        for (int64_t i = 0; i < u.n; i++)
-            pr[i] = (uint16_t)(px[i] ^ 0x8000u);
-        break;
-    }
-    case KILN_F32: negate_f32(u.x_, u.r_, u.n); break;
-    case KILN_F64: negate_f64(u.x_, u.r_, u.n); break;
-    default: return int_only(cx, "negate", INT_NEGATE, u);
-    }
-    return KILN_OK;
+    return sign_bit_op(cx, unpack(operands, results), true);
 }
 
 KERNEL(SIGN) {

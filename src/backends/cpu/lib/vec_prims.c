@@ -61,67 +61,23 @@
 /* ---- transcendentals ---------------------------------------------------------------------- */
 
 /* The scalar forms are the evaluator's (used when SLEEF or AVX2 is missing). */
-#define T float
+#include "backends/cpu/lib/libm_f32.inc"
 #define FN(name) name##_f32s
-#define EXP expf
-#define EXPM1 expm1f
-#define LOG logf
-#define LOG1P log1pf
-#define TAN tanf
-#define TANH tanhf
-#define CBRT cbrtf
-#define ZERO 0.0f
-#define ONE 1.0f
 #include "backends/cpu/lib/vec_prims_scalar.inc"
 
-#define T double
+#include "backends/cpu/lib/libm_f64.inc"
 #define FN(name) name##_f64s
-#define EXP exp
-#define EXPM1 expm1
-#define LOG log
-#define LOG1P log1p
-#define SIN sin
-#define COS cos
-#define TAN tan
-#define TANH tanh
-#define CBRT cbrt
-#define ZERO 0.0
-#define ONE 1.0
 #include "backends/cpu/lib/vec_prims_scalar.inc"
 
 #ifdef KILN_HAVE_SLEEF
+#include "backends/cpu/lib/sleef_avx2_f32.inc"
 #define T float
-#define V __m256
-#define W 8
-#define LOADU _mm256_loadu_ps
-#define STOREU _mm256_storeu_ps
 #define FN(name) name##_f32v
-#define VEXP Sleef_finz_expf8_u10avx2
-#define VEXPM1 Sleef_finz_expm1f8_u10avx2
-#define VLOG Sleef_finz_logf8_u10avx2
-#define VLOG1P kiln__log1p_v8
-#define VTAN Sleef_finz_tanf8_u10avx2
-#define VTANH Sleef_finz_tanhf8_u10avx2
-#define VCBRT Sleef_finz_cbrtf8_u10avx2
-#define VLOGISTIC kiln__sigmoid_v8
 #include "backends/cpu/lib/vec_prims_avx2.inc"
 
+#include "backends/cpu/lib/sleef_avx2_f64.inc"
 #define T double
-#define V __m256d
-#define W 4
-#define LOADU _mm256_loadu_pd
-#define STOREU _mm256_storeu_pd
 #define FN(name) name##_f64v
-#define VEXP Sleef_finz_expd4_u10avx2
-#define VEXPM1 Sleef_finz_expm1d4_u10avx2
-#define VLOG Sleef_finz_logd4_u10avx2
-#define VLOG1P kiln__log1p_v4
-#define VSIN Sleef_finz_sind4_u10avx2
-#define VCOS Sleef_finz_cosd4_u10avx2
-#define VTAN Sleef_finz_tand4_u10avx2
-#define VTANH Sleef_finz_tanhd4_u10avx2
-#define VCBRT Sleef_finz_cbrtd4_u10avx2
-#define VLOGISTIC kiln__sigmoid_v4
 #include "backends/cpu/lib/vec_prims_avx2.inc"
 
 /* AVX-512 for exp (f32, f64) and f64 sin and cos: the same SLEEF functions 16 floats or 8

@@ -21,6 +21,17 @@ static void replicate_first(kiln_tensor *t) {
     }
 }
 
+/* A new tensor with every element a copy of `element` (its bytes, as stored for dtype;
+ * dtype and shape are checked by the allocation). */
+static kiln_tensor *new_filled(kiln_ctx *cx, const char *fn, kiln_dtype dtype, kiln_shape shape,
+                               const unsigned char *element) {
+    kiln_tensor *t = kiln__tensor_new(cx, fn, dtype, shape);
+    if (!t || t->numel == 0) return t;
+    memcpy(kiln__tensor_mutable_data(t), element, kiln_dtype_size(dtype));
+    replicate_first(t);
+    return t;
+}
+
 static kiln_tensor *full_checked(kiln_ctx *cx, const char *fn, kiln_dtype dtype, kiln_shape shape,
                                  double value) {
     if (!cx) return NULL;
@@ -29,11 +40,9 @@ static kiln_tensor *full_checked(kiln_ctx *cx, const char *fn, kiln_dtype dtype,
                            value, kiln_dtype_name(dtype));
         return NULL;
     }
-    kiln_tensor *t = kiln__tensor_new(cx, fn, dtype, shape);
-    if (!t || t->numel == 0) return t;
-    kiln__element_store(kiln__tensor_mutable_data(t), dtype, 0, value);
-    replicate_first(t);
-    return t;
+    unsigned char element[16] = {0};
+    kiln__element_store(element, dtype, 0, value);
+    return new_filled(cx, fn, dtype, shape, element);
 }
 
 kiln_tensor *kiln_zeros(kiln_ctx *cx, kiln_dtype dtype, kiln_shape shape) {
@@ -59,11 +68,9 @@ kiln_tensor *kiln_full_int(kiln_ctx *cx, kiln_dtype dtype, kiln_shape shape, int
                            (long long)value, kiln_dtype_name(dtype));
         return NULL;
     }
-    kiln_tensor *t = kiln__tensor_new(cx, fn, dtype, shape);
-    if (!t || t->numel == 0) return t;
-    kiln__element_store_int(kiln__tensor_mutable_data(t), dtype, 0, value);
-    replicate_first(t);
-    return t;
+    unsigned char element[16] = {0};
+    kiln__element_store_int(element, dtype, 0, value);
+    return new_filled(cx, fn, dtype, shape, element);
 }
 
 kiln_tensor *kiln_scalar(kiln_ctx *cx, double value, kiln_dtype dtype) {

@@ -257,8 +257,11 @@ static kiln_status parse_dict(cursor *c, npy_info *info) {
 
 /* Reads the preamble: magic, version and header length. `avail` bytes are at `bytes`.
  * On success *out_header_len is the header's length and *out_prefix the bytes before it. */
+/* Reads the magic, version and header length from the first `avail` bytes of a source of
+ * `total` bytes, and checks that the header fits in it. */
 static kiln_status parse_preamble(kiln_ctx *cx, const char *source, const unsigned char *bytes,
-                                  size_t avail, size_t *out_prefix, size_t *out_header_len) {
+                                  size_t avail, size_t total, size_t *out_prefix,
+                                  size_t *out_header_len) {
     size_t magic_seen = avail < NPY_MAGIC_LEN ? avail : NPY_MAGIC_LEN;
     if (avail > 0 && avail < NPY_MAGIC_LEN + 2 && memcmp(bytes, NPY_MAGIC, magic_seen) == 0)
         return kiln_ctx_set_error(cx, KILN_DATA_LOSS, "%s: truncated .npy file (%zu bytes)", source,
@@ -287,6 +290,10 @@ static kiln_status parse_preamble(kiln_ctx *cx, const char *source, const unsign
         return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
                                   "%s: .npy header length %zu exceeds the limit of %u bytes",
                                   source, len, NPY_MAX_HEADER);
+    if (total - prefix < len)
+        return kiln_ctx_set_error(cx, KILN_DATA_LOSS,
+                                  "%s: truncated .npy header: %zu bytes announced, %zu present",
+                                  source, len, total - prefix);
     *out_prefix = prefix;
     *out_header_len = len;
     return KILN_OK;
@@ -302,8 +309,11 @@ static kiln_status parse_header(kiln_ctx *cx, const char *source, const char *te
     return parse_dict(&c, info);
 }
 
-static kiln_status check_data_size(kiln_ctx *cx, const char *source, const npy_info *info,
-                                   size_t available, size_t *out_nbytes) {
+/* Checks that `available` bytes of data are exactly what the header's dtype and shape need
+ * (*out_nbytes), and makes the tensor to hold them. */
+static kiln_status new_tensor(kiln_ctx *cx, const char *fn, const char *source,
+                              const npy_info *info, size_t available, size_t *out_nbytes,
+                              kiln_tensor **out) {
     int64_t numel;
     size_t nbytes;
     char shape[KILN_MAX_RANK * 21 + 3];
@@ -322,7 +332,8 @@ static kiln_status check_data_size(kiln_ctx *cx, const char *source, const npy_i
             cx, KILN_DATA_LOSS, "%s: .npy data has %zu bytes after the %zu that %s%s needs", source,
             available - nbytes, nbytes, kiln_dtype_name(info->dtype), shape);
     *out_nbytes = nbytes;
-    return KILN_OK;
+    *out = kiln__tensor_new(cx, fn, info->dtype, info->shape);
+    return *out ? KILN_OK : KILN_RESOURCE_EXHAUSTED; /* dtype and shape were checked above */
 }
 
 static void swap_bytes(void *data, size_t nbytes, size_t size) {
@@ -357,20 +368,15 @@ kiln_status kiln_npy_load_buffer(kiln_ctx *cx, const void *data, size_t size,
     const char *source = "<buffer>";
     const unsigned char *bytes = data;
     size_t prefix = 0, header_len = 0;
-    kiln_status s = parse_preamble(cx, source, bytes, size, &prefix, &header_len);
+    kiln_status s = parse_preamble(cx, source, bytes, size, size, &prefix, &header_len);
     if (s != KILN_OK) return s;
-    if (size - prefix < header_len)
-        return kiln_ctx_set_error(cx, KILN_DATA_LOSS,
-                                  "%s: truncated .npy header: %zu bytes announced, %zu present",
-                                  source, header_len, size - prefix);
     npy_info info;
     s = parse_header(cx, source, (const char *)bytes + prefix, header_len, &info);
     if (s != KILN_OK) return s;
     size_t nbytes;
-    s = check_data_size(cx, source, &info, size - prefix - header_len, &nbytes);
+    kiln_tensor *t;
+    s = new_tensor(cx, fn, source, &info, size - prefix - header_len, &nbytes, &t);
     if (s != KILN_OK) return s;
-    kiln_tensor *t = kiln__tensor_new(cx, fn, info.dtype, info.shape);
-    if (!t) return KILN_RESOURCE_EXHAUSTED; /* dtype and shape were checked above */
     if (nbytes) {
         void *dst = kiln__tensor_mutable_data(t);
         memcpy(dst, bytes + prefix + header_len, nbytes);
@@ -388,12 +394,8 @@ static kiln_status load_file(kiln_ctx *cx, const char *path, FILE *f, size_t fil
     kiln_status s = kiln__file_read_exact(cx, path, f, pre, pre_len, ".npy preamble", "");
     if (s != KILN_OK) return s;
     size_t prefix = 0, header_len = 0;
-    s = parse_preamble(cx, path, pre, pre_len, &prefix, &header_len);
+    s = parse_preamble(cx, path, pre, pre_len, file_size, &prefix, &header_len);
     if (s != KILN_OK) return s;
-    if (file_size - prefix < header_len)
-        return kiln_ctx_set_error(cx, KILN_DATA_LOSS,
-                                  "%s: truncated .npy header: %zu bytes announced, %zu present",
-                                  path, header_len, file_size - prefix);
     if (fseek(f, (long)prefix, SEEK_SET) != 0) return kiln__file_error(cx, path, "seek", errno);
     char *header = header_len ? kiln__alloc(cx, header_len, 1, "kiln_npy_load: header") : NULL;
     if (header_len && !header) return KILN_RESOURCE_EXHAUSTED;
@@ -403,10 +405,9 @@ static kiln_status load_file(kiln_ctx *cx, const char *path, FILE *f, size_t fil
     if (header) kiln__free(cx, header, header_len);
     if (s != KILN_OK) return s;
     size_t nbytes;
-    s = check_data_size(cx, path, &info, file_size - prefix - header_len, &nbytes);
+    kiln_tensor *t;
+    s = new_tensor(cx, fn, path, &info, file_size - prefix - header_len, &nbytes, &t);
     if (s != KILN_OK) return s;
-    kiln_tensor *t = kiln__tensor_new(cx, fn, info.dtype, info.shape);
-    if (!t) return KILN_RESOURCE_EXHAUSTED; /* dtype and shape were checked above */
     void *dst = kiln__tensor_mutable_data(t);
     s = kiln__file_read_exact(cx, path, f, dst, nbytes, ".npy data", "");
     if (s != KILN_OK) {

@@ -569,6 +569,19 @@ static void fix_bools(kiln_safetensors *st) {
 
 /* ---- loading ------------------------------------------------------------------------------ */
 
+/* Gives st its data buffer of data_size bytes (`what` names it in messages); frees st when
+ * there is no memory for it. */
+static kiln_status alloc_data(kiln_ctx *cx, kiln_safetensors *st, size_t data_size,
+                              const char *what) {
+    st->data = kiln__alloc(cx, data_size, KILN_DATA_ALIGNMENT, what);
+    if (!st->data) {
+        st_free(st);
+        return KILN_RESOURCE_EXHAUSTED;
+    }
+    st->data_size = data_size;
+    return KILN_OK;
+}
+
 kiln_status kiln_safetensors_load_buffer(kiln_ctx *cx, const void *data, size_t size,
                                          kiln_safetensors **out) {
     static const char fn[] = "kiln_safetensors_load_buffer";
@@ -586,12 +599,7 @@ kiln_status kiln_safetensors_load_buffer(kiln_ctx *cx, const void *data, size_t 
     s = parse_header_copy(&p, bytes + 8, hlen, data_size, &st);
     if (s != KILN_OK) return s;
     if (data_size) {
-        st->data = kiln__alloc(cx, data_size, KILN_DATA_ALIGNMENT, "safetensors: data");
-        if (!st->data) {
-            st_free(st);
-            return KILN_RESOURCE_EXHAUSTED;
-        }
-        st->data_size = data_size;
+        if ((s = alloc_data(cx, st, data_size, "safetensors: data")) != KILN_OK) return s;
         memcpy(st->data, bytes + 8 + hlen, data_size);
         fix_bools(st);
     }
@@ -625,12 +633,7 @@ static kiln_status load_file(kiln_ctx *cx, const char *path, FILE *f, size_t fil
     kiln__free(cx, text, hlen + 1);
     if (s != KILN_OK) return s;
     if (data_size) {
-        st->data = kiln__alloc(cx, data_size, KILN_DATA_ALIGNMENT, "kiln_safetensors_load: data");
-        if (!st->data) {
-            st_free(st);
-            return KILN_RESOURCE_EXHAUSTED;
-        }
-        st->data_size = data_size;
+        if ((s = alloc_data(cx, st, data_size, "kiln_safetensors_load: data")) != KILN_OK) return s;
         s = kiln__file_read_exact(cx, path, f, st->data, data_size, "safetensors data", SHRANK);
         if (s != KILN_OK) {
             st_free(st);

@@ -41,23 +41,33 @@ kiln_tensor *kiln_nn_softmax_cross_entropy(kiln_ctx *cx, kiln_tensor *logits, ki
     return kiln__nn_end(cx, xent(cx, logits, oh));
 }
 
+/* Checks that `x` (named `what`) has the dtype and shape of `ref` (named `ref_what`, in the
+ * possessive: "logits'"), recording INVALID_ARGUMENT naming fn when it has not. */
+static bool same_type(kiln_ctx *cx, const char *fn, const char *what, const kiln_tensor *x,
+                      const char *ref_what, const kiln_tensor *ref) {
+    if (kiln_tensor_dtype(x) == kiln_tensor_dtype(ref) &&
+        kiln_shape_equal(kiln_tensor_shape(x), kiln_tensor_shape(ref)))
+        return true;
+    char s1[96], s2[96];
+    kiln__nn_fail(cx, fn, "%s is %s%s; expected %s %s%s", what,
+                  kiln_dtype_name(kiln_tensor_dtype(x)), kiln__nn_shape_str(x, s1, sizeof s1),
+                  ref_what, kiln_dtype_name(kiln_tensor_dtype(ref)),
+                  kiln__nn_shape_str(ref, s2, sizeof s2));
+    return false;
+}
+
 kiln_tensor *kiln_nn_softmax_cross_entropy_onehot(kiln_ctx *cx, kiln_tensor *logits,
                                                   kiln_tensor *targets) {
     static const char fn[] = "kiln_nn_softmax_cross_entropy_onehot";
     if (!cx || !kiln__nn_arg(cx, fn, "logits", logits) || !kiln__nn_arg(cx, fn, "targets", targets))
         return NULL;
-    char s1[96], s2[96];
+    char s1[96];
     if (!kiln_dtype_is_float(kiln_tensor_dtype(logits)) || kiln_tensor_rank(logits) != 2)
         return kiln__nn_fail(cx, fn, "logits is %s%s; expected a float [N, K]",
                              kiln_dtype_name(kiln_tensor_dtype(logits)),
                              kiln__nn_shape_str(logits, s1, sizeof s1));
-    if (kiln_tensor_dtype(targets) != kiln_tensor_dtype(logits) ||
-        !kiln_shape_equal(kiln_tensor_shape(targets), kiln_tensor_shape(logits)))
-        return kiln__nn_fail(
-            cx, fn, "targets is %s%s; expected logits' %s%s",
-            kiln_dtype_name(kiln_tensor_dtype(targets)), kiln__nn_shape_str(targets, s1, sizeof s1),
-            kiln_dtype_name(kiln_tensor_dtype(logits)), kiln__nn_shape_str(logits, s2, sizeof s2));
-    if (!kiln__nn_begin(cx)) return NULL;
+    if (!same_type(cx, fn, "targets", targets, "logits'", logits) || !kiln__nn_begin(cx))
+        return NULL;
     return kiln__nn_end(cx, xent(cx, logits, targets));
 }
 
@@ -65,17 +75,10 @@ kiln_tensor *kiln_nn_mse(kiln_ctx *cx, kiln_tensor *pred, kiln_tensor *target) {
     static const char fn[] = "kiln_nn_mse";
     if (!cx || !kiln__nn_arg(cx, fn, "pred", pred) || !kiln__nn_arg(cx, fn, "target", target))
         return NULL;
-    char s1[96], s2[96];
     if (!kiln_dtype_is_float(kiln_tensor_dtype(pred)))
         return kiln__nn_fail(cx, fn, "pred has dtype %s; expected a float dtype",
                              kiln_dtype_name(kiln_tensor_dtype(pred)));
-    if (kiln_tensor_dtype(target) != kiln_tensor_dtype(pred) ||
-        !kiln_shape_equal(kiln_tensor_shape(target), kiln_tensor_shape(pred)))
-        return kiln__nn_fail(
-            cx, fn, "target is %s%s; expected pred's %s%s",
-            kiln_dtype_name(kiln_tensor_dtype(target)), kiln__nn_shape_str(target, s1, sizeof s1),
-            kiln_dtype_name(kiln_tensor_dtype(pred)), kiln__nn_shape_str(pred, s2, sizeof s2));
-    if (!kiln__nn_begin(cx)) return NULL;
+    if (!same_type(cx, fn, "target", target, "pred's", pred) || !kiln__nn_begin(cx)) return NULL;
     kiln_tensor *d = kiln_subtract(cx, pred, target);
     return kiln__nn_end(cx, kiln_mean(cx, kiln_multiply(cx, d, d), KILN_DIMS_NONE, false));
 }

@@ -277,6 +277,14 @@ static kiln_status check_group_size(kiln_ctx *cx, const coll *c, int64_t want) {
                               c->fn, (int)c->place.process, (int)c->n, (long long)want);
 }
 
+/* begin, for the ops that split or concatenate along a dimension into split_count parts:
+ * reduce_scatter, all_gather, all_to_all. */
+static kiln_status begin_split(kiln_ctx *cx, coll *c, kiln_op op, const kiln__attrs *attrs,
+                               kiln_tensor *const *operands, int n_operands) {
+    kiln_status s = begin(cx, c, op, attrs, operands, n_operands, true);
+    return s == KILN_OK ? check_group_size(cx, c, attrs->u.collective.split_count) : s;
+}
+
 /* The n equal parts of x along dimension d, one after the other in dst (each part
  * row-major in its own shape, `box`). */
 static void pack_parts(unsigned char *dst, const kiln_tensor *x, int64_t d, int32_t n,
@@ -296,8 +304,7 @@ static void pack_parts(unsigned char *dst, const kiln_tensor *x, int64_t d, int3
 KILN__EVAL(REDUCE_SCATTER) {
     (void)n_results;
     coll c;
-    kiln_status s = begin(cx, &c, KILN_OP_REDUCE_SCATTER, attrs, operands, n_operands, true);
-    if (s == KILN_OK) s = check_group_size(cx, &c, attrs->u.collective.split_count);
+    kiln_status s = begin_split(cx, &c, KILN_OP_REDUCE_SCATTER, attrs, operands, n_operands);
     if (s != KILN_OK) return s;
     /* part k of every member's x comes to member k, which reduces them in group order */
     const kiln_tensor *x = operands[0];
@@ -324,8 +331,7 @@ KILN__EVAL(REDUCE_SCATTER) {
 KILN__EVAL(ALL_GATHER) {
     (void)n_results;
     coll c;
-    kiln_status s = begin(cx, &c, KILN_OP_ALL_GATHER, attrs, operands, n_operands, true);
-    if (s == KILN_OK) s = check_group_size(cx, &c, attrs->u.collective.split_count);
+    kiln_status s = begin_split(cx, &c, KILN_OP_ALL_GATHER, attrs, operands, n_operands);
     int64_t d = attrs->u.collective.dimension;
     for (int i = 0; i < n_operands && s == KILN_OK; i++) {
         const kiln_tensor *x = operands[i];
@@ -354,8 +360,7 @@ KILN__EVAL(ALL_GATHER) {
 KILN__EVAL(ALL_TO_ALL) {
     (void)n_results;
     coll c;
-    kiln_status s = begin(cx, &c, KILN_OP_ALL_TO_ALL, attrs, operands, n_operands, true);
-    if (s == KILN_OK) s = check_group_size(cx, &c, attrs->u.collective.split_count);
+    kiln_status s = begin_split(cx, &c, KILN_OP_ALL_TO_ALL, attrs, operands, n_operands);
     int64_t sd = attrs->u.collective.dimension, cd = attrs->u.collective.concat_dimension;
     for (int i = 0; i < n_operands && s == KILN_OK; i++) {
         const kiln_tensor *x = operands[i];

@@ -131,6 +131,30 @@ static inline bool odometer_next(int64_t *coord, const int64_t *ext, int32_t n) 
     return false;
 }
 
+/* Splits the dims [0, rank) of a gather result or of scatter updates: along[d] for those
+ * in `window` (gather's offset dims, scatter's update window dims), each walking operand
+ * dim operand_dim[d] (in order, skipping the dims in skip_a and skip_b: collapsed or
+ * inserted, and batching); the others step the index point, pstride[d] points each (the
+ * points row-major over the plan's bext). */
+static void split_dims(int32_t rank, const kiln_dims *window, const kiln_dims *skip_a,
+                       const kiln_dims *skip_b, const index_plan *plan, bool *along,
+                       int64_t *pstride, int32_t *operand_dim) {
+    int64_t ps = 1;
+    for (int32_t d = rank - 1, k = plan->n_bdims - 1; d >= 0; d--) {
+        along[d] = dims_have(window, d);
+        if (!along[d]) {
+            pstride[d] = ps;
+            ps *= plan->bext[k--];
+        }
+    }
+    for (int32_t d = 0, od = 0; d < rank; d++) {
+        if (!along[d]) continue;
+        while (dims_have(skip_a, od) || dims_have(skip_b, od))
+            od++;
+        operand_dim[d] = od++;
+    }
+}
+
 /* The walks of gather's result and scatter's updates: dims with along[d] (gather's offset
  * dims, scatter's window dims) move through the operand by step[d] elements; the others
  * move to another index point, by pstep[d] points. */
@@ -212,23 +236,11 @@ KILN__EVAL(GATHER) {
     int32_t rr = rs->rank;
     int64_t bstride[KILN_MAX_RANK], step[KILN_MAX_RANK];
     bool is_offset[KILN_MAX_RANK];
-    {
-        int64_t bs = 1;
-        for (int32_t d = rr - 1, k = plan.n_bdims - 1; d >= 0; d--) {
-            is_offset[d] = dims_have(&gp->offset_dims, d);
-            if (!is_offset[d]) {
-                bstride[d] = bs;
-                bs *= plan.bext[k--];
-            }
-        }
-        for (int32_t d = 0, od = 0; d < rr; d++) {
-            if (!is_offset[d]) continue;
-            while (dims_have(&gp->collapsed_slice_dims, od) ||
-                   dims_have(&gp->operand_batching_dims, od))
-                od++;
-            step[d] = ostride[od++];
-        }
-    }
+    int32_t od[KILN_MAX_RANK];
+    split_dims(rr, &gp->offset_dims, &gp->collapsed_slice_dims, &gp->operand_batching_dims, &plan,
+               is_offset, bstride, od);
+    for (int32_t d = 0; d < rr; d++)
+        if (is_offset[d]) step[d] = ostride[od[d]];
     /* Merge the innermost result dims into one contiguous run of the operand. */
     int32_t n_outer;
     int64_t run = contiguous_run(rs->dims, rr, is_offset, step, &n_outer);
@@ -454,25 +466,10 @@ KILN__EVAL(SCATTER) {
     int64_t pstride[KILN_MAX_RANK];
     for (int32_t d = 0; d < r; d++)
         wext[d] = 1;
-    {
-        int64_t ps = 1;
-        for (int32_t d = ur - 1, k = plan.n_bdims - 1; d >= 0; d--) {
-            is_window[d] = dims_have(&sp->update_window_dims, d);
-            if (!is_window[d]) {
-                pstride[d] = ps;
-                ps *= plan.bext[k--];
-            }
-        }
-        for (int32_t d = 0, id = 0; d < ur; d++) {
-            if (!is_window[d]) continue;
-            while (dims_have(&sp->inserted_window_dims, id) ||
-                   dims_have(&sp->input_batching_dims, id))
-                id++;
-            maps[d] = id;
-            wext[id] = us->dims[d];
-            id++;
-        }
-    }
+    split_dims(ur, &sp->update_window_dims, &sp->inserted_window_dims, &sp->input_batching_dims,
+               &plan, is_window, pstride, maps);
+    for (int32_t d = 0; d < ur; d++)
+        if (is_window[d]) wext[maps[d]] = us->dims[d];
     int64_t n_points = 1;
     for (int32_t k = 0; k < plan.n_bdims; k++)
         n_points *= plan.bext[k];

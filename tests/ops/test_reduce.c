@@ -1616,12 +1616,12 @@ Test(reduce, kernels_reject_other_kinds_and_negative_sizes) {
     cr_assert_not(kiln__reduce_f32(KILN_REGION_ADD, x, 1, -4, 1, out, true));
     cr_assert_not(kiln__reduce_f64(KILN_REGION_MAXIMUM, xd, 1, 4, -1, outd, true));
     cr_assert(out[0] == 7 && out[1] == 7 && outd[0] == 7 && outd[1] == 7, "output was written");
-    /* The named shapes. */
-    cr_assert(kiln__reduce_outer_f32(KILN_REGION_ADD, x, 2, 2, out, true));
+    /* The three shapes: columns of [2, 2], rows of [2, 2], all of [4]. */
+    cr_assert(kiln__reduce_f32(KILN_REGION_ADD, x, 1, 2, 2, out, true));
     cr_assert(out[0] == 4 && out[1] == 6);
-    cr_assert(kiln__reduce_inner_f64(KILN_REGION_MINIMUM, xd, 2, 2, outd, true));
+    cr_assert(kiln__reduce_f64(KILN_REGION_MINIMUM, xd, 2, 2, 1, outd, true));
     cr_assert(outd[0] == 1 && outd[1] == 3);
-    cr_assert(kiln__reduce_all_f32(KILN_REGION_MULTIPLY, x, 4, out, false) && out[0] == 24);
+    cr_assert(kiln__reduce_f32(KILN_REGION_MULTIPLY, x, 1, 4, 1, out, false) && out[0] == 24);
 }
 
 /* Integer reductions split across threads too; they are exact, so every count must give

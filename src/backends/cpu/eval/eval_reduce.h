@@ -130,32 +130,4 @@ void kiln__reduce_force_baseline(bool on);
  * give bitwise the same results). Process-wide, thread-safe; 0 restores the default. */
 void kiln__reduce_set_interleave_limit(int64_t bytes);
 
-/* The three shapes by name, for readability at call sites. */
-static inline bool kiln__reduce_all_f32(kiln__region_kind kind, const float *x, int64_t n,
-                                        float *out, bool parallel) {
-    return kiln__reduce_f32(kind, x, 1, n, 1, out, parallel);
-}
-/* x is [rows, cols]; out[rows] reduces each row. */
-static inline bool kiln__reduce_inner_f32(kiln__region_kind kind, const float *x, int64_t rows,
-                                          int64_t cols, float *out, bool parallel) {
-    return kiln__reduce_f32(kind, x, rows, cols, 1, out, parallel);
-}
-/* x is [rows, cols]; out[cols] reduces each column. */
-static inline bool kiln__reduce_outer_f32(kiln__region_kind kind, const float *x, int64_t rows,
-                                          int64_t cols, float *out, bool parallel) {
-    return kiln__reduce_f32(kind, x, 1, rows, cols, out, parallel);
-}
-static inline bool kiln__reduce_all_f64(kiln__region_kind kind, const double *x, int64_t n,
-                                        double *out, bool parallel) {
-    return kiln__reduce_f64(kind, x, 1, n, 1, out, parallel);
-}
-static inline bool kiln__reduce_inner_f64(kiln__region_kind kind, const double *x, int64_t rows,
-                                          int64_t cols, double *out, bool parallel) {
-    return kiln__reduce_f64(kind, x, rows, cols, 1, out, parallel);
-}
-static inline bool kiln__reduce_outer_f64(kiln__region_kind kind, const double *x, int64_t rows,
-                                          int64_t cols, double *out, bool parallel) {
-    return kiln__reduce_f64(kind, x, 1, rows, cols, out, parallel);
-}
-
 #endif

@@ -79,41 +79,14 @@ static void make_keys(const void *data, kiln_dtype dtype, int64_t base, int64_t 
             out[j].key = ~out[j].key;
 }
 
-#define KEY_RUN 32
-
-/* Stable sort of a[0..n) by key; tmp has room for n. */
-static void sort_keys(key_pair *a, key_pair *tmp, int64_t n) {
-    for (int64_t lo = 0; lo < n; lo += KEY_RUN) {
-        int64_t hi = lo + KEY_RUN < n ? lo + KEY_RUN : n;
-        for (int64_t j = lo + 1; j < hi; j++) {
-            key_pair x = a[j];
-            int64_t k = j;
-            while (k > lo && x.key < a[k - 1].key) {
-                a[k] = a[k - 1];
-                k--;
-            }
-            a[k] = x;
-        }
-    }
-    key_pair *src = a, *dst = tmp;
-    for (int64_t width = KEY_RUN; width < n; width *= 2) {
-        for (int64_t lo = 0; lo < n; lo += 2 * width) {
-            int64_t mid = lo + width < n ? lo + width : n;
-            int64_t hi = lo + 2 * width < n ? lo + 2 * width : n;
-            int64_t i = lo, j = mid, k = lo;
-            while (i < mid && j < hi)
-                dst[k++] = src[j].key < src[i].key ? src[j++] : src[i++];
-            while (i < mid)
-                dst[k++] = src[i++];
-            while (j < hi)
-                dst[k++] = src[j++];
-        }
-        key_pair *t = src;
-        src = dst;
-        dst = t;
-    }
-    if (src != a) memcpy(a, src, (size_t)n * sizeof *a);
-}
+/* sort_keys(NULL, a, tmp, n): stable, by key. */
+#define T key_pair
+#define STATE const void *
+#define LESS(st, x, y) ((x).key < (y).key)
+#define GOOD(st) true
+#define SORT sort_keys
+#define RUN 32
+#include "backends/cpu/eval/stable_sort.inc"
 
 /* A comparator called back on rank-0 tensors of the slice's elements. */
 typedef struct cmp_state {
@@ -155,40 +128,15 @@ static bool before(cmp_state *c, int64_t x, int64_t y) {
     return result;
 }
 
-#define CALL_RUN 8
-
-/* Stable merge sort of the positions a[0..n) with the called-back comparator. */
-static void sort_called(cmp_state *c, int64_t *a, int64_t *tmp, int64_t n) {
-    for (int64_t lo = 0; lo < n; lo += CALL_RUN) {
-        int64_t hi = lo + CALL_RUN < n ? lo + CALL_RUN : n;
-        for (int64_t j = lo + 1; j < hi; j++) {
-            int64_t x = a[j], k = j;
-            while (k > lo && before(c, x, a[k - 1])) {
-                a[k] = a[k - 1];
-                k--;
-            }
-            a[k] = x;
-        }
-    }
-    int64_t *src = a, *dst = tmp;
-    for (int64_t width = CALL_RUN; width < n && c->status == KILN_OK; width *= 2) {
-        for (int64_t lo = 0; lo < n; lo += 2 * width) {
-            int64_t mid = lo + width < n ? lo + width : n;
-            int64_t hi = lo + 2 * width < n ? lo + 2 * width : n;
-            int64_t i = lo, j = mid, k = lo;
-            while (i < mid && j < hi)
-                dst[k++] = before(c, src[j], src[i]) ? src[j++] : src[i++];
-            while (i < mid)
-                dst[k++] = src[i++];
-            while (j < hi)
-                dst[k++] = src[j++];
-        }
-        int64_t *t = src;
-        src = dst;
-        dst = t;
-    }
-    if (src != a) memcpy(a, src, (size_t)n * sizeof *a);
-}
+/* sort_called(c, a, tmp, n): stable merge sort of the positions a[0..n) with the
+ * called-back comparator, stopping at its first error. */
+#define T int64_t
+#define STATE cmp_state *
+#define LESS(st, x, y) before(st, x, y)
+#define GOOD(st) ((st)->status == KILN_OK)
+#define SORT sort_called
+#define RUN 8
+#include "backends/cpu/eval/stable_sort.inc"
 
 /* out[base + j*stride] = in[base + perm[j]*stride] for j < len. */
 #define ELEMENT_SIZE_BODY "backends/cpu/eval/sort_permute.inc"
@@ -264,7 +212,7 @@ KILN__EVAL(SORT) {
             if (keyed) {
                 make_keys(kiln__in(operands[0]), kiln_tensor_dtype(operands[0]), base, inner, len,
                           kind == KILN_REGION_GREATER, keys);
-                sort_keys(keys, keys_tmp, len);
+                sort_keys(NULL, keys, keys_tmp, len);
                 for (int64_t j = 0; j < len; j++)
                     perm[j] = keys[j].pos;
             } else {

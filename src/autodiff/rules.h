@@ -37,12 +37,19 @@ typedef struct kiln__ad_op {
 
 /* vjp: from cts[j] (cotangent of result j, NULL = zero) emit the cotangents of the
  * operands into out_cts[i] (prefilled with NULL; leave NULL for no contribution). */
-typedef kiln_status (*kiln__vjp_rule)(kiln__emitter *e, const kiln__ad_op *op,
-                                      kiln__value *const *cts, kiln__value **out_cts);
+typedef kiln_status kiln__vjp_fn(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts,
+                                 kiln__value **out_cts);
+typedef kiln__vjp_fn *kiln__vjp_rule;
 /* jvp: from tangents[i] (tangent of operand i, NULL = zero) emit the tangents of the
  * results into out_tangents[j] (prefilled with NULL; leave NULL for zero). */
-typedef kiln_status (*kiln__jvp_rule)(kiln__emitter *e, const kiln__ad_op *op,
-                                      kiln__value *const *tangents, kiln__value **out_tangents);
+typedef kiln_status kiln__jvp_fn(kiln__emitter *e, const kiln__ad_op *op,
+                                 kiln__value *const *tangents, kiln__value **out_tangents);
+typedef kiln__jvp_fn *kiln__jvp_rule;
+
+/* Makes RULE (a function of this file, with the rule's signature) the rule of op NAME when
+ * several ops share one: an alias, so NAME keeps its own symbol in the table. */
+#define KILN__VJP_AS(NAME, RULE) kiln__vjp_fn kiln__vjp_##NAME __attribute__((alias(#RULE)))
+#define KILN__JVP_AS(NAME, RULE) kiln__jvp_fn kiln__jvp_##NAME __attribute__((alias(#RULE)))
 
 #define KILN_OP(name, text, nin, nout, flags)                                                      \
     kiln_status kiln__vjp_##name(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts, \

@@ -117,8 +117,11 @@ static kiln_status take_jvp_results(kiln__ad *ad, kiln_status s, const kiln__ir_
     return KILN_OK;
 }
 
+/* The one forward rule of if and case: the predicate or index has no tangent, and the
+ * tangents of the outer values the branches use are read from ad->deriv. */
 static kiln_status branches_jvp(kiln__emitter *e, const kiln__ad_op *op,
-                                kiln__value **out_tangents) {
+                                kiln__value *const *tangents, kiln__value **out_tangents) {
+    (void)tangents;
     kiln__ad *ad = kiln__ad_of(e);
     if (!ad) return kiln_ctx_status(e->cx);
     const kiln__ir_op *src = op->op;
@@ -153,16 +156,8 @@ static kiln_status branches_jvp(kiln__emitter *e, const kiln__ad_op *op,
     return take_jvp_results(ad, s, src, nop, n, float_of, nf, out_tangents);
 }
 
-kiln_status kiln__jvp_IF(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *tangents,
-                         kiln__value **out_tangents) {
-    (void)tangents;
-    return branches_jvp(e, op, out_tangents);
-}
-kiln_status kiln__jvp_CASE(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *tangents,
-                           kiln__value **out_tangents) {
-    (void)tangents;
-    return branches_jvp(e, op, out_tangents);
-}
+KILN__JVP_AS(IF, branches_jvp);
+KILN__JVP_AS(CASE, branches_jvp);
 
 /* ---- if and case: reverse ------------------------------------------------------------------ */
 
@@ -220,7 +215,11 @@ static kiln_status region_vjp(kiln__ad *ad, const kiln__block *sb, kiln__value *
     return s;
 }
 
-static kiln_status branches_vjp(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts) {
+/* The one reverse rule of if and case: the predicate or index gets no cotangent; the
+ * outer values the branches use get theirs through ad->deriv. */
+static kiln_status branches_vjp(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts,
+                                kiln__value **out_cts) {
+    (void)out_cts;
     kiln__ad *ad = kiln__ad_of(e);
     if (!ad) return kiln_ctx_status(e->cx);
     const kiln__ir_op *src = op->op;
@@ -258,16 +257,8 @@ static kiln_status branches_vjp(kiln__emitter *e, const kiln__ad_op *op, kiln__v
     return s;
 }
 
-kiln_status kiln__vjp_IF(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts,
-                         kiln__value **out_cts) {
-    (void)out_cts;
-    return branches_vjp(e, op, cts);
-}
-kiln_status kiln__vjp_CASE(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts,
-                           kiln__value **out_cts) {
-    (void)out_cts;
-    return branches_vjp(e, op, cts);
-}
+KILN__VJP_AS(IF, branches_vjp);
+KILN__VJP_AS(CASE, branches_vjp);
 
 /* ---- while: forward ------------------------------------------------------------------------ */
 

@@ -142,10 +142,7 @@ static kiln_status bilinear_jvp(kiln__emitter *e, const kiln__ad_op *op,
     return rule_status(e);
 }
 
-kiln_status kiln__jvp_DOT_GENERAL(kiln__emitter *e, const kiln__ad_op *op,
-                                  kiln__value *const *tangents, kiln__value **out_tangents) {
-    return bilinear_jvp(e, op, tangents, out_tangents);
-}
+KILN__JVP_AS(DOT_GENERAL, bilinear_jvp);
 
 /* ---- convolution --------------------------------------------------------------------- */
 
@@ -326,7 +323,4 @@ kiln_status kiln__vjp_CONVOLUTION(kiln__emitter *e, const kiln__ad_op *op, kiln_
     return rule_status(e);
 }
 
-kiln_status kiln__jvp_CONVOLUTION(kiln__emitter *e, const kiln__ad_op *op,
-                                  kiln__value *const *tangents, kiln__value **out_tangents) {
-    return bilinear_jvp(e, op, tangents, out_tangents);
-}
+KILN__JVP_AS(CONVOLUTION, bilinear_jvp);

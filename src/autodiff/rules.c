@@ -8,6 +8,14 @@
 
 bool kiln__ad_is_float(const kiln__type *type) { return kiln_dtype_is_float(type->dtype); }
 
+bool kiln__ad_has_derivative(const kiln__value *v) { return v && kiln__ad_is_float(v->type); }
+
+bool kiln__ad_is_empty(const kiln__type *type) {
+    for (int32_t d = 0; d < type->shape.rank; d++)
+        if (type->shape.dims[d] == 0) return true;
+    return false;
+}
+
 kiln_status kiln__ad_unimplemented(kiln__emitter *e, const kiln__ad_op *op, const char *mode,
                                    const char *what) {
     if (kiln_ctx_status(e->cx) != KILN_OK) return kiln_ctx_status(e->cx);

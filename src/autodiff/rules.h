@@ -24,6 +24,10 @@
 
 /* True when `type` has a floating-point dtype (the only ones with derivatives). */
 bool kiln__ad_is_float(const kiln__type *type);
+/* True when v has a derivative: a value (not NULL) of a floating-point dtype. */
+bool kiln__ad_has_derivative(const kiln__value *v);
+/* True when `type` has no elements (a dimension of size 0): its derivatives are zeros. */
+bool kiln__ad_is_empty(const kiln__type *type);
 
 /* A rule's view of one op. `primals[i]` is operand i's value, `outs[j]` result j's value,
  * both in e->block. */

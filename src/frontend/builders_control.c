@@ -395,10 +395,8 @@ kiln_status kiln_scan(kiln_ctx *cx, const kiln_region *body, kiln_tensor *const 
     kiln_scan_options o = kiln_scan_options_default();
     if (options) {
         if (options->struct_size < sizeof o)
-            return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
-                                      "%s: options->struct_size is %zu; expected %zu (use "
-                                      "kiln_scan_options_default)",
-                                      fn, options->struct_size, sizeof o);
+            return kiln__struct_too_small(cx, fn, "options", options->struct_size, sizeof o,
+                                          "kiln_scan_options_default");
         o = *options;
     }
     if (o.unroll < 1)

@@ -314,10 +314,8 @@ static kiln_status grad_options(kiln_ctx *cx, const char *fn, const kiln_grad_op
     *o = kiln_grad_options_default();
     if (!options) return KILN_OK;
     if (options->struct_size < sizeof(kiln_grad_options))
-        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
-                                  "%s: options->struct_size is %zu; expected %zu (use "
-                                  "kiln_grad_options_default)",
-                                  fn, options->struct_size, sizeof(kiln_grad_options));
+        return kiln__struct_too_small(cx, fn, "options", options->struct_size,
+                                      sizeof(kiln_grad_options), "kiln_grad_options_default");
     *o = *options;
     return KILN_OK;
 }

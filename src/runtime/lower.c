@@ -93,10 +93,8 @@ kiln_status kiln_lower(kiln_ctx *cx, const kiln_region *fn, const kiln_arg_spec 
     kiln_lower_options o = kiln_lower_options_default();
     if (options) {
         if (options->struct_size < sizeof(kiln_lower_options))
-            return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
-                                      "%s: options->struct_size is %zu; expected %zu (use "
-                                      "kiln_lower_options_default)",
-                                      name, options->struct_size, sizeof(kiln_lower_options));
+            return kiln__struct_too_small(cx, name, "options", options->struct_size,
+                                          sizeof(kiln_lower_options), "kiln_lower_options_default");
         o = *options;
     }
     if (cx->trace)
@@ -219,10 +217,8 @@ kiln_status kiln_lower_tree(kiln_ctx *cx, kiln_jit_fn fn, void *user, const kiln
     kiln_lower_options o = kiln_lower_options_default();
     if (options) {
         if (options->struct_size < sizeof o)
-            return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
-                                      "%s: options->struct_size is %zu; expected %zu (use "
-                                      "kiln_lower_options_default)",
-                                      name, options->struct_size, sizeof o);
+            return kiln__struct_too_small(cx, name, "options", options->struct_size, sizeof o,
+                                          "kiln_lower_options_default");
         o = *options;
     }
     kiln__tree_call t;

@@ -22,10 +22,8 @@ static kiln_status read_options(kiln_ctx *cx, const char *fn, const kiln_vmap_op
     *o = kiln_vmap_options_default();
     if (!options) return KILN_OK;
     if (options->struct_size < sizeof(kiln_vmap_options))
-        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
-                                  "%s: options->struct_size is %zu; expected %zu (use "
-                                  "kiln_vmap_options_default)",
-                                  fn, options->struct_size, sizeof(kiln_vmap_options));
+        return kiln__struct_too_small(cx, fn, "options", options->struct_size,
+                                      sizeof(kiln_vmap_options), "kiln_vmap_options_default");
     *o = *options;
     if (!o->name) o->name = "vmap";
     if (o->axis_size < 0)

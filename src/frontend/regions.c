@@ -4,6 +4,10 @@
 #include "backend/region.h"
 #include "kiln/ops.h"
 
+static kiln_tensor *compare(kiln_ctx *cx, kiln_tensor *const *a, kiln_compare_direction d) {
+    return kiln_compare(cx, a[0], a[1], d, KILN_CMP_DEFAULT);
+}
+
 /* The callback of every builtin: the op its tag names, on the two arguments. */
 static kiln_status builtin(kiln_ctx *cx, kiln_tensor *const *a, kiln_tensor **r, void *u) {
     r[0] = NULL;
@@ -15,18 +19,10 @@ static kiln_status builtin(kiln_ctx *cx, kiln_tensor *const *a, kiln_tensor **r,
     case KILN_REGION_AND: r[0] = kiln_and(cx, a[0], a[1]); break;
     case KILN_REGION_OR: r[0] = kiln_or(cx, a[0], a[1]); break;
     case KILN_REGION_REPLACE: r[0] = a[1]; return KILN_OK;
-    case KILN_REGION_LESS:
-        r[0] = kiln_compare(cx, a[0], a[1], KILN_CMP_LT, KILN_CMP_DEFAULT);
-        break;
-    case KILN_REGION_GREATER:
-        r[0] = kiln_compare(cx, a[0], a[1], KILN_CMP_GT, KILN_CMP_DEFAULT);
-        break;
-    case KILN_REGION_GREATER_EQUAL:
-        r[0] = kiln_compare(cx, a[0], a[1], KILN_CMP_GE, KILN_CMP_DEFAULT);
-        break;
-    case KILN_REGION_LESS_EQUAL:
-        r[0] = kiln_compare(cx, a[0], a[1], KILN_CMP_LE, KILN_CMP_DEFAULT);
-        break;
+    case KILN_REGION_LESS: r[0] = compare(cx, a, KILN_CMP_LT); break;
+    case KILN_REGION_GREATER: r[0] = compare(cx, a, KILN_CMP_GT); break;
+    case KILN_REGION_GREATER_EQUAL: r[0] = compare(cx, a, KILN_CMP_GE); break;
+    case KILN_REGION_LESS_EQUAL: r[0] = compare(cx, a, KILN_CMP_LE); break;
     case KILN_REGION_CUSTOM:
     case KILN_REGION_KIND_COUNT: break; /* not builtins */
     }

@@ -218,13 +218,9 @@ kiln_status kiln_vjp(kiln_ctx *cx, const kiln_region *f, int32_t n_in, kiln_tens
                      int32_t n_out, kiln_tensor *const *cotangents, kiln_tensor **out_results,
                      kiln_tensor **out_cotangents) {
     static const char fn[] = "kiln_vjp";
-    if (!cx) return KILN_INVALID_ARGUMENT;
-    if (kiln_ctx_status(cx) != KILN_OK) return kiln_ctx_status(cx);
-    kiln_status s;
-    if ((s = kiln__traced_fn_check_counts(cx, fn, n_in, n_out)) != KILN_OK) return s;
-    if (!out_cotangents && n_in > 0) return kiln__null_argument(cx, fn, "out_cotangents");
-    for (int32_t i = 0; i < n_in; i++)
-        out_cotangents[i] = NULL;
+    kiln_status s =
+        kiln__traced_fn_begin(cx, fn, n_in, n_out, "out_cotangents", out_cotangents, n_in);
+    if (s != KILN_OK) return s;
     if (out_results)
         for (int32_t j = 0; j < n_out; j++)
             out_results[j] = NULL;
@@ -245,15 +241,11 @@ kiln_status kiln_jvp(kiln_ctx *cx, const kiln_region *f, int32_t n_in, kiln_tens
                      kiln_tensor *const *tangents, int32_t n_out, kiln_tensor **out_results,
                      kiln_tensor **out_tangents) {
     static const char fn[] = "kiln_jvp";
-    if (!cx) return KILN_INVALID_ARGUMENT;
-    if (kiln_ctx_status(cx) != KILN_OK) return kiln_ctx_status(cx);
-    kiln_status s;
-    if ((s = kiln__traced_fn_check_counts(cx, fn, n_in, n_out)) != KILN_OK) return s;
-    if (!out_tangents && n_out > 0) return kiln__null_argument(cx, fn, "out_tangents");
-    for (int32_t j = 0; j < n_out; j++) {
-        out_tangents[j] = NULL;
-        if (out_results) out_results[j] = NULL;
-    }
+    kiln_status s = kiln__traced_fn_begin(cx, fn, n_in, n_out, "out_tangents", out_tangents, n_out);
+    if (s != KILN_OK) return s;
+    if (out_results)
+        for (int32_t j = 0; j < n_out; j++)
+            out_results[j] = NULL;
     if (!f || !f->fn) return kiln__null_argument(cx, fn, "f");
     if ((s = check_tensors(cx, fn, "primals", primals, n_in)) != KILN_OK) return s;
     if (n_in > 0 && !tangents) return kiln__null_argument(cx, fn, "tangents");

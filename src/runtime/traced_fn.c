@@ -184,3 +184,15 @@ kiln_status kiln__traced_fn_check_counts(kiln_ctx *cx, const char *fn, int32_t n
                                   (int)n_out, KILN__TRACED_FN_MAX_VALUES);
     return KILN_OK;
 }
+
+kiln_status kiln__traced_fn_begin(kiln_ctx *cx, const char *fn, int32_t n_in, int32_t n_out,
+                                  const char *out_name, kiln_tensor **out, int32_t n) {
+    if (!cx) return KILN_INVALID_ARGUMENT;
+    if (kiln_ctx_status(cx) != KILN_OK) return kiln_ctx_status(cx);
+    kiln_status s = kiln__traced_fn_check_counts(cx, fn, n_in, n_out);
+    if (s != KILN_OK) return s;
+    if (!out && n > 0) return kiln__null_argument(cx, fn, out_name);
+    for (int32_t i = 0; i < n; i++)
+        out[i] = NULL;
+    return KILN_OK;
+}

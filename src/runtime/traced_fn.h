@@ -27,6 +27,11 @@ typedef struct kiln__traced_fn {
 
 /* INVALID_ARGUMENT naming fn unless 0 <= n_in, n_out <= KILN__TRACED_FN_MAX_VALUES. */
 kiln_status kiln__traced_fn_check_counts(kiln_ctx *cx, const char *fn, int32_t n_in, int32_t n_out);
+/* The first checks of a transform's entry point, in order: a context (else
+ * INVALID_ARGUMENT) with no error recorded, the counts (check_counts), and its output array
+ * `out` (n entries, named out_name in messages) not NULL, then cleared. */
+kiln_status kiln__traced_fn_begin(kiln_ctx *cx, const char *fn, int32_t n_in, int32_t n_out,
+                                  const char *out_name, kiln_tensor **out, int32_t n);
 
 /* Traces f (n_in arguments of the given types, n_out results) into *out: a module of its
  * own when cx is not tracing, else a block nested in the current trace. On error *out is

@@ -60,17 +60,7 @@ static kiln_status trace_into(kiln_ctx *cx, const char *fn, const kiln_region *f
                                        _Alignof(void *));
             if (!values) s = oom(cx, fn);
         }
-        for (int32_t r = 0; r < n_out && s == KILN_OK; r++) {
-            if (!outs[r]) {
-                s = kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
-                                       "%s: the function stored no tensor for result %d", fn,
-                                       (int)r + 1);
-                break;
-            }
-            values[r] = kiln__trace_value_of(cx, fn, outs[r]);
-            if (!values[r]) s = kiln_ctx_status(cx);
-        }
-        if (s == KILN_OK) s = kiln__block_set_results(m, body, values, n_out);
+        if (s == KILN_OK) s = kiln__traced_fn_results(cx, fn, m, body, outs, values, n_out);
         cx->trace = saved;
     }
     if (in) kiln__free(cx, in, bytes);
@@ -183,6 +173,20 @@ kiln_status kiln__traced_fn_check_counts(kiln_ctx *cx, const char *fn, int32_t n
                                   "%s: n_in %d and n_out %d must be within 0..%d", fn, (int)n_in,
                                   (int)n_out, KILN__TRACED_FN_MAX_VALUES);
     return KILN_OK;
+}
+
+kiln_status kiln__traced_fn_results(kiln_ctx *cx, const char *fn, kiln_module *m,
+                                    kiln__block *body, kiln_tensor *const *outs,
+                                    kiln__value **values, int32_t n) {
+    for (int32_t r = 0; r < n; r++) {
+        if (!outs[r])
+            return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                      "%s: the function stored no tensor for result %d", fn,
+                                      (int)r + 1);
+        values[r] = kiln__trace_value_of(cx, fn, outs[r]);
+        if (!values[r]) return kiln_ctx_status(cx);
+    }
+    return kiln__block_set_results(m, body, values, n);
 }
 
 kiln_status kiln__traced_fn_begin(kiln_ctx *cx, const char *fn, int32_t n_in, int32_t n_out,

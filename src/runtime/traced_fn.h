@@ -27,6 +27,11 @@ typedef struct kiln__traced_fn {
 
 /* INVALID_ARGUMENT naming fn unless 0 <= n_in, n_out <= KILN__TRACED_FN_MAX_VALUES. */
 kiln_status kiln__traced_fn_check_counts(kiln_ctx *cx, const char *fn, int32_t n_in, int32_t n_out);
+/* Sets body's results to the traced values of the function's outputs outs[0..n), through
+ * values (n entries): INVALID_ARGUMENT naming the first output it left NULL. */
+kiln_status kiln__traced_fn_results(kiln_ctx *cx, const char *fn, kiln_module *m,
+                                    kiln__block *body, kiln_tensor *const *outs,
+                                    kiln__value **values, int32_t n);
 /* The first checks of a transform's entry point, in order: a context (else
  * INVALID_ARGUMENT) with no error recorded, the counts (check_counts), and its output array
  * `out` (n entries, named out_name in messages) not NULL, then cleared. */

@@ -199,6 +199,11 @@ kiln_status kiln__null_argument(kiln_ctx *cx, const char *fn, const char *arg) {
     return KILN_INVALID_ARGUMENT;
 }
 
+void *kiln__null_argument_ptr(kiln_ctx *cx, const char *fn, const char *arg) {
+    kiln__null_argument(cx, fn, arg);
+    return NULL;
+}
+
 kiln_status kiln__struct_too_small(kiln_ctx *cx, const char *fn, const char *what, size_t size,
                                    size_t expected, const char *defaults) {
     return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,

@@ -124,10 +124,7 @@ kiln_tensor *kiln_select_and_scatter(kiln_ctx *cx, kiln_tensor *operand, kiln_te
                           : !select  ? "select"
                           : !scatter ? "scatter"
                                      : NULL;
-    if (missing) {
-        kiln__null_argument(cx, fn, missing);
-        return NULL;
-    }
+    if (missing) return kiln__null_argument_ptr(cx, fn, missing);
     kiln__attrs attrs = {.fn = fn, .n_regions = 2};
     attrs.u.window = window_defaults(params, kiln_tensor_rank(operand));
     attrs.region[0] = select;

@@ -298,10 +298,7 @@ kiln_status kiln_exe_info_get(kiln_ctx *cx, const kiln_exe *exe, kiln_exe_info *
 
 char *kiln_exe_to_string(kiln_ctx *cx, const kiln_exe *exe) {
     if (!cx) return NULL;
-    if (!exe) {
-        kiln__null_argument(cx, "kiln_exe_to_string", "exe");
-        return NULL;
-    }
+    if (!exe) return kiln__null_argument_ptr(cx, "kiln_exe_to_string", "exe");
     kiln__strbuf sb;
     kiln__strbuf_init(&sb, cx);
     if (KILN__BACKEND_HAS(exe->backend, print))

@@ -140,16 +140,6 @@ static kiln_status run_derivative(kiln_ctx *cx, const char *fn, kiln_module *dst
     return s;
 }
 
-static kiln_status check_tensors(kiln_ctx *cx, const char *fn, const char *what,
-                                 kiln_tensor *const *ts, int32_t n) {
-    if (n > 0 && !ts) return kiln__null_argument(cx, fn, what);
-    for (int32_t i = 0; i < n; i++)
-        if (!ts[i])
-            return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT, "%s: %s[%d] is NULL", fn, what,
-                                      (int)i);
-    return KILN_OK;
-}
-
 /* The reverse-mode core: f at primals, cotangents cts (n_out entries, NULL = zero), the
  * cotangents of the inputs with wrt[i] into out_cts[i] (others NULL). */
 static kiln_status vjp_core(kiln_ctx *cx, const char *fn, const kiln_region *f, int32_t n_in,
@@ -224,8 +214,7 @@ kiln_status kiln_vjp(kiln_ctx *cx, const kiln_region *f, int32_t n_in, kiln_tens
     if (out_results)
         for (int32_t j = 0; j < n_out; j++)
             out_results[j] = NULL;
-    if (!f || !f->fn) return kiln__null_argument(cx, fn, "f");
-    if ((s = check_tensors(cx, fn, "primals", primals, n_in)) != KILN_OK) return s;
+    if ((s = kiln__traced_fn_check_args(cx, fn, f, "primals", primals, n_in)) != KILN_OK) return s;
     if (n_out > 0 && !cotangents) return kiln__null_argument(cx, fn, "cotangents");
     bool *wrt = kiln__calloc(cx, (size_t)n_in + 1, 1, fn);
     if (!wrt) return KILN_RESOURCE_EXHAUSTED;
@@ -246,8 +235,7 @@ kiln_status kiln_jvp(kiln_ctx *cx, const kiln_region *f, int32_t n_in, kiln_tens
     if (out_results)
         for (int32_t j = 0; j < n_out; j++)
             out_results[j] = NULL;
-    if (!f || !f->fn) return kiln__null_argument(cx, fn, "f");
-    if ((s = check_tensors(cx, fn, "primals", primals, n_in)) != KILN_OK) return s;
+    if ((s = kiln__traced_fn_check_args(cx, fn, f, "primals", primals, n_in)) != KILN_OK) return s;
     if (n_in > 0 && !tangents) return kiln__null_argument(cx, fn, "tangents");
     for (int32_t i = 0; i < n_in; i++) {
         if (!tangents[i]) continue;
@@ -322,7 +310,7 @@ static kiln_status grad_common(kiln_ctx *cx, const char *fn, const kiln_region *
     if (!f || !f->fn) return kiln__null_argument(cx, fn, "f");
     kiln_status s;
     if ((s = kiln__traced_fn_check_counts(cx, fn, n_in, n_out)) != KILN_OK) return s;
-    if ((s = check_tensors(cx, fn, "args", args, n_in)) != KILN_OK) return s;
+    if ((s = kiln__traced_fn_check_tensors(cx, fn, "args", args, n_in)) != KILN_OK) return s;
     if (n_out < 1)
         return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT, "%s: n_out is %d; expected >= 1", fn,
                                   (int)n_out);
@@ -565,7 +553,7 @@ kiln_status kiln_custom_vjp_call(kiln_ctx *cx, const kiln_custom_vjp *def, kiln_
         out_results[j] = NULL;
     if (!def->fwd.fn) return kiln__null_argument(cx, fn, "def->fwd.fn");
     if (!def->bwd.fn) return kiln__null_argument(cx, fn, "def->bwd.fn");
-    kiln_status s = check_tensors(cx, fn, "args", args, def->n_in);
+    kiln_status s = kiln__traced_fn_check_tensors(cx, fn, "args", args, def->n_in);
     if (s != KILN_OK) return s;
     int32_t n_all = def->n_out + def->n_residuals;
     size_t bytes = (size_t)(n_all + 1) * sizeof(kiln_tensor *);

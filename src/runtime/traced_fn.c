@@ -189,6 +189,22 @@ kiln_status kiln__traced_fn_results(kiln_ctx *cx, const char *fn, kiln_module *m
     return kiln__block_set_results(m, body, values, n);
 }
 
+kiln_status kiln__traced_fn_check_tensors(kiln_ctx *cx, const char *fn, const char *what,
+                                          kiln_tensor *const *ts, int32_t n) {
+    if (n > 0 && !ts) return kiln__null_argument(cx, fn, what);
+    for (int32_t i = 0; i < n; i++)
+        if (!ts[i])
+            return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT, "%s: %s[%d] is NULL", fn, what,
+                                      (int)i);
+    return KILN_OK;
+}
+
+kiln_status kiln__traced_fn_check_args(kiln_ctx *cx, const char *fn, const kiln_region *f,
+                                       const char *what, kiln_tensor *const *args, int32_t n) {
+    if (!f || !f->fn) return kiln__null_argument(cx, fn, "f");
+    return kiln__traced_fn_check_tensors(cx, fn, what, args, n);
+}
+
 kiln_status kiln__traced_fn_begin(kiln_ctx *cx, const char *fn, int32_t n_in, int32_t n_out,
                                   const char *out_name, kiln_tensor **out, int32_t n) {
     if (!cx) return KILN_INVALID_ARGUMENT;

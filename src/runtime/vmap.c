@@ -147,12 +147,7 @@ kiln_status kiln_vmap(kiln_ctx *cx, const kiln_region *f, int32_t n_in, kiln_ten
     static const char fn[] = "kiln_vmap";
     kiln_status s = kiln__traced_fn_begin(cx, fn, n_in, n_out, "out", out, n_out);
     if (s != KILN_OK) return s;
-    if (!f || !f->fn) return kiln__null_argument(cx, fn, "f");
-    if (!args && n_in > 0) return kiln__null_argument(cx, fn, "args");
-    for (int32_t i = 0; i < n_in; i++)
-        if (!args[i])
-            return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT, "%s: args[%d] is NULL", fn,
-                                      (int)i);
+    if ((s = kiln__traced_fn_check_args(cx, fn, f, "args", args, n_in)) != KILN_OK) return s;
     kiln_vmap_options o;
     if ((s = read_options(cx, fn, options, &o)) != KILN_OK) return s;
     size_t bytes = (size_t)(n_in + 1) * sizeof(int32_t);

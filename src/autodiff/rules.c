@@ -10,6 +10,12 @@ bool kiln__ad_is_float(const kiln__type *type) { return kiln_dtype_is_float(type
 
 bool kiln__ad_has_derivative(const kiln__value *v) { return v && kiln__ad_is_float(v->type); }
 
+bool kiln__ad_dims_contain(const kiln_dims *d, int64_t v) {
+    for (int32_t i = 0; i < d->count; i++)
+        if (d->v[i] == v) return true;
+    return false;
+}
+
 bool kiln__ad_is_empty(const kiln__type *type) {
     for (int32_t d = 0; d < type->shape.rank; d++)
         if (type->shape.dims[d] == 0) return true;

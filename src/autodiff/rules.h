@@ -26,6 +26,8 @@
 bool kiln__ad_is_float(const kiln__type *type);
 /* True when v has a derivative: a value (not NULL) of a floating-point dtype. */
 bool kiln__ad_has_derivative(const kiln__value *v);
+/* True when v is one of the entries of d. */
+bool kiln__ad_dims_contain(const kiln_dims *d, int64_t v);
 /* True when `type` has no elements (a dimension of size 0): its derivatives are zeros. */
 bool kiln__ad_is_empty(const kiln__type *type);
 

@@ -16,12 +16,6 @@
 extern const char kiln__rules_indexing_linked;
 const char kiln__rules_indexing_linked = 1;
 
-static bool dims_contain(const kiln_dims *d, int64_t v) {
-    for (int32_t i = 0; i < d->count; i++)
-        if (d->v[i] == v) return true;
-    return false;
-}
-
 static kiln__value *or_zeros(kiln__emitter *e, kiln__value *t, const kiln__value *like) {
     return t ? t : kiln__emit_zeros(e, like->type);
 }
@@ -247,7 +241,8 @@ static kiln__value *gather_in_bounds(kiln__emitter *e, kiln__value *src, kiln__v
     };
     gp.slice_sizes.count = rank;
     for (int32_t d = 0, w = 0; d < rank; d++) {
-        if (dims_contain(&p->inserted_window_dims, d) || dims_contain(&p->input_batching_dims, d))
+        if (kiln__ad_dims_contain(&p->inserted_window_dims, d) ||
+            kiln__ad_dims_contain(&p->input_batching_dims, d))
             gp.slice_sizes.v[d] = 1;
         else
             gp.slice_sizes.v[d] = upd_type->shape.dims[p->update_window_dims.v[w++]];

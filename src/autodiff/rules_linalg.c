@@ -17,12 +17,6 @@
 extern const char kiln__rules_linalg_linked;
 const char kiln__rules_linalg_linked = 1;
 
-static bool dims_contain(const kiln_dims *d, int64_t v) {
-    for (int32_t i = 0; i < d->count; i++)
-        if (d->v[i] == v) return true;
-    return false;
-}
-
 static kiln__value *convert_to(kiln__emitter *e, kiln__value *x, kiln_dtype dtype) {
     if (!x || x->type->dtype == dtype) return x;
     return kiln__emit_convert(e, x, dtype);
@@ -61,7 +55,8 @@ static kiln__value *dot_cotangent(kiln__emitter *e, const kiln_dot_params *p, bo
     q.lhs_batching_dims.count = q.rhs_batching_dims.count = nb;
     int32_t k = 0;
     for (int32_t d = 0; d < other_rank; d++) {
-        if (dims_contain(other_batch, d) || dims_contain(other_contract, d)) continue;
+        if (kiln__ad_dims_contain(other_batch, d) || kiln__ad_dims_contain(other_contract, d))
+            continue;
         q.lhs_contracting_dims.v[k] = other_free_at + k;
         q.rhs_contracting_dims.v[k] = d;
         k++;
@@ -83,7 +78,8 @@ static kiln__value *dot_cotangent(kiln__emitter *e, const kiln_dot_params *p, bo
     for (int32_t i = 0; i < nb; i++)
         src[n++] = self_batch->v[i];
     for (int32_t d = 0; d < self_rank; d++)
-        if (!dims_contain(self_batch, d) && !dims_contain(self_contract, d)) src[n++] = d;
+        if (!kiln__ad_dims_contain(self_batch, d) && !kiln__ad_dims_contain(self_contract, d))
+            src[n++] = d;
     for (int32_t d = 0; d < other_rank; d++) {
         /* other's contracting dimensions remain, in increasing order; each pairs with
          * the matching contracting dimension of self. */

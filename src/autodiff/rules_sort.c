@@ -112,13 +112,19 @@ static void batched_dims(int32_t rank, int32_t dim, kiln_dims *batch, kiln_dims 
     *along = (kiln_dims){.count = 1, .v = {dim}};
 }
 
-kiln_status kiln__vjp_SORT(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts,
-                           kiln__value **out_cts) {
+/* The sort's permutation when a derivative flows through it (ds: the operands' cotangents
+ * or tangents), else NULL. */
+static kiln__value *permutation_if_flowing(kiln__emitter *e, const kiln__ad_op *op,
+                                           kiln__value *const *ds) {
     bool any = false;
     for (int32_t i = 0; i < op->n_primals; i++)
-        any |= cts[i] && kiln__ad_has_derivative(op->primals[i]);
-    if (!any) return kiln_ctx_status(e->cx);
-    kiln__value *perm = sort_permutation(e, op);
+        any |= ds[i] && kiln__ad_has_derivative(op->primals[i]);
+    return any ? sort_permutation(e, op) : NULL;
+}
+
+kiln_status kiln__vjp_SORT(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts,
+                           kiln__value **out_cts) {
+    kiln__value *perm = permutation_if_flowing(e, op, cts);
     if (!perm) return kiln_ctx_status(e->cx);
     int32_t rank = perm->type->shape.rank;
     kiln__attrs a = {.fn = e->fn, .n_results = 1, .n_regions = 1};
@@ -140,11 +146,7 @@ kiln_status kiln__vjp_SORT(kiln__emitter *e, const kiln__ad_op *op, kiln__value 
 
 kiln_status kiln__jvp_SORT(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *tangents,
                            kiln__value **out_tangents) {
-    bool any = false;
-    for (int32_t i = 0; i < op->n_primals; i++)
-        any |= tangents[i] && kiln__ad_has_derivative(op->primals[i]);
-    if (!any) return kiln_ctx_status(e->cx);
-    kiln__value *perm = sort_permutation(e, op);
+    kiln__value *perm = permutation_if_flowing(e, op, tangents);
     if (!perm) return kiln_ctx_status(e->cx);
     int32_t rank = perm->type->shape.rank;
     kiln__attrs a = {.fn = e->fn};

@@ -65,13 +65,21 @@ static kiln_status run_variadic(kiln_ctx *cx, kiln_op op, kiln__attrs *attrs,
     return s;
 }
 
-kiln_status kiln_reduce(kiln_ctx *cx, kiln_tensor *const *inputs, kiln_tensor *const *inits,
-                        int32_t n, kiln_dims dims, const kiln_region *region, kiln_tensor **out) {
-    static const char fn[] = "kiln_reduce";
+/* The first checks of reduce and reduce_window: a context, and `out` (n entries, up to
+ * MAX_VARIADIC of them cleared so that an error leaves no stale results). */
+static kiln_status begin_variadic(kiln_ctx *cx, const char *fn, kiln_tensor **out, int32_t n) {
     if (!cx) return KILN_INVALID_ARGUMENT;
     if (!out) return kiln__null_argument(cx, fn, "out");
     for (int32_t i = 0; i < n && i < MAX_VARIADIC; i++)
         out[i] = NULL;
+    return KILN_OK;
+}
+
+kiln_status kiln_reduce(kiln_ctx *cx, kiln_tensor *const *inputs, kiln_tensor *const *inits,
+                        int32_t n, kiln_dims dims, const kiln_region *region, kiln_tensor **out) {
+    static const char fn[] = "kiln_reduce";
+    kiln_status s = begin_variadic(cx, fn, out, n);
+    if (s != KILN_OK) return s;
     if (!region) return kiln__null_argument(cx, fn, "region");
     kiln__attrs attrs = {.fn = fn, .n_regions = 1, .n_results = n};
     attrs.u.reduce_dims = dims;
@@ -98,10 +106,8 @@ kiln_status kiln_reduce_window(kiln_ctx *cx, kiln_tensor *const *inputs, kiln_te
                                int32_t n, const kiln_window_params *params,
                                const kiln_region *region, kiln_tensor **out) {
     static const char fn[] = "kiln_reduce_window";
-    if (!cx) return KILN_INVALID_ARGUMENT;
-    if (!out) return kiln__null_argument(cx, fn, "out");
-    for (int32_t i = 0; i < n && i < MAX_VARIADIC; i++)
-        out[i] = NULL;
+    kiln_status s = begin_variadic(cx, fn, out, n);
+    if (s != KILN_OK) return s;
     if (!params) return kiln__null_argument(cx, fn, "params");
     if (!region) return kiln__null_argument(cx, fn, "region");
     if (n >= 1 && inputs && !inputs[0]) return kiln__null_argument(cx, fn, "inputs[0]");

@@ -311,20 +311,24 @@ kiln_tensor *kiln_prod(kiln_ctx *cx, kiln_tensor *x, kiln_dims axes, bool keepdi
     return numpy_reduce(cx, "kiln_prod", x, axes, keepdims, kiln_region_multiply(), ONE);
 }
 
-kiln_tensor *kiln_max(kiln_ctx *cx, kiln_tensor *x, kiln_dims axes, bool keepdims) {
-    static const char fn[] = "kiln_max";
+/* max and min: `what` (the maximum or minimum) of no elements is an error, not the init. */
+static kiln_tensor *numpy_extreme(kiln_ctx *cx, const char *fn, kiln_tensor *x, kiln_dims axes,
+                                  bool keepdims, const char *what, const kiln_region *region,
+                                  scalar_kind init) {
     kiln_dims dims;
     if (!begin(cx, fn, x, axes, &dims)) return NULL;
-    if (!require_nonempty(cx, fn, x, &dims, "the maximum")) return NULL;
-    return numpy_reduce(cx, fn, x, axes, keepdims, kiln_region_maximum(), LOWEST);
+    if (!require_nonempty(cx, fn, x, &dims, what)) return NULL;
+    return numpy_reduce(cx, fn, x, axes, keepdims, region, init);
+}
+
+kiln_tensor *kiln_max(kiln_ctx *cx, kiln_tensor *x, kiln_dims axes, bool keepdims) {
+    return numpy_extreme(cx, "kiln_max", x, axes, keepdims, "the maximum", kiln_region_maximum(),
+                         LOWEST);
 }
 
 kiln_tensor *kiln_min(kiln_ctx *cx, kiln_tensor *x, kiln_dims axes, bool keepdims) {
-    static const char fn[] = "kiln_min";
-    kiln_dims dims;
-    if (!begin(cx, fn, x, axes, &dims)) return NULL;
-    if (!require_nonempty(cx, fn, x, &dims, "the minimum")) return NULL;
-    return numpy_reduce(cx, fn, x, axes, keepdims, kiln_region_minimum(), HIGHEST);
+    return numpy_extreme(cx, "kiln_min", x, axes, keepdims, "the minimum", kiln_region_minimum(),
+                         HIGHEST);
 }
 
 /* The f32 working copy of an f16/bf16 tensor (x itself otherwise). */

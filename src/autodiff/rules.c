@@ -10,6 +10,17 @@ bool kiln__ad_is_float(const kiln__type *type) { return kiln_dtype_is_float(type
 
 bool kiln__ad_has_derivative(const kiln__value *v) { return v && kiln__ad_is_float(v->type); }
 
+kiln_op kiln__ad_lone_binary_op(const kiln__block *b) {
+    if (!b || b->n_args != 2 || b->n_results != 1) return KILN_OP_COUNT;
+    const kiln__ir_op *x = b->first;
+    if (!x || x != b->last || x->n_operands != 2 || x->results[0] != b->results[0])
+        return KILN_OP_COUNT;
+    if (!((x->operands[0] == b->args[0] && x->operands[1] == b->args[1]) ||
+          (x->operands[0] == b->args[1] && x->operands[1] == b->args[0])))
+        return KILN_OP_COUNT;
+    return x->kind;
+}
+
 bool kiln__ad_dims_contain(const kiln_dims *d, int64_t v) {
     for (int32_t i = 0; i < d->count; i++)
         if (d->v[i] == v) return true;

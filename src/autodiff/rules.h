@@ -26,6 +26,10 @@
 bool kiln__ad_is_float(const kiln__type *type);
 /* True when v has a derivative: a value (not NULL) of a floating-point dtype. */
 bool kiln__ad_has_derivative(const kiln__value *v);
+/* The kind of the lone op of block b (a region of two arguments and one result) when it is
+ * applied to the two arguments, in either order, and returned; else KILN_OP_COUNT. How the
+ * rules recognise a traced region that is an add, a maximum, ... */
+kiln_op kiln__ad_lone_binary_op(const kiln__block *b);
 /* True when v is one of the entries of d. */
 bool kiln__ad_dims_contain(const kiln_dims *d, int64_t v);
 /* True when `type` has no elements (a dimension of size 0): its derivatives are zeros. */

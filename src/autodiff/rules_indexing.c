@@ -207,12 +207,7 @@ static combiner combiner_of(const kiln__ir_op *o) {
     const kiln__block *b = o->n_regions > 0 ? o->regions[0] : NULL;
     if (!b || b->n_args != 2 || b->n_results != 1) return COMBINE_OTHER;
     if (!b->first && b->results[0] == b->args[1]) return COMBINE_REPLACE;
-    const kiln__ir_op *x = b->first;
-    if (!x || x != b->last || x->n_operands != 2 || x->results[0] != b->results[0] ||
-        !((x->operands[0] == b->args[0] && x->operands[1] == b->args[1]) ||
-          (x->operands[0] == b->args[1] && x->operands[1] == b->args[0])))
-        return COMBINE_OTHER;
-    switch (x->kind) {
+    switch (kiln__ad_lone_binary_op(b)) {
     case KILN_OP_ADD: return COMBINE_ADD;
     case KILN_OP_MAXIMUM: return COMBINE_MAX;
     case KILN_OP_MINIMUM: return COMBINE_MIN;

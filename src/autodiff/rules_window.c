@@ -67,14 +67,7 @@ static reducer reducer_of(const kiln__ir_op *o, int32_t region) {
     if (r == kiln_region_maximum()) return REDUCE_MAX;
     if (r == kiln_region_minimum()) return REDUCE_MIN;
     const kiln__block *b = region < o->n_regions ? o->regions[region] : NULL;
-    if (!b || b->n_args != 2 || b->n_results != 1) return REDUCE_OTHER;
-    const kiln__ir_op *x = b->first;
-    if (!x || x != b->last || x->n_operands != 2 || x->results[0] != b->results[0])
-        return REDUCE_OTHER;
-    if (!((x->operands[0] == b->args[0] && x->operands[1] == b->args[1]) ||
-          (x->operands[0] == b->args[1] && x->operands[1] == b->args[0])))
-        return REDUCE_OTHER;
-    switch (x->kind) {
+    switch (kiln__ad_lone_binary_op(b)) {
     case KILN_OP_ADD: return REDUCE_ADD;
     case KILN_OP_MAXIMUM: return REDUCE_MAX;
     case KILN_OP_MINIMUM: return REDUCE_MIN;

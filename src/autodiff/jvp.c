@@ -95,13 +95,11 @@ kiln_status kiln__jvp_func(kiln_ctx *cx, const char *fn, const kiln__func *f,
                            const bool *wrt, const kiln__ad_hooks *hooks, kiln__func **out) {
     *out = NULL;
     const kiln__block *body = f->body;
-    kiln__func *g = kiln__module_add_func(dst, f->name ? f->name : "main", true);
-    if (!g) return kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "%s: out of memory", fn);
     kiln__ad ad;
-    kiln__ad_init(&ad, cx, fn, dst, g->body, hooks);
+    kiln__func *g;
+    kiln_status s = kiln__ad_start(&ad, cx, fn, f, extra, n_extra, dst, hooks, false, &g);
+    if (!g) return s;
     const kiln__value *const *args = (const kiln__value *const *)body->args;
-    kiln_status s = kiln__ad_add_args(&ad, &ad.primal, args, body->n_args, NULL);
-    if (s == KILN_OK) s = kiln__ad_add_args(&ad, &ad.primal, extra, n_extra, NULL);
     if (s == KILN_OK) s = kiln__ad_add_args(&ad, &ad.deriv, args, body->n_args, wrt);
     if (s == KILN_OK) s = kiln__ad_jvp_ops(&ad, body);
     int32_t n_float = 0;

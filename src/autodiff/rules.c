@@ -8,6 +8,31 @@
 
 bool kiln__ad_is_float(const kiln__type *type) { return kiln_dtype_is_float(type->dtype); }
 
+bool kiln__ad_has_derivative(const kiln__value *v) { return v && kiln__ad_is_float(v->type); }
+
+kiln_op kiln__ad_lone_binary_op(const kiln__block *b) {
+    if (!b || b->n_args != 2 || b->n_results != 1) return KILN_OP_COUNT;
+    const kiln__ir_op *x = b->first;
+    if (!x || x != b->last || x->n_operands != 2 || x->results[0] != b->results[0])
+        return KILN_OP_COUNT;
+    if (!((x->operands[0] == b->args[0] && x->operands[1] == b->args[1]) ||
+          (x->operands[0] == b->args[1] && x->operands[1] == b->args[0])))
+        return KILN_OP_COUNT;
+    return x->kind;
+}
+
+bool kiln__ad_dims_contain(const kiln_dims *d, int64_t v) {
+    for (int32_t i = 0; i < d->count; i++)
+        if (d->v[i] == v) return true;
+    return false;
+}
+
+bool kiln__ad_is_empty(const kiln__type *type) {
+    for (int32_t d = 0; d < type->shape.rank; d++)
+        if (type->shape.dims[d] == 0) return true;
+    return false;
+}
+
 kiln_status kiln__ad_unimplemented(kiln__emitter *e, const kiln__ad_op *op, const char *mode,
                                    const char *what) {
     if (kiln_ctx_status(e->cx) != KILN_OK) return kiln_ctx_status(e->cx);

@@ -24,6 +24,16 @@
 
 /* True when `type` has a floating-point dtype (the only ones with derivatives). */
 bool kiln__ad_is_float(const kiln__type *type);
+/* True when v has a derivative: a value (not NULL) of a floating-point dtype. */
+bool kiln__ad_has_derivative(const kiln__value *v);
+/* The kind of the lone op of block b (a region of two arguments and one result) when it is
+ * applied to the two arguments, in either order, and returned; else KILN_OP_COUNT. How the
+ * rules recognise a traced region that is an add, a maximum, ... */
+kiln_op kiln__ad_lone_binary_op(const kiln__block *b);
+/* True when v is one of the entries of d. */
+bool kiln__ad_dims_contain(const kiln_dims *d, int64_t v);
+/* True when `type` has no elements (a dimension of size 0): its derivatives are zeros. */
+bool kiln__ad_is_empty(const kiln__type *type);
 
 /* A rule's view of one op. `primals[i]` is operand i's value, `outs[j]` result j's value,
  * both in e->block. */
@@ -37,12 +47,19 @@ typedef struct kiln__ad_op {
 
 /* vjp: from cts[j] (cotangent of result j, NULL = zero) emit the cotangents of the
  * operands into out_cts[i] (prefilled with NULL; leave NULL for no contribution). */
-typedef kiln_status (*kiln__vjp_rule)(kiln__emitter *e, const kiln__ad_op *op,
-                                      kiln__value *const *cts, kiln__value **out_cts);
+typedef kiln_status kiln__vjp_fn(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts,
+                                 kiln__value **out_cts);
+typedef kiln__vjp_fn *kiln__vjp_rule;
 /* jvp: from tangents[i] (tangent of operand i, NULL = zero) emit the tangents of the
  * results into out_tangents[j] (prefilled with NULL; leave NULL for zero). */
-typedef kiln_status (*kiln__jvp_rule)(kiln__emitter *e, const kiln__ad_op *op,
-                                      kiln__value *const *tangents, kiln__value **out_tangents);
+typedef kiln_status kiln__jvp_fn(kiln__emitter *e, const kiln__ad_op *op,
+                                 kiln__value *const *tangents, kiln__value **out_tangents);
+typedef kiln__jvp_fn *kiln__jvp_rule;
+
+/* Makes RULE (a function of this file, with the rule's signature) the rule of op NAME when
+ * several ops share one: an alias, so NAME keeps its own symbol in the table. */
+#define KILN__VJP_AS(NAME, RULE) kiln__vjp_fn kiln__vjp_##NAME __attribute__((alias(#RULE)))
+#define KILN__JVP_AS(NAME, RULE) kiln__jvp_fn kiln__jvp_##NAME __attribute__((alias(#RULE)))
 
 #define KILN_OP(name, text, nin, nout, flags)                                                      \
     kiln_status kiln__vjp_##name(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts, \

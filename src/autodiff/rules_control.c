@@ -117,8 +117,22 @@ static kiln_status take_jvp_results(kiln__ad *ad, kiln_status s, const kiln__ir_
     return KILN_OK;
 }
 
+/* An if or case like op's, on its predicate or index, with n results of `types`; the
+ * caller builds its regions. */
+static kiln__ir_op *emit_branches(kiln__emitter *e, const kiln__ad_op *op, const kiln__type *types,
+                                  int32_t n) {
+    const kiln__ir_op *src = op->op;
+    kiln__attrs a;
+    kiln__attrs_copy(&a, src->attrs, src->kind);
+    a.n_results = n;
+    return kiln__emit_op_typed(e, src->kind, &a, op->primals, 1, types, n);
+}
+
+/* The one forward rule of if and case: the predicate or index has no tangent, and the
+ * tangents of the outer values the branches use are read from ad->deriv. */
 static kiln_status branches_jvp(kiln__emitter *e, const kiln__ad_op *op,
-                                kiln__value **out_tangents) {
+                                kiln__value *const *tangents, kiln__value **out_tangents) {
+    (void)tangents;
     kiln__ad *ad = kiln__ad_of(e);
     if (!ad) return kiln_ctx_status(e->cx);
     const kiln__ir_op *src = op->op;
@@ -134,10 +148,7 @@ static kiln_status branches_jvp(kiln__emitter *e, const kiln__ad_op *op,
             float_of[nf] = j;
             types[n + nf++] = types[j];
         }
-    kiln__attrs a;
-    kiln__attrs_copy(&a, src->attrs, src->kind);
-    a.n_results = n + nf;
-    kiln__ir_op *nop = kiln__emit_op_typed(e, src->kind, &a, op->primals, 1, types, n + nf);
+    kiln__ir_op *nop = emit_branches(e, op, types, n + nf);
     if (!nop) return kiln_ctx_status(e->cx);
     kiln__block *outer = ad->e.block;
     kiln_status s = KILN_OK;
@@ -153,16 +164,8 @@ static kiln_status branches_jvp(kiln__emitter *e, const kiln__ad_op *op,
     return take_jvp_results(ad, s, src, nop, n, float_of, nf, out_tangents);
 }
 
-kiln_status kiln__jvp_IF(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *tangents,
-                         kiln__value **out_tangents) {
-    (void)tangents;
-    return branches_jvp(e, op, out_tangents);
-}
-kiln_status kiln__jvp_CASE(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *tangents,
-                           kiln__value **out_tangents) {
-    (void)tangents;
-    return branches_jvp(e, op, out_tangents);
-}
+KILN__JVP_AS(IF, branches_jvp);
+KILN__JVP_AS(CASE, branches_jvp);
 
 /* ---- if and case: reverse ------------------------------------------------------------------ */
 
@@ -220,7 +223,11 @@ static kiln_status region_vjp(kiln__ad *ad, const kiln__block *sb, kiln__value *
     return s;
 }
 
-static kiln_status branches_vjp(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts) {
+/* The one reverse rule of if and case: the predicate or index gets no cotangent; the
+ * outer values the branches use get theirs through ad->deriv. */
+static kiln_status branches_vjp(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts,
+                                kiln__value **out_cts) {
+    (void)out_cts;
     kiln__ad *ad = kiln__ad_of(e);
     if (!ad) return kiln_ctx_status(e->cx);
     const kiln__ir_op *src = op->op;
@@ -233,10 +240,7 @@ static kiln_status branches_vjp(kiln__emitter *e, const kiln__ad_op *op, kiln__v
     kiln__type types[MAX_VALUES];
     for (int32_t k = 0; k < n_fv; k++)
         types[k] = *fv[k]->type;
-    kiln__attrs a;
-    kiln__attrs_copy(&a, src->attrs, src->kind);
-    a.n_results = n_fv;
-    kiln__ir_op *nop = kiln__emit_op_typed(e, src->kind, &a, op->primals, 1, types, n_fv);
+    kiln__ir_op *nop = emit_branches(e, op, types, n_fv);
     if (!nop) return kiln_ctx_status(e->cx);
     kiln__block *outer = ad->e.block;
     kiln_status s = KILN_OK;
@@ -258,16 +262,8 @@ static kiln_status branches_vjp(kiln__emitter *e, const kiln__ad_op *op, kiln__v
     return s;
 }
 
-kiln_status kiln__vjp_IF(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts,
-                         kiln__value **out_cts) {
-    (void)out_cts;
-    return branches_vjp(e, op, cts);
-}
-kiln_status kiln__vjp_CASE(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts,
-                           kiln__value **out_cts) {
-    (void)out_cts;
-    return branches_vjp(e, op, cts);
-}
+KILN__VJP_AS(IF, branches_vjp);
+KILN__VJP_AS(CASE, branches_vjp);
 
 /* ---- while: forward ------------------------------------------------------------------------ */
 

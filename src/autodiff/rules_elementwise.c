@@ -81,15 +81,18 @@ static kiln_status unary_jvp(kiln__emitter *e, const kiln__ad_op *op, kiln__valu
     return kiln_ctx_status(e->cx);
 }
 
-#define UNARY(NAME, fn)                                                                            \
+/* Defines the rules of op NAME as the pair VJP, JVP (the unary or the binary ones) given
+ * the op's derivative ARG. */
+#define RULES_WITH(NAME, VJP, JVP, ARG)                                                            \
     kiln_status kiln__vjp_##NAME(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts, \
                                  kiln__value **out_cts) {                                          \
-        return unary_vjp(e, op, cts, out_cts, fn);                                                 \
+        return VJP(e, op, cts, out_cts, ARG);                                                      \
     }                                                                                              \
     kiln_status kiln__jvp_##NAME(kiln__emitter *e, const kiln__ad_op *op,                          \
                                  kiln__value *const *tangents, kiln__value **out_tangents) {       \
-        return unary_jvp(e, op, tangents, out_tangents, fn);                                       \
+        return JVP(e, op, tangents, out_tangents, ARG);                                            \
     }
+#define UNARY(NAME, fn) RULES_WITH(NAME, unary_vjp, unary_jvp, fn)
 
 UNARY(ABS, d_abs)
 UNARY(SQRT, d_sqrt)
@@ -225,15 +228,7 @@ static void p_atan2(kiln__emitter *e, kiln__value *a, kiln__value *b, kiln__valu
     if (nb) *db = kiln__emit_neg(e, kiln__emit_div(e, a, r2));
 }
 
-#define BINARY(NAME, p)                                                                            \
-    kiln_status kiln__vjp_##NAME(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts, \
-                                 kiln__value **out_cts) {                                          \
-        return binary_vjp(e, op, cts, out_cts, p);                                                 \
-    }                                                                                              \
-    kiln_status kiln__jvp_##NAME(kiln__emitter *e, const kiln__ad_op *op,                          \
-                                 kiln__value *const *tangents, kiln__value **out_tangents) {       \
-        return binary_jvp(e, op, tangents, out_tangents, p);                                       \
-    }
+#define BINARY(NAME, p) RULES_WITH(NAME, binary_vjp, binary_jvp, p)
 
 BINARY(MULTIPLY, p_mul)
 BINARY(DIVIDE, p_div)

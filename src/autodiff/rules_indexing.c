@@ -16,14 +16,6 @@
 extern const char kiln__rules_indexing_linked;
 const char kiln__rules_indexing_linked = 1;
 
-static bool has_derivative(const kiln__value *v) { return v && kiln_dtype_is_float(v->type->dtype); }
-
-static bool dims_contain(const kiln_dims *d, int64_t v) {
-    for (int32_t i = 0; i < d->count; i++)
-        if (d->v[i] == v) return true;
-    return false;
-}
-
 static kiln__value *or_zeros(kiln__emitter *e, kiln__value *t, const kiln__value *like) {
     return t ? t : kiln__emit_zeros(e, like->type);
 }
@@ -60,7 +52,7 @@ static kiln__value *emit_ds(kiln__emitter *e, kiln__value *x, kiln__value *const
 kiln_status kiln__vjp_DYNAMIC_SLICE(kiln__emitter *e, const kiln__ad_op *op,
                                     kiln__value *const *cts, kiln__value **out_cts) {
     kiln__value *x = op->primals[0];
-    if (!cts[0] || !has_derivative(x)) return kiln_ctx_status(e->cx);
+    if (!cts[0] || !kiln__ad_has_derivative(x)) return kiln_ctx_status(e->cx);
     out_cts[0] =
         emit_dus(e, kiln__emit_zeros(e, x->type), cts[0], op->primals + 1, op->n_primals - 1);
     return kiln_ctx_status(e->cx);
@@ -68,7 +60,7 @@ kiln_status kiln__vjp_DYNAMIC_SLICE(kiln__emitter *e, const kiln__ad_op *op,
 
 kiln_status kiln__jvp_DYNAMIC_SLICE(kiln__emitter *e, const kiln__ad_op *op,
                                     kiln__value *const *tangents, kiln__value **out_tangents) {
-    if (!tangents[0] || !has_derivative(op->primals[0])) return kiln_ctx_status(e->cx);
+    if (!tangents[0] || !kiln__ad_has_derivative(op->primals[0])) return kiln_ctx_status(e->cx);
     out_tangents[0] = emit_ds(e, tangents[0], op->primals + 1, op->n_primals - 1,
                               &op->op->results[0]->type->shape);
     return kiln_ctx_status(e->cx);
@@ -79,7 +71,7 @@ kiln_status kiln__jvp_DYNAMIC_SLICE(kiln__emitter *e, const kiln__ad_op *op,
 kiln_status kiln__vjp_DYNAMIC_UPDATE_SLICE(kiln__emitter *e, const kiln__ad_op *op,
                                            kiln__value *const *cts, kiln__value **out_cts) {
     kiln__value *x = op->primals[0], *u = op->primals[1], *g = cts[0];
-    if (!g || !has_derivative(x)) return kiln_ctx_status(e->cx);
+    if (!g || !kiln__ad_has_derivative(x)) return kiln_ctx_status(e->cx);
     kiln__value *const *starts = op->primals + 2;
     int32_t n_starts = op->n_primals - 2;
     out_cts[0] = emit_dus(e, g, kiln__emit_zeros(e, u->type), starts, n_starts);
@@ -91,7 +83,8 @@ kiln_status kiln__jvp_DYNAMIC_UPDATE_SLICE(kiln__emitter *e, const kiln__ad_op *
                                            kiln__value *const *tangents,
                                            kiln__value **out_tangents) {
     kiln__value *x = op->primals[0], *u = op->primals[1];
-    if (!has_derivative(x) || (!tangents[0] && !tangents[1])) return kiln_ctx_status(e->cx);
+    if (!kiln__ad_has_derivative(x) || (!tangents[0] && !tangents[1]))
+        return kiln_ctx_status(e->cx);
     out_tangents[0] = emit_dus(e, or_zeros(e, tangents[0], x), or_zeros(e, tangents[1], u),
                                op->primals + 2, op->n_primals - 2);
     return kiln_ctx_status(e->cx);
@@ -157,7 +150,7 @@ static kiln__value *emit_gather(kiln__emitter *e, kiln__value *x, kiln__value *i
 kiln_status kiln__vjp_GATHER(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts,
                              kiln__value **out_cts) {
     kiln__value *x = op->primals[0], *idx = op->primals[1], *g = cts[0];
-    if (!g || !has_derivative(x)) return kiln_ctx_status(e->cx);
+    if (!g || !kiln__ad_has_derivative(x)) return kiln_ctx_status(e->cx);
     const kiln_gather_params *p = &op->op->attrs->u.gather;
     int32_t n = p->start_index_map.count;
     int64_t lo[KILN_MAX_RANK] = {0}, hi[KILN_MAX_RANK];
@@ -186,7 +179,7 @@ kiln_status kiln__vjp_GATHER(kiln__emitter *e, const kiln__ad_op *op, kiln__valu
 
 kiln_status kiln__jvp_GATHER(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *tangents,
                              kiln__value **out_tangents) {
-    if (!tangents[0] || !has_derivative(op->primals[0])) return kiln_ctx_status(e->cx);
+    if (!tangents[0] || !kiln__ad_has_derivative(op->primals[0])) return kiln_ctx_status(e->cx);
     out_tangents[0] = emit_gather(e, tangents[0], op->primals[1], &op->op->attrs->u.gather);
     return kiln_ctx_status(e->cx);
 }
@@ -214,12 +207,7 @@ static combiner combiner_of(const kiln__ir_op *o) {
     const kiln__block *b = o->n_regions > 0 ? o->regions[0] : NULL;
     if (!b || b->n_args != 2 || b->n_results != 1) return COMBINE_OTHER;
     if (!b->first && b->results[0] == b->args[1]) return COMBINE_REPLACE;
-    const kiln__ir_op *x = b->first;
-    if (!x || x != b->last || x->n_operands != 2 || x->results[0] != b->results[0] ||
-        !((x->operands[0] == b->args[0] && x->operands[1] == b->args[1]) ||
-          (x->operands[0] == b->args[1] && x->operands[1] == b->args[0])))
-        return COMBINE_OTHER;
-    switch (x->kind) {
+    switch (kiln__ad_lone_binary_op(b)) {
     case KILN_OP_ADD: return COMBINE_ADD;
     case KILN_OP_MAXIMUM: return COMBINE_MAX;
     case KILN_OP_MINIMUM: return COMBINE_MIN;
@@ -248,7 +236,8 @@ static kiln__value *gather_in_bounds(kiln__emitter *e, kiln__value *src, kiln__v
     };
     gp.slice_sizes.count = rank;
     for (int32_t d = 0, w = 0; d < rank; d++) {
-        if (dims_contain(&p->inserted_window_dims, d) || dims_contain(&p->input_batching_dims, d))
+        if (kiln__ad_dims_contain(&p->inserted_window_dims, d) ||
+            kiln__ad_dims_contain(&p->input_batching_dims, d))
             gp.slice_sizes.v[d] = 1;
         else
             gp.slice_sizes.v[d] = upd_type->shape.dims[p->update_window_dims.v[w++]];
@@ -339,7 +328,7 @@ kiln_status kiln__vjp_SCATTER(kiln__emitter *e, const kiln__ad_op *op, kiln__val
     const kiln__ir_op *o = op->op;
     if (o->n_results != 1) return scatter_unsupported(e, op, "vjp");
     kiln__value *x = op->primals[0], *idx = op->primals[1], *u = op->primals[2], *g = cts[0];
-    if (!g || !has_derivative(x)) return kiln_ctx_status(e->cx);
+    if (!g || !kiln__ad_has_derivative(x)) return kiln_ctx_status(e->cx);
     combiner c = combiner_of(o);
     const kiln_scatter_params *p = &o->attrs->u.scatter;
     if (c == COMBINE_ADD) {
@@ -395,7 +384,8 @@ kiln_status kiln__jvp_SCATTER(kiln__emitter *e, const kiln__ad_op *op, kiln__val
     const kiln__ir_op *o = op->op;
     if (o->n_results != 1) return scatter_unsupported(e, op, "jvp");
     kiln__value *x = op->primals[0], *u = op->primals[2];
-    if (!has_derivative(x) || (!tangents[0] && !tangents[2])) return kiln_ctx_status(e->cx);
+    if (!kiln__ad_has_derivative(x) || (!tangents[0] && !tangents[2]))
+        return kiln_ctx_status(e->cx);
     combiner c = combiner_of(o);
     if (c == COMBINE_OTHER || (c == COMBINE_MULTIPLY && !o->attrs->u.scatter.unique_indices))
         return scatter_unsupported(e, op, "jvp");

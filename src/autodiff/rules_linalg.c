@@ -17,20 +17,6 @@
 extern const char kiln__rules_linalg_linked;
 const char kiln__rules_linalg_linked = 1;
 
-static bool has_derivative(const kiln__value *v) { return v && kiln_dtype_is_float(v->type->dtype); }
-
-static bool is_empty(const kiln__type *t) {
-    for (int32_t d = 0; d < t->shape.rank; d++)
-        if (t->shape.dims[d] == 0) return true;
-    return false;
-}
-
-static bool dims_contain(const kiln_dims *d, int64_t v) {
-    for (int32_t i = 0; i < d->count; i++)
-        if (d->v[i] == v) return true;
-    return false;
-}
-
 static kiln__value *convert_to(kiln__emitter *e, kiln__value *x, kiln_dtype dtype) {
     if (!x || x->type->dtype == dtype) return x;
     return kiln__emit_convert(e, x, dtype);
@@ -69,7 +55,8 @@ static kiln__value *dot_cotangent(kiln__emitter *e, const kiln_dot_params *p, bo
     q.lhs_batching_dims.count = q.rhs_batching_dims.count = nb;
     int32_t k = 0;
     for (int32_t d = 0; d < other_rank; d++) {
-        if (dims_contain(other_batch, d) || dims_contain(other_contract, d)) continue;
+        if (kiln__ad_dims_contain(other_batch, d) || kiln__ad_dims_contain(other_contract, d))
+            continue;
         q.lhs_contracting_dims.v[k] = other_free_at + k;
         q.rhs_contracting_dims.v[k] = d;
         k++;
@@ -91,7 +78,8 @@ static kiln__value *dot_cotangent(kiln__emitter *e, const kiln_dot_params *p, bo
     for (int32_t i = 0; i < nb; i++)
         src[n++] = self_batch->v[i];
     for (int32_t d = 0; d < self_rank; d++)
-        if (!dims_contain(self_batch, d) && !dims_contain(self_contract, d)) src[n++] = d;
+        if (!kiln__ad_dims_contain(self_batch, d) && !kiln__ad_dims_contain(self_contract, d))
+            src[n++] = d;
     for (int32_t d = 0; d < other_rank; d++) {
         /* other's contracting dimensions remain, in increasing order; each pairs with
          * the matching contracting dimension of self. */
@@ -116,8 +104,10 @@ kiln_status kiln__vjp_DOT_GENERAL(kiln__emitter *e, const kiln__ad_op *op, kiln_
     if (!g || !kiln_dtype_is_float(rd)) return rule_status(e);
     const kiln_dot_params *p = &o->attrs->u.dot;
     kiln__value *lhs = op->primals[0], *rhs = op->primals[1];
-    if (has_derivative(lhs)) out_cts[0] = dot_cotangent(e, p, true, g, rhs, lhs->type, rd);
-    if (has_derivative(rhs)) out_cts[1] = dot_cotangent(e, p, false, g, lhs, rhs->type, rd);
+    if (kiln__ad_has_derivative(lhs))
+        out_cts[0] = dot_cotangent(e, p, true, g, rhs, lhs->type, rd);
+    if (kiln__ad_has_derivative(rhs))
+        out_cts[1] = dot_cotangent(e, p, false, g, lhs, rhs->type, rd);
     return rule_status(e);
 }
 
@@ -133,8 +123,8 @@ static kiln_status bilinear_jvp(kiln__emitter *e, const kiln__ad_op *op,
                                 kiln__value *const *tangents, kiln__value **out_tangents) {
     const kiln__ir_op *o = op->op;
     if (!kiln_dtype_is_float(o->results[0]->type->dtype)) return rule_status(e);
-    kiln__value *ta = has_derivative(op->primals[0]) ? tangents[0] : NULL;
-    kiln__value *tb = has_derivative(op->primals[1]) ? tangents[1] : NULL;
+    kiln__value *ta = kiln__ad_has_derivative(op->primals[0]) ? tangents[0] : NULL;
+    kiln__value *tb = kiln__ad_has_derivative(op->primals[1]) ? tangents[1] : NULL;
     kiln__value *r = NULL;
     if (ta) r = same_op(e, o, ta, op->primals[1]);
     if (tb) r = kiln__emit_add_any(e, r, same_op(e, o, op->primals[0], tb));
@@ -142,10 +132,7 @@ static kiln_status bilinear_jvp(kiln__emitter *e, const kiln__ad_op *op,
     return rule_status(e);
 }
 
-kiln_status kiln__jvp_DOT_GENERAL(kiln__emitter *e, const kiln__ad_op *op,
-                                  kiln__value *const *tangents, kiln__value **out_tangents) {
-    return bilinear_jvp(e, op, tangents, out_tangents);
-}
+KILN__JVP_AS(DOT_GENERAL, bilinear_jvp);
 
 /* ---- convolution --------------------------------------------------------------------- */
 
@@ -211,6 +198,72 @@ static kiln__value *emit_conv(kiln__emitter *e, kiln__value *lhs, kiln__value *r
     return kiln__emit(e, KILN_OP_CONVOLUTION, &a, operands, 2);
 }
 
+/* The dimension numbers of one side of a convolution: its two roles (batch and feature of
+ * the input or the output; input and output feature of the kernel) and its spatial
+ * dimensions. The gradient convolutions give the forward sides other places. */
+typedef struct conv_side {
+    int64_t first, second;
+    kiln_dims spatial;
+} conv_side;
+
+static conv_side input_side(const kiln_conv_params *p) {
+    return (conv_side){p->input_batch_dimension, p->input_feature_dimension,
+                       p->input_spatial_dimensions};
+}
+static conv_side kernel_side(const kiln_conv_params *p) {
+    return (conv_side){p->kernel_input_feature_dimension, p->kernel_output_feature_dimension,
+                       p->kernel_spatial_dimensions};
+}
+static conv_side output_side(const kiln_conv_params *p) {
+    return (conv_side){p->output_batch_dimension, p->output_feature_dimension,
+                       p->output_spatial_dimensions};
+}
+static conv_side swapped(conv_side d) { return (conv_side){d.second, d.first, d.spatial}; }
+
+/* A convolution of S spatial dimensions with the given sides as input, kernel and output;
+ * its windows (set_window) and groups are the caller's. */
+static kiln_conv_params conv_of_sides(conv_side in, conv_side kernel, conv_side out, int32_t S) {
+    kiln_conv_params q = {0};
+    q.input_batch_dimension = in.first;
+    q.input_feature_dimension = in.second;
+    q.input_spatial_dimensions = in.spatial;
+    q.kernel_input_feature_dimension = kernel.first;
+    q.kernel_output_feature_dimension = kernel.second;
+    q.kernel_spatial_dimensions = kernel.spatial;
+    q.output_batch_dimension = out.first;
+    q.output_feature_dimension = out.second;
+    q.output_spatial_dimensions = out.spatial;
+    q.window_strides.count = q.padding_low.count = q.padding_high.count = S;
+    q.lhs_dilation.count = q.rhs_dilation.count = S;
+    return q;
+}
+
+/* The forward window along spatial dimension i: stride s, lhs dilation ld, rhs dilation
+ * rdil, low padding lo, and the input, kernel and output sizes I, K and O. */
+typedef struct conv_window {
+    int64_t s, ld, rdil, lo, I, K, O;
+} conv_window;
+
+static conv_window forward_window(const kiln_conv_params *p, int32_t i, const kiln_shape *in,
+                                  const kiln_shape *kernel, const kiln_shape *out) {
+    return (conv_window){entry(&p->window_strides, i, 1),
+                         entry(&p->lhs_dilation, i, 1),
+                         entry(&p->rhs_dilation, i, 1),
+                         entry(&p->padding_low, i, 0),
+                         in->dims[p->input_spatial_dimensions.v[i]],
+                         kernel->dims[p->kernel_spatial_dimensions.v[i]],
+                         out->dims[p->output_spatial_dimensions.v[i]]};
+}
+
+static void set_window(kiln_conv_params *q, int32_t i, int64_t stride, int64_t lhs_dilation,
+                       int64_t rhs_dilation, int64_t lo, int64_t hi) {
+    q->window_strides.v[i] = stride;
+    q->lhs_dilation.v[i] = lhs_dilation;
+    q->rhs_dilation.v[i] = rhs_dilation;
+    q->padding_low.v[i] = lo;
+    q->padding_high.v[i] = hi;
+}
+
 /* The cotangent of the convolution's input: a convolution of the cotangent g (dilated by
  * the forward strides) with the kernel reversed in space and its feature roles swapped,
  * striding by the forward lhs dilation. Per spatial dimension (input size I, kernel K,
@@ -233,30 +286,13 @@ static kiln__value *conv_input_cotangent(kiln__emitter *e, const kiln_conv_param
     ra.fn = e->fn;
     if (S > 0) w = kiln__emit(e, KILN_OP_REVERSE, &ra, &w, 1);
 
-    kiln_conv_params q = {0};
-    q.input_batch_dimension = p->output_batch_dimension;
-    q.input_feature_dimension = p->output_feature_dimension;
-    q.input_spatial_dimensions = p->output_spatial_dimensions;
-    q.kernel_input_feature_dimension = p->kernel_output_feature_dimension;
-    q.kernel_output_feature_dimension = p->kernel_input_feature_dimension;
-    q.kernel_spatial_dimensions = p->kernel_spatial_dimensions;
-    q.output_batch_dimension = p->input_batch_dimension;
-    q.output_feature_dimension = p->input_feature_dimension;
-    q.output_spatial_dimensions = p->input_spatial_dimensions;
-    q.window_strides.count = q.padding_low.count = q.padding_high.count = S;
-    q.lhs_dilation.count = q.rhs_dilation.count = S;
+    kiln_conv_params q =
+        conv_of_sides(output_side(p), swapped(kernel_side(p)), input_side(p), S);
     for (int32_t i = 0; i < S; i++) {
-        int64_t s = entry(&p->window_strides, i, 1), ld = entry(&p->lhs_dilation, i, 1);
-        int64_t rdil = entry(&p->rhs_dilation, i, 1), lo = entry(&p->padding_low, i, 0);
-        int64_t I = in_type->shape.dims[p->input_spatial_dimensions.v[i]];
-        int64_t K = ks->dims[p->kernel_spatial_dimensions.v[i]];
-        int64_t O = g->type->shape.dims[p->output_spatial_dimensions.v[i]];
-        int64_t before = dilate(K, rdil) - 1 - lo;
-        q.window_strides.v[i] = ld;
-        q.lhs_dilation.v[i] = s;
-        q.rhs_dilation.v[i] = rdil;
-        q.padding_low.v[i] = before;
-        q.padding_high.v[i] = dilate(I, ld) + dilate(K, rdil) - 1 - dilate(O, s) - before;
+        conv_window f = forward_window(p, i, &in_type->shape, ks, &g->type->shape);
+        int64_t before = dilate(f.K, f.rdil) - 1 - f.lo;
+        set_window(&q, i, f.ld, f.s, f.rdil, before,
+                   dilate(f.I, f.ld) + dilate(f.K, f.rdil) - 1 - dilate(f.O, f.s) - before);
     }
     q.feature_group_count = groups;
     q.batch_group_count = 1;
@@ -278,29 +314,12 @@ static kiln__value *conv_kernel_cotangent(kiln__emitter *e, const kiln_conv_para
     int32_t S = k_type->shape.rank - 2;
     int64_t fgc = p->feature_group_count > 0 ? p->feature_group_count : 1;
     int64_t bgc = p->batch_group_count > 0 ? p->batch_group_count : 1;
-    kiln_conv_params q = {0};
-    q.input_batch_dimension = p->input_feature_dimension;
-    q.input_feature_dimension = p->input_batch_dimension;
-    q.input_spatial_dimensions = p->input_spatial_dimensions;
-    q.kernel_input_feature_dimension = p->output_batch_dimension;
-    q.kernel_output_feature_dimension = p->output_feature_dimension;
-    q.kernel_spatial_dimensions = p->output_spatial_dimensions;
-    q.output_batch_dimension = p->kernel_input_feature_dimension;
-    q.output_feature_dimension = p->kernel_output_feature_dimension;
-    q.output_spatial_dimensions = p->kernel_spatial_dimensions;
-    q.window_strides.count = q.padding_low.count = q.padding_high.count = S;
-    q.lhs_dilation.count = q.rhs_dilation.count = S;
+    kiln_conv_params q =
+        conv_of_sides(swapped(input_side(p)), output_side(p), kernel_side(p), S);
     for (int32_t i = 0; i < S; i++) {
-        int64_t s = entry(&p->window_strides, i, 1), ld = entry(&p->lhs_dilation, i, 1);
-        int64_t rdil = entry(&p->rhs_dilation, i, 1), lo = entry(&p->padding_low, i, 0);
-        int64_t I = input->type->shape.dims[p->input_spatial_dimensions.v[i]];
-        int64_t K = k_type->shape.dims[p->kernel_spatial_dimensions.v[i]];
-        int64_t O = g->type->shape.dims[p->output_spatial_dimensions.v[i]];
-        q.window_strides.v[i] = rdil;
-        q.lhs_dilation.v[i] = ld;
-        q.rhs_dilation.v[i] = s;
-        q.padding_low.v[i] = lo;
-        q.padding_high.v[i] = dilate(O, s) - dilate(I, ld) + dilate(K, rdil) - lo - 1;
+        conv_window f = forward_window(p, i, &input->type->shape, &k_type->shape, &g->type->shape);
+        set_window(&q, i, f.rdil, f.ld, f.s, f.lo,
+                   dilate(f.O, f.s) - dilate(f.I, f.ld) + dilate(f.K, f.rdil) - f.lo - 1);
     }
     q.feature_group_count = bgc;
     q.batch_group_count = fgc;
@@ -316,17 +335,15 @@ kiln_status kiln__vjp_CONVOLUTION(kiln__emitter *e, const kiln__ad_op *op, kiln_
     if (!g || !kiln_dtype_is_float(rd)) return rule_status(e);
     const kiln_conv_params *p = &o->attrs->u.conv;
     kiln__value *in = op->primals[0], *kernel = op->primals[1];
-    bool empty = is_empty(g->type) || is_empty(in->type) || is_empty(kernel->type);
-    if (has_derivative(in))
+    bool empty = kiln__ad_is_empty(g->type) || kiln__ad_is_empty(in->type) ||
+                 kiln__ad_is_empty(kernel->type);
+    if (kiln__ad_has_derivative(in))
         out_cts[0] = empty ? kiln__emit_zeros(e, in->type)
                            : conv_input_cotangent(e, p, g, kernel, in->type, rd);
-    if (has_derivative(kernel))
+    if (kiln__ad_has_derivative(kernel))
         out_cts[1] = empty ? kiln__emit_zeros(e, kernel->type)
                            : conv_kernel_cotangent(e, p, g, in, kernel->type, rd);
     return rule_status(e);
 }
 
-kiln_status kiln__jvp_CONVOLUTION(kiln__emitter *e, const kiln__ad_op *op,
-                                  kiln__value *const *tangents, kiln__value **out_tangents) {
-    return bilinear_jvp(e, op, tangents, out_tangents);
-}
+KILN__JVP_AS(CONVOLUTION, bilinear_jvp);

@@ -57,10 +57,7 @@ kiln_status kiln__vjp_BROADCAST_IN_DIM(kiln__emitter *e, const kiln__ad_op *op,
     out_cts[0] = kiln__emit_reshape(e, s, &in->shape);
     return kiln_ctx_status(e->cx);
 }
-kiln_status kiln__jvp_BROADCAST_IN_DIM(kiln__emitter *e, const kiln__ad_op *op,
-                                       kiln__value *const *tangents, kiln__value **out_tangents) {
-    return same_op_jvp(e, op, tangents, out_tangents);
-}
+KILN__JVP_AS(BROADCAST_IN_DIM, same_op_jvp);
 
 kiln_status kiln__vjp_RESHAPE(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts,
                               kiln__value **out_cts) {
@@ -68,10 +65,7 @@ kiln_status kiln__vjp_RESHAPE(kiln__emitter *e, const kiln__ad_op *op, kiln__val
     out_cts[0] = kiln__emit_reshape(e, cts[0], &op->op->operands[0]->type->shape);
     return kiln_ctx_status(e->cx);
 }
-kiln_status kiln__jvp_RESHAPE(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *tangents,
-                              kiln__value **out_tangents) {
-    return same_op_jvp(e, op, tangents, out_tangents);
-}
+KILN__JVP_AS(RESHAPE, same_op_jvp);
 
 kiln_status kiln__vjp_TRANSPOSE(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts,
                                 kiln__value **out_cts) {
@@ -83,10 +77,7 @@ kiln_status kiln__vjp_TRANSPOSE(kiln__emitter *e, const kiln__ad_op *op, kiln__v
     out_cts[0] = kiln__emit_transpose(e, cts[0], &inv);
     return kiln_ctx_status(e->cx);
 }
-kiln_status kiln__jvp_TRANSPOSE(kiln__emitter *e, const kiln__ad_op *op,
-                                kiln__value *const *tangents, kiln__value **out_tangents) {
-    return same_op_jvp(e, op, tangents, out_tangents);
-}
+KILN__JVP_AS(TRANSPOSE, same_op_jvp);
 
 kiln_status kiln__vjp_REVERSE(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts,
                               kiln__value **out_cts) {
@@ -94,10 +85,7 @@ kiln_status kiln__vjp_REVERSE(kiln__emitter *e, const kiln__ad_op *op, kiln__val
     out_cts[0] = kiln__emit(e, KILN_OP_REVERSE, op->op->attrs, cts, 1);
     return kiln_ctx_status(e->cx);
 }
-kiln_status kiln__jvp_REVERSE(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *tangents,
-                              kiln__value **out_tangents) {
-    return same_op_jvp(e, op, tangents, out_tangents);
-}
+KILN__JVP_AS(REVERSE, same_op_jvp);
 
 /* slice: the cotangent lands where the elements came from (a pad with zeros, the stride
  * becoming interior padding). */
@@ -121,10 +109,7 @@ kiln_status kiln__vjp_SLICE(kiln__emitter *e, const kiln__ad_op *op, kiln__value
     out_cts[0] = kiln__emit_pad(e, cts[0], zero, &lo, &hi, &interior);
     return kiln_ctx_status(e->cx);
 }
-kiln_status kiln__jvp_SLICE(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *tangents,
-                            kiln__value **out_tangents) {
-    return same_op_jvp(e, op, tangents, out_tangents);
-}
+KILN__JVP_AS(SLICE, same_op_jvp);
 
 /* pad: the operand's cotangent is the unpadded, de-interleaved cotangent (JAX's
  * transpose: a negative pad, then a strided slice); the padding value's is the sum of the

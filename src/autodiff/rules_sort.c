@@ -112,17 +112,19 @@ static void batched_dims(int32_t rank, int32_t dim, kiln_dims *batch, kiln_dims 
     *along = (kiln_dims){.count = 1, .v = {dim}};
 }
 
-static bool has_derivative(const kiln__value *v) {
-    return v && kiln_dtype_is_float(v->type->dtype);
+/* The sort's permutation when a derivative flows through it (ds: the operands' cotangents
+ * or tangents), else NULL. */
+static kiln__value *permutation_if_flowing(kiln__emitter *e, const kiln__ad_op *op,
+                                           kiln__value *const *ds) {
+    bool any = false;
+    for (int32_t i = 0; i < op->n_primals; i++)
+        any |= ds[i] && kiln__ad_has_derivative(op->primals[i]);
+    return any ? sort_permutation(e, op) : NULL;
 }
 
 kiln_status kiln__vjp_SORT(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts,
                            kiln__value **out_cts) {
-    bool any = false;
-    for (int32_t i = 0; i < op->n_primals; i++)
-        any |= cts[i] && has_derivative(op->primals[i]);
-    if (!any) return kiln_ctx_status(e->cx);
-    kiln__value *perm = sort_permutation(e, op);
+    kiln__value *perm = permutation_if_flowing(e, op, cts);
     if (!perm) return kiln_ctx_status(e->cx);
     int32_t rank = perm->type->shape.rank;
     kiln__attrs a = {.fn = e->fn, .n_results = 1, .n_regions = 1};
@@ -134,7 +136,7 @@ kiln_status kiln__vjp_SORT(kiln__emitter *e, const kiln__ad_op *op, kiln__value 
     p->unique_indices = true;
     a.region[0] = kiln_region_add();
     for (int32_t i = 0; i < op->n_primals; i++) {
-        if (!cts[i] || !has_derivative(op->primals[i])) continue;
+        if (!cts[i] || !kiln__ad_has_derivative(op->primals[i])) continue;
         kiln__value *operands[3] = {kiln__emit_zeros(e, op->primals[i]->type), perm, cts[i]};
         if (!operands[0]) break;
         out_cts[i] = kiln__emit(e, KILN_OP_SCATTER, &a, operands, 3);
@@ -144,11 +146,7 @@ kiln_status kiln__vjp_SORT(kiln__emitter *e, const kiln__ad_op *op, kiln__value 
 
 kiln_status kiln__jvp_SORT(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *tangents,
                            kiln__value **out_tangents) {
-    bool any = false;
-    for (int32_t i = 0; i < op->n_primals; i++)
-        any |= tangents[i] && has_derivative(op->primals[i]);
-    if (!any) return kiln_ctx_status(e->cx);
-    kiln__value *perm = sort_permutation(e, op);
+    kiln__value *perm = permutation_if_flowing(e, op, tangents);
     if (!perm) return kiln_ctx_status(e->cx);
     int32_t rank = perm->type->shape.rank;
     kiln__attrs a = {.fn = e->fn};
@@ -161,7 +159,7 @@ kiln_status kiln__jvp_SORT(kiln__emitter *e, const kiln__ad_op *op, kiln__value 
     for (int32_t d = 0; d < rank; d++)
         p->slice_sizes.v[d] = 1;
     for (int32_t i = 0; i < op->n_primals; i++) {
-        if (!tangents[i] || !has_derivative(op->primals[i])) continue;
+        if (!tangents[i] || !kiln__ad_has_derivative(op->primals[i])) continue;
         kiln__value *operands[2] = {tangents[i], perm};
         out_tangents[i] = kiln__emit(e, KILN_OP_GATHER, &a, operands, 2);
     }

@@ -22,14 +22,6 @@
 extern const char kiln__rules_window_linked;
 const char kiln__rules_window_linked = 1;
 
-static bool has_derivative(const kiln__value *v) { return v && kiln_dtype_is_float(v->type->dtype); }
-
-static bool is_empty(const kiln__type *t) {
-    for (int32_t d = 0; d < t->shape.rank; d++)
-        if (t->shape.dims[d] == 0) return true;
-    return false;
-}
-
 static int64_t entry(const kiln_dims *d, int32_t i, int64_t dflt) {
     return i < d->count ? d->v[i] : dflt;
 }
@@ -75,14 +67,7 @@ static reducer reducer_of(const kiln__ir_op *o, int32_t region) {
     if (r == kiln_region_maximum()) return REDUCE_MAX;
     if (r == kiln_region_minimum()) return REDUCE_MIN;
     const kiln__block *b = region < o->n_regions ? o->regions[region] : NULL;
-    if (!b || b->n_args != 2 || b->n_results != 1) return REDUCE_OTHER;
-    const kiln__ir_op *x = b->first;
-    if (!x || x != b->last || x->n_operands != 2 || x->results[0] != b->results[0])
-        return REDUCE_OTHER;
-    if (!((x->operands[0] == b->args[0] && x->operands[1] == b->args[1]) ||
-          (x->operands[0] == b->args[1] && x->operands[1] == b->args[0])))
-        return REDUCE_OTHER;
-    switch (x->kind) {
+    switch (kiln__ad_lone_binary_op(b)) {
     case KILN_OP_ADD: return REDUCE_ADD;
     case KILN_OP_MAXIMUM: return REDUCE_MAX;
     case KILN_OP_MINIMUM: return REDUCE_MIN;
@@ -154,7 +139,7 @@ static kiln_status window_unsupported(kiln__emitter *e, const kiln__ad_op *op, c
 static kiln__value *window_sum_transpose(kiln__emitter *e, kiln__value *g, const kiln__type *x_type,
                                          const kiln_window_params *w) {
     int32_t rank = x_type->shape.rank;
-    if (is_empty(x_type) || is_empty(g->type)) return kiln__emit_zeros(e, x_type);
+    if (kiln__ad_is_empty(x_type) || kiln__ad_is_empty(g->type)) return kiln__emit_zeros(e, x_type);
     kiln_dims low = {.count = rank}, high = {.count = rank}, interior = {.count = rank};
     kiln_window_params t = {0};
     t.window_dimensions = w->window_dimensions;
@@ -225,7 +210,7 @@ static void window_extreme_vjp_plain(kiln__emitter *e, const kiln__ad_op *op, ki
     out_cts[0] = emit_select_and_scatter(
         e, x, g_elems, kiln__emit_scalar(e, x->type->dtype, 0.0), w,
         is_max ? kiln_region_greater_equal() : kiln_region_less_equal(), kiln_region_add());
-    if (has_derivative(init)) {
+    if (kiln__ad_has_derivative(init)) {
         kiln_dims all = all_dims(g->type->shape.rank);
         out_cts[1] = kiln__emit_reduce_sum(e, kiln__emit_select(e, from_init, g, zeros), &all);
     }
@@ -265,7 +250,7 @@ static void window_extreme_vjp_general(kiln__emitter *e, const kiln__ad_op *op, 
     if (operands[0] && operands[1] && operands[2])
         dx = kiln__emit(e, KILN_OP_SCATTER, &sa, operands, 3);
     out_cts[0] = kiln__emit_reshape(e, dx, &x->type->shape);
-    if (has_derivative(init)) {
+    if (kiln__ad_has_derivative(init)) {
         kiln_dims all = all_dims(g->type->shape.rank);
         kiln__value *from_init = kiln__emit_compare(e, KILN_CMP_EQ, sel, none);
         out_cts[1] = kiln__emit_reduce_sum(
@@ -278,16 +263,16 @@ kiln_status kiln__vjp_REDUCE_WINDOW(kiln__emitter *e, const kiln__ad_op *op,
     const kiln__ir_op *o = op->op;
     if (o->n_results != 1) return window_unsupported(e, op, "vjp");
     kiln__value *x = op->primals[0], *init = op->primals[1], *g = cts[0];
-    if (!g || !has_derivative(x)) return kiln_ctx_status(e->cx);
+    if (!g || !kiln__ad_has_derivative(x)) return kiln_ctx_status(e->cx);
     reducer r = reducer_of(o, 0);
     kiln_window_params w = full_window(&o->attrs->u.window, x->type->shape.rank);
     if (r == REDUCE_ADD) {
         out_cts[0] = window_sum_transpose(e, g, x->type, &w);
-        if (has_derivative(init)) out_cts[1] = window_sum_init_cotangent(e, g, x, &w);
+        if (kiln__ad_has_derivative(init)) out_cts[1] = window_sum_init_cotangent(e, g, x, &w);
     } else if (r == REDUCE_MAX || r == REDUCE_MIN) {
-        if (is_empty(g->type) || is_empty(x->type)) {
+        if (kiln__ad_is_empty(g->type) || kiln__ad_is_empty(x->type)) {
             out_cts[0] = kiln__emit_zeros(e, x->type);
-            if (has_derivative(init)) out_cts[1] = kiln__emit_zeros(e, init->type);
+            if (kiln__ad_has_derivative(init)) out_cts[1] = kiln__emit_zeros(e, init->type);
         } else if (has_dilations(&w)) {
             window_extreme_vjp_general(e, op, g, &w, r == REDUCE_MAX, out_cts);
         } else {
@@ -335,14 +320,15 @@ kiln_status kiln__jvp_REDUCE_WINDOW(kiln__emitter *e, const kiln__ad_op *op,
     const kiln__ir_op *o = op->op;
     if (o->n_results != 1) return window_unsupported(e, op, "jvp");
     kiln__value *x = op->primals[0], *init = op->primals[1];
-    if (!has_derivative(x) || (!tangents[0] && !tangents[1])) return kiln_ctx_status(e->cx);
+    if (!kiln__ad_has_derivative(x) || (!tangents[0] && !tangents[1]))
+        return kiln_ctx_status(e->cx);
     reducer r = reducer_of(o, 0);
     kiln_window_params w = full_window(&o->attrs->u.window, x->type->shape.rank);
     kiln__value *tx = or_zeros(e, tangents[0], x), *ti = or_zeros(e, tangents[1], init);
     if (r == REDUCE_ADD)
         out_tangents[0] = emit_reduce_window(e, tx, ti, &w, kiln_region_add());
     else if ((r == REDUCE_MAX || r == REDUCE_MIN) && !has_dilations(&w) && disjoint_windows(&w) &&
-             !is_empty(x->type) && !is_empty(op->outs[0]->type))
+             !kiln__ad_is_empty(x->type) && !kiln__ad_is_empty(op->outs[0]->type))
         out_tangents[0] = window_extreme_jvp_disjoint(e, op, tx, ti, &w, r == REDUCE_MAX);
     else if (r == REDUCE_MAX || r == REDUCE_MIN)
         out_tangents[0] = reduce_window_pairs(e, x, tx, init, ti, &w,
@@ -401,11 +387,11 @@ kiln_status kiln__vjp_SELECT_AND_SCATTER(kiln__emitter *e, const kiln__ad_op *op
                                          kiln__value *const *cts, kiln__value **out_cts) {
     const kiln__ir_op *o = op->op;
     kiln__value *x = op->primals[0], *source = op->primals[1], *g = cts[0];
-    if (!g || !has_derivative(source)) return kiln_ctx_status(e->cx);
+    if (!g || !kiln__ad_has_derivative(source)) return kiln_ctx_status(e->cx);
     kiln_compare_direction dir = select_direction(o);
     if (dir == KILN_CMP_NE || reducer_of(o, 1) != REDUCE_ADD) return sas_unsupported(e, "vjp");
     kiln_window_params w = full_window(&o->attrs->u.window, x->type->shape.rank);
-    if (is_empty(source->type) || is_empty(x->type)) {
+    if (kiln__ad_is_empty(source->type) || kiln__ad_is_empty(x->type)) {
         out_cts[1] = kiln__emit_zeros(e, source->type);
     } else if (disjoint_windows(&w)) {
         /* Every element lies in one window at most: mark the selected ones with the op
@@ -432,7 +418,8 @@ kiln_status kiln__jvp_SELECT_AND_SCATTER(kiln__emitter *e, const kiln__ad_op *op
                                          kiln__value *const *tangents, kiln__value **out_tangents) {
     const kiln__ir_op *o = op->op;
     kiln__value *source = op->primals[1], *init = op->primals[2];
-    if (!has_derivative(source) || (!tangents[1] && !tangents[2])) return kiln_ctx_status(e->cx);
+    if (!kiln__ad_has_derivative(source) || (!tangents[1] && !tangents[2]))
+        return kiln_ctx_status(e->cx);
     kiln_compare_direction dir = select_direction(o);
     if (dir == KILN_CMP_NE || reducer_of(o, 1) != REDUCE_ADD) return sas_unsupported(e, "jvp");
     out_tangents[0] = emit_select_and_scatter(e, op->primals[0], or_zeros(e, tangents[1], source),

@@ -42,6 +42,20 @@ kiln_status kiln__ad_add_args(kiln__ad *ad, kiln__vmap *map, const kiln__value *
     return KILN_OK;
 }
 
+kiln_status kiln__ad_start(kiln__ad *ad, kiln_ctx *cx, const char *fn, const kiln__func *f,
+                           const kiln__value *const *extra, int32_t n_extra, kiln_module *dst,
+                           const kiln__ad_hooks *hooks, bool reverse, kiln__func **g) {
+    *g = kiln__module_add_func(dst, f->name ? f->name : "main", true);
+    if (!*g) return kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "%s: out of memory", fn);
+    kiln__ad_init(ad, cx, fn, dst, (*g)->body, hooks);
+    ad->reverse = reverse;
+    const kiln__block *body = f->body;
+    kiln_status s = kiln__ad_add_args(ad, &ad->primal, (const kiln__value *const *)body->args,
+                                      body->n_args, NULL);
+    if (s == KILN_OK) s = kiln__ad_add_args(ad, &ad->primal, extra, n_extra, NULL);
+    return s;
+}
+
 kiln__value **kiln__ad_results(kiln__ad *ad, const kiln__block *body, size_t n) {
     kiln__value **res =
         kiln__arena_alloc(&ad->e.m->arena, (n ? n : 1) * sizeof *res, _Alignof(void *));

@@ -40,6 +40,13 @@ void kiln__ad_fini(kiln__ad *ad);
 
 /* The steps both whole-function transforms share. Each returns or records the first error
  * in ad->e.cx ("<fn>: out of memory" where allocation fails). */
+/* The head: a new public function *g of dst named like f, the transform (reverse mode or
+ * not) emitting into its body, and f's arguments, then the n_extra values `extra`, mapped
+ * to new arguments of *g as primals. *g is NULL (the error recorded and returned) when it
+ * could not be made; else the status is the mapping's, for kiln__ad_finish. */
+kiln_status kiln__ad_start(kiln__ad *ad, kiln_ctx *cx, const char *fn, const kiln__func *f,
+                           const kiln__value *const *extra, int32_t n_extra, kiln_module *dst,
+                           const kiln__ad_hooks *hooks, bool reverse, kiln__func **g);
 /* Adds to ad->e.block an argument of src[i]'s type for each i < n with which[i] (all when
  * which is NULL), in order, and maps src[i] to it in *map. */
 kiln_status kiln__ad_add_args(kiln__ad *ad, kiln__vmap *map, const kiln__value *const *src,

@@ -97,17 +97,13 @@ kiln_status kiln__vjp_func(kiln_ctx *cx, const char *fn, const kiln__func *f,
                            kiln__func **out) {
     *out = NULL;
     const kiln__block *body = f->body;
-    kiln__func *g = kiln__module_add_func(dst, f->name ? f->name : "main", true);
-    if (!g) return kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "%s: out of memory", fn);
     kiln__ad ad;
-    kiln__ad_init(&ad, cx, fn, dst, g->body, hooks);
-    ad.reverse = true;
+    kiln__func *g;
+    kiln_status s = kiln__ad_start(&ad, cx, fn, f, extra, n_extra, dst, hooks, true, &g);
+    if (!g) return s;
     int32_t n_wrt = 0;
     for (int32_t i = 0; i < body->n_args; i++)
         n_wrt += wrt[i];
-    kiln_status s = kiln__ad_add_args(&ad, &ad.primal, (const kiln__value *const *)body->args,
-                                      body->n_args, NULL);
-    if (s == KILN_OK) s = kiln__ad_add_args(&ad, &ad.primal, extra, n_extra, NULL);
     if (s == KILN_OK) s = kiln__ad_forward(&ad, body);
     for (int32_t j = 0; j < body->n_results && s == KILN_OK; j++) {
         if (!seed[j]) continue;

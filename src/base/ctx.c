@@ -199,6 +199,18 @@ kiln_status kiln__null_argument(kiln_ctx *cx, const char *fn, const char *arg) {
     return KILN_INVALID_ARGUMENT;
 }
 
+void *kiln__null_argument_ptr(kiln_ctx *cx, const char *fn, const char *arg) {
+    kiln__null_argument(cx, fn, arg);
+    return NULL;
+}
+
+kiln_status kiln__struct_too_small(kiln_ctx *cx, const char *fn, const char *what, size_t size,
+                                   size_t expected, const char *defaults) {
+    return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                              "%s: %s->struct_size is %zu; expected %zu (use %s)", fn, what, size,
+                              expected, defaults);
+}
+
 const kiln_allocator *kiln_ctx_allocator(const kiln_ctx *cx) {
     return cx ? &cx->allocator : kiln_allocator_default();
 }

@@ -71,5 +71,12 @@ struct kiln_ctx {
 /* Records INVALID_ARGUMENT "<fn>: <arg> is NULL" unless an error is already recorded,
  * so that a NULL produced by an earlier failed call does not hide its cause. */
 kiln_status kiln__null_argument(kiln_ctx *cx, const char *fn, const char *arg);
+/* The same for functions that return a pointer: records it and returns NULL. */
+void *kiln__null_argument_ptr(kiln_ctx *cx, const char *fn, const char *arg);
+/* A caller's versioned options struct older (smaller) than this build's: records and
+ * returns INVALID_ARGUMENT "<fn>: <what>->struct_size is <size>; expected <expected> (use
+ * <defaults>)", `defaults` naming the function that fills a current one. */
+kiln_status kiln__struct_too_small(kiln_ctx *cx, const char *fn, const char *what, size_t size,
+                                   size_t expected, const char *defaults);
 
 #endif

@@ -40,8 +40,13 @@ typedef struct kiln__batch_op {
 
 /* Emits the batched op: out[j] (the value of result j) and out_batched[j] (prefilled with
  * false; set for a batched result). */
-typedef kiln_status (*kiln__batch_rule)(kiln__batch *b, const kiln__batch_op *op, kiln__value **out,
-                                        bool *out_batched);
+typedef kiln_status kiln__batch_fn(kiln__batch *b, const kiln__batch_op *op, kiln__value **out,
+                                   bool *out_batched);
+typedef kiln__batch_fn *kiln__batch_rule;
+
+/* Makes RULE (a function of this file, with the rule's signature) the rule of op NAME when
+ * several ops share one: an alias, so NAME keeps its own symbol in the table. */
+#define KILN__BATCH_AS(NAME, RULE) kiln__batch_fn kiln__batch_##NAME __attribute__((alias(#RULE)))
 
 #define KILN_OP(name, text, nin, nout, flags)                                                   \
     kiln_status kiln__batch_##name(kiln__batch *b, const kiln__batch_op *op, kiln__value **out, \

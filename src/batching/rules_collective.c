@@ -69,27 +69,12 @@ static kiln_status rooted(kiln__batch *b, const kiln__batch_op *op, kiln__value 
     return per_operand(b, op, op->n_in - (dyn ? 1 : 0), out, out_batched);
 }
 
-kiln_status kiln__batch_COLLECTIVE_BROADCAST(kiln__batch *b, const kiln__batch_op *op,
-                                             kiln__value **out, bool *out_batched) {
-    return rooted(b, op, out, out_batched);
-}
+KILN__BATCH_AS(COLLECTIVE_BROADCAST, rooted);
 
-kiln_status kiln__batch_COLLECTIVE_REDUCE(kiln__batch *b, const kiln__batch_op *op,
-                                          kiln__value **out, bool *out_batched) {
-    return rooted(b, op, out, out_batched);
-}
+KILN__BATCH_AS(COLLECTIVE_REDUCE, rooted);
 
-kiln_status kiln__batch_ALL_GATHER(kiln__batch *b, const kiln__batch_op *op, kiln__value **out,
-                                   bool *out_batched) {
-    return all_batched(b, op, out, out_batched);
-}
+KILN__BATCH_AS(ALL_GATHER, all_batched);
 
-kiln_status kiln__batch_REDUCE_SCATTER(kiln__batch *b, const kiln__batch_op *op, kiln__value **out,
-                                       bool *out_batched) {
-    return all_batched(b, op, out, out_batched);
-}
+KILN__BATCH_AS(REDUCE_SCATTER, all_batched);
 
-kiln_status kiln__batch_ALL_TO_ALL(kiln__batch *b, const kiln__batch_op *op, kiln__value **out,
-                                   bool *out_batched) {
-    return all_batched(b, op, out, out_batched);
-}
+KILN__BATCH_AS(ALL_TO_ALL, all_batched);

@@ -201,15 +201,9 @@ static kiln_status branches(kiln__batch *b, const kiln__batch_op *op, kiln__valu
     return kiln_ctx_status(b->e.cx);
 }
 
-kiln_status kiln__batch_IF(kiln__batch *b, const kiln__batch_op *op, kiln__value **out,
-                           bool *out_batched) {
-    return branches(b, op, out, out_batched);
-}
+KILN__BATCH_AS(IF, branches);
 
-kiln_status kiln__batch_CASE(kiln__batch *b, const kiln__batch_op *op, kiln__value **out,
-                             bool *out_batched) {
-    return branches(b, op, out, out_batched);
-}
+KILN__BATCH_AS(CASE, branches);
 
 /* A call is inlined; one with a custom derivative runs per example instead, so that the
  * derivative stays its own. */

@@ -29,11 +29,7 @@ static kiln_status elementwise(kiln__batch *b, const kiln__batch_op *v, kiln__va
     return kiln_ctx_status(b->e.cx);
 }
 
-#define ELEMENTWISE(NAME)                                                                       \
-    kiln_status kiln__batch_##NAME(kiln__batch *b, const kiln__batch_op *op, kiln__value **out, \
-                                   bool *out_batched) {                                         \
-        return elementwise(b, op, out, out_batched);                                            \
-    }
+#define ELEMENTWISE(NAME) KILN__BATCH_AS(NAME, elementwise);
 
 ELEMENTWISE(ABS)
 ELEMENTWISE(NEGATE)

@@ -395,10 +395,8 @@ kiln_status kiln_scan(kiln_ctx *cx, const kiln_region *body, kiln_tensor *const 
     kiln_scan_options o = kiln_scan_options_default();
     if (options) {
         if (options->struct_size < sizeof o)
-            return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
-                                      "%s: options->struct_size is %zu; expected %zu (use "
-                                      "kiln_scan_options_default)",
-                                      fn, options->struct_size, sizeof o);
+            return kiln__struct_too_small(cx, fn, "options", options->struct_size, sizeof o,
+                                          "kiln_scan_options_default");
         o = *options;
     }
     if (o.unroll < 1)
@@ -568,10 +566,7 @@ kiln_tensor *kiln_constant(kiln_ctx *cx, kiln_dtype dtype, kiln_shape shape, con
                            need);
         return NULL;
     }
-    if (!data && need > 0) {
-        kiln__null_argument(cx, fn, "data");
-        return NULL;
-    }
+    if (!data && need > 0) return kiln__null_argument_ptr(cx, fn, "data");
     /* The value: the caller's memory itself when aligned (the op copies it once). */
     kiln_tensor *value =
         (uintptr_t)data % kiln_dtype_size(dtype) == 0
@@ -606,12 +601,8 @@ kiln_tensor *kiln_where(kiln_ctx *cx, kiln_tensor *pred, kiln_tensor *a, kiln_te
     if (!cx) return NULL;
     kiln_tensor *operands[3] = {pred, a, b};
     static const char *const names[3] = {"pred", "a", "b"};
-    for (int i = 0; i < 3; i++) {
-        if (!operands[i]) {
-            kiln__null_argument(cx, fn, names[i]);
-            return NULL;
-        }
-    }
+    for (int i = 0; i < 3; i++)
+        if (!operands[i]) return kiln__null_argument_ptr(cx, fn, names[i]);
     if (kiln_tensor_dtype(pred) != KILN_BOOL) {
         /* numpy reads the condition as truthiness: non-zero is true (convert to i1). */
         kiln__attrs c = {.fn = fn};

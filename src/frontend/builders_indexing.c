@@ -13,10 +13,7 @@ kiln_tensor *kiln_gather(kiln_ctx *cx, kiln_tensor *operand, kiln_tensor *indice
                          const kiln_gather_params *params) {
     static const char fn[] = "kiln_gather";
     if (!cx) return NULL;
-    if (!params) {
-        kiln__null_argument(cx, fn, "params");
-        return NULL;
-    }
+    if (!params) return kiln__null_argument_ptr(cx, fn, "params");
     kiln__attrs a = {.fn = fn};
     a.u.gather = *params;
     kiln_tensor *operands[2] = {operand, indices};
@@ -151,14 +148,8 @@ static kiln_tensor *take_in_scope(kiln_ctx *cx, const char *fn, kiln_tensor *x,
 kiln_tensor *kiln_take(kiln_ctx *cx, kiln_tensor *x, kiln_tensor *indices, int64_t axis) {
     static const char fn[] = "kiln_take";
     if (!cx) return NULL;
-    if (!x) {
-        kiln__null_argument(cx, fn, "x");
-        return NULL;
-    }
-    if (!indices) {
-        kiln__null_argument(cx, fn, "indices");
-        return NULL;
-    }
+    if (!x) return kiln__null_argument_ptr(cx, fn, "x");
+    if (!indices) return kiln__null_argument_ptr(cx, fn, "indices");
     int32_t r = kiln_tensor_rank(x), q = kiln_tensor_rank(indices);
     if (r == 0) {
         kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT, "%s: x is a scalar; expected rank 1 or more",
@@ -215,10 +206,7 @@ static kiln_tensor *one_hot_in_scope(kiln_ctx *cx, kiln_tensor *indices, int64_t
 kiln_tensor *kiln_one_hot(kiln_ctx *cx, kiln_tensor *indices, int64_t depth, kiln_dtype dtype) {
     static const char fn[] = "kiln_one_hot";
     if (!cx) return NULL;
-    if (!indices) {
-        kiln__null_argument(cx, fn, "indices");
-        return NULL;
-    }
+    if (!indices) return kiln__null_argument_ptr(cx, fn, "indices");
     kiln_dtype it = kiln_tensor_dtype(indices);
     if (!kiln_dtype_is_integer(it)) {
         kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,

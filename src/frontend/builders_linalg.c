@@ -19,10 +19,7 @@ kiln_tensor *kiln_dot_general(kiln_ctx *cx, kiln_tensor *lhs, kiln_tensor *rhs,
                               const kiln_dot_params *params, kiln_dtype result_dtype) {
     static const char fn[] = "kiln_dot_general";
     if (!cx) return NULL;
-    if (!params) {
-        kiln__null_argument(cx, fn, "params");
-        return NULL;
-    }
+    if (!params) return kiln__null_argument_ptr(cx, fn, "params");
     kiln__attrs attrs = {.fn = fn};
     attrs.u.dot = *params;
     attrs.result_dtype = resolve_dtype(lhs, rhs, result_dtype);
@@ -71,10 +68,7 @@ kiln_tensor *kiln_convolution(kiln_ctx *cx, kiln_tensor *lhs, kiln_tensor *rhs,
                               const kiln_conv_params *params, kiln_dtype result_dtype) {
     static const char fn[] = "kiln_convolution";
     if (!cx) return NULL;
-    if (!params) {
-        kiln__null_argument(cx, fn, "params");
-        return NULL;
-    }
+    if (!params) return kiln__null_argument_ptr(cx, fn, "params");
     kiln__attrs attrs = {.fn = fn};
     kiln_conv_params *p = &attrs.u.conv;
     *p = *params;
@@ -107,10 +101,7 @@ static kiln_tensor *broadcast_trailing(kiln_ctx *cx, const char *fn, kiln_tensor
 kiln_tensor *kiln_matmul(kiln_ctx *cx, kiln_tensor *a, kiln_tensor *b) {
     static const char fn[] = "kiln_matmul";
     if (!cx) return NULL;
-    if (!a || !b) {
-        kiln__null_argument(cx, fn, a ? "operand 2" : "operand 1");
-        return NULL;
-    }
+    if (!a || !b) return kiln__null_argument_ptr(cx, fn, a ? "operand 2" : "operand 1");
     const kiln_shape *as = kiln_tensor_shape(a), *bs = kiln_tensor_shape(b);
     char sa[KILN__SHAPE_TEXT], sb[KILN__SHAPE_TEXT];
     if (as->rank == 0 || bs->rank == 0) {

@@ -65,13 +65,21 @@ static kiln_status run_variadic(kiln_ctx *cx, kiln_op op, kiln__attrs *attrs,
     return s;
 }
 
-kiln_status kiln_reduce(kiln_ctx *cx, kiln_tensor *const *inputs, kiln_tensor *const *inits,
-                        int32_t n, kiln_dims dims, const kiln_region *region, kiln_tensor **out) {
-    static const char fn[] = "kiln_reduce";
+/* The first checks of reduce and reduce_window: a context, and `out` (n entries, up to
+ * MAX_VARIADIC of them cleared so that an error leaves no stale results). */
+static kiln_status begin_variadic(kiln_ctx *cx, const char *fn, kiln_tensor **out, int32_t n) {
     if (!cx) return KILN_INVALID_ARGUMENT;
     if (!out) return kiln__null_argument(cx, fn, "out");
     for (int32_t i = 0; i < n && i < MAX_VARIADIC; i++)
         out[i] = NULL;
+    return KILN_OK;
+}
+
+kiln_status kiln_reduce(kiln_ctx *cx, kiln_tensor *const *inputs, kiln_tensor *const *inits,
+                        int32_t n, kiln_dims dims, const kiln_region *region, kiln_tensor **out) {
+    static const char fn[] = "kiln_reduce";
+    kiln_status s = begin_variadic(cx, fn, out, n);
+    if (s != KILN_OK) return s;
     if (!region) return kiln__null_argument(cx, fn, "region");
     kiln__attrs attrs = {.fn = fn, .n_regions = 1, .n_results = n};
     attrs.u.reduce_dims = dims;
@@ -98,10 +106,8 @@ kiln_status kiln_reduce_window(kiln_ctx *cx, kiln_tensor *const *inputs, kiln_te
                                int32_t n, const kiln_window_params *params,
                                const kiln_region *region, kiln_tensor **out) {
     static const char fn[] = "kiln_reduce_window";
-    if (!cx) return KILN_INVALID_ARGUMENT;
-    if (!out) return kiln__null_argument(cx, fn, "out");
-    for (int32_t i = 0; i < n && i < MAX_VARIADIC; i++)
-        out[i] = NULL;
+    kiln_status s = begin_variadic(cx, fn, out, n);
+    if (s != KILN_OK) return s;
     if (!params) return kiln__null_argument(cx, fn, "params");
     if (!region) return kiln__null_argument(cx, fn, "region");
     if (n >= 1 && inputs && !inputs[0]) return kiln__null_argument(cx, fn, "inputs[0]");
@@ -124,10 +130,7 @@ kiln_tensor *kiln_select_and_scatter(kiln_ctx *cx, kiln_tensor *operand, kiln_te
                           : !select  ? "select"
                           : !scatter ? "scatter"
                                      : NULL;
-    if (missing) {
-        kiln__null_argument(cx, fn, missing);
-        return NULL;
-    }
+    if (missing) return kiln__null_argument_ptr(cx, fn, missing);
     kiln__attrs attrs = {.fn = fn, .n_regions = 2};
     attrs.u.window = window_defaults(params, kiln_tensor_rank(operand));
     attrs.region[0] = select;
@@ -308,20 +311,24 @@ kiln_tensor *kiln_prod(kiln_ctx *cx, kiln_tensor *x, kiln_dims axes, bool keepdi
     return numpy_reduce(cx, "kiln_prod", x, axes, keepdims, kiln_region_multiply(), ONE);
 }
 
-kiln_tensor *kiln_max(kiln_ctx *cx, kiln_tensor *x, kiln_dims axes, bool keepdims) {
-    static const char fn[] = "kiln_max";
+/* max and min: `what` (the maximum or minimum) of no elements is an error, not the init. */
+static kiln_tensor *numpy_extreme(kiln_ctx *cx, const char *fn, kiln_tensor *x, kiln_dims axes,
+                                  bool keepdims, const char *what, const kiln_region *region,
+                                  scalar_kind init) {
     kiln_dims dims;
     if (!begin(cx, fn, x, axes, &dims)) return NULL;
-    if (!require_nonempty(cx, fn, x, &dims, "the maximum")) return NULL;
-    return numpy_reduce(cx, fn, x, axes, keepdims, kiln_region_maximum(), LOWEST);
+    if (!require_nonempty(cx, fn, x, &dims, what)) return NULL;
+    return numpy_reduce(cx, fn, x, axes, keepdims, region, init);
+}
+
+kiln_tensor *kiln_max(kiln_ctx *cx, kiln_tensor *x, kiln_dims axes, bool keepdims) {
+    return numpy_extreme(cx, "kiln_max", x, axes, keepdims, "the maximum", kiln_region_maximum(),
+                         LOWEST);
 }
 
 kiln_tensor *kiln_min(kiln_ctx *cx, kiln_tensor *x, kiln_dims axes, bool keepdims) {
-    static const char fn[] = "kiln_min";
-    kiln_dims dims;
-    if (!begin(cx, fn, x, axes, &dims)) return NULL;
-    if (!require_nonempty(cx, fn, x, &dims, "the minimum")) return NULL;
-    return numpy_reduce(cx, fn, x, axes, keepdims, kiln_region_minimum(), HIGHEST);
+    return numpy_extreme(cx, "kiln_min", x, axes, keepdims, "the minimum", kiln_region_minimum(),
+                         HIGHEST);
 }
 
 /* The f32 working copy of an f16/bf16 tensor (x itself otherwise). */

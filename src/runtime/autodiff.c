@@ -140,16 +140,6 @@ static kiln_status run_derivative(kiln_ctx *cx, const char *fn, kiln_module *dst
     return s;
 }
 
-static kiln_status check_tensors(kiln_ctx *cx, const char *fn, const char *what,
-                                 kiln_tensor *const *ts, int32_t n) {
-    if (n > 0 && !ts) return kiln__null_argument(cx, fn, what);
-    for (int32_t i = 0; i < n; i++)
-        if (!ts[i])
-            return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT, "%s: %s[%d] is NULL", fn, what,
-                                      (int)i);
-    return KILN_OK;
-}
-
 /* The reverse-mode core: f at primals, cotangents cts (n_out entries, NULL = zero), the
  * cotangents of the inputs with wrt[i] into out_cts[i] (others NULL). */
 static kiln_status vjp_core(kiln_ctx *cx, const char *fn, const kiln_region *f, int32_t n_in,
@@ -218,18 +208,13 @@ kiln_status kiln_vjp(kiln_ctx *cx, const kiln_region *f, int32_t n_in, kiln_tens
                      int32_t n_out, kiln_tensor *const *cotangents, kiln_tensor **out_results,
                      kiln_tensor **out_cotangents) {
     static const char fn[] = "kiln_vjp";
-    if (!cx) return KILN_INVALID_ARGUMENT;
-    if (kiln_ctx_status(cx) != KILN_OK) return kiln_ctx_status(cx);
-    kiln_status s;
-    if ((s = kiln__traced_fn_check_counts(cx, fn, n_in, n_out)) != KILN_OK) return s;
-    if (!out_cotangents && n_in > 0) return kiln__null_argument(cx, fn, "out_cotangents");
-    for (int32_t i = 0; i < n_in; i++)
-        out_cotangents[i] = NULL;
+    kiln_status s =
+        kiln__traced_fn_begin(cx, fn, n_in, n_out, "out_cotangents", out_cotangents, n_in);
+    if (s != KILN_OK) return s;
     if (out_results)
         for (int32_t j = 0; j < n_out; j++)
             out_results[j] = NULL;
-    if (!f || !f->fn) return kiln__null_argument(cx, fn, "f");
-    if ((s = check_tensors(cx, fn, "primals", primals, n_in)) != KILN_OK) return s;
+    if ((s = kiln__traced_fn_check_args(cx, fn, f, "primals", primals, n_in)) != KILN_OK) return s;
     if (n_out > 0 && !cotangents) return kiln__null_argument(cx, fn, "cotangents");
     bool *wrt = kiln__calloc(cx, (size_t)n_in + 1, 1, fn);
     if (!wrt) return KILN_RESOURCE_EXHAUSTED;
@@ -245,17 +230,12 @@ kiln_status kiln_jvp(kiln_ctx *cx, const kiln_region *f, int32_t n_in, kiln_tens
                      kiln_tensor *const *tangents, int32_t n_out, kiln_tensor **out_results,
                      kiln_tensor **out_tangents) {
     static const char fn[] = "kiln_jvp";
-    if (!cx) return KILN_INVALID_ARGUMENT;
-    if (kiln_ctx_status(cx) != KILN_OK) return kiln_ctx_status(cx);
-    kiln_status s;
-    if ((s = kiln__traced_fn_check_counts(cx, fn, n_in, n_out)) != KILN_OK) return s;
-    if (!out_tangents && n_out > 0) return kiln__null_argument(cx, fn, "out_tangents");
-    for (int32_t j = 0; j < n_out; j++) {
-        out_tangents[j] = NULL;
-        if (out_results) out_results[j] = NULL;
-    }
-    if (!f || !f->fn) return kiln__null_argument(cx, fn, "f");
-    if ((s = check_tensors(cx, fn, "primals", primals, n_in)) != KILN_OK) return s;
+    kiln_status s = kiln__traced_fn_begin(cx, fn, n_in, n_out, "out_tangents", out_tangents, n_out);
+    if (s != KILN_OK) return s;
+    if (out_results)
+        for (int32_t j = 0; j < n_out; j++)
+            out_results[j] = NULL;
+    if ((s = kiln__traced_fn_check_args(cx, fn, f, "primals", primals, n_in)) != KILN_OK) return s;
     if (n_in > 0 && !tangents) return kiln__null_argument(cx, fn, "tangents");
     for (int32_t i = 0; i < n_in; i++) {
         if (!tangents[i]) continue;
@@ -314,10 +294,8 @@ static kiln_status grad_options(kiln_ctx *cx, const char *fn, const kiln_grad_op
     *o = kiln_grad_options_default();
     if (!options) return KILN_OK;
     if (options->struct_size < sizeof(kiln_grad_options))
-        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
-                                  "%s: options->struct_size is %zu; expected %zu (use "
-                                  "kiln_grad_options_default)",
-                                  fn, options->struct_size, sizeof(kiln_grad_options));
+        return kiln__struct_too_small(cx, fn, "options", options->struct_size,
+                                      sizeof(kiln_grad_options), "kiln_grad_options_default");
     *o = *options;
     return KILN_OK;
 }
@@ -332,7 +310,7 @@ static kiln_status grad_common(kiln_ctx *cx, const char *fn, const kiln_region *
     if (!f || !f->fn) return kiln__null_argument(cx, fn, "f");
     kiln_status s;
     if ((s = kiln__traced_fn_check_counts(cx, fn, n_in, n_out)) != KILN_OK) return s;
-    if ((s = check_tensors(cx, fn, "args", args, n_in)) != KILN_OK) return s;
+    if ((s = kiln__traced_fn_check_tensors(cx, fn, "args", args, n_in)) != KILN_OK) return s;
     if (n_out < 1)
         return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT, "%s: n_out is %d; expected >= 1", fn,
                                   (int)n_out);
@@ -575,7 +553,7 @@ kiln_status kiln_custom_vjp_call(kiln_ctx *cx, const kiln_custom_vjp *def, kiln_
         out_results[j] = NULL;
     if (!def->fwd.fn) return kiln__null_argument(cx, fn, "def->fwd.fn");
     if (!def->bwd.fn) return kiln__null_argument(cx, fn, "def->bwd.fn");
-    kiln_status s = check_tensors(cx, fn, "args", args, def->n_in);
+    kiln_status s = kiln__traced_fn_check_tensors(cx, fn, "args", args, def->n_in);
     if (s != KILN_OK) return s;
     int32_t n_all = def->n_out + def->n_residuals;
     size_t bytes = (size_t)(n_all + 1) * sizeof(kiln_tensor *);

@@ -191,11 +191,9 @@ kiln_status kiln_compile(kiln_ctx *cx, kiln_module *m, const kiln_compile_option
     kiln_compile_options o = kiln_compile_options_default();
     if (options) {
         if (!HAS_FIELD(options, disable_fusion))
-            return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
-                                      "%s: options->struct_size is %zu; expected %zu (use "
-                                      "kiln_compile_options_default)",
-                                      compile_fn, options->struct_size,
-                                      sizeof(kiln_compile_options));
+            return kiln__struct_too_small(cx, compile_fn, "options", options->struct_size,
+                                          sizeof(kiln_compile_options),
+                                          "kiln_compile_options_default");
         memcpy(&o, options, options->struct_size < sizeof o ? options->struct_size : sizeof o);
         o.struct_size = sizeof o;
         if (!HAS_FIELD(options, backend)) o.backend = NULL;
@@ -300,10 +298,7 @@ kiln_status kiln_exe_info_get(kiln_ctx *cx, const kiln_exe *exe, kiln_exe_info *
 
 char *kiln_exe_to_string(kiln_ctx *cx, const kiln_exe *exe) {
     if (!cx) return NULL;
-    if (!exe) {
-        kiln__null_argument(cx, "kiln_exe_to_string", "exe");
-        return NULL;
-    }
+    if (!exe) return kiln__null_argument_ptr(cx, "kiln_exe_to_string", "exe");
     kiln__strbuf sb;
     kiln__strbuf_init(&sb, cx);
     if (KILN__BACKEND_HAS(exe->backend, print))

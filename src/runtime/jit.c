@@ -178,10 +178,8 @@ static kiln_status read_options(kiln_ctx *cx, const char *api, const kiln_jit_op
                                 kiln_jit_options *out) {
     /* struct_size first: a smaller struct must not be read past its end. */
     if (options && options->struct_size < sizeof(kiln_jit_options))
-        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
-                                  "%s: options->struct_size is %zu; expected %zu (use "
-                                  "kiln_jit_options_default)",
-                                  api, options->struct_size, sizeof(kiln_jit_options));
+        return kiln__struct_too_small(cx, api, "options", options->struct_size,
+                                      sizeof(kiln_jit_options), "kiln_jit_options_default");
     *out = options ? *options : kiln_jit_options_default();
     const kiln_jit_options *o = out;
     if (o->max_entries < 0 || o->max_specializations < 0)
@@ -198,10 +196,8 @@ static kiln_status read_options(kiln_ctx *cx, const char *api, const kiln_jit_op
             return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
                                       "%s: donate_paths[%d] is NULL or empty", api, (int)i);
     if (o->compile && o->compile->struct_size < sizeof(kiln_compile_options))
-        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
-                                  "%s: options->compile->struct_size is %zu; expected %zu (use "
-                                  "kiln_compile_options_default)",
-                                  api, o->compile->struct_size, sizeof(kiln_compile_options));
+        return kiln__struct_too_small(cx, api, "options->compile", o->compile->struct_size,
+                                      sizeof(kiln_compile_options), "kiln_compile_options_default");
     return KILN_OK;
 }
 

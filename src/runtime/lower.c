@@ -7,6 +7,7 @@
 #include "base/ctx_internal.h"
 #include "core/tensor_internal.h"
 #include "frontend/trace.h"
+#include "runtime/traced_fn.h"
 #include "runtime/tree_internal.h"
 
 kiln_lower_options kiln_lower_options_default(void) {
@@ -93,10 +94,8 @@ kiln_status kiln_lower(kiln_ctx *cx, const kiln_region *fn, const kiln_arg_spec 
     kiln_lower_options o = kiln_lower_options_default();
     if (options) {
         if (options->struct_size < sizeof(kiln_lower_options))
-            return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
-                                      "%s: options->struct_size is %zu; expected %zu (use "
-                                      "kiln_lower_options_default)",
-                                      name, options->struct_size, sizeof(kiln_lower_options));
+            return kiln__struct_too_small(cx, name, "options", options->struct_size,
+                                          sizeof(kiln_lower_options), "kiln_lower_options_default");
         o = *options;
     }
     if (cx->trace)
@@ -163,17 +162,8 @@ kiln_status kiln_lower(kiln_ctx *cx, const kiln_region *fn, const kiln_arg_spec 
                                            _Alignof(void *));
                 if (!values) s = KILN_RESOURCE_EXHAUSTED;
             }
-            for (int32_t r = 0; r < n_results && s == KILN_OK; r++) {
-                if (!outs[r]) {
-                    s = kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
-                                           "%s: the function stored no tensor for result %d", name,
-                                           (int)r + 1);
-                    break;
-                }
-                values[r] = kiln__trace_value_of(cx, name, outs[r]);
-                if (!values[r]) s = kiln_ctx_status(cx);
-            }
-            if (s == KILN_OK) s = kiln__block_set_results(m, body, values, n_results);
+            if (s == KILN_OK)
+                s = kiln__traced_fn_results(cx, name, m, body, outs, values, n_results);
             cx->trace = NULL;
         }
         if (in) kiln__free(cx, in, in_bytes);
@@ -219,10 +209,8 @@ kiln_status kiln_lower_tree(kiln_ctx *cx, kiln_jit_fn fn, void *user, const kiln
     kiln_lower_options o = kiln_lower_options_default();
     if (options) {
         if (options->struct_size < sizeof o)
-            return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
-                                      "%s: options->struct_size is %zu; expected %zu (use "
-                                      "kiln_lower_options_default)",
-                                      name, options->struct_size, sizeof o);
+            return kiln__struct_too_small(cx, name, "options", options->struct_size, sizeof o,
+                                          "kiln_lower_options_default");
         o = *options;
     }
     kiln__tree_call t;

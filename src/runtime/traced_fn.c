@@ -60,17 +60,7 @@ static kiln_status trace_into(kiln_ctx *cx, const char *fn, const kiln_region *f
                                        _Alignof(void *));
             if (!values) s = oom(cx, fn);
         }
-        for (int32_t r = 0; r < n_out && s == KILN_OK; r++) {
-            if (!outs[r]) {
-                s = kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
-                                       "%s: the function stored no tensor for result %d", fn,
-                                       (int)r + 1);
-                break;
-            }
-            values[r] = kiln__trace_value_of(cx, fn, outs[r]);
-            if (!values[r]) s = kiln_ctx_status(cx);
-        }
-        if (s == KILN_OK) s = kiln__block_set_results(m, body, values, n_out);
+        if (s == KILN_OK) s = kiln__traced_fn_results(cx, fn, m, body, outs, values, n_out);
         cx->trace = saved;
     }
     if (in) kiln__free(cx, in, bytes);
@@ -182,5 +172,47 @@ kiln_status kiln__traced_fn_check_counts(kiln_ctx *cx, const char *fn, int32_t n
         return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
                                   "%s: n_in %d and n_out %d must be within 0..%d", fn, (int)n_in,
                                   (int)n_out, KILN__TRACED_FN_MAX_VALUES);
+    return KILN_OK;
+}
+
+kiln_status kiln__traced_fn_results(kiln_ctx *cx, const char *fn, kiln_module *m,
+                                    kiln__block *body, kiln_tensor *const *outs,
+                                    kiln__value **values, int32_t n) {
+    for (int32_t r = 0; r < n; r++) {
+        if (!outs[r])
+            return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                      "%s: the function stored no tensor for result %d", fn,
+                                      (int)r + 1);
+        values[r] = kiln__trace_value_of(cx, fn, outs[r]);
+        if (!values[r]) return kiln_ctx_status(cx);
+    }
+    return kiln__block_set_results(m, body, values, n);
+}
+
+kiln_status kiln__traced_fn_check_tensors(kiln_ctx *cx, const char *fn, const char *what,
+                                          kiln_tensor *const *ts, int32_t n) {
+    if (n > 0 && !ts) return kiln__null_argument(cx, fn, what);
+    for (int32_t i = 0; i < n; i++)
+        if (!ts[i])
+            return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT, "%s: %s[%d] is NULL", fn, what,
+                                      (int)i);
+    return KILN_OK;
+}
+
+kiln_status kiln__traced_fn_check_args(kiln_ctx *cx, const char *fn, const kiln_region *f,
+                                       const char *what, kiln_tensor *const *args, int32_t n) {
+    if (!f || !f->fn) return kiln__null_argument(cx, fn, "f");
+    return kiln__traced_fn_check_tensors(cx, fn, what, args, n);
+}
+
+kiln_status kiln__traced_fn_begin(kiln_ctx *cx, const char *fn, int32_t n_in, int32_t n_out,
+                                  const char *out_name, kiln_tensor **out, int32_t n) {
+    if (!cx) return KILN_INVALID_ARGUMENT;
+    if (kiln_ctx_status(cx) != KILN_OK) return kiln_ctx_status(cx);
+    kiln_status s = kiln__traced_fn_check_counts(cx, fn, n_in, n_out);
+    if (s != KILN_OK) return s;
+    if (!out && n > 0) return kiln__null_argument(cx, fn, out_name);
+    for (int32_t i = 0; i < n; i++)
+        out[i] = NULL;
     return KILN_OK;
 }

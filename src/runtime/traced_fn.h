@@ -27,6 +27,23 @@ typedef struct kiln__traced_fn {
 
 /* INVALID_ARGUMENT naming fn unless 0 <= n_in, n_out <= KILN__TRACED_FN_MAX_VALUES. */
 kiln_status kiln__traced_fn_check_counts(kiln_ctx *cx, const char *fn, int32_t n_in, int32_t n_out);
+/* Sets body's results to the traced values of the function's outputs outs[0..n), through
+ * values (n entries): INVALID_ARGUMENT naming the first output it left NULL. */
+kiln_status kiln__traced_fn_results(kiln_ctx *cx, const char *fn, kiln_module *m,
+                                    kiln__block *body, kiln_tensor *const *outs,
+                                    kiln__value **values, int32_t n);
+/* The function f (a region with a callback) and its n arguments `args` (named `what` in
+ * messages), none NULL; else INVALID_ARGUMENT naming the first missing. */
+kiln_status kiln__traced_fn_check_args(kiln_ctx *cx, const char *fn, const kiln_region *f,
+                                       const char *what, kiln_tensor *const *args, int32_t n);
+/* The tensors ts[0..n) (named `what` in messages), none NULL. */
+kiln_status kiln__traced_fn_check_tensors(kiln_ctx *cx, const char *fn, const char *what,
+                                          kiln_tensor *const *ts, int32_t n);
+/* The first checks of a transform's entry point, in order: a context (else
+ * INVALID_ARGUMENT) with no error recorded, the counts (check_counts), and its output array
+ * `out` (n entries, named out_name in messages) not NULL, then cleared. */
+kiln_status kiln__traced_fn_begin(kiln_ctx *cx, const char *fn, int32_t n_in, int32_t n_out,
+                                  const char *out_name, kiln_tensor **out, int32_t n);
 
 /* Traces f (n_in arguments of the given types, n_out results) into *out: a module of its
  * own when cx is not tracing, else a block nested in the current trace. On error *out is

@@ -202,6 +202,37 @@ bool kiln__tree_walk(const kiln_tree_def *def, bool paths, kiln__tree_visit_fn v
 
 /* ---- static scalars --------------------------------------------------------------------- */
 
+/* The unsigned integer of `size` bytes (1, 2, 4, else 8) at p, in native byte order. */
+static uint64_t read_unsigned(size_t size, const void *p) {
+    if (size == 1) {
+        uint8_t v;
+        memcpy(&v, p, 1);
+        return v;
+    }
+    if (size == 2) {
+        uint16_t v;
+        memcpy(&v, p, 2);
+        return v;
+    }
+    if (size == 4) {
+        uint32_t v;
+        memcpy(&v, p, 4);
+        return v;
+    }
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+/* The bits of a signed integer of `size` bytes as its value (two's complement, as the
+ * compilers kiln supports convert). */
+static int64_t sign_extend(uint64_t bits, size_t size) {
+    if (size == 1) return (int8_t)bits;
+    if (size == 2) return (int16_t)bits;
+    if (size == 4) return (int32_t)bits;
+    return (int64_t)bits;
+}
+
 kiln_tree_static kiln__tree_static_read(kiln_tree_kind kind, size_t size, const void *p) {
     kiln_tree_static s = {.kind = kind};
     switch (kind) {
@@ -211,44 +242,8 @@ kiln_tree_static kiln__tree_static_read(kiln_tree_kind kind, size_t size, const 
         s.value.u = b ? 1 : 0;
         break;
     }
-    case KILN_TREE_STATIC_INT:
-        if (size == 1) {
-            int8_t v;
-            memcpy(&v, p, 1);
-            s.value.i = v;
-        } else if (size == 2) {
-            int16_t v;
-            memcpy(&v, p, 2);
-            s.value.i = v;
-        } else if (size == 4) {
-            int32_t v;
-            memcpy(&v, p, 4);
-            s.value.i = v;
-        } else {
-            int64_t v;
-            memcpy(&v, p, 8);
-            s.value.i = v;
-        }
-        break;
-    case KILN_TREE_STATIC_UINT:
-        if (size == 1) {
-            uint8_t v;
-            memcpy(&v, p, 1);
-            s.value.u = v;
-        } else if (size == 2) {
-            uint16_t v;
-            memcpy(&v, p, 2);
-            s.value.u = v;
-        } else if (size == 4) {
-            uint32_t v;
-            memcpy(&v, p, 4);
-            s.value.u = v;
-        } else {
-            uint64_t v;
-            memcpy(&v, p, 8);
-            s.value.u = v;
-        }
-        break;
+    case KILN_TREE_STATIC_INT: s.value.i = sign_extend(read_unsigned(size, p), size); break;
+    case KILN_TREE_STATIC_UINT: s.value.u = read_unsigned(size, p); break;
     case KILN_TREE_STATIC_FLOAT:
         if (size == sizeof(float)) {
             float v;

@@ -22,10 +22,8 @@ static kiln_status read_options(kiln_ctx *cx, const char *fn, const kiln_vmap_op
     *o = kiln_vmap_options_default();
     if (!options) return KILN_OK;
     if (options->struct_size < sizeof(kiln_vmap_options))
-        return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
-                                  "%s: options->struct_size is %zu; expected %zu (use "
-                                  "kiln_vmap_options_default)",
-                                  fn, options->struct_size, sizeof(kiln_vmap_options));
+        return kiln__struct_too_small(cx, fn, "options", options->struct_size,
+                                      sizeof(kiln_vmap_options), "kiln_vmap_options_default");
     *o = *options;
     if (!o->name) o->name = "vmap";
     if (o->axis_size < 0)
@@ -147,19 +145,9 @@ static kiln_status vmap_core(kiln_ctx *cx, const char *fn, const kiln_region *f,
 kiln_status kiln_vmap(kiln_ctx *cx, const kiln_region *f, int32_t n_in, kiln_tensor *const *args,
                       int32_t n_out, const kiln_vmap_options *options, kiln_tensor **out) {
     static const char fn[] = "kiln_vmap";
-    if (!cx) return KILN_INVALID_ARGUMENT;
-    if (kiln_ctx_status(cx) != KILN_OK) return kiln_ctx_status(cx);
-    kiln_status s;
-    if ((s = kiln__traced_fn_check_counts(cx, fn, n_in, n_out)) != KILN_OK) return s;
-    if (!out && n_out > 0) return kiln__null_argument(cx, fn, "out");
-    for (int32_t j = 0; j < n_out; j++)
-        out[j] = NULL;
-    if (!f || !f->fn) return kiln__null_argument(cx, fn, "f");
-    if (!args && n_in > 0) return kiln__null_argument(cx, fn, "args");
-    for (int32_t i = 0; i < n_in; i++)
-        if (!args[i])
-            return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT, "%s: args[%d] is NULL", fn,
-                                      (int)i);
+    kiln_status s = kiln__traced_fn_begin(cx, fn, n_in, n_out, "out", out, n_out);
+    if (s != KILN_OK) return s;
+    if ((s = kiln__traced_fn_check_args(cx, fn, f, "args", args, n_in)) != KILN_OK) return s;
     kiln_vmap_options o;
     if ((s = read_options(cx, fn, options, &o)) != KILN_OK) return s;
     size_t bytes = (size_t)(n_in + 1) * sizeof(int32_t);

@@ -175,26 +175,10 @@ KERNEL(SELECT) {
 
 /* ---- clamp -------------------------------------------------------------------------------- */
 
-/* Integer maximum/minimum on values, and i1's (OR, AND), as functions so that each argument is
- * evaluated once. */
+/* i1's maximum and minimum (OR, AND), as functions so that each argument is evaluated once;
+ * the other integers take the body's own. */
 static inline uint8_t or_u8(uint8_t a, uint8_t b) { return (uint8_t)(a | b); }
 static inline uint8_t and_u8(uint8_t a, uint8_t b) { return (uint8_t)(a & b); }
-static inline int8_t max_i8(int8_t a, int8_t b) { return a > b ? a : b; }
-static inline int8_t min_i8(int8_t a, int8_t b) { return a < b ? a : b; }
-static inline int16_t max_i16(int16_t a, int16_t b) { return a > b ? a : b; }
-static inline int16_t min_i16(int16_t a, int16_t b) { return a < b ? a : b; }
-static inline int32_t max_i32(int32_t a, int32_t b) { return a > b ? a : b; }
-static inline int32_t min_i32(int32_t a, int32_t b) { return a < b ? a : b; }
-static inline int64_t max_i64(int64_t a, int64_t b) { return a > b ? a : b; }
-static inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
-static inline uint8_t max_u8(uint8_t a, uint8_t b) { return a > b ? a : b; }
-static inline uint8_t min_u8(uint8_t a, uint8_t b) { return a < b ? a : b; }
-static inline uint16_t max_u16(uint16_t a, uint16_t b) { return a > b ? a : b; }
-static inline uint16_t min_u16(uint16_t a, uint16_t b) { return a < b ? a : b; }
-static inline uint32_t max_u32(uint32_t a, uint32_t b) { return a > b ? a : b; }
-static inline uint32_t min_u32(uint32_t a, uint32_t b) { return a < b ? a : b; }
-static inline uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
-static inline uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
 #define ID(v) (v)
 
@@ -212,8 +196,6 @@ static inline uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 #define C int8_t
 #define LOAD ID
 #define STORE ID
-#define MAX max_i8
-#define MIN min_i8
 #define FN(name) name##_i8
 #include "backends/cpu/eval/elementwise_clamp.inc"
 
@@ -221,8 +203,6 @@ static inline uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 #define C int16_t
 #define LOAD ID
 #define STORE ID
-#define MAX max_i16
-#define MIN min_i16
 #define FN(name) name##_i16
 #include "backends/cpu/eval/elementwise_clamp.inc"
 
@@ -230,8 +210,6 @@ static inline uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 #define C int32_t
 #define LOAD ID
 #define STORE ID
-#define MAX max_i32
-#define MIN min_i32
 #define FN(name) name##_i32
 #include "backends/cpu/eval/elementwise_clamp.inc"
 
@@ -239,8 +217,6 @@ static inline uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 #define C int64_t
 #define LOAD ID
 #define STORE ID
-#define MAX max_i64
-#define MIN min_i64
 #define FN(name) name##_i64
 #include "backends/cpu/eval/elementwise_clamp.inc"
 
@@ -248,8 +224,6 @@ static inline uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 #define C uint8_t
 #define LOAD ID
 #define STORE ID
-#define MAX max_u8
-#define MIN min_u8
 #define FN(name) name##_u8
 #include "backends/cpu/eval/elementwise_clamp.inc"
 
@@ -257,8 +231,6 @@ static inline uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 #define C uint16_t
 #define LOAD ID
 #define STORE ID
-#define MAX max_u16
-#define MIN min_u16
 #define FN(name) name##_u16
 #include "backends/cpu/eval/elementwise_clamp.inc"
 
@@ -266,8 +238,6 @@ static inline uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 #define C uint32_t
 #define LOAD ID
 #define STORE ID
-#define MAX max_u32
-#define MIN min_u32
 #define FN(name) name##_u32
 #include "backends/cpu/eval/elementwise_clamp.inc"
 
@@ -275,8 +245,6 @@ static inline uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 #define C uint64_t
 #define LOAD ID
 #define STORE ID
-#define MAX max_u64
-#define MIN min_u64
 #define FN(name) name##_u64
 #include "backends/cpu/eval/elementwise_clamp.inc"
 

@@ -145,11 +145,8 @@ static int32_t batch_sizes(const kiln__type *indices, int64_t ivd, int64_t *out)
     return n;
 }
 
-kiln_status kiln__infer_GATHER(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__type *operands,
-                               int n_operands, kiln__type *results, int n_results) {
-    if (n_operands != 2 || n_results != 1)
-        return kiln__infer_error(cx, attrs, "gather takes 2 operands and 1 result, not %d and %d",
-                                 n_operands, n_results);
+KILN__INFER(GATHER) {
+    (void)n_operands, (void)n_results;
     static const index_names nm = {"operand",
                                    "start_indices",
                                    "offset_dims",
@@ -224,8 +221,7 @@ kiln_status kiln__infer_GATHER(kiln_ctx *cx, const kiln__attrs *attrs, const kil
     return KILN_OK;
 }
 
-kiln_status kiln__infer_SCATTER(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__type *operands,
-                                int n_operands, kiln__type *results, int n_results) {
+KILN__INFER(SCATTER) {
     if (n_operands < 3 || n_operands % 2 == 0)
         return kiln__infer_error(cx, attrs, "scatter takes 2n+1 operands (n >= 1), not %d",
                                  n_operands);
@@ -314,8 +310,7 @@ kiln_status kiln__infer_SCATTER(kiln_ctx *cx, const kiln__attrs *attrs, const ki
     return KILN_OK;
 }
 
-kiln_status kiln__infer_SORT(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__type *operands,
-                             int n_operands, kiln__type *results, int n_results) {
+KILN__INFER(SORT) {
     if (n_operands < 1) return kiln__infer_error(cx, attrs, "sort takes at least one input");
     if (n_results != n_operands)
         return kiln__infer_error(cx, attrs, "sort of %d inputs has %d results, not %d", n_operands,

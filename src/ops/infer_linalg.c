@@ -24,14 +24,6 @@ static kiln_status result_dtype(kiln_ctx *cx, const kiln__attrs *attrs, const ki
     return KILN_OK;
 }
 
-static kiln_status check_count(kiln_ctx *cx, const kiln__attrs *attrs, int n_operands,
-                               int n_results) {
-    if (n_operands != 2 || n_results != 1)
-        return kiln__infer_error(cx, attrs, "takes 2 operands and gives 1 result (got %d, %d)",
-                                 n_operands, n_results);
-    return KILN_OK;
-}
-
 /* ---- dot_general ------------------------------------------------------------------- */
 
 /* side is "lhs" or "rhs"; the attribute names are literals, so that a dot that checks
@@ -55,15 +47,13 @@ static kiln_status check_dot_dims(kiln_ctx *cx, const kiln__attrs *attrs, const 
     return KILN_OK;
 }
 
-kiln_status kiln__infer_DOT_GENERAL(kiln_ctx *cx, const kiln__attrs *attrs,
-                                    const kiln__type *operands, int n_operands, kiln__type *results,
-                                    int n_results) {
-    kiln_status s = check_count(cx, attrs, n_operands, n_results);
-    if (s != KILN_OK) return s;
+KILN__INFER(DOT_GENERAL) {
+    (void)n_operands, (void)n_results;
     const kiln__type *lhs = &operands[0], *rhs = &operands[1];
     const kiln_dot_params *p = &attrs->u.dot;
     kiln_dtype rd = KILN_DTYPE_COUNT;
-    if ((s = result_dtype(cx, attrs, lhs, rhs, &rd)) != KILN_OK) return s;
+    kiln_status s = result_dtype(cx, attrs, lhs, rhs, &rd);
+    if (s != KILN_OK) return s;
     if (p->lhs_batching_dims.count != p->rhs_batching_dims.count)
         return kiln__infer_error(cx, attrs,
                                  "lhs has %d batching dimensions and rhs has %d; expected "
@@ -196,15 +186,13 @@ static bool dilated(int64_t size, int64_t dilation, int64_t *out) {
            !__builtin_add_overflow(*out, 1, out);
 }
 
-kiln_status kiln__infer_CONVOLUTION(kiln_ctx *cx, const kiln__attrs *attrs,
-                                    const kiln__type *operands, int n_operands, kiln__type *results,
-                                    int n_results) {
-    kiln_status s = check_count(cx, attrs, n_operands, n_results);
-    if (s != KILN_OK) return s;
+KILN__INFER(CONVOLUTION) {
+    (void)n_operands, (void)n_results;
     const kiln__type *lhs = &operands[0], *rhs = &operands[1];
     const kiln_conv_params *p = &attrs->u.conv;
     kiln_dtype rd = KILN_DTYPE_COUNT;
-    if ((s = result_dtype(cx, attrs, lhs, rhs, &rd)) != KILN_OK) return s;
+    kiln_status s = result_dtype(cx, attrs, lhs, rhs, &rd);
+    if (s != KILN_OK) return s;
     int32_t N = lhs->shape.rank;
     char a[KILN__TYPE_TEXT], b[KILN__TYPE_TEXT];
     if (N < 2)

@@ -37,11 +37,7 @@ static bool func_def_into(parser *p, kiln__type *results) {
     f.pos = fpos;
     kiln__text_skip(p);
     size_t npos = p->pos;
-    if (kiln__text_peek(p, '"')) {
-        if (!kiln__text_string_lit(p, &f.name, &f.len)) return false;
-    } else if (!(f.len = kiln__text_ident(p, &f.name))) {
-        return kiln__text_error(p, npos, "expected the function's name");
-    }
+    if (!kiln__text_symbol_name(p, &f.name, &f.len, "the function's name")) return false;
     for (int32_t i = 0; i < p->n_funcs; i++)
         if (p->funcs[i].len == f.len && memcmp(p->funcs[i].name, f.name, f.len) == 0)
             return kiln__text_error(p, npos, "redefinition of function @%.*s",
@@ -54,12 +50,9 @@ static bool func_def_into(parser *p, kiln__type *results) {
     if (!kiln__text_accept(p, ')')) {
         do {
             const char *name;
-            size_t len;
-            kiln__text_skip(p);
-            size_t vpos = p->pos;
+            size_t len, vpos;
             kiln__type t;
-            if (!kiln__text_value_name(p, &name, &len) ||
-                !kiln__text_expect(p, ':', "after an argument") || !kiln__text_tensor_type(p, &t))
+            if (!kiln__text_typed_value(p, &name, &len, &vpos, &t, "after an argument"))
                 return false;
             if (f.body->n_args >= MAX_VALUES)
                 return kiln__text_error(p, vpos, "too many arguments");
@@ -425,12 +418,7 @@ static bool module_text(parser *p, const char *entry) {
         if (kiln__text_accept(p, '@')) {
             const char *name;
             size_t len;
-            kiln__text_skip(p);
-            if (kiln__text_peek(p, '"')) {
-                if (!kiln__text_string_lit(p, &name, &len)) return false;
-            } else if (!(len = kiln__text_ident(p, &name))) {
-                return kiln__text_error(p, p->pos, "expected the module's name");
-            }
+            if (!kiln__text_symbol_name(p, &name, &len, "the module's name")) return false;
             char *n = kiln__text_unescape(p, name, len);
             if (!n) return kiln__text_oom(p);
             p->m->name = n;

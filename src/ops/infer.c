@@ -18,8 +18,8 @@ kiln_status kiln__infer(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs,
         return kiln_ctx_set_error(cx, KILN_INTERNAL, "internal: op %d is not in the table",
                                   (int)op);
     /* The counts ops.def fixes are checked here once for all ops (-1 there: variable, left
-     * to the op's function). Too few result slots leaves nowhere to write a result; too
-     * many asks for results the op does not give. */
+     * to the op's function, but never negative). Too few result slots leaves nowhere to
+     * write a result; too many asks for results the op does not give. */
     const kiln__op_info *info = kiln__op_get_info(op);
     if (info->n_operands >= 0 && n_operands != info->n_operands)
         return kiln__infer_error(cx, attrs, "got %d operands; expected %d", n_operands,
@@ -30,6 +30,8 @@ kiln_status kiln__infer(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs,
     if (info->n_results >= 0 && n_results > info->n_results)
         return kiln__infer_error(cx, attrs, "got %d results; expected %d", n_results,
                                  info->n_results);
+    if (n_results < 0)
+        return kiln__infer_error(cx, attrs, "n_results is %d; expected >= 0", n_results);
     kiln_status s = table[op](cx, attrs, operands, n_operands, results, n_results);
     if (s != KILN_OK || kiln__op_has(op, KILN_OPF_CONTROL)) return s;
     /* Result shapes are made here (from operands and attributes: a broadcast's shape, a

@@ -50,11 +50,9 @@ KILN__INFER(WHILE) {
 }
 
 KILN__INFER(IF) {
-    (void)n_operands, (void)results;
+    (void)n_operands, (void)results, (void)n_results;
     kiln_status s = check_scalar(cx, attrs, "pred", &operands[0], KILN_BOOL);
     if (s != KILN_OK) return s;
-    if (n_results < 0)
-        return kiln__infer_error(cx, attrs, "n_results is %d; expected >= 0", n_results);
     if (attrs->n_regions != 2)
         return kiln__infer_error(cx, attrs, "has %d regions; expected 2 (true, false)",
                                  (int)attrs->n_regions);
@@ -63,11 +61,9 @@ KILN__INFER(IF) {
 }
 
 KILN__INFER(CASE) {
-    (void)n_operands, (void)results;
+    (void)n_operands, (void)results, (void)n_results;
     kiln_status s = check_scalar(cx, attrs, "index", &operands[0], KILN_I32);
     if (s != KILN_OK) return s;
-    if (n_results < 0)
-        return kiln__infer_error(cx, attrs, "n_results is %d; expected >= 0", n_results);
     /* (C1) */
     if (attrs->n_regions < 1)
         return kiln__infer_error(cx, attrs, "has %d branches; expected at least 1",
@@ -81,9 +77,7 @@ KILN__INFER(CASE) {
 }
 
 KILN__INFER(CALL) {
-    (void)operands, (void)n_operands, (void)results;
-    if (n_results < 0)
-        return kiln__infer_error(cx, attrs, "n_results is %d; expected >= 0", n_results);
+    (void)operands, (void)n_operands, (void)results, (void)n_results;
     if (attrs->n_regions != 1)
         return kiln__infer_error(cx, attrs, "has %d regions; expected 1 (the callee)",
                                  (int)attrs->n_regions);

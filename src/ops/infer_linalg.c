@@ -47,6 +47,24 @@ static kiln_status check_dot_dims(kiln_ctx *cx, const kiln__attrs *attrs, const 
     return KILN_OK;
 }
 
+/* The i-th of lhs's dimensions `ld` and of rhs's `rd` (as many, checked) have one size;
+ * `kind` ("batching", "contracting") names them. */
+static kiln_status check_paired_sizes(kiln_ctx *cx, const kiln__attrs *attrs, const char *kind,
+                                      const kiln__type *lhs, const kiln__type *rhs,
+                                      const kiln_dims *ld, const kiln_dims *rd) {
+    for (int32_t i = 0; i < ld->count; i++) {
+        int64_t a = lhs->shape.dims[ld->v[i]];
+        int64_t b = rhs->shape.dims[rd->v[i]];
+        if (a != b)
+            return kiln__infer_error(cx, attrs,
+                                     "%s dimension %lld of lhs has size %lld but %s dimension "
+                                     "%lld of rhs has size %lld",
+                                     kind, (long long)ld->v[i], (long long)a, kind,
+                                     (long long)rd->v[i], (long long)b);
+    }
+    return KILN_OK;
+}
+
 KILN__INFER(DOT_GENERAL) {
     (void)n_operands, (void)n_results;
     const kiln__type *lhs = &operands[0], *rhs = &operands[1];
@@ -70,26 +88,11 @@ KILN__INFER(DOT_GENERAL) {
         (s = check_dot_dims(cx, attrs, "rhs", &p->rhs_batching_dims, &p->rhs_contracting_dims,
                             rhs->shape.rank)) != KILN_OK)
         return s;
-    for (int32_t i = 0; i < p->lhs_batching_dims.count; i++) {
-        int64_t a = lhs->shape.dims[p->lhs_batching_dims.v[i]];
-        int64_t b = rhs->shape.dims[p->rhs_batching_dims.v[i]];
-        if (a != b)
-            return kiln__infer_error(cx, attrs,
-                                     "batching dimension %lld of lhs has size %lld but batching "
-                                     "dimension %lld of rhs has size %lld",
-                                     (long long)p->lhs_batching_dims.v[i], (long long)a,
-                                     (long long)p->rhs_batching_dims.v[i], (long long)b);
-    }
-    for (int32_t i = 0; i < p->lhs_contracting_dims.count; i++) {
-        int64_t a = lhs->shape.dims[p->lhs_contracting_dims.v[i]];
-        int64_t b = rhs->shape.dims[p->rhs_contracting_dims.v[i]];
-        if (a != b)
-            return kiln__infer_error(cx, attrs,
-                                     "contracting dimension %lld of lhs has size %lld but "
-                                     "contracting dimension %lld of rhs has size %lld",
-                                     (long long)p->lhs_contracting_dims.v[i], (long long)a,
-                                     (long long)p->rhs_contracting_dims.v[i], (long long)b);
-    }
+    if ((s = check_paired_sizes(cx, attrs, "batching", lhs, rhs, &p->lhs_batching_dims,
+                                &p->rhs_batching_dims)) != KILN_OK ||
+        (s = check_paired_sizes(cx, attrs, "contracting", lhs, rhs, &p->lhs_contracting_dims,
+                                &p->rhs_contracting_dims)) != KILN_OK)
+        return s;
     int32_t nb = p->lhs_batching_dims.count, nc = p->lhs_contracting_dims.count;
     int32_t rank = lhs->shape.rank + rhs->shape.rank - nb - 2 * nc;
     if (rank > KILN_MAX_RANK)

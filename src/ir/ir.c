@@ -119,6 +119,22 @@ kiln__value *kiln__block_add_arg(kiln_module *m, kiln__block *block, kiln__type 
     return v;
 }
 
+/* Links op into b's list of ops before `at`, or last when at is NULL. */
+static void link_before(kiln__block *b, kiln__ir_op *op, kiln__ir_op *at) {
+    op->block = b;
+    op->next = at;
+    op->prev = at ? at->prev : b->last;
+    if (op->prev)
+        op->prev->next = op;
+    else
+        b->first = op;
+    if (at)
+        at->prev = op;
+    else
+        b->last = op;
+    b->n_ops++;
+}
+
 kiln__ir_op *kiln__block_append(kiln_module *m, kiln__block *block, kiln_op kind,
                                 const kiln__attrs *attrs, kiln__value *const *operands,
                                 int32_t n_operands, const kiln__type *result_types,
@@ -174,13 +190,7 @@ kiln__ir_op *kiln__block_append(kiln_module *m, kiln__block *block, kiln_op kind
         v->index = i;
         op->results[i] = v;
     }
-    op->prev = block->last;
-    if (block->last)
-        block->last->next = op;
-    else
-        block->first = op;
-    block->last = op;
-    block->n_ops++;
+    link_before(block, op, NULL);
     return op;
 }
 
@@ -206,16 +216,7 @@ bool kiln__value_defined_in(const kiln__value *v, const kiln__block *root) {
 
 void kiln__op_move_before(kiln__ir_op *op, kiln__ir_op *at) {
     kiln__op_unlink(op);
-    kiln__block *b = at->block;
-    op->block = b;
-    op->next = at;
-    op->prev = at->prev;
-    if (at->prev)
-        at->prev->next = op;
-    else
-        b->first = op;
-    at->prev = op;
-    b->n_ops++;
+    link_before(at->block, op, at);
 }
 
 kiln__attrs *kiln__op_attrs_mut(kiln_module *m, kiln__ir_op *op) {

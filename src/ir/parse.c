@@ -37,11 +37,7 @@ static bool func_def_into(parser *p, kiln__type *results) {
     f.pos = fpos;
     kiln__text_skip(p);
     size_t npos = p->pos;
-    if (kiln__text_peek(p, '"')) {
-        if (!kiln__text_string_lit(p, &f.name, &f.len)) return false;
-    } else if (!(f.len = kiln__text_ident(p, &f.name))) {
-        return kiln__text_error(p, npos, "expected the function's name");
-    }
+    if (!kiln__text_symbol_name(p, &f.name, &f.len, "the function's name")) return false;
     for (int32_t i = 0; i < p->n_funcs; i++)
         if (p->funcs[i].len == f.len && memcmp(p->funcs[i].name, f.name, f.len) == 0)
             return kiln__text_error(p, npos, "redefinition of function @%.*s",
@@ -54,12 +50,9 @@ static bool func_def_into(parser *p, kiln__type *results) {
     if (!kiln__text_accept(p, ')')) {
         do {
             const char *name;
-            size_t len;
-            kiln__text_skip(p);
-            size_t vpos = p->pos;
+            size_t len, vpos;
             kiln__type t;
-            if (!kiln__text_value_name(p, &name, &len) ||
-                !kiln__text_expect(p, ':', "after an argument") || !kiln__text_tensor_type(p, &t))
+            if (!kiln__text_typed_value(p, &name, &len, &vpos, &t, "after an argument"))
                 return false;
             if (f.body->n_args >= MAX_VALUES)
                 return kiln__text_error(p, vpos, "too many arguments");
@@ -200,6 +193,22 @@ static const pfunc *find_func(const parser *p, const char *name, size_t len) {
 }
 
 /* The call's callee, checked against the call's signature. */
+/* The callee's `what`s ("argument", "result") have the types of the call's (n of each);
+ * `verb` says what the call does with them ("passes", "expects"). */
+static bool same_types(parser *p, const pcall *c, const char *what, const char *verb,
+                       kiln__value *const *callee, kiln__value *const *call, int32_t n) {
+    for (int32_t i = 0; i < n; i++)
+        if (!kiln__text_same_type(callee[i]->type, call[i]->type)) {
+            char tb[80], tb2[80];
+            return kiln__text_error(
+                p, c->pos, "type mismatch: %s %d of @%.*s is %s, the call %s %s", what, (int)i,
+                (int)(c->len > 60 ? 60 : c->len), c->callee,
+                kiln__text_type_str(callee[i]->type, tb, sizeof tb), verb,
+                kiln__text_type_str(call[i]->type, tb2, sizeof tb2));
+        }
+    return true;
+}
+
 static const pfunc *callee_of(parser *p, const pcall *c) {
     const char *name = c->callee;
     int len = (int)(c->len > 60 ? 60 : c->len);
@@ -214,7 +223,6 @@ static const pfunc *callee_of(parser *p, const pcall *c) {
     }
     const kiln__block *body = f->body;
     const kiln__ir_op *call = c->op;
-    char tb[80], tb2[80];
     /* a call passes all its operands; run_parallel's program r its share */
     int32_t n_in = call->n_operands, n_out = call->n_results, in0 = 0, out0 = 0;
     if (call->kind == KILN_OP_RUN_PARALLEL) {
@@ -228,27 +236,15 @@ static const pfunc *callee_of(parser *p, const pcall *c) {
                          (int)body->n_args, (int)n_in);
         return NULL;
     }
-    for (int32_t i = 0; i < body->n_args; i++)
-        if (!kiln__text_same_type(body->args[i]->type, call->operands[in0 + i]->type)) {
-            kiln__text_error(
-                p, c->pos, "type mismatch: argument %d of @%.*s is %s, the call passes %s", (int)i,
-                len, name, kiln__text_type_str(body->args[i]->type, tb, sizeof tb),
-                kiln__text_type_str(call->operands[in0 + i]->type, tb2, sizeof tb2));
-            return NULL;
-        }
+    if (!same_types(p, c, "argument", "passes", body->args, call->operands + in0, n_in))
+        return NULL;
     if (body->n_results != n_out) {
         kiln__text_error(p, c->pos, "@%.*s returns %d values, the call expects %d", len, name,
                          (int)body->n_results, (int)n_out);
         return NULL;
     }
-    for (int32_t i = 0; i < body->n_results; i++)
-        if (!kiln__text_same_type(body->results[i]->type, call->results[out0 + i]->type)) {
-            kiln__text_error(p, c->pos,
-                             "type mismatch: result %d of @%.*s is %s, the call expects %s", (int)i,
-                             len, name, kiln__text_type_str(body->results[i]->type, tb, sizeof tb),
-                             kiln__text_type_str(call->results[out0 + i]->type, tb2, sizeof tb2));
-            return NULL;
-        }
+    if (!same_types(p, c, "result", "expects", body->results, call->results + out0, n_out))
+        return NULL;
     return f;
 }
 
@@ -425,12 +421,7 @@ static bool module_text(parser *p, const char *entry) {
         if (kiln__text_accept(p, '@')) {
             const char *name;
             size_t len;
-            kiln__text_skip(p);
-            if (kiln__text_peek(p, '"')) {
-                if (!kiln__text_string_lit(p, &name, &len)) return false;
-            } else if (!(len = kiln__text_ident(p, &name))) {
-                return kiln__text_error(p, p->pos, "expected the module's name");
-            }
+            if (!kiln__text_symbol_name(p, &name, &len, "the module's name")) return false;
             char *n = kiln__text_unescape(p, name, len);
             if (!n) return kiln__text_oom(p);
             p->m->name = n;

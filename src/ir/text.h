@@ -219,6 +219,9 @@ void *kiln__text_grow(parser *p, void *items, int32_t *cap, int32_t n, size_t si
                       bool heap);
 /* A string literal "..." (escapes kept as written); returns its content's span. */
 bool kiln__text_string_lit(parser *p, const char **out, size_t *len);
+/* A symbol's name after its '@': an identifier or a string literal (escapes kept as
+ * written); "expected WHAT" where there is neither. */
+bool kiln__text_symbol_name(parser *p, const char **name, size_t *len, const char *what);
 /* Decodes MLIR's string escapes (\\, \", \n, \t, \XX) into the arena. */
 char *kiln__text_unescape(parser *p, const char *s, size_t len);
 
@@ -277,6 +280,11 @@ bool kiln__text_build_attrs(parser *p, kiln_op kind, const attr *d, size_t pos,
 /* text_ops.c: value names, regions, the generic and pretty op forms, blocks */
 /* %name: its span (without '%'). */
 bool kiln__text_value_name(parser *p, const char **name, size_t *len);
+/* "%name: type", an argument of a function, block, region or body: the name's span, where
+ * it stands (in *pos, when pos is not NULL) and the type; `after` ends the message of a
+ * missing ':' ("after an argument"). */
+bool kiln__text_typed_value(parser *p, const char **name, size_t *len, size_t *pos, kiln__type *t,
+                            const char *after);
 /* Forgets the names defined after the first `mark` (a region's, at its end). */
 void kiln__text_names_pop(parser *p, int32_t mark);
 /* Defines %name as `vals` (n values: %name#i); a name defined twice in scope is an

@@ -236,6 +236,14 @@ bool kiln__text_string_lit(parser *p, const char **out, size_t *len) {
     return true;
 }
 
+bool kiln__text_symbol_name(parser *p, const char **name, size_t *len, const char *what) {
+    kiln__text_skip(p);
+    if (kiln__text_peek(p, '"')) return kiln__text_string_lit(p, name, len);
+    if (!(*len = kiln__text_ident(p, name)))
+        return kiln__text_error(p, p->pos, "expected %s", what);
+    return true;
+}
+
 /* Decodes MLIR's string escapes (\\, \", \n, \t, \XX) into the arena. */
 char *kiln__text_unescape(parser *p, const char *s, size_t len) {
     char *out = kiln__arena_alloc(&p->m->arena, len + 1, 1);

@@ -344,6 +344,29 @@ static bool hex_bits(const parser *p, const elem *e, uint64_t *bits, int *digits
     return true;
 }
 
+/* The low `size` bytes' worth of `bits` (1, 2, 4 or 8 bytes) into out, as that width's
+ * unsigned integer. */
+static void store_bits(unsigned char *out, uint64_t bits, size_t size) {
+    switch (size) {
+    case 1: {
+        uint8_t v = (uint8_t)bits;
+        memcpy(out, &v, 1);
+        break;
+    }
+    case 2: {
+        uint16_t v = (uint16_t)bits;
+        memcpy(out, &v, 2);
+        break;
+    }
+    case 4: {
+        uint32_t v = (uint32_t)bits;
+        memcpy(out, &v, 4);
+        break;
+    }
+    default: memcpy(out, &bits, 8); break;
+    }
+}
+
 /* One element into `out` (dtype's size). */
 static bool store_elem(parser *p, const elem *e, kiln_dtype dt, unsigned char *out) {
     const char *s = p->s + e->pos;
@@ -386,19 +409,7 @@ static bool store_elem(parser *p, const elem *e, kiln_dtype dt, unsigned char *o
             return kiln__text_error(p, e->pos, "expected a number for a %s element",
                                     kiln_dtype_name(dt));
         }
-        switch (size) {
-        case 2: {
-            uint16_t v = (uint16_t)bits;
-            memcpy(out, &v, 2);
-            break;
-        }
-        case 4: {
-            uint32_t v = (uint32_t)bits;
-            memcpy(out, &v, 4);
-            break;
-        }
-        default: memcpy(out, &bits, 8); break;
-        }
+        store_bits(out, bits, size);
         return true;
     }
     /* integers */
@@ -431,24 +442,7 @@ static bool store_elem(parser *p, const elem *e, kiln_dtype dt, unsigned char *o
         return kiln__text_error(p, e->pos, "expected an integer for a %s element",
                                 kiln_dtype_name(dt));
     }
-    switch (size) {
-    case 1: {
-        uint8_t v = (uint8_t)mag;
-        memcpy(out, &v, 1);
-        break;
-    }
-    case 2: {
-        uint16_t v = (uint16_t)mag;
-        memcpy(out, &v, 2);
-        break;
-    }
-    case 4: {
-        uint32_t v = (uint32_t)mag;
-        memcpy(out, &v, 4);
-        break;
-    }
-    default: memcpy(out, &mag, 8); break;
-    }
+    store_bits(out, mag, size);
     return true;
 }
 

@@ -46,6 +46,14 @@ bool kiln__text_value_name(parser *p, const char **name, size_t *len) {
     return true;
 }
 
+bool kiln__text_typed_value(parser *p, const char **name, size_t *len, size_t *pos, kiln__type *t,
+                            const char *after) {
+    kiln__text_skip(p);
+    if (pos) *pos = p->pos;
+    return kiln__text_value_name(p, name, len) && kiln__text_expect(p, ':', after) &&
+           kiln__text_tensor_type(p, t);
+}
+
 /* Names are found through hash buckets (each a chain from its newest entry back), so a
  * lookup costs the same in a program of a million values as in one of ten. */
 static pname *find_name(parser *p, const char *name, size_t len) {
@@ -250,13 +258,9 @@ static bool region(parser *p, kiln__block **out, const kiln__type *args, int32_t
         if (kiln__text_accept(p, '(') && !kiln__text_accept(p, ')')) {
             do {
                 const char *name;
-                size_t len;
-                kiln__text_skip(p);
-                size_t vpos = p->pos;
+                size_t len, vpos;
                 kiln__type t;
-                if (!kiln__text_value_name(p, &name, &len) ||
-                    !kiln__text_expect(p, ':', "after a block argument") ||
-                    !kiln__text_tensor_type(p, &t))
+                if (!kiln__text_typed_value(p, &name, &len, &vpos, &t, "after a block argument"))
                     return false;
                 kiln__value *v = kiln__block_add_arg(p->m, b, t);
                 if (!v) return kiln__text_oom(p);
@@ -391,9 +395,8 @@ static bool reducer_region(parser *p, opdesc *o, region_args *a) {
         if (!kiln__text_expect(p, '(', "to open reducer arguments")) return false;
         do {
             if (na >= MAX_VALUES) return kiln__text_error(p, p->pos, "too many reducer arguments");
-            if (!kiln__text_value_name(p, &names[na], &lens[na]) ||
-                !kiln__text_expect(p, ':', "after a reducer argument") ||
-                !kiln__text_tensor_type(p, &types[na]))
+            if (!kiln__text_typed_value(p, &names[na], &lens[na], NULL, &types[na],
+                                        "after a reducer argument"))
                 return false;
             na++;
         } while (kiln__text_accept(p, ','));

@@ -93,12 +93,7 @@ bool kiln__text_sdy_mesh(parser *p, size_t pos) {
     const char *name;
     size_t len;
     if (!kiln__text_expect(p, '@', "before the mesh's name")) return false;
-    kiln__text_skip(p);
-    if (kiln__text_peek(p, '"')) {
-        if (!kiln__text_string_lit(p, &name, &len)) return false;
-    } else if (!(len = kiln__text_ident(p, &name))) {
-        return kiln__text_error(p, p->pos, "expected the mesh's name");
-    }
+    if (!kiln__text_symbol_name(p, &name, &len, "the mesh's name")) return false;
     if (find_mesh(p, name, len))
         return kiln__text_error(p, pos, "mesh @%.*s is declared twice", (int)(len > 60 ? 60 : len),
                                 name);
@@ -138,12 +133,7 @@ static bool sharding_body(parser *p, sharding *s) {
     if (!kiln__text_expect(p, '<', "to open a sharding") ||
         !kiln__text_expect(p, '@', "before a sharding's mesh"))
         return false;
-    kiln__text_skip(p);
-    if (kiln__text_peek(p, '"')) {
-        if (!kiln__text_string_lit(p, &name, &len)) return false;
-    } else if (!(len = kiln__text_ident(p, &name))) {
-        return kiln__text_error(p, p->pos, "expected a mesh's name");
-    }
+    if (!kiln__text_symbol_name(p, &name, &len, "a mesh's name")) return false;
     if (!(s->mesh = find_mesh(p, name, len)))
         return kiln__text_error(p, at, "sharding over undeclared mesh @%.*s",
                                 (int)(len > 60 ? 60 : len), name);
@@ -403,11 +393,8 @@ static bool manual(parser *p, kiln__block *b, size_t pos, const char *const *nam
     if (!kiln__text_accept(p, ')')) {
         do {
             if (n_args >= MAX_IO) return kiln__text_error(p, p->pos, "too many arguments");
-            kiln__text_skip(p);
-            arg_pos[n_args] = p->pos;
-            if (!kiln__text_value_name(p, &arg_names[n_args], &arg_lens[n_args]) ||
-                !kiln__text_expect(p, ':', "after an argument") ||
-                !kiln__text_tensor_type(p, &arg_types[n_args]))
+            if (!kiln__text_typed_value(p, &arg_names[n_args], &arg_lens[n_args], &arg_pos[n_args],
+                                        &arg_types[n_args], "after an argument"))
                 return false;
             n_args++;
         } while (kiln__text_accept(p, ','));

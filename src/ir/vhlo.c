@@ -556,6 +556,20 @@ static bool skip_use_lists(kiln__bc_cursor *c, uint64_t range) {
     return true;
 }
 
+/* An op's results (their types) or operands (values): a count up to MAX_IO, then that
+ * many indices below `limit`. */
+static bool index_list(kiln__bc_cursor *c, const header *h, const char *list, uint64_t limit,
+                       const char *what, uint32_t *n_out, uint32_t *out) {
+    uint64_t n;
+    if (!kiln__bc_varint(c, &n)) return false;
+    if (n > MAX_IO)
+        return kiln__bc_fail(c->bc, h->at, "an op with %llu %s", (unsigned long long)n, list);
+    *n_out = (uint32_t)n;
+    for (uint32_t i = 0; i < *n_out; i++)
+        if (!kiln__bc_index(c, limit, what, &out[i])) return false;
+    return true;
+}
+
 static bool read_header(xlator *x, kiln__bc_cursor *c, header *h) {
     kiln__bc *bc = x->bc;
     memset(h, 0, sizeof *h);
@@ -605,25 +619,12 @@ static bool read_header(xlator *x, kiln__bc_cursor *c, header *h) {
         h->has_props = true;
         if (!kiln__bc_index(c, bc->n_props, "properties", &h->props)) return false;
     }
-    if (h->mask & 0x02) {
-        uint64_t n;
-        if (!kiln__bc_varint(c, &n)) return false;
-        if (n > MAX_IO)
-            return kiln__bc_fail(bc, h->at, "an op with %llu results", (unsigned long long)n);
-        h->n_results = (uint32_t)n;
-        for (uint32_t i = 0; i < h->n_results; i++)
-            if (!kiln__bc_index(c, bc->n_types, "type", &h->results[i])) return false;
-    }
-    if (h->mask & 0x04) {
-        uint64_t n;
-        if (!kiln__bc_varint(c, &n)) return false;
-        if (n > MAX_IO)
-            return kiln__bc_fail(bc, h->at, "an op with %llu operands", (unsigned long long)n);
-        h->n_operands = (uint32_t)n;
-        for (uint32_t i = 0; i < h->n_operands; i++)
-            if (!kiln__bc_index(c, x->sc ? x->sc->reserved : 0, "value", &h->operands[i]))
-                return false;
-    }
+    if ((h->mask & 0x02) &&
+        !index_list(c, h, "results", bc->n_types, "type", &h->n_results, h->results))
+        return false;
+    if ((h->mask & 0x04) && !index_list(c, h, "operands", x->sc ? x->sc->reserved : 0, "value",
+                                        &h->n_operands, h->operands))
+        return false;
     if (h->mask & 0x08)
         return kiln__bc_fail(bc, h->at, "an op with successors (kiln's regions have one block)");
     if (bc->version >= 3 && (h->mask & 0x20) && !skip_use_lists(c, h->n_results)) return false;

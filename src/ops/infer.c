@@ -17,6 +17,21 @@ kiln_status kiln__infer(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs,
     if ((int)op < 0 || op >= KILN_OP_COUNT)
         return kiln_ctx_set_error(cx, KILN_INTERNAL, "internal: op %d is not in the table",
                                   (int)op);
+    /* The counts ops.def fixes are checked here once for all ops (-1 there: variable, left
+     * to the op's function, but never negative). Too few result slots leaves nowhere to
+     * write a result; too many asks for results the op does not give. */
+    const kiln__op_info *info = kiln__op_get_info(op);
+    if (info->n_operands >= 0 && n_operands != info->n_operands)
+        return kiln__infer_error(cx, attrs, "got %d operands; expected %d", n_operands,
+                                 info->n_operands);
+    if (info->n_results >= 0 && n_results < info->n_results)
+        return kiln__infer_error(cx, attrs, "got %d result slots; expected %d", n_results,
+                                 info->n_results);
+    if (info->n_results >= 0 && n_results > info->n_results)
+        return kiln__infer_error(cx, attrs, "got %d results; expected %d", n_results,
+                                 info->n_results);
+    if (n_results < 0)
+        return kiln__infer_error(cx, attrs, "n_results is %d; expected >= 0", n_results);
     kiln_status s = table[op](cx, attrs, operands, n_operands, results, n_results);
     if (s != KILN_OK || kiln__op_has(op, KILN_OPF_CONTROL)) return s;
     /* Result shapes are made here (from operands and attributes: a broadcast's shape, a
@@ -61,6 +76,14 @@ kiln_status kiln__check_result_slots(kiln_ctx *cx, const kiln__attrs *attrs, int
         return kiln_ctx_set_error(cx, KILN_INTERNAL,
                                   "%s: internal: %d result slots; the op has %d results",
                                   attrs && attrs->fn ? attrs->fn : "kiln", n_results, expected);
+    return KILN_OK;
+}
+
+kiln_status kiln__check_region(kiln_ctx *cx, const kiln__attrs *attrs, int32_t i,
+                               const char *what) {
+    const kiln_region *r = kiln__attrs_region(attrs, i);
+    if (!r) return kiln__infer_error(cx, attrs, "%s is NULL", what);
+    if (!r->fn) return kiln__infer_error(cx, attrs, "%s has no function (fn is NULL)", what);
     return KILN_OK;
 }
 

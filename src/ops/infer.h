@@ -21,19 +21,23 @@ typedef struct kiln__type {
  * and computes the result types. On error records INVALID_ARGUMENT in cx, naming
  * attrs->fn and the operand or attribute ("kiln_add: operand 2 has shape [3,5]; expected
  * [3,4]"), and returns it. n_results is the number of slots in `results` (set from the op
- * table or attrs->n_results by the caller). */
-typedef kiln_status (*kiln__infer_fn)(kiln_ctx *cx, const kiln__attrs *attrs,
-                                      const kiln__type *operands, int n_operands,
-                                      kiln__type *results, int n_results);
+ * table or attrs->n_results by the caller). kiln__infer has checked the counts the op table
+ * fixes before the op's function runs, so a function checks only the variable ones. */
+#define KILN__INFER_PARAMS                                                              \
+    kiln_ctx *cx, const kiln__attrs *attrs, const kiln__type *operands, int n_operands, \
+        kiln__type *results, int n_results
+typedef kiln_status (*kiln__infer_fn)(KILN__INFER_PARAMS);
 
-#define KILN_OP(name, text, nin, nout, flags)                                  \
-    kiln_status kiln__infer_##name(kiln_ctx *cx, const kiln__attrs *attrs,     \
-                                   const kiln__type *operands, int n_operands, \
-                                   kiln__type *results, int n_results);
+/* The inference function of op NAME (a row of ops.def); a definition is
+ * `KILN__INFER(TRANSPOSE) { ... }`. */
+#define KILN__INFER(NAME) kiln_status kiln__infer_##NAME(KILN__INFER_PARAMS)
+
+#define KILN_OP(name, text, nin, nout, flags) KILN__INFER(name);
 #include "ops/ops.def"
 #undef KILN_OP
 
-/* Runs the op's inference function. */
+/* Checks the operand and result counts the op table fixes ("got 2 operands; expected 1"),
+ * then runs the op's inference function. */
 kiln_status kiln__infer(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs,
                         const kiln__type *operands, int n_operands, kiln__type *results,
                         int n_results);
@@ -52,6 +56,8 @@ kiln_status kiln__infer_error(kiln_ctx *cx, const kiln__attrs *attrs, const char
  * caller's bug, so it is INTERNAL, not INVALID_ARGUMENT. */
 kiln_status kiln__check_result_slots(kiln_ctx *cx, const kiln__attrs *attrs, int n_results,
                                      int expected);
+/* Checks that region i exists and has a function; `what` names it ("body region"). */
+kiln_status kiln__check_region(kiln_ctx *cx, const kiln__attrs *attrs, int32_t i, const char *what);
 /* Checks that dims are distinct and in [0, rank); `what` names the attribute. */
 kiln_status kiln__check_dims(kiln_ctx *cx, const kiln__attrs *attrs, const char *what,
                              const kiln_dims *dims, int32_t rank);

@@ -41,14 +41,6 @@ static kiln_status check_channel(kiln_ctx *cx, const kiln__attrs *attrs) {
     return KILN_OK;
 }
 
-/* A region combining two rank-0 values of one type into one (all_reduce's computation). */
-static kiln_status check_computation(kiln_ctx *cx, const kiln__attrs *attrs) {
-    const kiln_region *r = kiln__attrs_region(attrs, 0);
-    if (!r) return kiln__infer_error(cx, attrs, "the computation region is NULL");
-    if (!r->fn) return kiln__infer_error(cx, attrs, "the computation region has no function");
-    return KILN_OK;
-}
-
 static kiln_status check_dim(kiln_ctx *cx, const kiln__attrs *attrs, const char *what, int64_t d,
                              const kiln__type *t, int32_t operand) {
     if (d < 0 || d >= t->shape.rank)
@@ -73,28 +65,20 @@ static kiln_status check_factor(kiln_ctx *cx, const kiln__attrs *attrs, int64_t 
     return KILN_OK;
 }
 
-static kiln_status id_result(kiln_ctx *cx, const kiln__attrs *attrs, int n_operands,
-                             kiln__type *results, int n_results) {
-    if (n_operands != 0)
-        return kiln__infer_error(cx, attrs, "takes no operands; got %d", n_operands);
-    kiln_status s = kiln__check_result_slots(cx, attrs, n_results, 1);
-    if (s != KILN_OK) return s;
+/* replica_id, partition_id: a ui32 scalar (kiln__infer checked there are no operands). */
+static kiln_status id_result(kiln__type *results) {
     results[0] = (kiln__type){.dtype = KILN_U32, .shape = {.rank = 0}};
     return KILN_OK;
 }
 
-kiln_status kiln__infer_REPLICA_ID(kiln_ctx *cx, const kiln__attrs *attrs,
-                                   const kiln__type *operands, int n_operands, kiln__type *results,
-                                   int n_results) {
-    (void)operands;
-    return id_result(cx, attrs, n_operands, results, n_results);
+KILN__INFER(REPLICA_ID) {
+    (void)cx, (void)attrs, (void)operands, (void)n_operands, (void)n_results;
+    return id_result(results);
 }
 
-kiln_status kiln__infer_PARTITION_ID(kiln_ctx *cx, const kiln__attrs *attrs,
-                                     const kiln__type *operands, int n_operands,
-                                     kiln__type *results, int n_results) {
-    (void)operands;
-    return id_result(cx, attrs, n_operands, results, n_results);
+KILN__INFER(PARTITION_ID) {
+    (void)cx, (void)attrs, (void)operands, (void)n_operands, (void)n_results;
+    return id_result(results);
 }
 
 /* Variadic ops: at least one operand, one result each. */
@@ -104,22 +88,18 @@ static kiln_status check_variadic(kiln_ctx *cx, const kiln__attrs *attrs, int n_
     return kiln__check_result_slots(cx, attrs, n_results, n_operands);
 }
 
-kiln_status kiln__infer_ALL_REDUCE(kiln_ctx *cx, const kiln__attrs *attrs,
-                                   const kiln__type *operands, int n_operands, kiln__type *results,
-                                   int n_results) {
+KILN__INFER(ALL_REDUCE) {
     kiln_status s = check_variadic(cx, attrs, n_operands, n_results);
     if (s == KILN_OK) s = check_groups(cx, attrs, "replica_groups");
     if (s == KILN_OK) s = check_channel(cx, attrs);
-    if (s == KILN_OK) s = check_computation(cx, attrs);
+    if (s == KILN_OK) s = kiln__check_region(cx, attrs, 0, "the computation region");
     if (s != KILN_OK) return s;
     for (int i = 0; i < n_operands; i++)
         results[i] = operands[i];
     return KILN_OK;
 }
 
-kiln_status kiln__infer_ALL_GATHER(kiln_ctx *cx, const kiln__attrs *attrs,
-                                   const kiln__type *operands, int n_operands, kiln__type *results,
-                                   int n_results) {
+KILN__INFER(ALL_GATHER) {
     kiln_status s = check_variadic(cx, attrs, n_operands, n_results);
     if (s == KILN_OK) s = check_groups(cx, attrs, "replica_groups");
     if (s == KILN_OK) s = check_channel(cx, attrs);
@@ -135,13 +115,11 @@ kiln_status kiln__infer_ALL_GATHER(kiln_ctx *cx, const kiln__attrs *attrs,
     return KILN_OK;
 }
 
-kiln_status kiln__infer_REDUCE_SCATTER(kiln_ctx *cx, const kiln__attrs *attrs,
-                                       const kiln__type *operands, int n_operands,
-                                       kiln__type *results, int n_results) {
-    kiln_status s = check_variadic(cx, attrs, n_operands, n_results);
-    if (s == KILN_OK) s = check_groups(cx, attrs, "replica_groups");
+KILN__INFER(REDUCE_SCATTER) {
+    (void)n_operands, (void)n_results;
+    kiln_status s = check_groups(cx, attrs, "replica_groups");
     if (s == KILN_OK) s = check_channel(cx, attrs);
-    if (s == KILN_OK) s = check_computation(cx, attrs);
+    if (s == KILN_OK) s = kiln__check_region(cx, attrs, 0, "the computation region");
     if (s != KILN_OK) return s;
     int64_t d = attrs->u.collective.dimension, f = attrs->u.collective.split_count;
     if ((s = check_dim(cx, attrs, "scatter_dimension", d, &operands[0], 0)) != KILN_OK ||
@@ -157,9 +135,7 @@ kiln_status kiln__infer_REDUCE_SCATTER(kiln_ctx *cx, const kiln__attrs *attrs,
     return KILN_OK;
 }
 
-kiln_status kiln__infer_ALL_TO_ALL(kiln_ctx *cx, const kiln__attrs *attrs,
-                                   const kiln__type *operands, int n_operands, kiln__type *results,
-                                   int n_results) {
+KILN__INFER(ALL_TO_ALL) {
     kiln_status s = check_variadic(cx, attrs, n_operands, n_results);
     if (s == KILN_OK) s = check_groups(cx, attrs, "replica_groups");
     if (s != KILN_OK) return s;
@@ -190,13 +166,8 @@ kiln_status kiln__infer_ALL_TO_ALL(kiln_ctx *cx, const kiln__attrs *attrs,
     return KILN_OK;
 }
 
-kiln_status kiln__infer_COLLECTIVE_PERMUTE(kiln_ctx *cx, const kiln__attrs *attrs,
-                                           const kiln__type *operands, int n_operands,
-                                           kiln__type *results, int n_results) {
-    if (n_operands != 1)
-        return kiln__infer_error(cx, attrs, "takes one operand; got %d", n_operands);
-    kiln_status s = kiln__check_result_slots(cx, attrs, n_results, 1);
-    if (s != KILN_OK) return s;
+KILN__INFER(COLLECTIVE_PERMUTE) {
+    (void)n_operands, (void)n_results;
     const kiln__groups *g = &attrs->u.collective.groups;
     if (g->cols != 2 && g->rows > 0)
         return kiln__infer_error(cx, attrs, "source_target_pairs must be Nx2; it is %dx%d",
@@ -241,24 +212,18 @@ static kiln_status rooted(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__ty
     return KILN_OK;
 }
 
-kiln_status kiln__infer_COLLECTIVE_BROADCAST(kiln_ctx *cx, const kiln__attrs *attrs,
-                                             const kiln__type *operands, int n_operands,
-                                             kiln__type *results, int n_results) {
+KILN__INFER(COLLECTIVE_BROADCAST) {
     return rooted(cx, attrs, operands, n_operands, results, n_results);
 }
 
-kiln_status kiln__infer_COLLECTIVE_REDUCE(kiln_ctx *cx, const kiln__attrs *attrs,
-                                          const kiln__type *operands, int n_operands,
-                                          kiln__type *results, int n_results) {
-    kiln_status s = check_computation(cx, attrs);
+KILN__INFER(COLLECTIVE_REDUCE) {
+    kiln_status s = kiln__check_region(cx, attrs, 0, "the computation region");
     return s != KILN_OK ? s : rooted(cx, attrs, operands, n_operands, results, n_results);
 }
 
 /* run_parallel's result types are its programs': the parser, which builds it, checks them
  * against the functions it names; nothing else makes one. */
-kiln_status kiln__infer_RUN_PARALLEL(kiln_ctx *cx, const kiln__attrs *attrs,
-                                     const kiln__type *operands, int n_operands,
-                                     kiln__type *results, int n_results) {
+KILN__INFER(RUN_PARALLEL) {
     (void)operands, (void)n_operands, (void)results, (void)n_results;
     return kiln__infer_error(cx, attrs, "interpreter.run_parallel is only read from text");
 }

@@ -26,21 +26,6 @@ static kiln_status check_type_attr(kiln_ctx *cx, const kiln__attrs *attrs, kiln_
     return KILN_OK;
 }
 
-/* Checks that region i exists and has a function; `what` names it in messages. */
-static kiln_status check_region(kiln_ctx *cx, const kiln__attrs *attrs, int32_t i,
-                                const char *what) {
-    const kiln_region *r = kiln__attrs_region(attrs, i);
-    if (!r) return kiln__infer_error(cx, attrs, "%s is NULL", what);
-    if (!r->fn) return kiln__infer_error(cx, attrs, "%s has no function (fn is NULL)", what);
-    return KILN_OK;
-}
-
-static kiln_status check_no_operands(kiln_ctx *cx, const kiln__attrs *attrs, int n_operands) {
-    if (n_operands != 0)
-        return kiln__infer_error(cx, attrs, "takes no operands; got %d", n_operands);
-    return KILN_OK;
-}
-
 /* Checks that `t` is a rank-0 tensor of `dtype`; `what` names it. */
 static kiln_status check_scalar(kiln_ctx *cx, const kiln__attrs *attrs, const char *what,
                                 const kiln__type *t, kiln_dtype dtype) {
@@ -50,46 +35,35 @@ static kiln_status check_scalar(kiln_ctx *cx, const kiln__attrs *attrs, const ch
                              kiln__type_text(t, have), kiln_dtype_name(dtype));
 }
 
-kiln_status kiln__infer_WHILE(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__type *operands,
-                              int n_operands, kiln__type *results, int n_results) {
+KILN__INFER(WHILE) {
     kiln_status s = kiln__check_result_slots(cx, attrs, n_results, n_operands);
     if (s != KILN_OK) return s;
     if (attrs->n_regions != 2)
         return kiln__infer_error(cx, attrs, "has %d regions; expected 2 (cond, body)",
                                  (int)attrs->n_regions);
-    if ((s = check_region(cx, attrs, 0, "cond region")) != KILN_OK) return s;
-    if ((s = check_region(cx, attrs, 1, "body region")) != KILN_OK) return s;
+    if ((s = kiln__check_region(cx, attrs, 0, "cond region")) != KILN_OK) return s;
+    if ((s = kiln__check_region(cx, attrs, 1, "body region")) != KILN_OK) return s;
     /* (C3): the results have the types of the operands. */
     for (int i = 0; i < n_operands; i++)
         results[i] = operands[i];
     return KILN_OK;
 }
 
-kiln_status kiln__infer_IF(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__type *operands,
-                           int n_operands, kiln__type *results, int n_results) {
-    (void)results;
-    if (n_operands != 1)
-        return kiln__infer_error(cx, attrs, "takes 1 operand (pred); got %d", n_operands);
+KILN__INFER(IF) {
+    (void)n_operands, (void)results, (void)n_results;
     kiln_status s = check_scalar(cx, attrs, "pred", &operands[0], KILN_BOOL);
     if (s != KILN_OK) return s;
-    if (n_results < 0)
-        return kiln__infer_error(cx, attrs, "n_results is %d; expected >= 0", n_results);
     if (attrs->n_regions != 2)
         return kiln__infer_error(cx, attrs, "has %d regions; expected 2 (true, false)",
                                  (int)attrs->n_regions);
-    if ((s = check_region(cx, attrs, 0, "true branch")) != KILN_OK) return s;
-    return check_region(cx, attrs, 1, "false branch");
+    if ((s = kiln__check_region(cx, attrs, 0, "true branch")) != KILN_OK) return s;
+    return kiln__check_region(cx, attrs, 1, "false branch");
 }
 
-kiln_status kiln__infer_CASE(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__type *operands,
-                             int n_operands, kiln__type *results, int n_results) {
-    (void)results;
-    if (n_operands != 1)
-        return kiln__infer_error(cx, attrs, "takes 1 operand (index); got %d", n_operands);
+KILN__INFER(CASE) {
+    (void)n_operands, (void)results, (void)n_results;
     kiln_status s = check_scalar(cx, attrs, "index", &operands[0], KILN_I32);
     if (s != KILN_OK) return s;
-    if (n_results < 0)
-        return kiln__infer_error(cx, attrs, "n_results is %d; expected >= 0", n_results);
     /* (C1) */
     if (attrs->n_regions < 1)
         return kiln__infer_error(cx, attrs, "has %d branches; expected at least 1",
@@ -97,25 +71,20 @@ kiln_status kiln__infer_CASE(kiln_ctx *cx, const kiln__attrs *attrs, const kiln_
     for (int32_t i = 0; i < attrs->n_regions; i++) {
         char what[32];
         snprintf(what, sizeof what, "branch %d", (int)i);
-        if ((s = check_region(cx, attrs, i, what)) != KILN_OK) return s;
+        if ((s = kiln__check_region(cx, attrs, i, what)) != KILN_OK) return s;
     }
     return KILN_OK;
 }
 
-kiln_status kiln__infer_CALL(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__type *operands,
-                             int n_operands, kiln__type *results, int n_results) {
-    (void)operands, (void)n_operands, (void)results;
-    if (n_results < 0)
-        return kiln__infer_error(cx, attrs, "n_results is %d; expected >= 0", n_results);
+KILN__INFER(CALL) {
+    (void)operands, (void)n_operands, (void)results, (void)n_results;
     if (attrs->n_regions != 1)
         return kiln__infer_error(cx, attrs, "has %d regions; expected 1 (the callee)",
                                  (int)attrs->n_regions);
-    return check_region(cx, attrs, 0, "callee");
+    return kiln__check_region(cx, attrs, 0, "callee");
 }
 
-kiln_status kiln__infer_OPTIMIZATION_BARRIER(kiln_ctx *cx, const kiln__attrs *attrs,
-                                             const kiln__type *operands, int n_operands,
-                                             kiln__type *results, int n_results) {
+KILN__INFER(OPTIMIZATION_BARRIER) {
     kiln_status s = kiln__check_result_slots(cx, attrs, n_results, n_operands);
     if (s != KILN_OK) return s;
     for (int i = 0; i < n_operands; i++) /* (C1) */
@@ -123,12 +92,8 @@ kiln_status kiln__infer_OPTIMIZATION_BARRIER(kiln_ctx *cx, const kiln__attrs *at
     return KILN_OK;
 }
 
-kiln_status kiln__infer_CONSTANT(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__type *operands,
-                                 int n_operands, kiln__type *results, int n_results) {
-    (void)operands;
-    kiln_status s = check_no_operands(cx, attrs, n_operands);
-    if (s != KILN_OK || (s = kiln__check_result_slots(cx, attrs, n_results, 1)) != KILN_OK)
-        return s;
+KILN__INFER(CONSTANT) {
+    (void)operands, (void)n_operands, (void)n_results;
     const kiln_tensor *value = attrs->u.constant;
     if (!value) return kiln__infer_error(cx, attrs, "the constant's value is NULL");
     results[0].dtype = kiln_tensor_dtype(value); /* (C1) */
@@ -136,14 +101,11 @@ kiln_status kiln__infer_CONSTANT(kiln_ctx *cx, const kiln__attrs *attrs, const k
     return KILN_OK;
 }
 
-kiln_status kiln__infer_IOTA(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__type *operands,
-                             int n_operands, kiln__type *results, int n_results) {
-    (void)operands;
-    kiln_status s = check_no_operands(cx, attrs, n_operands);
-    if (s != KILN_OK || (s = kiln__check_result_slots(cx, attrs, n_results, 1)) != KILN_OK)
-        return s;
+KILN__INFER(IOTA) {
+    (void)operands, (void)n_operands, (void)n_results;
     const kiln_shape *shape = &attrs->u.iota.shape;
-    if ((s = check_type_attr(cx, attrs, attrs->u.iota.dtype, shape)) != KILN_OK) return s;
+    kiln_status s = check_type_attr(cx, attrs, attrs->u.iota.dtype, shape);
+    if (s != KILN_OK) return s;
     int64_t dim = attrs->u.iota.dimension;
     if (dim < 0 || dim >= shape->rank) { /* (C1) */
         if (shape->rank == 0)
@@ -160,13 +122,8 @@ kiln_status kiln__infer_IOTA(kiln_ctx *cx, const kiln__attrs *attrs, const kiln_
     return KILN_OK;
 }
 
-kiln_status kiln__infer_RNG_BIT_GENERATOR(kiln_ctx *cx, const kiln__attrs *attrs,
-                                          const kiln__type *operands, int n_operands,
-                                          kiln__type *results, int n_results) {
-    kiln_status s = kiln__check_result_slots(cx, attrs, n_results, 2);
-    if (s != KILN_OK) return s;
-    if (n_operands != 1)
-        return kiln__infer_error(cx, attrs, "takes 1 operand (the state); got %d", n_operands);
+KILN__INFER(RNG_BIT_GENERATOR) {
+    (void)n_operands, (void)n_results;
     kiln_rng_algorithm alg = attrs->u.rng.algorithm;
     const char *alg_name;
     int64_t lo = 2, hi = 3;
@@ -196,7 +153,8 @@ kiln_status kiln__infer_RNG_BIT_GENERATOR(kiln_ctx *cx, const kiln__attrs *attrs
             kiln__type_text(state, have), (long long)lo, (long long)hi, alg_name);
     }
     kiln_dtype dtype = attrs->u.rng.dtype;
-    if ((s = check_type_attr(cx, attrs, dtype, &attrs->u.rng.shape)) != KILN_OK) return s;
+    kiln_status s = check_type_attr(cx, attrs, dtype, &attrs->u.rng.shape);
+    if (s != KILN_OK) return s;
     if (dtype == KILN_BOOL)
         return kiln__infer_error(cx, attrs,
                                  "output dtype is i1; expected an integer or floating-point type");

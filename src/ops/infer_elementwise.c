@@ -32,16 +32,6 @@ static bool in_set(kiln_dtype dtype, unsigned set) {
     return kiln_dtype_is_valid(dtype) && (set & BIT(dtype)) != 0;
 }
 
-static kiln_status check_counts(kiln_ctx *cx, const kiln__attrs *attrs, int n_operands,
-                                int want_operands, int n_results) {
-    if (n_operands != want_operands)
-        return kiln__infer_error(cx, attrs, "got %d operands; expected %d", n_operands,
-                                 want_operands);
-    if (n_results != 1)
-        return kiln__infer_error(cx, attrs, "got %d results; expected 1", n_results);
-    return KILN_OK;
-}
-
 static kiln_status check_dtype(kiln_ctx *cx, const kiln__attrs *attrs, int index, kiln_dtype dtype,
                                unsigned set) {
     if (in_set(dtype, set)) return KILN_OK;
@@ -63,11 +53,10 @@ static kiln_status check_same_type(kiln_ctx *cx, const kiln__attrs *attrs,
         kiln__type_text(t, have), kiln__type_text(want, expected), ref + 1);
 }
 
-/* x -> same type, x's dtype in `set`. */
+/* x -> same type, x's dtype in `set` (kiln__infer checked the counts). */
 static kiln_status unary(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__type *operands,
-                         int n_operands, kiln__type *results, int n_results, unsigned set) {
-    kiln_status s = check_counts(cx, attrs, n_operands, 1, n_results);
-    if (s == KILN_OK) s = check_dtype(cx, attrs, 0, operands[0].dtype, set);
+                         kiln__type *results, unsigned set) {
+    kiln_status s = check_dtype(cx, attrs, 0, operands[0].dtype, set);
     if (s != KILN_OK) return s;
     results[0] = operands[0];
     return KILN_OK;
@@ -75,26 +64,23 @@ static kiln_status unary(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__typ
 
 /* (a, b) -> a's type, both of one type with dtype in `set`. */
 static kiln_status binary(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__type *operands,
-                          int n_operands, kiln__type *results, int n_results, unsigned set) {
-    kiln_status s = check_counts(cx, attrs, n_operands, 2, n_results);
-    if (s == KILN_OK) s = check_dtype(cx, attrs, 0, operands[0].dtype, set);
+                          kiln__type *results, unsigned set) {
+    kiln_status s = check_dtype(cx, attrs, 0, operands[0].dtype, set);
     if (s == KILN_OK) s = check_same_type(cx, attrs, operands, 1, 0);
     if (s != KILN_OK) return s;
     results[0] = operands[0];
     return KILN_OK;
 }
 
-#define UNARY(NAME, SET)                                                        \
-    kiln_status kiln__infer_##NAME(kiln_ctx *cx, const kiln__attrs *attrs,      \
-                                   const kiln__type *operands, int n_operands,  \
-                                   kiln__type *results, int n_results) {        \
-        return unary(cx, attrs, operands, n_operands, results, n_results, SET); \
+#define UNARY(NAME, SET)                                 \
+    KILN__INFER(NAME) {                                  \
+        (void)n_operands, (void)n_results;               \
+        return unary(cx, attrs, operands, results, SET); \
     }
-#define BINARY(NAME, SET)                                                        \
-    kiln_status kiln__infer_##NAME(kiln_ctx *cx, const kiln__attrs *attrs,       \
-                                   const kiln__type *operands, int n_operands,   \
-                                   kiln__type *results, int n_results) {         \
-        return binary(cx, attrs, operands, n_operands, results, n_results, SET); \
+#define BINARY(NAME, SET)                                 \
+    KILN__INFER(NAME) {                                   \
+        (void)n_operands, (void)n_results;                \
+        return binary(cx, attrs, operands, results, SET); \
     }
 
 UNARY(ABS, SET_SINT | SET_FLOAT)
@@ -136,10 +122,9 @@ BINARY(SHIFT_LEFT, SET_INT)
 BINARY(SHIFT_RIGHT_ARITHMETIC, SET_INT)
 BINARY(SHIFT_RIGHT_LOGICAL, SET_INT)
 
-kiln_status kiln__infer_IS_FINITE(kiln_ctx *cx, const kiln__attrs *attrs,
-                                  const kiln__type *operands, int n_operands, kiln__type *results,
-                                  int n_results) {
-    kiln_status s = unary(cx, attrs, operands, n_operands, results, n_results, SET_FLOAT);
+KILN__INFER(IS_FINITE) {
+    (void)n_operands, (void)n_results;
+    kiln_status s = unary(cx, attrs, operands, results, SET_FLOAT);
     if (s == KILN_OK) results[0].dtype = KILN_BOOL;
     return s;
 }
@@ -149,9 +134,9 @@ static const char *compare_type_name(kiln_compare_type t) {
     return (int)t >= 0 && (int)t < 5 ? names[t] : "?";
 }
 
-kiln_status kiln__infer_COMPARE(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__type *operands,
-                                int n_operands, kiln__type *results, int n_results) {
-    kiln_status s = binary(cx, attrs, operands, n_operands, results, n_results, SET_ALL);
+KILN__INFER(COMPARE) {
+    (void)n_operands, (void)n_results;
+    kiln_status s = binary(cx, attrs, operands, results, SET_ALL);
     if (s != KILN_OK) return s;
     kiln_compare_direction dir = attrs->u.compare.direction;
     kiln_compare_type type = attrs->u.compare.type;
@@ -194,14 +179,12 @@ static kiln_status check_scalar_or_shape(kiln_ctx *cx, const kiln__attrs *attrs,
                              kiln__shape_text(want, expected));
 }
 
-kiln_status kiln__infer_SELECT(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__type *operands,
-                               int n_operands, kiln__type *results, int n_results) {
-    kiln_status s = check_counts(cx, attrs, n_operands, 3, n_results);
-    if (s != KILN_OK) return s;
+KILN__INFER(SELECT) {
+    (void)n_operands, (void)n_results;
     if (operands[0].dtype != KILN_BOOL)
         return kiln__infer_error(cx, attrs, "operand 1 (pred) has dtype %s; expected i1",
                                  kiln_dtype_name(operands[0].dtype));
-    s = check_dtype(cx, attrs, 1, operands[1].dtype, SET_ALL);
+    kiln_status s = check_dtype(cx, attrs, 1, operands[1].dtype, SET_ALL);
     if (s == KILN_OK) s = check_same_type(cx, attrs, operands, 2, 1);
     if (s == KILN_OK) s = check_scalar_or_shape(cx, attrs, operands, 0, 1, "pred");
     if (s != KILN_OK) return s;
@@ -209,10 +192,9 @@ kiln_status kiln__infer_SELECT(kiln_ctx *cx, const kiln__attrs *attrs, const kil
     return KILN_OK;
 }
 
-kiln_status kiln__infer_CLAMP(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__type *operands,
-                              int n_operands, kiln__type *results, int n_results) {
-    kiln_status s = check_counts(cx, attrs, n_operands, 3, n_results);
-    if (s == KILN_OK) s = check_dtype(cx, attrs, 1, operands[1].dtype, SET_ALL);
+KILN__INFER(CLAMP) {
+    (void)n_operands, (void)n_results;
+    kiln_status s = check_dtype(cx, attrs, 1, operands[1].dtype, SET_ALL);
     if (s != KILN_OK) return s;
     static const char *const names[3] = {"min", "operand", "max"};
     for (int i = 0; i < 3; i += 2) {
@@ -229,9 +211,9 @@ kiln_status kiln__infer_CLAMP(kiln_ctx *cx, const kiln__attrs *attrs, const kiln
     return KILN_OK;
 }
 
-kiln_status kiln__infer_CONVERT(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__type *operands,
-                                int n_operands, kiln__type *results, int n_results) {
-    kiln_status s = unary(cx, attrs, operands, n_operands, results, n_results, SET_ALL);
+KILN__INFER(CONVERT) {
+    (void)n_operands, (void)n_results;
+    kiln_status s = unary(cx, attrs, operands, results, SET_ALL);
     if (s != KILN_OK) return s;
     if (!kiln_dtype_is_valid(attrs->u.convert_to))
         return kiln__infer_error(cx, attrs, "target dtype %d is not a dtype",
@@ -245,10 +227,9 @@ static int64_t bitcast_bits(kiln_dtype d) {
     return d == KILN_BOOL ? 1 : (int64_t)kiln_dtype_size(d) * 8;
 }
 
-kiln_status kiln__infer_BITCAST_CONVERT(kiln_ctx *cx, const kiln__attrs *attrs,
-                                        const kiln__type *operands, int n_operands,
-                                        kiln__type *results, int n_results) {
-    kiln_status s = unary(cx, attrs, operands, n_operands, results, n_results, SET_ALL);
+KILN__INFER(BITCAST_CONVERT) {
+    (void)n_operands, (void)n_results;
+    kiln_status s = unary(cx, attrs, operands, results, SET_ALL);
     if (s != KILN_OK) return s;
     kiln_dtype to = attrs->u.convert_to;
     if (!kiln_dtype_is_valid(to))

@@ -145,11 +145,8 @@ static int32_t batch_sizes(const kiln__type *indices, int64_t ivd, int64_t *out)
     return n;
 }
 
-kiln_status kiln__infer_GATHER(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__type *operands,
-                               int n_operands, kiln__type *results, int n_results) {
-    if (n_operands != 2 || n_results != 1)
-        return kiln__infer_error(cx, attrs, "gather takes 2 operands and 1 result, not %d and %d",
-                                 n_operands, n_results);
+KILN__INFER(GATHER) {
+    (void)n_operands, (void)n_results;
     static const index_names nm = {"operand",
                                    "start_indices",
                                    "offset_dims",
@@ -224,8 +221,20 @@ kiln_status kiln__infer_GATHER(kiln_ctx *cx, const kiln__attrs *attrs, const kil
     return KILN_OK;
 }
 
-kiln_status kiln__infer_SCATTER(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__type *operands,
-                                int n_operands, kiln__type *results, int n_results) {
+/* Scatter's and sort's n inputs share one shape. */
+static kiln_status check_one_shape(kiln_ctx *cx, const kiln__attrs *attrs,
+                                   const kiln__type *inputs, int n) {
+    char t1[KILN__TYPE_TEXT], t2[KILN__TYPE_TEXT];
+    for (int i = 1; i < n; i++)
+        if (!kiln_shape_equal(&inputs[i].shape, &inputs[0].shape))
+            return kiln__infer_error(cx, attrs,
+                                     "input %d is %s but input 1 is %s; expected one shape", i + 1,
+                                     kiln__type_text(&inputs[i], t1),
+                                     kiln__type_text(&inputs[0], t2));
+    return KILN_OK;
+}
+
+KILN__INFER(SCATTER) {
     if (n_operands < 3 || n_operands % 2 == 0)
         return kiln__infer_error(cx, attrs, "scatter takes 2n+1 operands (n >= 1), not %d",
                                  n_operands);
@@ -235,15 +244,10 @@ kiln_status kiln__infer_SCATTER(kiln_ctx *cx, const kiln__attrs *attrs, const ki
                                  n_results);
     const kiln_region *region = kiln__attrs_region(attrs, 0);
     if (!region || !region->fn) return kiln__infer_error(cx, attrs, "the update region is NULL");
-    char t1[KILN__TYPE_TEXT], t2[KILN__TYPE_TEXT];
     const kiln__type *inputs = operands, *indices = &operands[n], *updates = &operands[n + 1];
-    for (int i = 1; i < n; i++)
-        if (!kiln_shape_equal(&inputs[i].shape, &inputs[0].shape))
-            return kiln__infer_error(cx, attrs,
-                                     "input %d is %s but input 1 is %s; expected one "
-                                     "shape",
-                                     i + 1, kiln__type_text(&inputs[i], t1),
-                                     kiln__type_text(&inputs[0], t2));
+    kiln_status s = check_one_shape(cx, attrs, inputs, n);
+    if (s != KILN_OK) return s;
+    char t1[KILN__TYPE_TEXT], t2[KILN__TYPE_TEXT];
     for (int i = 0; i < n; i++) {
         if (!kiln_shape_equal(&updates[i].shape, &updates[0].shape))
             return kiln__infer_error(cx, attrs,
@@ -314,8 +318,7 @@ kiln_status kiln__infer_SCATTER(kiln_ctx *cx, const kiln__attrs *attrs, const ki
     return KILN_OK;
 }
 
-kiln_status kiln__infer_SORT(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__type *operands,
-                             int n_operands, kiln__type *results, int n_results) {
+KILN__INFER(SORT) {
     if (n_operands < 1) return kiln__infer_error(cx, attrs, "sort takes at least one input");
     if (n_results != n_operands)
         return kiln__infer_error(cx, attrs, "sort of %d inputs has %d results, not %d", n_operands,
@@ -323,19 +326,15 @@ kiln_status kiln__infer_SORT(kiln_ctx *cx, const kiln__attrs *attrs, const kiln_
     const kiln_region *comparator = kiln__attrs_region(attrs, 0);
     if (!comparator || !comparator->fn)
         return kiln__infer_error(cx, attrs, "the comparator is NULL");
-    char t1[KILN__TYPE_TEXT], t2[KILN__TYPE_TEXT];
-    for (int i = 1; i < n_operands; i++)
-        if (!kiln_shape_equal(&operands[i].shape, &operands[0].shape))
-            return kiln__infer_error(cx, attrs,
-                                     "input %d is %s but input 1 is %s; expected one "
-                                     "shape",
-                                     i + 1, kiln__type_text(&operands[i], t1),
-                                     kiln__type_text(&operands[0], t2));
+    kiln_status s = check_one_shape(cx, attrs, operands, n_operands);
+    if (s != KILN_OK) return s;
     int32_t r = operands[0].shape.rank;
     int64_t dim = attrs->u.sort.dimension;
-    if (r == 0)
+    if (r == 0) {
+        char t1[KILN__TYPE_TEXT];
         return kiln__infer_error(cx, attrs, "input 1 is %s; sort needs rank 1 or more",
                                  kiln__type_text(&operands[0], t1));
+    }
     if (dim < -r || dim >= r)
         return kiln__infer_error(cx, attrs, "dimension is %lld; expected %d to %d", (long long)dim,
                                  (int)-r, (int)r - 1);

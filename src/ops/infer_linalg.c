@@ -24,14 +24,6 @@ static kiln_status result_dtype(kiln_ctx *cx, const kiln__attrs *attrs, const ki
     return KILN_OK;
 }
 
-static kiln_status check_count(kiln_ctx *cx, const kiln__attrs *attrs, int n_operands,
-                               int n_results) {
-    if (n_operands != 2 || n_results != 1)
-        return kiln__infer_error(cx, attrs, "takes 2 operands and gives 1 result (got %d, %d)",
-                                 n_operands, n_results);
-    return KILN_OK;
-}
-
 /* ---- dot_general ------------------------------------------------------------------- */
 
 /* side is "lhs" or "rhs"; the attribute names are literals, so that a dot that checks
@@ -55,15 +47,31 @@ static kiln_status check_dot_dims(kiln_ctx *cx, const kiln__attrs *attrs, const 
     return KILN_OK;
 }
 
-kiln_status kiln__infer_DOT_GENERAL(kiln_ctx *cx, const kiln__attrs *attrs,
-                                    const kiln__type *operands, int n_operands, kiln__type *results,
-                                    int n_results) {
-    kiln_status s = check_count(cx, attrs, n_operands, n_results);
-    if (s != KILN_OK) return s;
+/* The i-th of lhs's dimensions `ld` and of rhs's `rd` (as many, checked) have one size;
+ * `kind` ("batching", "contracting") names them. */
+static kiln_status check_paired_sizes(kiln_ctx *cx, const kiln__attrs *attrs, const char *kind,
+                                      const kiln__type *lhs, const kiln__type *rhs,
+                                      const kiln_dims *ld, const kiln_dims *rd) {
+    for (int32_t i = 0; i < ld->count; i++) {
+        int64_t a = lhs->shape.dims[ld->v[i]];
+        int64_t b = rhs->shape.dims[rd->v[i]];
+        if (a != b)
+            return kiln__infer_error(cx, attrs,
+                                     "%s dimension %lld of lhs has size %lld but %s dimension "
+                                     "%lld of rhs has size %lld",
+                                     kind, (long long)ld->v[i], (long long)a, kind,
+                                     (long long)rd->v[i], (long long)b);
+    }
+    return KILN_OK;
+}
+
+KILN__INFER(DOT_GENERAL) {
+    (void)n_operands, (void)n_results;
     const kiln__type *lhs = &operands[0], *rhs = &operands[1];
     const kiln_dot_params *p = &attrs->u.dot;
     kiln_dtype rd = KILN_DTYPE_COUNT;
-    if ((s = result_dtype(cx, attrs, lhs, rhs, &rd)) != KILN_OK) return s;
+    kiln_status s = result_dtype(cx, attrs, lhs, rhs, &rd);
+    if (s != KILN_OK) return s;
     if (p->lhs_batching_dims.count != p->rhs_batching_dims.count)
         return kiln__infer_error(cx, attrs,
                                  "lhs has %d batching dimensions and rhs has %d; expected "
@@ -80,26 +88,11 @@ kiln_status kiln__infer_DOT_GENERAL(kiln_ctx *cx, const kiln__attrs *attrs,
         (s = check_dot_dims(cx, attrs, "rhs", &p->rhs_batching_dims, &p->rhs_contracting_dims,
                             rhs->shape.rank)) != KILN_OK)
         return s;
-    for (int32_t i = 0; i < p->lhs_batching_dims.count; i++) {
-        int64_t a = lhs->shape.dims[p->lhs_batching_dims.v[i]];
-        int64_t b = rhs->shape.dims[p->rhs_batching_dims.v[i]];
-        if (a != b)
-            return kiln__infer_error(cx, attrs,
-                                     "batching dimension %lld of lhs has size %lld but batching "
-                                     "dimension %lld of rhs has size %lld",
-                                     (long long)p->lhs_batching_dims.v[i], (long long)a,
-                                     (long long)p->rhs_batching_dims.v[i], (long long)b);
-    }
-    for (int32_t i = 0; i < p->lhs_contracting_dims.count; i++) {
-        int64_t a = lhs->shape.dims[p->lhs_contracting_dims.v[i]];
-        int64_t b = rhs->shape.dims[p->rhs_contracting_dims.v[i]];
-        if (a != b)
-            return kiln__infer_error(cx, attrs,
-                                     "contracting dimension %lld of lhs has size %lld but "
-                                     "contracting dimension %lld of rhs has size %lld",
-                                     (long long)p->lhs_contracting_dims.v[i], (long long)a,
-                                     (long long)p->rhs_contracting_dims.v[i], (long long)b);
-    }
+    if ((s = check_paired_sizes(cx, attrs, "batching", lhs, rhs, &p->lhs_batching_dims,
+                                &p->rhs_batching_dims)) != KILN_OK ||
+        (s = check_paired_sizes(cx, attrs, "contracting", lhs, rhs, &p->lhs_contracting_dims,
+                                &p->rhs_contracting_dims)) != KILN_OK)
+        return s;
     int32_t nb = p->lhs_batching_dims.count, nc = p->lhs_contracting_dims.count;
     int32_t rank = lhs->shape.rank + rhs->shape.rank - nb - 2 * nc;
     if (rank > KILN_MAX_RANK)
@@ -196,15 +189,13 @@ static bool dilated(int64_t size, int64_t dilation, int64_t *out) {
            !__builtin_add_overflow(*out, 1, out);
 }
 
-kiln_status kiln__infer_CONVOLUTION(kiln_ctx *cx, const kiln__attrs *attrs,
-                                    const kiln__type *operands, int n_operands, kiln__type *results,
-                                    int n_results) {
-    kiln_status s = check_count(cx, attrs, n_operands, n_results);
-    if (s != KILN_OK) return s;
+KILN__INFER(CONVOLUTION) {
+    (void)n_operands, (void)n_results;
     const kiln__type *lhs = &operands[0], *rhs = &operands[1];
     const kiln_conv_params *p = &attrs->u.conv;
     kiln_dtype rd = KILN_DTYPE_COUNT;
-    if ((s = result_dtype(cx, attrs, lhs, rhs, &rd)) != KILN_OK) return s;
+    kiln_status s = result_dtype(cx, attrs, lhs, rhs, &rd);
+    if (s != KILN_OK) return s;
     int32_t N = lhs->shape.rank;
     char a[KILN__TYPE_TEXT], b[KILN__TYPE_TEXT];
     if (N < 2)

@@ -4,24 +4,13 @@
  * The constraints are those of the StableHLO spec (C1, C2, ... in its op sections). */
 #include "ops/infer.h"
 
-/* Checks the op got `want` operands and at least one result slot. */
-static kiln_status check_counts(kiln_ctx *cx, const kiln__attrs *attrs, int n_operands, int want,
-                                int n_results) {
-    if (n_operands != want)
-        return kiln__infer_error(cx, attrs, "got %d operands; expected %d", n_operands, want);
-    if (n_results < 1)
-        return kiln__infer_error(cx, attrs, "got %d result slots; expected 1", n_results);
-    return KILN_OK;
-}
-
-/* Checks the op got at least `least` operands and at least one result slot. */
-static kiln_status check_counts_at_least(kiln_ctx *cx, const kiln__attrs *attrs, int n_operands,
-                                         int least, int n_results) {
+/* Checks that a variadic op got at least `least` operands (kiln__infer checked the fixed
+ * counts: every op here has one result). */
+static kiln_status check_operands_at_least(kiln_ctx *cx, const kiln__attrs *attrs, int n_operands,
+                                           int least) {
     if (n_operands < least)
         return kiln__infer_error(cx, attrs, "got %d operands; expected at least %d", n_operands,
                                  least);
-    if (n_results < 1)
-        return kiln__infer_error(cx, attrs, "got %d result slots; expected 1", n_results);
     return KILN_OK;
 }
 
@@ -45,11 +34,9 @@ static kiln_status check_shape(kiln_ctx *cx, const kiln__attrs *attrs, const kil
                              kiln__shape_text(shape, text));
 }
 
-kiln_status kiln__infer_BROADCAST_IN_DIM(kiln_ctx *cx, const kiln__attrs *attrs,
-                                         const kiln__type *operands, int n_operands,
-                                         kiln__type *results, int n_results) {
-    kiln_status s = check_counts(cx, attrs, n_operands, 1, n_results);
-    if (s != KILN_OK) return s;
+KILN__INFER(BROADCAST_IN_DIM) {
+    (void)n_operands, (void)n_results;
+    kiln_status s;
     const kiln__type *x = &operands[0];
     const kiln_shape *shape = &attrs->u.broadcast.shape;
     const kiln_dims *dims = &attrs->u.broadcast.dims;
@@ -71,10 +58,9 @@ kiln_status kiln__infer_BROADCAST_IN_DIM(kiln_ctx *cx, const kiln__attrs *attrs,
     return KILN_OK;
 }
 
-kiln_status kiln__infer_RESHAPE(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__type *operands,
-                                int n_operands, kiln__type *results, int n_results) {
-    kiln_status s = check_counts(cx, attrs, n_operands, 1, n_results);
-    if (s != KILN_OK) return s;
+KILN__INFER(RESHAPE) {
+    (void)n_operands, (void)n_results;
+    kiln_status s;
     const kiln__type *x = &operands[0];
     const kiln_shape *shape = &attrs->u.reshape;
     if ((s = check_shape(cx, attrs, shape)) != KILN_OK) return s;
@@ -95,11 +81,9 @@ kiln_status kiln__infer_RESHAPE(kiln_ctx *cx, const kiln__attrs *attrs, const ki
     return KILN_OK;
 }
 
-kiln_status kiln__infer_TRANSPOSE(kiln_ctx *cx, const kiln__attrs *attrs,
-                                  const kiln__type *operands, int n_operands, kiln__type *results,
-                                  int n_results) {
-    kiln_status s = check_counts(cx, attrs, n_operands, 1, n_results);
-    if (s != KILN_OK) return s;
+KILN__INFER(TRANSPOSE) {
+    (void)n_operands, (void)n_results;
+    kiln_status s;
     const kiln__type *x = &operands[0];
     const kiln_dims *perm = &attrs->u.permutation;
     if ((s = check_count(cx, attrs, "perm", perm, x->shape.rank)) != KILN_OK) return s;
@@ -112,21 +96,18 @@ kiln_status kiln__infer_TRANSPOSE(kiln_ctx *cx, const kiln__attrs *attrs,
     return KILN_OK;
 }
 
-kiln_status kiln__infer_REVERSE(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__type *operands,
-                                int n_operands, kiln__type *results, int n_results) {
-    kiln_status s = check_counts(cx, attrs, n_operands, 1, n_results);
-    if (s != KILN_OK) return s;
+KILN__INFER(REVERSE) {
+    (void)n_operands, (void)n_results;
     const kiln__type *x = &operands[0];
-    s = kiln__check_dims(cx, attrs, "dims", &attrs->u.reverse_dims, x->shape.rank);
+    kiln_status s = kiln__check_dims(cx, attrs, "dims", &attrs->u.reverse_dims, x->shape.rank);
     if (s != KILN_OK) return s;
     results[0] = *x;
     return KILN_OK;
 }
 
-kiln_status kiln__infer_SLICE(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__type *operands,
-                              int n_operands, kiln__type *results, int n_results) {
-    kiln_status s = check_counts(cx, attrs, n_operands, 1, n_results);
-    if (s != KILN_OK) return s;
+KILN__INFER(SLICE) {
+    (void)n_operands, (void)n_results;
+    kiln_status s;
     const kiln__type *x = &operands[0];
     int32_t rank = x->shape.rank;
     const kiln_dims *start = &attrs->u.slice.start, *limit = &attrs->u.slice.limit,
@@ -178,10 +159,9 @@ static kiln_status check_starts(kiln_ctx *cx, const kiln__attrs *attrs, const ki
     return KILN_OK;
 }
 
-kiln_status kiln__infer_DYNAMIC_SLICE(kiln_ctx *cx, const kiln__attrs *attrs,
-                                      const kiln__type *operands, int n_operands,
-                                      kiln__type *results, int n_results) {
-    kiln_status s = check_counts_at_least(cx, attrs, n_operands, 1, n_results);
+KILN__INFER(DYNAMIC_SLICE) {
+    (void)n_results;
+    kiln_status s = check_operands_at_least(cx, attrs, n_operands, 1);
     if (s != KILN_OK) return s;
     const kiln__type *x = &operands[0];
     int32_t rank = x->shape.rank;
@@ -200,10 +180,9 @@ kiln_status kiln__infer_DYNAMIC_SLICE(kiln_ctx *cx, const kiln__attrs *attrs,
     return KILN_OK;
 }
 
-kiln_status kiln__infer_DYNAMIC_UPDATE_SLICE(kiln_ctx *cx, const kiln__attrs *attrs,
-                                             const kiln__type *operands, int n_operands,
-                                             kiln__type *results, int n_results) {
-    kiln_status s = check_counts_at_least(cx, attrs, n_operands, 2, n_results);
+KILN__INFER(DYNAMIC_UPDATE_SLICE) {
+    (void)n_results;
+    kiln_status s = check_operands_at_least(cx, attrs, n_operands, 2);
     if (s != KILN_OK) return s;
     const kiln__type *x = &operands[0], *u = &operands[1];
     char a[KILN__TYPE_TEXT], b[KILN__TYPE_TEXT];
@@ -224,10 +203,9 @@ kiln_status kiln__infer_DYNAMIC_UPDATE_SLICE(kiln_ctx *cx, const kiln__attrs *at
     return KILN_OK;
 }
 
-kiln_status kiln__infer_PAD(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__type *operands,
-                            int n_operands, kiln__type *results, int n_results) {
-    kiln_status s = check_counts(cx, attrs, n_operands, 2, n_results);
-    if (s != KILN_OK) return s;
+KILN__INFER(PAD) {
+    (void)n_operands, (void)n_results;
+    kiln_status s;
     const kiln__type *x = &operands[0], *v = &operands[1];
     char a[KILN__TYPE_TEXT];
     if (v->shape.rank != 0 || v->dtype != x->dtype)
@@ -266,10 +244,9 @@ kiln_status kiln__infer_PAD(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__
     return KILN_OK;
 }
 
-kiln_status kiln__infer_CONCATENATE(kiln_ctx *cx, const kiln__attrs *attrs,
-                                    const kiln__type *operands, int n_operands, kiln__type *results,
-                                    int n_results) {
-    kiln_status s = check_counts_at_least(cx, attrs, n_operands, 1, n_results);
+KILN__INFER(CONCATENATE) {
+    (void)n_results;
+    kiln_status s = check_operands_at_least(cx, attrs, n_operands, 1);
     if (s != KILN_OK) return s;
     const kiln__type *x = &operands[0];
     int32_t rank = x->shape.rank;

@@ -40,22 +40,13 @@ static kiln_status check_inputs_inits(kiln_ctx *cx, const kiln__attrs *attrs,
     return KILN_OK;
 }
 
-static kiln_status check_region(kiln_ctx *cx, const kiln__attrs *attrs, int32_t i,
-                                const char *what) {
-    const kiln_region *r = kiln__attrs_region(attrs, i);
-    if (!r) return kiln__infer_error(cx, attrs, "%s is NULL", what);
-    if (!r->fn) return kiln__infer_error(cx, attrs, "%s has no function", what);
-    return KILN_OK;
-}
-
-kiln_status kiln__infer_REDUCE(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__type *operands,
-                               int n_operands, kiln__type *results, int n_results) {
+KILN__INFER(REDUCE) {
     kiln_status s = check_inputs_inits(cx, attrs, operands, n_operands, n_results);
     if (s != KILN_OK) return s;
     const kiln_shape *in = &operands[0].shape;
     const kiln_dims *dims = &attrs->u.reduce_dims;
     if ((s = kiln__check_dims(cx, attrs, "dimensions", dims, in->rank)) != KILN_OK) return s;
-    if ((s = check_region(cx, attrs, 0, "region")) != KILN_OK) return s;
+    if ((s = kiln__check_region(cx, attrs, 0, "region")) != KILN_OK) return s;
     bool reduced[KILN_MAX_RANK] = {false};
     for (int32_t i = 0; i < dims->count; i++)
         reduced[dims->v[i]] = true;
@@ -137,27 +128,19 @@ static kiln_status check_window(kiln_ctx *cx, const kiln__attrs *attrs, int32_t 
     return KILN_OK;
 }
 
-kiln_status kiln__infer_REDUCE_WINDOW(kiln_ctx *cx, const kiln__attrs *attrs,
-                                      const kiln__type *operands, int n_operands,
-                                      kiln__type *results, int n_results) {
+KILN__INFER(REDUCE_WINDOW) {
     kiln_status s = check_inputs_inits(cx, attrs, operands, n_operands, n_results);
     if (s != KILN_OK) return s;
     kiln_shape shape;
     if ((s = check_window(cx, attrs, operands[0].shape.rank, &shape, &operands[0].shape))) return s;
-    if ((s = check_region(cx, attrs, 0, "region")) != KILN_OK) return s;
+    if ((s = kiln__check_region(cx, attrs, 0, "region")) != KILN_OK) return s;
     for (int i = 0; i < n_results; i++)
         results[i] = (kiln__type){.dtype = operands[i].dtype, .shape = shape};
     return KILN_OK;
 }
 
-kiln_status kiln__infer_SELECT_AND_SCATTER(kiln_ctx *cx, const kiln__attrs *attrs,
-                                           const kiln__type *operands, int n_operands,
-                                           kiln__type *results, int n_results) {
-    if (n_operands != 3 || n_results != 1)
-        return kiln__infer_error(cx, attrs,
-                                 "has %d operands and %d results; expected 3 (operand, source, "
-                                 "init value) and 1",
-                                 n_operands, n_results);
+KILN__INFER(SELECT_AND_SCATTER) {
+    (void)n_operands, (void)n_results;
     const kiln__type *operand = &operands[0], *source = &operands[1], *init = &operands[2];
     char have[KILN__TYPE_TEXT], want[KILN__SHAPE_TEXT];
     if (source->dtype != operand->dtype)
@@ -190,8 +173,8 @@ kiln_status kiln__infer_SELECT_AND_SCATTER(kiln_ctx *cx, const kiln__attrs *attr
         return kiln__infer_error(cx, attrs,
                                  "source has type %s; expected shape %s, the number of windows",
                                  kiln__type_text(source, have), kiln__shape_text(&shape, want));
-    if ((s = check_region(cx, attrs, 0, "select region")) != KILN_OK ||
-        (s = check_region(cx, attrs, 1, "scatter region")) != KILN_OK)
+    if ((s = kiln__check_region(cx, attrs, 0, "select region")) != KILN_OK ||
+        (s = kiln__check_region(cx, attrs, 1, "scatter region")) != KILN_OK)
         return s;
     results[0] = *operand;
     return KILN_OK;

@@ -211,6 +211,16 @@ kiln_status kiln__struct_too_small(kiln_ctx *cx, const char *fn, const char *wha
                               expected, defaults);
 }
 
+kiln_status kiln__options_read(kiln_ctx *cx, const char *fn, const void *options, void *o,
+                               size_t size, const char *defaults) {
+    if (!options) return KILN_OK;
+    size_t have;
+    memcpy(&have, options, sizeof have);
+    if (have < size) return kiln__struct_too_small(cx, fn, "options", have, size, defaults);
+    memcpy(o, options, size);
+    return KILN_OK;
+}
+
 const kiln_allocator *kiln_ctx_allocator(const kiln_ctx *cx) {
     return cx ? &cx->allocator : kiln_allocator_default();
 }

@@ -79,4 +79,10 @@ void *kiln__null_argument_ptr(kiln_ctx *cx, const char *fn, const char *arg);
 kiln_status kiln__struct_too_small(kiln_ctx *cx, const char *fn, const char *what, size_t size,
                                    size_t expected, const char *defaults);
 
+/* Copies a caller's versioned options struct (every one starts with its size_t struct_size)
+ * over the defaults in *o, of this build's `size`; NULL options keep the defaults. A
+ * smaller struct_size is refused through kiln__struct_too_small, naming "options". */
+kiln_status kiln__options_read(kiln_ctx *cx, const char *fn, const void *options, void *o,
+                               size_t size, const char *defaults);
+
 #endif

@@ -393,12 +393,8 @@ kiln_status kiln_scan(kiln_ctx *cx, const kiln_region *body, kiln_tensor *const 
     if (!body) return kiln__null_argument(cx, fn, "body");
     if (!body->fn) return kiln__null_argument(cx, fn, "body->fn");
     kiln_scan_options o = kiln_scan_options_default();
-    if (options) {
-        if (options->struct_size < sizeof o)
-            return kiln__struct_too_small(cx, fn, "options", options->struct_size, sizeof o,
-                                          "kiln_scan_options_default");
-        o = *options;
-    }
+    kiln_status os = kiln__options_read(cx, fn, options, &o, sizeof o, "kiln_scan_options_default");
+    if (os != KILN_OK) return os;
     if (o.unroll < 1)
         return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
                                   "%s: options->unroll is %d; expected >= 1", fn, (int)o.unroll);

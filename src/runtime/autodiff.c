@@ -292,12 +292,7 @@ kiln_status kiln_jvp(kiln_ctx *cx, const kiln_region *f, int32_t n_in, kiln_tens
 static kiln_status grad_options(kiln_ctx *cx, const char *fn, const kiln_grad_options *options,
                                 kiln_grad_options *o) {
     *o = kiln_grad_options_default();
-    if (!options) return KILN_OK;
-    if (options->struct_size < sizeof(kiln_grad_options))
-        return kiln__struct_too_small(cx, fn, "options", options->struct_size,
-                                      sizeof(kiln_grad_options), "kiln_grad_options_default");
-    *o = *options;
-    return KILN_OK;
+    return kiln__options_read(cx, fn, options, o, sizeof *o, "kiln_grad_options_default");
 }
 
 static kiln_status grad_common(kiln_ctx *cx, const char *fn, const kiln_region *f, int32_t n_in,

@@ -176,11 +176,10 @@ static void destroy(kiln_jit *f) {
 /* Reads and checks the options shared by both kinds of jit (NULL: the defaults). */
 static kiln_status read_options(kiln_ctx *cx, const char *api, const kiln_jit_options *options,
                                 kiln_jit_options *out) {
-    /* struct_size first: a smaller struct must not be read past its end. */
-    if (options && options->struct_size < sizeof(kiln_jit_options))
-        return kiln__struct_too_small(cx, api, "options", options->struct_size,
-                                      sizeof(kiln_jit_options), "kiln_jit_options_default");
-    *out = options ? *options : kiln_jit_options_default();
+    *out = kiln_jit_options_default();
+    kiln_status s =
+        kiln__options_read(cx, api, options, out, sizeof *out, "kiln_jit_options_default");
+    if (s != KILN_OK) return s;
     const kiln_jit_options *o = out;
     if (o->max_entries < 0 || o->max_specializations < 0)
         return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,

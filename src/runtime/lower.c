@@ -27,8 +27,9 @@ static kiln_status check_specs(kiln_ctx *cx, const kiln_arg_spec *args, int32_t 
 }
 
 /* Preserved results, donation and aliases, checked right after lowering (the compile
- * path of docs/ARCHITECTURE.md, section 2). A result may alias a donated argument of the same dtype and byte size that
- * no other result aliases and that is not returned unchanged. */
+ * path of docs/ARCHITECTURE.md, section 2). A result may alias a donated argument of the
+ * same dtype and byte size that no other result aliases and that is not returned
+ * unchanged. */
 static kiln_status calling_convention(kiln_module *m, const kiln_arg_spec *args, bool donate_all) {
     kiln__block *body = m->funcs[0]->body;
     int32_t n_args = body->n_args, n_results = body->n_results;
@@ -92,19 +93,15 @@ kiln_status kiln_lower(kiln_ctx *cx, const kiln_region *fn, const kiln_arg_spec 
     if (infer) n_results = 4096; /* room; the count is what fn stores */
     if (n_args > 0 && !args) return kiln__null_argument(cx, name, "args");
     kiln_lower_options o = kiln_lower_options_default();
-    if (options) {
-        if (options->struct_size < sizeof(kiln_lower_options))
-            return kiln__struct_too_small(cx, name, "options", options->struct_size,
-                                          sizeof(kiln_lower_options), "kiln_lower_options_default");
-        o = *options;
-    }
+    kiln_status s =
+        kiln__options_read(cx, name, options, &o, sizeof o, "kiln_lower_options_default");
+    if (s != KILN_OK) return s;
     if (cx->trace)
         return kiln_ctx_set_error(cx, KILN_FAILED_PRECONDITION,
                                   "%s: called while tracing (lower the outer function instead, "
                                   "or call the inner one directly)",
                                   name);
-    kiln_status s = check_specs(cx, args, n_args);
-    if (s != KILN_OK) return s;
+    if ((s = check_specs(cx, args, n_args)) != KILN_OK) return s;
 
     kiln_module *m = kiln__module_new(cx, o.name ? o.name : "kiln");
     if (!m) return KILN_RESOURCE_EXHAUSTED;
@@ -207,12 +204,9 @@ kiln_status kiln_lower_tree(kiln_ctx *cx, kiln_jit_fn fn, void *user, const kiln
     kiln_status s = kiln__tree_fn_args(cx, name, fn, in_def, in, out_def);
     if (s != KILN_OK) return s;
     kiln_lower_options o = kiln_lower_options_default();
-    if (options) {
-        if (options->struct_size < sizeof o)
-            return kiln__struct_too_small(cx, name, "options", options->struct_size, sizeof o,
-                                          "kiln_lower_options_default");
-        o = *options;
-    }
+    if ((s = kiln__options_read(cx, name, options, &o, sizeof o, "kiln_lower_options_default")) !=
+        KILN_OK)
+        return s;
     kiln__tree_call t;
     kiln__tree_call_init(&t, fn, user, in_def, out_def);
     /* One block: leaves, statics, the specs, both structs, and every leaf's path (each

@@ -20,11 +20,8 @@ kiln_vmap_options kiln_vmap_options_default(void) {
 static kiln_status read_options(kiln_ctx *cx, const char *fn, const kiln_vmap_options *options,
                                 kiln_vmap_options *o) {
     *o = kiln_vmap_options_default();
-    if (!options) return KILN_OK;
-    if (options->struct_size < sizeof(kiln_vmap_options))
-        return kiln__struct_too_small(cx, fn, "options", options->struct_size,
-                                      sizeof(kiln_vmap_options), "kiln_vmap_options_default");
-    *o = *options;
+    kiln_status s = kiln__options_read(cx, fn, options, o, sizeof *o, "kiln_vmap_options_default");
+    if (s != KILN_OK) return s;
     if (!o->name) o->name = "vmap";
     if (o->axis_size < 0)
         return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,

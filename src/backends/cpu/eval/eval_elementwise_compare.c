@@ -180,71 +180,42 @@ KERNEL(SELECT) {
 static inline uint8_t or_u8(uint8_t a, uint8_t b) { return (uint8_t)(a | b); }
 static inline uint8_t and_u8(uint8_t a, uint8_t b) { return (uint8_t)(a & b); }
 
-#define ID(v) (v)
-
 /* clamp_<dtype>: one per dtype. */
 #define T uint8_t
-#define C uint8_t
-#define LOAD ID
-#define STORE ID
 #define MAX or_u8
 #define MIN and_u8
 #define FN(name) name##_bool
 #include "backends/cpu/eval/elementwise_clamp.inc"
 
 #define T int8_t
-#define C int8_t
-#define LOAD ID
-#define STORE ID
 #define FN(name) name##_i8
 #include "backends/cpu/eval/elementwise_clamp.inc"
 
 #define T int16_t
-#define C int16_t
-#define LOAD ID
-#define STORE ID
 #define FN(name) name##_i16
 #include "backends/cpu/eval/elementwise_clamp.inc"
 
 #define T int32_t
-#define C int32_t
-#define LOAD ID
-#define STORE ID
 #define FN(name) name##_i32
 #include "backends/cpu/eval/elementwise_clamp.inc"
 
 #define T int64_t
-#define C int64_t
-#define LOAD ID
-#define STORE ID
 #define FN(name) name##_i64
 #include "backends/cpu/eval/elementwise_clamp.inc"
 
 #define T uint8_t
-#define C uint8_t
-#define LOAD ID
-#define STORE ID
 #define FN(name) name##_u8
 #include "backends/cpu/eval/elementwise_clamp.inc"
 
 #define T uint16_t
-#define C uint16_t
-#define LOAD ID
-#define STORE ID
 #define FN(name) name##_u16
 #include "backends/cpu/eval/elementwise_clamp.inc"
 
 #define T uint32_t
-#define C uint32_t
-#define LOAD ID
-#define STORE ID
 #define FN(name) name##_u32
 #include "backends/cpu/eval/elementwise_clamp.inc"
 
 #define T uint64_t
-#define C uint64_t
-#define LOAD ID
-#define STORE ID
 #define FN(name) name##_u64
 #include "backends/cpu/eval/elementwise_clamp.inc"
 
@@ -267,18 +238,12 @@ static inline uint8_t and_u8(uint8_t a, uint8_t b) { return (uint8_t)(a & b); }
 #include "backends/cpu/eval/elementwise_clamp.inc"
 
 #define T float
-#define C float
-#define LOAD ID
-#define STORE ID
 #define MAX kiln__nanmaxf
 #define MIN kiln__nanminf
 #define FN(name) name##_f32
 #include "backends/cpu/eval/elementwise_clamp.inc"
 
 #define T double
-#define C double
-#define LOAD ID
-#define STORE ID
 #define MAX kiln__nanmax
 #define MIN kiln__nanmin
 #define FN(name) name##_f64

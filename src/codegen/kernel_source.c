@@ -609,34 +609,25 @@ static void combine(gen *g, kiln_dtype d, const char *x, const char *y) {
     const char *t = ctype(d), *u = utype(d);
     bool f = is_float(d), pred = d == KILN_BOOL;
     const char *sfx = d == KILN_F32 ? "f" : "";
+    bool add = g->k->reduce == KILN__KREDUCE_ADD, max = g->k->reduce == KILN__KREDUCE_MAX;
     switch (g->k->reduce) {
     case KILN__KREDUCE_ADD:
+    case KILN__KREDUCE_MUL: {
+        const char *op = add ? "+" : "*";
         if (f)
-            P("%s + %s", x, y);
+            P("%s %s %s", x, op, y);
         else if (pred)
-            P("(kiln_pred)(%s | %s)", x, y);
+            P("(kiln_pred)(%s %s %s)", x, add ? "|" : "&", y);
         else
-            P("(%s)((%s)%s + (%s)%s)", t, u, x, u, y);
+            P("(%s)((%s)%s %s (%s)%s)", t, u, x, op, u, y);
         return;
-    case KILN__KREDUCE_MUL:
-        if (f)
-            P("%s * %s", x, y);
-        else if (pred)
-            P("(kiln_pred)(%s & %s)", x, y);
-        else
-            P("(%s)((%s)%s * (%s)%s)", t, u, x, u, y);
-        return;
+    }
     case KILN__KREDUCE_MAX:
-        if (f)
-            P("kiln_max%s(%s, %s)", sfx, x, y);
-        else
-            P("(%s > %s ? %s : %s)", x, y, x, y);
-        return;
     case KILN__KREDUCE_MIN:
         if (f)
-            P("kiln_min%s(%s, %s)", sfx, x, y);
+            P("kiln_%s%s(%s, %s)", max ? "max" : "min", sfx, x, y);
         else
-            P("(%s < %s ? %s : %s)", x, y, x, y);
+            P("(%s %s %s ? %s : %s)", x, max ? ">" : "<", y, x, y);
         return;
     case KILN__KREDUCE_AND: P("(%s)(%s & %s)", t, x, y); return;
     case KILN__KREDUCE_OR: P("(%s)(%s | %s)", t, x, y); return;

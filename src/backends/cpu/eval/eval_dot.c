@@ -523,22 +523,16 @@ void kiln__lk_gemm(kiln__lk k, bool trans_a, bool trans_b, int64_t m, int64_t n,
     bool fits = fits_blas(m) && fits_blas(n) && fits_blas(kk) && fits_blas(lda) && fits_blas(ldb) &&
                 fits_blas(ldc);
     bool tiny = (double)m * (double)n * (double)kk <= SMALL_MNK;
+    if (!tiny && fits && (k == KILN__LK_F32 || k == KILN__LK_F64) && kiln__blas_api_get()) {
+        blas_gemm(k, trans_a, trans_b, m, n, kk, a, lda, b, ldb, c, ldc);
+        return;
+    }
     switch (k) {
     case KILN__LK_F32:
-        if (tiny)
-            small_loop_f32(trans_a, trans_b, m, n, kk, a, lda, b, ldb, c, ldc);
-        else if (fits && kiln__blas_api_get())
-            blas_gemm(k, trans_a, trans_b, m, n, kk, a, lda, b, ldb, c, ldc);
-        else
-            gemm_loop_f32(trans_a, trans_b, m, n, kk, a, lda, b, ldb, c, ldc);
+        (tiny ? small_loop_f32 : gemm_loop_f32)(trans_a, trans_b, m, n, kk, a, lda, b, ldb, c, ldc);
         break;
     case KILN__LK_F64:
-        if (tiny)
-            small_loop_f64(trans_a, trans_b, m, n, kk, a, lda, b, ldb, c, ldc);
-        else if (fits && kiln__blas_api_get())
-            blas_gemm(k, trans_a, trans_b, m, n, kk, a, lda, b, ldb, c, ldc);
-        else
-            gemm_loop_f64(trans_a, trans_b, m, n, kk, a, lda, b, ldb, c, ldc);
+        (tiny ? small_loop_f64 : gemm_loop_f64)(trans_a, trans_b, m, n, kk, a, lda, b, ldb, c, ldc);
         break;
     case KILN__LK_BOOL: gemm_loop_bool(trans_a, trans_b, m, n, kk, a, lda, b, ldb, c, ldc); break;
     case KILN__LK_U8: gemm_loop_u8(trans_a, trans_b, m, n, kk, a, lda, b, ldb, c, ldc); break;

@@ -192,23 +192,33 @@ static const pfunc *find_func(const parser *p, const char *name, size_t len) {
     return NULL;
 }
 
-/* The call's callee, checked against the call's signature. */
-/* The callee's `what`s ("argument", "result") have the types of the call's (n of each);
- * `verb` says what the call does with them ("passes", "expects"). */
-static bool same_types(parser *p, const pcall *c, const char *what, const char *verb,
-                       kiln__value *const *callee, kiln__value *const *call, int32_t n) {
+/* How messages name one of a call's lists against its callee's: "@f takes 2 arguments, the
+ * call passes 3"; "type mismatch: argument 0 of @f is f32[2], the call passes i32[2]". */
+typedef struct list_words {
+    const char *has, *items, *item, *verb;
+} list_words;
+static const list_words argument_words = {"takes", "arguments", "argument", "passes"};
+static const list_words result_words = {"returns", "values", "result", "expects"};
+
+/* The callee's list (n_callee values) has the call's count (n) and types. */
+static bool same_values(parser *p, const pcall *c, const list_words *w, kiln__value *const *callee,
+                        int32_t n_callee, kiln__value *const *call, int32_t n) {
+    int len = (int)(c->len > 60 ? 60 : c->len);
+    if (n_callee != n)
+        return kiln__text_error(p, c->pos, "@%.*s %s %d %s, the call %s %d", len, c->callee,
+                                w->has, (int)n_callee, w->items, w->verb, (int)n);
     for (int32_t i = 0; i < n; i++)
         if (!kiln__text_same_type(callee[i]->type, call[i]->type)) {
             char tb[80], tb2[80];
             return kiln__text_error(
-                p, c->pos, "type mismatch: %s %d of @%.*s is %s, the call %s %s", what, (int)i,
-                (int)(c->len > 60 ? 60 : c->len), c->callee,
-                kiln__text_type_str(callee[i]->type, tb, sizeof tb), verb,
+                p, c->pos, "type mismatch: %s %d of @%.*s is %s, the call %s %s", w->item, (int)i,
+                len, c->callee, kiln__text_type_str(callee[i]->type, tb, sizeof tb), w->verb,
                 kiln__text_type_str(call[i]->type, tb2, sizeof tb2));
         }
     return true;
 }
 
+/* The call's callee, checked against the call's signature. */
 static const pfunc *callee_of(parser *p, const pcall *c) {
     const char *name = c->callee;
     int len = (int)(c->len > 60 ? 60 : c->len);
@@ -231,19 +241,9 @@ static const pfunc *callee_of(parser *p, const pcall *c) {
         in0 = c->region * n_in;
         out0 = c->region * n_out;
     }
-    if (body->n_args != n_in) {
-        kiln__text_error(p, c->pos, "@%.*s takes %d arguments, the call passes %d", len, name,
-                         (int)body->n_args, (int)n_in);
-        return NULL;
-    }
-    if (!same_types(p, c, "argument", "passes", body->args, call->operands + in0, n_in))
-        return NULL;
-    if (body->n_results != n_out) {
-        kiln__text_error(p, c->pos, "@%.*s returns %d values, the call expects %d", len, name,
-                         (int)body->n_results, (int)n_out);
-        return NULL;
-    }
-    if (!same_types(p, c, "result", "expects", body->results, call->results + out0, n_out))
+    if (!same_values(p, c, &argument_words, body->args, body->n_args, call->operands + in0, n_in) ||
+        !same_values(p, c, &result_words, body->results, body->n_results, call->results + out0,
+                     n_out))
         return NULL;
     return f;
 }

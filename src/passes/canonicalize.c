@@ -113,6 +113,26 @@ static int32_t swapped_dot(kiln_module *m, kiln__ir_op *op) {
     return forward(op, dot->results[0]);
 }
 
+/* Folds op's operand, made by `in` of op's kind, into op: op then reads in's operand, and
+ * the caller sets the merged attributes in the copy returned (NULL when out of memory: the
+ * op stays as it is). */
+static kiln__attrs *merge_inner(kiln_module *m, kiln__ir_op *op, const kiln__ir_op *in) {
+    kiln__attrs *own = kiln__op_attrs_mut(m, op);
+    if (own) kiln__set_operand(op, 0, in->operands[0]);
+    return own;
+}
+
+/* The map i -> b[a[i]] (a transpose of a transpose, a broadcast of a broadcast); false
+ * where some a[i] is not an index of b. */
+static bool compose(const kiln_dims *a, const kiln_dims *b, kiln_dims *out) {
+    *out = (kiln_dims){.count = a->count};
+    for (int32_t i = 0; i < a->count; i++) {
+        if (a->v[i] < 0 || a->v[i] >= b->count) return false;
+        out->v[i] = b->v[a->v[i]];
+    }
+    return true;
+}
+
 static int32_t rewrite_transpose(kiln_module *m, kiln__ir_op *op) {
     const kiln_dims *p = &op->attrs->u.permutation;
     if (is_identity_perm(p)) return forward(op, op->operands[0]);
@@ -121,15 +141,11 @@ static int32_t rewrite_transpose(kiln_module *m, kiln__ir_op *op) {
     if (!in || in->kind != KILN_OP_TRANSPOSE) return 0;
     const kiln_dims *q = &in->attrs->u.permutation;
     if (q->count != p->count) return 0;
-    kiln_dims c = {.count = p->count};
-    for (int32_t i = 0; i < p->count; i++) {
-        if (p->v[i] < 0 || p->v[i] >= q->count) return 0;
-        c.v[i] = q->v[p->v[i]];
-    }
-    kiln__attrs *own = kiln__op_attrs_mut(m, op);
-    if (!own) return 0; /* out of memory: the op stays as it is */
+    kiln_dims c;
+    if (!compose(p, q, &c)) return 0;
+    kiln__attrs *own = merge_inner(m, op, in);
+    if (!own) return 0;
     own->u.permutation = c;
-    kiln__set_operand(op, 0, in->operands[0]);
     return 1;
 }
 
@@ -152,12 +168,11 @@ static int32_t rewrite_slice(kiln_module *m, kiln__ir_op *op) {
         strides.v[d] = t1->v[d] * t2->v[d];
         limit.v[d] = start.v[d] + (n - 1) * strides.v[d] + 1;
     }
-    kiln__attrs *own = kiln__op_attrs_mut(m, op);
-    if (!own) return 0; /* out of memory: the op stays as it is */
+    kiln__attrs *own = merge_inner(m, op, in);
+    if (!own) return 0;
     own->u.slice.start = start;
     own->u.slice.limit = limit;
     own->u.slice.strides = strides;
-    kiln__set_operand(op, 0, in->operands[0]);
     return 1;
 }
 
@@ -183,10 +198,9 @@ static int32_t rewrite_reverse(kiln_module *m, kiln__ir_op *op) {
     kiln_dims c = {.count = 0};
     for (int32_t d = 0; d < t->shape.rank; d++)
         if (flip[d]) c.v[c.count++] = d;
-    kiln__attrs *own = kiln__op_attrs_mut(m, op);
-    if (!own) return 0; /* out of memory: the op stays as it is */
+    kiln__attrs *own = merge_inner(m, op, in);
+    if (!own) return 0;
     own->u.reverse_dims = c;
-    kiln__set_operand(op, 0, in->operands[0]);
     return 1;
 }
 
@@ -200,15 +214,11 @@ static int32_t rewrite_broadcast(kiln_module *m, kiln__ir_op *op) {
     const kiln__ir_op *in = op->operands[0]->def;
     if (!in || in->kind != KILN_OP_BROADCAST_IN_DIM) return 0;
     const kiln_dims *e = &in->attrs->u.broadcast.dims;
-    kiln_dims c = {.count = e->count};
-    for (int32_t i = 0; i < e->count; i++) {
-        if (e->v[i] < 0 || e->v[i] >= d->count) return 0;
-        c.v[i] = d->v[e->v[i]];
-    }
-    kiln__attrs *own = kiln__op_attrs_mut(m, op);
-    if (!own) return 0; /* out of memory: the op stays as it is */
+    kiln_dims c;
+    if (!compose(e, d, &c)) return 0;
+    kiln__attrs *own = merge_inner(m, op, in);
+    if (!own) return 0;
     own->u.broadcast.dims = c;
-    kiln__set_operand(op, 0, in->operands[0]);
     return 1;
 }
 

@@ -424,17 +424,26 @@ static bool flatten_item(void *user, const kiln__tree_item *item) {
     return true;
 }
 
-static kiln_status check_counts(kiln_ctx *cx, const char *fn, const kiln_tree_def *def,
-                                int32_t leaves, int32_t n_leaves, int32_t statics,
-                                int32_t n_statics, bool with_statics) {
-    if (n_leaves != leaves)
+/* The argument checks flatten and unflatten share, in this order: def is valid, the tree
+ * (the argument named tree_arg) is given, so is the leaves array (leaves_arg) where there
+ * are leaves, and the counts are def's (n_statics only where with_statics). */
+static kiln_status check_args(kiln_ctx *cx, const char *fn, const kiln_tree_def *def,
+                              const void *tree, const char *tree_arg, const void *leaves,
+                              const char *leaves_arg, int32_t n_leaves, int32_t n_statics,
+                              bool with_statics) {
+    int32_t def_leaves = 0, def_statics = 0;
+    kiln_status s = check_def(cx, fn, def, &def_leaves, &def_statics);
+    if (s != KILN_OK) return s;
+    if (!tree) return kiln__null_argument(cx, fn, tree_arg);
+    if (!leaves && n_leaves > 0) return kiln__null_argument(cx, fn, leaves_arg);
+    if (n_leaves != def_leaves)
         return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
                                   "%s: n_leaves is %d; %s has %d tensor leaves", fn, (int)n_leaves,
-                                  def->name, (int)leaves);
-    if (with_statics && n_statics != statics)
+                                  def->name, (int)def_leaves);
+    if (with_statics && n_statics != def_statics)
         return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
                                   "%s: n_statics is %d; %s has %d static scalars", fn,
-                                  (int)n_statics, def->name, (int)statics);
+                                  (int)n_statics, def->name, (int)def_statics);
     return KILN_OK;
 }
 
@@ -443,12 +452,8 @@ kiln_status kiln_tree_flatten(kiln_ctx *cx, const kiln_tree_def *def, const void
                               kiln_tree_static *out_statics, int32_t n_statics) {
     static const char fn[] = "kiln_tree_flatten";
     if (!cx) return KILN_INVALID_ARGUMENT;
-    int32_t leaves = 0, statics = 0;
-    kiln_status s = check_def(cx, fn, def, &leaves, &statics);
-    if (s != KILN_OK) return s;
-    if (!tree) return kiln__null_argument(cx, fn, "tree");
-    if (!out_leaves && n_leaves > 0) return kiln__null_argument(cx, fn, "out_leaves");
-    s = check_counts(cx, fn, def, leaves, n_leaves, statics, n_statics, out_statics != NULL);
+    kiln_status s = check_args(cx, fn, def, tree, "tree", out_leaves, "out_leaves", n_leaves,
+                               n_statics, out_statics != NULL);
     if (s != KILN_OK) return s;
     flatten_state st = {.cx = cx,
                         .def = def,
@@ -494,12 +499,8 @@ kiln_status kiln_tree_unflatten(kiln_ctx *cx, const kiln_tree_def *def, kiln_ten
                                 int32_t n_statics, void *out_tree) {
     static const char fn[] = "kiln_tree_unflatten";
     if (!cx) return KILN_INVALID_ARGUMENT;
-    int32_t n_l = 0, n_s = 0;
-    kiln_status s = check_def(cx, fn, def, &n_l, &n_s);
-    if (s != KILN_OK) return s;
-    if (!out_tree) return kiln__null_argument(cx, fn, "out_tree");
-    if (!leaves && n_leaves > 0) return kiln__null_argument(cx, fn, "leaves");
-    s = check_counts(cx, fn, def, n_l, n_leaves, n_s, n_statics, statics != NULL);
+    kiln_status s = check_args(cx, fn, def, out_tree, "out_tree", leaves, "leaves", n_leaves,
+                               n_statics, statics != NULL);
     if (s != KILN_OK) return s;
     /* Check the statics' kinds first, so that a failure leaves out_tree as it was. */
     unflatten_state st = {.cx = cx,

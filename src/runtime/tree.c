@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "base/ctx_internal.h"
 #include "runtime/tree_internal.h"
 
@@ -536,6 +537,27 @@ void kiln__tree_call_init(kiln__tree_call *t, kiln_jit_fn fn, void *user,
     t->n_statics = kiln_tree_static_count(in_def);
     t->n_out = kiln_tree_leaf_count(out_def);
     t->n_out_statics = kiln_tree_static_count(out_def);
+}
+
+kiln_status kiln__tree_call_scratch(kiln_ctx *cx, const char *name, kiln__tree_call *t,
+                                    const void *in, size_t n_ptr, size_t n_ints, char **mem,
+                                    size_t *bytes, int32_t **ints) {
+    size_t n_st = (size_t)t->n_statics + (size_t)t->n_out_statics + 2;
+    size_t in_size = t->in_def->size, out_size = t->out_def->size;
+    *bytes = n_ptr * sizeof(void *) + n_st * sizeof(kiln_tree_static) + in_size + out_size +
+             n_ints * sizeof(int32_t) + 64;
+    *mem = kiln__calloc(cx, *bytes, 16, name);
+    if (!*mem) return KILN_RESOURCE_EXHAUSTED;
+    kiln_tensor **leaves = (kiln_tensor **)*mem;
+    kiln_tree_static *statics = (kiln_tree_static *)(*mem + n_ptr * sizeof(void *));
+    t->out_statics = statics + t->n_statics + 1;
+    char *bufs = (char *)(statics + n_st);
+    t->in_buf = bufs;
+    t->out_buf = bufs + ((in_size + 15) & ~(size_t)15);
+    *ints = (int32_t *)((char *)t->out_buf + ((out_size + 15) & ~(size_t)15));
+    kiln_status s = kiln_tree_flatten(cx, t->in_def, in, leaves, t->n_in, statics, t->n_statics);
+    t->statics = statics;
+    return s;
 }
 
 kiln_status kiln__tree_check_prefixes(kiln_ctx *cx, const char *fn, const char *what,

@@ -102,17 +102,6 @@ kiln_status kiln__jvp_func(kiln_ctx *cx, const char *fn, const kiln__func *f,
     const kiln__value *const *args = (const kiln__value *const *)body->args;
     if (s == KILN_OK) s = kiln__ad_add_args(&ad, &ad.deriv, args, body->n_args, wrt);
     if (s == KILN_OK) s = kiln__ad_jvp_ops(&ad, body);
-    int32_t n_float = 0;
-    for (int32_t j = 0; j < body->n_results; j++)
-        n_float += kiln_dtype_is_float(body->results[j]->type->dtype);
-    size_t n = (size_t)body->n_results + (size_t)n_float;
-    kiln__value **res = NULL;
-    if (s == KILN_OK && !(res = kiln__ad_results(&ad, body, n))) s = kiln_ctx_status(cx);
-    for (int32_t j = 0, k = body->n_results; j < body->n_results && s == KILN_OK; j++) {
-        if (!kiln_dtype_is_float(body->results[j]->type->dtype)) continue;
-        kiln__value *t = kiln__ad_deriv_or_zeros(&ad, body->results[j]);
-        if (!t) s = kiln_ctx_status(cx);
-        res[k++] = t;
-    }
-    return kiln__ad_finish(&ad, s, g, res, n, out);
+    return kiln__ad_finish(&ad, s, g, body, (const kiln__value *const *)body->results,
+                           body->n_results, NULL, out);
 }

@@ -10,7 +10,9 @@ bool kiln__ad_is_float(const kiln__type *type) { return kiln_dtype_is_float(type
 
 bool kiln__ad_has_derivative(const kiln__value *v) { return v && kiln__ad_is_float(v->type); }
 
-kiln_op kiln__ad_lone_binary_op(const kiln__block *b) {
+/* The kind of the lone op of block b (a region of two arguments and one result) when it is
+ * applied to the two arguments, in either order, and returned; else KILN_OP_COUNT. */
+static kiln_op lone_binary_op(const kiln__block *b) {
     if (!b || b->n_args != 2 || b->n_results != 1) return KILN_OP_COUNT;
     const kiln__ir_op *x = b->first;
     if (!x || x != b->last || x->n_operands != 2 || x->results[0] != b->results[0])
@@ -19,6 +21,26 @@ kiln_op kiln__ad_lone_binary_op(const kiln__block *b) {
           (x->operands[0] == b->args[1] && x->operands[1] == b->args[0])))
         return KILN_OP_COUNT;
     return x->kind;
+}
+
+kiln_op kiln__ad_region_op(const kiln__ir_op *o, int32_t region) {
+    const kiln_region *r = region < 2 ? o->attrs->region[region] : NULL;
+    if (r == kiln_region_add()) return KILN_OP_ADD;
+    if (r == kiln_region_maximum()) return KILN_OP_MAXIMUM;
+    if (r == kiln_region_minimum()) return KILN_OP_MINIMUM;
+    if (r == kiln_region_multiply()) return KILN_OP_MULTIPLY;
+    return lone_binary_op(region < o->n_regions ? o->regions[region] : NULL);
+}
+
+kiln__value *kiln__ad_positions(kiln__emitter *e, const kiln_shape *shape) {
+    int64_t n = 1;
+    for (int32_t d = 0; d < shape->rank; d++)
+        n *= shape->dims[d];
+    kiln__attrs a = {.fn = e->fn};
+    a.u.iota.dtype = KILN_I64;
+    a.u.iota.shape = (kiln_shape){.rank = 1, .dims = {n}};
+    a.u.iota.dimension = 0;
+    return kiln__emit_reshape(e, kiln__emit(e, KILN_OP_IOTA, &a, NULL, 0), shape);
 }
 
 bool kiln__ad_dims_contain(const kiln_dims *d, int64_t v) {

@@ -26,10 +26,14 @@
 bool kiln__ad_is_float(const kiln__type *type);
 /* True when v has a derivative: a value (not NULL) of a floating-point dtype. */
 bool kiln__ad_has_derivative(const kiln__value *v);
-/* The kind of the lone op of block b (a region of two arguments and one result) when it is
- * applied to the two arguments, in either order, and returned; else KILN_OP_COUNT. How the
- * rules recognise a traced region that is an add, a maximum, ... */
-kiln_op kiln__ad_lone_binary_op(const kiln__block *b);
+/* The binary op that region `region` of o computes: ADD, MAXIMUM, MINIMUM or MULTIPLY for
+ * those builtin regions, else the kind of the lone op of its traced block (two arguments,
+ * one result) when that op is applied to the two arguments, in either order, and returned;
+ * else KILN_OP_COUNT. How the rules recognise a region that is an add, a maximum, ... */
+kiln_op kiln__ad_region_op(const kiln__ir_op *o, int32_t region);
+/* An i64 array of `shape` holding each element's row-major position (0, 1, 2, ...): how a
+ * rule tells the elements apart. */
+kiln__value *kiln__ad_positions(kiln__emitter *e, const kiln_shape *shape);
 /* True when v is one of the entries of d. */
 bool kiln__ad_dims_contain(const kiln_dims *d, int64_t v);
 /* True when `type` has no elements (a dimension of size 0): its derivatives are zeros. */

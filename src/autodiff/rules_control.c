@@ -117,6 +117,28 @@ static kiln_status take_jvp_results(kiln__ad *ad, kiln_status s, const kiln__ir_
     return KILN_OK;
 }
 
+/* Gives each float value among the n of `types` a tangent slot: appends its type after the
+ * n and its index to float_of. Returns how many, or -1 where they would pass MAX_VALUES. */
+static int32_t add_tangent_slots(kiln__type *types, int32_t n, int32_t *float_of) {
+    int32_t nf = 0;
+    for (int32_t j = 0; j < n; j++)
+        if (kiln_dtype_is_float(types[j].dtype)) {
+            if (n + nf >= MAX_VALUES) return -1;
+            float_of[nf] = j;
+            types[n + nf++] = types[j];
+        }
+    return nf;
+}
+
+/* Emits region r of the rebuilt op nop, its block taking n_args values of `types`, and makes
+ * it the block ad emits into (the caller restores the outer block); NULL on error. */
+static kiln__block *enter_region(kiln__ad *ad, kiln__ir_op *nop, int32_t r,
+                                 const kiln__type *types, int32_t n_args) {
+    kiln__block *b = kiln__emit_region_block(&ad->e, nop, r, types, n_args);
+    if (b) ad->e.block = b;
+    return b;
+}
+
 /* An if or case like op's, on its predicate or index, with n results of `types`; the
  * caller builds its regions. */
 static kiln__ir_op *emit_branches(kiln__emitter *e, const kiln__ad_op *op, const kiln__type *types,
@@ -136,26 +158,20 @@ static kiln_status branches_jvp(kiln__emitter *e, const kiln__ad_op *op,
     kiln__ad *ad = kiln__ad_of(e);
     if (!ad) return kiln_ctx_status(e->cx);
     const kiln__ir_op *src = op->op;
-    int32_t n = src->n_results, nf = 0;
+    int32_t n = src->n_results;
     kiln__type types[MAX_VALUES];
     int32_t float_of[MAX_VALUES];
     for (int32_t j = 0; j < n; j++)
         types[j] = *src->results[j]->type;
-    for (int32_t j = 0; j < n; j++)
-        if (kiln_dtype_is_float(types[j].dtype)) {
-            if (n + nf >= MAX_VALUES)
-                return kiln__emit_error(e, KILN_UNIMPLEMENTED, "too many results to differentiate");
-            float_of[nf] = j;
-            types[n + nf++] = types[j];
-        }
+    int32_t nf = add_tangent_slots(types, n, float_of);
+    if (nf < 0) return kiln__emit_error(e, KILN_UNIMPLEMENTED, "too many results to differentiate");
     kiln__ir_op *nop = emit_branches(e, op, types, n + nf);
     if (!nop) return kiln_ctx_status(e->cx);
     kiln__block *outer = ad->e.block;
     kiln_status s = KILN_OK;
     for (int32_t r = 0; r < src->n_regions && s == KILN_OK; r++) {
-        kiln__block *b = kiln__emit_region_block(e, nop, r, NULL, 0);
+        kiln__block *b = enter_region(ad, nop, r, NULL, 0);
         if (!b) return kiln_ctx_status(e->cx);
-        ad->e.block = b;
         const kiln__block *sb = src->regions[r];
         s = kiln__ad_jvp_ops(ad, sb);
         if (s == KILN_OK) s = set_jvp_results(ad, b, sb, n, float_of, nf);
@@ -245,9 +261,8 @@ static kiln_status branches_vjp(kiln__emitter *e, const kiln__ad_op *op, kiln__v
     kiln__block *outer = ad->e.block;
     kiln_status s = KILN_OK;
     for (int32_t r = 0; r < src->n_regions && s == KILN_OK; r++) {
-        kiln__block *b = kiln__emit_region_block(e, nop, r, NULL, 0);
+        kiln__block *b = enter_region(ad, nop, r, NULL, 0);
         if (!b) return kiln_ctx_status(e->cx);
-        ad->e.block = b;
         kiln__value *fv_cts[MAX_VALUES];
         s = region_vjp(ad, src->regions[r], cts, fv, n_fv, fv_cts, NULL);
         for (int32_t k = 0; k < n_fv && s == KILN_OK; k++) {
@@ -272,7 +287,7 @@ kiln_status kiln__jvp_WHILE(kiln__emitter *e, const kiln__ad_op *op, kiln__value
     kiln__ad *ad = kiln__ad_of(e);
     if (!ad) return kiln_ctx_status(e->cx);
     const kiln__ir_op *src = op->op;
-    int32_t n = src->n_operands, nf = 0;
+    int32_t n = src->n_operands;
     int32_t float_of[MAX_VALUES];
     kiln__type types[MAX_VALUES];
     kiln__value *inits[MAX_VALUES];
@@ -280,16 +295,13 @@ kiln_status kiln__jvp_WHILE(kiln__emitter *e, const kiln__ad_op *op, kiln__value
         types[j] = *src->operands[j]->type;
         inits[j] = op->primals[j];
     }
-    for (int32_t j = 0; j < n; j++)
-        if (kiln_dtype_is_float(types[j].dtype)) {
-            if (n + nf >= MAX_VALUES)
-                return kiln__emit_error(e, KILN_UNIMPLEMENTED, "too many loop carries");
-            float_of[nf] = j;
-            types[n + nf] = types[j];
-            inits[n + nf] = tangents[j] ? tangents[j] : kiln__emit_zeros(e, &types[j]);
-            if (!inits[n + nf]) return kiln_ctx_status(e->cx);
-            nf++;
-        }
+    int32_t nf = add_tangent_slots(types, n, float_of);
+    if (nf < 0) return kiln__emit_error(e, KILN_UNIMPLEMENTED, "too many loop carries");
+    for (int32_t k = 0; k < nf; k++) {
+        int32_t j = float_of[k];
+        inits[n + k] = tangents[j] ? tangents[j] : kiln__emit_zeros(e, &types[j]);
+        if (!inits[n + k]) return kiln_ctx_status(e->cx);
+    }
     kiln__attrs a;
     kiln__attrs_copy(&a, src->attrs, src->kind);
     a.n_results = n + nf;
@@ -299,9 +311,8 @@ kiln_status kiln__jvp_WHILE(kiln__emitter *e, const kiln__ad_op *op, kiln__value
     kiln_status s = KILN_OK;
     for (int32_t r = 0; r < 2 && s == KILN_OK; r++) {
         const kiln__block *sb = src->regions[r];
-        kiln__block *b = kiln__emit_region_block(e, nop, r, types, n + nf);
+        kiln__block *b = enter_region(ad, nop, r, types, n + nf);
         if (!b) return kiln_ctx_status(e->cx);
-        ad->e.block = b;
         for (int32_t j = 0; j < n; j++)
             if (!kiln__vmap_put(&ad->primal, sb->args[j], b->args[j]) ||
                 !kiln__vmap_put(&ad->deriv, sb->args[j], NULL))

@@ -198,22 +198,18 @@ typedef enum combiner {
 /* What the update region does: the builtin it is, or a traced block that is one (a lone
  * add of its two arguments, or returning its second argument). */
 static combiner combiner_of(const kiln__ir_op *o) {
-    const kiln_region *r = o->attrs->region[0];
-    if (r == kiln_region_add()) return COMBINE_ADD;
-    if (r == kiln_region_replace()) return COMBINE_REPLACE;
-    if (r == kiln_region_maximum()) return COMBINE_MAX;
-    if (r == kiln_region_minimum()) return COMBINE_MIN;
-    if (r == kiln_region_multiply()) return COMBINE_MULTIPLY;
-    const kiln__block *b = o->n_regions > 0 ? o->regions[0] : NULL;
-    if (!b || b->n_args != 2 || b->n_results != 1) return COMBINE_OTHER;
-    if (!b->first && b->results[0] == b->args[1]) return COMBINE_REPLACE;
-    switch (kiln__ad_lone_binary_op(b)) {
+    if (o->attrs->region[0] == kiln_region_replace()) return COMBINE_REPLACE;
+    switch (kiln__ad_region_op(o, 0)) {
     case KILN_OP_ADD: return COMBINE_ADD;
     case KILN_OP_MAXIMUM: return COMBINE_MAX;
     case KILN_OP_MINIMUM: return COMBINE_MIN;
     case KILN_OP_MULTIPLY: return COMBINE_MULTIPLY;
-    default: return COMBINE_OTHER;
+    default: break;
     }
+    const kiln__block *b = o->n_regions > 0 ? o->regions[0] : NULL;
+    bool replaces = b && b->n_args == 2 && b->n_results == 1 && !b->first &&
+                    b->results[0] == b->args[1];
+    return replaces ? COMBINE_REPLACE : COMBINE_OTHER;
 }
 
 /* For each element of an update (of type upd_type) scattered by `p` at `idx`: the element
@@ -354,16 +350,8 @@ kiln_status kiln__vjp_SCATTER(kiln__emitter *e, const kiln__ad_op *op, kiln__val
         return kiln_ctx_status(e->cx);
     }
     if (c != COMBINE_REPLACE) return scatter_unsupported(e, op, "vjp");
-    int64_t count = 1;
-    for (int32_t d = 0; d < u->type->shape.rank; d++)
-        count *= u->type->shape.dims[d];
-    kiln__attrs ia = {.fn = e->fn};
-    ia.u.iota.dtype = KILN_I64;
-    ia.u.iota.shape = (kiln_shape){.rank = 1, .dims = {count}};
-    ia.u.iota.dimension = 0;
-    kiln__value *ids = kiln__emit(e, KILN_OP_IOTA, &ia, NULL, 0);
+    kiln__value *ids = kiln__ad_positions(e, &u->type->shape);
     ids = kiln__emit_add(e, ids, kiln__emit_scalar(e, KILN_I64, 1.0));
-    ids = kiln__emit_reshape(e, ids, &u->type->shape);
     kiln__type id_type = {.dtype = KILN_I64, .shape = x->type->shape};
     kiln__value *winners =
         emit_scatter(e, kiln__emit_zeros(e, &id_type), idx, ids, p, kiln_region_replace());

@@ -32,9 +32,10 @@ static kiln_status rule_status(kiln__emitter *e) { return kiln_ctx_status(e->cx)
  * dimensions that belong to the other operand with the other operand's free dimensions
  * (batching g's batch with the other's) leaves [batch, self free, other contracting],
  * which a transpose puts back into self's layout. */
-static kiln__value *dot_cotangent(kiln__emitter *e, const kiln_dot_params *p, bool self_is_lhs,
+static kiln__value *dot_cotangent(kiln__emitter *e, const kiln__ir_op *o, bool self_is_lhs,
                                   kiln__value *g, kiln__value *other, const kiln__type *self_type,
                                   kiln_dtype result_dtype) {
+    const kiln_dot_params *p = &o->attrs->u.dot;
     const kiln_dims *self_batch = self_is_lhs ? &p->lhs_batching_dims : &p->rhs_batching_dims;
     const kiln_dims *self_contract =
         self_is_lhs ? &p->lhs_contracting_dims : &p->rhs_contracting_dims;
@@ -96,21 +97,6 @@ static kiln__value *dot_cotangent(kiln__emitter *e, const kiln_dot_params *p, bo
     return convert_to(e, r, self_type->dtype);
 }
 
-kiln_status kiln__vjp_DOT_GENERAL(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts,
-                                  kiln__value **out_cts) {
-    kiln__value *g = cts[0];
-    const kiln__ir_op *o = op->op;
-    kiln_dtype rd = o->results[0]->type->dtype;
-    if (!g || !kiln_dtype_is_float(rd)) return rule_status(e);
-    const kiln_dot_params *p = &o->attrs->u.dot;
-    kiln__value *lhs = op->primals[0], *rhs = op->primals[1];
-    if (kiln__ad_has_derivative(lhs))
-        out_cts[0] = dot_cotangent(e, p, true, g, rhs, lhs->type, rd);
-    if (kiln__ad_has_derivative(rhs))
-        out_cts[1] = dot_cotangent(e, p, false, g, lhs, rhs->type, rd);
-    return rule_status(e);
-}
-
 /* The op again on (a, b) with the recorded attributes. */
 static kiln__value *same_op(kiln__emitter *e, const kiln__ir_op *o, kiln__value *a,
                             kiln__value *b) {
@@ -132,6 +118,30 @@ static kiln_status bilinear_jvp(kiln__emitter *e, const kiln__ad_op *op,
     return rule_status(e);
 }
 
+/* The cotangent of operand 0 (self_is_lhs) or 1 of a bilinear op o, of type self_type, from
+ * the result cotangent g and the other operand; result_dtype is o's result dtype. */
+typedef kiln__value *(*bilinear_cotangent)(kiln__emitter *e, const kiln__ir_op *o,
+                                           bool self_is_lhs, kiln__value *g, kiln__value *other,
+                                           const kiln__type *self_type, kiln_dtype result_dtype);
+
+/* The reverse rule of a bilinear op: each float operand's cotangent is `cotangent` of g and
+ * the other operand. */
+static kiln_status bilinear_vjp(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts,
+                                kiln__value **out_cts, bilinear_cotangent cotangent) {
+    kiln__value *g = cts[0];
+    const kiln__ir_op *o = op->op;
+    kiln_dtype rd = o->results[0]->type->dtype;
+    if (!g || !kiln_dtype_is_float(rd)) return rule_status(e);
+    kiln__value *lhs = op->primals[0], *rhs = op->primals[1];
+    if (kiln__ad_has_derivative(lhs)) out_cts[0] = cotangent(e, o, true, g, rhs, lhs->type, rd);
+    if (kiln__ad_has_derivative(rhs)) out_cts[1] = cotangent(e, o, false, g, lhs, rhs->type, rd);
+    return rule_status(e);
+}
+
+kiln_status kiln__vjp_DOT_GENERAL(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts,
+                                  kiln__value **out_cts) {
+    return bilinear_vjp(e, op, cts, out_cts, dot_cotangent);
+}
 KILN__JVP_AS(DOT_GENERAL, bilinear_jvp);
 
 /* ---- convolution --------------------------------------------------------------------- */
@@ -327,23 +337,21 @@ static kiln__value *conv_kernel_cotangent(kiln__emitter *e, const kiln_conv_para
     return convert_to(e, r, k_type->dtype);
 }
 
-kiln_status kiln__vjp_CONVOLUTION(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts,
-                                  kiln__value **out_cts) {
-    kiln__value *g = cts[0];
-    const kiln__ir_op *o = op->op;
-    kiln_dtype rd = o->results[0]->type->dtype;
-    if (!g || !kiln_dtype_is_float(rd)) return rule_status(e);
+/* The input's (self_is_lhs) or the kernel's cotangent of convolution o; zeros where any of
+ * g, input and kernel is empty. */
+static kiln__value *conv_cotangent(kiln__emitter *e, const kiln__ir_op *o, bool self_is_lhs,
+                                   kiln__value *g, kiln__value *other, const kiln__type *self_type,
+                                   kiln_dtype rd) {
     const kiln_conv_params *p = &o->attrs->u.conv;
-    kiln__value *in = op->primals[0], *kernel = op->primals[1];
-    bool empty = kiln__ad_is_empty(g->type) || kiln__ad_is_empty(in->type) ||
-                 kiln__ad_is_empty(kernel->type);
-    if (kiln__ad_has_derivative(in))
-        out_cts[0] = empty ? kiln__emit_zeros(e, in->type)
-                           : conv_input_cotangent(e, p, g, kernel, in->type, rd);
-    if (kiln__ad_has_derivative(kernel))
-        out_cts[1] = empty ? kiln__emit_zeros(e, kernel->type)
-                           : conv_kernel_cotangent(e, p, g, in, kernel->type, rd);
-    return rule_status(e);
+    if (kiln__ad_is_empty(g->type) || kiln__ad_is_empty(self_type) ||
+        kiln__ad_is_empty(other->type))
+        return kiln__emit_zeros(e, self_type);
+    return self_is_lhs ? conv_input_cotangent(e, p, g, other, self_type, rd)
+                       : conv_kernel_cotangent(e, p, g, other, self_type, rd);
 }
 
+kiln_status kiln__vjp_CONVOLUTION(kiln__emitter *e, const kiln__ad_op *op, kiln__value *const *cts,
+                                  kiln__value **out_cts) {
+    return bilinear_vjp(e, op, cts, out_cts, conv_cotangent);
+}
 KILN__JVP_AS(CONVOLUTION, bilinear_jvp);

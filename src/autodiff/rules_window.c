@@ -62,12 +62,7 @@ typedef enum reducer { REDUCE_OTHER, REDUCE_ADD, REDUCE_MAX, REDUCE_MIN } reduce
 /* The op a two-argument region computes: its builtin, or the lone op of a traced block
  * applied to its two arguments (in either order: these ops commute). */
 static reducer reducer_of(const kiln__ir_op *o, int32_t region) {
-    const kiln_region *r = region < 2 ? o->attrs->region[region] : NULL;
-    if (r == kiln_region_add()) return REDUCE_ADD;
-    if (r == kiln_region_maximum()) return REDUCE_MAX;
-    if (r == kiln_region_minimum()) return REDUCE_MIN;
-    const kiln__block *b = region < o->n_regions ? o->regions[region] : NULL;
-    switch (kiln__ad_lone_binary_op(b)) {
+    switch (kiln__ad_region_op(o, region)) {
     case KILN_OP_ADD: return REDUCE_ADD;
     case KILN_OP_MAXIMUM: return REDUCE_MAX;
     case KILN_OP_MINIMUM: return REDUCE_MIN;
@@ -228,12 +223,7 @@ static void window_extreme_vjp_general(kiln__emitter *e, const kiln__ad_op *op, 
         n *= x->type->shape.dims[d];
     for (int32_t d = 0; d < g->type->shape.rank; d++)
         n_out *= g->type->shape.dims[d];
-    kiln__attrs ia = {.fn = e->fn};
-    ia.u.iota.dtype = KILN_I64;
-    ia.u.iota.shape = (kiln_shape){.rank = 1, .dims = {n}};
-    ia.u.iota.dimension = 0;
-    kiln__value *pos =
-        kiln__emit_reshape(e, kiln__emit(e, KILN_OP_IOTA, &ia, NULL, 0), &x->type->shape);
+    kiln__value *pos = kiln__ad_positions(e, &x->type->shape);
     kiln__value *none = kiln__emit_scalar(e, KILN_I64, -1.0);
     kiln__value *sel =
         reduce_window_pairs(e, x, pos, init, none, w, is_max ? KILN_CMP_GE : KILN_CMP_LE);

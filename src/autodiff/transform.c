@@ -56,29 +56,36 @@ kiln_status kiln__ad_start(kiln__ad *ad, kiln_ctx *cx, const char *fn, const kil
     return s;
 }
 
-kiln__value **kiln__ad_results(kiln__ad *ad, const kiln__block *body, size_t n) {
-    kiln__value **res =
-        kiln__arena_alloc(&ad->e.m->arena, (n ? n : 1) * sizeof *res, _Alignof(void *));
-    if (!res) {
-        kiln_ctx_set_error(ad->e.cx, KILN_RESOURCE_EXHAUSTED, "%s: out of memory", ad->e.fn);
-        return NULL;
-    }
-    for (int32_t j = 0; j < body->n_results; j++)
-        res[j] = kiln__vmap_get(&ad->primal, body->results[j]);
-    return res;
+static bool picked(const bool *pick, const kiln__value *const *vals, int32_t i) {
+    return pick ? pick[i] : kiln_dtype_is_float(vals[i]->type->dtype);
 }
 
-kiln__value *kiln__ad_deriv_or_zeros(kiln__ad *ad, const kiln__value *v) {
-    kiln__value *d = kiln__vmap_get(&ad->deriv, v);
-    return d ? d : kiln__emit_zeros(&ad->e, v->type);
-}
-
-kiln_status kiln__ad_finish(kiln__ad *ad, kiln_status s, kiln__func *g, kiln__value **res,
-                            size_t n, kiln__func **out) {
+kiln_status kiln__ad_finish(kiln__ad *ad, kiln_status s, kiln__func *g, const kiln__block *body,
+                            const kiln__value *const *vals, int32_t n, const bool *pick,
+                            kiln__func **out) {
     kiln_ctx *cx = ad->e.cx;
     kiln_module *dst = ad->e.m;
     const char *fn = ad->e.fn;
-    if (s == KILN_OK) s = kiln__block_set_results(dst, g->body, res, (int32_t)n);
+    size_t n_res = (size_t)body->n_results;
+    for (int32_t i = 0; i < n; i++)
+        n_res += picked(pick, vals, i);
+    kiln__value **res = NULL;
+    if (s == KILN_OK) {
+        res = kiln__arena_alloc(&dst->arena, (n_res ? n_res : 1) * sizeof *res, _Alignof(void *));
+        if (!res) {
+            kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "%s: out of memory", fn);
+            s = kiln_ctx_status(cx);
+        }
+    }
+    for (int32_t j = 0; j < body->n_results && s == KILN_OK; j++)
+        res[j] = kiln__vmap_get(&ad->primal, body->results[j]);
+    for (int32_t i = 0, k = body->n_results; i < n && s == KILN_OK; i++) {
+        if (!picked(pick, vals, i)) continue;
+        kiln__value *d = kiln__vmap_get(&ad->deriv, vals[i]);
+        if (!d && !(d = kiln__emit_zeros(&ad->e, vals[i]->type))) s = kiln_ctx_status(cx);
+        res[k++] = d;
+    }
+    if (s == KILN_OK) s = kiln__block_set_results(dst, g->body, res, (int32_t)n_res);
     kiln__ad_fini(ad);
     if (s != KILN_OK) {
         if (kiln_ctx_status(cx) == KILN_OK) kiln_ctx_set_error(cx, s, "%s: failed", fn);

@@ -51,16 +51,13 @@ kiln_status kiln__ad_start(kiln__ad *ad, kiln_ctx *cx, const char *fn, const kil
  * which is NULL), in order, and maps src[i] to it in *map. */
 kiln_status kiln__ad_add_args(kiln__ad *ad, kiln__vmap *map, const kiln__value *const *src,
                               int32_t n, const bool *which);
-/* An array of n results in dst's arena whose first body->n_results are the values of body's
- * results (the caller fills the rest), or NULL. */
-kiln__value **kiln__ad_results(kiln__ad *ad, const kiln__block *body, size_t n);
-/* The derivative mapped to v, or zeros of v's type where none flowed to it; NULL on error. */
-kiln__value *kiln__ad_deriv_or_zeros(kiln__ad *ad, const kiln__value *v);
-/* The tail: when s is KILN_OK, g returns the n values res; then ad ends, and on success
- * dead code goes and *out = g. Returns the context's status (a bare "<fn>: failed" when s
- * failed and nothing was recorded). */
-kiln_status kiln__ad_finish(kiln__ad *ad, kiln_status s, kiln__func *g, kiln__value **res,
-                            size_t n, kiln__func **out);
+/* The tail: when s is KILN_OK, g returns body's primal results and then the derivative
+ * (zeros where none flowed) of each of the n values vals[i] with pick[i] (each float one
+ * when pick is NULL); then ad ends, and on success dead code goes and *out = g. Returns the
+ * context's status (a bare "<fn>: failed" when s failed and nothing was recorded). */
+kiln_status kiln__ad_finish(kiln__ad *ad, kiln_status s, kiln__func *g, const kiln__block *body,
+                            const kiln__value *const *vals, int32_t n, const bool *pick,
+                            kiln__func **out);
 
 /* The transform an emitter belongs to, or NULL (with INTERNAL recorded). */
 kiln__ad *kiln__ad_of(kiln__emitter *e);

@@ -101,9 +101,6 @@ kiln_status kiln__vjp_func(kiln_ctx *cx, const char *fn, const kiln__func *f,
     kiln__func *g;
     kiln_status s = kiln__ad_start(&ad, cx, fn, f, extra, n_extra, dst, hooks, true, &g);
     if (!g) return s;
-    int32_t n_wrt = 0;
-    for (int32_t i = 0; i < body->n_args; i++)
-        n_wrt += wrt[i];
     if (s == KILN_OK) s = kiln__ad_forward(&ad, body);
     for (int32_t j = 0; j < body->n_results && s == KILN_OK; j++) {
         if (!seed[j]) continue;
@@ -119,14 +116,6 @@ kiln_status kiln__vjp_func(kiln_ctx *cx, const char *fn, const kiln__func *f,
         if (!sum || !kiln__vmap_put(&ad.deriv, body->results[j], sum)) s = kiln_ctx_status(cx);
     }
     if (s == KILN_OK) s = kiln__ad_backward(&ad, body);
-    size_t n = (size_t)body->n_results + (size_t)n_wrt;
-    kiln__value **res = NULL;
-    if (s == KILN_OK && !(res = kiln__ad_results(&ad, body, n))) s = kiln_ctx_status(cx);
-    for (int32_t i = 0, k = body->n_results; i < body->n_args && s == KILN_OK; i++) {
-        if (!wrt[i]) continue;
-        kiln__value *ct = kiln__ad_deriv_or_zeros(&ad, body->args[i]);
-        if (!ct) s = kiln_ctx_status(cx);
-        res[k++] = ct;
-    }
-    return kiln__ad_finish(&ad, s, g, res, n, out);
+    return kiln__ad_finish(&ad, s, g, body, (const kiln__value *const *)body->args, body->n_args,
+                           wrt, out);
 }

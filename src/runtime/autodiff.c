@@ -449,26 +449,17 @@ kiln_status kiln_value_and_grad_tree(kiln_ctx *cx, kiln_jit_fn fn, void *user,
         return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
                                   "%s: %s has no tensor leaf for the value", name,
                                   out_def->name ? out_def->name : "out_def");
-    /* One block for every scratch array. */
-    size_t n_ptr = (size_t)t.n_in * 3 + (size_t)t.n_out + 4;
-    size_t n_st = (size_t)t.n_statics + (size_t)t.n_out_statics + 2;
-    size_t bytes = n_ptr * sizeof(void *) + n_st * sizeof(kiln_tree_static) + in_def->size +
-                   out_def->size + (size_t)t.n_in * sizeof(int32_t) + 64;
-    char *mem = kiln__calloc(cx, bytes, 16, name);
-    if (!mem) return KILN_RESOURCE_EXHAUSTED;
+    /* One block for every scratch array: leaves, grads, gleaves, results; argnums. */
+    char *mem;
+    size_t bytes;
+    int32_t *argnums, n_argnums = 0;
+    s = kiln__tree_call_scratch(cx, name, &t, in, (size_t)t.n_in * 3 + (size_t)t.n_out + 4,
+                                (size_t)t.n_in, &mem, &bytes, &argnums);
+    if (!mem) return s;
     kiln_tensor **leaves = (kiln_tensor **)mem;
     kiln_tensor **grads = leaves + t.n_in;
     kiln_tensor **gleaves = grads + t.n_in;
     kiln_tensor **results = gleaves + t.n_in;
-    kiln_tree_static *statics = (kiln_tree_static *)(mem + n_ptr * sizeof(void *));
-    t.out_statics = statics + t.n_statics + 1;
-    char *bufs = (char *)(statics + n_st);
-    t.in_buf = bufs;
-    t.out_buf = bufs + ((in_def->size + 15) & ~(size_t)15);
-    int32_t *argnums = (int32_t *)((char *)t.out_buf + ((out_def->size + 15) & ~(size_t)15));
-    int32_t n_argnums = 0;
-    s = kiln_tree_flatten(cx, in_def, in, leaves, t.n_in, statics, t.n_statics);
-    t.statics = statics;
     char path[KILN_TREE_PATH_MAX];
     for (int32_t i = 0; i < t.n_in && s == KILN_OK; i++) {
         bool want;
@@ -508,7 +499,7 @@ kiln_status kiln_value_and_grad_tree(kiln_ctx *cx, kiln_jit_fn fn, void *user,
             gleaves[argnums[k]] = grads[k];
         s = kiln_tree_unflatten(cx, out_def, results, t.n_out, t.out_statics, t.n_out_statics, out);
         if (s == KILN_OK)
-            s = kiln_tree_unflatten(cx, in_def, gleaves, t.n_in, statics, t.n_statics, out_grads);
+            s = kiln_tree_unflatten(cx, in_def, gleaves, t.n_in, t.statics, t.n_statics, out_grads);
     }
     kiln__free(cx, mem, bytes);
     return s;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "base/ctx_internal.h"
 #include "runtime/tree_internal.h"
 
@@ -424,17 +425,26 @@ static bool flatten_item(void *user, const kiln__tree_item *item) {
     return true;
 }
 
-static kiln_status check_counts(kiln_ctx *cx, const char *fn, const kiln_tree_def *def,
-                                int32_t leaves, int32_t n_leaves, int32_t statics,
-                                int32_t n_statics, bool with_statics) {
-    if (n_leaves != leaves)
+/* The argument checks flatten and unflatten share, in this order: def is valid, the tree
+ * (the argument named tree_arg) is given, so is the leaves array (leaves_arg) where there
+ * are leaves, and the counts are def's (n_statics only where with_statics). */
+static kiln_status check_args(kiln_ctx *cx, const char *fn, const kiln_tree_def *def,
+                              const void *tree, const char *tree_arg, const void *leaves,
+                              const char *leaves_arg, int32_t n_leaves, int32_t n_statics,
+                              bool with_statics) {
+    int32_t def_leaves = 0, def_statics = 0;
+    kiln_status s = check_def(cx, fn, def, &def_leaves, &def_statics);
+    if (s != KILN_OK) return s;
+    if (!tree) return kiln__null_argument(cx, fn, tree_arg);
+    if (!leaves && n_leaves > 0) return kiln__null_argument(cx, fn, leaves_arg);
+    if (n_leaves != def_leaves)
         return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
                                   "%s: n_leaves is %d; %s has %d tensor leaves", fn, (int)n_leaves,
-                                  def->name, (int)leaves);
-    if (with_statics && n_statics != statics)
+                                  def->name, (int)def_leaves);
+    if (with_statics && n_statics != def_statics)
         return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
                                   "%s: n_statics is %d; %s has %d static scalars", fn,
-                                  (int)n_statics, def->name, (int)statics);
+                                  (int)n_statics, def->name, (int)def_statics);
     return KILN_OK;
 }
 
@@ -443,12 +453,8 @@ kiln_status kiln_tree_flatten(kiln_ctx *cx, const kiln_tree_def *def, const void
                               kiln_tree_static *out_statics, int32_t n_statics) {
     static const char fn[] = "kiln_tree_flatten";
     if (!cx) return KILN_INVALID_ARGUMENT;
-    int32_t leaves = 0, statics = 0;
-    kiln_status s = check_def(cx, fn, def, &leaves, &statics);
-    if (s != KILN_OK) return s;
-    if (!tree) return kiln__null_argument(cx, fn, "tree");
-    if (!out_leaves && n_leaves > 0) return kiln__null_argument(cx, fn, "out_leaves");
-    s = check_counts(cx, fn, def, leaves, n_leaves, statics, n_statics, out_statics != NULL);
+    kiln_status s = check_args(cx, fn, def, tree, "tree", out_leaves, "out_leaves", n_leaves,
+                               n_statics, out_statics != NULL);
     if (s != KILN_OK) return s;
     flatten_state st = {.cx = cx,
                         .def = def,
@@ -494,12 +500,8 @@ kiln_status kiln_tree_unflatten(kiln_ctx *cx, const kiln_tree_def *def, kiln_ten
                                 int32_t n_statics, void *out_tree) {
     static const char fn[] = "kiln_tree_unflatten";
     if (!cx) return KILN_INVALID_ARGUMENT;
-    int32_t n_l = 0, n_s = 0;
-    kiln_status s = check_def(cx, fn, def, &n_l, &n_s);
-    if (s != KILN_OK) return s;
-    if (!out_tree) return kiln__null_argument(cx, fn, "out_tree");
-    if (!leaves && n_leaves > 0) return kiln__null_argument(cx, fn, "leaves");
-    s = check_counts(cx, fn, def, n_l, n_leaves, n_s, n_statics, statics != NULL);
+    kiln_status s = check_args(cx, fn, def, out_tree, "out_tree", leaves, "leaves", n_leaves,
+                               n_statics, statics != NULL);
     if (s != KILN_OK) return s;
     /* Check the statics' kinds first, so that a failure leaves out_tree as it was. */
     unflatten_state st = {.cx = cx,
@@ -535,6 +537,27 @@ void kiln__tree_call_init(kiln__tree_call *t, kiln_jit_fn fn, void *user,
     t->n_statics = kiln_tree_static_count(in_def);
     t->n_out = kiln_tree_leaf_count(out_def);
     t->n_out_statics = kiln_tree_static_count(out_def);
+}
+
+kiln_status kiln__tree_call_scratch(kiln_ctx *cx, const char *name, kiln__tree_call *t,
+                                    const void *in, size_t n_ptr, size_t n_ints, char **mem,
+                                    size_t *bytes, int32_t **ints) {
+    size_t n_st = (size_t)t->n_statics + (size_t)t->n_out_statics + 2;
+    size_t in_size = t->in_def->size, out_size = t->out_def->size;
+    *bytes = n_ptr * sizeof(void *) + n_st * sizeof(kiln_tree_static) + in_size + out_size +
+             n_ints * sizeof(int32_t) + 64;
+    *mem = kiln__calloc(cx, *bytes, 16, name);
+    if (!*mem) return KILN_RESOURCE_EXHAUSTED;
+    kiln_tensor **leaves = (kiln_tensor **)*mem;
+    kiln_tree_static *statics = (kiln_tree_static *)(*mem + n_ptr * sizeof(void *));
+    t->out_statics = statics + t->n_statics + 1;
+    char *bufs = (char *)(statics + n_st);
+    t->in_buf = bufs;
+    t->out_buf = bufs + ((in_size + 15) & ~(size_t)15);
+    *ints = (int32_t *)((char *)t->out_buf + ((out_size + 15) & ~(size_t)15));
+    kiln_status s = kiln_tree_flatten(cx, t->in_def, in, leaves, t->n_in, statics, t->n_statics);
+    t->statics = statics;
+    return s;
 }
 
 kiln_status kiln__tree_check_prefixes(kiln_ctx *cx, const char *fn, const char *what,

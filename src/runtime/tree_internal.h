@@ -63,6 +63,16 @@ typedef struct kiln__tree_call {
 void kiln__tree_call_init(kiln__tree_call *t, kiln_jit_fn fn, void *user,
                           const kiln_tree_def *in_def, const kiln_tree_def *out_def);
 
+/* Makes the one scratch block of a call over structs and flattens `in` into it: n_ptr
+ * pointer slots first (the first t->n_in of them in's leaves), then in's statics
+ * (t->statics) and room for the output's (t->out_statics), t->in_buf and t->out_buf, and
+ * n_ints int32s (*ints). Returns the flatten's status; *mem is NULL (RESOURCE_EXHAUSTED
+ * recorded) when the block cannot be had, else the caller frees it with
+ * kiln__free(cx, *mem, *bytes) whatever the status. */
+kiln_status kiln__tree_call_scratch(kiln_ctx *cx, const char *name, kiln__tree_call *t,
+                                    const void *in, size_t n_ptr, size_t n_ints, char **mem,
+                                    size_t *bytes, int32_t **ints);
+
 /* The arguments every API over a function of structs takes: fn, in_def, in and out_def
  * must not be NULL (INVALID_ARGUMENT naming the first that is), and both descriptors must
  * be valid (kiln_tree_check). */

@@ -175,23 +175,15 @@ kiln_status kiln_vmap_tree(kiln_ctx *cx, kiln_jit_fn fn, void *user, const kiln_
                                   name, (int)o.n_in_paths);
     kiln__tree_call t;
     kiln__tree_call_init(&t, fn, user, in_def, out_def);
-    /* One block for every scratch array. */
-    size_t n_ptr = (size_t)t.n_in + (size_t)t.n_out + 2;
-    size_t n_st = (size_t)t.n_statics + (size_t)t.n_out_statics + 2;
-    size_t bytes = n_ptr * sizeof(void *) + n_st * sizeof(kiln_tree_static) + in_def->size +
-                   out_def->size + (size_t)(t.n_in + 1) * sizeof(int32_t) + 64;
-    char *mem = kiln__calloc(cx, bytes, 16, name);
-    if (!mem) return KILN_RESOURCE_EXHAUSTED;
+    /* One block for every scratch array: leaves, results; axes. */
+    char *mem;
+    size_t bytes;
+    int32_t *axes;
+    s = kiln__tree_call_scratch(cx, name, &t, in, (size_t)t.n_in + (size_t)t.n_out + 2,
+                                (size_t)t.n_in + 1, &mem, &bytes, &axes);
+    if (!mem) return s;
     kiln_tensor **leaves = (kiln_tensor **)mem;
     kiln_tensor **results = leaves + t.n_in;
-    kiln_tree_static *statics = (kiln_tree_static *)(mem + n_ptr * sizeof(void *));
-    t.out_statics = statics + t.n_statics + 1;
-    char *bufs = (char *)(statics + n_st);
-    t.in_buf = bufs;
-    t.out_buf = bufs + ((in_def->size + 15) & ~(size_t)15);
-    int32_t *axes = (int32_t *)((char *)t.out_buf + ((out_def->size + 15) & ~(size_t)15));
-    s = kiln_tree_flatten(cx, in_def, in, leaves, t.n_in, statics, t.n_statics);
-    t.statics = statics;
     char path[KILN_TREE_PATH_MAX];
     for (int32_t i = 0; i < t.n_in && s == KILN_OK; i++) {
         kiln_tree_leaf_path(in_def, i, path, sizeof path);

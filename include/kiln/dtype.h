@@ -3,7 +3,9 @@
  *
  * The element types of StableHLO that kiln supports, with their DLPack codes so tensors
  * cross to other frameworks unchanged. f16 and bf16 are storage types: kiln computes in
- * f32 and rounds to nearest even once per op.
+ * f32 and rounds to nearest even once per op. complex<f32> and complex<f64> hold each
+ * element as its real part then its imaginary part (C's float _Complex, numpy's complex64,
+ * DLPack's and PJRT's layout); which ops run on them is said where each op is declared.
  *
  *     kiln_dtype t;
  *     if (kiln_dtype_parse("bf16", &t)) printf("%s: %zu bytes\n", kiln_dtype_name(t),
@@ -36,6 +38,8 @@ typedef enum kiln_dtype {
     KILN_BF16,
     KILN_F32,
     KILN_F64,
+    KILN_C64,  /* complex<f32>: 8 bytes, {re, im} */
+    KILN_C128, /* complex<f64>: 16 bytes, {re, im} */
     KILN_DTYPE_COUNT
 } kiln_dtype;
 
@@ -45,6 +49,7 @@ typedef enum kiln_dlpack_code {
     KILN_DLPACK_UINT = 1,
     KILN_DLPACK_FLOAT = 2,
     KILN_DLPACK_BFLOAT = 4,
+    KILN_DLPACK_COMPLEX = 5,
     KILN_DLPACK_BOOL = 6,
 } kiln_dlpack_code;
 
@@ -55,7 +60,7 @@ KILN_API bool kiln_dtype_is_valid(kiln_dtype dtype);
 KILN_API size_t kiln_dtype_size(kiln_dtype dtype);
 
 /* The StableHLO spelling: "i1", "i8" ... "i64", "ui8" ... "ui64", "f16", "bf16", "f32",
- * "f64"; "invalid" for an invalid dtype. Static string. */
+ * "f64", "complex<f32>", "complex<f64>"; "invalid" for an invalid dtype. Static string. */
 KILN_API const char *kiln_dtype_name(kiln_dtype dtype);
 
 /* Parses a StableHLO spelling (as kiln_dtype_name prints it). Returns false for anything
@@ -65,13 +70,19 @@ KILN_API bool kiln_dtype_parse(const char *text, kiln_dtype *out_dtype);
 /* Like kiln_dtype_parse for the first `length` bytes of `text` (need not be terminated). */
 KILN_API bool kiln_dtype_parse_n(const char *text, size_t length, kiln_dtype *out_dtype);
 
-/* Classification. Bool is neither integer nor float. */
+/* Classification. Bool is neither integer nor float; complex is neither float nor signed. */
 KILN_API bool kiln_dtype_is_float(kiln_dtype dtype);
 KILN_API bool kiln_dtype_is_integer(kiln_dtype dtype);
 KILN_API bool kiln_dtype_is_signed(kiln_dtype dtype); /* signed ints and floats */
+KILN_API bool kiln_dtype_is_complex(kiln_dtype dtype);
 
-/* DLPack: the DLDataType {code, bits, lanes = 1} of a dtype, and back. The conversion back
- * returns false for types kiln does not have (other widths, lanes != 1, complex). */
+/* The type of a complex dtype's parts (f32 for complex<f32>, f64 for complex<f64>); any
+ * other dtype is its own. */
+KILN_API kiln_dtype kiln_dtype_component(kiln_dtype dtype);
+
+/* DLPack: the DLDataType {code, bits, lanes = 1} of a dtype, and back (complex: code 5 with
+ * the whole element's bits, 64 or 128). The conversion back returns false for types kiln
+ * does not have (other widths, lanes != 1). */
 KILN_API kiln_dlpack_code kiln_dtype_dlpack_code(kiln_dtype dtype);
 KILN_API uint8_t kiln_dtype_dlpack_bits(kiln_dtype dtype);
 KILN_API bool kiln_dtype_from_dlpack(uint8_t code, uint8_t bits, uint16_t lanes,

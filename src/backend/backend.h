@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The backend interface, version 3: exactly what a backend implements for kiln, and all a
+/* The backend interface, version 4: exactly what a backend implements for kiln, and all a
  * backend needs of kiln besides the op table (ops/), the IR (ir/) and the core objects
  * (core/). Every entry of the table below is called by the runtime; none is there for a
  * backend's own use.
  *
  * A backend must implement: its name and device type, device_count and device_info (its
- * devices, each with its memory spaces), supports_op (the ops it runs: kiln_compile names
- * the first op of a module it cannot run before asking it to compile), eval_op (one op on
+ * devices, each with its memory spaces), supports_op (the ops it runs, by kind and element
+ * type: kiln_compile names the first op of a module it cannot run before asking it to
+ * compile), eval_op (one op on
  * tensors, for eager mode), and compile, execute and release (a verified, optimized module
  * turned into an executable of its own that it runs on one of its devices). It may add:
  * available (whether it can run in this process), buffer_alloc with the copies (devices
@@ -48,7 +49,7 @@
 #include "ops/op.h"
 #include "ops/op_cost.h"
 
-#define KILN_BACKEND_VERSION 3
+#define KILN_BACKEND_VERSION 4
 
 /* Runs one op on concrete tensors. For ops without the CONTROL flag the results are
  * preallocated with the inferred types and the kernel fills them; CONTROL ops store new
@@ -138,12 +139,14 @@ typedef struct kiln__backend {
     /* Describes device `id` (required). */
     kiln_status (*device_info)(const kiln_ctx *cx, int32_t id, kiln__device_info *out);
 
-    /* Ops (required). supports_op says whether the backend runs ops of a kind: kiln_compile
-     * refuses a module with an op it does not (UNIMPLEMENTED, naming the op, where it is
-     * and the backend) before calling compile, which may still refuse what it cannot run
-     * for other reasons (a dtype, a region). eval_op runs one op on tensors of one of its
+    /* Ops (required). supports_op says whether the backend runs ops of kind `op` that have
+     * an operand or a result of element type `dtype`; it is asked once per dtype an op
+     * has, and an op runs when every answer is yes. kiln_compile refuses a module with an
+     * op it does not run (UNIMPLEMENTED, naming the op, the dtype, where it is and the
+     * backend) before calling compile, which may still refuse what it cannot run for other
+     * reasons (a region, an attribute). eval_op runs one op on tensors of one of its
      * devices (eager mode). */
-    bool (*supports_op)(kiln_op op);
+    bool (*supports_op)(kiln_op op, kiln_dtype dtype);
     kiln_status (*eval_op)(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs,
                            kiln_tensor *const *operands, int n_operands, kiln_tensor **results,
                            int n_results);

@@ -29,6 +29,8 @@ static const dtype_info infos[KILN_DTYPE_COUNT] = {
     [KILN_BF16] = {"bf16", 2, KILN_DLPACK_BFLOAT, 16},
     [KILN_F32] = {"f32", 4, KILN_DLPACK_FLOAT, 32},
     [KILN_F64] = {"f64", 8, KILN_DLPACK_FLOAT, 64},
+    [KILN_C64] = {"complex<f32>", 8, KILN_DLPACK_COMPLEX, 64},
+    [KILN_C128] = {"complex<f64>", 16, KILN_DLPACK_COMPLEX, 128},
 };
 
 bool kiln_dtype_is_valid(kiln_dtype dtype) {
@@ -67,6 +69,12 @@ bool kiln_dtype_is_integer(kiln_dtype dtype) { return dtype >= KILN_I8 && dtype 
 
 bool kiln_dtype_is_signed(kiln_dtype dtype) {
     return (dtype >= KILN_I8 && dtype <= KILN_I64) || kiln_dtype_is_float(dtype);
+}
+
+bool kiln_dtype_is_complex(kiln_dtype dtype) { return dtype == KILN_C64 || dtype == KILN_C128; }
+
+kiln_dtype kiln_dtype_component(kiln_dtype dtype) {
+    return dtype == KILN_C64 ? KILN_F32 : dtype == KILN_C128 ? KILN_F64 : dtype;
 }
 
 kiln_dlpack_code kiln_dtype_dlpack_code(kiln_dtype dtype) {

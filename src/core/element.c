@@ -24,7 +24,26 @@ double kiln__element_load(const void *data, kiln_dtype dtype, int64_t i) {
     case KILN_BF16: return kiln_bf16_to_f32(LOAD(uint16_t, data, i));
     case KILN_F32: return LOAD(float, data, i);
     case KILN_F64: return LOAD(double, data, i);
+    case KILN_C64: return LOAD(float, data, 2 * i);
+    case KILN_C128: return LOAD(double, data, 2 * i);
     default: return NAN;
+    }
+}
+
+void kiln__element_load_complex(const void *data, kiln_dtype dtype, int64_t i, double *re,
+                                double *im) {
+    switch (dtype) {
+    case KILN_C64: *re = LOAD(float, data, 2 * i), *im = LOAD(float, data, 2 * i + 1); return;
+    case KILN_C128: *re = LOAD(double, data, 2 * i), *im = LOAD(double, data, 2 * i + 1); return;
+    default: *re = kiln__element_load(data, dtype, i), *im = 0.0; return;
+    }
+}
+
+void kiln__element_store_complex(void *data, kiln_dtype dtype, int64_t i, double re, double im) {
+    switch (dtype) {
+    case KILN_C64: STORE(float, data, 2 * i, re), STORE(float, data, 2 * i + 1, im); return;
+    case KILN_C128: STORE(double, data, 2 * i, re), STORE(double, data, 2 * i + 1, im); return;
+    default: kiln__element_store(data, dtype, i, re); return;
     }
 }
 
@@ -40,7 +59,7 @@ static const double int_end[KILN_DTYPE_COUNT] = {
     [KILN_U32] = 4294967296.0, [KILN_U64] = 18446744073709551616.0};
 
 bool kiln__element_fits(kiln_dtype dtype, double value) {
-    if (kiln_dtype_is_float(dtype)) return true;
+    if (kiln_dtype_is_float(dtype) || kiln_dtype_is_complex(dtype)) return true;
     if (isnan(value)) return false;
     if (dtype == KILN_BOOL) return true;
     double t = trunc(value);
@@ -91,6 +110,8 @@ void kiln__element_store(void *data, kiln_dtype dtype, int64_t i, double value) 
     case KILN_BF16: STORE(uint16_t, data, i, kiln__f64_to_bf16(value)); return;
     case KILN_F32: STORE(float, data, i, value); return;
     case KILN_F64: STORE(double, data, i, value); return;
+    case KILN_C64:
+    case KILN_C128: kiln__element_store_complex(data, dtype, i, value, 0.0); return;
     default: return;
     }
 }
@@ -111,6 +132,12 @@ void kiln__element_store_int(void *data, kiln_dtype dtype, int64_t i, int64_t va
     case KILN_BF16: STORE(uint16_t, data, i, kiln__f64_to_bf16((double)value)); return;
     case KILN_F32: STORE(float, data, i, (float)value); return; /* one rounding */
     case KILN_F64: STORE(double, data, i, (double)value); return;
+    case KILN_C64:
+        STORE(float, data, 2 * i, (float)value), STORE(float, data, 2 * i + 1, 0.0f);
+        return;
+    case KILN_C128:
+        STORE(double, data, 2 * i, (double)value), STORE(double, data, 2 * i + 1, 0.0);
+        return;
     default: return;
     }
 }

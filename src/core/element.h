@@ -13,20 +13,27 @@
 uint16_t kiln__f64_to_f16(double value);
 uint16_t kiln__f64_to_bf16(double value);
 
-/* Element i of `data` as double. */
+/* Element i of `data` as double (a complex element's real part). */
 double kiln__element_load(const void *data, kiln_dtype dtype, int64_t i);
 
-/* Stores `value` into element i: floats round to nearest even; integers and bool take
- * the value converted as kiln__element_fits accepts it (trunc toward zero, non-zero is
- * true). Callers check kiln__element_fits first: out-of-range integers saturate. */
+/* A complex element's parts as doubles (the imaginary part 0 for a real dtype), and the
+ * store of both (a real dtype takes the real part, as kiln__element_store). */
+void kiln__element_load_complex(const void *data, kiln_dtype dtype, int64_t i, double *re,
+                                double *im);
+void kiln__element_store_complex(void *data, kiln_dtype dtype, int64_t i, double re, double im);
+
+/* Stores `value` into element i: floats round to nearest even (complex: the real part,
+ * imaginary 0); integers and bool take the value converted as kiln__element_fits accepts
+ * it (trunc toward zero, non-zero is true). Callers check kiln__element_fits first:
+ * out-of-range integers saturate. */
 void kiln__element_store(void *data, kiln_dtype dtype, int64_t i, double value);
 
 /* Stores an integer exactly for integer dtypes (wrapping modulo 2^bits), bool as != 0,
  * and rounded for floats. */
 void kiln__element_store_int(void *data, kiln_dtype dtype, int64_t i, int64_t value);
 
-/* True when `value` can be stored in the dtype: any value for floats; for integers, not
- * NaN and trunc(value) within range; for bool, not NaN. */
+/* True when `value` can be stored in the dtype: any value for floats and complex; for
+ * integers, not NaN and trunc(value) within range; for bool, not NaN. */
 bool kiln__element_fits(kiln_dtype dtype, double value);
 
 /* True when the integer is within the dtype's range (always true for floats and bool). */

@@ -155,9 +155,10 @@ KILN__INFER(RNG_BIT_GENERATOR) {
     kiln_dtype dtype = attrs->u.rng.dtype;
     kiln_status s = check_type_attr(cx, attrs, dtype, &attrs->u.rng.shape);
     if (s != KILN_OK) return s;
-    if (dtype == KILN_BOOL)
+    if (dtype == KILN_BOOL || kiln_dtype_is_complex(dtype)) /* the spec: integer or float */
         return kiln__infer_error(cx, attrs,
-                                 "output dtype is i1; expected an integer or floating-point type");
+                                 "output dtype is %s; expected an integer or floating-point type",
+                                 kiln_dtype_name(dtype));
     results[0] = *state; /* (C1) */
     results[1].dtype = dtype;
     results[1].shape = attrs->u.rng.shape;

@@ -16,20 +16,42 @@
 
 static const char compile_fn[] = "kiln_compile";
 
+/* Whether backend be runs op: asked for each element type among its operands and results
+ * (the first refused one into *refused). */
+static bool runs_op(const kiln__backend *be, const kiln__ir_op *op, kiln_dtype *refused) {
+    kiln_dtype last = KILN_DTYPE_COUNT;
+    for (int32_t i = 0; i < op->n_operands + op->n_results; i++) {
+        const kiln__value *v =
+            i < op->n_operands ? op->operands[i] : op->results[i - op->n_operands];
+        kiln_dtype d = v->type->dtype;
+        if (d == last) continue; /* the common case: one dtype throughout, asked once */
+        if (!be->supports_op(op->kind, d)) {
+            *refused = d;
+            return false;
+        }
+        last = d;
+    }
+    if (op->n_operands + op->n_results == 0 && !be->supports_op(op->kind, KILN_DTYPE_COUNT)) {
+        *refused = KILN_DTYPE_COUNT;
+        return false;
+    }
+    return true;
+}
+
 /* The first op of block b (its regions' ops after it, in order) that backend be cannot run,
  * with where it is written into where[used..cap-1] ("@main, op 3, region 0, op 1", each
  * position counted from 0 in its block); NULL when be runs them all. */
 static const kiln__ir_op *unsupported(const kiln__backend *be, const kiln__block *b, char *where,
-                                      size_t cap, size_t used) {
+                                      size_t cap, size_t used, kiln_dtype *refused) {
     int32_t position = 0;
     for (const kiln__ir_op *op = b->first; op; op = op->next, position++) {
         int n = snprintf(where + used, cap - used, ", op %d", (int)position);
         size_t at = used + (n > 0 && (size_t)n < cap - used ? (size_t)n : 0);
-        if (!be->supports_op(op->kind)) return op;
+        if (!runs_op(be, op, refused)) return op;
         for (int32_t r = 0; r < op->n_regions; r++) {
             int k = snprintf(where + at, cap - at, ", region %d", (int)r);
             size_t in = at + (k > 0 && (size_t)k < cap - at ? (size_t)k : 0);
-            const kiln__ir_op *bad = unsupported(be, op->regions[r], where, cap, in);
+            const kiln__ir_op *bad = unsupported(be, op->regions[r], where, cap, in, refused);
             if (bad) return bad;
         }
     }
@@ -41,8 +63,9 @@ static const kiln__ir_op *unsupported(const kiln__backend *be, const kiln__block
  * succeeds, so it formats nothing (unsupported, which writes where an op is, runs only when
  * an op is refused). */
 static bool runs_all(const kiln__backend *be, const kiln__block *b) {
+    kiln_dtype refused;
     for (const kiln__ir_op *op = b->first; op; op = op->next) {
-        if (!be->supports_op(op->kind)) return false;
+        if (!runs_op(be, op, &refused)) return false;
         for (int32_t r = 0; r < op->n_regions; r++)
             if (!runs_all(be, op->regions[r])) return false;
     }
@@ -57,11 +80,15 @@ static kiln_status check_ops(kiln_ctx *cx, const kiln_module *m, const kiln__bac
         char where[256];
         int n = snprintf(where, sizeof where, "@%s", m->funcs[f]->name);
         size_t used = n > 0 && (size_t)n < sizeof where ? (size_t)n : 0;
-        const kiln__ir_op *op = unsupported(be, m->funcs[f]->body, where, sizeof where, used);
+        kiln_dtype d = KILN_DTYPE_COUNT;
+        const kiln__ir_op *op =
+            unsupported(be, m->funcs[f]->body, where, sizeof where, used, &d);
         if (op)
             return kiln_ctx_set_error(cx, KILN_UNIMPLEMENTED,
-                                      "%s: backend '%s' cannot run stablehlo.%s (%s)", compile_fn,
-                                      be->name, kiln__op_get_info(op->kind)->name, where);
+                                      "%s: backend '%s' cannot run stablehlo.%s%s%s (%s)",
+                                      compile_fn, be->name, kiln__op_get_info(op->kind)->name,
+                                      kiln_dtype_is_valid(d) ? " on " : "",
+                                      kiln_dtype_is_valid(d) ? kiln_dtype_name(d) : "", where);
     }
     return KILN_OK;
 }

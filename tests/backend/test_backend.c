@@ -254,7 +254,10 @@ static kiln_status exp_loop(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **
     return kiln_ctx_status(cx);
 }
 
-static bool all_but_exponential(kiln_op op) { return op != KILN_OP_EXPONENTIAL; }
+static bool all_but_exponential(kiln_op op, kiln_dtype dtype) {
+    (void)dtype;
+    return op != KILN_OP_EXPONENTIAL;
+}
 
 Test(backend, the_first_op_a_backend_cannot_run_is_named_inside_its_region) {
     kiln_ctx *cx = test_ctx();

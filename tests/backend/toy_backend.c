@@ -33,7 +33,8 @@ typedef struct toy_exe {
     kiln_shape *shapes; /* per result */
 } toy_exe;
 
-static bool toy_supports(kiln_op op) {
+static bool toy_supports(kiln_op op, kiln_dtype dtype) {
+    (void)dtype; /* refused at compile, by toy_compile, when not f32 */
     return op == KILN_OP_ADD || op == KILN_OP_MULTIPLY || op == KILN_OP_NEGATE ||
            op == KILN_OP_CONSTANT;
 }
@@ -52,7 +53,7 @@ static kiln_status toy_eval(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs,
                             kiln_tensor *const *operands, int n_operands, kiln_tensor **results,
                             int n_results) {
     (void)attrs, (void)n_results;
-    if (op == KILN_OP_CONSTANT || !toy_supports(op) || kiln_tensor_dtype(operands[0]) != KILN_F32)
+    if (op == KILN_OP_CONSTANT || !toy_supports(op, kiln_tensor_dtype(operands[0])) || kiln_tensor_dtype(operands[0]) != KILN_F32)
         return kiln_ctx_set_error(cx, KILN_UNIMPLEMENTED, "toy: %s is not supported",
                                   kiln__op_get_info(op)->name);
     apply(op, bytes_of(operands[0]), n_operands > 1 ? bytes_of(operands[1]) : NULL,
@@ -200,7 +201,7 @@ static kiln_status toy_compile(kiln_ctx *cx, const kiln__compile_request *req,
     if (!x) return kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "toy: out of memory");
     int32_t n = body->n_args, n_ops = 0;
     for (const kiln__ir_op *op = body->first; op; op = op->next) {
-        if (!toy_supports(op->kind) || op->n_regions || op->results[0]->type->dtype != KILN_F32) {
+        if (!toy_supports(op->kind, op->results[0]->type->dtype) || op->n_regions || op->results[0]->type->dtype != KILN_F32) {
             free(x);
             return kiln_ctx_set_error(cx, KILN_UNIMPLEMENTED,
                                       "toy: cannot compile %s (only f32 add, multiply, negate)",

@@ -5,9 +5,11 @@
 #include "test_util.h"
 
 Test(dtype, names_sizes_and_parsing_round_trip) {
-    static const char *names[] = {"i1",   "i8",   "i16", "i32",  "i64", "ui8", "ui16",
-                                  "ui32", "ui64", "f16", "bf16", "f32", "f64"};
-    static const size_t sizes[] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8};
+    static const char *names[] = {"i1",   "i8",   "i16",          "i32",         "i64",
+                                  "ui8",  "ui16", "ui32",         "ui64",        "f16",
+                                  "bf16", "f32",  "f64",          "complex<f32>", "complex<f64>"};
+    static const size_t sizes[] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8, 8, 16};
+    _Static_assert(sizeof names / sizeof names[0] == KILN_DTYPE_COUNT, "a name per dtype");
     for (int i = 0; i < KILN_DTYPE_COUNT; i++) {
         cr_assert_str_eq(kiln_dtype_name((kiln_dtype)i), names[i]);
         cr_assert_eq(kiln_dtype_size((kiln_dtype)i), sizes[i]);
@@ -38,6 +40,12 @@ Test(dtype, classification) {
     cr_assert(kiln_dtype_is_signed(KILN_I8));
     cr_assert(kiln_dtype_is_signed(KILN_F16));
     cr_assert_not(kiln_dtype_is_signed(KILN_U8));
+    cr_assert(kiln_dtype_is_complex(KILN_C64) && kiln_dtype_is_complex(KILN_C128));
+    cr_assert_not(kiln_dtype_is_complex(KILN_F64));
+    cr_assert_not(kiln_dtype_is_float(KILN_C64) || kiln_dtype_is_signed(KILN_C128));
+    cr_assert_eq(kiln_dtype_component(KILN_C64), KILN_F32);
+    cr_assert_eq(kiln_dtype_component(KILN_C128), KILN_F64);
+    cr_assert_eq(kiln_dtype_component(KILN_I8), KILN_I8);
 }
 
 Test(dtype, dlpack_codes_match_dlpack) {
@@ -56,7 +64,9 @@ Test(dtype, dlpack_codes_match_dlpack) {
     }
     kiln_dtype d;
     cr_assert_not(kiln_dtype_from_dlpack(2, 32, 4, &d)); /* vector lanes */
-    cr_assert_not(kiln_dtype_from_dlpack(5, 64, 1, &d)); /* complex */
+    cr_assert(kiln_dtype_from_dlpack(5, 64, 1, &d) && d == KILN_C64); /* DLPack's kDLComplex */
+    cr_assert(kiln_dtype_from_dlpack(5, 128, 1, &d) && d == KILN_C128);
+    cr_assert_not(kiln_dtype_from_dlpack(5, 32, 1, &d)); /* complex<f16>: not a kiln type */
     cr_assert_not(kiln_dtype_from_dlpack(0, 128, 1, &d));
     cr_assert_eq(KILN_DEVICE_TYPE_CPU, 1);
     cr_assert_eq(KILN_DEVICE_TYPE_CUDA, 2);

@@ -32,8 +32,8 @@ static kiln_status device_info(const kiln_ctx *cx, int32_t id, kiln__device_info
     return kiln_ctx_set_error((kiln_ctx *)cx, KILN_UNAVAILABLE, "cuda: no device %d", (int)id);
 }
 
-static bool supports_op(kiln_op op) {
-    (void)op;
+static bool supports_op(kiln_op op, kiln_dtype dtype) {
+    (void)op, (void)dtype;
     return false;
 }
 

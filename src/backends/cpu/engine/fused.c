@@ -411,7 +411,8 @@ static void copy_strided(void *dst, const unsigned char *src, size_t esize, int6
     case 1: copy_run_1(dst, src, 0, n, stride); break;
     case 2: copy_run_2(dst, src, 0, n, stride); break;
     case 4: copy_run_4(dst, src, 0, n, stride); break;
-    default: copy_run_8(dst, src, 0, n, stride); break;
+    case 8: copy_run_8(dst, src, 0, n, stride); break;
+    default: copy_run_16(dst, src, 0, n, stride); break;
     }
 }
 
@@ -566,7 +567,7 @@ static void run_tiles(void *user, int64_t begin, int64_t end) {
     for (int32_t i = 0; i < f->n_inputs; i++) {
         const finput *in = &f->inputs[i];
         if (in->access != KILN__KACCESS_SCALAR) continue;
-        unsigned char one[8] = {0};
+        unsigned char one[16] = {0}; /* the largest element: complex<f64> */
         if (in->is_constant)
             memcpy(one, &in->bits, in->esize);
         else
@@ -584,7 +585,8 @@ static void run_tiles(void *user, int64_t begin, int64_t end) {
         case 1: fill_value_1(bufs[i], one, m); break;
         case 2: fill_value_2(bufs[i], one, m); break;
         case 4: fill_value_4(bufs[i], one, m); break;
-        default: fill_value_8(bufs[i], one, m); break;
+        case 8: fill_value_8(bufs[i], one, m); break;
+        default: fill_value_16(bufs[i], one, m); break;
         }
     }
     kiln__native_part part;

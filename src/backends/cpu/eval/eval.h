@@ -20,11 +20,16 @@
 #include "ops/ops.def"
 #undef KILN_OP
 
-/* The evaluator (kernels.c): runs op's reference kernel (UNIMPLEMENTED for an op outside
- * the table), and builds what a kernel needs at compile time (oneDNN primitives for
- * convolutions, with a third operand for a fused epilogue's bias). The compiled engine and
- * the interpreter backend call these directly. */
-bool kiln__cpu_supports_op(kiln_op op);
+/* The evaluator (kernels.c): whether it runs ops of a kind on a dtype (the backends'
+ * supports_op), runs op's reference kernel (UNIMPLEMENTED for an op outside the table; the
+ * caller has asked supports_op, as kiln_compile does), the same after checking the tensors'
+ * dtypes (eager mode: the backends' eval_op), and builds what a kernel needs at compile time
+ * (oneDNN primitives for convolutions, with a third operand for a fused epilogue's bias).
+ * The compiled engine and the interpreter backend call these directly. */
+bool kiln__cpu_supports_op(kiln_op op, kiln_dtype dtype);
+kiln_status kiln__cpu_eager_op(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs,
+                               kiln_tensor *const *operands, int n_operands, kiln_tensor **results,
+                               int n_results);
 kiln_status kiln__cpu_eval_op(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs,
                               kiln_tensor *const *operands, int n_operands, kiln_tensor **results,
                               int n_results);

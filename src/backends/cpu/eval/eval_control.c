@@ -224,10 +224,12 @@ typedef union iota_element {
     uint64_t u64;
     float f32;
     double f64;
+    float c64[2];
+    double c128[2];
 } iota_element;
 
 /* iota's value j in `dtype` (false for a dtype iota has not): integers wrap (through the
- * unsigned type of their width), floats round once. */
+ * unsigned type of their width), floats round once, complex values are (j, 0). */
 static bool iota_value(kiln_dtype dtype, int64_t j, iota_element *out) {
     switch (dtype) {
     case KILN_BOOL: out->u8 = (uint8_t)(j != 0); return true;
@@ -243,6 +245,8 @@ static bool iota_value(kiln_dtype dtype, int64_t j, iota_element *out) {
     case KILN_BF16: out->u16 = kiln__f64_to_bf16((double)j); return true;
     case KILN_F32: out->f32 = (float)j; return true;
     case KILN_F64: out->f64 = (double)j; return true;
+    case KILN_C64: out->c64[0] = (float)j, out->c64[1] = 0.0f; return true;
+    case KILN_C128: out->c128[0] = (double)j, out->c128[1] = 0.0; return true;
     default: return false;
     }
 }
@@ -264,7 +268,8 @@ KILN__EVAL(IOTA) {
     void (*fill)(void *, const void *, int64_t) = es == 1   ? fill_value_1
                                                   : es == 2 ? fill_value_2
                                                   : es == 4 ? fill_value_4
-                                                            : fill_value_8;
+                                                  : es == 8 ? fill_value_8
+                                                            : fill_value_16;
     for (int64_t j = 0; j < extent; j++) {
         iota_element v;
         if (!iota_value(out->dtype, j, &v))

@@ -95,8 +95,11 @@ static void im2col_row(const conv_geom *g, size_t es, const void *plane, const i
             case 4:
                 fill_run_4(g, last, kx, row, plane, base, len, istr, st, ld, c0, lo, hi);
                 break;
-            default:
+            case 8:
                 fill_run_8(g, last, kx, row, plane, base, len, istr, st, ld, c0, lo, hi);
+                break;
+            default:
+                fill_run_16(g, last, kx, row, plane, base, len, istr, st, ld, c0, lo, hi);
                 break;
             }
         }

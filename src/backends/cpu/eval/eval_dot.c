@@ -244,7 +244,8 @@ void kiln__lk_transpose(void *dst, const void *src, size_t elem, int32_t rank, c
             case 1: copy_run_1(d, s, off, inner, istride); break;
             case 2: copy_run_2(d, s, off, inner, istride); break;
             case 4: copy_run_4(d, s, off, inner, istride); break;
-            default: copy_run_8(d, s, off, inner, istride); break;
+            case 8: copy_run_8(d, s, off, inner, istride); break;
+            default: copy_run_16(d, s, off, inner, istride); break;
             }
         }
         d += (size_t)inner * elem;

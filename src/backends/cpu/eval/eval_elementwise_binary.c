@@ -89,6 +89,44 @@ static inline __attribute__((always_inline)) bool int_binary(kiln_dtype dt, enum
     }
 }
 
+/* ---- complex ------------------------------------------------------------------------------ */
+
+/* Complex products as the spec's reference computes them: (a+bi)(c+di) = (ac-bd) + (ad+bc)i,
+ * each part rounded as written (no contraction). */
+static void mul_c64(const float *a, const float *b, float *r, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        float ar = a[2 * i], ai = a[2 * i + 1], br = b[2 * i], bi = b[2 * i + 1];
+        r[2 * i] = ar * br - ai * bi;
+        r[2 * i + 1] = ar * bi + ai * br;
+    }
+}
+static void mul_c128(const double *a, const double *b, double *r, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        double ar = a[2 * i], ai = a[2 * i + 1], br = b[2 * i], bi = b[2 * i + 1];
+        r[2 * i] = ar * br - ai * bi;
+        r[2 * i + 1] = ar * bi + ai * br;
+    }
+}
+
+/* A binary op on complex operands: with `parts`, the float loops f32/f64 over the real and
+ * imaginary parts (add, subtract), else the complex loops c64/c128. */
+static kiln_status run_complex(kiln_tensor *const *operands, kiln_tensor **results, bool parts,
+                               kiln__ew_binary_f32 f32, kiln__ew_binary_f64 f64,
+                               kiln__ew_binary_f32 c64, kiln__ew_binary_f64 c128) {
+    kiln_dtype dt = kiln_tensor_dtype(operands[0]);
+    int64_t n = kiln_tensor_numel(results[0]);
+    if (n == 0) return KILN_OK;
+    const void *a = kiln__in(operands[0]), *b = kiln__in(operands[1]);
+    void *r = kiln__out(results[0]);
+    if (parts)
+        kiln__ew_float_binary(kiln_dtype_component(dt), a, b, r, 2 * n, f32, f64);
+    else if (dt == KILN_C64)
+        c64(a, b, r, n);
+    else
+        c128(a, b, r, n);
+    return KILN_OK;
+}
+
 /* ---- kernels ------------------------------------------------------------------------------ */
 
 /* One binary kernel: on i1 bool_op (on 0/1 as u8), on integers int_op, on floats f32/f64
@@ -123,16 +161,22 @@ run(kiln_ctx *cx, const char *op, kiln_tensor *const *operands, kiln_tensor **re
 
 KERNEL(ADD) {
     (void)attrs, (void)n_operands, (void)n_results;
+    if (kiln_dtype_is_complex(kiln_tensor_dtype(operands[0])))
+        return run_complex(operands, results, true, add_f32, add_f64, NULL, NULL);
     return run(cx, "add", operands, results, INT_OR, INT_ADD, add_f32, add_f64);
 }
 
 KERNEL(SUBTRACT) {
     (void)attrs, (void)n_operands, (void)n_results;
+    if (kiln_dtype_is_complex(kiln_tensor_dtype(operands[0])))
+        return run_complex(operands, results, true, sub_f32, sub_f64, NULL, NULL);
     return run(cx, "subtract", operands, results, INT_NONE, INT_SUBTRACT, sub_f32, sub_f64);
 }
 
 KERNEL(MULTIPLY) {
     (void)attrs, (void)n_operands, (void)n_results;
+    if (kiln_dtype_is_complex(kiln_tensor_dtype(operands[0])))
+        return run_complex(operands, results, false, NULL, NULL, mul_c64, mul_c128);
     return run(cx, "multiply", operands, results, INT_AND, INT_MULTIPLY, mul_f32, mul_f64);
 }
 

@@ -168,6 +168,7 @@ KERNEL(SELECT) {
     case 2: select_2(p_, t_, f_, r_, n); break;
     case 4: select_4(p_, t_, f_, r_, n); break;
     case 8: select_8(p_, t_, f_, r_, n); break;
+    case 16: select_16(p_, t_, f_, r_, n); break;
     default: return kiln__ew_bad_dtype(cx, "select", kiln_tensor_dtype(r));
     }
     return KILN_OK;

@@ -207,6 +207,9 @@ static inline __attribute__((always_inline)) kiln_status sign_bit_op(kiln_ctx *c
     }
     case KILN_F32: (negate ? negate_f32 : abs_f32)(u.x_, u.r_, u.n); break;
     case KILN_F64: (negate ? negate_f64 : abs_f64)(u.x_, u.r_, u.n); break;
+    /* Negation flips both parts' signs (abs of complex is refused before it comes here). */
+    case KILN_C64: negate_f32(u.x_, u.r_, 2 * u.n); break;
+    case KILN_C128: negate_f64(u.x_, u.r_, 2 * u.n); break;
     default:
         return negate ? int_only(cx, "negate", INT_NEGATE, u) : int_only(cx, "abs", INT_ABS, u);
     }

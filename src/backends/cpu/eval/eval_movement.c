@@ -69,7 +69,8 @@ static void run_strided(size_t es, char *d, const char *s, int64_t n, int64_t ds
     case 1: strided_1(d, s, n, ds, ss); break;
     case 2: strided_2(d, s, n, ds, ss); break;
     case 4: strided_4(d, s, n, ds, ss); break;
-    default: strided_8(d, s, n, ds, ss); break;
+    case 8: strided_8(d, s, n, ds, ss); break;
+    default: strided_16(d, s, n, ds, ss); break;
     }
 }
 
@@ -79,7 +80,8 @@ static void run_tile(size_t es, char *d, const char *s, int64_t na, int64_t dsa,
     case 1: tile_1(d, s, na, dsa, nb, ssb); break;
     case 2: tile_2(d, s, na, dsa, nb, ssb); break;
     case 4: tile_4(d, s, na, dsa, nb, ssb); break;
-    default: tile_8(d, s, na, dsa, nb, ssb); break;
+    case 8: tile_8(d, s, na, dsa, nb, ssb); break;
+    default: tile_16(d, s, na, dsa, nb, ssb); break;
     }
 }
 
@@ -89,7 +91,8 @@ static void fill(size_t es, void *dst, const void *value, int64_t n) {
     case 1: fill_1(dst, value, n); break;
     case 2: fill_2(dst, value, n); break;
     case 4: fill_4(dst, value, n); break;
-    default: fill_8(dst, value, n); break;
+    case 8: fill_8(dst, value, n); break;
+    default: fill_16(dst, value, n); break;
     }
 }
 
@@ -164,6 +167,7 @@ KILN__EVAL(BROADCAST_IN_DIM) {
         case 2: fill_2(out, v, n); return KILN_OK;
         case 4: fill_4(out, v, n); return KILN_OK;
         case 8: fill_8(out, v, n); return KILN_OK;
+        case 16: fill_16(out, v, n); return KILN_OK;
         default: break;
         }
     }

@@ -149,6 +149,7 @@ static void permute(const void *in, void *out, size_t es, int64_t base, int64_t 
     case 2: permute_2(in, out, base, stride, len, perm); break;
     case 4: permute_4(in, out, base, stride, len, perm); break;
     case 8: permute_8(in, out, base, stride, len, perm); break;
+    case 16: permute_16(in, out, base, stride, len, perm); break;
     default:
         for (int64_t j = 0; j < len; j++)
             memcpy((unsigned char *)out + (size_t)(base + j * stride) * es,

@@ -13,12 +13,61 @@ static const kiln__eval_fn table[] = {
 };
 _Static_assert(sizeof table / sizeof table[0] == KILN_OP_COUNT, "one kernel per op");
 
-bool kiln__cpu_supports_op(kiln_op op) { return (int)op >= 0 && op < KILN_OP_COUNT; }
+/* The ops with complex kernels: those that move elements by their size (data movement,
+ * select, control flow), iota, and the arithmetic written for complex. */
+static bool runs_on_complex(kiln_op op) {
+    switch (op) {
+    case KILN_OP_NEGATE:
+    case KILN_OP_ADD:
+    case KILN_OP_SUBTRACT:
+    case KILN_OP_MULTIPLY:
+    case KILN_OP_SELECT:
+    case KILN_OP_CONSTANT:
+    case KILN_OP_IOTA:
+    case KILN_OP_BROADCAST_IN_DIM:
+    case KILN_OP_RESHAPE:
+    case KILN_OP_TRANSPOSE:
+    case KILN_OP_REVERSE:
+    case KILN_OP_SLICE:
+    case KILN_OP_DYNAMIC_SLICE:
+    case KILN_OP_DYNAMIC_UPDATE_SLICE:
+    case KILN_OP_PAD:
+    case KILN_OP_CONCATENATE:
+    case KILN_OP_GATHER:
+    case KILN_OP_WHILE:
+    case KILN_OP_IF:
+    case KILN_OP_CASE:
+    case KILN_OP_CALL:
+    case KILN_OP_OPTIMIZATION_BARRIER: return true;
+    default: return false;
+    }
+}
+
+bool kiln__cpu_supports_op(kiln_op op, kiln_dtype dtype) {
+    if ((int)op < 0 || op >= KILN_OP_COUNT) return false;
+    return !kiln_dtype_is_complex(dtype) || runs_on_complex(op);
+}
+
+/* UNIMPLEMENTED naming the op and the first of its tensors' dtypes the CPU does not run it
+ * on, or KILN_OK. */
+static kiln_status check_dtypes(kiln_ctx *cx, kiln_op op, kiln_tensor *const *operands,
+                                int n_operands, kiln_tensor **results, int n_results) {
+    if ((int)op < 0 || op >= KILN_OP_COUNT) return KILN_OK; /* kiln__cpu_eval_op says it */
+    for (int i = 0; i < n_operands + n_results; i++) {
+        const kiln_tensor *t = i < n_operands ? operands[i] : results[i - n_operands];
+        kiln_dtype d = kiln_tensor_dtype(t);
+        if (t && !kiln__cpu_supports_op(op, d))
+            return kiln_ctx_set_error(cx, KILN_UNIMPLEMENTED,
+                                      "cpu: stablehlo.%s on %s is not implemented",
+                                      kiln__op_get_info(op)->name, kiln_dtype_name(d));
+    }
+    return KILN_OK;
+}
 
 kiln_status kiln__cpu_eval_op(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs,
                               kiln_tensor *const *operands, int n_operands, kiln_tensor **results,
                               int n_results) {
-    if (!kiln__cpu_supports_op(op))
+    if ((int)op < 0 || op >= KILN_OP_COUNT)
         return kiln_ctx_set_error(cx, KILN_UNIMPLEMENTED, "cpu: op %d is not supported", (int)op);
     /* The f32/f64 transcendentals run the fused engine's primitive over the whole array:
      * the code the compiled tiles run (AVX-512 forms where the engine takes them), in
@@ -33,6 +82,14 @@ kiln_status kiln__cpu_eval_op(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs
         return KILN_OK;
     }
     return table[op](cx, attrs, operands, n_operands, results, n_results);
+}
+
+kiln_status kiln__cpu_eager_op(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs,
+                               kiln_tensor *const *operands, int n_operands, kiln_tensor **results,
+                               int n_results) {
+    kiln_status s = check_dtypes(cx, op, operands, n_operands, results, n_results);
+    if (s != KILN_OK) return s;
+    return kiln__cpu_eval_op(cx, op, attrs, operands, n_operands, results, n_results);
 }
 
 /* Library primitives are built at compile time, so the first call runs at full speed. */

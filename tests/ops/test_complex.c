@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* complex<f32> and complex<f64>: the dtypes, their elements, the ops the CPU runs on them
+ * (arithmetic, data movement) against a reference in double _Complex, and the refusal of
+ * the rest, eagerly and at compile time, naming the op and the dtype. */
+#include <complex.h>
+#include <math.h>
+#include <string.h>
+
+#include "core/element.h"
+#include "test_util.h"
+
+static const kiln_dtype complex_types[2] = {KILN_C64, KILN_C128};
+
+/* A tensor of n complex values (re[i], im[i]). */
+static kiln_tensor *complex_tensor(kiln_ctx *cx, kiln_dtype dt, kiln_shape shape,
+                                   const double *re, const double *im, int64_t n) {
+    size_t es = kiln_dtype_size(dt);
+    unsigned char buf[16 * 64];
+    cr_assert_leq((size_t)n * es, sizeof buf);
+    for (int64_t i = 0; i < n; i++)
+        kiln__element_store_complex(buf, dt, i, re[i], im[i]);
+    kiln_tensor *t = kiln_tensor_from_host(cx, dt, shape, buf, (size_t)n * es);
+    cr_assert_not_null(t, "%s", kiln_ctx_error_message(cx));
+    return t;
+}
+
+static double complex element(const kiln_tensor *t, int64_t i) {
+    double re, im;
+    kiln__element_load_complex(kiln_tensor_data(t), kiln_tensor_dtype(t), i, &re, &im);
+    return CMPLX(re, im);
+}
+
+/* The value rounded to the dtype's parts, as the kernels store it. */
+static double complex rounded(kiln_dtype dt, double complex z) {
+    if (dt == KILN_C64) return CMPLX((float)creal(z), (float)cimag(z));
+    return z;
+}
+
+Test(complex, dtypes_elements_and_fills) {
+    kiln_ctx *cx = test_ctx();
+    unsigned char buf[32] = {0};
+    kiln__element_store_complex(buf, KILN_C64, 1, 1.5, -2.25);
+    float parts[2];
+    memcpy(parts, buf + 8, sizeof parts);
+    cr_assert(parts[0] == 1.5f && parts[1] == -2.25f, "{re, im} in that order");
+    cr_assert_eq(kiln__element_load(buf, KILN_C64, 1), 1.5, "a real read takes the real part");
+    cr_assert(kiln__element_fits(KILN_C128, 1e300) && kiln__element_fits(KILN_C64, NAN));
+    for (int k = 0; k < 2; k++) {
+        kiln_dtype dt = complex_types[k];
+        kiln_tensor *t = kiln_full(cx, dt, KILN_SHAPE(3), 4.0);
+        cr_assert_not_null(t, "%s", kiln_ctx_error_message(cx));
+        cr_assert_eq(kiln_tensor_nbytes(t), 3 * kiln_dtype_size(dt));
+        for (int64_t i = 0; i < 3; i++)
+            cr_assert(element(t, i) == CMPLX(4.0, 0.0), "full fills (4, 0)");
+        kiln_tensor *z = kiln_iota(cx, dt, KILN_SHAPE(4), 0);
+        cr_assert_not_null(z, "%s", kiln_ctx_error_message(cx));
+        for (int64_t i = 0; i < 4; i++)
+            cr_assert(element(z, i) == CMPLX((double)i, 0.0), "iota is (i, 0)");
+        kiln_tensor_release(t);
+        kiln_tensor_release(z);
+    }
+    expect_ok(cx);
+    kiln_ctx_release(cx);
+}
+
+Test(complex, arithmetic_matches_the_reference) {
+    kiln_ctx *cx = test_ctx();
+    enum { N = 7 };
+    const double are[N] = {1, -2.5, 0, 3e30, -0.0, 1e-3, 7};
+    const double aim[N] = {2, 0.5, -1, -2e30, 0.0, 4, -7};
+    const double bre[N] = {-3, 4, 0.25, 1e-30, 2, -1e3, 0};
+    const double bim[N] = {0.5, -1, 8, 5, -0.0, 2, 1};
+    for (int k = 0; k < 2; k++) {
+        kiln_dtype dt = complex_types[k];
+        kiln_tensor *a = complex_tensor(cx, dt, KILN_SHAPE(N), are, aim, N);
+        kiln_tensor *b = complex_tensor(cx, dt, KILN_SHAPE(N), bre, bim, N);
+        kiln_tensor *sum = kiln_add(cx, a, b), *diff = kiln_subtract(cx, a, b);
+        kiln_tensor *prod = kiln_multiply(cx, a, b), *neg = kiln_negate(cx, a);
+        cr_assert_not_null(sum && diff && prod && neg, "%s", kiln_ctx_error_message(cx));
+        cr_assert_eq(kiln_tensor_dtype(prod), dt);
+        for (int64_t i = 0; i < N; i++) {
+            double complex x = rounded(dt, CMPLX(are[i], aim[i]));
+            double complex y = rounded(dt, CMPLX(bre[i], bim[i]));
+            cr_assert(element(sum, i) == rounded(dt, x + y), "%s add %lld", kiln_dtype_name(dt),
+                      (long long)i);
+            cr_assert(element(diff, i) == rounded(dt, x - y));
+            /* (ac - bd) + (ad + bc)i, each part rounded once in the dtype's parts. */
+            double complex want;
+            if (dt == KILN_C64) {
+                float xr = (float)creal(x), xi = (float)cimag(x), yr = (float)creal(y),
+                      yi = (float)cimag(y);
+                float pr = xr * yr - xi * yi, pi = xr * yi + xi * yr;
+                want = CMPLX(pr, pi);
+            } else {
+                want = CMPLX(creal(x) * creal(y) - cimag(x) * cimag(y),
+                             creal(x) * cimag(y) + cimag(x) * creal(y));
+            }
+            cr_assert(element(prod, i) == want, "%s multiply %lld", kiln_dtype_name(dt),
+                      (long long)i);
+            double complex n = element(neg, i);
+            cr_assert(creal(n) == -creal(x) && cimag(n) == -cimag(x));
+            cr_assert_eq(signbit(creal(n)), !signbit(creal(x)), "negate flips the sign of -0");
+        }
+        kiln_tensor *all[] = {a, b, sum, diff, prod, neg};
+        for (size_t t = 0; t < sizeof all / sizeof all[0]; t++)
+            kiln_tensor_release(all[t]);
+    }
+    expect_ok(cx);
+    kiln_ctx_release(cx);
+}
+
+Test(complex, data_movement_keeps_every_bit) {
+    kiln_ctx *cx = test_ctx();
+    double re[6], im[6];
+    for (int i = 0; i < 6; i++)
+        re[i] = i + 0.25, im[i] = -i - 0.5;
+    for (int k = 0; k < 2; k++) {
+        kiln_dtype dt = complex_types[k];
+        kiln_tensor *x = complex_tensor(cx, dt, KILN_SHAPE(2, 3), re, im, 6);
+        kiln_tensor *t = kiln_transpose(cx, x, KILN_DIMS(1, 0));
+        kiln_tensor *c = kiln_concatenate(cx, (kiln_tensor *[]){x, x}, 2, 0);
+        kiln_tensor *r = kiln_reverse(cx, x, KILN_DIMS(1));
+        cr_assert_not_null(t && c && r, "%s", kiln_ctx_error_message(cx));
+        for (int64_t i = 0; i < 2; i++)
+            for (int64_t j = 0; j < 3; j++) {
+                cr_assert(element(t, j * 2 + i) == element(x, i * 3 + j), "transpose");
+                cr_assert(element(r, i * 3 + (2 - j)) == element(x, i * 3 + j), "reverse");
+            }
+        for (int64_t i = 0; i < 6; i++)
+            cr_assert(element(c, 6 + i) == element(x, i), "concatenate");
+        kiln_tensor_release(x);
+        kiln_tensor_release(t);
+        kiln_tensor_release(c);
+        kiln_tensor_release(r);
+    }
+    expect_ok(cx);
+    kiln_ctx_release(cx);
+}
+
+static kiln_status complex_dot(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
+    (void)u;
+    kiln_dot_params p = {.lhs_contracting_dims = KILN_DIMS(1), .rhs_contracting_dims = KILN_DIMS(0)};
+    out[0] = kiln_add(cx, in[0], kiln_dot_general(cx, in[0], in[0], &p, KILN_DTYPE_COUNT));
+    return kiln_ctx_status(cx);
+}
+
+/* An op the spec allows on complex but the CPU does not run yet is traced and lowered, and
+ * refused when compiled, naming the op, the dtype, where it is and the backend. */
+Test(complex, compile_names_the_op_and_dtype_it_cannot_run) {
+    kiln_ctx *cx = test_ctx();
+    kiln_arg_spec spec = {.dtype = KILN_C128, .shape = KILN_SHAPE(2, 2)};
+    kiln_region fn = {complex_dot, NULL};
+    kiln_module *m = NULL;
+    cr_assert_eq(kiln_lower(cx, &fn, &spec, 1, 1, NULL, &m), KILN_OK, "%s",
+                 kiln_ctx_error_message(cx));
+    kiln_exe *exe = NULL;
+    cr_assert_eq(kiln_compile(cx, m, NULL, &exe), KILN_UNIMPLEMENTED);
+    cr_assert_null(exe);
+    expect_error(cx, KILN_UNIMPLEMENTED,
+                 "kiln_compile: backend 'cpu' cannot run stablehlo.dot_general on complex<f64> "
+                 "(@main, op 0)");
+    kiln_module_release(m);
+    kiln_ctx_release(cx);
+}

@@ -139,9 +139,10 @@ typedef struct kiln__backend {
     /* Describes device `id` (required). */
     kiln_status (*device_info)(const kiln_ctx *cx, int32_t id, kiln__device_info *out);
 
-    /* Ops (required). supports_op says whether the backend runs ops of kind `op` that have
-     * an operand or a result of element type `dtype`; it is asked once per dtype an op
-     * has, and an op runs when every answer is yes. kiln_compile refuses a module with an
+    /* Ops (required). supports_op says whether the backend runs ops of kind `op` at all
+     * (dtype KILN_DTYPE_COUNT), and whether it runs those with an operand or a result of
+     * element type `dtype`; it is asked for the kind, then once per dtype an op has, and an
+     * op runs when every answer is yes. kiln_compile refuses a module with an
      * op it does not run (UNIMPLEMENTED, naming the op, the dtype, where it is and the
      * backend) before calling compile, which may still refuse what it cannot run for other
      * reasons (a region, an attribute). eval_op runs one op on tensors of one of its

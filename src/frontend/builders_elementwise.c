@@ -189,12 +189,7 @@ kiln_tensor *kiln_compare(kiln_ctx *cx, kiln_tensor *a, kiln_tensor *b,
     attrs.u.compare.direction = direction;
     /* DEFAULT is resolved here from the dtype, so recorded ops always name their type;
      * kiln__infer_COMPARE checks that an explicit type suits the dtype. */
-    if (type == KILN_CMP_DEFAULT && a) {
-        kiln_dtype d = kiln_tensor_dtype(a);
-        type = kiln_dtype_is_float(d)    ? KILN_CMP_FLOAT
-               : kiln_dtype_is_signed(d) ? KILN_CMP_SIGNED
-                                         : KILN_CMP_UNSIGNED;
-    }
+    if (type == KILN_CMP_DEFAULT && a) type = kiln__compare_type_of(kiln_tensor_dtype(a));
     attrs.u.compare.type = type;
     return binary(cx, KILN_OP_COMPARE, &attrs, a, b);
 }

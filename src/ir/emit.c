@@ -54,12 +54,6 @@ static const builtin *builtin_of(const kiln_region *r) {
     return NULL;
 }
 
-static kiln_compare_type compare_type_of(kiln_dtype d) {
-    if (kiln_dtype_is_float(d)) return KILN_CMP_FLOAT;
-    if (kiln_dtype_is_signed(d)) return KILN_CMP_SIGNED;
-    return KILN_CMP_UNSIGNED;
-}
-
 /* Inference never calls regions; it only checks that they exist. */
 static kiln_status never_called(kiln_ctx *cx, kiln_tensor *const *args, kiln_tensor **results,
                                 void *user) {
@@ -364,7 +358,7 @@ kiln__value *kiln__emit_compare(kiln__emitter *e, kiln_compare_direction dir, ki
     b = match_rank(e, b, a);
     kiln__attrs at = {.fn = e->fn};
     at.u.compare.direction = dir;
-    at.u.compare.type = compare_type_of(a->type->dtype);
+    at.u.compare.type = kiln__compare_type_of(a->type->dtype);
     kiln__value *ops[2] = {a, b};
     return kiln__emit(e, KILN_OP_COMPARE, &at, ops, 2);
 }

@@ -44,6 +44,11 @@ size_t kiln__attrs_size(kiln_op kind) {
     }
 }
 
+kiln_compare_type kiln__compare_type_of(kiln_dtype dtype) {
+    if (kiln_dtype_is_float(dtype) || kiln_dtype_is_complex(dtype)) return KILN_CMP_FLOAT;
+    return kiln_dtype_is_signed(dtype) ? KILN_CMP_SIGNED : KILN_CMP_UNSIGNED;
+}
+
 void kiln__attrs_copy(kiln__attrs *dst, const kiln__attrs *src, kiln_op kind) {
     memcpy(dst, src, kiln__attrs_size(kind));
 }

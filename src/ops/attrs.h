@@ -128,6 +128,10 @@ size_t kiln__attrs_size(kiln_op kind);
  * a whole kiln__attrs, or an op's own attributes of that kind). */
 void kiln__attrs_copy(kiln__attrs *dst, const kiln__attrs *src, kiln_op kind);
 
+/* The compare type DEFAULT stands for on operands of `dtype`: FLOAT for floats and complex,
+ * SIGNED for signed integers, UNSIGNED otherwise (i1 included). */
+kiln_compare_type kiln__compare_type_of(kiln_dtype dtype);
+
 /* The i-th region of an op call (from `region` or `regions`), or NULL. */
 static inline const kiln_region *kiln__attrs_region(const kiln__attrs *a, int32_t i) {
     if (i < 0 || i >= a->n_regions) return NULL;

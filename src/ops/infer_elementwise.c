@@ -14,7 +14,9 @@
 #define SET_UINT (BIT(KILN_U8) | BIT(KILN_U16) | BIT(KILN_U32) | BIT(KILN_U64))
 #define SET_INT (SET_SINT | SET_UINT)
 #define SET_FLOAT (BIT(KILN_F16) | BIT(KILN_BF16) | BIT(KILN_F32) | BIT(KILN_F64))
+#define SET_COMPLEX (BIT(KILN_C64) | BIT(KILN_C128))
 #define SET_ALL (SET_BOOL | SET_INT | SET_FLOAT)
+#define SET_NUMBER (SET_INT | SET_FLOAT | SET_COMPLEX)
 
 /* What a set of dtypes is called in messages. */
 static const char *set_text(unsigned set) {
@@ -24,6 +26,10 @@ static const char *set_text(unsigned set) {
     case SET_INT | SET_BOOL: return "i1 or an integer dtype";
     case SET_SINT | SET_FLOAT: return "a signed integer or floating-point dtype";
     case SET_INT | SET_FLOAT: return "an integer or floating-point dtype";
+    case SET_FLOAT | SET_COMPLEX: return "a floating-point or complex dtype";
+    case SET_SINT | SET_FLOAT | SET_COMPLEX:
+        return "a signed integer, floating-point or complex dtype";
+    case SET_NUMBER: return "an integer, floating-point or complex dtype";
     default: return "a supported dtype";
     }
 }
@@ -83,44 +89,51 @@ static kiln_status binary(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__ty
         return binary(cx, attrs, operands, results, SET); \
     }
 
-UNARY(ABS, SET_SINT | SET_FLOAT)
-UNARY(NEGATE, SET_INT | SET_FLOAT)
-UNARY(SIGN, SET_SINT | SET_FLOAT)
+UNARY(NEGATE, SET_NUMBER)
+UNARY(SIGN, SET_SINT | SET_FLOAT | SET_COMPLEX)
 UNARY(NOT, SET_INT | SET_BOOL)
 UNARY(FLOOR, SET_FLOAT)
 UNARY(CEIL, SET_FLOAT)
 UNARY(ROUND_NEAREST_AFZ, SET_FLOAT)
 UNARY(ROUND_NEAREST_EVEN, SET_FLOAT)
-UNARY(SQRT, SET_FLOAT)
-UNARY(RSQRT, SET_FLOAT)
-UNARY(CBRT, SET_FLOAT)
-UNARY(EXPONENTIAL, SET_FLOAT)
-UNARY(EXPONENTIAL_MINUS_ONE, SET_FLOAT)
-UNARY(LOG, SET_FLOAT)
-UNARY(LOG_PLUS_ONE, SET_FLOAT)
-UNARY(LOGISTIC, SET_FLOAT)
-UNARY(SINE, SET_FLOAT)
-UNARY(COSINE, SET_FLOAT)
-UNARY(TAN, SET_FLOAT)
-UNARY(TANH, SET_FLOAT)
+UNARY(SQRT, SET_FLOAT | SET_COMPLEX)
+UNARY(RSQRT, SET_FLOAT | SET_COMPLEX)
+UNARY(CBRT, SET_FLOAT | SET_COMPLEX)
+UNARY(EXPONENTIAL, SET_FLOAT | SET_COMPLEX)
+UNARY(EXPONENTIAL_MINUS_ONE, SET_FLOAT | SET_COMPLEX)
+UNARY(LOG, SET_FLOAT | SET_COMPLEX)
+UNARY(LOG_PLUS_ONE, SET_FLOAT | SET_COMPLEX)
+UNARY(LOGISTIC, SET_FLOAT | SET_COMPLEX)
+UNARY(SINE, SET_FLOAT | SET_COMPLEX)
+UNARY(COSINE, SET_FLOAT | SET_COMPLEX)
+UNARY(TAN, SET_FLOAT | SET_COMPLEX)
+UNARY(TANH, SET_FLOAT | SET_COMPLEX)
 UNARY(POPCNT, SET_INT)
 UNARY(COUNT_LEADING_ZEROS, SET_INT)
 
-BINARY(ADD, SET_ALL)
-BINARY(SUBTRACT, SET_INT | SET_FLOAT)
-BINARY(MULTIPLY, SET_ALL)
-BINARY(DIVIDE, SET_INT | SET_FLOAT)
-BINARY(REMAINDER, SET_INT | SET_FLOAT)
-BINARY(POWER, SET_INT | SET_FLOAT)
-BINARY(MAXIMUM, SET_ALL)
-BINARY(MINIMUM, SET_ALL)
-BINARY(ATAN2, SET_FLOAT)
+BINARY(ADD, SET_ALL | SET_COMPLEX)
+BINARY(SUBTRACT, SET_NUMBER)
+BINARY(MULTIPLY, SET_ALL | SET_COMPLEX)
+BINARY(DIVIDE, SET_NUMBER)
+BINARY(REMAINDER, SET_NUMBER)
+BINARY(POWER, SET_NUMBER)
+BINARY(MAXIMUM, SET_ALL | SET_COMPLEX)
+BINARY(MINIMUM, SET_ALL | SET_COMPLEX)
+BINARY(ATAN2, SET_FLOAT | SET_COMPLEX)
 BINARY(AND, SET_INT | SET_BOOL)
 BINARY(OR, SET_INT | SET_BOOL)
 BINARY(XOR, SET_INT | SET_BOOL)
 BINARY(SHIFT_LEFT, SET_INT)
 BINARY(SHIFT_RIGHT_ARITHMETIC, SET_INT)
 BINARY(SHIFT_RIGHT_LOGICAL, SET_INT)
+
+/* abs of a complex value is its magnitude, of the parts' type (the spec's C2). */
+KILN__INFER(ABS) {
+    (void)n_operands, (void)n_results;
+    kiln_status s = unary(cx, attrs, operands, results, SET_SINT | SET_FLOAT | SET_COMPLEX);
+    if (s == KILN_OK) results[0].dtype = kiln_dtype_component(operands[0].dtype);
+    return s;
+}
 
 KILN__INFER(IS_FINITE) {
     (void)n_operands, (void)n_results;
@@ -136,7 +149,7 @@ static const char *compare_type_name(kiln_compare_type t) {
 
 KILN__INFER(COMPARE) {
     (void)n_operands, (void)n_results;
-    kiln_status s = binary(cx, attrs, operands, results, SET_ALL);
+    kiln_status s = binary(cx, attrs, operands, results, SET_ALL | SET_COMPLEX);
     if (s != KILN_OK) return s;
     kiln_compare_direction dir = attrs->u.compare.direction;
     kiln_compare_type type = attrs->u.compare.type;
@@ -152,7 +165,11 @@ KILN__INFER(COMPARE) {
                                  (int)type);
     kiln_dtype d = operands[0].dtype;
     const char *expected = NULL;
-    if (kiln_dtype_is_float(d)) {
+    if (kiln_dtype_is_complex(d)) {
+        if (dir != KILN_CMP_EQ && dir != KILN_CMP_NE)
+            return kiln__infer_error(cx, attrs, "complex compare supports only EQ and NE");
+        if (type != KILN_CMP_DEFAULT && type != KILN_CMP_FLOAT) expected = "FLOAT";
+    } else if (kiln_dtype_is_float(d)) {
         if (type != KILN_CMP_DEFAULT && type != KILN_CMP_FLOAT && type != KILN_CMP_TOTALORDER)
             expected = "FLOAT or TOTALORDER";
     } else if (in_set(d, SET_SINT)) {
@@ -184,7 +201,7 @@ KILN__INFER(SELECT) {
     if (operands[0].dtype != KILN_BOOL)
         return kiln__infer_error(cx, attrs, "operand 1 (pred) has dtype %s; expected i1",
                                  kiln_dtype_name(operands[0].dtype));
-    kiln_status s = check_dtype(cx, attrs, 1, operands[1].dtype, SET_ALL);
+    kiln_status s = check_dtype(cx, attrs, 1, operands[1].dtype, SET_ALL | SET_COMPLEX);
     if (s == KILN_OK) s = check_same_type(cx, attrs, operands, 2, 1);
     if (s == KILN_OK) s = check_scalar_or_shape(cx, attrs, operands, 0, 1, "pred");
     if (s != KILN_OK) return s;
@@ -213,7 +230,7 @@ KILN__INFER(CLAMP) {
 
 KILN__INFER(CONVERT) {
     (void)n_operands, (void)n_results;
-    kiln_status s = unary(cx, attrs, operands, results, SET_ALL);
+    kiln_status s = unary(cx, attrs, operands, results, SET_ALL | SET_COMPLEX);
     if (s != KILN_OK) return s;
     if (!kiln_dtype_is_valid(attrs->u.convert_to))
         return kiln__infer_error(cx, attrs, "target dtype %d is not a dtype",
@@ -229,7 +246,7 @@ static int64_t bitcast_bits(kiln_dtype d) {
 
 KILN__INFER(BITCAST_CONVERT) {
     (void)n_operands, (void)n_results;
-    kiln_status s = unary(cx, attrs, operands, results, SET_ALL);
+    kiln_status s = unary(cx, attrs, operands, results, SET_ALL | SET_COMPLEX);
     if (s != KILN_OK) return s;
     kiln_dtype to = attrs->u.convert_to;
     if (!kiln_dtype_is_valid(to))

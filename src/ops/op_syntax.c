@@ -296,9 +296,7 @@ void kiln__attrs_complete(kiln_op op, kiln__attrs *a, const kiln__op_types *t) {
     switch (op) {
     case KILN_OP_COMPARE:
         if (a->u.compare.type == KILN_CMP_DEFAULT && t->n_in > 0)
-            a->u.compare.type = kiln_dtype_is_float(t->in0_dtype)    ? KILN_CMP_FLOAT
-                                : kiln_dtype_is_signed(t->in0_dtype) ? KILN_CMP_SIGNED
-                                                                     : KILN_CMP_UNSIGNED;
+            a->u.compare.type = kiln__compare_type_of(t->in0_dtype);
         break;
     case KILN_OP_CONVERT:
     case KILN_OP_BITCAST_CONVERT:

@@ -24,7 +24,7 @@ static bool splat_is(const kiln_tensor *t, splat_kind want) {
     kiln_dtype dt = kiln_tensor_dtype(t);
     size_t size = kiln_dtype_size(dt), n = kiln_tensor_nbytes(t);
     const unsigned char *p = kiln_tensor_data(t);
-    if (!p || size == 0 || size > 8) return false;
+    if (!p || size == 0 || size > 8 || kiln_dtype_is_complex(dt)) return false;
     bool fl = kiln_dtype_is_float(dt);
     if (fl && want == ZERO) return false; /* floats name their zero's sign */
     if (!fl && (want == POS_ZERO || want == NEG_ZERO)) return false;

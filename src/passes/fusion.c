@@ -279,6 +279,15 @@ static bool all_const_operands(const fuser *z, const kiln__ir_op *op) {
     return true;
 }
 
+/* Whether an operand or result of op is complex. */
+static bool has_complex(const kiln__ir_op *op) {
+    for (int32_t i = 0; i < op->n_operands; i++)
+        if (kiln_dtype_is_complex(op->operands[i]->type->dtype)) return true;
+    for (int32_t r = 0; r < op->n_results; r++)
+        if (kiln_dtype_is_complex(op->results[r]->type->dtype)) return true;
+    return false;
+}
+
 static bool reduce_dtype_ok(kiln_dtype dt) { return dt != KILN_F16 && dt != KILN_BF16; }
 
 /* ---- convolution epilogues ---------------------------------------------------------------- */
@@ -371,6 +380,13 @@ static void walk(fuser *z) {
         f->epilogue[k] = -1;
         if (op->kind == KILN_OP_CONSTANT) {
             z->is_const[vid(z, op->results[0])] = true;
+            continue;
+        }
+        if (has_complex(op)) {
+            /* Kernels hold at most 8 bytes an element and have no complex primitives:
+             * an op on complex values runs by itself, after its operands' kernels. */
+            for (int32_t i = 0; i < op->n_operands; i++)
+                seal_base(z, op->operands[i]);
             continue;
         }
         if (is_view_kind(op->kind) && op->n_results == 1) {

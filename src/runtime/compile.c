@@ -16,10 +16,15 @@
 
 static const char compile_fn[] = "kiln_compile";
 
-/* Whether backend be runs op: asked for each element type among its operands and results
- * (the first refused one into *refused). */
+/* Whether backend be runs op: asked for its kind (KILN_DTYPE_COUNT), then for each element
+ * type among its operands and results; the refused one, or KILN_DTYPE_COUNT for the kind,
+ * into *refused. */
 static bool runs_op(const kiln__backend *be, const kiln__ir_op *op, kiln_dtype *refused) {
     kiln_dtype last = KILN_DTYPE_COUNT;
+    if (!be->supports_op(op->kind, KILN_DTYPE_COUNT)) {
+        *refused = KILN_DTYPE_COUNT;
+        return false;
+    }
     for (int32_t i = 0; i < op->n_operands + op->n_results; i++) {
         const kiln__value *v =
             i < op->n_operands ? op->operands[i] : op->results[i - op->n_operands];
@@ -30,10 +35,6 @@ static bool runs_op(const kiln__backend *be, const kiln__ir_op *op, kiln_dtype *
             return false;
         }
         last = d;
-    }
-    if (op->n_operands + op->n_results == 0 && !be->supports_op(op->kind, KILN_DTYPE_COUNT)) {
-        *refused = KILN_DTYPE_COUNT;
-        return false;
     }
     return true;
 }

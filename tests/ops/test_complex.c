@@ -36,7 +36,7 @@ static double complex rounded(kiln_dtype dt, double complex z) {
     return z;
 }
 
-Test(complex, dtypes_elements_and_fills) {
+Test(complex_types, dtypes_elements_and_fills) {
     kiln_ctx *cx = test_ctx();
     unsigned char buf[32] = {0};
     kiln__element_store_complex(buf, KILN_C64, 1, 1.5, -2.25);
@@ -63,7 +63,7 @@ Test(complex, dtypes_elements_and_fills) {
     kiln_ctx_release(cx);
 }
 
-Test(complex, arithmetic_matches_the_reference) {
+Test(complex_types, arithmetic_matches_the_reference) {
     kiln_ctx *cx = test_ctx();
     enum { N = 7 };
     const double are[N] = {1, -2.5, 0, 3e30, -0.0, 1e-3, 7};
@@ -109,7 +109,7 @@ Test(complex, arithmetic_matches_the_reference) {
     kiln_ctx_release(cx);
 }
 
-Test(complex, data_movement_keeps_every_bit) {
+Test(complex_types, data_movement_keeps_every_bit) {
     kiln_ctx *cx = test_ctx();
     double re[6], im[6];
     for (int i = 0; i < 6; i++)
@@ -146,7 +146,7 @@ static kiln_status complex_dot(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor
 
 /* An op the spec allows on complex but the CPU does not run yet is traced and lowered, and
  * refused when compiled, naming the op, the dtype, where it is and the backend. */
-Test(complex, compile_names_the_op_and_dtype_it_cannot_run) {
+Test(complex_types, compile_names_the_op_and_dtype_it_cannot_run) {
     kiln_ctx *cx = test_ctx();
     kiln_arg_spec spec = {.dtype = KILN_C128, .shape = KILN_SHAPE(2, 2)};
     kiln_region fn = {complex_dot, NULL};

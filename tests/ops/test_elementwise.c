@@ -1240,12 +1240,13 @@ Test(elementwise, dtype_errors) {
     kiln_tensor *i = I32(1, 2), *u = U8(1, 2), *f = F32(1, 2), *b = I1(0, 1);
     cr_assert_null(kiln_sqrt(cx, i));
     expect_error(cx, KILN_INVALID_ARGUMENT,
-                 "kiln_sqrt: operand 1 has dtype i32; expected a floating-point dtype");
+                 "kiln_sqrt: operand 1 has dtype i32; expected a floating-point or complex dtype");
     cr_assert_null(kiln_exponential(cx, b));
     expect_error(cx, KILN_INVALID_ARGUMENT, "kiln_exponential: operand 1 has dtype i1");
     cr_assert_null(kiln_abs(cx, u));
     expect_error(cx, KILN_INVALID_ARGUMENT,
-                 "kiln_abs: operand 1 has dtype ui8; expected a signed integer or floating-point");
+                 "kiln_abs: operand 1 has dtype ui8; expected a signed integer, floating-point or "
+                 "complex");
     cr_assert_null(kiln_sign(cx, b));
     expect_error(cx, KILN_INVALID_ARGUMENT, "kiln_sign: operand 1 has dtype i1");
     cr_assert_null(kiln_negate(cx, b));
@@ -1267,7 +1268,7 @@ Test(elementwise, dtype_errors) {
     cr_assert_null(kiln_subtract(cx, b, b));
     expect_error(cx, KILN_INVALID_ARGUMENT,
                  "kiln_subtract: operand 1 has dtype i1; expected an "
-                 "integer or floating-point dtype");
+                 "integer, floating-point or complex dtype");
     cr_assert_null(kiln_divide(cx, b, b));
     expect_error(cx, KILN_INVALID_ARGUMENT, "kiln_divide: operand 1 has dtype i1");
     cr_assert_null(kiln_remainder(cx, b, b));
@@ -1288,6 +1289,18 @@ Test(elementwise, dtype_errors) {
     expect_error(cx, KILN_INVALID_ARGUMENT, "kiln_shift_right_logical");
     cr_assert_null(kiln_shift_right_arithmetic(cx, f, f));
     expect_error(cx, KILN_INVALID_ARGUMENT, "kiln_shift_right_arithmetic");
+    /* complex: what the spec rules out, with its rule */
+    kiln_tensor *c = kiln_zeros(cx, KILN_C64, KILN_SHAPE(2));
+    cr_assert_null(kiln_floor(cx, c));
+    expect_error(cx, KILN_INVALID_ARGUMENT, "kiln_floor: operand 1 has dtype complex<f32>");
+    cr_assert_null(kiln_compare(cx, c, c, KILN_CMP_LT, KILN_CMP_DEFAULT));
+    expect_error(cx, KILN_INVALID_ARGUMENT, "complex compare supports only EQ and NE");
+    cr_assert_null(kiln_and(cx, c, c));
+    expect_error(cx, KILN_INVALID_ARGUMENT, "kiln_and: operand 1 has dtype complex<f32>");
+    kiln_tensor *m = kiln_abs(cx, c);
+    cr_assert_null(m, "abs of complex is read but not run yet");
+    expect_error(cx, KILN_UNIMPLEMENTED, "stablehlo.abs on complex<f32> is not implemented");
+    kiln_tensor_release(c);
     /* Binary operands of different dtypes (no promotion). */
     cr_assert_null(kiln_add(cx, i, f));
     expect_error(cx, KILN_INVALID_ARGUMENT,

@@ -106,6 +106,20 @@ static inline int64_t total_key64(double v) {
 #define FN(name) name##_f64
 #include "backends/cpu/eval/elementwise_compare.inc"
 
+/* EQ and NE of complex values: both parts equal as floats (NaN equals nothing), and not. */
+static void compare_complex(kiln_dtype dt, bool eq, const void *a_, const void *b_, uint8_t *r,
+                            int64_t n) {
+    if (dt == KILN_C64) {
+        const float *a = a_, *b = b_;
+        for (int64_t i = 0; i < n; i++)
+            r[i] = (uint8_t)(((a[2 * i] == b[2 * i]) & (a[2 * i + 1] == b[2 * i + 1])) == eq);
+    } else {
+        const double *a = a_, *b = b_;
+        for (int64_t i = 0; i < n; i++)
+            r[i] = (uint8_t)(((a[2 * i] == b[2 * i]) & (a[2 * i + 1] == b[2 * i + 1])) == eq);
+    }
+}
+
 KERNEL(COMPARE) {
     (void)n_operands, (void)n_results;
     kiln_dtype dt = kiln_tensor_dtype(operands[0]);
@@ -139,6 +153,11 @@ KERNEL(COMPARE) {
         break;
     case KILN_F64:
         ok = total ? compare_total64(dir, a_, b_, r_, n) : compare_f64(dir, a_, b_, r_, n);
+        break;
+    case KILN_C64:
+    case KILN_C128: /* inference allows EQ and NE alone */
+        ok = dir == KILN_CMP_EQ || dir == KILN_CMP_NE;
+        if (ok) compare_complex(dt, dir == KILN_CMP_EQ, a_, b_, r_, n);
         break;
     default: return kiln__ew_bad_dtype(cx, "compare", dt);
     }

@@ -21,6 +21,7 @@ static bool runs_on_complex(kiln_op op) {
     case KILN_OP_ADD:
     case KILN_OP_SUBTRACT:
     case KILN_OP_MULTIPLY:
+    case KILN_OP_COMPARE:
     case KILN_OP_SELECT:
     case KILN_OP_CONSTANT:
     case KILN_OP_IOTA:
@@ -45,7 +46,7 @@ static bool runs_on_complex(kiln_op op) {
 
 bool kiln__cpu_supports_op(kiln_op op, kiln_dtype dtype) {
     if ((int)op < 0 || op >= KILN_OP_COUNT) return false;
-    return !kiln_dtype_is_complex(dtype) || runs_on_complex(op);
+    return !kiln_dtype_is_complex(dtype) || runs_on_complex(op); /* COUNT: the kind, yes */
 }
 
 /* UNIMPLEMENTED naming the op and the first of its tensors' dtypes the CPU does not run it

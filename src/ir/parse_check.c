@@ -114,6 +114,13 @@ kiln_status kiln_check_evaluate(kiln_ctx *cx, const kiln_check *check, const kil
         return kiln_ctx_set_error(cx, KILN_FAILED_PRECONDITION,
                                   "check at line %d: the tensors are not readable on the host",
                                   (int)check->line);
+    /* A complex tensor is compared as its real and imaginary parts, each as the component
+     * type, as the StableHLO interpreter does. */
+    bool cplx = kiln_dtype_is_complex(dt);
+    if (cplx) {
+        dt = kiln_dtype_component(dt);
+        n *= 2;
+    }
     bool fp = kiln_dtype_is_float(dt);
     for (int64_t i = 0; i < n; i++) {
         uint64_t xb, yb;
@@ -141,6 +148,10 @@ kiln_status kiln_check_evaluate(kiln_ctx *cx, const kiln_check *check, const kil
             char got[48], want[48];
             element_text(dt, x, xb, got, sizeof got);
             element_text(dt, y, yb, want, sizeof want);
+            if (cplx)
+                return kiln_ctx_set_error(cx, KILN_FAILED_PRECONDITION,
+                                          "index %" PRId64 " (%s part): got %s, expected %s",
+                                          i / 2, i % 2 ? "imaginary" : "real", got, want);
             return kiln_ctx_set_error(cx, KILN_FAILED_PRECONDITION,
                                       "index %" PRId64 ": got %s, expected %s", i, got, want);
         }

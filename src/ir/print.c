@@ -143,7 +143,8 @@ static void name_hint(printer *p, const kiln__value *v, hint h, naming *st) {
 static void name_results(printer *p, const kiln__ir_op *op, naming *st) {
     if (op->n_results == 0) return;
     if (op->kind == KILN_OP_CONSTANT) {
-        bool fp = kiln_dtype_is_float(op->results[0]->type->dtype);
+        kiln_dtype dt = op->results[0]->type->dtype; /* %c for integers, %cst otherwise */
+        bool fp = kiln_dtype_is_float(dt) || kiln_dtype_is_complex(dt);
         name_hint(p, op->results[0], fp ? HINT_CST : HINT_C, st);
     } else if (op->kind == KILN_OP_RNG_BIT_GENERATOR && op->n_results == 2) {
         name_hint(p, op->results[0], HINT_OUTPUT_STATE, st);

@@ -223,7 +223,8 @@ size_t kiln__format_float(kiln_dtype dtype, uint64_t bits, char *out) {
 
 /* ---- dense elements -------------------------------------------------------------------- */
 
-/* The raw bits of element i (little-endian value of its bytes). */
+/* The raw bits of element i (little-endian value of its bytes) of `size` <= 8 bytes (the
+ * callers read a complex element as its two parts). */
 static uint64_t element_bits(const void *data, size_t size, int64_t i) {
     const uint8_t *p = (const uint8_t *)data + (size_t)i * size;
     const uint16_t one = 1;
@@ -234,7 +235,7 @@ static uint64_t element_bits(const void *data, size_t size, int64_t i) {
     return bits;
 }
 
-static void print_element(kiln__strbuf *sb, kiln_dtype dtype, const void *data, int64_t i) {
+static void print_scalar(kiln__strbuf *sb, kiln_dtype dtype, const void *data, int64_t i) {
     size_t size = kiln_dtype_size(dtype);
     uint64_t bits = element_bits(data, size, i);
     if (dtype == KILN_BOOL) {
@@ -256,6 +257,21 @@ static void print_element(kiln__strbuf *sb, kiln_dtype dtype, const void *data, 
     }
 }
 
+/* A complex element the way MLIR writes it, "(re,im)" with no space; other elements as
+ * themselves. */
+static void print_element(kiln__strbuf *sb, kiln_dtype dtype, const void *data, int64_t i) {
+    if (!kiln_dtype_is_complex(dtype)) {
+        print_scalar(sb, dtype, data, i);
+        return;
+    }
+    kiln_dtype part = kiln_dtype_component(dtype);
+    kiln__strbuf_puts(sb, "(");
+    print_scalar(sb, part, data, 2 * i);
+    kiln__strbuf_puts(sb, ",");
+    print_scalar(sb, part, data, 2 * i + 1);
+    kiln__strbuf_puts(sb, ")");
+}
+
 static void print_list(kiln__strbuf *sb, kiln_dtype dtype, const kiln_shape *shape,
                        const void *data, int32_t axis, int64_t base) {
     int64_t stride = 1;
@@ -272,8 +288,14 @@ static void print_list(kiln__strbuf *sb, kiln_dtype dtype, const kiln_shape *sha
     kiln__strbuf_puts(sb, "]");
 }
 
+/* The raw bytes, little-endian per scalar (a complex element is its two parts, real
+ * first, as MLIR stores them). */
 static void print_hex_blob(kiln__strbuf *sb, kiln_dtype dtype, const void *data, int64_t numel) {
     static const char hex[] = "0123456789ABCDEF";
+    if (kiln_dtype_is_complex(dtype)) {
+        dtype = kiln_dtype_component(dtype);
+        numel *= 2;
+    }
     size_t size = kiln_dtype_size(dtype);
     char chunk[512];
     size_t k = 0;

@@ -101,7 +101,7 @@ typedef struct sig {
     size_t pos;
 } sig;
 
-enum { E_INT, E_FLOAT, E_HEX, E_TRUE, E_FALSE };
+enum { E_INT, E_FLOAT, E_HEX, E_TRUE, E_FALSE, E_COMPLEX /* "(re, im)" */ };
 
 typedef struct elem {
     size_t pos, len;

@@ -254,8 +254,9 @@ bool kiln__text_attr_value(parser *p, attr *a) {
         if (ok) {
             ok = kiln__text_expect(p, ':', "and a type after a dense attribute") &&
                  kiln__text_tensor_type(p, &t);
-            if (ok && kiln_dtype_is_float(t.dtype))
-                ok = kiln__text_error(p, a->pos, "float dense attributes are not supported here");
+            if (ok && (kiln_dtype_is_float(t.dtype) || kiln_dtype_is_complex(t.dtype)))
+                ok = kiln__text_error(p, a->pos, "%s dense attributes are not supported here",
+                                      kiln_dtype_is_float(t.dtype) ? "float" : "complex");
             if (ok && t.shape.rank > 2)
                 ok = kiln__text_error(p, a->pos, "dense attribute of rank above 2");
             if (ok) {

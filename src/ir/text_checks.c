@@ -165,8 +165,8 @@ bool kiln__text_check_op(parser *p, size_t pos, const char *name, size_t len, bo
                                 kiln__text_type_str(b->type, tb2, sizeof tb2));
     }
     if ((c.check.kind == KILN_CHECK_ALMOST_EQ || c.check.kind == KILN_CHECK_CLOSE) &&
-        !kiln_dtype_is_float(a->type->dtype))
-        return kiln__text_error(p, pos, "%.*s needs a float tensor", (int)len, name);
+        !kiln_dtype_is_float(a->type->dtype) && !kiln_dtype_is_complex(a->type->dtype))
+        return kiln__text_error(p, pos, "%.*s needs a float or complex tensor", (int)len, name);
     pfunc *f = p->cur;
     if (!add_extra(p, f, a, &c.value)) return false;
     if (b && !add_extra(p, f, b, &c.expected)) return false;

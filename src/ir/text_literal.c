@@ -29,8 +29,21 @@ bool kiln__text_element_type(parser *p, kiln_dtype *out) {
         return kiln__text_error(p, start, "expected an element type, found %s",
                                 kiln__text_char_text(p, buf));
     }
-    if (len == 7 && memcmp(id, "complex", 7) == 0)
-        return kiln__text_error(p, start, "unsupported element type 'complex'");
+    if (len == 7 && memcmp(id, "complex", 7) == 0) { /* complex<f32>, complex<f64> */
+        if (!kiln__text_expect(p, '<', "after 'complex'")) return false;
+        kiln__text_skip(p);
+        size_t part = p->pos;
+        const char *pid;
+        size_t plen = kiln__text_ident(p, &pid);
+        bool f32 = plen == 3 && memcmp(pid, "f32", 3) == 0;
+        if (!f32 && !(plen == 3 && memcmp(pid, "f64", 3) == 0))
+            return kiln__text_error(p, part,
+                                    "unsupported element type 'complex<%.*s>' (kiln has "
+                                    "complex<f32> and complex<f64>)",
+                                    (int)(plen > 40 ? 40 : plen), pid);
+        *out = f32 ? KILN_C64 : KILN_C128;
+        return kiln__text_expect(p, '>', "to close the complex type");
+    }
     char name[16];
     if (len < sizeof name) {
         memcpy(name, id, len);
@@ -227,12 +240,26 @@ bool kiln__text_scalar_token(parser *p, elem *e) {
     return true;
 }
 
+/* A complex element "(re, im)": one elem spanning the parentheses, read again part by part
+ * when it is stored (see complex_parts), so that an elem stays three words. */
+static bool complex_token(parser *p, elem *e) {
+    size_t open = p->pos;
+    p->pos++;
+    elem re, im;
+    if (!kiln__text_scalar_token(p, &re)) return false;
+    if (!kiln__text_expect(p, ',', "between the real and imaginary parts of a complex literal"))
+        return false;
+    if (!kiln__text_scalar_token(p, &im)) return false;
+    if (!kiln__text_expect(p, ')', "after the imaginary part of a complex literal")) return false;
+    *e = (elem){.pos = open, .len = p->pos - open, .kind = E_COMPLEX};
+    return true;
+}
+
 static bool dense_tree(parser *p, dense *d, int32_t depth) {
     kiln__text_skip(p);
-    if (ch(p) == '(') return kiln__text_error(p, p->pos, "complex literals are not supported");
     if (!kiln__text_accept(p, '[')) {
         elem e;
-        if (!kiln__text_scalar_token(p, &e)) return false;
+        if (!(ch(p) == '(' ? complex_token(p, &e) : kiln__text_scalar_token(p, &e))) return false;
         if (d->leaf_depth < 0)
             d->leaf_depth = depth;
         else if (d->leaf_depth != depth)
@@ -367,10 +394,38 @@ static void store_bits(unsigned char *out, uint64_t bits, size_t size) {
     }
 }
 
+/* The two parts of a complex elem, which complex_token has already read once. */
+static void complex_parts(parser *p, const elem *e, elem *re, elem *im) {
+    size_t save = p->pos;
+    p->pos = e->pos + 1;
+    kiln__text_scalar_token(p, re);
+    kiln__text_accept(p, ',');
+    kiln__text_scalar_token(p, im);
+    p->pos = save;
+}
+
+static bool store_elem(parser *p, const elem *e, kiln_dtype dt, unsigned char *out);
+
+/* A complex element: each part as the component type, real part first. */
+static bool store_complex(parser *p, const elem *e, kiln_dtype dt, unsigned char *out) {
+    if (e->kind != E_COMPLEX)
+        return kiln__text_error(p, e->pos, "expected a complex literal (re, im) for a %s element",
+                                kiln_dtype_name(dt));
+    elem re, im;
+    complex_parts(p, e, &re, &im);
+    kiln_dtype part = kiln_dtype_component(dt);
+    return store_elem(p, &re, part, out) &&
+           store_elem(p, &im, part, out + kiln_dtype_size(part));
+}
+
 /* One element into `out` (dtype's size). */
 static bool store_elem(parser *p, const elem *e, kiln_dtype dt, unsigned char *out) {
     const char *s = p->s + e->pos;
     size_t size = kiln_dtype_size(dt);
+    if (kiln_dtype_is_complex(dt)) return store_complex(p, e, dt, out);
+    if (e->kind == E_COMPLEX)
+        return kiln__text_error(p, e->pos, "a complex literal (re, im) for a %s element",
+                                kiln_dtype_name(dt));
     if (dt == KILN_BOOL) {
         uint8_t b;
         if (e->kind == E_TRUE)

@@ -825,7 +825,9 @@ static const kiln_region *builtin_region(const kiln__block *b, kiln_op owner) {
         if (op->kind != KILN_OP_COMPARE) return NULL;
         kiln_compare_type ct = op->attrs->u.compare.type;
         if (ct == KILN_CMP_TOTALORDER) return NULL;
-        if (owner == KILN_OP_SORT && kiln_dtype_is_float(op->operands[0]->type->dtype)) return NULL;
+        kiln_dtype key = op->operands[0]->type->dtype; /* complex: no builtin order */
+        if (owner == KILN_OP_SORT && (kiln_dtype_is_float(key) || kiln_dtype_is_complex(key)))
+            return NULL;
         switch (op->attrs->u.compare.direction) {
         case KILN_CMP_LT: return kiln_region_less();
         case KILN_CMP_GT: return kiln_region_greater();

@@ -108,12 +108,12 @@ static bool shape(kiln__bc_cursor *c, kiln__vtype *t) {
         if (t->dims[i] < 0)
             return kiln__bc_fail(c->bc, at, "a dynamic dimension (kiln needs static shapes)");
     }
-    /* Every stride and byte offset must fit, for elements of up to 8 bytes. */
+    /* Every stride and byte offset must fit, for elements of up to 16 bytes. */
     kiln_shape s = {.rank = t->rank};
     for (int32_t i = 0; i < t->rank; i++)
         s.dims[i] = t->dims[i];
     size_t bytes;
-    if (!kiln_shape_nbytes(&s, KILN_F64, &bytes))
+    if (!kiln_shape_nbytes(&s, KILN_C128, &bytes))
         return kiln__bc_fail(c->bc, at,
                              "tensor type too large: the product of its dimensions "
                              "overflows");
@@ -136,10 +136,25 @@ static bool type_list(kiln__bc_cursor *c, kiln__bc_span *span, uint32_t *n) {
 
 static bool decode_type(kiln__bc *bc, uint32_t index, kiln__vtype *t, int depth);
 
+/* complex<E> (VHLO's complex_v1 and the builtin ComplexType both hold E's type index): an
+ * element type when E is f32 or f64, another type kiln does not read otherwise. */
+static bool complex_type(kiln__bc *bc, kiln__bc_cursor *c, kiln__vtype *t, int depth) {
+    uint64_t elem;
+    if (!kiln__bc_varint(c, &elem)) return false;
+    if (elem >= bc->n_types) return kiln__bc_fail(bc, c->pos, "element type out of range");
+    kiln__vtype et = {0};
+    if (!decode_type(bc, (uint32_t)elem, &et, depth + 1)) return false;
+    t->dtype = -1;
+    if (et.kind == KILN__VT_ELEMENT && et.dtype == KILN_F32) t->dtype = KILN_C64;
+    if (et.kind == KILN__VT_ELEMENT && et.dtype == KILN_F64) t->dtype = KILN_C128;
+    t->kind = t->dtype >= 0 ? KILN__VT_ELEMENT : KILN__VT_OTHER;
+    return true;
+}
+
 /* Builtin types appear outside VHLO's ops: around Shardy's (its manual computations take
  * and give builtin tensors, cast from and to VHLO's). Codes in BuiltinDialectBytecode's
- * order: 0 integer (width << 2 | signedness), 3 bf16, 4 f16, 5 f32, 6 f64, 13 ranked
- * tensor; any other is a type kiln does not read. */
+ * order: 0 integer (width << 2 | signedness), 3 bf16, 4 f16, 5 f32, 6 f64, 9 complex, 13
+ * ranked tensor; any other is a type kiln does not read. */
 static bool builtin_type(kiln__bc *bc, kiln__bc_cursor *c, uint64_t code, kiln__vtype *t,
                          int depth) {
     t->kind = KILN__VT_OTHER;
@@ -163,6 +178,7 @@ static bool builtin_type(kiln__bc *bc, kiln__bc_cursor *c, uint64_t code, kiln__
     case 4: t->kind = KILN__VT_ELEMENT, t->dtype = KILN_F16; return true;
     case 5: t->kind = KILN__VT_ELEMENT, t->dtype = KILN_F32; return true;
     case 6: t->kind = KILN__VT_ELEMENT, t->dtype = KILN_F64; return true;
+    case 9: return complex_type(bc, c, t, depth);
     case 13: {
         uint64_t elem;
         if (!shape(c, t) || !kiln__bc_varint(c, &elem)) return false;
@@ -227,6 +243,7 @@ static bool decode_type(kiln__bc *bc, uint32_t index, kiln__vtype *t, int depth)
         t->dtype = et.dtype;
         return true;
     }
+    case 1: return complex_type(bc, &c, t, depth);
     case 22: t->kind = KILN__VT_TOKEN; return true;
     default:
         t->dtype = vhlo_dtype(code);
@@ -596,13 +613,14 @@ bool kiln__vhlo_tensor_ints(kiln__bc *bc, const kiln__vattr *a, int64_t *out, in
             out[k] = bool_at(bc, a, splat, packed, k);
             continue;
         }
+        /* checked before the copy: a complex element is wider than v */
+        if (!(t.dtype >= KILN_I8 && t.dtype <= KILN_U64))
+            return kiln__bc_fail(bc, a->blob.off, "expected an integer tensor");
         const unsigned char *p = b + (splat ? 0 : (size_t)k * esize);
         uint64_t v = 0;
         memcpy(&v, p, esize); /* little-endian */
         bool is_signed = t.dtype >= KILN_I8 && t.dtype <= KILN_I64;
         if (is_signed && esize < 8 && (v >> (esize * 8 - 1)) & 1) v |= ~UINT64_C(0) << (esize * 8);
-        if (!(t.dtype >= KILN_I8 && t.dtype <= KILN_U64))
-            return kiln__bc_fail(bc, a->blob.off, "expected an integer tensor");
         out[k] = (int64_t)v;
     }
     *count = (int32_t)n;

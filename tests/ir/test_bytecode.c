@@ -239,6 +239,8 @@ typedef struct recipe {
     uint32_t n_values;     /* the function region's declared value count */
     const char *op;        /* the op between the arguments ("add_v1") */
     const char *producer;
+    int complex_dialect; /* 0: tensor<4xf32>; 1, 2: tensor<4xcomplex<f32>>, its complex type
+                            vhlo's complex_v1 (1) or the builtin ComplexType (2) */
 } recipe;
 
 static recipe normal(void) {
@@ -283,10 +285,11 @@ static size_t build(const recipe *r, unsigned char *out) {
     section(&file, 1, &s);
 
     /* Attributes: 0 unknown location (builtin), 1 "main", 2 "public", 3 [] (vhlo),
-     * 4 the function type. Types: 0 f32, 1 tensor<4xf32>, 2 (tensor, tensor) -> tensor. */
-    buf entries[8];
-    int n_attrs = 5, n_types = 3;
-    for (int i = 0; i < 8; i++)
+     * 4 the function type. Types: 0 f32, 1 tensor<4xf32>, 2 (tensor, tensor) -> tensor,
+     * and for a complex recipe 3 complex<f32>, the tensor's element type. */
+    buf entries[9];
+    int n_attrs = 5, n_types = r->complex_dialect ? 4 : 3;
+    for (int i = 0; i < 9; i++)
         entries[i].n = 0;
     varint(&entries[0], 15);
     varint(&entries[1], 14), varint(&entries[1], S_MAIN);
@@ -295,7 +298,8 @@ static size_t build(const recipe *r, unsigned char *out) {
     varint(&entries[4], 17), varint(&entries[4], 2);
     varint(&entries[5], 4);
     varint(&entries[6], 20), varint(&entries[6], 1), svarint(&entries[6], 4),
-        varint(&entries[6], r->tensor_of_itself ? 1 : 0);
+        varint(&entries[6], r->tensor_of_itself ? 1 : r->complex_dialect ? 3 : 0);
+    varint(&entries[8], r->complex_dialect == 2 ? 9 : 1), varint(&entries[8], 0);
     varint(&entries[7], 8), varint(&entries[7], 2), varint(&entries[7], 1), varint(&entries[7], 1),
         varint(&entries[7], 1), varint(&entries[7], 1);
     s.n = 0;
@@ -305,12 +309,14 @@ static size_t build(const recipe *r, unsigned char *out) {
     varint(&s, 1), varint(&s, 4);
     for (int i = 1; i < 5; i++)
         varint(&s, entries[i].n << 1 | 1);
-    varint(&s, 1), varint(&s, 3);
+    varint(&s, 1), varint(&s, r->complex_dialect == 1 ? 4 : 3);
     for (int i = 5; i < 8; i++)
         varint(&s, entries[i].n << 1 | 1);
+    if (r->complex_dialect == 2) varint(&s, 0), varint(&s, 1);
+    if (r->complex_dialect) varint(&s, entries[8].n << 1 | 1);
     section(&file, 3, &s);
     s.n = 0;
-    for (int i = 0; i < 8; i++)
+    for (int i = 0; i < (r->complex_dialect ? 9 : 8); i++)
         bytes(&s, &entries[i]);
     section(&file, 2, &s);
 
@@ -384,6 +390,28 @@ Test(bytecode, an_artifact_built_byte_by_byte_runs) {
     cr_assert(strstr(text, "stablehlo.add %arg0, %arg1 : tensor<4xf32>"), "%s", text);
     kiln_string_free(cx, text);
     kiln_module_release(m);
+    kiln_ctx_release(cx);
+}
+
+Test(bytecode, complex_types_of_vhlo_and_of_the_builtin_dialect_are_read) {
+    kiln_ctx *cx = test_ctx();
+    for (int dialect = 1; dialect <= 2; dialect++) {
+        recipe r = normal();
+        r.complex_dialect = dialect;
+        unsigned char data[4096];
+        size_t n = build(&r, data);
+        kiln__bc bc;
+        cr_assert(kiln__bc_open(&bc, cx, data, n), "%s", bc.error);
+        kiln__strbuf sb;
+        kiln__strbuf_init(&sb, cx);
+        cr_assert(kiln__vhlo_to_text(&bc, &sb, NULL), "%s", bc.error);
+        kiln__bc_close(&bc);
+        char *text = kiln__strbuf_take(&sb);
+        cr_assert(strstr(text, "\"stablehlo.add\"(%v1_0, %v1_1) : (tensor<4xcomplex<f32>>, "
+                               "tensor<4xcomplex<f32>>) -> tensor<4xcomplex<f32>>"),
+                  "%s", text);
+        kiln__strbuf_free_string(cx, text);
+    }
     kiln_ctx_release(cx);
 }
 

@@ -1,15 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* complex<f32> and complex<f64> in the StableHLO text: types, every dense literal form
  * (splat, list, hex parts, hex blobs) read to exact bytes and printed back as MLIR prints
- * them, the errors of malformed literals, and the check ops comparing real and imaginary
- * parts apart. */
+ * them, the errors of malformed literals, the check ops comparing real and imaginary parts
+ * apart, and the complex types in StableHLO's portable artifacts. */
+#define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/strbuf.h"
 #include "ir/ir.h"
+#include "ir/vhlo.h"
 #include "kiln/parse.h"
 #include "test_util.h"
 
@@ -359,5 +363,104 @@ Test(complex_text, check_ops_on_complex_values_parse_and_run) {
         kiln_tensor_release(res[i]);
     kiln_exe_release(exe);
     kiln_module_release(m);
+    kiln_ctx_release(cx);
+}
+
+/* ---- portable artifacts ----------------------------------------------------------------- */
+
+static unsigned char *slurp(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    rewind(f);
+    unsigned char *b = malloc((size_t)size + 1);
+    cr_assert_not_null(b);
+    *n = fread(b, 1, (size_t)size, f);
+    b[*n] = 0;
+    fclose(f);
+    return b;
+}
+
+/* Function `name` of the artifact as text, or NULL when the artifact lacks it. */
+static char *function_text(kiln_ctx *cx, const unsigned char *bc, size_t n, const char *name) {
+    kiln__bc r;
+    cr_assert(kiln__bc_open(&r, cx, bc, n), "%s", r.error);
+    kiln__strbuf sb;
+    kiln__strbuf_init(&sb, cx);
+    bool ok = kiln__vhlo_to_text(&r, &sb, name);
+    char *text = kiln__strbuf_take(&sb);
+    cr_assert(ok, "@%s: %s", name, r.error);
+    kiln__bc_close(&r);
+    char head[200];
+    snprintf(head, sizeof head, "@%s(", name);
+    if (!strstr(text, head)) {
+        kiln__strbuf_free_string(cx, text);
+        return NULL;
+    }
+    return text;
+}
+
+/* The types of function `name`'s signature in `text`: "(A, B) -> (C)", the argument names
+ * left out. */
+static void signature(const char *text, const char *name, char *out, size_t cap) {
+    char head[200];
+    snprintf(head, sizeof head, "@%s(", name);
+    const char *p = strstr(text, head) + strlen(head) - 1;
+    size_t k = 0;
+    for (; *p && *p != '{' && *p != '\n' && k + 1 < cap; p++) {
+        if (*p == '%') { /* "%v221_0: " */
+            while (*p && *p != ' ')
+                p++;
+            continue;
+        }
+        out[k++] = *p;
+    }
+    while (k > 0 && out[k - 1] == ' ')
+        k--;
+    out[k] = '\0';
+}
+
+Test(complex_text, every_artifact_version_reads_its_complex_types) {
+    const char *dir = KILN_CONFORMANCE_DIR "/vhlo";
+    DIR *d = opendir(dir);
+    if (!d) cr_skip_test("no conformance data");
+    static const struct {
+        const char *func, *signature;
+    } cases[] = {
+        {"type_complex_f32",
+         "(tensor<complex<f32>>, tensor<complex<f32>>) -> (tensor<complex<f32>>)"},
+        {"type_complex_f64",
+         "(tensor<complex<f64>>, tensor<complex<f64>>) -> (tensor<complex<f64>>)"},
+    };
+    kiln_ctx *cx = test_ctx();
+    int versions = 0, read = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (strncmp(e->d_name, "stablehlo_legalize_to_vhlo.", 27) != 0 || len < 8 ||
+            strcmp(e->d_name + len - 8, ".mlir.bc") != 0)
+            continue;
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        size_t n;
+        unsigned char *bc = slurp(path, &n);
+        cr_assert_not_null(bc);
+        versions++;
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            char *text = function_text(cx, bc, n, cases[i].func);
+            if (!text) continue;
+            char sig[256];
+            signature(text, cases[i].func, sig, sizeof sig);
+            cr_assert_str_eq(sig, cases[i].signature, "%s: @%s reads as\n%s", e->d_name,
+                             cases[i].func, text);
+            read++;
+            kiln__strbuf_free_string(cx, text);
+        }
+        free(bc);
+    }
+    closedir(d);
+    cr_assert_geq(versions, 30);
+    cr_assert_eq(read, 2 * versions, "%d complex functions read", read);
     kiln_ctx_release(cx);
 }

@@ -16,20 +16,6 @@
 
 static const char *vhlo_dir(void) { return KILN_CONFORMANCE_DIR "/vhlo"; }
 
-static unsigned char *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    rewind(f);
-    unsigned char *b = malloc((size_t)size + 1);
-    cr_assert_not_null(b);
-    *n = fread(b, 1, (size_t)size, f);
-    b[*n] = 0;
-    fclose(f);
-    return b;
-}
-
 static bool have_vhlo_data(void) {
     DIR *d = opendir(vhlo_dir());
     if (!d) {
@@ -145,7 +131,7 @@ Test(bytecode, every_stablehlo_version_gives_the_module_its_text_gives) {
         snprintf(bc_path, sizeof bc_path, "%s/%s", vhlo_dir(), e->d_name);
         snprintf(text_path, sizeof text_path, "%s/%.*s", vhlo_dir(), (int)(len - 3), e->d_name);
         size_t nb, nt;
-        unsigned char *bc = slurp(bc_path, &nb), *text = slurp(text_path, &nt);
+        unsigned char *bc = test_read_file(bc_path, &nb), *text = test_read_file(text_path, &nt);
         cr_assert(bc && text, "%s or its text is missing", bc_path);
         const tally *tp = compare_version(cx, (const char *)text, bc, nb);
         tally t = *tp;
@@ -541,7 +527,7 @@ Test(bytecode, the_file_jax_export_serializes_is_read_for_its_artifact) {
  * sdy.sharding on the arguments, both read past. */
 Test(bytecode, a_jax_jit_program_with_shardy_attributes_runs) {
     size_t n;
-    unsigned char *bc = slurp(KILN_TEST_DATA_DIR "/jax_jit_sin_mul_add.mlirbc", &n);
+    unsigned char *bc = test_read_file(KILN_TEST_DATA_DIR "/jax_jit_sin_mul_add.mlirbc", &n);
     cr_assert_not_null(bc);
     kiln_ctx *cx = test_ctx();
     kiln_module *m = NULL;

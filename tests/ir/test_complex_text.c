@@ -70,7 +70,7 @@ static void expect_literal(const char *literal, const char *type, const void *by
     kiln_module *m = parse_ok(cx, text, false);
     const kiln_tensor *t = constant_of(m, 0);
     cr_assert_eq(kiln_tensor_nbytes(t), n, "%s", literal);
-    cr_assert(memcmp(kiln_tensor_data(t), bytes, n) == 0, "%s: bytes differ", literal);
+    cr_assert(n == 0 || memcmp(kiln_tensor_data(t), bytes, n) == 0, "%s: bytes differ", literal);
     char *line = printed_constant(cx, m);
     cr_assert_str_eq(line, printed);
     /* the printed form, read back */
@@ -83,8 +83,8 @@ static void expect_literal(const char *literal, const char *type, const void *by
     char *again = one_constant(again_lit, type);
     kiln_module *m2 = parse_ok(cx, again, false);
     const kiln_tensor *t2 = constant_of(m2, 0);
-    cr_assert(memcmp(kiln_tensor_data(t2), bytes, n) == 0, "%s: printed form reads differently",
-              line);
+    cr_assert(n == 0 || memcmp(kiln_tensor_data(t2), bytes, n) == 0,
+              "%s: printed form reads differently", line);
     char *line2 = printed_constant(cx, m2);
     cr_assert_str_eq(line2, line);
     free(line2);
@@ -342,45 +342,16 @@ Test(complex_text, check_ops_on_complex_values_parse_and_run) {
         "  func.return\n"
         "}\n";
     kiln_module *m = parse_ok(cx, text, true);
-    kiln_exe *exe = NULL;
-    cr_assert_eq(kiln_compile(cx, m, NULL, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
-    kiln_module_info info;
-    cr_assert_eq(kiln_module_info_get(cx, m, &info), KILN_OK);
-    kiln_tensor *res[8];
-    cr_assert(info.n_results <= 8);
-    cr_assert_eq(kiln_exe_call_n(cx, exe, NULL, 0, res, info.n_results), KILN_OK, "%s",
-                 kiln_ctx_error_message(cx));
     const kiln_check *c;
     int32_t n;
     cr_assert_eq(kiln_module_checks(cx, m, &c, &n), KILN_OK);
     cr_assert_eq(n, 4);
-    for (int32_t i = 0; i < n; i++) {
-        const kiln_tensor *want = c[i].expected_result >= 0 ? res[c[i].expected_result] : NULL;
-        cr_assert_eq(kiln_check_evaluate(cx, &c[i], res[c[i].result], want), KILN_OK,
-                     "check %d: %s", (int)i, kiln_ctx_error_message(cx));
-    }
-    for (int32_t i = 0; i < info.n_results; i++)
-        kiln_tensor_release(res[i]);
-    kiln_exe_release(exe);
+    cr_assert_eq(test_run_checks(cx, m), 0, "every check passes");
     kiln_module_release(m);
     kiln_ctx_release(cx);
 }
 
 /* ---- portable artifacts ----------------------------------------------------------------- */
-
-static unsigned char *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    rewind(f);
-    unsigned char *b = malloc((size_t)size + 1);
-    cr_assert_not_null(b);
-    *n = fread(b, 1, (size_t)size, f);
-    b[*n] = 0;
-    fclose(f);
-    return b;
-}
 
 /* Function `name` of the artifact as text, or NULL when the artifact lacks it. */
 static char *function_text(kiln_ctx *cx, const unsigned char *bc, size_t n, const char *name) {
@@ -444,7 +415,7 @@ Test(complex_text, every_artifact_version_reads_its_complex_types) {
         char path[512];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         size_t n;
-        unsigned char *bc = slurp(path, &n);
+        unsigned char *bc = test_read_file(path, &n);
         cr_assert_not_null(bc);
         versions++;
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 void test_run_with_stack(void *(*fn)(void *), void *arg, size_t stack_kib) {
@@ -90,4 +91,46 @@ kiln_tensor *test_f32_generated(kiln_ctx *cx, kiln_shape shape, float (*gen)(voi
     free(v);
     cr_assert_not_null(t, "%s", kiln_ctx_error_message(cx));
     return t;
+}
+
+unsigned char *test_read_file(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    rewind(f);
+    unsigned char *b = malloc((size_t)size + 1);
+    cr_assert_not_null(b);
+    *n = fread(b, 1, (size_t)size, f);
+    b[*n] = 0;
+    fclose(f);
+    return b;
+}
+
+int test_run_checks(kiln_ctx *cx, kiln_module *m) {
+    kiln_exe *exe = NULL;
+    cr_assert_eq(kiln_compile(cx, m, NULL, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    kiln_module_info info;
+    cr_assert_eq(kiln_module_info_get(cx, m, &info), KILN_OK);
+    kiln_tensor *res[64];
+    cr_assert(info.n_results <= 64);
+    cr_assert_eq(kiln_exe_call_n(cx, exe, NULL, 0, res, info.n_results), KILN_OK, "%s",
+                 kiln_ctx_error_message(cx));
+    const kiln_check *c;
+    int32_t n;
+    cr_assert_eq(kiln_module_checks(cx, m, &c, &n), KILN_OK);
+    int bad = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const kiln_tensor *want = c[i].expected_result >= 0 ? res[c[i].expected_result] : NULL;
+        if (kiln_check_evaluate(cx, &c[i], res[c[i].result], want) != KILN_OK) {
+            cr_log_info("check %d (line %d): %s", (int)i, (int)c[i].line,
+                        kiln_ctx_error_message(cx));
+            kiln_ctx_clear_error(cx);
+            bad++;
+        }
+    }
+    for (int32_t i = 0; i < info.n_results; i++)
+        kiln_tensor_release(res[i]);
+    kiln_exe_release(exe);
+    return n ? bad : -1;
 }

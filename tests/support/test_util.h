@@ -47,6 +47,14 @@ int test_backends(const char **names, int cap);
 /* A path under the build's test scratch folder, unique to the process. */
 const char *test_tmp_path(const char *name);
 
+/* The whole file at path, NUL-terminated after its n bytes (free it), or NULL when it
+ * cannot be opened. */
+unsigned char *test_read_file(const char *path, size_t *n);
+
+/* Compiles and runs module m (no arguments) and evaluates its check ops, logging each
+ * failure: the number that failed, or -1 when m has none. m stays the caller's. */
+int test_run_checks(kiln_ctx *cx, kiln_module *m);
+
 /* One step of the 1-D heat equation on x [n]: u + k (l - 2c + r) on the interior, the two
  * boundary values kept (three slices, the stencil, a concatenate: 13 ops when traced). */
 kiln_tensor *test_heat_step(kiln_ctx *cx, kiln_tensor *x, double k);

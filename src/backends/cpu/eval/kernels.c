@@ -13,9 +13,12 @@ static const kiln__eval_fn table[] = {
 };
 _Static_assert(sizeof table / sizeof table[0] == KILN_OP_COUNT, "one kernel per op");
 
-/* The ops with complex kernels: those that move elements by their size (data movement,
- * select, control flow), iota, and the arithmetic written for complex. */
+/* The ops with complex kernels: those that move elements by their size (the movement ops
+ * without regions, but bitcast_convert; control flow), and the ones written for complex. */
 static bool runs_on_complex(kiln_op op) {
+    if (kiln__op_has(op, KILN_OPF_CONTROL)) return true;
+    if (kiln__op_has(op, KILN_OPF_MOVEMENT))
+        return !kiln__op_has(op, KILN_OPF_REGIONS) && op != KILN_OP_BITCAST_CONVERT;
     switch (op) {
     case KILN_OP_NEGATE:
     case KILN_OP_ADD:
@@ -25,20 +28,6 @@ static bool runs_on_complex(kiln_op op) {
     case KILN_OP_SELECT:
     case KILN_OP_CONSTANT:
     case KILN_OP_IOTA:
-    case KILN_OP_BROADCAST_IN_DIM:
-    case KILN_OP_RESHAPE:
-    case KILN_OP_TRANSPOSE:
-    case KILN_OP_REVERSE:
-    case KILN_OP_SLICE:
-    case KILN_OP_DYNAMIC_SLICE:
-    case KILN_OP_DYNAMIC_UPDATE_SLICE:
-    case KILN_OP_PAD:
-    case KILN_OP_CONCATENATE:
-    case KILN_OP_GATHER:
-    case KILN_OP_WHILE:
-    case KILN_OP_IF:
-    case KILN_OP_CASE:
-    case KILN_OP_CALL:
     case KILN_OP_OPTIMIZATION_BARRIER: return true;
     default: return false;
     }

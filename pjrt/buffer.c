@@ -26,7 +26,8 @@ static const struct {
     {PJRT_Buffer_Type_U16, KILN_U16},   {PJRT_Buffer_Type_U32, KILN_U32},
     {PJRT_Buffer_Type_U64, KILN_U64},   {PJRT_Buffer_Type_F16, KILN_F16},
     {PJRT_Buffer_Type_BF16, KILN_BF16}, {PJRT_Buffer_Type_F32, KILN_F32},
-    {PJRT_Buffer_Type_F64, KILN_F64},
+    {PJRT_Buffer_Type_F64, KILN_F64},   {PJRT_Buffer_Type_C64, KILN_C64},
+    {PJRT_Buffer_Type_C128, KILN_C128},
 };
 
 bool kiln_pjrt_dtype(PJRT_Buffer_Type type, kiln_dtype *out) {

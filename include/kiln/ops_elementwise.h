@@ -49,6 +49,14 @@ KILN_API kiln_tensor *kiln_is_finite(kiln_ctx *cx, kiln_tensor *x);
 KILN_API kiln_tensor *kiln_popcnt(kiln_ctx *cx, kiln_tensor *x);
 KILN_API kiln_tensor *kiln_count_leading_zeros(kiln_ctx *cx, kiln_tensor *x);
 
+/* ---- complex values ---------------------------------------------------------------------
+ * real and imag of complex<f32|f64> are its parts (f32|f64); of f32/f64 (any float dtype)
+ * the value and 0. complex(re, im) of two f32 (f64) tensors of one shape (broadcasting) is
+ * complex<f32> (complex<f64>). */
+KILN_API kiln_tensor *kiln_real(kiln_ctx *cx, kiln_tensor *x);
+KILN_API kiln_tensor *kiln_imag(kiln_ctx *cx, kiln_tensor *x);
+KILN_API kiln_tensor *kiln_complex(kiln_ctx *cx, kiln_tensor *re, kiln_tensor *im);
+
 /* ---- binary (broadcasting) --------------------------------------------------------------
  * add, multiply, maximum, minimum: every dtype (on i1 add and maximum are or, multiply and
  * minimum are and); subtract, divide, remainder, power: ints and floats; atan2: floats;

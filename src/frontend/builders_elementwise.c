@@ -143,6 +143,9 @@ static kiln_tensor *binary(kiln_ctx *cx, kiln_op op, kiln__attrs *a, kiln_tensor
         return binary(cx, KILN_OP_##OP, &attrs, a, b);                       \
     }
 
+UNARY(real, REAL)
+UNARY(imag, IMAG)
+BINARY(complex, COMPLEX)
 UNARY(abs, ABS)
 UNARY(negate, NEGATE)
 UNARY(sign, SIGN)

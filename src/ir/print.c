@@ -367,6 +367,19 @@ static void put_same_or_functional(printer *p, const kiln__ir_op *op) {
         put_op_functional(p, op);
 }
 
+/* stablehlo.complex's type: the result's alone when every operand has its parts' type. */
+static void put_parts_or_functional(printer *p, const kiln__ir_op *op) {
+    bool parts = op->n_results == 1;
+    kiln__type want = parts ? *op->results[0]->type : (kiln__type){0};
+    want.dtype = kiln_dtype_component(want.dtype);
+    for (int32_t i = 0; i < op->n_operands && parts; i++)
+        parts = same_type(op->operands[i]->type, &want);
+    if (parts)
+        put_type(p, op->results[0]->type);
+    else
+        put_op_functional(p, op);
+}
+
 /* [1, 2] */
 static void put_list(printer *p, const int64_t *v, int32_t n) {
     put(p, "[");
@@ -474,6 +487,7 @@ static void print_regions(printer *p, const kiln__ir_op *op, int ind) {
 static void put_type_form(printer *p, const kiln__ir_op *op, kiln__type_form form) {
     switch (form) {
     case KILN__TYPE_SAME: put_same_or_functional(p, op); return;
+    case KILN__TYPE_PARTS: put_parts_or_functional(p, op); return;
     case KILN__TYPE_RESULT:
         if (op->n_results == 1)
             put_type(p, op->results[0]->type);

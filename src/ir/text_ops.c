@@ -944,9 +944,13 @@ static __attribute__((noinline)) bool append_op(parser *p, kiln__block *b, opdes
             return kiln__text_error(p, o->s.pos, "%d operands but %d operand types",
                                     (int)o->n_operands, (int)o->s.n_in);
     } else {
+        /* one type: the operands', or their parts' (stablehlo.complex) */
+        kiln__type in = o->s.out[0];
+        if (kiln__op_syntax_get(o->kind)->type == KILN__TYPE_PARTS)
+            in.dtype = kiln_dtype_component(in.dtype);
         o->s.n_in = o->n_operands;
         for (int32_t i = 0; i < o->n_operands; i++)
-            o->s.in[i] = o->s.out[0];
+            o->s.in[i] = in;
         if (info->n_results >= 0 && info->n_results != 1)
             return kiln__text_error(p, o->s.pos, "stablehlo.%s needs a function type", info->name);
     }

@@ -135,6 +135,37 @@ KILN__INFER(ABS) {
     return s;
 }
 
+/* real and imag: of a complex value its part, of a float the value or 0; the parts' type
+ * (the spec's C1, C2). */
+static kiln_status part(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__type *operands,
+                        kiln__type *results) {
+    kiln_status s = unary(cx, attrs, operands, results, SET_FLOAT | SET_COMPLEX);
+    if (s == KILN_OK) results[0].dtype = kiln_dtype_component(operands[0].dtype);
+    return s;
+}
+KILN__INFER(REAL) {
+    (void)n_operands, (void)n_results;
+    return part(cx, attrs, operands, results);
+}
+KILN__INFER(IMAG) {
+    (void)n_operands, (void)n_results;
+    return part(cx, attrs, operands, results);
+}
+
+/* complex(re, im): two f32 or two f64 operands of one shape -> complex<f32|f64>. */
+KILN__INFER(COMPLEX) {
+    (void)n_operands, (void)n_results;
+    kiln_dtype d = operands[0].dtype;
+    if (d != KILN_F32 && d != KILN_F64)
+        return kiln__infer_error(cx, attrs, "operand 1 has dtype %s; expected f32 or f64",
+                                 kiln_dtype_is_valid(d) ? kiln_dtype_name(d) : "invalid");
+    kiln_status s = check_same_type(cx, attrs, operands, 1, 0);
+    if (s != KILN_OK) return s;
+    results[0] = operands[0];
+    results[0].dtype = d == KILN_F32 ? KILN_C64 : KILN_C128;
+    return KILN_OK;
+}
+
 KILN__INFER(IS_FINITE) {
     (void)n_operands, (void)n_results;
     kiln_status s = unary(cx, attrs, operands, results, SET_FLOAT);

@@ -197,6 +197,7 @@ static const kiln__attr_desc collective_broadcast_attrs[] = {
  * agree (StableHLO's SameOperandsAndResultType ops). */
 static const kiln__op_syntax table[KILN_OP_COUNT] = {
     [KILN_OP_IS_FINITE] = PLAIN_FUNCTIONAL,
+    [KILN_OP_COMPLEX] = {.form = KILN__FORM_PLAIN, .type = KILN__TYPE_PARTS},
     [KILN_OP_BITCAST_CONVERT] = PLAIN_FUNCTIONAL,
     [KILN_OP_RESHAPE] = PLAIN_FUNCTIONAL,
     [KILN_OP_DYNAMIC_UPDATE_SLICE] = PLAIN_FUNCTIONAL,

@@ -81,6 +81,8 @@ typedef enum kiln__type_form {
     KILN__TYPE_FUNCTIONAL, /* (operand types) -> result types */
     KILN__TYPE_SAME,       /* one type when operands and result agree, else functional */
     KILN__TYPE_RESULT,     /* the result's type alone */
+    KILN__TYPE_PARTS,      /* the result's type alone when the operands are its parts' type
+                            * (stablehlo.complex), else functional */
 } kiln__type_form;
 
 typedef struct kiln__op_syntax {

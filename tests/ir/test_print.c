@@ -242,6 +242,35 @@ const char *const golden_binary =
     "  }\n"
     "}\n";
 
+static kiln_status parts(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *user) {
+    (void)user;
+    out[0] = kiln_complex(cx, kiln_imag(cx, in[0]), kiln_real(cx, in[0]));
+    return STATUS(cx);
+}
+
+const char *const golden_parts =
+    "module @kiln {\n"
+    "  // calling convention of @main: 1 arguments, 1 results\n"
+    "  //   donated arguments: none\n"
+    "  //   preserved results (returned unchanged): none\n"
+    "  //   aliased results (may reuse a donated buffer): none\n"
+    "  func.func public @main(%arg0: tensor<3xcomplex<f32>>) -> tensor<3xcomplex<f32>> {\n"
+    "    %0 = stablehlo.real %arg0 : (tensor<3xcomplex<f32>>) -> tensor<3xf32>\n"
+    "    %1 = stablehlo.imag %arg0 : (tensor<3xcomplex<f32>>) -> tensor<3xf32>\n"
+    "    %2 = stablehlo.complex %1, %0 : tensor<3xcomplex<f32>>\n"
+    "    return %2 : tensor<3xcomplex<f32>>\n"
+    "  }\n"
+    "}\n";
+
+Test(print, complex_parts) {
+    kiln_ctx *cx = test_ctx();
+    kiln_arg_spec args[1] = {arg(KILN_C64, KILN_SHAPE(3))};
+    kiln_module *m = lower(cx, parts, NULL, args, 1, 1);
+    expect_text(cx, m, golden_parts, "parts");
+    kiln_module_release(m);
+    kiln_ctx_release(cx);
+}
+
 Test(print, binary_elementwise_ops) {
     kiln_ctx *cx = test_ctx();
     kiln_arg_spec args[4] = {arg(KILN_F32, KILN_SHAPE(4)), arg(KILN_F32, KILN_SHAPE(4)),
@@ -1402,6 +1431,9 @@ static const op_golden covered[] = {
     {KILN_OP_MAXIMUM, &golden_binary},
     {KILN_OP_MINIMUM, &golden_binary},
     {KILN_OP_ATAN2, &golden_binary},
+    {KILN_OP_REAL, &golden_parts},
+    {KILN_OP_IMAG, &golden_parts},
+    {KILN_OP_COMPLEX, &golden_parts},
     {KILN_OP_AND, &golden_binary},
     {KILN_OP_OR, &golden_binary},
     {KILN_OP_XOR, &golden_binary},

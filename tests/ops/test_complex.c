@@ -139,7 +139,8 @@ Test(complex_types, data_movement_keeps_every_bit) {
 
 static kiln_status complex_dot(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
     (void)u;
-    kiln_dot_params p = {.lhs_contracting_dims = KILN_DIMS(1), .rhs_contracting_dims = KILN_DIMS(0)};
+    kiln_dot_params p = {.lhs_contracting_dims = KILN_DIMS(1),
+                         .rhs_contracting_dims = KILN_DIMS(0)};
     out[0] = kiln_add(cx, in[0], kiln_dot_general(cx, in[0], in[0], &p, KILN_DTYPE_COUNT));
     return kiln_ctx_status(cx);
 }
@@ -160,5 +161,92 @@ Test(complex_types, compile_names_the_op_and_dtype_it_cannot_run) {
                  "kiln_compile: backend 'cpu' cannot run stablehlo.dot_general on complex<f64> "
                  "(@main, op 0)");
     kiln_module_release(m);
+    kiln_ctx_release(cx);
+}
+
+/* real, imag and complex take values apart and put them together, bit for bit (-0, NaN
+ * payloads); of a real value, real is the value and imag is +0. */
+Test(complex_types, parts_and_complex) {
+    kiln_ctx *cx = test_ctx();
+    const double re[4] = {1.5, -0.0, INFINITY, 3}, im[4] = {-2, 0.5, NAN, -0.0};
+    for (int k = 0; k < 2; k++) {
+        kiln_dtype dt = complex_types[k], part = kiln_dtype_component(dt);
+        kiln_tensor *z = complex_tensor(cx, dt, KILN_SHAPE(2, 2), re, im, 4);
+        kiln_tensor *r = kiln_real(cx, z), *i = kiln_imag(cx, z);
+        cr_assert_not_null(r && i, "%s", kiln_ctx_error_message(cx));
+        cr_assert_eq(kiln_tensor_dtype(r), part);
+        kiln_tensor *back = kiln_complex(cx, r, i);
+        cr_assert_not_null(back, "%s", kiln_ctx_error_message(cx));
+        cr_assert_eq(kiln_tensor_dtype(back), dt);
+        cr_assert(memcmp(kiln_tensor_data(back), kiln_tensor_data(z), kiln_tensor_nbytes(z)) == 0,
+                  "%s: complex(real(z), imag(z)) is z bit for bit", kiln_dtype_name(dt));
+        cr_assert(signbit(kiln_tensor_item(cx, r, 1)), "the real part -0 stays -0");
+        kiln_tensor *i_of_r = kiln_imag(cx, r);
+        cr_assert_not_null(i_of_r, "%s", kiln_ctx_error_message(cx));
+        for (int64_t j = 0; j < 4; j++) {
+            double v = kiln_tensor_item(cx, i_of_r, j);
+            cr_assert(v == 0 && !signbit(v), "imag of a real value is +0");
+        }
+        kiln_tensor *all[] = {z, r, i, back, i_of_r};
+        for (size_t t = 0; t < sizeof all / sizeof all[0]; t++)
+            kiln_tensor_release(all[t]);
+    }
+    kiln_tensor *f = kiln_zeros(cx, KILN_F32, KILN_SHAPE(2)), *g = kiln_zeros(cx, KILN_F64,
+                                                                            KILN_SHAPE(2));
+    cr_assert_null(kiln_complex(cx, f, g));
+    expect_error(cx, KILN_INVALID_ARGUMENT, "kiln_complex: operand 2 has type f64[2]");
+    kiln_tensor *h = kiln_zeros(cx, KILN_I32, KILN_SHAPE(2));
+    cr_assert_null(kiln_complex(cx, h, h));
+    expect_error(cx, KILN_INVALID_ARGUMENT,
+                 "kiln_complex: operand 1 has dtype i32; expected f32 or f64");
+    cr_assert_null(kiln_real(cx, h));
+    expect_error(cx, KILN_INVALID_ARGUMENT, "kiln_real: operand 1 has dtype i32");
+    kiln_tensor_release(f);
+    kiln_tensor_release(g);
+    kiln_tensor_release(h);
+    kiln_ctx_release(cx);
+}
+
+static kiln_status split_and_join(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
+                                  void *u) {
+    (void)u;
+    out[0] = kiln_complex(cx, kiln_imag(cx, in[0]), kiln_real(cx, in[0]));
+    return kiln_ctx_status(cx);
+}
+
+/* The three ops traced, printed as StableHLO prints them, read back and compiled. */
+Test(complex_types, parts_print_read_back_and_compile) {
+    kiln_ctx *cx = test_ctx();
+    kiln_arg_spec spec = {.dtype = KILN_C64, .shape = KILN_SHAPE(3)};
+    kiln_region fn = {split_and_join, NULL};
+    kiln_module *m = NULL;
+    cr_assert_eq(kiln_lower(cx, &fn, &spec, 1, 1, NULL, &m), KILN_OK, "%s",
+                 kiln_ctx_error_message(cx));
+    char *text = kiln_module_to_string(cx, m);
+    cr_assert_not_null(text, "%s", kiln_ctx_error_message(cx));
+    cr_assert(strstr(text, "stablehlo.real %arg0 : (tensor<3xcomplex<f32>>) -> tensor<3xf32>"),
+              "%s", text);
+    cr_assert(strstr(text, ": tensor<3xcomplex<f32>>\n") && strstr(text, "stablehlo.complex "),
+              "%s", text);
+    kiln_module *again = NULL;
+    cr_assert_eq(kiln_module_parse(cx, text, strlen(text), NULL, &again), KILN_OK, "%s",
+                 kiln_ctx_error_message(cx));
+    char *text2 = kiln_module_to_string(cx, again);
+    cr_assert_str_eq(text2, text);
+    kiln_exe *exe = NULL;
+    cr_assert_eq(kiln_compile(cx, again, NULL, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    const double re[3] = {1, -2, 3.5}, im[3] = {4, 0.25, -6};
+    kiln_tensor *z = complex_tensor(cx, KILN_C64, KILN_SHAPE(3), re, im, 3), *w = NULL;
+    cr_assert_eq(kiln_exe_call_n(cx, exe, &z, 1, &w, 1), KILN_OK, "%s",
+                 kiln_ctx_error_message(cx));
+    for (int64_t i = 0; i < 3; i++)
+        cr_assert(element(w, i) == CMPLX(im[i], re[i]), "swapped parts");
+    kiln_tensor_release(z);
+    kiln_tensor_release(w);
+    kiln_exe_release(exe);
+    kiln_string_free(cx, text);
+    kiln_string_free(cx, text2);
+    kiln_module_release(m);
+    kiln_module_release(again);
     kiln_ctx_release(cx);
 }

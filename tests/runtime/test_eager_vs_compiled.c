@@ -410,6 +410,18 @@ static kiln_status f_compare(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor *
     return kiln_ctx_status(cx);
 }
 
+/* complex values built from parts, multiplied, compared and taken apart again */
+static kiln_status f_complex(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
+    (void)u;
+    kiln_tensor *z = kiln_complex(cx, in[0], in[1]);
+    kiln_tensor *w = kiln_subtract(cx, kiln_multiply(cx, z, z), kiln_negate(cx, z));
+    out[0] = w;
+    out[1] = kiln_real(cx, w);
+    out[2] = kiln_imag(cx, kiln_add(cx, w, z));
+    out[3] = kiln_compare(cx, w, z, KILN_CMP_NE, KILN_CMP_DEFAULT);
+    return kiln_ctx_status(cx);
+}
+
 static kiln_status f_select_clamp(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
                                   void *u) {
     (void)u;
@@ -467,6 +479,12 @@ static const ev_case misc_cases[] = {
      .in = {ANY(KILN_F32, SH(5, 4)), ANY(KILN_F32, SH(5, 4)), ANY(KILN_I16, SH(3)),
             ANY(KILN_I16, SH(3))},
      OPS(KILN_OP_COMPARE)},
+    {.name = "complex",
+     .fn = {f_complex, NULL},
+     .n_in = 2,
+     .n_out = 4,
+     .in = {ANY(KILN_F32, SH(5, 4)), ANY(KILN_F32, SH(5, 4))},
+     OPS(KILN_OP_COMPLEX, KILN_OP_REAL, KILN_OP_IMAG)},
     {.name = "select_clamp",
      .fn = {f_select_clamp, NULL},
      .n_in = 5,

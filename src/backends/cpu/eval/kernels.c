@@ -20,6 +20,9 @@ static bool runs_on_complex(kiln_op op) {
     if (kiln__op_has(op, KILN_OPF_MOVEMENT))
         return !kiln__op_has(op, KILN_OPF_REGIONS) && op != KILN_OP_BITCAST_CONVERT;
     switch (op) {
+    case KILN_OP_REAL:
+    case KILN_OP_IMAG:
+    case KILN_OP_COMPLEX:
     case KILN_OP_NEGATE:
     case KILN_OP_ADD:
     case KILN_OP_SUBTRACT:

@@ -76,7 +76,8 @@ Test(complex_types, arithmetic_matches_the_reference) {
         kiln_tensor *b = complex_tensor(cx, dt, KILN_SHAPE(N), bre, bim, N);
         kiln_tensor *sum = kiln_add(cx, a, b), *diff = kiln_subtract(cx, a, b);
         kiln_tensor *prod = kiln_multiply(cx, a, b), *neg = kiln_negate(cx, a);
-        cr_assert_not_null(sum && diff && prod && neg, "%s", kiln_ctx_error_message(cx));
+        kiln_tensor *quot = kiln_divide(cx, a, b);
+        cr_assert_not_null(sum && diff && prod && neg && quot, "%s", kiln_ctx_error_message(cx));
         cr_assert_eq(kiln_tensor_dtype(prod), dt);
         for (int64_t i = 0; i < N; i++) {
             double complex x = rounded(dt, CMPLX(are[i], aim[i]));
@@ -97,11 +98,14 @@ Test(complex_types, arithmetic_matches_the_reference) {
             }
             cr_assert(element(prod, i) == want, "%s multiply %lld", kiln_dtype_name(dt),
                       (long long)i);
+            /* C's quotient (Annex G), complex<f32> computed in double and rounded once */
+            cr_assert(element(quot, i) == rounded(dt, x / y), "%s divide %lld",
+                      kiln_dtype_name(dt), (long long)i);
             double complex n = element(neg, i);
             cr_assert(creal(n) == -creal(x) && cimag(n) == -cimag(x));
             cr_assert_eq(signbit(creal(n)), !signbit(creal(x)), "negate flips the sign of -0");
         }
-        kiln_tensor *all[] = {a, b, sum, diff, prod, neg};
+        kiln_tensor *all[] = {a, b, sum, diff, prod, neg, quot};
         for (size_t t = 0; t < sizeof all / sizeof all[0]; t++)
             kiln_tensor_release(all[t]);
     }
@@ -248,5 +252,60 @@ Test(complex_types, parts_print_read_back_and_compile) {
     kiln_string_free(cx, text2);
     kiln_module_release(m);
     kiln_module_release(again);
+    kiln_ctx_release(cx);
+}
+
+static kiln_status complex_sums(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
+                                void *u) {
+    (void)u;
+    out[0] = kiln_sum(cx, in[0], KILN_DIMS(1), false);
+    kiln_tensor *one = kiln_ones(cx, kiln_tensor_dtype(in[0]), KILN_SHAPE_SCALAR);
+    kiln_status s = kiln_reduce(cx, &in[0], &one, 1, KILN_DIMS(0, 1), kiln_region_multiply(),
+                                &out[1]);
+    return s != KILN_OK ? s : kiln_ctx_status(cx);
+}
+
+/* Sums and products of complex values, eager and compiled, in the reduction's order. */
+Test(complex_types, reductions_eager_and_compiled) {
+    kiln_ctx *cx = test_ctx();
+    const double re[6] = {1, -2, 0.5, 3, 4, -1}, im[6] = {0.5, 1, -1, 2, 0, 0.25};
+    for (int k = 0; k < 2; k++) {
+        kiln_dtype dt = complex_types[k];
+        kiln_tensor *x = complex_tensor(cx, dt, KILN_SHAPE(2, 3), re, im, 6);
+        kiln_tensor *eager[2];
+        cr_assert_eq(complex_sums(cx, &x, eager, NULL), KILN_OK, "%s", kiln_ctx_error_message(cx));
+        double complex prod = 1;
+        for (int64_t i = 0; i < 2; i++) {
+            double complex row = 0;
+            for (int64_t j = 0; j < 3; j++) {
+                row = rounded(dt, row + rounded(dt, CMPLX(re[i * 3 + j], im[i * 3 + j])));
+                prod = rounded(dt, prod * CMPLX(re[i * 3 + j], im[i * 3 + j]));
+            }
+            cr_assert(element(eager[0], i) == row, "%s row %lld", kiln_dtype_name(dt),
+                      (long long)i);
+        }
+        double complex got = element(eager[1], 0);
+        cr_assert(cabs(got - prod) <= 1e-6 * cabs(prod), "%s product", kiln_dtype_name(dt));
+        kiln_arg_spec spec = {.dtype = dt, .shape = KILN_SHAPE(2, 3)};
+        kiln_region fn = {complex_sums, NULL};
+        kiln_module *m = NULL;
+        cr_assert_eq(kiln_lower(cx, &fn, &spec, 1, 2, NULL, &m), KILN_OK, "%s",
+                     kiln_ctx_error_message(cx));
+        kiln_exe *exe = NULL;
+        cr_assert_eq(kiln_compile(cx, m, NULL, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
+        kiln_tensor *compiled[2];
+        cr_assert_eq(kiln_exe_call_n(cx, exe, &x, 1, compiled, 2), KILN_OK, "%s",
+                     kiln_ctx_error_message(cx));
+        for (int r = 0; r < 2; r++) {
+            cr_assert(memcmp(kiln_tensor_data(compiled[r]), kiln_tensor_data(eager[r]),
+                             kiln_tensor_nbytes(eager[r])) == 0,
+                      "%s: result %d compiled equals eager", kiln_dtype_name(dt), r);
+            kiln_tensor_release(compiled[r]);
+            kiln_tensor_release(eager[r]);
+        }
+        kiln_exe_release(exe);
+        kiln_module_release(m);
+        kiln_tensor_release(x);
+    }
     kiln_ctx_release(cx);
 }

@@ -117,7 +117,8 @@ def cases():
     c2 = (f32(6) + 1j * f32(6)).astype(np.complex64)
     yield "complex64 arithmetic and data movement", lambda a, b: (
         a + b, a * b, -(a - b), a == b, jnp.concatenate([a, b]).reshape(2, 6).T,
-        jnp.real(a) * jnp.imag(b), lax.complex(jnp.imag(a), jnp.real(b))), (c1, c2)
+        jnp.real(a) * jnp.imag(b), lax.complex(jnp.imag(a), jnp.real(b)), a / b,
+        jnp.sum(a.reshape(2, 3), 1), jnp.mean(a * b)), (c1, c2)
     yield "jax.random", lambda k: (jax.random.normal(k, (3, 4)), jax.random.uniform(k, (5,)),
                                    jax.random.randint(k, (4,), 0, 10)), (jax.random.key_data(
         jax.random.PRNGKey(42)),)

@@ -6,6 +6,8 @@
  * INT_MIN%-1 = 0, shifts by at least the width give 0 (or the sign for arithmetic right
  * shifts) with the amount read as unsigned, and power by squaring wraps. On i1, add and
  * maximum are or, multiply and minimum are and. */
+#include <complex.h>
+
 #include "backends/cpu/eval/eval_elementwise.h"
 
 #define KERNEL(NAME) KILN__EW_KERNEL(NAME)
@@ -108,6 +110,23 @@ static void mul_c128(const double *a, const double *b, double *r, int64_t n) {
     }
 }
 
+/* Complex quotients as C's (Annex G: scaled to avoid overflow, infinities and NaN as it
+ * says); complex<f32> is divided in double and rounded once. */
+static void div_c64(const float *a, const float *b, float *r, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        double _Complex q = CMPLX(a[2 * i], a[2 * i + 1]) / CMPLX(b[2 * i], b[2 * i + 1]);
+        r[2 * i] = (float)creal(q);
+        r[2 * i + 1] = (float)cimag(q);
+    }
+}
+static void div_c128(const double *a, const double *b, double *r, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        double _Complex q = CMPLX(a[2 * i], a[2 * i + 1]) / CMPLX(b[2 * i], b[2 * i + 1]);
+        r[2 * i] = creal(q);
+        r[2 * i + 1] = cimag(q);
+    }
+}
+
 /* A binary op on complex operands: with `parts`, the float loops f32/f64 over the real and
  * imaginary parts (add, subtract), else the complex loops c64/c128. */
 static kiln_status run_complex(kiln_tensor *const *operands, kiln_tensor **results, bool parts,
@@ -182,6 +201,8 @@ KERNEL(MULTIPLY) {
 
 KERNEL(DIVIDE) {
     (void)attrs, (void)n_operands, (void)n_results;
+    if (kiln_dtype_is_complex(kiln_tensor_dtype(operands[0])))
+        return run_complex(operands, results, false, NULL, NULL, div_c64, div_c128);
     return run(cx, "divide", operands, results, INT_NONE, INT_DIVIDE, div_f32, div_f64);
 }
 

@@ -34,6 +34,10 @@
 #include "base/threads.h"
 #include "core/tensor_internal.h"
 
+/* The room for one rank-0 value between a region call and its copy: the largest element,
+ * complex<f64>. */
+#define VALUE_BYTES 16
+
 /* ---- scalar regions -------------------------------------------------------------------- */
 
 kiln_status kiln__scalar_region_init(kiln__scalar_region *s, kiln_ctx *cx,
@@ -45,7 +49,7 @@ kiln_status kiln__scalar_region_init(kiln__scalar_region *s, kiln_ctx *cx,
     s->region = region;
     snprintf(s->what, sizeof s->what, "%s: %s", fn, role);
     size_t bytes = (size_t)(n_args + n_results) * sizeof(kiln_tensor *) +
-                   (size_t)n_results * (sizeof(size_t) + 8 + sizeof(kiln_dtype));
+                   (size_t)n_results * (sizeof(size_t) + VALUE_BYTES + sizeof(kiln_dtype));
     s->block = kiln__calloc(cx, bytes, _Alignof(max_align_t), fn);
     if (!s->block) return KILN_RESOURCE_EXHAUSTED;
     s->block_bytes = bytes;
@@ -57,7 +61,7 @@ kiln_status kiln__scalar_region_init(kiln__scalar_region *s, kiln_ctx *cx,
     s->result_sizes = (size_t *)(void *)p;
     p += (size_t)n_results * sizeof(size_t);
     s->values = (unsigned char *)p;
-    p += (size_t)n_results * 8;
+    p += (size_t)n_results * VALUE_BYTES;
     s->result_dtypes = (kiln_dtype *)(void *)p;
     s->n_results = n_results;
     for (int i = 0; i < n_results; i++) {
@@ -102,7 +106,7 @@ kiln_status kiln__scalar_region_call(kiln__scalar_region *s, void *const *dst) {
         }
     }
     for (int i = 0; i < s->n_results; i++)
-        memcpy(s->values + 8 * i, kiln_tensor_data(s->results[i]), s->result_sizes[i]);
+        memcpy(s->values + VALUE_BYTES * i, kiln_tensor_data(s->results[i]), s->result_sizes[i]);
     release_results(s);
     /* An argument the region kept a reference to must not change under it: leave it to
      * the scope and use a fresh one. */
@@ -120,7 +124,7 @@ kiln_status kiln__scalar_region_call(kiln__scalar_region *s, void *const *dst) {
         s->args[i] = fresh;
     }
     for (int i = 0; i < s->n_results; i++)
-        memcpy(dst ? dst[i] : kiln__tensor_mutable_data(s->args[i]), s->values + 8 * i,
+        memcpy(dst ? dst[i] : kiln__tensor_mutable_data(s->args[i]), s->values + VALUE_BYTES * i,
                s->result_sizes[i]);
     return KILN_OK;
 }
@@ -191,6 +195,7 @@ static void impl_of(kiln__region_kind *kind, kiln_dtype *dtype) {
 }
 
 bool kiln__fast_kind(kiln__region_kind kind, kiln_dtype dtype) {
+    if (kiln_dtype_is_complex(dtype)) return false; /* through the region, one call a value */
     switch (kind) {
     case KILN_REGION_ADD:
     case KILN_REGION_MULTIPLY:

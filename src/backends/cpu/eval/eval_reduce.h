@@ -27,7 +27,7 @@ typedef struct kiln__scalar_region {
     kiln_tensor **results; /* scratch */
     kiln_dtype *result_dtypes;
     size_t *result_sizes;
-    unsigned char *values; /* the results' values, 8 bytes each, between call and copy */
+    unsigned char *values; /* the results' values, 16 bytes each, between call and copy */
     void *block;           /* the allocation behind the arrays */
     size_t block_bytes;
 } kiln__scalar_region;

@@ -27,7 +27,9 @@ static bool runs_on_complex(kiln_op op) {
     case KILN_OP_ADD:
     case KILN_OP_SUBTRACT:
     case KILN_OP_MULTIPLY:
+    case KILN_OP_DIVIDE:
     case KILN_OP_COMPARE:
+    case KILN_OP_REDUCE: /* through its region: the builtin kinds have no complex fast path */
     case KILN_OP_SELECT:
     case KILN_OP_CONSTANT:
     case KILN_OP_IOTA:

@@ -110,18 +110,29 @@ static void mul_c128(const double *a, const double *b, double *r, int64_t n) {
     }
 }
 
+/* re + im i as a C complex value (CMPLX is not in every C library's <complex.h> for every
+ * compiler): C11 lays a complex value out as an array of its two parts. */
+static inline double _Complex complex_of(double re, double im) {
+    double parts[2] = {re, im};
+    double _Complex z;
+    memcpy(&z, parts, sizeof z);
+    return z;
+}
+
 /* Complex quotients as C's (Annex G: scaled to avoid overflow, infinities and NaN as it
  * says); complex<f32> is divided in double and rounded once. */
 static void div_c64(const float *a, const float *b, float *r, int64_t n) {
     for (int64_t i = 0; i < n; i++) {
-        double _Complex q = CMPLX(a[2 * i], a[2 * i + 1]) / CMPLX(b[2 * i], b[2 * i + 1]);
+        double _Complex q =
+            complex_of(a[2 * i], a[2 * i + 1]) / complex_of(b[2 * i], b[2 * i + 1]);
         r[2 * i] = (float)creal(q);
         r[2 * i + 1] = (float)cimag(q);
     }
 }
 static void div_c128(const double *a, const double *b, double *r, int64_t n) {
     for (int64_t i = 0; i < n; i++) {
-        double _Complex q = CMPLX(a[2 * i], a[2 * i + 1]) / CMPLX(b[2 * i], b[2 * i + 1]);
+        double _Complex q =
+            complex_of(a[2 * i], a[2 * i + 1]) / complex_of(b[2 * i], b[2 * i + 1]);
         r[2 * i] = creal(q);
         r[2 * i + 1] = cimag(q);
     }

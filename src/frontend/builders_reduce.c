@@ -186,6 +186,8 @@ static kiln_tensor *make_scalar(kiln_ctx *cx, kiln_dtype dtype, scalar_kind kind
         int64_t i64;
         float f32;
         double f64;
+        float c64[2];
+        double c128[2];
     } v;
     memset(&v, 0, sizeof v);
     const bool lo = kind == LOWEST, one = kind == ONE;
@@ -203,6 +205,15 @@ static kiln_tensor *make_scalar(kiln_ctx *cx, kiln_dtype dtype, scalar_kind kind
     case KILN_BF16: v.u16 = one ? 0x3F80 : lo ? 0xFF80 : kind == HIGHEST ? 0x7F80 : 0; break;
     case KILN_F32: v.f32 = one ? 1.0f : lo ? -INFINITY : kind == HIGHEST ? INFINITY : 0.0f; break;
     case KILN_F64: v.f64 = one ? 1.0 : lo ? -INFINITY : kind == HIGHEST ? INFINITY : 0.0; break;
+    /* complex: (1, 0), and the lowest and highest in the spec's lexicographic order */
+    case KILN_C64:
+        v.c64[0] = one ? 1.0f : lo ? -INFINITY : kind == HIGHEST ? INFINITY : 0.0f;
+        v.c64[1] = lo ? -INFINITY : kind == HIGHEST ? INFINITY : 0.0f;
+        break;
+    case KILN_C128:
+        v.c128[0] = one ? 1.0 : lo ? -INFINITY : kind == HIGHEST ? INFINITY : 0.0;
+        v.c128[1] = lo ? -INFINITY : kind == HIGHEST ? INFINITY : 0.0;
+        break;
     default: break;
     }
     return kiln_tensor_from_host(cx, dtype, KILN_SHAPE_SCALAR, &v, kiln_dtype_size(dtype));

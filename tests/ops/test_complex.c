@@ -315,3 +315,32 @@ Test(complex_types, reductions_eager_and_compiled) {
     }
     kiln_ctx_release(cx);
 }
+
+/* convert: complex to complex part by part, a real value to (x, 0) converted once, complex to
+ * real its real part; in place too. */
+Test(complex_types, convert_to_and_from_complex) {
+    kiln_ctx *cx = test_ctx();
+    const double re[3] = {1.5, -2.75, 16777217}, im[3] = {-0.5, 3, 0.125};
+    kiln_tensor *z = complex_tensor(cx, KILN_C128, KILN_SHAPE(3), re, im, 3);
+    kiln_tensor *z64 = kiln_convert(cx, z, KILN_C64), *f = kiln_convert(cx, z, KILN_F32);
+    kiln_tensor *i = kiln_convert(cx, z64, KILN_I32);
+    cr_assert_not_null(z64 && f && i, "%s", kiln_ctx_error_message(cx));
+    for (int64_t k = 0; k < 3; k++) {
+        cr_assert(element(z64, k) == rounded(KILN_C64, CMPLX(re[k], im[k])), "c128 -> c64");
+        cr_assert_eq(kiln_tensor_item(cx, f, k), (double)(float)re[k], "c128 -> f32: real part");
+        cr_assert_eq(kiln_tensor_item(cx, i, k), (double)(int32_t)(float)re[k], "c64 -> i32");
+    }
+    const int64_t big = (INT64_C(1) << 53) + 1; /* one rounding to f32, not two through f64 */
+    kiln_tensor *n = kiln_tensor_from_host(cx, KILN_I64, KILN_SHAPE(1), &big, sizeof big);
+    kiln_tensor *nc = kiln_convert(cx, n, KILN_C64);
+    cr_assert_not_null(nc, "%s", kiln_ctx_error_message(cx));
+    cr_assert(element(nc, 0) == CMPLX((float)big, 0.0), "i64 -> c64 rounds once");
+    kiln_tensor *b = kiln_convert(cx, kiln_full(cx, KILN_BOOL, KILN_SHAPE(2), 1), KILN_C128);
+    cr_assert_not_null(b, "%s", kiln_ctx_error_message(cx));
+    cr_assert(element(b, 1) == CMPLX(1.0, 0.0), "i1 -> complex");
+    kiln_tensor *all[] = {z, z64, f, i, n, nc, b};
+    for (size_t t = 0; t < sizeof all / sizeof all[0]; t++)
+        kiln_tensor_release(all[t]);
+    expect_ok(cx);
+    kiln_ctx_release(cx);
+}

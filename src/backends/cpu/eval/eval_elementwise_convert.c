@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "backends/cpu/eval/eval_elementwise.h"
+#include "base/alloc.h"
 #include "core/element.h"
 
 #define KERNEL(NAME) KILN__EW_KERNEL(NAME)
@@ -215,6 +216,60 @@ static inline uint16_t cvt_d_bf16(double v) { return kiln__f64_to_bf16(v); }
 #define FN(name) name##_f64
 #include "backends/cpu/eval/convert_from.inc"
 
+/* n elements of real dtype `from` at x converted to real dtype `to` at r (false for a pair
+ * without a loop). */
+static bool convert_real(kiln_dtype from, kiln_dtype to, const void *x_, void *r_, int64_t n) {
+    switch (from) {
+    case KILN_BOOL: return convert_from_bool(to, x_, r_, n);
+    case KILN_I8: return convert_from_i8(to, x_, r_, n);
+    case KILN_I16: return convert_from_i16(to, x_, r_, n);
+    case KILN_I32: return convert_from_i32(to, x_, r_, n);
+    case KILN_I64: return convert_from_i64(to, x_, r_, n);
+    case KILN_U8: return convert_from_u8(to, x_, r_, n);
+    case KILN_U16: return convert_from_u16(to, x_, r_, n);
+    case KILN_U32: return convert_from_u32(to, x_, r_, n);
+    case KILN_U64: return convert_from_u64(to, x_, r_, n);
+    case KILN_F16: return convert_from_f16(to, x_, r_, n);
+    case KILN_BF16: return convert_from_bf16(to, x_, r_, n);
+    case KILN_F32: return convert_from_f32(to, x_, r_, n);
+    case KILN_F64: return convert_from_f64(to, x_, r_, n);
+    default: return false;
+    }
+}
+
+/* A conversion to or from complex, through the real loops: complex to complex part by part;
+ * a real value becomes (x, 0) (x converted to the parts' type once); a complex value becomes
+ * its real part converted (as XLA's convert does). The parts pass through a scratch buffer,
+ * since x and r may be one buffer. */
+static kiln_status convert_complex(kiln_ctx *cx, kiln_dtype from, kiln_dtype to, const void *x_,
+                                   void *r_, int64_t n) {
+    kiln_dtype pf = kiln_dtype_component(from), pt = kiln_dtype_component(to);
+    if (kiln_dtype_is_complex(from) && kiln_dtype_is_complex(to))
+        return convert_real(pf, pt, x_, r_, 2 * n) ? KILN_OK
+                                                   : kiln__ew_bad_dtype(cx, "convert", to);
+    size_t bytes = (size_t)n * kiln_dtype_size(kiln_dtype_is_complex(to) ? pt : pf);
+    unsigned char *tmp = kiln__alloc(cx, bytes, KILN_DATA_ALIGNMENT, "convert");
+    if (!tmp) return KILN_RESOURCE_EXHAUSTED;
+    bool ok = true;
+    if (kiln_dtype_is_complex(to)) { /* real -> complex */
+        ok = convert_real(from, pt, x_, tmp, n);
+        size_t ps = kiln_dtype_size(pt);
+        unsigned char *r = r_;
+        for (int64_t i = 0; ok && i < n; i++) {
+            memcpy(r + (size_t)(2 * i) * ps, tmp + (size_t)i * ps, ps);
+            memset(r + (size_t)(2 * i + 1) * ps, 0, ps);
+        }
+    } else { /* complex -> real: the real part */
+        size_t ps = kiln_dtype_size(pf);
+        const unsigned char *x = x_;
+        for (int64_t i = 0; i < n; i++)
+            memcpy(tmp + (size_t)i * ps, x + (size_t)(2 * i) * ps, ps);
+        ok = pf == to ? (memcpy(r_, tmp, bytes), true) : convert_real(pf, to, tmp, r_, n);
+    }
+    kiln__free(cx, tmp, bytes);
+    return ok ? KILN_OK : kiln__ew_bad_dtype(cx, "convert", to);
+}
+
 KERNEL(CONVERT) {
     (void)n_operands, (void)n_results;
     kiln_dtype from = kiln_tensor_dtype(operands[0]), to = attrs->u.convert_to;
@@ -223,27 +278,13 @@ KERNEL(CONVERT) {
     const void *x_ = kiln__in(operands[0]);
     void *r_ = kiln__out(results[0]);
     if (from == to) {
-        memcpy(r_, x_, kiln_tensor_nbytes(results[0]));
+        memmove(r_, x_, kiln_tensor_nbytes(results[0]));
         return KILN_OK;
     }
-    bool ok;
-    switch (from) {
-    case KILN_BOOL: ok = convert_from_bool(to, x_, r_, n); break;
-    case KILN_I8: ok = convert_from_i8(to, x_, r_, n); break;
-    case KILN_I16: ok = convert_from_i16(to, x_, r_, n); break;
-    case KILN_I32: ok = convert_from_i32(to, x_, r_, n); break;
-    case KILN_I64: ok = convert_from_i64(to, x_, r_, n); break;
-    case KILN_U8: ok = convert_from_u8(to, x_, r_, n); break;
-    case KILN_U16: ok = convert_from_u16(to, x_, r_, n); break;
-    case KILN_U32: ok = convert_from_u32(to, x_, r_, n); break;
-    case KILN_U64: ok = convert_from_u64(to, x_, r_, n); break;
-    case KILN_F16: ok = convert_from_f16(to, x_, r_, n); break;
-    case KILN_BF16: ok = convert_from_bf16(to, x_, r_, n); break;
-    case KILN_F32: ok = convert_from_f32(to, x_, r_, n); break;
-    case KILN_F64: ok = convert_from_f64(to, x_, r_, n); break;
-    default: return kiln__ew_bad_dtype(cx, "convert", from);
-    }
-    return ok ? KILN_OK : kiln__ew_bad_dtype(cx, "convert", to);
+    if (kiln_dtype_is_complex(from) || kiln_dtype_is_complex(to))
+        return convert_complex(cx, from, to, x_, r_, n);
+    if (!kiln_dtype_is_valid(from)) return kiln__ew_bad_dtype(cx, "convert", from);
+    return convert_real(from, to, x_, r_, n) ? KILN_OK : kiln__ew_bad_dtype(cx, "convert", to);
 }
 
 /* ---- bitcast_convert ---------------------------------------------------------------------- */

@@ -29,6 +29,7 @@ static bool runs_on_complex(kiln_op op) {
     case KILN_OP_MULTIPLY:
     case KILN_OP_DIVIDE:
     case KILN_OP_COMPARE:
+    case KILN_OP_CONVERT:
     case KILN_OP_REDUCE: /* through its region: the builtin kinds have no complex fast path */
     case KILN_OP_SELECT:
     case KILN_OP_CONSTANT:

@@ -21,6 +21,10 @@ extern "C" {
  * popcnt, count_leading_zeros: ints (count_leading_zeros(0) is the bit width); is_finite:
  * floats -> i1; the rest: floats. round_nearest_afz rounds ties away from zero (C round),
  * round_nearest_even to even; logistic is 1 / (1 + exp(-x)). No flush to zero.
+ * Complex: abs (the modulus, of the parts' dtype), sign (x / |x|, 0 at 0), negate, sqrt,
+ * rsqrt, cbrt (the principal root), exponential, exponential_minus_one, log,
+ * log_plus_one, logistic, sine, cosine, tan, tanh take complex<f32|f64> too: computed in
+ * double complex arithmetic (C's <complex.h>, its branch cuts) and rounded once.
  * Accuracy of the transcendentals (eager and compiled give the same bits): f32 sine and
  * cosine at most 0.502 ulp from the exact value (checked over every f32 input); the others,
  * and every f64 one, within 1 ulp (SLEEF's u10 functions); f16/bf16 are computed in f32
@@ -60,7 +64,10 @@ KILN_API kiln_tensor *kiln_complex(kiln_ctx *cx, kiln_tensor *re, kiln_tensor *i
 /* ---- binary (broadcasting) --------------------------------------------------------------
  * add, multiply, maximum, minimum: every dtype (on i1 add and maximum are or, multiply and
  * minimum are and); subtract, divide, remainder, power: ints and floats; atan2: floats;
- * and, or, xor: i1 and ints; shifts: ints.
+ * and, or, xor: i1 and ints; shifts: ints. On complex values add, subtract, multiply
+ * (part by part, (ac - bd) + (ad + bc)i), divide (C's, in double), power (exp(b log a);
+ * 0^0 = 1 and 0^b = 0 for real b > 0), atan2 (-i log((x + iy) / sqrt(x^2 + y^2))) and
+ * maximum/minimum (in the order of (real, imaginary) pairs) run; remainder is refused.
  * Integers wrap. Integer divide truncates; x / 0 = -1 (all ones unsigned) and
  * INT_MIN / -1 = INT_MIN; x % 0 = x and INT_MIN % -1 = 0; remainder has the sign of the
  * dividend (fmod for floats). Integer power with a negative exponent is 0 unless the base

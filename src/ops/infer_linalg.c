@@ -20,6 +20,14 @@ static kiln_status result_dtype(kiln_ctx *cx, const kiln__attrs *attrs, const ki
     }
     if (!kiln_dtype_is_valid(r))
         return kiln__infer_error(cx, attrs, "result dtype %d is not a valid dtype", (int)r);
+    /* Converting a complex operand to a real result would drop its imaginary part. */
+    if (!kiln_dtype_is_complex(r) &&
+        (kiln_dtype_is_complex(lhs->dtype) || kiln_dtype_is_complex(rhs->dtype)))
+        return kiln__infer_error(cx, attrs,
+                                 "operands have dtypes %s and %s; a complex operand needs a "
+                                 "complex result dtype, not %s",
+                                 kiln_dtype_name(lhs->dtype), kiln_dtype_name(rhs->dtype),
+                                 kiln_dtype_name(r));
     *out = r;
     return KILN_OK;
 }

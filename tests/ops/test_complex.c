@@ -1,46 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* complex<f32> and complex<f64>: the dtypes, their elements, the ops the CPU runs on them
- * (arithmetic, data movement) against a reference in double _Complex, and the refusal of
- * the rest, eagerly and at compile time, naming the op and the dtype. */
-#include <complex.h>
-#include <math.h>
+/* complex<f32> and complex<f64>: the dtypes, their elements, the arithmetic and data
+ * movement against a reference in double _Complex, parts, reductions and conversions (the
+ * functions and products: test_complex_math.c). */
 #include <string.h>
 
-#include "core/element.h"
-
-/* glibc's <complex.h> defines CMPLX only for compilers with __builtin_complex; the values
- * here are finite where it matters. */
-#ifndef CMPLX
-#define CMPLX(x, y) ((double complex)((double)(x) + _Complex_I * (double)(y)))
-#endif
-#include "test_util.h"
-
-static const kiln_dtype complex_types[2] = {KILN_C64, KILN_C128};
-
-/* A tensor of n complex values (re[i], im[i]). */
-static kiln_tensor *complex_tensor(kiln_ctx *cx, kiln_dtype dt, kiln_shape shape,
-                                   const double *re, const double *im, int64_t n) {
-    size_t es = kiln_dtype_size(dt);
-    unsigned char buf[16 * 64];
-    cr_assert_leq((size_t)n * es, sizeof buf);
-    for (int64_t i = 0; i < n; i++)
-        kiln__element_store_complex(buf, dt, i, re[i], im[i]);
-    kiln_tensor *t = kiln_tensor_from_host(cx, dt, shape, buf, (size_t)n * es);
-    cr_assert_not_null(t, "%s", kiln_ctx_error_message(cx));
-    return t;
-}
-
-static double complex element(const kiln_tensor *t, int64_t i) {
-    double re, im;
-    kiln__element_load_complex(kiln_tensor_data(t), kiln_tensor_dtype(t), i, &re, &im);
-    return CMPLX(re, im);
-}
-
-/* The value rounded to the dtype's parts, as the kernels store it. */
-static double complex rounded(kiln_dtype dt, double complex z) {
-    if (dt == KILN_C64) return CMPLX((float)creal(z), (float)cimag(z));
-    return z;
-}
+#include "complex_values.h"
 
 Test(complex_types, dtypes_elements_and_fills) {
     kiln_ctx *cx = test_ctx();
@@ -144,33 +108,6 @@ Test(complex_types, data_movement_keeps_every_bit) {
         kiln_tensor_release(r);
     }
     expect_ok(cx);
-    kiln_ctx_release(cx);
-}
-
-static kiln_status complex_dot(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
-    (void)u;
-    kiln_dot_params p = {.lhs_contracting_dims = KILN_DIMS(1),
-                         .rhs_contracting_dims = KILN_DIMS(0)};
-    out[0] = kiln_add(cx, in[0], kiln_dot_general(cx, in[0], in[0], &p, KILN_DTYPE_COUNT));
-    return kiln_ctx_status(cx);
-}
-
-/* An op the spec allows on complex but the CPU does not run yet is traced and lowered, and
- * refused when compiled, naming the op, the dtype, where it is and the backend. */
-Test(complex_types, compile_names_the_op_and_dtype_it_cannot_run) {
-    kiln_ctx *cx = test_ctx();
-    kiln_arg_spec spec = {.dtype = KILN_C128, .shape = KILN_SHAPE(2, 2)};
-    kiln_region fn = {complex_dot, NULL};
-    kiln_module *m = NULL;
-    cr_assert_eq(kiln_lower(cx, &fn, &spec, 1, 1, NULL, &m), KILN_OK, "%s",
-                 kiln_ctx_error_message(cx));
-    kiln_exe *exe = NULL;
-    cr_assert_eq(kiln_compile(cx, m, NULL, &exe), KILN_UNIMPLEMENTED);
-    cr_assert_null(exe);
-    expect_error(cx, KILN_UNIMPLEMENTED,
-                 "kiln_compile: backend 'cpu' cannot run stablehlo.dot_general on complex<f64> "
-                 "(@main, op 0)");
-    kiln_module_release(m);
     kiln_ctx_release(cx);
 }
 

@@ -12,6 +12,7 @@
  * always runs single-threaded, kiln's threads spreading the blocks and chunks. Which path runs, and
  * how a product is cut, depends on the shapes only, so every path gives the same bits on any thread
  * count. */
+#include <complex.h>
 #include <limits.h>
 #include <math.h>
 #include <string.h>
@@ -40,6 +41,8 @@ kiln__lk kiln__lk_of(kiln_dtype result) {
     case KILN_I64:
     case KILN_U64: return KILN__LK_U64;
     case KILN_F64: return KILN__LK_F64;
+    case KILN_C64: return KILN__LK_C64;
+    case KILN_C128: return KILN__LK_C128;
     default: return KILN__LK_F32; /* f16, bf16, f32 */
     }
 }
@@ -51,6 +54,7 @@ size_t kiln__lk_size(kiln__lk k) {
     case KILN__LK_U16: return 2;
     case KILN__LK_U32:
     case KILN__LK_F32: return 4;
+    case KILN__LK_C128: return 16;
     default: return 8;
     }
 }
@@ -147,6 +151,34 @@ static uint64_t saturate_bits(double x, kiln_dtype r) {
 #define FROM_FLOAT(v) saturate_bits((double)v, result)
 #include "backends/cpu/eval/convert_typed.inc"
 
+/* To complex: a complex value part by part; a real value as (x, 0), x converted to the
+ * parts' type into the upper half of dst and then spread out from the front (element i's
+ * parts land at 2i and 2i + 1, below n + i + 1, so no value is overwritten before it is
+ * read). */
+static void convert_to_complex(void *dst, kiln_dtype result, const void *src,
+                               kiln_dtype src_dtype, int64_t n) {
+    kiln_dtype part = kiln_dtype_component(result);
+    if (kiln_dtype_is_complex(src_dtype)) {
+        kiln__lk_convert(dst, part, src, kiln_dtype_component(src_dtype), 2 * n);
+        return;
+    }
+    kiln__lk_convert((unsigned char *)dst + (size_t)n * kiln_dtype_size(part), part, src,
+                     src_dtype, n);
+    if (part == KILN_F32) {
+        float *d = dst;
+        for (int64_t i = 0; i < n; i++) {
+            float v = d[n + i];
+            d[2 * i] = v, d[2 * i + 1] = 0;
+        }
+    } else {
+        double *d = dst;
+        for (int64_t i = 0; i < n; i++) {
+            double v = d[n + i];
+            d[2 * i] = v, d[2 * i + 1] = 0;
+        }
+    }
+}
+
 void kiln__lk_convert(void *dst, kiln_dtype result, const void *src, kiln_dtype src_dtype,
                       int64_t n) {
     if (src_dtype == result && (result == KILN_F16 || result == KILN_BF16)) {
@@ -174,6 +206,8 @@ void kiln__lk_convert(void *dst, kiln_dtype result, const void *src, kiln_dtype 
     case KILN_U32: convert_to_32(dst, result, src, src_dtype, n); break;
     case KILN_I64:
     case KILN_U64: convert_to_64(dst, result, src, src_dtype, n); break;
+    case KILN_C64:
+    case KILN_C128: convert_to_complex(dst, result, src, src_dtype, n); break;
     default: break;
     }
 }
@@ -274,6 +308,37 @@ enum { GEMM_JB = 512, GEMM_KB = 128 };
 #define MULADD(c, a, b) ((c) + (a) * (b))
 #define SKIP0 0
 #define SMALL 1
+#include "backends/cpu/eval/gemm_typed.inc"
+
+/* Complex products part by part, (ac - bd) + (ad + bc)i, as the elementwise multiply. */
+static inline float _Complex muladd_c64(float _Complex c, float _Complex a, float _Complex b) {
+    float ar = crealf(a), ai = cimagf(a), br = crealf(b), bi = cimagf(b);
+    float parts[2] = {crealf(c) + (ar * br - ai * bi), cimagf(c) + (ar * bi + ai * br)};
+    float _Complex r;
+    memcpy(&r, parts, sizeof r);
+    return r;
+}
+static inline double _Complex muladd_c128(double _Complex c, double _Complex a,
+                                          double _Complex b) {
+    double ar = creal(a), ai = cimag(a), br = creal(b), bi = cimag(b);
+    double parts[2] = {creal(c) + (ar * br - ai * bi), cimag(c) + (ar * bi + ai * br)};
+    double _Complex r;
+    memcpy(&r, parts, sizeof r);
+    return r;
+}
+
+#define T float _Complex
+#define FN(name) name##_c64
+#define MULADD(c, a, b) muladd_c64(c, a, b)
+#define SKIP0 0
+#define SMALL 0
+#include "backends/cpu/eval/gemm_typed.inc"
+
+#define T double _Complex
+#define FN(name) name##_c128
+#define MULADD(c, a, b) muladd_c128(c, a, b)
+#define SKIP0 0
+#define SMALL 0
 #include "backends/cpu/eval/gemm_typed.inc"
 
 #define T uint8_t
@@ -399,7 +464,8 @@ static void gemv_blocks(void *user, int64_t begin, int64_t end) {
  * thread count, so the chunks are the unit of parallel work instead, and every output
  * element is computed by the same call whatever the thread count. */
 typedef struct gemm_job {
-    bool f64, ta, tb, split_m;
+    kiln__lk k;
+    bool ta, tb, split_m;
     int64_t m, n, kk, lda, ldb, ldc, chunk;
     const void *a, *b;
     void *c;
@@ -408,7 +474,8 @@ typedef struct gemm_job {
 static void gemm_chunks(void *user, int64_t begin, int64_t end) {
     const gemm_job *j = user;
     kiln__threads_blas_one();
-    size_t es = j->f64 ? 8 : 4;
+    const kiln__blas_api *blas = kiln__blas_api_if_open();
+    size_t es = kiln__lk_size(j->k);
     enum CBLAS_TRANSPOSE ta = j->ta ? CblasTrans : CblasNoTrans;
     enum CBLAS_TRANSPOSE tb = j->tb ? CblasTrans : CblasNoTrans;
     int64_t extent = j->split_m ? j->m : j->n;
@@ -427,16 +494,31 @@ static void gemm_chunks(void *user, int64_t begin, int64_t end) {
             c += (size_t)o0 * es;
             n = w;
         }
-        if (j->f64)
-            kiln__blas_api_if_open()->cblas_dgemm(
-                CblasRowMajor, ta, tb, (blasint)m, (blasint)n, (blasint)j->kk, 1.0,
-                (const double *)(const void *)a, (blasint)j->lda, (const double *)(const void *)b,
-                (blasint)j->ldb, 0.0, (double *)(void *)c, (blasint)j->ldc);
-        else
-            kiln__blas_api_if_open()->cblas_sgemm(
-                CblasRowMajor, ta, tb, (blasint)m, (blasint)n, (blasint)j->kk, 1.0f,
-                (const float *)(const void *)a, (blasint)j->lda, (const float *)(const void *)b,
-                (blasint)j->ldb, 0.0f, (float *)(void *)c, (blasint)j->ldc);
+        blasint bm = (blasint)m, bn = (blasint)n, bk = (blasint)j->kk, lda = (blasint)j->lda,
+                ldb = (blasint)j->ldb, ldc = (blasint)j->ldc;
+        /* alpha 1 and beta 0 for the complex calls: {1, 0} and {0, 0} as doubles or floats */
+        static const double one_d[2] = {1, 0}, zero_d[2] = {0, 0};
+        static const float one_f[2] = {1, 0}, zero_f[2] = {0, 0};
+        switch (j->k) {
+        case KILN__LK_F64:
+            blas->cblas_dgemm(CblasRowMajor, ta, tb, bm, bn, bk, 1.0,
+                              (const double *)(const void *)a, lda,
+                              (const double *)(const void *)b, ldb, 0.0, (double *)(void *)c, ldc);
+            break;
+        case KILN__LK_C64:
+            blas->cblas_cgemm(CblasRowMajor, ta, tb, bm, bn, bk, one_f, a, lda, b, ldb, zero_f, c,
+                              ldc);
+            break;
+        case KILN__LK_C128:
+            blas->cblas_zgemm(CblasRowMajor, ta, tb, bm, bn, bk, one_d, a, lda, b, ldb, zero_d, c,
+                              ldc);
+            break;
+        default:
+            blas->cblas_sgemm(CblasRowMajor, ta, tb, bm, bn, bk, 1.0f,
+                              (const float *)(const void *)a, lda, (const float *)(const void *)b,
+                              ldb, 0.0f, (float *)(void *)c, ldc);
+            break;
+        }
     }
 }
 
@@ -445,18 +527,21 @@ static void blas_gemm(kiln__lk k, bool trans_a, bool trans_b, int64_t m, int64_t
                       int64_t ldc) {
     double abuf[SMALL_TRANSPOSE], bbuf[SMALL_TRANSPOSE];
     size_t es = kiln__lk_size(k);
+    /* The layout and GEMV shortcuts below are measured for real products; complex ones go
+     * to GEMM as they are. */
+    bool real = k == KILN__LK_F32 || k == KILN__LK_F64;
     kiln__cpu_threads_init();
-    if (trans_a && m * kk <= SMALL_TRANSPOSE && (double)m * n * kk <= 262144.0) {
+    if (real && trans_a && m * kk <= SMALL_TRANSPOSE && (double)m * n * kk <= 262144.0) {
         small_transpose(abuf, a, m, kk, lda, es);
         a = abuf, lda = kk, trans_a = false;
     }
-    if (trans_b && n * kk <= SMALL_TRANSPOSE && (double)m * n * kk <= 262144.0) {
+    if (real && trans_b && n * kk <= SMALL_TRANSPOSE && (double)m * n * kk <= 262144.0) {
         small_transpose(bbuf, b, kk, n, ldb, es);
         b = bbuf, ldb = n, trans_b = false;
     }
     /* A vector times a matrix: GEMV streams the matrix once, where GEMM packs it first
      * (3.5x slower for VGG's 1 x 25088 x 4096 layer). */
-    if ((m == 1 && n >= GEMV_MIN) || (n == 1 && m >= GEMV_MIN)) {
+    if (real && ((m == 1 && n >= GEMV_MIN) || (n == 1 && m >= GEMV_MIN))) {
         /* y = op(M) x, with M row-major [rows x cols] (ld), op the transpose when tm. */
         bool row = m == 1;
         gemv_job j = {.f64 = k == KILN__LK_F64,
@@ -489,7 +574,7 @@ static void blas_gemm(kiln__lk k, bool trans_a, bool trans_b, int64_t m, int64_t
         kiln__gemm_rows_f32(a, lda, m, b, ldb, kk, n, c, ldc);
         return;
     }
-    gemm_job j = {.f64 = k == KILN__LK_F64,
+    gemm_job j = {.k = k,
                   .ta = trans_a,
                   .tb = trans_b,
                   .split_m = m > n,
@@ -524,7 +609,8 @@ void kiln__lk_gemm(kiln__lk k, bool trans_a, bool trans_b, int64_t m, int64_t n,
     bool fits = fits_blas(m) && fits_blas(n) && fits_blas(kk) && fits_blas(lda) && fits_blas(ldb) &&
                 fits_blas(ldc);
     bool tiny = (double)m * (double)n * (double)kk <= SMALL_MNK;
-    if (!tiny && fits && (k == KILN__LK_F32 || k == KILN__LK_F64) && kiln__blas_api_get()) {
+    bool blas = k == KILN__LK_F32 || k == KILN__LK_F64 || k == KILN__LK_C64 || k == KILN__LK_C128;
+    if (!tiny && fits && blas && kiln__blas_api_get()) {
         blas_gemm(k, trans_a, trans_b, m, n, kk, a, lda, b, ldb, c, ldc);
         return;
     }
@@ -535,6 +621,8 @@ void kiln__lk_gemm(kiln__lk k, bool trans_a, bool trans_b, int64_t m, int64_t n,
     case KILN__LK_F64:
         (tiny ? small_loop_f64 : gemm_loop_f64)(trans_a, trans_b, m, n, kk, a, lda, b, ldb, c, ldc);
         break;
+    case KILN__LK_C64: gemm_loop_c64(trans_a, trans_b, m, n, kk, a, lda, b, ldb, c, ldc); break;
+    case KILN__LK_C128: gemm_loop_c128(trans_a, trans_b, m, n, kk, a, lda, b, ldb, c, ldc); break;
     case KILN__LK_BOOL: gemm_loop_bool(trans_a, trans_b, m, n, kk, a, lda, b, ldb, c, ldc); break;
     case KILN__LK_U8: gemm_loop_u8(trans_a, trans_b, m, n, kk, a, lda, b, ldb, c, ldc); break;
     case KILN__LK_U16: gemm_loop_u16(trans_a, trans_b, m, n, kk, a, lda, b, ldb, c, ldc); break;
@@ -666,7 +754,7 @@ KILN__EVAL(DOT_GENERAL) {
     }
     kiln__lk k = kiln__lk_of(rd);
     size_t es = kiln__lk_size(k);
-    bool blas = k == KILN__LK_F32 || k == KILN__LK_F64;
+    bool blas = k == KILN__LK_F32 || k == KILN__LK_F64 || k == KILN__LK_C64 || k == KILN__LK_C128;
     operand lo = {0}, ro = {0};
     void *cbuf = NULL;
     size_t cbytes = (size_t)(B * M * N) * es;

@@ -58,6 +58,16 @@ bool kiln__ew_float_unary(kiln_dtype dtype, const void *x, void *r, int64_t n,
 bool kiln__ew_float_binary(kiln_dtype dtype, const void *a, const void *b, void *r, int64_t n,
                            kiln__ew_binary_f32 f32, kiln__ew_binary_f64 f64);
 
+/* Complex kernels (eval_elementwise_complex.c), on n values of the complex dtype dt (x, a, b
+ * and r all of it): op's function of one or two values, false for an op without a complex
+ * kernel. kiln__ew_complex_runs says which ops have one (abs and negate too). */
+bool kiln__ew_complex_runs(kiln_op op);
+bool kiln__ew_complex_unary(kiln_op op, kiln_dtype dt, const void *x, void *r, int64_t n);
+bool kiln__ew_complex_binary(kiln_op op, kiln_dtype dt, const void *a, const void *b, void *r,
+                             int64_t n);
+/* |x| of n complex values of dtype dt, into their parts' dtype. */
+void kiln__ew_complex_abs(kiln_dtype dt, const void *x, void *r, int64_t n);
+
 /* Records "cpu: <op> does not support dtype <d>" (an internal error: inference rejects
  * these first) and returns it. */
 kiln_status kiln__ew_bad_dtype(kiln_ctx *cx, const char *op, kiln_dtype dtype);

@@ -6,7 +6,6 @@
  * INT_MIN%-1 = 0, shifts by at least the width give 0 (or the sign for arithmetic right
  * shifts) with the amount read as unsigned, and power by squaring wraps. On i1, add and
  * maximum are or, multiply and minimum are and. */
-#include <complex.h>
 
 #include "backends/cpu/eval/eval_elementwise.h"
 
@@ -91,79 +90,13 @@ static inline __attribute__((always_inline)) bool int_binary(kiln_dtype dt, enum
     }
 }
 
-/* ---- complex ------------------------------------------------------------------------------ */
-
-/* Complex products as the spec's reference computes them: (a+bi)(c+di) = (ac-bd) + (ad+bc)i,
- * each part rounded as written (no contraction). */
-static void mul_c64(const float *a, const float *b, float *r, int64_t n) {
-    for (int64_t i = 0; i < n; i++) {
-        float ar = a[2 * i], ai = a[2 * i + 1], br = b[2 * i], bi = b[2 * i + 1];
-        r[2 * i] = ar * br - ai * bi;
-        r[2 * i + 1] = ar * bi + ai * br;
-    }
-}
-static void mul_c128(const double *a, const double *b, double *r, int64_t n) {
-    for (int64_t i = 0; i < n; i++) {
-        double ar = a[2 * i], ai = a[2 * i + 1], br = b[2 * i], bi = b[2 * i + 1];
-        r[2 * i] = ar * br - ai * bi;
-        r[2 * i + 1] = ar * bi + ai * br;
-    }
-}
-
-/* re + im i as a C complex value (CMPLX is not in every C library's <complex.h> for every
- * compiler): C11 lays a complex value out as an array of its two parts. */
-static inline double _Complex complex_of(double re, double im) {
-    double parts[2] = {re, im};
-    double _Complex z;
-    memcpy(&z, parts, sizeof z);
-    return z;
-}
-
-/* Complex quotients as C's (Annex G: scaled to avoid overflow, infinities and NaN as it
- * says); complex<f32> is divided in double and rounded once. */
-static void div_c64(const float *a, const float *b, float *r, int64_t n) {
-    for (int64_t i = 0; i < n; i++) {
-        double _Complex q =
-            complex_of(a[2 * i], a[2 * i + 1]) / complex_of(b[2 * i], b[2 * i + 1]);
-        r[2 * i] = (float)creal(q);
-        r[2 * i + 1] = (float)cimag(q);
-    }
-}
-static void div_c128(const double *a, const double *b, double *r, int64_t n) {
-    for (int64_t i = 0; i < n; i++) {
-        double _Complex q =
-            complex_of(a[2 * i], a[2 * i + 1]) / complex_of(b[2 * i], b[2 * i + 1]);
-        r[2 * i] = creal(q);
-        r[2 * i + 1] = cimag(q);
-    }
-}
-
-/* A binary op on complex operands: with `parts`, the float loops f32/f64 over the real and
- * imaginary parts (add, subtract), else the complex loops c64/c128. */
-static kiln_status run_complex(kiln_tensor *const *operands, kiln_tensor **results, bool parts,
-                               kiln__ew_binary_f32 f32, kiln__ew_binary_f64 f64,
-                               kiln__ew_binary_f32 c64, kiln__ew_binary_f64 c128) {
-    kiln_dtype dt = kiln_tensor_dtype(operands[0]);
-    int64_t n = kiln_tensor_numel(results[0]);
-    if (n == 0) return KILN_OK;
-    const void *a = kiln__in(operands[0]), *b = kiln__in(operands[1]);
-    void *r = kiln__out(results[0]);
-    if (parts)
-        kiln__ew_float_binary(kiln_dtype_component(dt), a, b, r, 2 * n, f32, f64);
-    else if (dt == KILN_C64)
-        c64(a, b, r, n);
-    else
-        c128(a, b, r, n);
-    return KILN_OK;
-}
-
 /* ---- kernels ------------------------------------------------------------------------------ */
 
 /* One binary kernel: on i1 bool_op (on 0/1 as u8), on integers int_op, on floats f32/f64
- * (NULL: none); any other dtype is an error. Always inlined into each kernel with its ops
- * constant, so that each keeps only its own loops. */
+ * (NULL: none), on complex values op's complex kernel; any other dtype is an error. Always
+ * inlined into each kernel with its ops constant, so that each keeps only its own loops. */
 static inline __attribute__((always_inline)) kiln_status
-run(kiln_ctx *cx, const char *op, kiln_tensor *const *operands, kiln_tensor **results,
+run(kiln_ctx *cx, kiln_op op, kiln_tensor *const *operands, kiln_tensor **results,
     enum int_binary bool_op, enum int_binary int_op, kiln__ew_binary_f32 f32,
     kiln__ew_binary_f64 f64) {
     kiln_dtype dt = kiln_tensor_dtype(operands[0]);
@@ -172,6 +105,8 @@ run(kiln_ctx *cx, const char *op, kiln_tensor *const *operands, kiln_tensor **re
     const void *a_ = kiln__in(operands[0]);
     const void *b_ = kiln__in(operands[1]);
     void *r_ = kiln__out(results[0]);
+    if (kiln_dtype_is_complex(dt) && kiln__ew_complex_binary(op, dt, a_, b_, r_, n))
+        return KILN_OK;
     if (dt == KILN_BOOL && bool_op != INT_NONE) {
         binary_u8(bool_op, a_, b_, r_, n);
         return KILN_OK;
@@ -186,92 +121,84 @@ run(kiln_ctx *cx, const char *op, kiln_tensor *const *operands, kiln_tensor **re
                                          : dt;
     if (int_op != INT_NONE && int_binary(int_dt, int_op, a_, b_, r_, n)) return KILN_OK;
     if (f32 && kiln__ew_float_binary(dt, a_, b_, r_, n, f32, f64)) return KILN_OK;
-    return kiln__ew_bad_dtype(cx, op, dt);
+    return kiln__ew_bad_dtype(cx, kiln__op_get_info(op)->name, dt);
 }
 
 KERNEL(ADD) {
     (void)attrs, (void)n_operands, (void)n_results;
-    if (kiln_dtype_is_complex(kiln_tensor_dtype(operands[0])))
-        return run_complex(operands, results, true, add_f32, add_f64, NULL, NULL);
-    return run(cx, "add", operands, results, INT_OR, INT_ADD, add_f32, add_f64);
+    return run(cx, KILN_OP_ADD, operands, results, INT_OR, INT_ADD, add_f32, add_f64);
 }
 
 KERNEL(SUBTRACT) {
     (void)attrs, (void)n_operands, (void)n_results;
-    if (kiln_dtype_is_complex(kiln_tensor_dtype(operands[0])))
-        return run_complex(operands, results, true, sub_f32, sub_f64, NULL, NULL);
-    return run(cx, "subtract", operands, results, INT_NONE, INT_SUBTRACT, sub_f32, sub_f64);
+    return run(cx, KILN_OP_SUBTRACT, operands, results, INT_NONE, INT_SUBTRACT, sub_f32, sub_f64);
 }
 
 KERNEL(MULTIPLY) {
     (void)attrs, (void)n_operands, (void)n_results;
-    if (kiln_dtype_is_complex(kiln_tensor_dtype(operands[0])))
-        return run_complex(operands, results, false, NULL, NULL, mul_c64, mul_c128);
-    return run(cx, "multiply", operands, results, INT_AND, INT_MULTIPLY, mul_f32, mul_f64);
+    return run(cx, KILN_OP_MULTIPLY, operands, results, INT_AND, INT_MULTIPLY, mul_f32, mul_f64);
 }
 
 KERNEL(DIVIDE) {
     (void)attrs, (void)n_operands, (void)n_results;
-    if (kiln_dtype_is_complex(kiln_tensor_dtype(operands[0])))
-        return run_complex(operands, results, false, NULL, NULL, div_c64, div_c128);
-    return run(cx, "divide", operands, results, INT_NONE, INT_DIVIDE, div_f32, div_f64);
+    return run(cx, KILN_OP_DIVIDE, operands, results, INT_NONE, INT_DIVIDE, div_f32, div_f64);
 }
 
 KERNEL(REMAINDER) {
     (void)attrs, (void)n_operands, (void)n_results;
-    return run(cx, "remainder", operands, results, INT_NONE, INT_REMAINDER, rem_f32, rem_f64);
+    return run(cx, KILN_OP_REMAINDER, operands, results, INT_NONE, INT_REMAINDER, rem_f32, rem_f64);
 }
 
 KERNEL(POWER) {
     (void)attrs, (void)n_operands, (void)n_results;
-    return run(cx, "power", operands, results, INT_NONE, INT_POWER, pow_f32, pow_f64);
+    return run(cx, KILN_OP_POWER, operands, results, INT_NONE, INT_POWER, pow_f32, pow_f64);
 }
 
 KERNEL(MAXIMUM) {
     (void)attrs, (void)n_operands, (void)n_results;
-    return run(cx, "maximum", operands, results, INT_OR, INT_MAXIMUM, max_f32, max_f64);
+    return run(cx, KILN_OP_MAXIMUM, operands, results, INT_OR, INT_MAXIMUM, max_f32, max_f64);
 }
 
 KERNEL(MINIMUM) {
     (void)attrs, (void)n_operands, (void)n_results;
-    return run(cx, "minimum", operands, results, INT_AND, INT_MINIMUM, min_f32, min_f64);
+    return run(cx, KILN_OP_MINIMUM, operands, results, INT_AND, INT_MINIMUM, min_f32, min_f64);
 }
 
 KERNEL(ATAN2) {
     (void)attrs, (void)n_operands, (void)n_results;
-    return run(cx, "atan2", operands, results, INT_NONE, INT_NONE, atan2_f32, atan2_f64);
+    return run(cx, KILN_OP_ATAN2, operands, results, INT_NONE, INT_NONE, atan2_f32, atan2_f64);
 }
 
 /* and, or, xor: the same on i1 (0/1) and integers. */
 KERNEL(AND) {
     (void)attrs, (void)n_operands, (void)n_results;
-    return run(cx, "and", operands, results, INT_AND, INT_AND, NULL, NULL);
+    return run(cx, KILN_OP_AND, operands, results, INT_AND, INT_AND, NULL, NULL);
 }
 
 KERNEL(OR) {
     (void)attrs, (void)n_operands, (void)n_results;
-    return run(cx, "or", operands, results, INT_OR, INT_OR, NULL, NULL);
+    return run(cx, KILN_OP_OR, operands, results, INT_OR, INT_OR, NULL, NULL);
 }
 
 KERNEL(XOR) {
     (void)attrs, (void)n_operands, (void)n_results;
-    return run(cx, "xor", operands, results, INT_XOR, INT_XOR, NULL, NULL);
+    return run(cx, KILN_OP_XOR, operands, results, INT_XOR, INT_XOR, NULL, NULL);
 }
 
 KERNEL(SHIFT_LEFT) {
     (void)attrs, (void)n_operands, (void)n_results;
-    return run(cx, "shift_left", operands, results, INT_NONE, INT_SHIFT_LEFT, NULL, NULL);
+    return run(cx, KILN_OP_SHIFT_LEFT, operands, results, INT_NONE, INT_SHIFT_LEFT, NULL, NULL);
 }
 
 KERNEL(SHIFT_RIGHT_LOGICAL) {
     (void)attrs, (void)n_operands, (void)n_results;
-    return run(cx, "shift_right_logical", operands, results, INT_NONE, INT_SHIFT_RIGHT_LOGICAL,
-               NULL, NULL);
+    return run(cx, KILN_OP_SHIFT_RIGHT_LOGICAL, operands, results, INT_NONE,
+               INT_SHIFT_RIGHT_LOGICAL, NULL, NULL);
 }
 
 /* Arithmetic: the top bit is the sign, for unsigned dtypes too (as StableHLO's ashr). */
 KERNEL(SHIFT_RIGHT_ARITHMETIC) {
     (void)attrs, (void)n_operands, (void)n_results;
-    return run(cx, "shift_right_arithmetic", operands, results, INT_NONE,
+    return run(cx, KILN_OP_SHIFT_RIGHT_ARITHMETIC, operands, results, INT_NONE,
                INT_SHIFT_RIGHT_ARITHMETIC, NULL, NULL);
 }

@@ -313,6 +313,9 @@ static void store_bits(void *p, int bits, int64_t i, uint64_t v) {
     }
 }
 
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+               "bitcast_convert takes an element's bytes in memory order as its pieces");
+
 KERNEL(BITCAST_CONVERT) {
     (void)cx, (void)n_operands, (void)n_results;
     kiln_dtype from = kiln_tensor_dtype(operands[0]), to = attrs->u.convert_to;
@@ -321,8 +324,11 @@ KERNEL(BITCAST_CONVERT) {
     if (n_in == 0 || n_out == 0) return KILN_OK;
     const void *x = kiln__in(operands[0]);
     void *r = kiln__out(results[0]);
-    if (from_bits == to_bits) {
-        if (r != x) memcpy(r, x, kiln_tensor_nbytes(results[0])); /* in place: the same bits */
+    if (from_bits >= 8 && to_bits >= 8) {
+        /* Whole bytes: the pieces of an element, least significant first, are its bytes in
+         * memory order (little-endian; a complex value's real part is its low half, as the
+         * spec's reference packs it). In place it is already done. */
+        if (r != x) memcpy(r, x, kiln_tensor_nbytes(results[0]));
     } else if (to_bits < from_bits) {
         /* Each element splits into k pieces, least significant first. */
         int k = from_bits / to_bits;

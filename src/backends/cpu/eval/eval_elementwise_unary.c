@@ -51,94 +51,99 @@ static void cos_f32(const float *px, float *pr, int64_t n) {
     kiln__vm_get(KILN__VM_COS, KILN__VM_BEST)(px, pr, n);
 }
 
-static kiln_status run_float(kiln_ctx *cx, const char *op, const kiln_tensor *x, kiln_tensor *r,
+/* A float op through its f32/f64 array kernels, or on complex values its complex kernel. */
+static kiln_status run_float(kiln_ctx *cx, kiln_op op, const kiln_tensor *x, kiln_tensor *r,
                              kiln__ew_unary_f32 f32, kiln__ew_unary_f64 f64) {
     int64_t n = kiln_tensor_numel(r);
     kiln_dtype dt = kiln_tensor_dtype(x);
     if (n == 0) return KILN_OK;
-    if (!kiln__ew_float_unary(dt, kiln__in(x), kiln__out(r), n, f32, f64))
-        return kiln__ew_bad_dtype(cx, op, dt);
+    if (!kiln__ew_float_unary(dt, kiln__in(x), kiln__out(r), n, f32, f64) &&
+        !kiln__ew_complex_unary(op, dt, kiln__in(x), kiln__out(r), n))
+        return kiln__ew_bad_dtype(cx, kiln__op_get_info(op)->name, dt);
     return KILN_OK;
 }
 
 KERNEL(FLOOR) {
     (void)attrs, (void)n_operands, (void)n_results;
-    return run_float(cx, "floor", operands[0], results[0], floor_f32, floor_f64);
+    return run_float(cx, KILN_OP_FLOOR, operands[0], results[0], floor_f32, floor_f64);
 }
 
 KERNEL(CEIL) {
     (void)attrs, (void)n_operands, (void)n_results;
-    return run_float(cx, "ceil", operands[0], results[0], ceil_f32, ceil_f64);
+    return run_float(cx, KILN_OP_CEIL, operands[0], results[0], ceil_f32, ceil_f64);
 }
 
 KERNEL(ROUND_NEAREST_AFZ) {
     (void)attrs, (void)n_operands, (void)n_results;
-    return run_float(cx, "round_afz", operands[0], results[0], round_afz_f32, round_afz_f64);
+    return run_float(cx, KILN_OP_ROUND_NEAREST_AFZ, operands[0], results[0], round_afz_f32,
+                     round_afz_f64);
 }
 
 KERNEL(ROUND_NEAREST_EVEN) {
     (void)attrs, (void)n_operands, (void)n_results;
-    return run_float(cx, "round_even", operands[0], results[0], round_even_f32, round_even_f64);
+    return run_float(cx, KILN_OP_ROUND_NEAREST_EVEN, operands[0], results[0], round_even_f32,
+                     round_even_f64);
 }
 
 KERNEL(SQRT) {
     (void)attrs, (void)n_operands, (void)n_results;
-    return run_float(cx, "sqrt", operands[0], results[0], sqrt_f32, sqrt_f64);
+    return run_float(cx, KILN_OP_SQRT, operands[0], results[0], sqrt_f32, sqrt_f64);
 }
 
 KERNEL(RSQRT) {
     (void)attrs, (void)n_operands, (void)n_results;
-    return run_float(cx, "rsqrt", operands[0], results[0], rsqrt_f32, rsqrt_f64);
+    return run_float(cx, KILN_OP_RSQRT, operands[0], results[0], rsqrt_f32, rsqrt_f64);
 }
 
 KERNEL(CBRT) {
     (void)attrs, (void)n_operands, (void)n_results;
-    return run_float(cx, "cbrt", operands[0], results[0], cbrt_f32, cbrt_f64);
+    return run_float(cx, KILN_OP_CBRT, operands[0], results[0], cbrt_f32, cbrt_f64);
 }
 
 KERNEL(EXPONENTIAL) {
     (void)attrs, (void)n_operands, (void)n_results;
-    return run_float(cx, "exp", operands[0], results[0], exp_f32, exp_f64);
+    return run_float(cx, KILN_OP_EXPONENTIAL, operands[0], results[0], exp_f32, exp_f64);
 }
 
 KERNEL(EXPONENTIAL_MINUS_ONE) {
     (void)attrs, (void)n_operands, (void)n_results;
-    return run_float(cx, "expm1", operands[0], results[0], expm1_f32, expm1_f64);
+    return run_float(cx, KILN_OP_EXPONENTIAL_MINUS_ONE, operands[0], results[0], expm1_f32,
+                     expm1_f64);
 }
 
 KERNEL(LOG) {
     (void)attrs, (void)n_operands, (void)n_results;
-    return run_float(cx, "log", operands[0], results[0], log_f32, log_f64);
+    return run_float(cx, KILN_OP_LOG, operands[0], results[0], log_f32, log_f64);
 }
 
 KERNEL(LOG_PLUS_ONE) {
     (void)attrs, (void)n_operands, (void)n_results;
-    return run_float(cx, "log1p", operands[0], results[0], log1p_f32, log1p_f64);
+    return run_float(cx, KILN_OP_LOG_PLUS_ONE, operands[0], results[0], log1p_f32, log1p_f64);
 }
 
 KERNEL(LOGISTIC) {
     (void)attrs, (void)n_operands, (void)n_results;
-    return run_float(cx, "logistic", operands[0], results[0], logistic_f32, logistic_f64);
+    return run_float(cx, KILN_OP_LOGISTIC, operands[0], results[0], logistic_f32, logistic_f64);
 }
 
 KERNEL(SINE) {
     (void)attrs, (void)n_operands, (void)n_results;
-    return run_float(cx, "sin", operands[0], results[0], sin_f32, sin_f64);
+    return run_float(cx, KILN_OP_SINE, operands[0], results[0], sin_f32, sin_f64);
 }
 
 KERNEL(COSINE) {
     (void)attrs, (void)n_operands, (void)n_results;
-    return run_float(cx, "cos", operands[0], results[0], cos_f32, cos_f64);
+    return run_float(cx, KILN_OP_COSINE, operands[0], results[0], cos_f32, cos_f64);
 }
 
 KERNEL(TAN) {
     (void)attrs, (void)n_operands, (void)n_results;
-    return run_float(cx, "tan", operands[0], results[0], tan_f32, tan_f64);
+    return run_float(cx, KILN_OP_TAN, operands[0], results[0], tan_f32, tan_f64);
 }
 
 KERNEL(TANH) {
     (void)attrs, (void)n_operands, (void)n_results;
-    return run_float(cx, "tanh", operands[0], results[0], tanh_f32, tanh_f64);
+    return run_float(cx, KILN_OP_TANH, operands[0], results[0], tanh_f32, tanh_f64);
 }
 
 /* ---- ops on integers and floats ----------------------------------------------------------- */
@@ -207,9 +212,16 @@ static inline __attribute__((always_inline)) kiln_status sign_bit_op(kiln_ctx *c
     }
     case KILN_F32: (negate ? negate_f32 : abs_f32)(u.x_, u.r_, u.n); break;
     case KILN_F64: (negate ? negate_f64 : abs_f64)(u.x_, u.r_, u.n); break;
-    /* Negation flips both parts' signs (abs of complex is refused before it comes here). */
-    case KILN_C64: negate_f32(u.x_, u.r_, 2 * u.n); break;
-    case KILN_C128: negate_f64(u.x_, u.r_, 2 * u.n); break;
+    /* Negation flips both parts' signs; the abs of a complex value is its modulus. */
+    case KILN_C64:
+    case KILN_C128:
+        if (!negate)
+            kiln__ew_complex_abs(u.dt, u.x_, u.r_, u.n);
+        else if (u.dt == KILN_C64)
+            negate_f32(u.x_, u.r_, 2 * u.n);
+        else
+            negate_f64(u.x_, u.r_, 2 * u.n);
+        break;
     default:
         return negate ? int_only(cx, "negate", INT_NEGATE, u) : int_only(cx, "abs", INT_ABS, u);
     }
@@ -231,7 +243,8 @@ KERNEL(SIGN) {
     unary_args u = unpack(operands, results);
     if (u.n == 0) return KILN_OK;
     if (!int_unary(u.dt, INT_SIGN, u.x_, u.r_, u.n) &&
-        !kiln__ew_float_unary(u.dt, u.x_, u.r_, u.n, sign_f32, sign_f64))
+        !kiln__ew_float_unary(u.dt, u.x_, u.r_, u.n, sign_f32, sign_f64) &&
+        !kiln__ew_complex_unary(KILN_OP_SIGN, u.dt, u.x_, u.r_, u.n))
         return kiln__ew_bad_dtype(cx, "sign", u.dt);
     return KILN_OK;
 }

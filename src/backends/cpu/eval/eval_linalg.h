@@ -4,7 +4,8 @@
  * StableHLO converts dot_general and convolution operands to the result type before
  * multiplying. The kernels do that once per operand into the result's "compute
  * representation", then multiply there:
- *   - f32, f64: the same type (GEMM through OpenBLAS);
+ *   - f32, f64, complex<f32>, complex<f64>: the same type (GEMM through OpenBLAS; complex
+ *     products never conjugate);
  *   - f16, bf16: f32 holding the operand values rounded to the result type (sgemm, one
  *     rounding of each result element at the end);
  *   - integers: the unsigned type of the result's width (wrapping arithmetic without UB;
@@ -31,6 +32,8 @@ typedef enum kiln__lk {
     KILN__LK_U64,
     KILN__LK_F32,
     KILN__LK_F64,
+    KILN__LK_C64,
+    KILN__LK_C128,
 } kiln__lk;
 
 /* The compute representation of a result dtype, and its element size. */
@@ -42,7 +45,8 @@ bool kiln__lk_same_repr(kiln_dtype src, kiln_dtype result);
 
 /* dst[i] = src[i] (n elements of dtype src_dtype) converted to `result` (as StableHLO's
  * convert does: integers wrap, floats round to nearest even, float -> integer saturates
- * and maps NaN to 0, anything -> i1 is != 0), stored in the compute representation. */
+ * and maps NaN to 0, anything -> i1 is != 0; to complex: part by part, a real value as
+ * (x, 0)), stored in the compute representation. */
 void kiln__lk_convert(void *dst, kiln_dtype result, const void *src, kiln_dtype src_dtype,
                       int64_t n);
 
@@ -51,7 +55,7 @@ void kiln__lk_convert(void *dst, kiln_dtype result, const void *src, kiln_dtype 
 void kiln__lk_store(void *dst, kiln_dtype result, const void *src, int64_t n);
 
 /* dst (contiguous, row-major) = src transposed: dst dimension i is src dimension perm[i].
- * elem is 1, 2, 4 or 8 bytes. */
+ * elem is 1, 2, 4, 8 or 16 bytes. */
 void kiln__lk_transpose(void *dst, const void *src, size_t elem, int32_t rank, const int64_t *shape,
                         const int32_t *perm);
 
@@ -61,7 +65,8 @@ bool kiln__lk_perm_is_trivial(int32_t rank, const int64_t *shape, const int32_t 
 
 /* C[m x n] = op(A) x op(B) in the compute representation `k`, row-major, where op(A) is
  * A [m x kk] (lda) or, with trans_a, the transpose of A [kk x m] (lda); likewise B.
- * f32/f64 go to OpenBLAS; the others (and sizes beyond BLAS's int) use typed loops. */
+ * f32/f64 and complex go to OpenBLAS; the others (and sizes beyond BLAS's int) use typed
+ * loops. */
 void kiln__lk_gemm(kiln__lk k, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t kk,
                    const void *a, int64_t lda, const void *b, int64_t ldb, void *c, int64_t ldc);
 

@@ -3,6 +3,7 @@
  * preparation of kernels: what the CPU backend's table, its compiled engine and the
  * interpreter backend call to run or prepare one op. */
 #include "backends/cpu/eval/eval.h"
+#include "backends/cpu/eval/eval_elementwise.h"
 #include "backends/cpu/eval/eval_linalg.h"
 #include "backends/cpu/lib/vec_prims.h"
 
@@ -13,21 +14,19 @@ static const kiln__eval_fn table[] = {
 };
 _Static_assert(sizeof table / sizeof table[0] == KILN_OP_COUNT, "one kernel per op");
 
-/* The ops with complex kernels: those that move elements by their size (the movement ops
- * without regions, but bitcast_convert; control flow), and the ones written for complex. */
+/* The ops with complex kernels: those that move elements or bytes (the movement ops without
+ * regions; control flow), the elementwise ones with a complex kernel
+ * (eval_elementwise_complex.c), and the others written for complex. */
 static bool runs_on_complex(kiln_op op) {
     if (kiln__op_has(op, KILN_OPF_CONTROL)) return true;
-    if (kiln__op_has(op, KILN_OPF_MOVEMENT))
-        return !kiln__op_has(op, KILN_OPF_REGIONS) && op != KILN_OP_BITCAST_CONVERT;
+    if (kiln__op_has(op, KILN_OPF_MOVEMENT)) return !kiln__op_has(op, KILN_OPF_REGIONS);
+    if (kiln__ew_complex_runs(op)) return true;
     switch (op) {
     case KILN_OP_REAL:
     case KILN_OP_IMAG:
     case KILN_OP_COMPLEX:
-    case KILN_OP_NEGATE:
-    case KILN_OP_ADD:
-    case KILN_OP_SUBTRACT:
-    case KILN_OP_MULTIPLY:
-    case KILN_OP_DIVIDE:
+    case KILN_OP_DOT_GENERAL: /* in the compute representation of eval_linalg.h */
+    case KILN_OP_CONVOLUTION:
     case KILN_OP_COMPARE:
     case KILN_OP_CONVERT:
     case KILN_OP_REDUCE: /* through its region: the builtin kinds have no complex fast path */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* OpenBLAS as kiln calls it: opened at run time (dlopen) when a product first needs it,
  * never linked, so that a process that multiplies no matrices never maps it (with
- * libgfortran behind it: a millisecond of start-up when it was linked). Without it, f32 and
- * f64 products run as kiln's own loops (eval_dot.c), slower but the same semantics. */
+ * libgfortran behind it: a millisecond of start-up when it was linked). Without it, f32, f64
+ * and complex products run as kiln's own loops (eval_dot.c), slower but the same semantics. */
 #ifndef KILN_BACKENDS_CPU_BLAS_API_H
 #define KILN_BACKENDS_CPU_BLAS_API_H
 
@@ -16,6 +16,8 @@ void openblas_set_num_threads(int num_threads);
 #define KILN_BLAS_FUNCTIONS(X) \
     X(cblas_sgemm)             \
     X(cblas_dgemm)             \
+    X(cblas_cgemm)             \
+    X(cblas_zgemm)             \
     X(cblas_sgemv)             \
     X(cblas_dgemv)             \
     X(openblas_set_num_threads)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* kiln/ops_linalg.h: dot_general, convolution and numpy's matmul.
+/* kiln/ops_linalg.h: dot_general, convolution, numpy's matmul and the FFT.
  * Part of kiln/ops.h (read its overview first); include that header, not this one.
  * Inputs are converted to the result dtype before multiplying (StableHLO's rule), and
  * the products are accumulated in that dtype (f32 for f16/bf16 results, then rounded):
@@ -85,6 +85,26 @@ KILN_API kiln_conv_params kiln_conv_params_nchw(int32_t spatial);
 /* `lhs` is the input, `rhs` the kernel; result_dtype as for kiln_dot_general. */
 KILN_API kiln_tensor *kiln_convolution(kiln_ctx *cx, kiln_tensor *lhs, kiln_tensor *rhs,
                                        const kiln_conv_params *params, kiln_dtype result_dtype);
+
+/* StableHLO fft over the last fft_length.count (1 to 3) dimensions, whose sizes are
+ * fft_length:
+ *   KILN_FFT_FORWARD  complex -> complex, sum_n x[n] e^(-2 pi i kn/N);
+ *   KILN_FFT_INVERSE  complex -> complex, the inverse, divided by the product of the lengths;
+ *   KILN_FFT_REAL     f32/f64 -> complex<f32|f64>, the forward transform of real values,
+ *                     its last dimension cut to N/2 + 1 (the rest is conjugate-symmetric);
+ *   KILN_FFT_INVERSE_REAL  complex -> f32/f64, the inverse of KILN_FFT_REAL: the operand's
+ *                     last dimension is N/2 + 1, the result's N.
+ * Any lengths, not only powers of two; computed in double and rounded once for complex<f32>
+ * (the numbers in StableHLO's order: FFT, IFFT, RFFT, IRFFT). */
+typedef enum kiln_fft_type {
+    KILN_FFT_FORWARD,
+    KILN_FFT_INVERSE,
+    KILN_FFT_REAL,
+    KILN_FFT_INVERSE_REAL,
+} kiln_fft_type;
+
+KILN_API kiln_tensor *kiln_fft(kiln_ctx *cx, kiln_tensor *x, kiln_fft_type type,
+                               kiln_dims fft_length);
 
 #ifdef __cplusplus
 }

@@ -167,3 +167,10 @@ kiln_tensor *kiln_matmul(kiln_ctx *cx, kiln_tensor *a, kiln_tensor *b) {
     p->rhs_contracting_dims = (kiln_dims){.count = 1, .v = {n}};
     return kiln__op_run1(cx, KILN_OP_DOT_GENERAL, &attrs, operands, 2);
 }
+
+kiln_tensor *kiln_fft(kiln_ctx *cx, kiln_tensor *x, kiln_fft_type type, kiln_dims fft_length) {
+    kiln__attrs attrs = {.fn = "kiln_fft"};
+    attrs.u.fft.type = type;
+    attrs.u.fft.length = fft_length;
+    return kiln__op_run1(cx, KILN_OP_FFT, &attrs, &x, 1);
+}

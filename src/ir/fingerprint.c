@@ -97,6 +97,10 @@ static void put_member(writer *w, kiln_op kind, const kiln__attrs *a) {
         break;
     case KILN_OP_RESHAPE: put_shape(w, &a->u.reshape); break;
     case KILN_OP_TRANSPOSE: put_dims(w, &a->u.permutation); break;
+    case KILN_OP_FFT:
+        put_i64(w, a->u.fft.type);
+        put_dims(w, &a->u.fft.length);
+        break;
     case KILN_OP_REVERSE: put_dims(w, &a->u.reverse_dims); break;
     case KILN_OP_SLICE:
         put_dims(w, &a->u.slice.start);

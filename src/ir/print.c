@@ -617,12 +617,14 @@ static void print_generic(printer *p, const kiln__ir_op *op, int ind) {
 }
 
 /* An attribute's value in a pretty form: [1, 2], 3, or " NAME" for an enum (MLIR writes a
- * space before an enum's keyword). */
+ * space before most enums' keyword; "NAME" for a tight one). */
 static void put_attr_pretty(printer *p, const kiln__attr_desc *d, const kiln__attrs *a) {
     switch (d->kind) {
     case KILN__AK_I64: kiln__strbuf_printf(&p->sb, "%" PRId64, i64_at(a, d->offset)); return;
     case KILN__AK_DIMS: put_dims(p, dims_at(a, d->offset)); return;
-    case KILN__AK_ENUM: kiln__strbuf_printf(&p->sb, " %s", enum_text(p, d, a)); return;
+    case KILN__AK_ENUM:
+        kiln__strbuf_printf(&p->sb, d->tight ? "%s" : " %s", enum_text(p, d, a));
+        return;
     default: fail_internal(p, "an attribute kind without a pretty form"); return;
     }
 }
@@ -633,7 +635,7 @@ static void print_inline(printer *p, const kiln__ir_op *op) {
     kiln__strbuf_printf(&p->sb, "stablehlo.%s ", kiln__op_get_info(op->kind)->name);
     bool any = false;
     for (int32_t i = 0; i < syn->n_attrs; i++) {
-        const kiln__attr_desc *d = &syn->attrs[i];
+        const kiln__attr_desc *d = kiln__op_pretty_attr(syn, i);
         if (!d->in_pretty || !d->before_operands) continue;
         if (any) put(p, ", ");
         put_attr_pretty(p, d, op->attrs);
@@ -645,7 +647,7 @@ static void print_inline(printer *p, const kiln__ir_op *op) {
         any = true;
     }
     for (int32_t i = 0; i < syn->n_attrs; i++) {
-        const kiln__attr_desc *d = &syn->attrs[i];
+        const kiln__attr_desc *d = kiln__op_pretty_attr(syn, i);
         if (!d->in_pretty || d->before_operands) continue;
         if (any) put(p, ", ");
         if (d->pretty) kiln__strbuf_printf(&p->sb, "%s = ", d->pretty);

@@ -482,7 +482,7 @@ static bool pretty_inline(parser *p, opdesc *o) {
     const kiln__op_syntax *syn = kiln__op_syntax_get(o->kind);
     bool any = false;
     for (int32_t i = 0; i < syn->n_attrs; i++) {
-        const kiln__attr_desc *d = &syn->attrs[i];
+        const kiln__attr_desc *d = kiln__op_pretty_attr(syn, i);
         if (!d->in_pretty || !d->before_operands) continue;
         if (any && !kiln__text_expect(p, ',', "between attributes")) return false;
         if (!pretty_value(p, o, d)) return false;
@@ -494,7 +494,7 @@ static bool pretty_inline(parser *p, opdesc *o) {
         any = true;
     }
     for (int32_t i = 0; i < syn->n_attrs; i++) {
-        const kiln__attr_desc *d = &syn->attrs[i];
+        const kiln__attr_desc *d = kiln__op_pretty_attr(syn, i);
         if (!d->in_pretty || d->before_operands) continue;
         if (d->pretty_optional) {
             if (!kiln__text_accept(p, ',')) continue;

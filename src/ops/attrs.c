@@ -31,6 +31,7 @@ size_t kiln__attrs_size(kiln_op kind) {
     case KILN_OP_SELECT_AND_SCATTER: return MEMBER(window);
     case KILN_OP_DOT_GENERAL: return MEMBER(dot);
     case KILN_OP_CONVOLUTION: return MEMBER(conv);
+    case KILN_OP_FFT: return MEMBER(fft);
     case KILN_OP_WHILE: return MEMBER(loop);
     case KILN_OP_ALL_REDUCE:
     case KILN_OP_ALL_GATHER:

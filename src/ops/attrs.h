@@ -80,6 +80,10 @@ typedef struct kiln__attrs {
         kiln_dims reduce_dims;
         kiln_window_params window; /* reduce_window, select_and_scatter; defaults filled in */
         kiln_dot_params dot;
+        struct {
+            kiln_fft_type type;
+            kiln_dims length; /* the sizes of the last length.count dimensions, 1 to 3 */
+        } fft;
         kiln_conv_params conv; /* defaults filled in */
         struct {
             kiln__groups groups;

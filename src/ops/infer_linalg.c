@@ -308,3 +308,60 @@ KILN__INFER(CONVOLUTION) {
     results[0] = (kiln__type){.dtype = rd, .shape = out};
     return KILN_OK;
 }
+
+/* ---- fft ------------------------------------------------------------------------------ */
+
+static const char *const fft_type_names[] = {"FFT", "IFFT", "RFFT", "IRFFT"};
+
+/* The spec's constraints: 1 to 3 lengths, the operand's last dimensions those lengths (the
+ * last one N/2 + 1 for IRFFT), complex operands but for RFFT's f32/f64, and the result type
+ * that follows (C1-C5). */
+KILN__INFER(FFT) {
+    (void)n_operands, (void)n_results;
+    const kiln__type *x = &operands[0];
+    kiln_fft_type type = attrs->u.fft.type;
+    const kiln_dims *len = &attrs->u.fft.length;
+    if ((unsigned)type > KILN_FFT_INVERSE_REAL)
+        return kiln__infer_error(cx, attrs, "fft_type %d is not FFT, IFFT, RFFT or IRFFT",
+                                 (int)type);
+    const char *name = fft_type_names[type];
+    if (len->count < 1 || len->count > 3)
+        return kiln__infer_error(cx, attrs, "fft_length has %d sizes; expected 1 to 3",
+                                 (int)len->count);
+    char have[KILN__TYPE_TEXT];
+    if (x->shape.rank < len->count)
+        return kiln__infer_error(cx, attrs, "operand 1 has type %s; %s of %d dimensions needs "
+                                 "rank >= %d", kiln__type_text(x, have), name, (int)len->count,
+                                 (int)len->count);
+    for (int32_t i = 0; i < len->count; i++)
+        if (len->v[i] < 1)
+            return kiln__infer_error(cx, attrs, "fft_length[%d] is %lld; expected >= 1", (int)i,
+                                     (long long)len->v[i]);
+    bool real_in = type == KILN_FFT_REAL;
+    if (real_in ? x->dtype != KILN_F32 && x->dtype != KILN_F64 : !kiln_dtype_is_complex(x->dtype))
+        return kiln__infer_error(cx, attrs, "operand 1 has dtype %s; %s takes %s",
+                                 kiln_dtype_name(x->dtype), name,
+                                 real_in ? "f32 or f64" : "complex<f32> or complex<f64>");
+    kiln__type r = *x;
+    int32_t first = x->shape.rank - len->count;
+    for (int32_t i = 0; i < len->count; i++) {
+        int64_t want = len->v[i];
+        bool last = i == len->count - 1;
+        if (type == KILN_FFT_INVERSE_REAL && last) want = len->v[i] / 2 + 1;
+        if (x->shape.dims[first + i] != want)
+            return kiln__infer_error(cx, attrs,
+                                     "operand 1 has type %s; %s with fft_length[%d] = %lld needs "
+                                     "dimension %d of size %lld", kiln__type_text(x, have), name,
+                                     (int)i, (long long)len->v[i], (int)(first + i),
+                                     (long long)want);
+    }
+    if (type == KILN_FFT_REAL) {
+        r.dtype = x->dtype == KILN_F32 ? KILN_C64 : KILN_C128;
+        r.shape.dims[x->shape.rank - 1] = len->v[len->count - 1] / 2 + 1;
+    } else if (type == KILN_FFT_INVERSE_REAL) {
+        r.dtype = kiln_dtype_component(x->dtype);
+        r.shape.dims[x->shape.rank - 1] = len->v[len->count - 1];
+    }
+    results[0] = r;
+    return KILN_OK;
+}

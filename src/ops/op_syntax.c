@@ -40,6 +40,7 @@ static const char *const direction_names[] = {"EQ", "NE", "GE", "GT", "LE", "LT"
 static const char *const compare_type_names[] = {"NOTYPE", "FLOAT", "TOTALORDER", "SIGNED",
                                                  "UNSIGNED"};
 static const char *const rng_names[] = {"DEFAULT", "THREE_FRY", "PHILOX"};
+static const char *const fft_names[] = {"FFT", "IFFT", "RFFT", "IRFFT"};
 
 static const kiln__attr_desc compare_attrs[] = {
     /* stablehlo.compare  LT, %a, %b,  FLOAT : ... */
@@ -55,6 +56,13 @@ static const kiln__attr_desc rng_attrs[] = {
     ATTR("rng_algorithm", ENUM, u.rng.algorithm, ENUM_NAMES("rng_algorithm", rng_names),
          PRETTY("algorithm")),
 };
+static const kiln__attr_desc fft_attrs[] = {
+    /* stablehlo.fft %x, type = FFT, length = [4] : ... */
+    ATTR("fft_length", DIMS, u.fft.length, REQUIRED, PRETTY("length")),
+    ATTR("fft_type", ENUM, u.fft.type, REQUIRED, ENUM_NAMES("fft_type", fft_names),
+         PRETTY("type"), .tight = true),
+};
+static const uint8_t fft_pretty_order[] = {1, 0}; /* type, then length */
 static const kiln__attr_desc broadcast_attrs[] = {
     ATTR("broadcast_dimensions", DIMS, u.broadcast.dims, REQUIRED, PRETTY("dims"))};
 static const kiln__attr_desc transpose_attrs[] = {
@@ -204,6 +212,10 @@ static const kiln__op_syntax table[KILN_OP_COUNT] = {
     [KILN_OP_COMPARE] = INLINE(FUNCTIONAL, compare_attrs),
     [KILN_OP_IOTA] = INLINE(RESULT, iota_attrs),
     [KILN_OP_RNG_BIT_GENERATOR] = INLINE(FUNCTIONAL, rng_attrs),
+    [KILN_OP_FFT] = {.form = KILN__FORM_INLINE,
+                     .type = KILN__TYPE_FUNCTIONAL,
+                     .pretty_order = fft_pretty_order,
+                     ATTRS(fft_attrs)},
     [KILN_OP_BROADCAST_IN_DIM] = INLINE(FUNCTIONAL, broadcast_attrs),
     [KILN_OP_TRANSPOSE] = INLINE(FUNCTIONAL, transpose_attrs),
     [KILN_OP_REVERSE] = INLINE(SAME, reverse_attrs),

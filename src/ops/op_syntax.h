@@ -61,6 +61,9 @@ typedef struct kiln__attr_desc {
      * the operands, or after them; pretty_optional: may be left out there). */
     const char *pretty;
     bool in_pretty, before_operands, pretty_optional;
+    /* ENUM in the pretty form: without the space MLIR writes before most enums' keyword
+     * (stablehlo.fft's type = FFT, where compare has "  LT"). */
+    bool tight;
     const char *mnemonic;           /* ENUM: "comparison_direction"; STRUCT: "gather" */
     const char *const *enum_names;  /* ENUM: value i is enum_names[i] (StableHLO's order) */
     int32_t n_enum;                 /* ENUM */
@@ -93,7 +96,15 @@ typedef struct kiln__op_syntax {
     int32_t min_pretty_operands;
     const kiln__attr_desc *attrs; /* in the generic form's order (StableHLO's: by name) */
     int32_t n_attrs;
+    /* INLINE: the attributes' indices in the pretty form's order where it is not the
+     * generic one's (stablehlo.fft %x, type = FFT, length = [4]); NULL: the same. */
+    const uint8_t *pretty_order;
 } kiln__op_syntax;
+
+/* The i-th attribute of the pretty form. */
+static inline const kiln__attr_desc *kiln__op_pretty_attr(const kiln__op_syntax *s, int32_t i) {
+    return &s->attrs[s->pretty_order ? s->pretty_order[i] : i];
+}
 
 /* The op's syntax (every op in the table has one). */
 const kiln__op_syntax *kiln__op_syntax_get(kiln_op op);

@@ -21,7 +21,7 @@ static const kiln_dtype complex_types[2] = {KILN_C64, KILN_C128};
 static inline kiln_tensor *complex_tensor(kiln_ctx *cx, kiln_dtype dt, kiln_shape shape,
                                    const double *re, const double *im, int64_t n) {
     size_t es = kiln_dtype_size(dt);
-    unsigned char buf[16 * 64];
+    unsigned char buf[16 * 256];
     cr_assert_leq((size_t)n * es, sizeof buf);
     for (int64_t i = 0; i < n; i++)
         kiln__element_store_complex(buf, dt, i, re[i], im[i]);

@@ -125,6 +125,10 @@ def cases():
         jnp.exp(a), jnp.log(a), jnp.sqrt(a), jnp.tanh(a), jnp.sin(a), jnp.cos(a), jnp.abs(a),
         jnp.sign(a), jnp.expm1(a), jnp.log1p(a), a ** 3, a ** 0.5, lax.rsqrt(a), p @ q,
         jnp.einsum("ij,jk->ik", p, q.conj()), jnp.tan(a)), (c1, m1, m2)
+    sig = f32(3, 12)
+    yield "jnp.fft", lambda r, z: (
+        jnp.fft.fft(z), jnp.fft.ifft(z), jnp.fft.rfft(r), jnp.fft.irfft(jnp.fft.rfft(r), 12),
+        jnp.fft.fft2(z.reshape(2, 3)), jnp.fft.rfftn(r), jnp.fft.fft(r[:, :7], axis=1)), (sig, c1)
     yield "jax.random", lambda k: (jax.random.normal(k, (3, 4)), jax.random.uniform(k, (5,)),
                                    jax.random.randint(k, (4,), 0, 10)), (jax.random.key_data(
         jax.random.PRNGKey(42)),)

@@ -33,6 +33,10 @@ def f32(*shape):
     return rng.standard_normal(shape).astype(np.float32)
 
 
+def c64(*shape):
+    return (f32(*shape) + 1j * f32(*shape)).astype(np.complex64)
+
+
 POOLS = (True, True, False, True, False, True, False, True)
 
 
@@ -76,7 +80,16 @@ def cases():
         # JAX's dispatch with next to no work: what a small call costs before any kernel
         ("x + 1 f32[1] (dispatch floor)", lambda x: x + 1, (f32(1),), False, True),
         ("VGG11 forward 8x3x32x32", lambda x, p: vgg11(x, p), (f32(8, 3, 32, 32), vp), True, True),
+        ("fft c64[256,1024] (rows)", jnp.fft.fft, (c64(256, 1024),), False, True),
+        ("fft c64[64,1000] (radices 4, 2, 5)", jnp.fft.fft, (c64(64, 1000),), False, True),
+        ("rfft f32[256,1024]", jnp.fft.rfft, (f32(256, 1024),), False, True),
+        ("fft2 c64[512,512]", jnp.fft.fft2, (c64(512, 512),), False, True),
     ]
+
+
+def wide(a):
+    """a in float64, or complex128 for complex values (their difference counts both parts)."""
+    return np.asarray(a, np.complex128 if np.iscomplexobj(a) else np.float64)
 
 
 def compile_time(jitted, dargs, repeats):
@@ -122,8 +135,8 @@ def main():
             row[f"call_{label}_s"] = median_time(
                 lambda: jax.block_until_ready(compiled(*dargs)), reps)
             row[f"out_{label}"] = out
-        got = [np.asarray(a, np.float64) for a in jax.tree_util.tree_leaves(row.pop("out_kiln"))]
-        want = [np.asarray(a, np.float64) for a in jax.tree_util.tree_leaves(row.pop("out_xla"))]
+        got = [wide(a) for a in jax.tree_util.tree_leaves(row.pop("out_kiln"))]
+        want = [wide(a) for a in jax.tree_util.tree_leaves(row.pop("out_xla"))]
         scale = max(float(np.max(np.abs(w))) for w in want) or 1.0
         row["max_rel_diff"] = max(float(np.max(np.abs(g - w))) for g, w in zip(got, want)) / scale
         ct = (f"{row['compile_xla_s'] * 1e3:10.2f}ms {row['compile_kiln_s'] * 1e3:11.2f}ms "

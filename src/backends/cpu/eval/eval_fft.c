@@ -1,223 +1,112 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* stablehlo.fft on the CPU: FFT, IFFT, RFFT and IRFFT over the last one to three
- * dimensions, of any lengths. The values are computed in double complex (complex<f32> and
- * f32 rounded once at the end), one line of a dimension at a time: a power-of-two length
- * by iterative radix-2, a short other one as a direct sum over a table of roots, a longer
- * one by Bluestein's chirp-z (a power-of-two convolution), so that every length costs
- * O(n log n) but the short ones. The inverse is the conjugate of the forward transform of
- * the conjugate, divided by n along each dimension. RFFT transforms (x, 0) and keeps the
- * last dimension's first N/2 + 1 values; IRFFT inverts the leading dimensions, then
- * completes each last line by conjugate symmetry and keeps the real parts (the imaginary
- * parts of the zero and Nyquist terms are ignored, as numpy's and XLA's are). */
-#include <complex.h>
-#include <math.h>
+ * dimensions, of any lengths (lib/fft.h: mixed radix, Bluestein beyond). The values are
+ * computed in double (complex<f32> and f32 rounded once at the end), one dimension after
+ * the other, its lines split across kiln's threads (a line's bits do not depend on which
+ * thread runs it). The inverse divides by n along each dimension. RFFT transforms (x, 0)
+ * and keeps the last dimension's first N/2 + 1 values; IRFFT inverts the leading
+ * dimensions, then completes each last line by conjugate symmetry and keeps the real
+ * parts (the imaginary parts of the zero and Nyquist terms are ignored, as numpy's and
+ * XLA's are). */
 #include <string.h>
 
 #include "backends/cpu/eval/eval.h"
+#include "backends/cpu/lib/fft.h"
 #include "base/alloc.h"
+#include "base/threads.h"
 
-typedef double _Complex cplx;
+/* Below this many values a dimension's lines run on the calling thread. */
+#define PARALLEL_MIN 16384
 
-static inline cplx complex_of(double re, double im) {
-    double parts[2] = {re, im};
-    cplx z;
-    memcpy(&z, parts, sizeof z);
-    return z;
-}
+/* The lines of one dimension: `lines` of n values, line l at ((l / inner) n inner +
+ * l % inner) with stride inner, in the interleaved work array x; IRFFT's last dimension
+ * writes n real values per line to r instead. */
+typedef struct lines_job {
+    const kiln__fft_plan *plan;
+    double *x;
+    int64_t n, inner, lines, chunks;
+    bool inverse;
+    /* IRFFT's last dimension: the result (f32 or f64), each line's h = n/2 + 1 inputs */
+    void *real_out;
+    kiln_dtype real_dtype;
+    double *scratch; /* chunks x per_chunk doubles */
+    size_t per_chunk;
+} lines_job;
 
-static const double PI = 3.14159265358979323846;
-
-/* e^(-2 pi i k / n) for 0 <= k < n. */
-static cplx root(int64_t k, int64_t n) {
-    double a = 2.0 * PI * ((double)k / (double)n);
-    return complex_of(cos(a), -sin(a));
-}
-
-/* Below this many elements a length that is not a power of two is summed directly. */
-#define DIRECT_MAX 32
-
-/* Scratch for one length: the line, its roots, and Bluestein's buffers. */
-typedef struct plan {
-    int64_t n, m;   /* the length; Bluestein's power-of-two size (0: not used) */
-    cplx *line;     /* n */
-    cplx *roots;    /* n (direct), n / 2 (radix-2), m / 2 (Bluestein) */
-    cplx *chirp;    /* Bluestein: n values e^(-pi i k^2 / n) */
-    cplx *kernel;   /* Bluestein: the transformed conjugate chirp, m */
-    cplx *work;     /* Bluestein: m; direct: n */
-    void *block;
-    size_t bytes;
-} plan;
-
-static bool is_pow2(int64_t n) { return (n & (n - 1)) == 0; }
-
-/* In place, x of power-of-two length n, with roots[k] = e^(-2 pi i k / n) for k < n/2. */
-static void radix2(cplx *x, int64_t n, const cplx *roots) {
-    for (int64_t i = 1, j = 0; i < n; i++) {
-        int64_t bit = n >> 1;
-        for (; j & bit; bit >>= 1)
-            j ^= bit;
-        j ^= bit;
-        if (i < j) {
-            cplx t = x[i];
-            x[i] = x[j];
-            x[j] = t;
-        }
+static void real_line(const lines_job *j, int64_t l, double *line, double *scratch) {
+    int64_t n = j->n, h = n / 2 + 1;
+    const double *in = j->x + 2 * l * h;
+    memcpy(line, in, (size_t)(2 * h) * sizeof *line);
+    for (int64_t k = h; k < n; k++) /* X_k = conj(X_(n-k)) */
+        line[2 * k] = in[2 * (n - k)], line[2 * k + 1] = -in[2 * (n - k) + 1];
+    kiln__fft_line(j->plan, line, scratch, true);
+    for (int64_t k = 0; k < n; k++) {
+        if (j->real_dtype == KILN_F32)
+            ((float *)j->real_out)[l * n + k] = (float)line[2 * k];
+        else
+            ((double *)j->real_out)[l * n + k] = line[2 * k];
     }
-    for (int64_t len = 2; len <= n; len <<= 1) {
-        int64_t half = len >> 1, step = n / len;
-        for (int64_t s = 0; s < n; s += len)
-            for (int64_t k = 0; k < half; k++) {
-                cplx w = roots[k * step], u = x[s + k], v = x[s + k + half] * w;
-                x[s + k] = u + v;
-                x[s + k + half] = u - v;
+}
+
+/* Strided lines are copied in and out TILE at a time (neighbouring columns), so that each
+ * row of the array is read in runs rather than one value per cache line. */
+enum { TILE = 8 };
+
+static void run_lines(void *user, int64_t begin, int64_t end) {
+    const lines_job *j = user;
+    int64_t n = j->n, inner = j->inner;
+    for (int64_t c = begin; c < end; c++) {
+        double *lines = j->scratch + (size_t)c * j->per_chunk, *scratch = lines + 2 * n * TILE;
+        int64_t first = c * j->lines / j->chunks, last = (c + 1) * j->lines / j->chunks;
+        for (int64_t l = first; l < last;) {
+            if (j->real_out) {
+                real_line(j, l++, lines, scratch);
+                continue;
             }
-    }
-}
-
-static kiln_status plan_make(kiln_ctx *cx, int64_t n, plan *p) {
-    memset(p, 0, sizeof *p);
-    p->n = n;
-    bool pow2 = is_pow2(n), direct = !pow2 && n <= DIRECT_MAX;
-    int64_t m = 0; /* Bluestein's convolution size: a power of two >= 2n - 1 */
-    if (!pow2 && !direct) {
-        m = 1;
-        while (m < 2 * n - 1)
-            m <<= 1;
-    }
-    p->m = m;
-    int64_t n_roots = pow2 ? n / 2 : direct ? n : m / 2;
-    int64_t total = n + n_roots + (m ? n + 2 * m : direct ? n : 0);
-    p->bytes = (size_t)total * sizeof(cplx);
-    p->block = kiln__alloc(cx, p->bytes > 0 ? p->bytes : sizeof(cplx), _Alignof(cplx), "fft");
-    if (!p->block) return KILN_RESOURCE_EXHAUSTED;
-    cplx *at = p->block;
-    p->line = at, at += n;
-    p->roots = at, at += n_roots;
-    int64_t root_n = pow2 ? n : direct ? n : m;
-    for (int64_t k = 0; k < n_roots; k++)
-        p->roots[k] = root(k, root_n);
-    if (direct) p->work = at;
-    if (m) {
-        p->chirp = at, at += n;
-        p->kernel = at, at += m;
-        p->work = at;
-        /* chirp k = e^(-pi i k^2 / n), k^2 taken modulo 2n (as k^2 = (k-1)^2 + 2k - 1) so
-         * that the angle stays small and exact */
-        for (int64_t k = 0, k2 = 0; k < n; k++) {
-            if (k) k2 = (k2 + 2 * k - 1) % (2 * n);
-            double a = PI * ((double)k2 / (double)n);
-            p->chirp[k] = complex_of(cos(a), -sin(a));
-        }
-        /* The kernel: conj(chirp) at 0..n-1 and, wrapped, at m-n+1..m-1; transformed. */
-        memset(p->kernel, 0, (size_t)m * sizeof(cplx));
-        for (int64_t k = 0; k < n; k++) {
-            p->kernel[k] = conj(p->chirp[k]);
-            if (k) p->kernel[m - k] = conj(p->chirp[k]);
-        }
-        radix2(p->kernel, m, p->roots);
-    }
-    return KILN_OK;
-}
-
-static void plan_free(kiln_ctx *cx, plan *p) {
-    if (p->block) kiln__free(cx, p->block, p->bytes > 0 ? p->bytes : sizeof(cplx));
-}
-
-/* The forward transform of p->line, in place. */
-static void forward(plan *p) {
-    int64_t n = p->n;
-    cplx *x = p->line;
-    if (n == 1) return;
-    if (is_pow2(n)) {
-        radix2(x, n, p->roots);
-    } else if (!p->m) {
-        for (int64_t k = 0; k < n; k++) {
-            cplx acc = 0;
-            for (int64_t j = 0; j < n; j++)
-                acc += x[j] * p->roots[(j * k) % n];
-            p->work[k] = acc;
-        }
-        memcpy(x, p->work, (size_t)n * sizeof(cplx));
-    } else {
-        /* X_k = chirp_k sum_j (x_j chirp_j) conj(chirp_(k-j)): a convolution of size m */
-        int64_t m = p->m;
-        cplx *w = p->work;
-        for (int64_t j = 0; j < n; j++)
-            w[j] = x[j] * p->chirp[j];
-        memset(w + n, 0, (size_t)(m - n) * sizeof(cplx));
-        radix2(w, m, p->roots);
-        for (int64_t j = 0; j < m; j++)
-            w[j] = conj(w[j] * p->kernel[j]); /* conjugated: the inverse as a forward */
-        radix2(w, m, p->roots);
-        double scale = 1.0 / (double)m;
-        for (int64_t k = 0; k < n; k++)
-            x[k] = conj(w[k]) * scale * p->chirp[k];
-    }
-}
-
-/* The transform of p->line, forward or inverse (conj, forward, conj, / n). */
-static void transform(plan *p, bool inverse) {
-    int64_t n = p->n;
-    if (!inverse) {
-        forward(p);
-        return;
-    }
-    for (int64_t i = 0; i < n; i++)
-        p->line[i] = conj(p->line[i]);
-    forward(p);
-    double scale = 1.0 / (double)n;
-    for (int64_t i = 0; i < n; i++)
-        p->line[i] = conj(p->line[i]) * scale;
-}
-
-/* Every line along dimension `axis` of the row-major array x of `rank` dims. */
-static kiln_status along(kiln_ctx *cx, cplx *x, const int64_t *dims, int32_t rank, int32_t axis,
-                         bool inverse) {
-    int64_t n = dims[axis], inner = 1, outer = 1;
-    for (int32_t d = axis + 1; d < rank; d++)
-        inner *= dims[d];
-    for (int32_t d = 0; d < axis; d++)
-        outer *= dims[d];
-    plan p;
-    kiln_status s = plan_make(cx, n, &p);
-    if (s != KILN_OK) return s;
-    for (int64_t o = 0; o < outer; o++)
-        for (int64_t i = 0; i < inner; i++) {
-            cplx *base = x + o * n * inner + i;
+            double *base = j->x + 2 * ((l / inner) * n * inner + l % inner);
+            if (inner == 1) {
+                kiln__fft_line(j->plan, base, scratch, j->inverse);
+                l++;
+                continue;
+            }
+            /* g neighbouring columns of one block: l % inner .. + g - 1 */
+            int64_t g = inner - l % inner;
+            if (g > TILE) g = TILE;
+            if (g > last - l) g = last - l;
             for (int64_t k = 0; k < n; k++)
-                p.line[k] = base[k * inner];
-            transform(&p, inverse);
+                for (int64_t t = 0; t < g; t++) {
+                    lines[2 * (t * n + k)] = base[2 * (k * inner + t)];
+                    lines[2 * (t * n + k) + 1] = base[2 * (k * inner + t) + 1];
+                }
+            for (int64_t t = 0; t < g; t++)
+                kiln__fft_line(j->plan, lines + 2 * t * n, scratch, j->inverse);
             for (int64_t k = 0; k < n; k++)
-                base[k * inner] = p.line[k];
-        }
-    plan_free(cx, &p);
-    return KILN_OK;
-}
-
-/* IRFFT's last dimension: each line of h = n/2 + 1 values completed to n by conjugate
- * symmetry, inverted, its real parts written to r (f32 or f64). */
-static kiln_status real_lines(kiln_ctx *cx, const cplx *x, int64_t lines, int64_t n, void *r,
-                              kiln_dtype rd) {
-    int64_t h = n / 2 + 1;
-    plan p;
-    kiln_status s = plan_make(cx, n, &p);
-    if (s != KILN_OK) return s;
-    for (int64_t l = 0; l < lines; l++) {
-        const cplx *in = x + l * h;
-        for (int64_t k = 0; k < h; k++)
-            p.line[k] = in[k];
-        for (int64_t k = h; k < n; k++)
-            p.line[k] = conj(in[n - k]);
-        transform(&p, true);
-        for (int64_t k = 0; k < n; k++) {
-            if (rd == KILN_F32)
-                ((float *)r)[l * n + k] = (float)creal(p.line[k]);
-            else
-                ((double *)r)[l * n + k] = creal(p.line[k]);
+                for (int64_t t = 0; t < g; t++) {
+                    base[2 * (k * inner + t)] = lines[2 * (t * n + k)];
+                    base[2 * (k * inner + t) + 1] = lines[2 * (t * n + k) + 1];
+                }
+            l += g;
         }
     }
-    plan_free(cx, &p);
-    return KILN_OK;
+}
+
+/* Runs job's lines (plan, x, n, inner, lines, inverse and real_* set) on kiln's threads. */
+static kiln_status run(kiln_ctx *cx, lines_job *j) {
+    j->plan = kiln__fft_plan_make(cx, j->n);
+    if (!j->plan) return KILN_RESOURCE_EXHAUSTED;
+    bool wide = (double)j->n * (double)j->lines >= PARALLEL_MIN;
+    j->chunks = wide ? kiln__threads_count() : 1;
+    if (j->chunks > j->lines) j->chunks = j->lines;
+    j->per_chunk = 2 * (size_t)j->n * TILE + kiln__fft_scratch_doubles(j->plan);
+    size_t bytes = (size_t)j->chunks * j->per_chunk * sizeof(double);
+    kiln_status s = KILN_RESOURCE_EXHAUSTED;
+    if ((j->scratch = kiln__alloc(cx, bytes, _Alignof(double), "fft"))) {
+        kiln__parallel_for(j->chunks, 1, run_lines, j);
+        kiln__free(cx, j->scratch, bytes);
+        s = KILN_OK;
+    }
+    kiln__fft_plan_free(cx, (kiln__fft_plan *)j->plan);
+    return s;
 }
 
 KILN__EVAL(FFT) {
@@ -231,46 +120,54 @@ KILN__EVAL(FFT) {
     int64_t xn = kiln_tensor_numel(xt), rn = kiln_tensor_numel(rt);
     if (rn == 0) return KILN_OK;
     int32_t rank = xs->rank, first = rank - len->count;
-    /* The work array: the operand as double complex values (RFFT: (x, 0)). */
-    size_t bytes = (size_t)xn * sizeof(cplx);
-    cplx *w = kiln__alloc(cx, bytes, _Alignof(cplx), "fft");
+    /* The work array: the operand as interleaved doubles (RFFT: (x, 0)). */
+    size_t bytes = (size_t)xn * 2 * sizeof(double);
+    double *w = kiln__alloc(cx, bytes, _Alignof(double), "fft");
     if (!w) return KILN_RESOURCE_EXHAUSTED;
     const void *xv = kiln__in(xt);
-    for (int64_t i = 0; i < xn; i++) {
-        switch (xd) {
-        case KILN_F32: w[i] = complex_of(((const float *)xv)[i], 0); break;
-        case KILN_F64: w[i] = complex_of(((const double *)xv)[i], 0); break;
-        case KILN_C64:
-            w[i] = complex_of(((const float *)xv)[2 * i], ((const float *)xv)[2 * i + 1]);
-            break;
-        default:
-            w[i] = complex_of(((const double *)xv)[2 * i], ((const double *)xv)[2 * i + 1]);
-            break;
-        }
+    switch (xd) {
+    case KILN_F32:
+        for (int64_t i = 0; i < xn; i++)
+            w[2 * i] = ((const float *)xv)[i], w[2 * i + 1] = 0;
+        break;
+    case KILN_F64:
+        for (int64_t i = 0; i < xn; i++)
+            w[2 * i] = ((const double *)xv)[i], w[2 * i + 1] = 0;
+        break;
+    case KILN_C64:
+        for (int64_t i = 0; i < 2 * xn; i++)
+            w[i] = ((const float *)xv)[i];
+        break;
+    default: memcpy(w, xv, bytes); break;
     }
     bool inverse = type == KILN_FFT_INVERSE || type == KILN_FFT_INVERSE_REAL;
-    /* IRFFT: the last dimension is done by real_lines; the others as complex. */
+    /* IRFFT: the last dimension is real lines; the others complex. */
     int32_t last = type == KILN_FFT_INVERSE_REAL ? rank - 1 : rank;
     kiln_status s = KILN_OK;
-    for (int32_t a = first; a < last && s == KILN_OK; a++)
-        s = along(cx, w, xs->dims, rank, a, inverse);
+    for (int32_t a = first; a < last && s == KILN_OK; a++) {
+        int64_t inner = 1;
+        for (int32_t d = a + 1; d < rank; d++)
+            inner *= xs->dims[d];
+        lines_job j = {.x = w, .n = xs->dims[a], .inner = inner, .inverse = inverse};
+        j.lines = xn / j.n;
+        s = run(cx, &j);
+    }
     void *rv = kiln__out(rt);
     if (s == KILN_OK && type == KILN_FFT_INVERSE_REAL) {
-        int64_t n = len->v[len->count - 1];
-        s = real_lines(cx, w, rn / n, n, rv, rd);
+        lines_job j = {.x = w, .n = len->v[len->count - 1], .inner = 1, .inverse = true,
+                       .real_out = rv, .real_dtype = rd};
+        j.lines = rn / j.n;
+        s = run(cx, &j);
     } else if (s == KILN_OK) {
         /* RFFT keeps the first N/2 + 1 of each last line; the others keep every value. */
         int64_t n = xs->dims[rank - 1], keep = type == KILN_FFT_REAL ? n / 2 + 1 : n;
         for (int64_t l = 0, o = 0; l < xn / n; l++)
-            for (int64_t k = 0; k < keep; k++, o++) {
-                cplx v = w[l * n + k];
-                if (rd == KILN_C64) {
-                    ((float *)rv)[2 * o] = (float)creal(v);
-                    ((float *)rv)[2 * o + 1] = (float)cimag(v);
-                } else {
-                    ((double *)rv)[2 * o] = creal(v);
-                    ((double *)rv)[2 * o + 1] = cimag(v);
-                }
+            for (int64_t k = 0; k < 2 * keep; k++, o++) {
+                double v = w[2 * l * n + k];
+                if (rd == KILN_C64)
+                    ((float *)rv)[o] = (float)v;
+                else
+                    ((double *)rv)[o] = v;
             }
     }
     kiln__free(cx, w, bytes);

@@ -3,7 +3,8 @@
  * batch dimension of the op; one only one has becomes a free dimension of it. convolution:
  * the batch is folded into the op's own dimensions (the input's batch when only the input
  * has it, the kernel's output features when only the kernel has it, feature groups when
- * both do, as JAX does), so one convolution runs the whole batch. */
+ * both do, as JAX does), so one convolution runs the whole batch. fft: the batch is one
+ * more leading dimension. */
 #include "batching/batch.h"
 
 const char kiln__batch_linalg_linked = 1;
@@ -85,5 +86,14 @@ kiln_status kiln__batch_CONVOLUTION(kiln__batch *b, const kiln__batch_op *op, ki
     }
     out[0] = split(b, kiln__emit(&b->e, KILN_OP_CONVOLUTION, &a, ops, 2), out_dim);
     out_batched[0] = true;
+    return kiln_ctx_status(b->e.cx);
+}
+
+/* fft transforms the operand's last dimensions: a batch at 0 is one more leading one. */
+kiln_status kiln__batch_FFT(kiln__batch *b, const kiln__batch_op *op, kiln__value **out,
+                            bool *out_batched) {
+    kiln__attrs a = kiln__batch_attrs(op->op);
+    out[0] = kiln__emit(&b->e, KILN_OP_FFT, &a, op->in, 1);
+    out_batched[0] = op->batched[0];
     return kiln_ctx_status(b->e.cx);
 }

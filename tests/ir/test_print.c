@@ -262,6 +262,38 @@ const char *const golden_parts =
     "  }\n"
     "}\n";
 
+static kiln_status spectrum(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
+    (void)u;
+    out[0] = kiln_fft(cx, kiln_fft(cx, in[0], KILN_FFT_REAL, KILN_DIMS(2, 6)),
+                      KILN_FFT_INVERSE_REAL, KILN_DIMS(2, 6));
+    return STATUS(cx);
+}
+
+/* fft's pretty form: the type before the lengths, the enum without MLIR's extra space */
+const char *const golden_fft =
+    "module @kiln {\n"
+    "  // calling convention of @main: 1 arguments, 1 results\n"
+    "  //   donated arguments: none\n"
+    "  //   preserved results (returned unchanged): none\n"
+    "  //   aliased results (may reuse a donated buffer): none\n"
+    "  func.func public @main(%arg0: tensor<2x6xf32>) -> tensor<2x6xf32> {\n"
+    "    %0 = stablehlo.fft %arg0, type = RFFT, length = [2, 6] : (tensor<2x6xf32>) -> "
+    "tensor<2x4xcomplex<f32>>\n"
+    "    %1 = stablehlo.fft %0, type = IRFFT, length = [2, 6] : (tensor<2x4xcomplex<f32>>) -> "
+    "tensor<2x6xf32>\n"
+    "    return %1 : tensor<2x6xf32>\n"
+    "  }\n"
+    "}\n";
+
+Test(print, fft) {
+    kiln_ctx *cx = test_ctx();
+    kiln_arg_spec args[1] = {arg(KILN_F32, KILN_SHAPE(2, 6))};
+    kiln_module *m = lower(cx, spectrum, NULL, args, 1, 1);
+    expect_text(cx, m, golden_fft, "fft");
+    kiln_module_release(m);
+    kiln_ctx_release(cx);
+}
+
 Test(print, complex_parts) {
     kiln_ctx *cx = test_ctx();
     kiln_arg_spec args[1] = {arg(KILN_C64, KILN_SHAPE(3))};
@@ -1434,6 +1466,7 @@ static const op_golden covered[] = {
     {KILN_OP_REAL, &golden_parts},
     {KILN_OP_IMAG, &golden_parts},
     {KILN_OP_COMPLEX, &golden_parts},
+    {KILN_OP_FFT, &golden_fft},
     {KILN_OP_AND, &golden_binary},
     {KILN_OP_OR, &golden_binary},
     {KILN_OP_XOR, &golden_binary},

@@ -20,6 +20,7 @@
 const kiln_op_coverage kiln_cover_linalg[] = {
     {KILN_OP_DOT_GENERAL, "linalg/dot_general_conformance"},
     {KILN_OP_CONVOLUTION, "linalg/convolution_conformance"},
+    {KILN_OP_FFT, "fft/one_dimension_matches_the_direct_sum_for_every_method"},
     {KILN_OP_COUNT, NULL},
 };
 

@@ -810,7 +810,24 @@ static kiln_status f_linalg(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **
     return kiln_ctx_status(cx);
 }
 
+/* every fft type, of a length Bluestein runs (37) and a mixed-radix one (4 x 6) */
+static kiln_status f_fft(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
+    (void)u;
+    kiln_tensor *z = kiln_complex(cx, in[0], in[1]);
+    out[0] = kiln_fft(cx, z, KILN_FFT_FORWARD, KILN_DIMS(37));
+    out[1] = kiln_fft(cx, out[0], KILN_FFT_INVERSE, KILN_DIMS(37));
+    out[2] = kiln_fft(cx, in[2], KILN_FFT_REAL, KILN_DIMS(4, 6));
+    out[3] = kiln_fft(cx, out[2], KILN_FFT_INVERSE_REAL, KILN_DIMS(4, 6));
+    return kiln_ctx_status(cx);
+}
+
 static const ev_case linalg_cases[] = {
+    {.name = "fft",
+     .fn = {f_fft, NULL},
+     .n_in = 3,
+     .n_out = 4,
+     .in = {ANY(KILN_F64, SH(3, 37)), ANY(KILN_F64, SH(3, 37)), ANY(KILN_F32, SH(2, 4, 6))},
+     OPS(KILN_OP_FFT)},
     {.name = "dot_general_convolution",
      .fn = {f_linalg, NULL},
      .n_in = 6,

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* kiln/ops_linalg.h: dot_general, convolution, numpy's matmul and the FFT.
+/* kiln/ops_linalg.h: dot_general, convolution, numpy's matmul, the FFT, triangular_solve
+ * and cholesky.
  * Part of kiln/ops.h (read its overview first); include that header, not this one.
  * Inputs are converted to the result dtype before multiplying (StableHLO's rule), and
  * the products are accumulated in that dtype (f32 for f16/bf16 results, then rounded):
@@ -105,6 +106,29 @@ typedef enum kiln_fft_type {
 
 KILN_API kiln_tensor *kiln_fft(kiln_ctx *cx, kiln_tensor *x, kiln_fft_type type,
                                kiln_dims fft_length);
+
+/* How triangular_solve applies its matrix: as it is, transposed, or conjugate-transposed
+ * (StableHLO's NO_TRANSPOSE, TRANSPOSE, ADJOINT, with its numbers: 0 is invalid). */
+typedef enum kiln_solve_transpose {
+    KILN_TRANSPOSE_NONE = 1,
+    KILN_TRANSPOSE_T = 2,
+    KILN_TRANSPOSE_ADJOINT = 3,
+} kiln_solve_transpose;
+
+/* StableHLO triangular_solve: x with op(a) x = b (left_side) or x op(a) = b, for a
+ * [..., M, M] of which only the lower (or upper) triangle is read, its diagonal taken as
+ * ones with unit_diagonal; b is [..., M, N] (left) or [..., N, M], the leading dimensions
+ * a batch shared with a. f32, f64, complex; computed in double, rounded once. A singular
+ * matrix gives infinities or NaN, as the division does. */
+KILN_API kiln_tensor *kiln_triangular_solve(kiln_ctx *cx, kiln_tensor *a, kiln_tensor *b,
+                                            bool left_side, bool lower, bool unit_diagonal,
+                                            kiln_solve_transpose transpose_a);
+
+/* StableHLO cholesky: the factor L of a = L L^H (lower) or U of a = U^H U, of a [..., N, N]
+ * Hermitian positive-definite (only that triangle of a is read); the other triangle of the
+ * result is zero. A matrix that is not positive-definite gives NaN from the first pivot
+ * that is not positive on. f32, f64, complex; computed in double, rounded once. */
+KILN_API kiln_tensor *kiln_cholesky(kiln_ctx *cx, kiln_tensor *a, bool lower);
 
 #ifdef __cplusplus
 }

@@ -97,3 +97,19 @@ kiln_status kiln__batch_FFT(kiln__batch *b, const kiln__batch_op *op, kiln__valu
     out_batched[0] = op->batched[0];
     return kiln_ctx_status(b->e.cx);
 }
+
+/* triangular_solve and cholesky work on the last two dimensions: the batch is one more
+ * leading one, of both operands of triangular_solve (broadcast where only one has it). */
+kiln_status kiln__batch_TRIANGULAR_SOLVE(kiln__batch *b, const kiln__batch_op *op,
+                                         kiln__value **out, bool *out_batched) {
+    kiln__attrs a = kiln__batch_attrs(op->op);
+    kiln__value *in[2];
+    for (int i = 0; i < 2; i++)
+        if (!(in[i] = kiln__batch_broadcast(b, op->in[i], op->batched[i])))
+            return kiln_ctx_status(b->e.cx);
+    out[0] = kiln__emit(&b->e, KILN_OP_TRIANGULAR_SOLVE, &a, in, 2);
+    out_batched[0] = true;
+    return kiln_ctx_status(b->e.cx);
+}
+
+KILN__BATCH_AS(CHOLESKY, kiln__batch_FFT);

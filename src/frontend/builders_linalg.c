@@ -174,3 +174,21 @@ kiln_tensor *kiln_fft(kiln_ctx *cx, kiln_tensor *x, kiln_fft_type type, kiln_dim
     attrs.u.fft.length = fft_length;
     return kiln__op_run1(cx, KILN_OP_FFT, &attrs, &x, 1);
 }
+
+kiln_tensor *kiln_triangular_solve(kiln_ctx *cx, kiln_tensor *a, kiln_tensor *b, bool left_side,
+                                   bool lower, bool unit_diagonal,
+                                   kiln_solve_transpose transpose_a) {
+    kiln__attrs attrs = {.fn = "kiln_triangular_solve"};
+    attrs.u.triangular.left_side = left_side;
+    attrs.u.triangular.lower = lower;
+    attrs.u.triangular.unit_diagonal = unit_diagonal;
+    attrs.u.triangular.transpose_a = transpose_a;
+    kiln_tensor *operands[2] = {a, b};
+    return kiln__op_run1(cx, KILN_OP_TRIANGULAR_SOLVE, &attrs, operands, 2);
+}
+
+kiln_tensor *kiln_cholesky(kiln_ctx *cx, kiln_tensor *a, bool lower) {
+    kiln__attrs attrs = {.fn = "kiln_cholesky"};
+    attrs.u.triangular.lower = lower;
+    return kiln__op_run1(cx, KILN_OP_CHOLESKY, &attrs, &a, 1);
+}

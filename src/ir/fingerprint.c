@@ -97,6 +97,13 @@ static void put_member(writer *w, kiln_op kind, const kiln__attrs *a) {
         break;
     case KILN_OP_RESHAPE: put_shape(w, &a->u.reshape); break;
     case KILN_OP_TRANSPOSE: put_dims(w, &a->u.permutation); break;
+    case KILN_OP_TRIANGULAR_SOLVE:
+    case KILN_OP_CHOLESKY:
+        put_i64(w, a->u.triangular.left_side);
+        put_i64(w, a->u.triangular.lower);
+        put_i64(w, a->u.triangular.unit_diagonal);
+        put_i64(w, a->u.triangular.transpose_a);
+        break;
     case KILN_OP_FFT:
         put_i64(w, a->u.fft.type);
         put_dims(w, &a->u.fft.length);

@@ -622,6 +622,9 @@ static void put_attr_pretty(printer *p, const kiln__attr_desc *d, const kiln__at
     switch (d->kind) {
     case KILN__AK_I64: kiln__strbuf_printf(&p->sb, "%" PRId64, i64_at(a, d->offset)); return;
     case KILN__AK_DIMS: put_dims(p, dims_at(a, d->offset)); return;
+    case KILN__AK_BOOL:
+        put(p, *(const bool *)kiln__attr_at_const(a, d->offset) ? "true" : "false");
+        return;
     case KILN__AK_ENUM:
         kiln__strbuf_printf(&p->sb, d->tight ? "%s" : " %s", enum_text(p, d, a));
         return;
@@ -649,6 +652,10 @@ static void print_inline(printer *p, const kiln__ir_op *op) {
     for (int32_t i = 0; i < syn->n_attrs; i++) {
         const kiln__attr_desc *d = kiln__op_pretty_attr(syn, i);
         if (!d->in_pretty || d->before_operands) continue;
+        /* an optional flag at its default (false) is left out, as MLIR does */
+        if (d->pretty_optional && d->kind == KILN__AK_BOOL &&
+            !*(const bool *)kiln__attr_at_const(op->attrs, d->offset))
+            continue;
         if (any) put(p, ", ");
         if (d->pretty) kiln__strbuf_printf(&p->sb, "%s = ", d->pretty);
         put_attr_pretty(p, d, op->attrs);

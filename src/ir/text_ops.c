@@ -465,6 +465,17 @@ static bool pretty_value(parser *p, opdesc *o, const kiln__attr_desc *d) {
     switch (d->kind) {
     case KILN__AK_I64: return int_attr(p, o, d->name);
     case KILN__AK_ENUM: return enum_word(p, o, d->name);
+    case KILN__AK_BOOL: {
+        attr v = {0};
+        kiln__text_skip(p);
+        v.pos = p->pos;
+        v.kind = A_BOOL;
+        if (kiln__text_accept_kw(p, "true"))
+            v.i = 1;
+        else if (!kiln__text_accept_kw(p, "false"))
+            return kiln__text_error(p, v.pos, "expected true or false for %s", d->name);
+        return dict_add(p, &o->dict, d->name, v);
+    }
     case KILN__AK_DIMS: {
         attr v = {0};
         kiln__text_skip(p);

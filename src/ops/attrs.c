@@ -32,6 +32,8 @@ size_t kiln__attrs_size(kiln_op kind) {
     case KILN_OP_DOT_GENERAL: return MEMBER(dot);
     case KILN_OP_CONVOLUTION: return MEMBER(conv);
     case KILN_OP_FFT: return MEMBER(fft);
+    case KILN_OP_TRIANGULAR_SOLVE:
+    case KILN_OP_CHOLESKY: return MEMBER(triangular);
     case KILN_OP_WHILE: return MEMBER(loop);
     case KILN_OP_ALL_REDUCE:
     case KILN_OP_ALL_GATHER:

@@ -81,6 +81,10 @@ typedef struct kiln__attrs {
         kiln_window_params window; /* reduce_window, select_and_scatter; defaults filled in */
         kiln_dot_params dot;
         struct {
+            bool left_side, lower, unit_diagonal; /* cholesky: lower alone */
+            kiln_solve_transpose transpose_a;
+        } triangular; /* triangular_solve, cholesky */
+        struct {
             kiln_fft_type type;
             kiln_dims length; /* the sizes of the last length.count dimensions, 1 to 3 */
         } fft;

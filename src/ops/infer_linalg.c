@@ -365,3 +365,65 @@ KILN__INFER(FFT) {
     results[0] = r;
     return KILN_OK;
 }
+
+/* ---- triangular_solve, cholesky ---------------------------------------------------------- */
+
+/* a is [..., M, M] of a floating-point or complex dtype (operand `index`); M in *m. */
+static kiln_status square_matrices(kiln_ctx *cx, const kiln__attrs *attrs, const kiln__type *a,
+                                   int index, int64_t *m) {
+    char have[KILN__TYPE_TEXT];
+    if (!kiln_dtype_is_float(a->dtype) && !kiln_dtype_is_complex(a->dtype))
+        return kiln__infer_error(cx, attrs,
+                                 "operand %d has dtype %s; expected a floating-point or complex "
+                                 "dtype",
+                                 index + 1, kiln_dtype_name(a->dtype));
+    int32_t r = a->shape.rank;
+    if (r < 2 || a->shape.dims[r - 1] != a->shape.dims[r - 2])
+        return kiln__infer_error(cx, attrs,
+                                 "operand %d has type %s; expected a batch of square matrices "
+                                 "[..., M, M]",
+                                 index + 1, kiln__type_text(a, have));
+    *m = a->shape.dims[r - 1];
+    return KILN_OK;
+}
+
+/* The spec's constraints (C1-C5): b of a's dtype and batch, its dimension of size M on the
+ * side a is applied from; the result is b's type. */
+KILN__INFER(TRIANGULAR_SOLVE) {
+    (void)n_operands, (void)n_results;
+    const kiln__type *a = &operands[0], *b = &operands[1];
+    int64_t m = 0;
+    kiln_status s = square_matrices(cx, attrs, a, 0, &m);
+    if (s != KILN_OK) return s;
+    kiln_solve_transpose t = attrs->u.triangular.transpose_a;
+    if (t != KILN_TRANSPOSE_NONE && t != KILN_TRANSPOSE_T && t != KILN_TRANSPOSE_ADJOINT)
+        return kiln__infer_error(cx, attrs,
+                                 "transpose_a %d is not NO_TRANSPOSE, TRANSPOSE or ADJOINT",
+                                 (int)t);
+    char ha[KILN__TYPE_TEXT], hb[KILN__TYPE_TEXT];
+    if (b->dtype != a->dtype)
+        return kiln__infer_error(cx, attrs, "operand 2 has dtype %s; expected %s (operand 1's)",
+                                 kiln_dtype_name(b->dtype), kiln_dtype_name(a->dtype));
+    int32_t r = a->shape.rank;
+    bool batch_ok = b->shape.rank == r;
+    for (int32_t d = 0; batch_ok && d < r - 2; d++)
+        batch_ok = b->shape.dims[d] == a->shape.dims[d];
+    bool left = attrs->u.triangular.left_side;
+    if (!batch_ok || b->shape.dims[r - (left ? 2 : 1)] != m)
+        return kiln__infer_error(cx, attrs,
+                                 "operand 2 has type %s; with operand 1 of type %s and "
+                                 "left_side = %s it must be [..., %s]",
+                                 kiln__type_text(b, hb), kiln__type_text(a, ha),
+                                 left ? "true" : "false", left ? "M, N" : "N, M");
+    results[0] = *b;
+    return KILN_OK;
+}
+
+KILN__INFER(CHOLESKY) {
+    (void)n_operands, (void)n_results;
+    int64_t m = 0;
+    kiln_status s = square_matrices(cx, attrs, &operands[0], 0, &m);
+    if (s != KILN_OK) return s;
+    results[0] = operands[0];
+    return KILN_OK;
+}

@@ -41,6 +41,8 @@ static const char *const compare_type_names[] = {"NOTYPE", "FLOAT", "TOTALORDER"
                                                  "UNSIGNED"};
 static const char *const rng_names[] = {"DEFAULT", "THREE_FRY", "PHILOX"};
 static const char *const fft_names[] = {"FFT", "IFFT", "RFFT", "IRFFT"};
+static const char *const transpose_names[] = {"TRANSPOSE_INVALID", "NO_TRANSPOSE", "TRANSPOSE",
+                                              "ADJOINT"};
 
 static const kiln__attr_desc compare_attrs[] = {
     /* stablehlo.compare  LT, %a, %b,  FLOAT : ... */
@@ -63,6 +65,18 @@ static const kiln__attr_desc fft_attrs[] = {
          PRETTY("type"), .tight = true),
 };
 static const uint8_t fft_pretty_order[] = {1, 0}; /* type, then length */
+/* triangular_solve has the generic form only */
+static const kiln__attr_desc triangular_solve_attrs[] = {
+    ATTR("left_side", BOOL, u.triangular.left_side, REQUIRED),
+    ATTR("lower", BOOL, u.triangular.lower, REQUIRED),
+    ATTR("transpose_a", ENUM, u.triangular.transpose_a, REQUIRED,
+         ENUM_NAMES("transpose", transpose_names)),
+    ATTR("unit_diagonal", BOOL, u.triangular.unit_diagonal, REQUIRED),
+};
+static const kiln__attr_desc cholesky_attrs[] = {
+    /* stablehlo.cholesky %a, lower = true : ... (false: left out) */
+    ATTR("lower", BOOL, u.triangular.lower, OPTIONAL, PRETTY("lower"), .pretty_optional = true),
+};
 static const kiln__attr_desc broadcast_attrs[] = {
     ATTR("broadcast_dimensions", DIMS, u.broadcast.dims, REQUIRED, PRETTY("dims"))};
 static const kiln__attr_desc transpose_attrs[] = {
@@ -212,6 +226,8 @@ static const kiln__op_syntax table[KILN_OP_COUNT] = {
     [KILN_OP_COMPARE] = INLINE(FUNCTIONAL, compare_attrs),
     [KILN_OP_IOTA] = INLINE(RESULT, iota_attrs),
     [KILN_OP_RNG_BIT_GENERATOR] = INLINE(FUNCTIONAL, rng_attrs),
+    [KILN_OP_TRIANGULAR_SOLVE] = GENERIC(triangular_solve_attrs),
+    [KILN_OP_CHOLESKY] = INLINE(SAME, cholesky_attrs),
     [KILN_OP_FFT] = {.form = KILN__FORM_INLINE,
                      .type = KILN__TYPE_FUNCTIONAL,
                      .pretty_order = fft_pretty_order,

@@ -40,8 +40,18 @@ Test(op_syntax, the_table_is_consistent) {
             if (d->in_pretty)
                 cr_assert(s->form == KILN__FORM_INLINE &&
                               (d->kind == KILN__AK_I64 || d->kind == KILN__AK_DIMS ||
-                               d->kind == KILN__AK_ENUM),
+                               d->kind == KILN__AK_ENUM || d->kind == KILN__AK_BOOL),
                           "%s.%s: in a pretty form it cannot write", name, d->name);
+            /* a flag is written only when set, so it must be optional */
+            if (d->in_pretty && d->kind == KILN__AK_BOOL)
+                cr_assert(d->pretty_optional && d->pretty, "%s.%s", name, d->name);
+            /* the pretty order, when it is its own, names each attribute once */
+            if (s->pretty_order) {
+                bool seen = false;
+                for (int32_t j = 0; j < s->n_attrs; j++)
+                    seen |= kiln__op_pretty_attr(s, j) == d;
+                cr_assert(seen, "%s.%s: not in the pretty order", name, d->name);
+            }
             if (d->before_operands)
                 cr_assert(d->kind == KILN__AK_ENUM && !d->pretty, "%s.%s", name, d->name);
             if (d->count != KILN__AC_NONE)

@@ -285,6 +285,40 @@ const char *const golden_fft =
     "  }\n"
     "}\n";
 
+static kiln_status factor(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
+    (void)u;
+    kiln_tensor *l = kiln_cholesky(cx, in[0], true);
+    out[0] = kiln_triangular_solve(cx, l, kiln_cholesky(cx, in[0], false), false, false, true,
+                                   KILN_TRANSPOSE_ADJOINT);
+    return STATUS(cx);
+}
+
+/* cholesky's pretty form (lower = false left out) and triangular_solve's generic one */
+const char *const golden_triangular =
+    "module @kiln {\n"
+    "  // calling convention of @main: 1 arguments, 1 results\n"
+    "  //   donated arguments: none\n"
+    "  //   preserved results (returned unchanged): none\n"
+    "  //   aliased results (may reuse a donated buffer): none\n"
+    "  func.func public @main(%arg0: tensor<3x3xf64>) -> tensor<3x3xf64> {\n"
+    "    %0 = stablehlo.cholesky %arg0, lower = true : tensor<3x3xf64>\n"
+    "    %1 = stablehlo.cholesky %arg0 : tensor<3x3xf64>\n"
+    "    %2 = \"stablehlo.triangular_solve\"(%0, %1) <{left_side = false, lower = false, "
+    "transpose_a = #stablehlo<transpose ADJOINT>, unit_diagonal = true}> : (tensor<3x3xf64>, "
+    "tensor<3x3xf64>) -> tensor<3x3xf64>\n"
+    "    return %2 : tensor<3x3xf64>\n"
+    "  }\n"
+    "}\n";
+
+Test(print, triangular) {
+    kiln_ctx *cx = test_ctx();
+    kiln_arg_spec args[1] = {arg(KILN_F64, KILN_SHAPE(3, 3))};
+    kiln_module *m = lower(cx, factor, NULL, args, 1, 1);
+    expect_text(cx, m, golden_triangular, "triangular");
+    kiln_module_release(m);
+    kiln_ctx_release(cx);
+}
+
 Test(print, fft) {
     kiln_ctx *cx = test_ctx();
     kiln_arg_spec args[1] = {arg(KILN_F32, KILN_SHAPE(2, 6))};
@@ -1467,6 +1501,8 @@ static const op_golden covered[] = {
     {KILN_OP_IMAG, &golden_parts},
     {KILN_OP_COMPLEX, &golden_parts},
     {KILN_OP_FFT, &golden_fft},
+    {KILN_OP_TRIANGULAR_SOLVE, &golden_triangular},
+    {KILN_OP_CHOLESKY, &golden_triangular},
     {KILN_OP_AND, &golden_binary},
     {KILN_OP_OR, &golden_binary},
     {KILN_OP_XOR, &golden_binary},

@@ -21,6 +21,8 @@ const kiln_op_coverage kiln_cover_linalg[] = {
     {KILN_OP_DOT_GENERAL, "linalg/dot_general_conformance"},
     {KILN_OP_CONVOLUTION, "linalg/convolution_conformance"},
     {KILN_OP_FFT, "fft/one_dimension_matches_the_direct_sum_for_every_method"},
+    {KILN_OP_TRIANGULAR_SOLVE, "triangular/solve_every_form_and_multiply_back"},
+    {KILN_OP_CHOLESKY, "triangular/cholesky_factors_multiply_back"},
     {KILN_OP_COUNT, NULL},
 };
 

@@ -821,7 +821,28 @@ static kiln_status f_fft(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out
     return kiln_ctx_status(cx);
 }
 
+/* a factor, and solves with it from both sides */
+static kiln_status f_triangular(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
+                                void *u) {
+    (void)u;
+    kiln_tensor *spd = kiln_add(cx, kiln_matmul(cx, in[0], kiln_transpose(cx, in[0],
+                                                                          KILN_DIMS(0, 2, 1))),
+                                kiln_full(cx, KILN_F64, KILN_SHAPE(2, 3, 3), 3.0));
+    out[0] = kiln_cholesky(cx, spd, true);
+    out[1] = kiln_triangular_solve(cx, out[0], in[1], true, true, false, KILN_TRANSPOSE_NONE);
+    out[2] = kiln_triangular_solve(cx, spd, kiln_transpose(cx, in[1], KILN_DIMS(0, 2, 1)),
+                                   false, false, true, KILN_TRANSPOSE_ADJOINT);
+    return kiln_ctx_status(cx);
+}
+
 static const ev_case linalg_cases[] = {
+    {.name = "triangular",
+     .fn = {f_triangular, NULL},
+     .n_in = 2,
+     .n_out = 3,
+     .in = {ANY(KILN_F64, SH(2, 3, 3)), ANY(KILN_F64, SH(2, 3, 4))},
+     OPS(KILN_OP_CHOLESKY, KILN_OP_TRIANGULAR_SOLVE),
+     .approx = true},
     {.name = "fft",
      .fn = {f_fft, NULL},
      .n_in = 3,

@@ -28,6 +28,8 @@ static bool runs_on_complex(kiln_op op) {
     case KILN_OP_DOT_GENERAL: /* in the compute representation of eval_linalg.h */
     case KILN_OP_CONVOLUTION:
     case KILN_OP_FFT:
+    case KILN_OP_TRIANGULAR_SOLVE:
+    case KILN_OP_CHOLESKY:
     case KILN_OP_COMPARE:
     case KILN_OP_CONVERT:
     case KILN_OP_REDUCE: /* through its region: the builtin kinds have no complex fast path */

@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* triangular_solve and cholesky on the CPU: one matrix of the batch at a time, in double
+ * complex arithmetic for every floating-point and complex dtype (a real value is (x, 0)),
+ * rounded once when stored. Substitution and the Cholesky-Banachiewicz order, the sums in
+ * index order, so the bits depend on nothing but the values. */
+#include <complex.h>
+#include <math.h>
+#include <string.h>
+
+#include "backends/cpu/eval/eval.h"
+#include "base/alloc.h"
+#include "core/element.h"
+
+typedef double _Complex cplx;
+
+static inline cplx complex_of(double re, double im) {
+    double parts[2] = {re, im};
+    cplx z;
+    memcpy(&z, parts, sizeof z);
+    return z;
+}
+
+static void load(const void *data, kiln_dtype dt, int64_t n, int64_t at, cplx *out) {
+    for (int64_t i = 0; i < n; i++) {
+        double re, im;
+        kiln__element_load_complex(data, dt, at + i, &re, &im);
+        out[i] = complex_of(re, im);
+    }
+}
+
+static void store(void *data, kiln_dtype dt, int64_t n, int64_t at, const cplx *in) {
+    for (int64_t i = 0; i < n; i++)
+        kiln__element_store_complex(data, dt, at + i, creal(in[i]), cimag(in[i]));
+}
+
+/* e = op(a) restricted to its triangle (ones on the diagonal with unit): lower-triangular
+ * when the result says so. */
+static bool effective(const cplx *a, cplx *e, int64_t m, bool lower, bool unit,
+                      kiln_solve_transpose t) {
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < m; j++) {
+            bool in = lower ? j <= i : j >= i;
+            cplx v = i == j && unit ? 1 : in ? a[i * m + j] : 0;
+            if (t == KILN_TRANSPOSE_NONE)
+                e[i * m + j] = v;
+            else
+                e[j * m + i] = t == KILN_TRANSPOSE_ADJOINT ? conj(v) : v;
+        }
+    return t == KILN_TRANSPOSE_NONE ? lower : !lower;
+}
+
+/* x with e x = b (left, b [m, n]) or x e = b (b [n, m]), in place in b. */
+static void substitute(const cplx *e, cplx *b, int64_t m, int64_t n, bool left, bool lower) {
+    if (left) {
+        for (int64_t c = 0; c < n; c++)
+            for (int64_t s = 0; s < m; s++) {
+                int64_t i = lower ? s : m - 1 - s;
+                cplx acc = b[i * n + c];
+                for (int64_t k = lower ? 0 : i + 1; k < (lower ? i : m); k++)
+                    acc -= e[i * m + k] * b[k * n + c];
+                b[i * n + c] = acc / e[i * m + i];
+            }
+    } else {
+        /* sum_i x_i e[i][j] = b_j: a lower e is solved from the last column, an upper one
+         * from the first */
+        for (int64_t r = 0; r < n; r++) {
+            cplx *x = b + r * m;
+            for (int64_t s = 0; s < m; s++) {
+                int64_t j = lower ? m - 1 - s : s;
+                cplx acc = x[j];
+                for (int64_t i = lower ? j + 1 : 0; i < (lower ? m : j); i++)
+                    acc -= x[i] * e[i * m + j];
+                x[j] = acc / e[j * m + j];
+            }
+        }
+    }
+}
+
+KILN__EVAL(TRIANGULAR_SOLVE) {
+    (void)n_operands, (void)n_results;
+    const kiln_tensor *at = operands[0], *bt = operands[1];
+    kiln_tensor *rt = results[0];
+    const kiln_shape *as = kiln_tensor_shape(at), *bs = kiln_tensor_shape(bt);
+    int32_t r = as->rank;
+    int64_t m = as->dims[r - 1], bn = bs->dims[r - 2] * bs->dims[r - 1];
+    int64_t batch = m ? kiln_tensor_numel(at) / (m * m) : 0;
+    if (kiln_tensor_numel(rt) == 0) return KILN_OK;
+    bool left = attrs->u.triangular.left_side;
+    int64_t n = bn / m; /* the other dimension of b */
+    size_t bytes = (size_t)(2 * m * m + bn) * sizeof(cplx);
+    cplx *a = kiln__alloc(cx, bytes, _Alignof(cplx), "triangular_solve");
+    if (!a) return KILN_RESOURCE_EXHAUSTED;
+    cplx *e = a + m * m, *b = e + m * m;
+    kiln_dtype dt = kiln_tensor_dtype(bt);
+    for (int64_t k = 0; k < batch; k++) {
+        load(kiln__in(at), dt, m * m, k * m * m, a);
+        load(kiln__in(bt), dt, bn, k * bn, b);
+        bool lower = effective(a, e, m, attrs->u.triangular.lower,
+                               attrs->u.triangular.unit_diagonal, attrs->u.triangular.transpose_a);
+        substitute(e, b, m, n, left, lower);
+        store(kiln__out(rt), dt, bn, k * bn, b);
+    }
+    kiln__free(cx, a, bytes);
+    return KILN_OK;
+}
+
+/* a = L L^H: L[i][j] = (a[i][j] - sum_k<j L[i][k] conj(L[j][k])) / L[j][j] below the
+ * diagonal, L[j][j] = sqrt(a[j][j] - sum_k<j |L[j][k]|^2) (NaN when not positive, and
+ * from there on). The upper factor is the adjoint of the lower one of a^H. */
+KILN__EVAL(CHOLESKY) {
+    (void)n_operands, (void)n_results;
+    const kiln_tensor *at = operands[0];
+    kiln_tensor *rt = results[0];
+    const kiln_shape *as = kiln_tensor_shape(at);
+    int64_t m = as->dims[as->rank - 1];
+    if (kiln_tensor_numel(rt) == 0) return KILN_OK;
+    int64_t batch = kiln_tensor_numel(at) / (m * m);
+    bool lower = attrs->u.triangular.lower;
+    size_t bytes = (size_t)(2 * m * m) * sizeof(cplx);
+    cplx *a = kiln__alloc(cx, bytes, _Alignof(cplx), "cholesky");
+    if (!a) return KILN_RESOURCE_EXHAUSTED;
+    cplx *l = a + m * m;
+    kiln_dtype dt = kiln_tensor_dtype(at);
+    for (int64_t k = 0; k < batch; k++) {
+        load(kiln__in(at), dt, m * m, k * m * m, a);
+        /* read the lower triangle as it is, the upper one as the lower one of a^H */
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < m; j++)
+                l[i * m + j] = 0;
+        for (int64_t j = 0; j < m; j++) {
+            cplx ajj = lower ? a[j * m + j] : conj(a[j * m + j]);
+            double d = creal(ajj);
+            for (int64_t q = 0; q < j; q++)
+                d -= creal(l[j * m + q] * conj(l[j * m + q]));
+            double ljj = d > 0 ? sqrt(d) : NAN;
+            l[j * m + j] = ljj;
+            for (int64_t i = j + 1; i < m; i++) {
+                cplx acc = lower ? a[i * m + j] : conj(a[j * m + i]);
+                for (int64_t q = 0; q < j; q++)
+                    acc -= l[i * m + q] * conj(l[j * m + q]);
+                l[i * m + j] = acc / ljj;
+            }
+        }
+        if (!lower) /* U = L^H */
+            for (int64_t i = 0; i < m; i++)
+                for (int64_t j = 0; j < i; j++) {
+                    l[j * m + i] = conj(l[i * m + j]);
+                    l[i * m + j] = 0;
+                }
+        store(kiln__out(rt), dt, m * m, k * m * m, l);
+    }
+    kiln__free(cx, a, bytes);
+    return KILN_OK;
+}

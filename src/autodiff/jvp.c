@@ -7,8 +7,6 @@
 
 static kiln_status jvp_op(kiln__ad *ad, const kiln__ir_op *op) {
     kiln_ctx *cx = ad->e.cx;
-    kiln_status s = kiln__ad_check_counts(ad, op, MAX_VALUES);
-    if (s != KILN_OK) return s;
     /* Control ops are rebuilt by their rules (forward and tangents together) when some
      * tangent reaches them; otherwise copied. */
     kiln__value *ts[MAX_VALUES], *prims[MAX_VALUES], *outs[MAX_VALUES], *out_ts[MAX_VALUES];
@@ -49,7 +47,7 @@ static kiln_status jvp_op(kiln__ad *ad, const kiln__ir_op *op) {
         out_ts[j] = NULL;
     }
     kiln__ad_op view = {op, prims, op->n_operands, outs, op->n_results};
-    s = kiln__jvp_rules[op->kind](&ad->e, &view, ts, out_ts);
+    kiln_status s = kiln__jvp_rules[op->kind](&ad->e, &view, ts, out_ts);
     if ((s = kiln__ad_rule_status(ad, op, "jvp", s)) != KILN_OK) return s;
     if (control)
         for (int32_t j = 0; j < op->n_results; j++)
@@ -75,7 +73,7 @@ static kiln_status jvp_op(kiln__ad *ad, const kiln__ir_op *op) {
 }
 
 kiln_status kiln__ad_jvp_ops(kiln__ad *ad, const kiln__block *src) {
-    return kiln__ad_each_op(ad, src, false, jvp_op);
+    return kiln__ad_each_op(ad, src, false, MAX_VALUES, jvp_op);
 }
 
 kiln_status kiln__jvp_func(kiln_ctx *cx, const char *fn, const kiln__func *f,

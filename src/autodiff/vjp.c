@@ -24,8 +24,6 @@ static kiln_status check_ct(kiln__ad *ad, const kiln__ir_op *op, int32_t i, cons
 
 static kiln_status backward_op(kiln__ad *ad, const kiln__ir_op *op) {
     kiln_ctx *cx = ad->e.cx;
-    kiln_status s = kiln__ad_check_counts(ad, op, MAX_VALUES);
-    if (s != KILN_OK) return s;
     kiln__value *cts[MAX_VALUES], *outs[MAX_VALUES], *prims[MAX_VALUES], *out_cts[MAX_VALUES];
     bool any = false;
     for (int32_t j = 0; j < op->n_results; j++) {
@@ -47,6 +45,7 @@ static kiln_status backward_op(kiln__ad *ad, const kiln__ir_op *op) {
     if (!float_operand && !kiln__op_has(op->kind, KILN_OPF_CONTROL) &&
         !kiln__op_has(op->kind, KILN_OPF_REGIONS))
         return KILN_OK;
+    kiln_status s;
     if (kiln__ad_is_custom_vjp(op)) {
         if (!ad->hooks || !ad->hooks->custom_bwd)
             return kiln__emit_error(&ad->e, KILN_INTERNAL, "internal: no custom_vjp support");
@@ -73,7 +72,7 @@ static kiln_status backward_op(kiln__ad *ad, const kiln__ir_op *op) {
 }
 
 kiln_status kiln__ad_backward(kiln__ad *ad, const kiln__block *src) {
-    return kiln__ad_each_op(ad, src, true, backward_op);
+    return kiln__ad_each_op(ad, src, true, MAX_VALUES, backward_op);
 }
 
 /* ---- whole functions -------------------------------------------------------------------- */

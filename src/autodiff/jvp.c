@@ -7,10 +7,6 @@
 
 static kiln_status jvp_op(kiln__ad *ad, const kiln__ir_op *op) {
     kiln_ctx *cx = ad->e.cx;
-    if (op->n_operands > MAX_VALUES || op->n_results > MAX_VALUES)
-        return kiln__emit_error(&ad->e, KILN_UNIMPLEMENTED,
-                                "stablehlo.%s with more than %d operands or results",
-                                kiln__op_get_info(op->kind)->name, MAX_VALUES);
     /* Control ops are rebuilt by their rules (forward and tangents together) when some
      * tangent reaches them; otherwise copied. */
     kiln__value *ts[MAX_VALUES], *prims[MAX_VALUES], *outs[MAX_VALUES], *out_ts[MAX_VALUES];
@@ -52,13 +48,7 @@ static kiln_status jvp_op(kiln__ad *ad, const kiln__ir_op *op) {
     }
     kiln__ad_op view = {op, prims, op->n_operands, outs, op->n_results};
     kiln_status s = kiln__jvp_rules[op->kind](&ad->e, &view, ts, out_ts);
-    if (s == KILN_OK && kiln_ctx_status(cx) != KILN_OK) s = kiln_ctx_status(cx);
-    if (s != KILN_OK) {
-        if (kiln_ctx_status(cx) == KILN_OK)
-            kiln__emit_error(&ad->e, s, "the jvp rule of stablehlo.%s failed",
-                             kiln__op_get_info(op->kind)->name);
-        return s;
-    }
+    if ((s = kiln__ad_rule_status(ad, op, "jvp", s)) != KILN_OK) return s;
     if (control)
         for (int32_t j = 0; j < op->n_results; j++)
             if (!kiln__vmap_get(&ad->primal, op->results[j]))
@@ -83,11 +73,7 @@ static kiln_status jvp_op(kiln__ad *ad, const kiln__ir_op *op) {
 }
 
 kiln_status kiln__ad_jvp_ops(kiln__ad *ad, const kiln__block *src) {
-    for (const kiln__ir_op *op = src->first; op; op = op->next) {
-        kiln_status s = jvp_op(ad, op);
-        if (s != KILN_OK) return s;
-    }
-    return kiln_ctx_status(ad->e.cx);
+    return kiln__ad_each_op(ad, src, false, MAX_VALUES, jvp_op);
 }
 
 kiln_status kiln__jvp_func(kiln_ctx *cx, const char *fn, const kiln__func *f,

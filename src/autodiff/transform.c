@@ -114,6 +114,32 @@ kiln__ad *kiln__ad_of(kiln__emitter *e) {
     return ad;
 }
 
+/* ---- around each op's rule ------------------------------------------------------------------ */
+
+kiln_status kiln__ad_rule_status(kiln__ad *ad, const kiln__ir_op *op, const char *mode,
+                                 kiln_status s) {
+    kiln_ctx *cx = ad->e.cx;
+    if (s == KILN_OK && kiln_ctx_status(cx) != KILN_OK) s = kiln_ctx_status(cx);
+    if (s != KILN_OK && kiln_ctx_status(cx) == KILN_OK)
+        kiln__emit_error(&ad->e, s, "the %s rule of stablehlo.%s failed", mode,
+                         kiln__op_get_info(op->kind)->name);
+    return s;
+}
+
+kiln_status kiln__ad_each_op(kiln__ad *ad, const kiln__block *src, bool backward, int32_t max,
+                             kiln_status (*op_fn)(kiln__ad *ad, const kiln__ir_op *op)) {
+    for (const kiln__ir_op *op = backward ? src->last : src->first; op;
+         op = backward ? op->prev : op->next) {
+        if (op->n_operands > max || op->n_results > max)
+            return kiln__emit_error(&ad->e, KILN_UNIMPLEMENTED,
+                                    "stablehlo.%s with more than %d operands or results",
+                                    kiln__op_get_info(op->kind)->name, max);
+        kiln_status s = op_fn(ad, op);
+        if (s != KILN_OK) return s;
+    }
+    return kiln_ctx_status(ad->e.cx);
+}
+
 /* ---- the forward ops of a block ----------------------------------------------------------- */
 
 kiln_status kiln__ad_forward(kiln__ad *ad, const kiln__block *src) {

@@ -62,6 +62,18 @@ kiln_status kiln__ad_finish(kiln__ad *ad, kiln_status s, kiln__func *g, const ki
 /* The transform an emitter belongs to, or NULL (with INTERNAL recorded). */
 kiln__ad *kiln__ad_of(kiln__emitter *e);
 
+/* The steps jvp.c and vjp.c take around each op's rule. kiln__ad_each_op: op_fn on each op
+ * of src, in order or (backward) in reverse, up to the first failure, then the context's
+ * status; an op with more than max operands or results (op_fn's arrays hold max) is
+ * UNIMPLEMENTED, naming it, before op_fn sees it. kiln__ad_rule_status: the status of op's
+ * rule (mode "jvp" or "vjp") that returned s: s, or the error it recorded while returning
+ * OK; a failure it did not describe is recorded as "the <mode> rule of stablehlo.<op>
+ * failed". */
+kiln_status kiln__ad_each_op(kiln__ad *ad, const kiln__block *src, bool backward, int32_t max,
+                             kiln_status (*op_fn)(kiln__ad *ad, const kiln__ir_op *op));
+kiln_status kiln__ad_rule_status(kiln__ad *ad, const kiln__ir_op *op, const char *mode,
+                                 kiln_status s);
+
 /* Clones src's ops into ad->e.block (src's arguments and free values mapped already). */
 kiln_status kiln__ad_forward(kiln__ad *ad, const kiln__block *src);
 /* In reverse mode, emits a fixed-count while loop (src op `w`) as a loop that also stacks

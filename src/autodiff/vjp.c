@@ -24,10 +24,6 @@ static kiln_status check_ct(kiln__ad *ad, const kiln__ir_op *op, int32_t i, cons
 
 static kiln_status backward_op(kiln__ad *ad, const kiln__ir_op *op) {
     kiln_ctx *cx = ad->e.cx;
-    if (op->n_operands > MAX_VALUES || op->n_results > MAX_VALUES)
-        return kiln__emit_error(&ad->e, KILN_UNIMPLEMENTED,
-                                "stablehlo.%s with more than %d operands or results",
-                                kiln__op_get_info(op->kind)->name, MAX_VALUES);
     kiln__value *cts[MAX_VALUES], *outs[MAX_VALUES], *prims[MAX_VALUES], *out_cts[MAX_VALUES];
     bool any = false;
     for (int32_t j = 0; j < op->n_results; j++) {
@@ -64,13 +60,7 @@ static kiln_status backward_op(kiln__ad *ad, const kiln__ir_op *op) {
         kiln__ad_op view = {op, prims, op->n_operands, outs, op->n_results};
         s = kiln__vjp_rules[op->kind](&ad->e, &view, cts, out_cts);
     }
-    if (s == KILN_OK && kiln_ctx_status(cx) != KILN_OK) s = kiln_ctx_status(cx);
-    if (s != KILN_OK) {
-        if (kiln_ctx_status(cx) == KILN_OK)
-            kiln__emit_error(&ad->e, s, "the vjp rule of stablehlo.%s failed",
-                             kiln__op_get_info(op->kind)->name);
-        return s;
-    }
+    if ((s = kiln__ad_rule_status(ad, op, "vjp", s)) != KILN_OK) return s;
     for (int32_t i = 0; i < op->n_operands; i++) {
         if (!out_cts[i] || !kiln_dtype_is_float(op->operands[i]->type->dtype)) continue;
         if ((s = check_ct(ad, op, i, out_cts[i])) != KILN_OK) return s;
@@ -82,11 +72,7 @@ static kiln_status backward_op(kiln__ad *ad, const kiln__ir_op *op) {
 }
 
 kiln_status kiln__ad_backward(kiln__ad *ad, const kiln__block *src) {
-    for (const kiln__ir_op *op = src->last; op; op = op->prev) {
-        kiln_status s = backward_op(ad, op);
-        if (s != KILN_OK) return s;
-    }
-    return kiln_ctx_status(ad->e.cx);
+    return kiln__ad_each_op(ad, src, true, MAX_VALUES, backward_op);
 }
 
 /* ---- whole functions -------------------------------------------------------------------- */

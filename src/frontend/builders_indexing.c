@@ -30,10 +30,11 @@ static void clear_out(kiln_tensor **out, int32_t n) {
             out[i] = NULL;
 }
 
-/* The checks scatter and sort begin with: out, n inputs (1 to 1024), and inputs; out is
- * cleared once it is known to hold n. */
+/* The checks scatter and sort begin with: a context (else INVALID_ARGUMENT), out, n inputs
+ * (1 to 1024), and inputs; out is cleared once it is known to hold n. */
 static kiln_status check_inputs_out(kiln_ctx *cx, const char *fn, kiln_tensor *const *inputs,
                                     int32_t n, kiln_tensor **out) {
+    if (!cx) return KILN_INVALID_ARGUMENT;
     if (!out) return kiln__null_argument(cx, fn, "out");
     if (n < 1 || n > 1024) {
         return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT, "%s: n is %d; expected 1 to 1024", fn,
@@ -48,7 +49,6 @@ kiln_status kiln_scatter(kiln_ctx *cx, kiln_tensor *const *inputs, int32_t n, ki
                          kiln_tensor *const *updates, const kiln_scatter_params *params,
                          const kiln_region *region, kiln_tensor **out) {
     static const char fn[] = "kiln_scatter";
-    if (!cx) return KILN_INVALID_ARGUMENT;
     kiln_status s = check_inputs_out(cx, fn, inputs, n, out);
     if (s != KILN_OK) return s;
     if (!updates) return kiln__null_argument(cx, fn, "updates");
@@ -80,7 +80,6 @@ kiln_status kiln_scatter(kiln_ctx *cx, kiln_tensor *const *inputs, int32_t n, ki
 kiln_status kiln_sort(kiln_ctx *cx, kiln_tensor *const *inputs, int32_t n, int64_t dim, bool stable,
                       const kiln_region *comparator, kiln_tensor **out) {
     static const char fn[] = "kiln_sort";
-    if (!cx) return KILN_INVALID_ARGUMENT;
     kiln_status s = check_inputs_out(cx, fn, inputs, n, out);
     if (s != KILN_OK) return s;
     if (!comparator) return kiln__null_argument(cx, fn, "comparator");

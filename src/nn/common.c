@@ -22,6 +22,16 @@ kiln_tensor *kiln__nn_fail(kiln_ctx *cx, const char *fn, const char *fmt, ...) {
     return NULL;
 }
 
+bool kiln__nn_not_null(kiln_ctx *cx, const char *fn, int n, const void *const *ptrs,
+                       const char *const *names) {
+    for (int i = 0; i < n; i++)
+        if (!ptrs[i]) {
+            kiln__nn_fail(cx, fn, "%s is NULL", names[i]);
+            return false;
+        }
+    return true;
+}
+
 const char *kiln__nn_shape_str(const kiln_tensor *t, char *buf, size_t size) {
     const kiln_shape *s = kiln_tensor_shape(t);
     if (!s) {

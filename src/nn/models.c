@@ -103,17 +103,27 @@ static void drop(kiln_tensor *prev, kiln_tensor *input) {
     if (prev && prev != input && !kiln_tensor_is_traced(prev)) kiln_tensor_release(prev);
 }
 
+/* The first checks of a model's create: a context (else INVALID_ARGUMENT) with no error
+ * recorded, and its config (named config_name in messages) and out_params not NULL; then
+ * clears out_params (out_size bytes). KILN_OK to go on, else the status to return. */
+static kiln_status create_begin(kiln_ctx *cx, const char *fn, const void *config,
+                                const char *config_name, void *out_params, size_t out_size) {
+    if (!cx) return KILN_INVALID_ARGUMENT;
+    if (kiln_ctx_status(cx) != KILN_OK) return kiln_ctx_status(cx);
+    if (!config || !out_params)
+        return kiln__nn_fail(cx, fn, "%s is NULL", config ? "out_params" : config_name),
+               kiln_ctx_status(cx);
+    memset(out_params, 0, out_size);
+    return KILN_OK;
+}
+
 /* ---- MLP ------------------------------------------------------------------------------ */
 
 kiln_status kiln_nn_mlp_create(kiln_ctx *cx, const int64_t *sizes, int32_t n_sizes, kiln_key key,
                                kiln_nn_mlp *out_params) {
     static const char fn[] = "kiln_nn_mlp_create";
-    if (!cx) return KILN_INVALID_ARGUMENT;
-    if (kiln_ctx_status(cx) != KILN_OK) return kiln_ctx_status(cx);
-    if (!sizes || !out_params)
-        return kiln__nn_fail(cx, fn, "%s is NULL", sizes ? "out_params" : "sizes"),
-               kiln_ctx_status(cx);
-    memset(out_params, 0, sizeof *out_params);
+    kiln_status status = create_begin(cx, fn, sizes, "sizes", out_params, sizeof *out_params);
+    if (status != KILN_OK) return status;
     if (n_sizes < 2 || n_sizes > KILN_NN_MLP_MAX_LAYERS + 1)
         return kiln__nn_fail(cx, fn, "n_sizes = %d; expected 2..%d", (int)n_sizes,
                              KILN_NN_MLP_MAX_LAYERS + 1),
@@ -165,12 +175,8 @@ kiln_nn_cnn_config kiln_nn_cnn_config_digits(void) {
 kiln_status kiln_nn_cnn_create(kiln_ctx *cx, const kiln_nn_cnn_config *c, kiln_key key,
                                kiln_nn_cnn *out_params) {
     static const char fn[] = "kiln_nn_cnn_create";
-    if (!cx) return KILN_INVALID_ARGUMENT;
-    if (kiln_ctx_status(cx) != KILN_OK) return kiln_ctx_status(cx);
-    if (!c || !out_params)
-        return kiln__nn_fail(cx, fn, "%s is NULL", c ? "out_params" : "config"),
-               kiln_ctx_status(cx);
-    memset(out_params, 0, sizeof *out_params);
+    kiln_status status = create_begin(cx, fn, c, "config", out_params, sizeof *out_params);
+    if (status != KILN_OK) return status;
     if (c->in_channels < 1 || c->channels1 < 1 || c->channels2 < 1 || c->hidden < 1 ||
         c->classes < 1 || c->height < 2 || c->width < 2 || c->height % 2 || c->width % 2)
         return kiln__nn_fail(
@@ -222,12 +228,8 @@ kiln_nn_vgg_config kiln_nn_vgg_config_imagenet(int32_t depth, bool batch_norm) {
 kiln_status kiln_nn_vgg_create(kiln_ctx *cx, const kiln_nn_vgg_config *c, kiln_key key,
                                kiln_nn_vgg *out_params, kiln_nn_vgg_state *out_state) {
     static const char fn[] = "kiln_nn_vgg_create";
-    if (!cx) return KILN_INVALID_ARGUMENT;
-    if (kiln_ctx_status(cx) != KILN_OK) return kiln_ctx_status(cx);
-    if (!c || !out_params)
-        return kiln__nn_fail(cx, fn, "%s is NULL", c ? "out_params" : "config"),
-               kiln_ctx_status(cx);
-    memset(out_params, 0, sizeof *out_params);
+    kiln_status status = create_begin(cx, fn, c, "config", out_params, sizeof *out_params);
+    if (status != KILN_OK) return status;
     if (out_state) memset(out_state, 0, sizeof *out_state);
     int vi = vgg_index(c->depth);
     if (vi < 0)

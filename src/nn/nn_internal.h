@@ -15,6 +15,12 @@ bool kiln__nn_arg(kiln_ctx *cx, const char *fn, const char *arg, const kiln_tens
 kiln_tensor *kiln__nn_fail(kiln_ctx *cx, const char *fn, const char *fmt, ...)
     KILN_PRINTF_LIKE(3, 4);
 
+/* Checks pointer arguments: true when none of the n pointers ptrs is NULL, else false with
+ * INVALID_ARGUMENT "fn: <name> is NULL" recorded for the first that is (names[i] names
+ * ptrs[i]). */
+bool kiln__nn_not_null(kiln_ctx *cx, const char *fn, int n, const void *const *ptrs,
+                       const char *const *names);
+
 /* Formats a tensor's shape as "[2,3]" into buf. */
 const char *kiln__nn_shape_str(const kiln_tensor *t, char *buf, size_t size);
 

@@ -186,12 +186,9 @@ kiln_status kiln_nn_optimizer_update(kiln_ctx *cx, const kiln_nn_optimizer *opt,
         !check_tree(cx, fn, opt, params_def, params, mu, nu, "mu", "nu") ||
         !check_tree(cx, fn, opt, params_def, params, out_mu, out_nu, "out_mu", "out_nu"))
         return kiln_ctx_status(cx);
-    if (!grads || !out_params || !out_step)
-        return kiln__nn_fail(cx, fn, "%s is NULL",
-                             !grads        ? "grads"
-                             : !out_params ? "out_params"
-                                           : "out_step"),
-               kiln_ctx_status(cx);
+    if (!kiln__nn_not_null(cx, fn, 3, (const void *[]){grads, out_params, out_step},
+                           (const char *[]){"grads", "out_params", "out_step"}))
+        return kiln_ctx_status(cx);
     if (!kiln__nn_arg(cx, fn, "step", step)) return kiln_ctx_status(cx);
     char s1[96], s2[96], path[KILN_TREE_PATH_MAX];
     if (!kiln_dtype_is_integer(kiln_tensor_dtype(step)) || kiln_tensor_rank(step) != 0)

@@ -46,12 +46,9 @@ kiln_status kiln_nn_save(kiln_ctx *cx, const char *path, const kiln_tree_def *de
     static const char fn[] = "kiln_nn_save";
     if (!cx) return KILN_INVALID_ARGUMENT;
     if (kiln_ctx_status(cx) != KILN_OK) return kiln_ctx_status(cx);
-    if (!path || !def || !tree)
-        return kiln__nn_fail(cx, fn, "%s is NULL",
-                             !path  ? "path"
-                             : !def ? "def"
-                                    : "tree"),
-               kiln_ctx_status(cx);
+    if (!kiln__nn_not_null(cx, fn, 3, (const void *[]){path, def, tree},
+                           (const char *[]){"path", "def", "tree"}))
+        return kiln_ctx_status(cx);
     if (n_metadata < 0 || (n_metadata > 0 && !metadata_kv))
         return kiln__nn_fail(cx, fn, "n_metadata = %d with metadata_kv %s", (int)n_metadata,
                              metadata_kv ? "set" : "NULL"),
@@ -77,13 +74,9 @@ kiln_status kiln_nn_load(kiln_ctx *cx, const char *path, const kiln_tree_def *de
     static const char fn[] = "kiln_nn_load";
     if (!cx) return KILN_INVALID_ARGUMENT;
     if (kiln_ctx_status(cx) != KILN_OK) return kiln_ctx_status(cx);
-    if (!path || !def || !like || !out_tree)
-        return kiln__nn_fail(cx, fn, "%s is NULL",
-                             !path   ? "path"
-                             : !def  ? "def"
-                             : !like ? "like"
-                                     : "out_tree"),
-               kiln_ctx_status(cx);
+    if (!kiln__nn_not_null(cx, fn, 4, (const void *[]){path, def, like, out_tree},
+                           (const char *[]){"path", "def", "like", "out_tree"}))
+        return kiln_ctx_status(cx);
     leaves l;
     if (!leaves_get(cx, fn, def, like, &l)) return kiln_ctx_status(cx);
     kiln_safetensors *st = NULL;

@@ -434,11 +434,8 @@ kiln_status kiln_value_and_grad_tree(kiln_ctx *cx, kiln_jit_fn fn, void *user,
                                      const kiln_tree_def *out_def, void *out,
                                      const kiln_grad_options *options, void *out_grads) {
     static const char name[] = "kiln_value_and_grad_tree";
-    if (!cx) return KILN_INVALID_ARGUMENT;
-    if (kiln_ctx_status(cx) != KILN_OK) return kiln_ctx_status(cx);
-    kiln_status s = kiln__tree_fn_args(cx, name, fn, in_def, in, out_def);
+    kiln_status s = kiln__tree_fn_begin(cx, name, fn, in_def, in, out_def, out);
     if (s != KILN_OK) return s;
-    if (!out) return kiln__null_argument(cx, name, "out");
     if (!out_grads) return kiln__null_argument(cx, name, "out_grads");
     kiln_grad_options o;
     kiln_status os = grad_options(cx, name, options, &o);

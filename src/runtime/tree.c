@@ -592,3 +592,13 @@ kiln_status kiln__tree_fn_args(kiln_ctx *cx, const char *name, kiln_jit_fn fn,
     kiln_status s = kiln_tree_check(cx, in_def);
     return s == KILN_OK ? kiln_tree_check(cx, out_def) : s;
 }
+
+kiln_status kiln__tree_fn_begin(kiln_ctx *cx, const char *name, kiln_jit_fn fn,
+                                const kiln_tree_def *in_def, const void *in,
+                                const kiln_tree_def *out_def, const void *out) {
+    if (!cx) return KILN_INVALID_ARGUMENT;
+    if (kiln_ctx_status(cx) != KILN_OK) return kiln_ctx_status(cx);
+    kiln_status s = kiln__tree_fn_args(cx, name, fn, in_def, in, out_def);
+    if (s != KILN_OK) return s;
+    return out ? KILN_OK : kiln__null_argument(cx, name, "out");
+}

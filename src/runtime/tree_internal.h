@@ -79,6 +79,12 @@ kiln_status kiln__tree_call_scratch(kiln_ctx *cx, const char *name, kiln__tree_c
 kiln_status kiln__tree_fn_args(kiln_ctx *cx, const char *name, kiln_jit_fn fn,
                                const kiln_tree_def *in_def, const void *in,
                                const kiln_tree_def *out_def);
+/* The first checks of a transform over a function of structs: a context (else
+ * INVALID_ARGUMENT) with no error recorded, kiln__tree_fn_args, and its output struct out
+ * not NULL. */
+kiln_status kiln__tree_fn_begin(kiln_ctx *cx, const char *name, kiln_jit_fn fn,
+                                const kiln_tree_def *in_def, const void *in,
+                                const kiln_tree_def *out_def, const void *out);
 
 /* Checks that each of the n leaf path prefixes (named `what` in messages: "wrt_paths")
  * is not NULL and matches some leaf of def; INVALID_ARGUMENT naming it otherwise. */

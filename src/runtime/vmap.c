@@ -161,11 +161,8 @@ kiln_status kiln_vmap_tree(kiln_ctx *cx, kiln_jit_fn fn, void *user, const kiln_
                            const void *in, const kiln_tree_def *out_def, void *out,
                            const kiln_vmap_options *options) {
     static const char name[] = "kiln_vmap_tree";
-    if (!cx) return KILN_INVALID_ARGUMENT;
-    if (kiln_ctx_status(cx) != KILN_OK) return kiln_ctx_status(cx);
-    kiln_status s = kiln__tree_fn_args(cx, name, fn, in_def, in, out_def);
+    kiln_status s = kiln__tree_fn_begin(cx, name, fn, in_def, in, out_def, out);
     if (s != KILN_OK) return s;
-    if (!out) return kiln__null_argument(cx, name, "out");
     kiln_vmap_options o;
     if ((s = read_options(cx, name, options, &o)) != KILN_OK) return s;
     if (o.n_in_paths < 0 || (o.n_in_paths > 0 && (!o.in_paths || !o.in_path_axes)))

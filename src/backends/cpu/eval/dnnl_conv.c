@@ -115,6 +115,9 @@ typedef struct conv_entry {
     xpose t_src, t_wei, t_dst;
     dnnl_memory_desc_t usr_src, usr_wei, usr_dst, src, wei, dst, bias;
     size_t scratch;
+    /* Set (release) once its primitives have all run: later calls run without create_lock
+     * (run_entry). */
+    atomic_bool warm;
     struct conv_entry *next;
 } conv_entry;
 
@@ -548,7 +551,8 @@ static void entry_fill_locked(conv_entry *e) {
 
 /* One primitive creation at a time in the process (the builder's and callers'): two at
  * once race in oneDNN's lazily made globals (ThreadSanitizer shows it), and the cache's
- * lock is not held meanwhile, so calls of ready geometries never wait for a build. */
+ * lock is not held meanwhile, so calls of ready geometries never wait for a build. An
+ * entry's first run takes it too (run_entry). */
 static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void entry_fill(conv_entry *e) {
@@ -662,13 +666,16 @@ static void fork_prepare(void) {
     forking = true;
     while (n_building > 0)
         pthread_cond_wait(&built, &cache_lock);
+    pthread_mutex_lock(&create_lock); /* and for an entry's first run in progress */
 }
 static void fork_parent(void) {
+    pthread_mutex_unlock(&create_lock);
     forking = false;
     pthread_cond_broadcast(&built);
     pthread_mutex_unlock(&cache_lock);
 }
 static void fork_child(void) {
+    pthread_mutex_unlock(&create_lock);
     forking = false;
     builder_running = false;
     /* The parent's waiters (its builder on `work`) do not exist here. */
@@ -1026,13 +1033,32 @@ static bool run_in(const conv_entry *e, const layout *l, unsigned char *base,
     return ok;
 }
 
+/* run_in, under create_lock the first time: oneDNN's first execution in the process makes a
+ * global lazily (ThreadSanitizer saw one thread's first execution pthread_mutex_init a
+ * global recursive mutex of libdnnl's while another thread's locked it; the pattern of the
+ * ITT notification library oneDNN bundles), and an entry's primitives run for the first
+ * time may make state of their own. A call that sees e->warm (acquire) comes after all of
+ * that and takes no lock. */
+static bool run_entry(conv_entry *e, const layout *l, unsigned char *base, const conv_ptrs *at_) {
+    if (!atomic_load_explicit(&e->warm, memory_order_acquire)) {
+        pthread_mutex_lock(&create_lock);
+        if (!atomic_load_explicit(&e->warm, memory_order_relaxed)) {
+            bool ok = run_in(e, l, base, at_);
+            if (ok) atomic_store_explicit(&e->warm, true, memory_order_release);
+            pthread_mutex_unlock(&create_lock);
+            return ok;
+        }
+        pthread_mutex_unlock(&create_lock);
+    }
+    return run_in(e, l, base, at_);
+}
+
 /* Runs the entry at `at_` with the primitive's thread count; `operands`: the bytes of the
  * convolution's operands and result (ws_claim keeps a workspace that large). Without a
  * ctx (a worker of a weight gradient's pieces) only the thread's workspace serves, and a
  * failure is reported by the status alone; with one, a call of its own allocates from the
  * ctx when the workspace cannot serve, and errors are recorded in it. */
-static kiln_status run_at(kiln_ctx *cx, const conv_entry *e, const conv_ptrs *at_,
-                          size_t operands) {
+static kiln_status run_at(kiln_ctx *cx, conv_entry *e, const conv_ptrs *at_, size_t operands) {
     kiln__threads_blas_set(e->key.nthr); /* the team the primitive was made for */
     layout l = layout_of(e);
     void *own = NULL, *base = NULL;
@@ -1044,7 +1070,7 @@ static kiln_status run_at(kiln_ctx *cx, const conv_entry *e, const conv_ptrs *at
             base = own;
         }
     }
-    bool ok = run_in(e, &l, base, at_);
+    bool ok = run_entry(e, &l, base, at_);
     if (own)
         kiln__free(cx, own, l.total);
     else if (base)
@@ -1059,7 +1085,7 @@ static kiln_status run_at(kiln_ctx *cx, const conv_entry *e, const conv_ptrs *at
 /* ---- weight gradients in pieces of output channels ---------------------------------------- */
 
 typedef struct pieces_job {
-    const conv_entry *full, *last; /* BWD_W_PIECE channels, and the last piece's */
+    conv_entry *full, *last; /* BWD_W_PIECE channels, and the last piece's */
     const conv_key *k;
     conv_ptrs at;
     size_t operands;

@@ -323,20 +323,6 @@ static int type_slot(kiln_dtype d) {
     }
 }
 
-#define UNSIGNED_ROW(KIND) \
-    combine_##KIND##_u8, combine_##KIND##_u16, combine_##KIND##_u32, combine_##KIND##_u64
-#define SIGNED_ROW(KIND) \
-    combine_##KIND##_i8, combine_##KIND##_i16, combine_##KIND##_i32, combine_##KIND##_i64
-
-static const combine_fn combine_table[6][10] = {
-    {UNSIGNED_ROW(add), NULL, NULL, NULL, NULL, combine_add_f32, combine_add_f64},
-    {UNSIGNED_ROW(mul), NULL, NULL, NULL, NULL, combine_mul_f32, combine_mul_f64},
-    {UNSIGNED_ROW(max), SIGNED_ROW(max), combine_max_f32, combine_max_f64},
-    {UNSIGNED_ROW(min), SIGNED_ROW(min), combine_min_f32, combine_min_f64},
-    {UNSIGNED_ROW(and), NULL, NULL, NULL, NULL, NULL, NULL},
-    {UNSIGNED_ROW(or), NULL, NULL, NULL, NULL, NULL, NULL},
-};
-
 static int kind_slot(kiln__region_kind kind) {
     switch (kind) {
     case KILN_REGION_ADD: return 0;
@@ -347,14 +333,6 @@ static int kind_slot(kiln__region_kind kind) {
     case KILN_REGION_OR: return 5;
     default: return -1;
     }
-}
-
-void kiln__combine(kiln__region_kind kind, kiln_dtype dtype, void *dst, const void *src, int64_t n,
-                   int64_t src_stride) {
-    impl_of(&kind, &dtype);
-    int k = kind_slot(kind), t = type_slot(dtype);
-    if (k < 0 || t < 0 || !combine_table[k][t] || n <= 0) return;
-    combine_table[k][t](dst, src, n, src_stride);
 }
 
 void kiln__to_acc(kiln_dtype dtype, const void *src, void *dst, int64_t n) {
@@ -554,19 +532,37 @@ DEF_FLOAT_PASS(pass_max_f64, KILN_REGION_MAXIMUM, f64, double)
 DEF_FLOAT_PASS(pass_min_f32, KILN_REGION_MINIMUM, f32, float)
 DEF_FLOAT_PASS(pass_min_f64, KILN_REGION_MINIMUM, f64, double)
 
-#define UNSIGNED_PASSES(KIND) \
-    pass_##KIND##_u8, pass_##KIND##_u16, pass_##KIND##_u32, pass_##KIND##_u64
-#define SIGNED_PASSES(KIND) \
-    pass_##KIND##_i8, pass_##KIND##_i16, pass_##KIND##_i32, pass_##KIND##_i64
+/* The kernels of each builtin region kind (kind_slot) on each dtype (type_slot): combine
+ * folds one row into another, pass reduces a whole [O, R, I] block. Both exist for the same
+ * pairs; a pair left out (signed add, multiply, and, or: impl_of runs them as unsigned; and,
+ * or of floats) is NULL. */
+typedef struct reduce_kernels {
+    combine_fn combine;
+    pass_fn pass;
+} reduce_kernels;
 
-static const pass_fn pass_table[6][10] = {
-    {UNSIGNED_PASSES(add), NULL, NULL, NULL, NULL, pass_add_f32, pass_add_f64},
-    {UNSIGNED_PASSES(mul), NULL, NULL, NULL, NULL, pass_mul_f32, pass_mul_f64},
-    {UNSIGNED_PASSES(max), SIGNED_PASSES(max), pass_max_f32, pass_max_f64},
-    {UNSIGNED_PASSES(min), SIGNED_PASSES(min), pass_min_f32, pass_min_f64},
-    {UNSIGNED_PASSES(and), NULL, NULL, NULL, NULL, NULL, NULL},
-    {UNSIGNED_PASSES(or), NULL, NULL, NULL, NULL, NULL, NULL},
+#define KERNELS(KIND, T) {combine_##KIND##_##T, pass_##KIND##_##T}
+#define UNSIGNED_KERNELS(KIND) \
+    KERNELS(KIND, u8), KERNELS(KIND, u16), KERNELS(KIND, u32), KERNELS(KIND, u64)
+#define SIGNED_KERNELS(KIND) \
+    KERNELS(KIND, i8), KERNELS(KIND, i16), KERNELS(KIND, i32), KERNELS(KIND, i64)
+
+static const reduce_kernels kernel_table[6][10] = {
+    {UNSIGNED_KERNELS(add), [8] = KERNELS(add, f32), KERNELS(add, f64)},
+    {UNSIGNED_KERNELS(mul), [8] = KERNELS(mul, f32), KERNELS(mul, f64)},
+    {UNSIGNED_KERNELS(max), SIGNED_KERNELS(max), KERNELS(max, f32), KERNELS(max, f64)},
+    {UNSIGNED_KERNELS(min), SIGNED_KERNELS(min), KERNELS(min, f32), KERNELS(min, f64)},
+    {UNSIGNED_KERNELS(and)},
+    {UNSIGNED_KERNELS(or)},
 };
+
+void kiln__combine(kiln__region_kind kind, kiln_dtype dtype, void *dst, const void *src, int64_t n,
+                   int64_t src_stride) {
+    impl_of(&kind, &dtype);
+    int k = kind_slot(kind), t = type_slot(dtype);
+    if (k < 0 || t < 0 || !kernel_table[k][t].combine || n <= 0) return;
+    kernel_table[k][t].combine(dst, src, n, src_stride);
+}
 
 /* ---- reduce: the builtin fast path ----------------------------------------------------- */
 
@@ -599,7 +595,7 @@ static kiln_status reduce_fast(kiln_ctx *cx, const kiln__attrs *attrs, kiln__reg
     kiln__region_kind ik = kind;
     kiln_dtype it = dtype;
     impl_of(&ik, &it);
-    pass_fn pass = pass_table[kind_slot(ik)][type_slot(it)];
+    pass_fn pass = kernel_table[kind_slot(ik)][type_slot(it)].pass;
     size_t asz = kiln_dtype_size(adt);
     const bool half = adt != dtype;
     int64_t n_out = out->numel;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "batching/batch.h"
+#include "ops/custom_call.h"
 
 const char kiln__batch_control_linked = 1;
 
@@ -229,4 +230,16 @@ kiln_status kiln__batch_OPTIMIZATION_BARRIER(kiln__batch *b, const kiln__batch_o
         out_batched[j] = op->batched[j];
     }
     return kiln_ctx_status(b->e.cx);
+}
+
+/* custom_call: what its target computes is not kiln's to know, so it has no batched form,
+ * and a loop of calls would change what a target with side effects does. */
+kiln_status kiln__batch_CUSTOM_CALL(kiln__batch *b, const kiln__batch_op *op, kiln__value **out,
+                                    bool *out_batched) {
+    (void)out, (void)out_batched;
+    const char *target = kiln__custom_call_target(op->op->attrs);
+    return kiln__emit_error(&b->e, KILN_UNIMPLEMENTED,
+                            "stablehlo.custom_call @%s cannot be batched (kiln does not know "
+                            "what its target computes)",
+                            target ? target : "?");
 }

@@ -159,9 +159,12 @@ static __attribute__((noinline)) kiln__ir_op *append_copy(kiln_module *dst, kiln
     }
     for (int32_t i = 0; i < op->n_results; i++)
         types[i] = *op->results[i]->type;
-    /* A call's attrs.u.constant, when set, is a record some transform attached (kept like
-     * a constant's value). */
-    if (ok && (op->kind == KILN_OP_CONSTANT || op->kind == KILN_OP_CALL) && op->attrs->u.constant &&
+    /* A call's attrs.u.constant, when set, is a record some transform attached, and a
+     * custom_call's its attributes (kept like a constant's value). */
+    if (ok &&
+        (op->kind == KILN_OP_CONSTANT || op->kind == KILN_OP_CALL ||
+         op->kind == KILN_OP_CUSTOM_CALL) &&
+        op->attrs->u.constant &&
         kiln__module_keep_constant(dst, (kiln_tensor *)op->attrs->u.constant) != KILN_OK)
         ok = false;
     if (ok) {

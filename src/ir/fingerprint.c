@@ -76,6 +76,7 @@ static void put_member(writer *w, kiln_op kind, const kiln__attrs *a) {
     case KILN_OP_BITCAST_CONVERT: put_i64(w, a->u.convert_to); break;
     case KILN_OP_CONSTANT:
     case KILN_OP_CALL:
+    case KILN_OP_CUSTOM_CALL:
         if (a->u.constant)
             put_constant(w, a->u.constant);
         else

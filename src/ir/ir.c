@@ -6,6 +6,7 @@
 
 #include "base/alloc.h"
 #include "base/ctx_internal.h"
+#include "ops/custom_call.h"
 
 kiln_module *kiln__module_new(kiln_ctx *cx, const char *name) {
     kiln_module *m = kiln__calloc(cx, sizeof *m, _Alignof(kiln_module), "module");
@@ -326,8 +327,12 @@ static int32_t dce_block(kiln__block *b) {
         for (int32_t i = 0; i < op->n_results; i++)
             used |= op->results[i]->uses > 0;
         /* Every kiln op but the collectives is free of side effects (a collective must run
-         * on every process); a while loop that never ends is not an effect kiln keeps. */
-        if (!used && !kiln__op_has(op->kind, KILN_OPF_COLLECTIVE)) {
+         * on every process), and custom_calls that say they have some; a while loop that
+         * never ends is not an effect kiln keeps. */
+        bool effects =
+            kiln__op_has(op->kind, KILN_OPF_COLLECTIVE) ||
+            (op->kind == KILN_OP_CUSTOM_CALL && kiln__custom_call_has_side_effect(op->attrs));
+        if (!used && !effects) {
             unuse_op(op);
             kiln__op_unlink(op);
             removed++;

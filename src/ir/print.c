@@ -15,6 +15,7 @@
 #include "base/strbuf.h"
 #include "ir/ir.h"
 #include "ir/print.h"
+#include "ops/custom_call.h"
 #include "ops/op_syntax.h"
 
 /* Room for a callee's printed name (longer names are cut). */
@@ -830,6 +831,32 @@ static void print_call(printer *p, const kiln__ir_op *op) {
     values_free(p, &captured);
 }
 
+/* JAX's pretty form: stablehlo.custom_call @target(%a) {attributes as written} : type. */
+static void print_custom_call(printer *p, const kiln__ir_op *op) {
+    const char *target = kiln__custom_call_target(op->attrs);
+    if (!target) {
+        fail_internal(p, "a custom_call without its record");
+        return;
+    }
+    put(p, "stablehlo.custom_call ");
+    put_symbol(p, target);
+    put(p, "(");
+    put_values(p, op->operands, op->n_operands);
+    put(p, ")");
+    const char *key, *value;
+    for (int32_t i = 0; kiln__custom_call_attr(op->attrs, i, &key, &value); i++) {
+        put(p, i ? ", " : " {");
+        if (bare_identifier(key))
+            put(p, key);
+        else
+            put_string(p, key);
+        if (*value) kiln__strbuf_printf(&p->sb, " = %s", value);
+    }
+    if (kiln__custom_call_n_attrs(op->attrs)) put(p, "}");
+    put(p, " : ");
+    put_op_functional(p, op);
+}
+
 /* "%0 = ", "%0:2 = ", "%cst = ", "%output_state, %output = " or nothing. */
 static void print_results(printer *p, const kiln__ir_op *op) {
     if (op->n_results == 0) return;
@@ -916,6 +943,7 @@ static void print_op(printer *p, const kiln__ir_op *op, int ind) {
     case KILN_OP_CONVOLUTION: print_convolution(p, op); return;
     case KILN_OP_WHILE: print_while(p, op, ind); return;
     case KILN_OP_CALL: print_call(p, op); return;
+    case KILN_OP_CUSTOM_CALL: print_custom_call(p, op); return;
     case KILN_OP_OPTIMIZATION_BARRIER:
         if (op->n_operands == 0) {
             put(p, "stablehlo.optimization_barrier()");

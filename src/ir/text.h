@@ -204,6 +204,9 @@ size_t kiln__text_ident(parser *p, const char **out);
  * recording `missing` at *at where the name or the '=' (`after`: where it goes) is missing. */
 size_t kiln__text_attr_key(parser *p, const char **name, size_t *at, const char *after,
                            const char *missing);
+/* An attribute's name, an identifier or a string literal (its escapes as written): its
+ * span and where it stands; "expected an attribute name" where there is neither. */
+bool kiln__text_attr_name(parser *p, const char **name, size_t *len, size_t *at);
 /* A keyword as a whole token: taken (accept) or an error naming it (expect). */
 bool kiln__text_accept_kw(parser *p, const char *kw);
 bool kiln__text_expect_kw(parser *p, const char *kw, const char *what);
@@ -306,6 +309,15 @@ bool kiln__text_check_op(parser *p, size_t pos, const char *name, size_t len, bo
  * cap of them, none when the next token is not a value). */
 bool kiln__text_op_line(parser *p, kiln__block *b);
 bool kiln__text_operands(parser *p, kiln__value **out, int32_t *n, int32_t cap);
+
+/* ---- custom_call (text_custom_call.c) ---------------------------------------------------- */
+
+/* stablehlo.custom_call after its name (generic: the quoted form; else the pretty form,
+ * whose @target, as written, is target): its operands, its type into s and its record
+ * (ops/custom_call.h, held by the module) into *record. */
+bool kiln__text_custom_call(parser *p, size_t op_pos, bool generic, const char *target,
+                            size_t target_len, kiln__value **operands, int32_t *n_operands, sig *s,
+                            const kiln_tensor **record);
 
 /* ---- Shardy (text_sdy.c) ---------------------------------------------------------------- */
 

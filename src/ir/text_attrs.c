@@ -46,17 +46,10 @@ bool kiln__text_attr_entries(parser *p, attr *a, char close) {
     a->n = 0;
     if (kiln__text_accept(p, close)) return true;
     do {
-        kiln__text_skip(p);
-        size_t kpos = p->pos;
+        size_t kpos;
         const char *key;
         size_t klen;
-        if (kiln__text_peek(p, '"')) {
-            if (!kiln__text_string_lit(p, &key, &klen)) return false;
-        } else if (!(klen = kiln__text_ident(p, &key))) {
-            char buf[16];
-            return kiln__text_error(p, kpos, "expected an attribute name, found %s",
-                                    kiln__text_char_text(p, buf));
-        }
+        if (!kiln__text_attr_name(p, &key, &klen, &kpos)) return false;
         if (!grow_attrs(p, &a->items, &a->keys, &a->key_lens, a->n, &cap)) return false;
         attr *v = &a->items[a->n];
         memset(v, 0, sizeof *v);

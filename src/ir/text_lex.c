@@ -146,6 +146,16 @@ size_t kiln__text_attr_key(parser *p, const char **name, size_t *at, const char 
     return len;
 }
 
+bool kiln__text_attr_name(parser *p, const char **name, size_t *len, size_t *at) {
+    kiln__text_skip(p);
+    *at = p->pos;
+    if (kiln__text_peek(p, '"')) return kiln__text_string_lit(p, name, len);
+    if ((*len = kiln__text_ident(p, name))) return true;
+    char buf[16];
+    return kiln__text_error(p, *at, "expected an attribute name, found %s",
+                            kiln__text_char_text(p, buf));
+}
+
 bool kiln__text_accept_kw(parser *p, const char *kw) {
     kiln__text_skip(p);
     size_t len = strlen(kw);

@@ -194,6 +194,7 @@ typedef struct opdesc {
     bool have_sig;
     const char *callee;
     size_t callee_len, callee_pos;
+    const kiln_tensor *record; /* a custom_call's (ops/custom_call.h) */
 } opdesc;
 
 typedef struct op_scratch {
@@ -986,6 +987,7 @@ static __attribute__((noinline)) bool append_op(parser *p, kiln__block *b, opdes
     if (!kiln__text_build_attrs(p, o->kind, &o->dict, o->pos, o->s.in, o->s.n_in, o->s.out,
                                 o->s.n_out, &a))
         return false;
+    if (o->kind == KILN_OP_CUSTOM_CALL) a.u.constant = o->record;
     if (o->kind == KILN_OP_CONSTANT) {
         if (o->value != CONSTANT_VALUE_HELD)
             return kiln__text_error(p, o->pos, "a constant needs a value");
@@ -1252,23 +1254,24 @@ static bool op_line(parser *p, kiln__block *b) {
                 size_t at = p->pos;
                 const char *target = NULL;
                 size_t tlen = 0;
-                if (generic) {
-                    ok = kiln__text_error(p, o->pos,
-                                          "unsupported op 'stablehlo.custom_call' (generic form)");
-                } else if (kiln__text_accept(p, '@')) {
-                    if (kiln__text_peek(p, '"'))
-                        ok = kiln__text_string_lit(p, &target, &tlen);
-                    else
-                        tlen = kiln__text_ident(p, &target);
-                }
+                if (!generic && !kiln__text_accept(p, '@'))
+                    ok = kiln__text_error(p, at,
+                                          "expected '@' and the target after "
+                                          "stablehlo.custom_call");
+                else if (!generic && !kiln__text_symbol_name(p, &target, &tlen, "the target"))
+                    ok = false;
                 if (ok && tlen > 6 && memcmp(target, "check.", 6) == 0) {
                     if (l->count > 0)
                         ok = kiln__text_error(p, o->pos, "check ops have no results");
                     else
                         ok = kiln__text_check_op(p, at, target, tlen, true);
                 } else if (ok) {
-                    ok = kiln__text_error(p, o->pos, "unsupported custom_call target '%.*s'",
-                                          (int)(tlen > 60 ? 60 : tlen), target ? target : "");
+                    o->kind = KILN_OP_CUSTOM_CALL;
+                    o->record = NULL;
+                    ok = kiln__text_custom_call(p, o->pos, generic, target, tlen, o->operands,
+                                                &o->n_operands, &o->s, &o->record);
+                    o->have_sig = ok;
+                    if (ok) ok = append_op(p, b, o, l);
                 }
             } else {
                 kiln_op kind = KILN_OP_COUNT;

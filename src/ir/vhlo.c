@@ -42,6 +42,7 @@ typedef enum op_form {
     F_SDY_MANUAL, /* Shardy's ops, and the casts between VHLO's types and builtin ones */
     F_SDY_RETURN,
     F_CAST,
+    F_CUSTOM_CALL, /* every attribute written as text (ops/custom_call.h keeps them) */
 } op_form;
 
 typedef struct vop {
@@ -1161,6 +1162,65 @@ static bool terminator(xlator *x, const header *h, const char *keyword) {
     return true;
 }
 
+/* stablehlo.custom_call in the generic form: its properties, then the discardable
+ * attributes of its dictionary (mhlo.frontend_attributes, mhlo.sharding, ...), each
+ * written as text; called_computations' names as symbols. */
+static bool custom_call(xlator *x, kiln__bc_cursor *c, const header *h, uint32_t first) {
+    kiln__bc *bc = x->bc;
+    indent(x);
+    result_names(x, h, first);
+    put(x, "\"stablehlo.custom_call\"(");
+    operands(x, h);
+    put(x, ") {");
+    bool none = true;
+    for (int i = 0; i < h->n_attrs; i++) {
+        sep(x, &none);
+        putf(x, "%s = ", h->attrs[i].name);
+        kiln__vattr v = {0};
+        if (strcmp(h->attrs[i].name, "called_computations") != 0) {
+            if (!kiln__vhlo_attr_text(bc, h->attrs[i].index, x->sb)) return false;
+            continue;
+        }
+        if (!kiln__vhlo_attr(bc, h->attrs[i].index, &v) || v.kind != KILN__VA_ARRAY)
+            return kiln__bc_fail(bc, h->at, "called_computations is not a list");
+        put(x, "[");
+        for (uint32_t k = 0; k < v.n; k++) {
+            uint32_t item;
+            kiln__vattr name = {0};
+            if (!kiln__vhlo_array_item(bc, &v, k, &item) || !kiln__vhlo_attr(bc, item, &name))
+                return false;
+            if (name.kind != KILN__VA_STRING)
+                return kiln__bc_fail(bc, h->at, "called_computations holds a non-name");
+            put(x, k ? ", @" : "@");
+            symbol(x, name.text, name.len);
+        }
+        put(x, "]");
+    }
+    kiln__vattr d = {0};
+    if (h->has_dict && !kiln__vhlo_attr(bc, h->dict, &d)) return false;
+    for (uint32_t i = 0; h->has_dict && d.kind == KILN__VA_DICT && i < d.n; i++) {
+        uint32_t k, v;
+        kiln__vattr key = {0};
+        if (!kiln__vhlo_dict_item(bc, &d, i, &k, &v) || !kiln__vhlo_attr(bc, k, &key)) return false;
+        if (key.kind != KILN__VA_STRING) return kiln__bc_fail(bc, h->at, "a non-string name");
+        bool known = false;
+        for (int j = 0; j < n_names(h->op); j++)
+            known |=
+                strlen(h->op->names[j]) == key.len && !memcmp(h->op->names[j], key.text, key.len);
+        if (known) continue; /* read among its properties */
+        sep(x, &none);
+        kiln__vhlo_key_text(x->sb, key.text, key.len);
+        put(x, " = ");
+        if (!kiln__vhlo_attr_text(bc, v, x->sb)) return false;
+    }
+    put(x, "} : (");
+    if (!operand_types(x, h)) return false;
+    put(x, ") -> (");
+    if (!result_types(x, h)) return false;
+    put(x, ")\n");
+    return regions(x, c, h, false);
+}
+
 static bool op(xlator *x, kiln__bc_cursor *c, const header *parent, uint32_t *next_id) {
     header h;
     if (!read_header(x, c, &h)) return false;
@@ -1265,6 +1325,7 @@ static bool op(xlator *x, kiln__bc_cursor *c, const header *parent, uint32_t *ne
         put(x, ")\n");
         return regions(x, c, &h, false);
     }
+    case F_CUSTOM_CALL: return custom_call(x, c, &h, first);
     case F_GENERIC: break;
     case F_SDY_MANUAL: /* written above */
     case F_SDY_RETURN:

@@ -91,6 +91,17 @@ bool kiln__vhlo_dense_text(kiln__bc *bc, kiln__strbuf *sb, const kiln__vattr *t)
 bool kiln__vhlo_tensor_ints(kiln__bc *bc, const kiln__vattr *t, int64_t *out, int32_t cap,
                             int32_t *n, kiln__vtype *type);
 
+/* Any attribute as StableHLO text, as MLIR prints it (vhlo_attr_text.c): strings,
+ * booleans, integers and floats with their types, arrays, dictionaries, integer and index
+ * tensors (`dense<[1, 0]> : tensor<2xindex>`), custom_call's api_version and output operand
+ * aliases, attributes of other dialects kept as text. False, the error recorded, for one
+ * it cannot write. */
+bool kiln__vhlo_attr_text(kiln__bc *bc, uint32_t index, kiln__strbuf *sb);
+/* A string literal with MLIR's escapes (\\, \", \XX). */
+void kiln__vhlo_string_text(kiln__strbuf *sb, const char *s, size_t len);
+/* An attribute's name: as it stands when it is an identifier, else a string literal. */
+void kiln__vhlo_key_text(kiln__strbuf *sb, const char *s, size_t len);
+
 /* Translates the artifact in bc (opened) into StableHLO text. With only_func, just that
  * function (for comparing one function at a time). False with bc->error set. */
 /* Shardy's attributes (vhlo_sdy.c): whether attribute `index` is one, and its text form

@@ -11,8 +11,10 @@ size_t kiln__attrs_size(kiln_op kind) {
     case KILN_OP_COMPARE: return MEMBER(compare);
     case KILN_OP_CONVERT:
     case KILN_OP_BITCAST_CONVERT: return MEMBER(convert_to);
+    /* a call: a record a transform attached; a custom_call: its attributes (custom_call.h) */
     case KILN_OP_CONSTANT:
-    case KILN_OP_CALL: return MEMBER(constant); /* a call: a record a transform attached */
+    case KILN_OP_CALL:
+    case KILN_OP_CUSTOM_CALL: return MEMBER(constant);
     case KILN_OP_IOTA: return MEMBER(iota);
     case KILN_OP_RNG_BIT_GENERATOR: return MEMBER(rng);
     case KILN_OP_BROADCAST_IN_DIM: return MEMBER(broadcast);

@@ -45,7 +45,9 @@ typedef struct kiln__attrs {
             kiln_compare_type type; /* never DEFAULT once built: resolved from the dtype */
         } compare;
         kiln_dtype convert_to;       /* convert, bitcast_convert */
-        const kiln_tensor *constant; /* constant: the value (a concrete tensor) */
+        /* constant: the value (a concrete tensor); custom_call: its record, the target and
+         * attributes as written (ops/custom_call.h) */
+        const kiln_tensor *constant;
         struct {
             kiln_dtype dtype;
             kiln_shape shape;

@@ -5,6 +5,7 @@
  * run, so for those the kernel checks what the regions return. */
 #include <stdio.h>
 
+#include "ops/custom_call.h"
 #include "ops/infer.h"
 
 /* Checks a result type given as attributes (iota, rng_bit_generator): a valid dtype, a
@@ -162,5 +163,17 @@ KILN__INFER(RNG_BIT_GENERATOR) {
     results[0] = *state; /* (C1) */
     results[1].dtype = dtype;
     results[1].shape = attrs->u.rng.shape;
+    return KILN_OK;
+}
+
+/* custom_call: what kiln does not know it cannot infer; its result types are the text's,
+ * kept in its record. */
+KILN__INFER(CUSTOM_CALL) {
+    (void)operands, (void)n_operands;
+    int32_t n = kiln__custom_call_results(attrs, results, n_results);
+    if (n < 0) return kiln__infer_error(cx, attrs, "stablehlo.custom_call without its record");
+    if (n != n_results)
+        return kiln__infer_error(cx, attrs, "stablehlo.custom_call has %d results; asked for %d",
+                                 (int)n, n_results);
     return KILN_OK;
 }

@@ -266,6 +266,10 @@ static const kiln__op_syntax table[KILN_OP_COUNT] = {
     [KILN_OP_COLLECTIVE_BROADCAST] = GENERIC(collective_broadcast_attrs),
     [KILN_OP_COLLECTIVE_REDUCE] = GENERIC(collective_broadcast_attrs),
     [KILN_OP_RUN_PARALLEL] = CUSTOM_NO_ATTRS,
+    /* `stablehlo.custom_call @target(%a) {attributes} : (...) -> ...` and the generic form:
+     * its attributes are an open set, kept as written in its record (ops/custom_call.h,
+     * whose table checks the known ones) */
+    [KILN_OP_CUSTOM_CALL] = CUSTOM_NO_ATTRS,
 };
 
 static const kiln__op_syntax same_type_plain = {.form = KILN__FORM_PLAIN, .type = KILN__TYPE_SAME};
@@ -390,6 +394,7 @@ void kiln__attrs_complete(kiln_op op, kiln__attrs *a, const kiln__op_types *t) {
     case KILN_OP_ALL_TO_ALL:
     case KILN_OP_COLLECTIVE_BROADCAST:
     case KILN_OP_COLLECTIVE_REDUCE:
+    case KILN_OP_CUSTOM_CALL:
     case KILN_OP_RUN_PARALLEL: a->n_results = t->n_out; break;
     default: break;
     }

@@ -11,6 +11,7 @@
 #include "base/ctx_internal.h"
 #include "base/strbuf.h"
 #include "ir/ir.h"
+#include "ops/custom_call.h"
 #include "passes/passes.h"
 #include "runtime/exe.h"
 
@@ -84,12 +85,14 @@ static kiln_status check_ops(kiln_ctx *cx, const kiln_module *m, const kiln__bac
         kiln_dtype d = KILN_DTYPE_COUNT;
         const kiln__ir_op *op =
             unsupported(be, m->funcs[f]->body, where, sizeof where, used, &d);
+        const char *target =
+            op && op->kind == KILN_OP_CUSTOM_CALL ? kiln__custom_call_target(op->attrs) : NULL;
         if (op)
-            return kiln_ctx_set_error(cx, KILN_UNIMPLEMENTED,
-                                      "%s: backend '%s' cannot run stablehlo.%s%s%s (%s)",
-                                      compile_fn, be->name, kiln__op_get_info(op->kind)->name,
-                                      kiln_dtype_is_valid(d) ? " on " : "",
-                                      kiln_dtype_is_valid(d) ? kiln_dtype_name(d) : "", where);
+            return kiln_ctx_set_error(
+                cx, KILN_UNIMPLEMENTED, "%s: backend '%s' cannot run stablehlo.%s%s%s%s%s (%s)",
+                compile_fn, be->name, kiln__op_get_info(op->kind)->name, target ? " @" : "",
+                target ? target : "", kiln_dtype_is_valid(d) ? " on " : "",
+                kiln_dtype_is_valid(d) ? kiln_dtype_name(d) : "", where);
     }
     return KILN_OK;
 }

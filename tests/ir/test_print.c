@@ -1539,6 +1539,7 @@ static const op_golden covered[] = {
     {KILN_OP_COLLECTIVE_BROADCAST, &golden_collective},
     {KILN_OP_COLLECTIVE_REDUCE, &golden_collective_text},
     {KILN_OP_RUN_PARALLEL, &golden_run_parallel},
+    {KILN_OP_CUSTOM_CALL, &golden_custom_call},
     {KILN_OP_REDUCE, &golden_reductions},
     {KILN_OP_REDUCE_WINDOW, &golden_reductions},
     {KILN_OP_SELECT_AND_SCATTER, &golden_reductions},

@@ -1389,5 +1389,8 @@ const kiln_op_coverage kiln_cover_control[] = {
     {KILN_OP_CONSTANT, "control/constant_every_dtype"},
     {KILN_OP_IOTA, "control/iota_conformance"},
     {KILN_OP_RNG_BIT_GENERATOR, "control/rng_three_fry_spec_example"},
+    /* no builder makes one and no backend runs one: read, printed and refused in
+     * tests/ir/test_custom_call.c */
+    {KILN_OP_CUSTOM_CALL, "custom_call/compiling_one_is_refused_naming_the_target_and_the_backend"},
     {KILN_OP_COUNT, NULL},
 };

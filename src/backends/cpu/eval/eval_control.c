@@ -15,6 +15,7 @@
 #include "core/element.h"
 #include "core/tensor_internal.h"
 #include "kiln/random.h"
+#include "ops/custom_call.h"
 #include "ops/infer.h"
 
 #define MAX_FIXED 8
@@ -434,4 +435,15 @@ KILN__EVAL(RNG_BIT_GENERATOR) {
     }
     memcpy(kiln__out(results[0]), next, (size_t)m * sizeof next[0]);
     return KILN_OK;
+}
+
+/* custom_call: kiln has no registry of targets yet, so none runs (kiln__cpu_supports_op
+ * says so, and kiln_compile refuses the program by name before any kernel is asked). */
+KILN__EVAL(CUSTOM_CALL) {
+    (void)operands, (void)n_operands, (void)results, (void)n_results;
+    const char *target = kiln__custom_call_target(attrs);
+    return kiln_ctx_set_error(cx, KILN_UNIMPLEMENTED,
+                              "cpu: stablehlo.custom_call @%s: no target is registered (the CPU "
+                              "backend runs no custom_call)",
+                              target ? target : "?");
 }

@@ -42,7 +42,7 @@ static bool runs_on_complex(kiln_op op) {
 }
 
 bool kiln__cpu_supports_op(kiln_op op, kiln_dtype dtype) {
-    if ((int)op < 0 || op >= KILN_OP_COUNT) return false;
+    if ((int)op < 0 || op >= KILN_OP_COUNT || op == KILN_OP_CUSTOM_CALL) return false;
     return !kiln_dtype_is_complex(dtype) || runs_on_complex(op); /* COUNT: the kind, yes */
 }
 

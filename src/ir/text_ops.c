@@ -320,6 +320,25 @@ static bool generic_op(parser *p, opdesc *o) {
     return true;
 }
 
+/* The deprecated stablehlo.dot (operands of rank 1 or 2) is dot_general contracting the
+ * lhs's last dimension with the rhs's first, as StableHLO's own legalization makes it; its
+ * precision_config, like dot_general's, is read and not kept. */
+static bool dot_as_dot_general(parser *p, opdesc *o) {
+    int32_t r = o->s.n_in == 2 ? o->s.in[0].shape.rank : 0;
+    if (r < 1 || r > 2 || o->s.in[1].shape.rank < 1 || o->s.in[1].shape.rank > 2)
+        return kiln__text_error(p, o->pos, "stablehlo.dot takes two operands of rank 1 or 2");
+    attr dims = {.kind = A_STRUCT, .pos = o->pos};
+    attr lhs_dims = {.kind = A_ARRAY, .pos = o->pos, .n = 1}, rhs_dims = lhs_dims;
+    lhs_dims.ints = kiln__text_aalloc(p, sizeof(int64_t));
+    rhs_dims.ints = kiln__text_aalloc(p, sizeof(int64_t));
+    if (!lhs_dims.ints || !rhs_dims.ints) return false;
+    lhs_dims.ints[0] = r - 1;
+    rhs_dims.ints[0] = 0;
+    return dict_add(p, &dims, "lhs_contracting_dimensions", lhs_dims) &&
+           dict_add(p, &dims, "rhs_contracting_dimensions", rhs_dims) &&
+           dict_add(p, &o->dict, "dot_dimension_numbers", dims);
+}
+
 static bool enum_word(parser *p, opdesc *o, const char *key) {
     attr v = {0};
     kiln__text_skip(p);
@@ -1244,6 +1263,9 @@ static bool op_line(parser *p, kiln__block *b) {
                                                 "pretty form")
                              : kiln__text_sdy_manual(p, b, o->pos, l->names, l->lens, l->pos,
                                                      l->n_names, l->count, l->grouped);
+            } else if (generic && span_is(id, len, "stablehlo.dot")) {
+                o->kind = KILN_OP_DOT_GENERAL;
+                ok = generic_op(p, o) && dot_as_dot_general(p, o) && append_op(p, b, o, l);
             } else if (len > 6 && memcmp(id, "check.", 6) == 0) {
                 if (l->count >= 0)
                     ok = kiln__text_error(p, o->pos, "check ops have no results");

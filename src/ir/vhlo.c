@@ -43,6 +43,7 @@ typedef enum op_form {
     F_SDY_RETURN,
     F_CAST,
     F_CUSTOM_CALL, /* every attribute written as text (ops/custom_call.h keeps them) */
+    F_DOT,         /* the deprecated dot: dot_general contracting lhs's last with rhs's first */
 } op_form;
 
 typedef struct vop {
@@ -1326,6 +1327,26 @@ static bool op(xlator *x, kiln__bc_cursor *c, const header *parent, uint32_t *ne
         return regions(x, c, &h, false);
     }
     case F_CUSTOM_CALL: return custom_call(x, c, &h, first);
+    case F_DOT: {
+        uint32_t t = 0;
+        kiln__vtype lhs = {0};
+        if (h.n_operands != 2 || h.n_results != 1 || !operand_type(x, h.operands[0], &t) ||
+            !kiln__vhlo_type(bc, t, &lhs) || lhs.kind != KILN__VT_TENSOR || lhs.rank < 1)
+            return kiln__bc_fail(bc, h.at, "vhlo.dot_v1 takes two tensors of rank 1 or 2");
+        indent(x);
+        result_names(x, &h, first);
+        put(x, "\"stablehlo.dot_general\"(");
+        operands(x, &h);
+        putf(x,
+             ") {dot_dimension_numbers = #stablehlo.dot<lhs_contracting_dimensions = [%d], "
+             "rhs_contracting_dimensions = [0]>} : (",
+             (int)lhs.rank - 1);
+        if (!operand_types(x, &h)) return false;
+        put(x, ") -> ");
+        if (!result_types(x, &h)) return false;
+        put(x, "\n");
+        return regions(x, c, &h, false);
+    }
     case F_GENERIC: break;
     case F_SDY_MANUAL: /* written above */
     case F_SDY_RETURN:

@@ -167,10 +167,11 @@ Test(bytecode, a_newer_version_and_an_op_kiln_lacks_are_refused_by_name) {
     cr_assert_null(m);
     expect_error(cx, KILN_INVALID_ARGUMENT,
                  "portable artifact (StableHLO_v2.0.0): newer than this reader (StableHLO 1.20)");
-    /* The whole 1.20.0 module holds ops kiln lacks: the first is named, with its offset. */
+    /* The whole 1.20.0 module holds ops and types kiln lacks: the first is named, with its
+     * offset. */
     snprintf(path, sizeof path, "%s/stablehlo_legalize_to_vhlo.1_20_0.mlir.bc", vhlo_dir());
     cr_assert_eq(kiln_module_parse_file(cx, path, NULL, &m), KILN_INVALID_ARGUMENT);
-    expect_error(cx, KILN_INVALID_ARGUMENT, "unsupported op vhlo.fft_v1 at byte 5309");
+    expect_error(cx, KILN_INVALID_ARGUMENT, "unsupported type index_v1 at byte 3581");
     kiln_ctx_release(cx);
 }
 

@@ -6,20 +6,10 @@
  * are C's <complex.h> (Annex G: branch cuts, infinities and NaN as it says) where C has
  * one; the others are written below from the spec's definitions, and power of zero is
  * XLA's (0^0 = 1, after Kahan). */
-#include <complex.h>
-
+#include "backends/cpu/eval/complex_value.h"
 #include "backends/cpu/eval/eval_elementwise.h"
 
-typedef double _Complex cplx;
-
-/* re + im i (CMPLX is not in every C library's <complex.h> for every compiler): C11 lays a
- * complex value out as an array of its two parts. */
-static inline cplx complex_of(double re, double im) {
-    double parts[2] = {re, im};
-    cplx z;
-    memcpy(&z, parts, sizeof z);
-    return z;
-}
+typedef kiln__cplx cplx;
 
 /* ---- functions of one value ----------------------------------------------------------------- */
 
@@ -36,35 +26,35 @@ static cplx c_logistic(cplx z) { return 1.0 / (1.0 + cexp(-z)); }
 /* The principal cube root: |z|^(1/3) at a third of z's argument (the reference's rule). */
 static cplx c_cbrt(cplx z) {
     double r = cbrt(cabs(z)), t = carg(z) / 3.0;
-    return complex_of(r * cos(t), r * sin(t));
+    return kiln__cplx_of(r * cos(t), r * sin(t));
 }
 
 /* exp(z) - 1 with the real part as expm1(x) cos y - 2 sin^2(y/2), so that a small z keeps
  * its digits (exp(z) - 1 loses them all); on the real axis expm1 itself. */
 static cplx c_expm1(cplx z) {
     double x = creal(z), y = cimag(z);
-    if (y == 0) return complex_of(expm1(x), y);
+    if (y == 0) return kiln__cplx_of(expm1(x), y);
     double s = sin(0.5 * y);
-    return complex_of(expm1(x) * cos(y) - 2.0 * s * s, exp(x) * sin(y));
+    return kiln__cplx_of(expm1(x) * cos(y) - 2.0 * s * s, exp(x) * sin(y));
 }
 
 /* log(1 + z): the argument of 1 + z, and log |1 + z| as log1p(2x + x^2 + y^2) / 2 near 0
  * (where log |1 + z| loses the digits of a small z); on the real axis log1p itself. */
 static cplx c_log1p(cplx z) {
     double x = creal(z), y = cimag(z);
-    if (y == 0 && x >= -1) return complex_of(log1p(x), y);
+    if (y == 0 && x >= -1) return kiln__cplx_of(log1p(x), y);
     double re = fabs(x) < 0.5 && fabs(y) < 0.5 ? 0.5 * log1p(x * (x + 2.0) + y * y)
                                                : log(hypot(x + 1.0, y));
-    return complex_of(re, atan2(y, x + 1.0));
+    return kiln__cplx_of(re, atan2(y, x + 1.0));
 }
 
 /* z / |z|; 0 at 0 and NaN (both parts) where a part is NaN, as the spec says. */
 static cplx c_sign(cplx z) {
     double x = creal(z), y = cimag(z);
-    if (isnan(x) || isnan(y)) return complex_of(NAN, NAN);
-    if (x == 0 && y == 0) return complex_of(0.0, 0.0);
+    if (isnan(x) || isnan(y)) return kiln__cplx_of(NAN, NAN);
+    if (x == 0 && y == 0) return kiln__cplx_of(0.0, 0.0);
     double a = hypot(x, y);
-    return complex_of(x / a, y / a);
+    return kiln__cplx_of(x / a, y / a);
 }
 
 typedef cplx (*unary_fn)(cplx);
@@ -95,13 +85,13 @@ static cplx c_divide(cplx a, cplx b) { return a / b; }
 /* a^b = exp(b log a); a zero base with a real exponent b >= 0 gives 1 for b = 0 and 0
  * otherwise (XLA's rule; exp(b log 0) would be NaN). */
 static cplx c_power(cplx a, cplx b) {
-    if (a == 0 && cimag(b) == 0 && creal(b) >= 0) return complex_of(creal(b) == 0 ? 1 : 0, 0);
+    if (a == 0 && cimag(b) == 0 && creal(b) >= 0) return kiln__cplx_of(creal(b) == 0 ? 1 : 0, 0);
     return cpow(a, b);
 }
 
 /* atan2(y, x) = -i log((x + iy) / sqrt(x^2 + y^2)), the spec's definition. */
 static cplx c_atan2(cplx y, cplx x) {
-    const cplx i = complex_of(0, 1);
+    const cplx i = kiln__cplx_of(0, 1);
     return -i * clog((x + i * y) / csqrt(x * x + y * y));
 }
 
@@ -131,73 +121,13 @@ static binary_fn binary_of(kiln_op op) {
 
 /* ---- the loops ------------------------------------------------------------------------------ */
 
-static void map_unary(kiln_dtype dt, unary_fn f, const void *x_, void *r_, int64_t n) {
-    if (dt == KILN_C64) {
-        const float *x = x_;
-        float *r = r_;
-        for (int64_t i = 0; i < n; i++) {
-            cplx v = f(complex_of(x[2 * i], x[2 * i + 1]));
-            r[2 * i] = (float)creal(v), r[2 * i + 1] = (float)cimag(v);
-        }
-    } else {
-        const double *x = x_;
-        double *r = r_;
-        for (int64_t i = 0; i < n; i++) {
-            cplx v = f(complex_of(x[2 * i], x[2 * i + 1]));
-            r[2 * i] = creal(v), r[2 * i + 1] = cimag(v);
-        }
-    }
-}
+#define T float
+#define FN(name) name##_c64
+#include "backends/cpu/eval/complex_loops.inc"
 
-static void map_binary(kiln_dtype dt, binary_fn f, const void *a_, const void *b_, void *r_,
-                       int64_t n) {
-    if (dt == KILN_C64) {
-        const float *a = a_, *b = b_;
-        float *r = r_;
-        for (int64_t i = 0; i < n; i++) {
-            cplx v = f(complex_of(a[2 * i], a[2 * i + 1]), complex_of(b[2 * i], b[2 * i + 1]));
-            r[2 * i] = (float)creal(v), r[2 * i + 1] = (float)cimag(v);
-        }
-    } else {
-        const double *a = a_, *b = b_;
-        double *r = r_;
-        for (int64_t i = 0; i < n; i++) {
-            cplx v = f(complex_of(a[2 * i], a[2 * i + 1]), complex_of(b[2 * i], b[2 * i + 1]));
-            r[2 * i] = creal(v), r[2 * i + 1] = cimag(v);
-        }
-    }
-}
-
-/* Add, subtract and multiply in the parts' type, each part rounded as written (no
- * contraction), the reference's arithmetic. */
-static void part_by_part(kiln_op op, kiln_dtype dt, const void *a_, const void *b_, void *r_,
-                         int64_t n) {
-    if (dt == KILN_C64) {
-        const float *a = a_, *b = b_;
-        float *r = r_;
-        for (int64_t i = 0; i < n; i++) {
-            float ar = a[2 * i], ai = a[2 * i + 1], br = b[2 * i], bi = b[2 * i + 1];
-            r[2 * i] = op == KILN_OP_ADD        ? ar + br
-                       : op == KILN_OP_SUBTRACT ? ar - br
-                                                : ar * br - ai * bi;
-            r[2 * i + 1] = op == KILN_OP_ADD        ? ai + bi
-                           : op == KILN_OP_SUBTRACT ? ai - bi
-                                                    : ar * bi + ai * br;
-        }
-    } else {
-        const double *a = a_, *b = b_;
-        double *r = r_;
-        for (int64_t i = 0; i < n; i++) {
-            double ar = a[2 * i], ai = a[2 * i + 1], br = b[2 * i], bi = b[2 * i + 1];
-            r[2 * i] = op == KILN_OP_ADD        ? ar + br
-                       : op == KILN_OP_SUBTRACT ? ar - br
-                                                : ar * br - ai * bi;
-            r[2 * i + 1] = op == KILN_OP_ADD        ? ai + bi
-                           : op == KILN_OP_SUBTRACT ? ai - bi
-                                                    : ar * bi + ai * br;
-        }
-    }
-}
+#define T double
+#define FN(name) name##_c128
+#include "backends/cpu/eval/complex_loops.inc"
 
 static bool is_part_by_part(kiln_op op) {
     return op == KILN_OP_ADD || op == KILN_OP_SUBTRACT || op == KILN_OP_MULTIPLY;
@@ -211,7 +141,7 @@ bool kiln__ew_complex_runs(kiln_op op) {
 bool kiln__ew_complex_unary(kiln_op op, kiln_dtype dt, const void *x, void *r, int64_t n) {
     unary_fn f = unary_of(op);
     if (!f || !kiln_dtype_is_complex(dt)) return false;
-    map_unary(dt, f, x, r, n);
+    (dt == KILN_C64 ? map_unary_c64 : map_unary_c128)(f, x, r, n);
     return true;
 }
 
@@ -219,25 +149,15 @@ bool kiln__ew_complex_binary(kiln_op op, kiln_dtype dt, const void *a, const voi
                              int64_t n) {
     if (!kiln_dtype_is_complex(dt)) return false;
     if (is_part_by_part(op)) {
-        part_by_part(op, dt, a, b, r, n);
+        (dt == KILN_C64 ? part_by_part_c64 : part_by_part_c128)(op, a, b, r, n);
         return true;
     }
     binary_fn f = binary_of(op);
     if (!f) return false;
-    map_binary(dt, f, a, b, r, n);
+    (dt == KILN_C64 ? map_binary_c64 : map_binary_c128)(f, a, b, r, n);
     return true;
 }
 
-void kiln__ew_complex_abs(kiln_dtype dt, const void *x_, void *r_, int64_t n) {
-    if (dt == KILN_C64) {
-        const float *x = x_;
-        float *r = r_;
-        for (int64_t i = 0; i < n; i++)
-            r[i] = (float)hypot(x[2 * i], x[2 * i + 1]);
-    } else {
-        const double *x = x_;
-        double *r = r_;
-        for (int64_t i = 0; i < n; i++)
-            r[i] = hypot(x[2 * i], x[2 * i + 1]);
-    }
+void kiln__ew_complex_abs(kiln_dtype dt, const void *x, void *r, int64_t n) {
+    (dt == KILN_C64 ? modulus_c64 : modulus_c128)(x, r, n);
 }

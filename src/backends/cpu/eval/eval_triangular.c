@@ -3,28 +3,20 @@
  * complex arithmetic for every floating-point and complex dtype (a real value is (x, 0)),
  * rounded once when stored. Substitution and the Cholesky-Banachiewicz order, the sums in
  * index order, so the bits depend on nothing but the values. */
-#include <complex.h>
 #include <math.h>
-#include <string.h>
 
+#include "backends/cpu/eval/complex_value.h"
 #include "backends/cpu/eval/eval.h"
 #include "base/alloc.h"
 #include "core/element.h"
 
-typedef double _Complex cplx;
-
-static inline cplx complex_of(double re, double im) {
-    double parts[2] = {re, im};
-    cplx z;
-    memcpy(&z, parts, sizeof z);
-    return z;
-}
+typedef kiln__cplx cplx;
 
 static void load(const void *data, kiln_dtype dt, int64_t n, int64_t at, cplx *out) {
     for (int64_t i = 0; i < n; i++) {
         double re, im;
         kiln__element_load_complex(data, dt, at + i, &re, &im);
-        out[i] = complex_of(re, im);
+        out[i] = kiln__cplx_of(re, im);
     }
 }
 

@@ -250,6 +250,9 @@ static kiln_conv_params conv_of_sides(conv_side in, conv_side kernel, conv_side 
 
 /* The forward window along spatial dimension i: stride s, lhs dilation ld, rhs dilation
  * rdil, low padding lo, and the input, kernel and output sizes I, K and O. */
+/* A group count as the parameters hold it: 0 (never set) means one group. */
+static int64_t group_count(int64_t count) { return count > 0 ? count : 1; }
+
 typedef struct conv_window {
     int64_t s, ld, rdil, lo, I, K, O;
 } conv_window;
@@ -285,8 +288,7 @@ static kiln__value *conv_input_cotangent(kiln__emitter *e, const kiln_conv_param
                                          kiln__value *g, kiln__value *kernel,
                                          const kiln__type *in_type, kiln_dtype rd) {
     int32_t S = in_type->shape.rank - 2;
-    int64_t fgc = p->feature_group_count > 0 ? p->feature_group_count : 1;
-    int64_t bgc = p->batch_group_count > 0 ? p->batch_group_count : 1;
+    int64_t fgc = group_count(p->feature_group_count), bgc = group_count(p->batch_group_count);
     int64_t groups = fgc > 1 ? fgc : bgc;
     const kiln_shape *ks = &kernel->type->shape;
     kiln__value *w = move_group_factor(e, kernel, (int32_t)p->kernel_output_feature_dimension,
@@ -322,8 +324,7 @@ static kiln__value *conv_kernel_cotangent(kiln__emitter *e, const kiln_conv_para
                                           kiln__value *g, kiln__value *input,
                                           const kiln__type *k_type, kiln_dtype rd) {
     int32_t S = k_type->shape.rank - 2;
-    int64_t fgc = p->feature_group_count > 0 ? p->feature_group_count : 1;
-    int64_t bgc = p->batch_group_count > 0 ? p->batch_group_count : 1;
+    int64_t fgc = group_count(p->feature_group_count), bgc = group_count(p->batch_group_count);
     kiln_conv_params q =
         conv_of_sides(swapped(input_side(p)), output_side(p), kernel_side(p), S);
     for (int32_t i = 0; i < S; i++) {

@@ -41,6 +41,10 @@ static inline int64_t in_coord(const conv_geom *g, int32_t d, int64_t o, int64_t
 #define ELEMENT_SIZE_BODY "backends/cpu/eval/conv_row.inc"
 #include "backends/cpu/eval/per_element_size.h"
 
+typedef void fill_run_fn(const conv_geom *g, int32_t last, int64_t kx, void *row,
+                         const void *plane, int64_t base, int64_t len, int64_t istr, int64_t st,
+                         int64_t ld, int64_t c0, int64_t lo, int64_t hi);
+
 /* Fills one im2col row (window offset kidx, one input feature plane) for the output
  * positions of rows [q0, q1) (a row: the positions along the last spatial dimension). */
 static void im2col_row(const conv_geom *g, size_t es, const void *plane, const int64_t *kidx,
@@ -71,6 +75,11 @@ static void im2col_row(const conv_geom *g, size_t es, const void *plane, const i
             rem /= g->out_sz[d];
         }
     }
+    fill_run_fn *fill = es == 1   ? fill_run_1
+                        : es == 2 ? fill_run_2
+                        : es == 4 ? fill_run_4
+                        : es == 8 ? fill_run_8
+                                  : fill_run_16;
     unsigned char *row = row_out;
     for (int64_t q = q0; q < q1; q++) {
         int64_t base = 0;
@@ -82,27 +91,10 @@ static void im2col_row(const conv_geom *g, size_t es, const void *plane, const i
             else
                 base += x * g->in_str[d];
         }
-        if (!valid) {
+        if (!valid)
             memset(row, 0, (size_t)len * es);
-        } else {
-            switch (es) {
-            case 1:
-                fill_run_1(g, last, kx, row, plane, base, len, istr, st, ld, c0, lo, hi);
-                break;
-            case 2:
-                fill_run_2(g, last, kx, row, plane, base, len, istr, st, ld, c0, lo, hi);
-                break;
-            case 4:
-                fill_run_4(g, last, kx, row, plane, base, len, istr, st, ld, c0, lo, hi);
-                break;
-            case 8:
-                fill_run_8(g, last, kx, row, plane, base, len, istr, st, ld, c0, lo, hi);
-                break;
-            default:
-                fill_run_16(g, last, kx, row, plane, base, len, istr, st, ld, c0, lo, hi);
-                break;
-            }
-        }
+        else
+            fill(g, last, kx, row, plane, base, len, istr, st, ld, c0, lo, hi);
         row += (size_t)len * es;
         for (int32_t d = last - 1; d >= 0; d--) {
             if (++oidx[d] < g->out_sz[d]) break;

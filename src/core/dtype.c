@@ -15,6 +15,8 @@ typedef struct dtype_info {
     uint8_t bits;
 } dtype_info;
 
+#define SMALL(name, code, bits) {name, 1, KILN_DLPACK_##code, bits}
+
 static const dtype_info infos[KILN_DTYPE_COUNT] = {
     [KILN_BOOL] = {"i1", 1, KILN_DLPACK_BOOL, 8},
     [KILN_I8] = {"i8", 1, KILN_DLPACK_INT, 8},
@@ -31,6 +33,21 @@ static const dtype_info infos[KILN_DTYPE_COUNT] = {
     [KILN_F64] = {"f64", 8, KILN_DLPACK_FLOAT, 64},
     [KILN_C64] = {"complex<f32>", 8, KILN_DLPACK_COMPLEX, 64},
     [KILN_C128] = {"complex<f64>", 16, KILN_DLPACK_COMPLEX, 128},
+    [KILN_I2] = {"i2", 1, KILN_DLPACK_INT, 2},
+    [KILN_I4] = {"i4", 1, KILN_DLPACK_INT, 4},
+    [KILN_U2] = {"ui2", 1, KILN_DLPACK_UINT, 2},
+    [KILN_U4] = {"ui4", 1, KILN_DLPACK_UINT, 4},
+    [KILN_F8E4M3FN] = SMALL("f8E4M3FN", FLOAT8_E4M3FN, 8),
+    [KILN_F8E5M2] = SMALL("f8E5M2", FLOAT8_E5M2, 8),
+    [KILN_F8E4M3FNUZ] = SMALL("f8E4M3FNUZ", FLOAT8_E4M3FNUZ, 8),
+    [KILN_F8E5M2FNUZ] = SMALL("f8E5M2FNUZ", FLOAT8_E5M2FNUZ, 8),
+    [KILN_F8E4M3B11FNUZ] = SMALL("f8E4M3B11FNUZ", FLOAT8_E4M3B11FNUZ, 8),
+    [KILN_F8E4M3] = SMALL("f8E4M3", FLOAT8_E4M3, 8),
+    [KILN_F8E3M4] = SMALL("f8E3M4", FLOAT8_E3M4, 8),
+    [KILN_F8E8M0FNU] = SMALL("f8E8M0FNU", FLOAT8_E8M0FNU, 8),
+    [KILN_F6E2M3FN] = SMALL("f6E2M3FN", FLOAT6_E2M3FN, 6),
+    [KILN_F6E3M2FN] = SMALL("f6E3M2FN", FLOAT6_E3M2FN, 6),
+    [KILN_F4E2M1FN] = SMALL("f4E2M1FN", FLOAT4_E2M1FN, 4),
 };
 
 bool kiln_dtype_is_valid(kiln_dtype dtype) {
@@ -39,6 +56,11 @@ bool kiln_dtype_is_valid(kiln_dtype dtype) {
 
 size_t kiln_dtype_size(kiln_dtype dtype) {
     return kiln_dtype_is_valid(dtype) ? infos[dtype].size : 0;
+}
+
+uint32_t kiln_dtype_bits(kiln_dtype dtype) {
+    if (dtype == KILN_BOOL) return 1;
+    return kiln_dtype_is_valid(dtype) ? infos[dtype].bits : 0;
 }
 
 const char *kiln_dtype_name(kiln_dtype dtype) {
@@ -62,13 +84,21 @@ bool kiln_dtype_parse(const char *text, kiln_dtype *out_dtype) {
 }
 
 bool kiln_dtype_is_float(kiln_dtype dtype) {
-    return dtype == KILN_F16 || dtype == KILN_BF16 || dtype == KILN_F32 || dtype == KILN_F64;
+    return (dtype >= KILN_F16 && dtype <= KILN_F64) ||
+           (dtype >= KILN_F8E4M3FN && dtype <= KILN_F4E2M1FN);
 }
 
-bool kiln_dtype_is_integer(kiln_dtype dtype) { return dtype >= KILN_I8 && dtype <= KILN_U64; }
+bool kiln_dtype_is_integer(kiln_dtype dtype) {
+    return (dtype >= KILN_I8 && dtype <= KILN_U64) || (dtype >= KILN_I2 && dtype <= KILN_U4);
+}
 
 bool kiln_dtype_is_signed(kiln_dtype dtype) {
-    return (dtype >= KILN_I8 && dtype <= KILN_I64) || kiln_dtype_is_float(dtype);
+    return (dtype >= KILN_I8 && dtype <= KILN_I64) || dtype == KILN_I2 || dtype == KILN_I4 ||
+           kiln_dtype_is_float(dtype);
+}
+
+bool kiln_dtype_is_narrow(kiln_dtype dtype) {
+    return dtype >= KILN_I2 && dtype <= KILN_F4E2M1FN;
 }
 
 bool kiln_dtype_is_complex(kiln_dtype dtype) { return dtype == KILN_C64 || dtype == KILN_C128; }

@@ -26,7 +26,11 @@ double kiln__element_load(const void *data, kiln_dtype dtype, int64_t i) {
     case KILN_F64: return LOAD(double, data, i);
     case KILN_C64: return LOAD(float, data, 2 * i);
     case KILN_C128: return LOAD(double, data, 2 * i);
-    default: return NAN;
+    case KILN_I2:
+    case KILN_I4:
+    case KILN_U2:
+    case KILN_U4: return (double)kiln__narrow_value(dtype, LOAD(uint8_t, data, i));
+    default: return kiln_small_float_decode(dtype, LOAD(uint8_t, data, i));
     }
 }
 
@@ -47,7 +51,9 @@ void kiln__element_store_complex(void *data, kiln_dtype dtype, int64_t i, double
     }
 }
 
-static const double int_min[KILN_DTYPE_COUNT] = {[KILN_I8] = -128.0,
+static const double int_min[KILN_DTYPE_COUNT] = {[KILN_I2] = -2.0,
+                                                 [KILN_I4] = -8.0,
+                                                 [KILN_I8] = -128.0,
                                                  [KILN_I16] = -32768.0,
                                                  [KILN_I32] = -2147483648.0,
                                                  [KILN_I64] = -9223372036854775808.0};
@@ -56,7 +62,9 @@ static const double int_end[KILN_DTYPE_COUNT] = {
     [KILN_I8] = 128.0,         [KILN_I16] = 32768.0,
     [KILN_I32] = 2147483648.0, [KILN_I64] = 9223372036854775808.0,
     [KILN_U8] = 256.0,         [KILN_U16] = 65536.0,
-    [KILN_U32] = 4294967296.0, [KILN_U64] = 18446744073709551616.0};
+    [KILN_U32] = 4294967296.0, [KILN_U64] = 18446744073709551616.0,
+    [KILN_I2] = 2.0,           [KILN_I4] = 8.0,
+    [KILN_U2] = 4.0,           [KILN_U4] = 16.0};
 
 bool kiln__element_fits(kiln_dtype dtype, double value) {
     if (kiln_dtype_is_float(dtype) || kiln_dtype_is_complex(dtype)) return true;
@@ -75,6 +83,10 @@ bool kiln__element_fits_int(kiln_dtype dtype, int64_t value) {
     case KILN_U16: return value >= 0 && value <= UINT16_MAX;
     case KILN_U32: return value >= 0 && value <= UINT32_MAX;
     case KILN_U64: return value >= 0;
+    case KILN_I2: return value >= -2 && value <= 1;
+    case KILN_I4: return value >= -8 && value <= 7;
+    case KILN_U2: return value >= 0 && value <= 3;
+    case KILN_U4: return value >= 0 && value <= 15;
     default: return true;
     }
 }
@@ -101,6 +113,10 @@ void kiln__element_store(void *data, kiln_dtype dtype, int64_t i, double value) 
         case KILN_U16: STORE(uint16_t, data, i, t); return;
         case KILN_U32: STORE(uint32_t, data, i, t); return;
         case KILN_U64: STORE(uint64_t, data, i, t); return;
+        case KILN_I2:
+        case KILN_I4:
+        case KILN_U2:
+        case KILN_U4: STORE(uint8_t, data, i, kiln__wrap_narrow(dtype, (int64_t)t)); return;
         default: return;
         }
     }
@@ -112,7 +128,7 @@ void kiln__element_store(void *data, kiln_dtype dtype, int64_t i, double value) 
     case KILN_F64: STORE(double, data, i, value); return;
     case KILN_C64:
     case KILN_C128: kiln__element_store_complex(data, dtype, i, value, 0.0); return;
-    default: return;
+    default: STORE(uint8_t, data, i, kiln_small_float_encode(dtype, value)); return;
     }
 }
 
@@ -138,6 +154,10 @@ void kiln__element_store_int(void *data, kiln_dtype dtype, int64_t i, int64_t va
     case KILN_C128:
         STORE(double, data, 2 * i, (double)value), STORE(double, data, 2 * i + 1, 0.0);
         return;
-    default: return;
+    case KILN_I2:
+    case KILN_I4:
+    case KILN_U2:
+    case KILN_U4: STORE(uint8_t, data, i, kiln__wrap_narrow(dtype, value)); return;
+    default: STORE(uint8_t, data, i, kiln_small_float_encode(dtype, (double)value)); return;
     }
 }

@@ -13,6 +13,24 @@
 uint16_t kiln__f64_to_f16(double value);
 uint16_t kiln__f64_to_bf16(double value);
 
+/* The stored byte of a sub-byte integer (KILN_I2 ... KILN_U4) holding `value` wrapped to
+ * the type's width: its low bits, the others zero (ml_dtypes' int4: -1 is 0x0f). */
+static inline uint8_t kiln__wrap_narrow(kiln_dtype dtype, int64_t value) {
+    unsigned bits = dtype == KILN_I2 || dtype == KILN_U2 ? 2u : 4u;
+    return (uint8_t)((uint64_t)value & ((1u << bits) - 1u));
+}
+
+/* The value of a stored sub-byte integer (the bits above its width ignored). */
+static inline int64_t kiln__narrow_value(kiln_dtype dtype, uint8_t stored) {
+    unsigned bits = dtype == KILN_I2 || dtype == KILN_U2 ? 2u : 4u;
+    int64_t low = stored & ((1u << bits) - 1u);
+    bool negative = (dtype == KILN_I2 || dtype == KILN_I4) && (low >> (bits - 1u));
+    return negative ? low - (1 << bits) : low;
+}
+
+/* The exponent and mantissa widths of a small float type; false for any other dtype. */
+bool kiln__small_float_params(kiln_dtype dtype, int *exponent_bits, int *mantissa_bits);
+
 /* Element i of `data` as double (a complex element's real part). */
 double kiln__element_load(const void *data, kiln_dtype dtype, int64_t i);
 

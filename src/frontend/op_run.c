@@ -9,6 +9,7 @@
 #include "core/tensor_internal.h"
 #include "frontend/trace.h"
 #include "frontend/transfer.h"
+#include "ops/widen.h"
 
 #define MAX_FIXED 8
 
@@ -54,6 +55,53 @@ static kiln_tensor *result_over(kiln_ctx *cx, const char *fn, kiln_tensor *reuse
     kiln_tensor *r = kiln__tensor_new_on(cx, fn, t->dtype, t->shape, reuse->storage);
     if (r) r->byte_offset = reuse->byte_offset;
     return r;
+}
+
+/* A convert of t to `dtype` (a new tensor of the scope), or NULL with the error in cx. */
+static kiln_tensor *converted(kiln_ctx *cx, kiln_tensor *t, kiln_dtype dtype, const char *fn) {
+    kiln__attrs a = {.fn = fn};
+    a.u.convert_to = dtype;
+    return kiln__op_run1(cx, KILN_OP_CONVERT, &a, &t, 1);
+}
+
+/* An op on narrow types (ops/widen.h): its narrow operands converted to the wide types,
+ * the op run there, its results converted back to `out`'s dtypes. The temporaries are
+ * discarded. */
+static __attribute__((noinline, cold)) kiln_status
+run_widened(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs, kiln_tensor *const *operands,
+            int n_operands, kiln_tensor **results, int n_results, const kiln__type *out) {
+    const char *fn = attrs->fn ? attrs->fn : kiln__op_get_info(op)->name;
+    enum { MAX = 8 };
+    if (n_operands > MAX || n_results > MAX)
+        return kiln_ctx_set_error(cx, KILN_UNIMPLEMENTED, "%s: too many values to widen", fn);
+    kiln_tensor *wide_in[MAX] = {0}, *wide_out[MAX] = {0};
+    kiln_status s = KILN_OK;
+    for (int i = 0; i < n_operands && s == KILN_OK; i++) {
+        kiln_dtype w = kiln__widened(operands[i]->dtype);
+        wide_in[i] = w == operands[i]->dtype ? operands[i] : converted(cx, operands[i], w, fn);
+        if (!wide_in[i]) s = kiln_ctx_status(cx);
+    }
+    kiln__attrs wa = *attrs;
+    kiln__attrs_widen(op, &wa);
+    if (s == KILN_OK) s = kiln__op_run(cx, op, &wa, wide_in, n_operands, wide_out, n_results);
+    for (int r = 0; r < n_results && s == KILN_OK; r++) {
+        if (wide_out[r]->dtype == out[r].dtype) {
+            results[r] = wide_out[r];
+            wide_out[r] = NULL;
+        } else if (!(results[r] = converted(cx, wide_out[r], out[r].dtype, fn))) {
+            s = kiln_ctx_status(cx);
+        }
+    }
+    for (int i = 0; i < n_operands; i++)
+        if (wide_in[i] && wide_in[i] != operands[i]) kiln__tensor_discard(wide_in[i]);
+    for (int r = 0; r < n_results; r++)
+        if (wide_out[r]) kiln__tensor_discard(wide_out[r]);
+    if (s != KILN_OK)
+        for (int r = 0; r < n_results; r++) {
+            if (results[r]) kiln__tensor_discard(results[r]);
+            results[r] = NULL;
+        }
+    return s;
 }
 
 /* kiln__op_run's body, inlined into it and into kiln__op_run1, so that the compiler
@@ -103,6 +151,12 @@ run(kiln_ctx *cx, kiln_op op, kiln__attrs *attrs, kiln_tensor *const *operands, 
         out[i] = (kiln__type){0};
 
     kiln_status s = kiln__infer(cx, op, attrs, in, n_operands, out, n_results);
+    if (s == KILN_OK && kiln__op_widens(op, in, n_operands, out, n_results)) {
+        s = run_widened(cx, op, attrs, operands, n_operands, results, n_results, out);
+        if (in != fixed_in) kiln__free(cx, in, in_bytes);
+        if (out != fixed_out) kiln__free(cx, out, out_bytes);
+        return s;
+    }
     /* The op runs where its operands are (the ctx's device for an op without operands),
      * and so do the tensors it makes. */
     kiln_device device = n_operands ? operands[0]->storage->device : cx->device;

@@ -72,6 +72,11 @@ static bool reads_back(kiln_dtype dtype, uint64_t bits, const char *text) {
     switch (dtype) {
     case KILN_F16: return kiln__f64_to_f16(d) == (uint16_t)bits;
     case KILN_BF16: return kiln__f64_to_bf16(d) == (uint16_t)bits;
+    case KILN_F64: {
+        uint64_t a;
+        memcpy(&a, &d, sizeof a);
+        return a == bits;
+    }
     case KILN_F32: {
         float direct = strtof(local, &end), narrowed = (float)d;
         uint32_t a, b;
@@ -79,11 +84,7 @@ static bool reads_back(kiln_dtype dtype, uint64_t bits, const char *text) {
         memcpy(&b, &narrowed, sizeof b);
         return a == (uint32_t)bits && b == (uint32_t)bits;
     }
-    default: {
-        uint64_t a;
-        memcpy(&a, &d, sizeof a);
-        return a == bits;
-    }
+    default: return kiln_small_float_encode(dtype, d) == (uint8_t)bits; /* f8, f6, f4 */
     }
 }
 
@@ -196,9 +197,30 @@ static void apfloat_text(const decimal *in, bool negative, int precision, int ma
     out[k] = '\0';
 }
 
+/* A small float (f8, f6, f4): its value as the others are written, NaN and infinities as
+ * their bits. */
+static size_t format_small_float(kiln_dtype dtype, uint8_t bits, char *out) {
+    int exponent_bits, mantissa_bits;
+    if (!kiln__small_float_params(dtype, &exponent_bits, &mantissa_bits)) return 0;
+    double v = kiln_small_float_decode(dtype, bits);
+    if (isfinite(v) && v == 0)
+        return (size_t)snprintf(out, KILN__FLOAT_TEXT, "%s0.000000e+00", signbit(v) ? "-" : "");
+    if (isfinite(v)) {
+        decimal d;
+        exact_decimal(v, 130, &d); /* 2^-127, the smallest, has 89 significant digits */
+        apfloat_text(&d, v < 0, 6, 0, false, out, KILN__FLOAT_TEXT);
+        if (reads_back(dtype, bits, out)) return strlen(out);
+        apfloat_text(&d, v < 0, 2 + (mantissa_bits + 1) * 59 / 196, 3, true, out,
+                     KILN__FLOAT_TEXT);
+        if (strchr(out, '.') && reads_back(dtype, bits, out)) return strlen(out);
+    }
+    return (size_t)snprintf(out, KILN__FLOAT_TEXT, "0x%02X", (unsigned)bits);
+}
+
 size_t kiln__format_float(kiln_dtype dtype, uint64_t bits, char *out) {
     float_format f;
     out[0] = '\0';
+    if (kiln_dtype_is_narrow(dtype)) return format_small_float(dtype, (uint8_t)bits, out);
     if (!format_of(dtype, &f)) return 0;
     uint64_t width_mask = f.bits == 64 ? UINT64_MAX : ((uint64_t)1 << f.bits) - 1;
     bits &= width_mask;
@@ -244,6 +266,8 @@ static void print_scalar(kiln__strbuf *sb, kiln_dtype dtype, const void *data, i
         char text[KILN__FLOAT_TEXT];
         size_t n = kiln__format_float(dtype, bits, text);
         kiln__strbuf_append(sb, text, n);
+    } else if (kiln_dtype_is_narrow(dtype)) {
+        kiln__strbuf_printf(sb, "%" PRId64, kiln__narrow_value(dtype, (uint8_t)bits));
     } else if (kiln_dtype_is_signed(dtype)) {
         uint64_t sign = (uint64_t)1 << (8 * size - 1);
         int64_t v;

@@ -443,7 +443,8 @@ static bool store_elem(parser *p, const elem *e, kiln_dtype dt, unsigned char *o
         uint64_t bits = 0;
         if (e->kind == E_HEX) {
             int digits;
-            if (!hex_bits(p, e, &bits, &digits) || (size < 8 && bits >> (size * 8)))
+            uint32_t width = kiln_dtype_bits(dt);
+            if (!hex_bits(p, e, &bits, &digits) || (width < 64 && bits >> width))
                 return kiln__text_error(p, e->pos, "hex literal too wide for %s",
                                         kiln_dtype_name(dt));
         } else if (e->kind == E_INT || e->kind == E_FLOAT) {
@@ -452,13 +453,14 @@ static bool store_elem(parser *p, const elem *e, kiln_dtype dt, unsigned char *o
             switch (dt) {
             case KILN_F16: bits = kiln__f64_to_f16(d); break;
             case KILN_BF16: bits = kiln__f64_to_bf16(d); break;
+            case KILN_F64: memcpy(&bits, &d, 8); break;
             case KILN_F32: {
                 uint32_t b;
                 memcpy(&b, &f, 4);
                 bits = b;
                 break;
             }
-            default: memcpy(&bits, &d, 8); break;
+            default: bits = kiln_small_float_encode(dt, d); break;
             }
         } else {
             return kiln__text_error(p, e->pos, "expected a number for a %s element",
@@ -472,7 +474,8 @@ static bool store_elem(parser *p, const elem *e, kiln_dtype dt, unsigned char *o
     bool neg = false;
     if (e->kind == E_HEX) {
         int digits;
-        if (!hex_bits(p, e, &mag, &digits) || (size < 8 && mag >> (size * 8)))
+        uint32_t width = kiln_dtype_bits(dt);
+        if (!hex_bits(p, e, &mag, &digits) || (width < 64 && mag >> width))
             return kiln__text_error(p, e->pos, "hex literal too wide for %s", kiln_dtype_name(dt));
     } else if (e->kind == E_INT) {
         size_t i = 0;
@@ -485,7 +488,7 @@ static bool store_elem(parser *p, const elem *e, kiln_dtype dt, unsigned char *o
             mag = mag * 10 + dgt;
         }
         bool sgn = kiln_dtype_is_signed(dt);
-        int bitsz = (int)size * 8;
+        int bitsz = (int)kiln_dtype_bits(dt);
         uint64_t maxpos = sgn ? (UINT64_C(1) << (bitsz - 1)) - 1
                               : (bitsz == 64 ? UINT64_MAX : (UINT64_C(1) << bitsz) - 1);
         uint64_t maxneg = sgn ? (UINT64_C(1) << (bitsz - 1)) : 0;
@@ -493,6 +496,7 @@ static bool store_elem(parser *p, const elem *e, kiln_dtype dt, unsigned char *o
             return kiln__text_error(p, e->pos, "integer literal %.*s out of range for %s",
                                     (int)(e->len > 40 ? 40 : e->len), s, kiln_dtype_name(dt));
         if (neg) mag = 0 - mag;
+        if (bitsz < 8) mag &= (UINT64_C(1) << bitsz) - 1; /* the sub-byte types' low bits */
     } else {
         return kiln__text_error(p, e->pos, "expected an integer for a %s element",
                                 kiln_dtype_name(dt));

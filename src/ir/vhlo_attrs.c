@@ -82,14 +82,29 @@ static int vhlo_dtype(uint64_t code) {
     case 3: return KILN_F16;
     case 4: return KILN_F32;
     case 5: return KILN_F64;
+    case 6: return KILN_F8E4M3FN;
+    case 7: return KILN_F8E5M2;
+    case 10: return KILN_I4;
     case 11: return KILN_I8;
     case 12: return KILN_I16;
     case 13: return KILN_I32;
     case 14: return KILN_I64;
+    case 15: return KILN_U4;
     case 16: return KILN_U8;
     case 17: return KILN_U16;
     case 18: return KILN_U32;
     case 19: return KILN_U64;
+    case 27: return KILN_F8E4M3FNUZ;
+    case 28: return KILN_F8E5M2FNUZ;
+    case 29: return KILN_F8E4M3B11FNUZ;
+    case 31: return KILN_I2;
+    case 32: return KILN_U2;
+    case 35: return KILN_F8E4M3;
+    case 36: return KILN_F8E3M4;
+    case 37: return KILN_F4E2M1FN;
+    case 38: return KILN_F6E2M3FN;
+    case 39: return KILN_F6E3M2FN;
+    case 40: return KILN_F8E8M0FNU;
     default: return -1;
     }
 }
@@ -166,6 +181,8 @@ static bool builtin_type(kiln__bc *bc, kiln__bc_cursor *c, uint64_t code, kiln__
         uint64_t width = ws >> 2, sign = ws & 3; /* 0 signless, 1 signed, 2 unsigned */
         bool u = sign == 2;
         int d = width == 1 && !u ? KILN_BOOL
+                : width == 2     ? (u ? KILN_U2 : KILN_I2)
+                : width == 4     ? (u ? KILN_U4 : KILN_I4)
                 : width == 8     ? (u ? KILN_U8 : KILN_I8)
                 : width == 16    ? (u ? KILN_U16 : KILN_I16)
                 : width == 32    ? (u ? KILN_U32 : KILN_I32)
@@ -365,13 +382,16 @@ static unsigned float_width(const kiln__vtype *t) {
     case KILN_BF16: return 16;
     case KILN_F32: return 32;
     case KILN_F64: return 64;
-    default: return 0;
+    default: { /* the small floats */
+        kiln_dtype d = (kiln_dtype)t->dtype;
+        return kiln_dtype_is_float(d) ? kiln_dtype_bits(d) : 0;
+    }
     }
 }
 
 static unsigned int_width(const kiln__vtype *t) {
-    if (t->kind == KILN__VT_ELEMENT && t->dtype >= KILN_I8 && t->dtype <= KILN_U64)
-        return (unsigned)kiln_dtype_size((kiln_dtype)t->dtype) * 8;
+    if (t->kind == KILN__VT_ELEMENT && kiln_dtype_is_integer((kiln_dtype)t->dtype))
+        return kiln_dtype_bits((kiln_dtype)t->dtype);
     if (t->name && strcmp(t->name, "index_v1") == 0) return 64;
     return 0;
 }

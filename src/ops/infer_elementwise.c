@@ -9,20 +9,27 @@
 
 /* Sets of dtypes, as bit masks over kiln_dtype. */
 #define BIT(d) (1u << (d))
-#define SET_BOOL BIT(KILN_BOOL)
-#define SET_SINT (BIT(KILN_I8) | BIT(KILN_I16) | BIT(KILN_I32) | BIT(KILN_I64))
-#define SET_UINT (BIT(KILN_U8) | BIT(KILN_U16) | BIT(KILN_U32) | BIT(KILN_U64))
-#define SET_INT (SET_SINT | SET_UINT)
-#define SET_FLOAT (BIT(KILN_F16) | BIT(KILN_BF16) | BIT(KILN_F32) | BIT(KILN_F64))
-#define SET_COMPLEX (BIT(KILN_C64) | BIT(KILN_C128))
-#define SET_ALL (SET_BOOL | SET_INT | SET_FLOAT)
-#define SET_NUMBER (SET_INT | SET_FLOAT | SET_COMPLEX)
+_Static_assert(KILN_DTYPE_COUNT <= 32, "a dtype set is 32 bits");
+enum {
+    SET_BOOL = BIT(KILN_BOOL),
+    SET_SINT = BIT(KILN_I2) | BIT(KILN_I4) | BIT(KILN_I8) | BIT(KILN_I16) | BIT(KILN_I32) |
+               BIT(KILN_I64),
+    SET_UINT = BIT(KILN_U2) | BIT(KILN_U4) | BIT(KILN_U8) | BIT(KILN_U16) | BIT(KILN_U32) |
+               BIT(KILN_U64),
+    SET_INT = SET_SINT | SET_UINT,
+    /* f16, bf16, f32, f64 and the small floats, KILN_F8E4M3FN .. KILN_F4E2M1FN */
+    SET_FLOAT = BIT(KILN_F16) | BIT(KILN_BF16) | BIT(KILN_F32) | BIT(KILN_F64) |
+                ((BIT(KILN_F4E2M1FN) << 1) - BIT(KILN_F8E4M3FN)),
+    SET_COMPLEX = BIT(KILN_C64) | BIT(KILN_C128),
+    SET_ALL = SET_BOOL | SET_INT | SET_FLOAT,
+    SET_NUMBER = SET_INT | SET_FLOAT | SET_COMPLEX,
+};
 
 /* What a set of dtypes is called in messages. */
 static const char *set_text(unsigned set) {
     switch (set) {
-    case SET_FLOAT: return "a floating-point dtype (f16, bf16, f32, f64)";
-    case SET_INT: return "an integer dtype (i8..i64, ui8..ui64)";
+    case SET_FLOAT: return "a floating-point dtype (f4E2M1FN .. f8E8M0FNU, f16, bf16, f32, f64)";
+    case SET_INT: return "an integer dtype (i2..i64, ui2..ui64)";
     case SET_INT | SET_BOOL: return "i1 or an integer dtype";
     case SET_SINT | SET_FLOAT: return "a signed integer or floating-point dtype";
     case SET_INT | SET_FLOAT: return "an integer or floating-point dtype";

@@ -279,12 +279,18 @@ static bool all_const_operands(const fuser *z, const kiln__ir_op *op) {
     return true;
 }
 
-/* Whether an operand or result of op is complex. */
-static bool has_complex(const kiln__ir_op *op) {
+/* Whether kernels have primitives for dtype: not for complex values (more than 8 bytes an
+ * element) nor for the narrow types (which only convert and move). */
+static bool fusable_dtype(kiln_dtype dtype) {
+    return !kiln_dtype_is_complex(dtype) && !kiln_dtype_is_narrow(dtype);
+}
+
+/* Whether an operand or result of op has a dtype kernels cannot hold. */
+static bool has_unfusable(const kiln__ir_op *op) {
     for (int32_t i = 0; i < op->n_operands; i++)
-        if (kiln_dtype_is_complex(op->operands[i]->type->dtype)) return true;
+        if (!fusable_dtype(op->operands[i]->type->dtype)) return true;
     for (int32_t r = 0; r < op->n_results; r++)
-        if (kiln_dtype_is_complex(op->results[r]->type->dtype)) return true;
+        if (!fusable_dtype(op->results[r]->type->dtype)) return true;
     return false;
 }
 
@@ -382,9 +388,9 @@ static void walk(fuser *z) {
             z->is_const[vid(z, op->results[0])] = true;
             continue;
         }
-        if (has_complex(op)) {
-            /* Kernels hold at most 8 bytes an element and have no complex primitives:
-             * an op on complex values runs by itself, after its operands' kernels. */
+        if (has_unfusable(op)) {
+            /* An op on complex or narrow values runs by itself, after its operands'
+             * kernels. */
             for (int32_t i = 0; i < op->n_operands; i++)
                 seal_base(z, op->operands[i]);
             continue;

@@ -45,6 +45,11 @@ int32_t kiln__pass_each_while(kiln_module *m, int32_t (*loop)(kiln_module *m, ki
 enum { KILN__SIMPLIFY_KEEP_LOOPS = 1u << 0 /* no unrolling */ };
 int32_t kiln__passes_simplify(kiln_module *m, unsigned flags);
 
+/* Makes every op that computes on a narrow type (ops/widen.h) compute in the widened
+ * types, between converts. Not an optimization: kiln_compile runs it before any other pass,
+ * and backends see no such op. Returns the number of ops rewritten. */
+int32_t kiln__pass_widen(kiln_module *m);
+
 /* Algebraic identities (see README.md); constant folding is kiln_compile's. */
 int32_t kiln__pass_canonicalize(kiln_module *m);
 /* Common-subexpression elimination within each block. */

@@ -250,6 +250,12 @@ kiln_status kiln_compile(kiln_ctx *cx, kiln_module *m, const kiln_compile_option
         if (m->cx != cx) kiln_ctx_set_error(cx, s, "%s", kiln_ctx_error_message(m->cx));
         return s;
     }
+    kiln__pass_widen(m);
+    s = kiln_ctx_status(m->cx);
+    if (s != KILN_OK) { /* out of memory while widening */
+        if (m->cx != cx) kiln_ctx_set_error(cx, s, "%s", kiln_ctx_error_message(m->cx));
+        return s;
+    }
     if (o.disable_passes)
         kiln__module_dce(m);
     else

@@ -7,12 +7,22 @@
 Test(dtype, names_sizes_and_parsing_round_trip) {
     static const char *names[] = {"i1",   "i8",   "i16",          "i32",         "i64",
                                   "ui8",  "ui16", "ui32",         "ui64",        "f16",
-                                  "bf16", "f32",  "f64",          "complex<f32>", "complex<f64>"};
-    static const size_t sizes[] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8, 8, 16};
+                                  "bf16", "f32",  "f64",          "complex<f32>", "complex<f64>",
+                                  "i2",   "i4",   "ui2",          "ui4",         "f8E4M3FN",
+                                  "f8E5M2", "f8E4M3FNUZ", "f8E5M2FNUZ", "f8E4M3B11FNUZ",
+                                  "f8E4M3", "f8E3M4", "f8E8M0FNU", "f6E2M3FN", "f6E3M2FN",
+                                  "f4E2M1FN"};
+    static const size_t sizes[] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8, 8, 16,
+                                   1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    static const uint32_t bits[] = {1, 8, 16, 32, 64, 8, 16, 32, 64, 16, 16, 32, 64, 64, 128,
+                                    2, 4, 2, 4, 8, 8, 8, 8, 8, 8, 8, 8, 6, 6, 4};
+    _Static_assert(sizeof sizes / sizeof sizes[0] == KILN_DTYPE_COUNT, "a size per dtype");
+    _Static_assert(sizeof bits / sizeof bits[0] == KILN_DTYPE_COUNT, "a width per dtype");
     _Static_assert(sizeof names / sizeof names[0] == KILN_DTYPE_COUNT, "a name per dtype");
     for (int i = 0; i < KILN_DTYPE_COUNT; i++) {
         cr_assert_str_eq(kiln_dtype_name((kiln_dtype)i), names[i]);
         cr_assert_eq(kiln_dtype_size((kiln_dtype)i), sizes[i]);
+        cr_assert_eq(kiln_dtype_bits((kiln_dtype)i), bits[i], "%s", names[i]);
         kiln_dtype d = KILN_DTYPE_COUNT;
         cr_assert(kiln_dtype_parse(names[i], &d));
         cr_assert_eq(d, (kiln_dtype)i);
@@ -46,6 +56,13 @@ Test(dtype, classification) {
     cr_assert_eq(kiln_dtype_component(KILN_C64), KILN_F32);
     cr_assert_eq(kiln_dtype_component(KILN_C128), KILN_F64);
     cr_assert_eq(kiln_dtype_component(KILN_I8), KILN_I8);
+    /* the sub-byte integers and the small floats */
+    cr_assert(kiln_dtype_is_integer(KILN_I4) && kiln_dtype_is_signed(KILN_I2));
+    cr_assert(kiln_dtype_is_integer(KILN_U4) && !kiln_dtype_is_signed(KILN_U2));
+    cr_assert(kiln_dtype_is_float(KILN_F8E4M3FN) && kiln_dtype_is_signed(KILN_F4E2M1FN));
+    cr_assert(kiln_dtype_is_float(KILN_F8E8M0FNU) && !kiln_dtype_is_integer(KILN_F6E2M3FN));
+    for (int i = 0; i < KILN_DTYPE_COUNT; i++)
+        cr_assert_eq(kiln_dtype_is_narrow((kiln_dtype)i), i >= KILN_I2, "%d", i);
 }
 
 Test(dtype, dlpack_codes_match_dlpack) {
@@ -68,6 +85,9 @@ Test(dtype, dlpack_codes_match_dlpack) {
     cr_assert(kiln_dtype_from_dlpack(5, 128, 1, &d) && d == KILN_C128);
     cr_assert_not(kiln_dtype_from_dlpack(5, 32, 1, &d)); /* complex<f16>: not a kiln type */
     cr_assert_not(kiln_dtype_from_dlpack(0, 128, 1, &d));
+    cr_assert(kiln_dtype_from_dlpack(10, 8, 1, &d) && d == KILN_F8E4M3FN); /* kDLFloat8_e4m3fn */
+    cr_assert(kiln_dtype_from_dlpack(17, 4, 1, &d) && d == KILN_F4E2M1FN);
+    cr_assert(kiln_dtype_from_dlpack(0, 4, 1, &d) && d == KILN_I4);
     cr_assert_eq(KILN_DEVICE_TYPE_CPU, 1);
     cr_assert_eq(KILN_DEVICE_TYPE_CUDA, 2);
     cr_assert_str_eq(kiln_device_type_name(KILN_DEVICE_TYPE_CPU), "cpu");

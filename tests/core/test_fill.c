@@ -9,14 +9,19 @@ Test(fill, zeros_ones_full_for_every_dtype) {
     for (int d = 0; d < KILN_DTYPE_COUNT; d++) {
         kiln_tensor *z = kiln_zeros(cx, (kiln_dtype)d, KILN_SHAPE(3, 5));
         kiln_tensor *o = kiln_ones(cx, (kiln_dtype)d, KILN_SHAPE(3, 5));
-        kiln_tensor *f = kiln_full(cx, (kiln_dtype)d, KILN_SHAPE(17), 3.0);
+        /* i2 holds -2..1; f8E8M0FNU only powers of two (3 rounds to 4) and no zero */
+        double value = d == KILN_I2 ? 1.0 : 3.0;
+        kiln_tensor *f = kiln_full(cx, (kiln_dtype)d, KILN_SHAPE(17), value);
         cr_assert(z && o && f, "%s: %s", kiln_dtype_name((kiln_dtype)d),
                   kiln_ctx_error_message(cx));
         for (int64_t i = 0; i < 15; i++) {
-            cr_assert_eq(kiln_tensor_item(cx, z, i), 0.0);
+            if (d == KILN_F8E8M0FNU) /* zero bytes, as numpy's zeros: 2^-127 */
+                cr_assert_eq(kiln_tensor_item(cx, z, i), ldexp(1.0, -127));
+            else
+                cr_assert_eq(kiln_tensor_item(cx, z, i), 0.0, "%s", kiln_dtype_name(d));
             cr_assert_eq(kiln_tensor_item(cx, o, i), 1.0);
         }
-        double want = d == KILN_BOOL ? 1.0 : 3.0;
+        double want = d == KILN_BOOL ? 1.0 : d == KILN_F8E8M0FNU ? 4.0 : value;
         for (int64_t i = 0; i < 17; i++)
             cr_assert_eq(kiln_tensor_item(cx, f, i), want);
     }

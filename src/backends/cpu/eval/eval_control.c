@@ -248,7 +248,10 @@ static bool iota_value(kiln_dtype dtype, int64_t j, iota_element *out) {
     case KILN_F64: out->f64 = (double)j; return true;
     case KILN_C64: out->c64[0] = (float)j, out->c64[1] = 0.0f; return true;
     case KILN_C128: out->c128[0] = (double)j, out->c128[1] = 0.0; return true;
-    default: return false;
+    default: /* a sub-byte integer wraps, a small float rounds once */
+        if (!kiln_dtype_is_narrow(dtype)) return false;
+        kiln__element_store_int(&out->u8, dtype, 0, j);
+        return true;
     }
 }
 
@@ -432,6 +435,11 @@ KILN__EVAL(RNG_BIT_GENERATOR) {
         uint64_t used = philox(key, lo, hi, out->numel, width, dst);
         next[1] = lo + used;
         if (m == 3) next[2] = hi + (next[1] < lo);
+    }
+    if (kiln_dtype_is_narrow(out->dtype)) { /* random bits: the type's, zero above them */
+        uint8_t mask = (uint8_t)((1u << kiln_dtype_bits(out->dtype)) - 1u);
+        for (int64_t i = 0; i < out->numel; i++)
+            dst[i] &= mask;
     }
     memcpy(kiln__out(results[0]), next, (size_t)m * sizeof next[0]);
     return KILN_OK;

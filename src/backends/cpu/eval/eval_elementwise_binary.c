@@ -111,9 +111,12 @@ run(kiln_ctx *cx, kiln_op op, kiln_tensor *const *operands, kiln_tensor **result
         binary_u8(bool_op, a_, b_, r_, n);
         return KILN_OK;
     }
-    /* and, or, xor are the same bits signed or not: one loop per width. */
+    /* and, or, xor are the same bits signed or not: one loop per width. A sub-byte integer
+     * reaches here only for shift_right_logical (ops/widen.h), which shifts its bits: its
+     * byte, zero above them, as a ui8. */
     bool bitwise = int_op == INT_AND || int_op == INT_OR || int_op == INT_XOR;
-    kiln_dtype int_dt = !bitwise         ? dt
+    kiln_dtype int_dt = kiln_dtype_is_narrow(dt) ? KILN_U8
+                        : !bitwise         ? dt
                         : dt == KILN_I8   ? KILN_U8
                         : dt == KILN_I16 ? KILN_U16
                         : dt == KILN_I32 ? KILN_U32

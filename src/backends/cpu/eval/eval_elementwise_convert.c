@@ -5,6 +5,7 @@
  * intermediate of the source's kind (int64_t, uint64_t, float for f16/bf16/f32, double)
  * and are rounded once: int->int wraps, anything->i1 is x != 0, float->int truncates toward
  * zero and saturates with NaN -> 0, and conversions to floats round to nearest even. */
+#include <math.h>
 #include <string.h>
 
 #include "backends/cpu/eval/eval_elementwise.h"
@@ -218,7 +219,11 @@ static inline uint16_t cvt_d_bf16(double v) { return kiln__f64_to_bf16(v); }
 
 /* n elements of real dtype `from` at x converted to real dtype `to` at r (false for a pair
  * without a loop). */
+static bool convert_narrow(kiln_dtype from, kiln_dtype to, const void *x_, void *r_, int64_t n);
+
 static bool convert_real(kiln_dtype from, kiln_dtype to, const void *x_, void *r_, int64_t n) {
+    if (kiln_dtype_is_narrow(from) || kiln_dtype_is_narrow(to))
+        return convert_narrow(from, to, x_, r_, n);
     switch (from) {
     case KILN_BOOL: return convert_from_bool(to, x_, r_, n);
     case KILN_I8: return convert_from_i8(to, x_, r_, n);
@@ -235,6 +240,58 @@ static bool convert_real(kiln_dtype from, kiln_dtype to, const void *x_, void *r
     case KILN_F64: return convert_from_f64(to, x_, r_, n);
     default: return false;
     }
+}
+
+/* A conversion with a narrow type on either side (kiln_dtype_is_narrow), a block at a time
+ * through i64 (from integers and bool) or f64 (from floats, exact for every one), so that
+ * each side follows the rules of the wide types: integers wrap (to the sub-byte width
+ * too), floats to integers truncate, saturate and take NaN to 0, and a value becomes a
+ * small float with one rounding. */
+static bool convert_narrow(kiln_dtype from, kiln_dtype to, const void *x_, void *r_, int64_t n) {
+    enum { BLOCK = 256 };
+    bool via_int = !kiln_dtype_is_float(from);
+    kiln_dtype mid = via_int ? KILN_I64 : KILN_F64;
+    if (kiln_dtype_is_complex(from) || kiln_dtype_is_complex(to) || !kiln_dtype_is_valid(from) ||
+        !kiln_dtype_is_valid(to))
+        return false;
+    const unsigned char *x = x_;
+    unsigned char *r = r_;
+    size_t fs = kiln_dtype_size(from), ts = kiln_dtype_size(to);
+    int64_t iv[BLOCK];
+    double dv[BLOCK];
+    void *v = via_int ? (void *)iv : (void *)dv;
+    for (int64_t b = 0; b < n; b += BLOCK) {
+        int64_t m = n - b < BLOCK ? n - b : BLOCK;
+        const unsigned char *xb = x + (size_t)b * fs;
+        unsigned char *rb = r + (size_t)b * ts;
+        if (!kiln_dtype_is_narrow(from)) {
+            if (!convert_real(from, mid, xb, v, m)) return false;
+        } else {
+            for (int64_t i = 0; i < m; i++) {
+                if (via_int)
+                    iv[i] = kiln__narrow_value(from, xb[i]);
+                else
+                    dv[i] = kiln_small_float_decode(from, xb[i]);
+            }
+        }
+        if (!kiln_dtype_is_narrow(to)) {
+            if (!convert_real(mid, to, v, rb, m)) return false;
+        } else if (kiln_dtype_is_float(to)) {
+            for (int64_t i = 0; i < m; i++)
+                rb[i] = kiln_small_float_encode(to, via_int ? (double)iv[i] : dv[i]);
+        } else if (via_int) {
+            for (int64_t i = 0; i < m; i++)
+                rb[i] = kiln__wrap_narrow(to, iv[i]);
+        } else { /* float to a sub-byte integer: truncated, saturated, NaN to 0 */
+            double lo = kiln_dtype_is_signed(to) ? -ldexp(1.0, (int)kiln_dtype_bits(to) - 1) : 0;
+            double hi = (kiln_dtype_is_signed(to) ? -lo : ldexp(1.0, (int)kiln_dtype_bits(to))) - 1;
+            for (int64_t i = 0; i < m; i++) {
+                double t = dv[i] != dv[i] ? 0.0 : trunc(dv[i]);
+                rb[i] = kiln__wrap_narrow(to, (int64_t)(t < lo ? lo : t > hi ? hi : t));
+            }
+        }
+    }
+    return true;
 }
 
 /* A conversion to or from complex, through the real loops: complex to complex part by part;
@@ -290,12 +347,16 @@ KERNEL(CONVERT) {
 /* ---- bitcast_convert ---------------------------------------------------------------------- */
 
 /* Bits of an element for bitcast_convert: i1 counts as one bit (as in StableHLO, where
- * 64 i1 values make one i64, the first the least significant bit). */
-static int bit_width(kiln_dtype d) { return d == KILN_BOOL ? 1 : (int)kiln_dtype_size(d) * 8; }
+ * 64 i1 values make one i64, the first the least significant bit), a sub-byte type as its
+ * own width (its bits are the low bits of its byte). */
+static int bit_width(kiln_dtype d) { return (int)kiln_dtype_bits(d); }
 
 static uint64_t load_bits(const void *p, int bits, int64_t i) {
     switch (bits) {
     case 1: return ((const uint8_t *)p)[i] != 0;
+    case 2:
+    case 4:
+    case 6: return ((const uint8_t *)p)[i] & ((1u << bits) - 1u);
     case 8: return ((const uint8_t *)p)[i];
     case 16: return ((const uint16_t *)p)[i];
     case 32: return ((const uint32_t *)p)[i];
@@ -306,6 +367,9 @@ static uint64_t load_bits(const void *p, int bits, int64_t i) {
 static void store_bits(void *p, int bits, int64_t i, uint64_t v) {
     switch (bits) {
     case 1: ((uint8_t *)p)[i] = (uint8_t)(v & 1u); break;
+    case 2:
+    case 4:
+    case 6: ((uint8_t *)p)[i] = (uint8_t)(v & ((1u << bits) - 1u)); break;
     case 8: ((uint8_t *)p)[i] = (uint8_t)v; break;
     case 16: ((uint16_t *)p)[i] = (uint16_t)v; break;
     case 32: ((uint32_t *)p)[i] = (uint32_t)v; break;

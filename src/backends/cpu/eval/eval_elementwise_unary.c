@@ -263,10 +263,14 @@ KERNEL(NOT) {
     return int_only(cx, "not", INT_NOT, u);
 }
 
+/* popcnt and count_leading_zeros read a sub-byte integer's bits, which its byte holds with
+ * zeros above them (kiln/dtype.h): they count on that byte as a ui8, count_leading_zeros
+ * then taking off the bits above the type's width. */
 KERNEL(POPCNT) {
     (void)attrs, (void)n_operands, (void)n_results;
     unary_args u = unpack(operands, results);
     if (u.n == 0) return KILN_OK;
+    if (kiln_dtype_is_narrow(u.dt)) u.dt = KILN_U8;
     return int_only(cx, "popcnt", INT_POPCNT, u);
 }
 
@@ -274,7 +278,14 @@ KERNEL(COUNT_LEADING_ZEROS) {
     (void)attrs, (void)n_operands, (void)n_results;
     unary_args u = unpack(operands, results);
     if (u.n == 0) return KILN_OK;
-    return int_only(cx, "count_leading_zeros", INT_CLZ, u);
+    if (!kiln_dtype_is_narrow(u.dt)) return int_only(cx, "count_leading_zeros", INT_CLZ, u);
+    uint8_t above = (uint8_t)(8 - kiln_dtype_bits(u.dt));
+    u.dt = KILN_U8;
+    kiln_status s = int_only(cx, "count_leading_zeros", INT_CLZ, u);
+    uint8_t *r = u.r_;
+    for (int64_t i = 0; s == KILN_OK && i < u.n; i++)
+        r[i] = (uint8_t)(r[i] - above);
+    return s;
 }
 
 KERNEL(IS_FINITE) {

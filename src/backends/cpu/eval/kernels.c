@@ -41,9 +41,31 @@ static bool runs_on_complex(kiln_op op) {
     }
 }
 
+/* The ops with kernels for the narrow types (ops/widen.h: the others compute in the widened
+ * types, between converts): those that move elements or bytes, the conversions, iota, random
+ * bits, and the three that read a sub-byte integer's bits. */
+static bool runs_on_narrow(kiln_op op) {
+    if (kiln__op_has(op, KILN_OPF_CONTROL)) return true;
+    if (kiln__op_has(op, KILN_OPF_MOVEMENT)) return !kiln__op_has(op, KILN_OPF_REGIONS);
+    switch (op) {
+    case KILN_OP_CONVERT:
+    case KILN_OP_SELECT:
+    case KILN_OP_CONSTANT:
+    case KILN_OP_IOTA:
+    case KILN_OP_RNG_BIT_GENERATOR:
+    case KILN_OP_POPCNT:
+    case KILN_OP_COUNT_LEADING_ZEROS:
+    case KILN_OP_SHIFT_RIGHT_LOGICAL:
+    case KILN_OP_OPTIMIZATION_BARRIER: return true;
+    default: return false;
+    }
+}
+
 bool kiln__cpu_supports_op(kiln_op op, kiln_dtype dtype) {
     if ((int)op < 0 || op >= KILN_OP_COUNT || op == KILN_OP_CUSTOM_CALL) return false;
-    return !kiln_dtype_is_complex(dtype) || runs_on_complex(op); /* COUNT: the kind, yes */
+    if (kiln_dtype_is_complex(dtype)) return runs_on_complex(op);
+    if (kiln_dtype_is_narrow(dtype)) return runs_on_narrow(op);
+    return true; /* KILN_DTYPE_COUNT: the kind, yes */
 }
 
 /* UNIMPLEMENTED naming the op and the first of its tensors' dtypes the CPU does not run it

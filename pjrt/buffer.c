@@ -28,6 +28,20 @@ static const struct {
     {PJRT_Buffer_Type_BF16, KILN_BF16}, {PJRT_Buffer_Type_F32, KILN_F32},
     {PJRT_Buffer_Type_F64, KILN_F64},   {PJRT_Buffer_Type_C64, KILN_C64},
     {PJRT_Buffer_Type_C128, KILN_C128},
+    /* the narrow types, one element per byte (the bits low) */
+    {PJRT_Buffer_Type_S2, KILN_I2},
+    {PJRT_Buffer_Type_S4, KILN_I4},
+    {PJRT_Buffer_Type_U2, KILN_U2},
+    {PJRT_Buffer_Type_U4, KILN_U4},
+    {PJRT_Buffer_Type_F8E4M3FN, KILN_F8E4M3FN},
+    {PJRT_Buffer_Type_F8E5M2, KILN_F8E5M2},
+    {PJRT_Buffer_Type_F8E4M3FNUZ, KILN_F8E4M3FNUZ},
+    {PJRT_Buffer_Type_F8E5M2FNUZ, KILN_F8E5M2FNUZ},
+    {PJRT_Buffer_Type_F8E4M3B11FNUZ, KILN_F8E4M3B11FNUZ},
+    {PJRT_Buffer_Type_F8E4M3, KILN_F8E4M3},
+    {PJRT_Buffer_Type_F8E3M4, KILN_F8E3M4},
+    {PJRT_Buffer_Type_F8E8M0FNU, KILN_F8E8M0FNU},
+    {PJRT_Buffer_Type_F4E2M1FN, KILN_F4E2M1FN},
 };
 
 bool kiln_pjrt_dtype(PJRT_Buffer_Type type, kiln_dtype *out) {

@@ -20,7 +20,8 @@ static bool computes(kiln_op op) {
     case KILN_OP_CONVERT:
     case KILN_OP_POPCNT:
     case KILN_OP_COUNT_LEADING_ZEROS:
-    case KILN_OP_SHIFT_RIGHT_LOGICAL: return false;
+    case KILN_OP_SHIFT_RIGHT_LOGICAL:
+    case KILN_OP_SHIFT_RIGHT_ARITHMETIC: return false;
     case KILN_OP_DOT_GENERAL:
     case KILN_OP_CONVOLUTION:
     case KILN_OP_TRIANGULAR_SOLVE:

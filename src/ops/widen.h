@@ -9,8 +9,9 @@
  * What does not widen: ops that only move elements (data movement, select, control flow,
  * the collectives) and ops with regions (whose region ops widen one by one), constants
  * and iota (made in the narrow type directly), convert and bitcast_convert (which define
- * the narrowing), and popcnt, count_leading_zeros and shift_right_logical, which read a
- * sub-byte integer's bits and run on them directly. */
+ * the narrowing), and popcnt, count_leading_zeros and the right shifts, which read a
+ * sub-byte integer's bits and run on them directly (an arithmetic shift takes the type's
+ * top bit as the sign, for ui4 too, which widening to ui8 would lose). */
 #ifndef KILN_OPS_WIDEN_H
 #define KILN_OPS_WIDEN_H
 

@@ -39,6 +39,11 @@ Test(narrow, sub_byte_integers_wrap_and_keep_their_bits) {
     expect_bytes(cx, kiln_shift_right_logical(cx, x, o), srl, 4, "i4 srl");
     const uint8_t sra[4] = {0x3, 0xc, 0xf, 0x0}; /* arithmetic: -8 >> 1 is -4 */
     expect_bytes(cx, kiln_shift_right_arithmetic(cx, x, o), sra, 4, "i4 sra");
+    /* ui4: the arithmetic shift takes bit 3 as the sign (XLA's 9 >> 1 is 12) */
+    const uint8_t u4[3] = {9, 15, 7}, u4s[3] = {1, 1, 1}, u4r[3] = {12, 15, 3};
+    expect_bytes(cx, kiln_shift_right_arithmetic(cx, bytes(cx, KILN_U4, u4, 3),
+                                                 bytes(cx, KILN_U4, u4s, 3)),
+                 u4r, 3, "ui4 sra");
     /* ui2: 3 + 1 wraps to 0 */
     const uint8_t u[2] = {3, 2}, u1[2] = {1, 1}, usum[2] = {0, 3};
     expect_bytes(cx, kiln_add(cx, bytes(cx, KILN_U2, u, 2), bytes(cx, KILN_U2, u1, 2)), usum, 2,

@@ -16,6 +16,7 @@ import sys
 import time
 import traceback
 
+import ml_dtypes
 import numpy as np
 
 import jax
@@ -44,7 +45,8 @@ def close(name, got, want, rtol, atol):
         g, w = np.asarray(g), np.asarray(w)
         if g.shape != w.shape or g.dtype != w.dtype:
             return f"result {i} is {g.dtype}{list(g.shape)}, XLA gives {w.dtype}{list(w.shape)}"
-        if np.issubdtype(w.dtype, np.inexact):  # floats and complex
+        # floats and complex, ml_dtypes' small floats too (float8_*, float4_*)
+        if np.issubdtype(w.dtype, np.inexact) or w.dtype.name.startswith("float"):
             wide = np.complex128 if np.iscomplexobj(w) else np.float64
             if not np.allclose(g.astype(wide), w.astype(wide), rtol=rtol, atol=atol,
                                equal_nan=True):
@@ -136,6 +138,18 @@ def cases():
             jnp.linalg.cholesky(a), b, lower=True),
         lax.linalg.triangular_solve(a, b, left_side=True, lower=False, transpose_a=True)), (
         spd, f32(2, 4, 3))
+    # the narrow types: computed wide, rounded (wrapped) once; bytes as ml_dtypes lays them
+    # out. (popcnt of a negative int4 is left out: XLA counts the sign-extended byte, the
+    # spec and kiln the type's four bits.)
+    i4 = np.array([1, -2, 3, 7, -8, 0], dtype=ml_dtypes.int4)
+    u4 = np.array([1, 2, 5, 15, 0, 9], dtype=ml_dtypes.uint4)
+    e4 = np.array([0.5, 1.5, -3, 20, 0.0625, 448], dtype=ml_dtypes.float8_e4m3fn)
+    e5 = f32(4, 4).astype(ml_dtypes.float8_e5m2)
+    f4 = np.array([0.5, 1, 6, -4, 1.5, 0], dtype=ml_dtypes.float4_e2m1fn)
+    yield "int4, uint4, float8 and float4", lambda a, b, c, m, d: (
+        a + a, a * 3, b * 3, b >> 1, c * c + 1, c.astype(jnp.float32), jnp.maximum(c, 1),
+        jnp.dot(m, m, preferred_element_type=jnp.float32), d.astype(jnp.float32) * 2,
+        d + d, (a.astype(jnp.int32) + 9).astype(ml_dtypes.int4)), (i4, u4, e4, e5, f4)
     yield "jax.random", lambda k: (jax.random.normal(k, (3, 4)), jax.random.uniform(k, (5,)),
                                    jax.random.randint(k, (4,), 0, 10)), (jax.random.key_data(
         jax.random.PRNGKey(42)),)

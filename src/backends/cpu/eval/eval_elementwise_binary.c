@@ -202,6 +202,20 @@ KERNEL(SHIFT_RIGHT_LOGICAL) {
 /* Arithmetic: the top bit is the sign, for unsigned dtypes too (as StableHLO's ashr). */
 KERNEL(SHIFT_RIGHT_ARITHMETIC) {
     (void)attrs, (void)n_operands, (void)n_results;
+    kiln_dtype dt = kiln_tensor_dtype(operands[0]);
+    if (kiln_dtype_is_narrow(dt)) { /* on the type's bits: its top bit is the sign */
+        int64_t n = kiln_tensor_numel(results[0]);
+        if (n == 0) return KILN_OK;
+        const uint8_t *a = kiln__in(operands[0]), *b = kiln__in(operands[1]);
+        uint8_t *r = kiln__out(results[0]);
+        unsigned bits = kiln_dtype_bits(dt), mask = (1u << bits) - 1u;
+        for (int64_t i = 0; i < n; i++) {
+            unsigned v = a[i] & mask, s = b[i] & mask, sign = (v >> (bits - 1)) & 1u;
+            unsigned fill = sign ? mask : 0u; /* every bit shifted in is the sign */
+            r[i] = (uint8_t)(s >= bits ? fill : ((v >> s) | (fill << (bits - s))) & mask);
+        }
+        return KILN_OK;
+    }
     return run(cx, KILN_OP_SHIFT_RIGHT_ARITHMETIC, operands, results, INT_NONE,
                INT_SHIFT_RIGHT_ARITHMETIC, NULL, NULL);
 }

@@ -43,7 +43,7 @@ static bool runs_on_complex(kiln_op op) {
 
 /* The ops with kernels for the narrow types (ops/widen.h: the others compute in the widened
  * types, between converts): those that move elements or bytes, the conversions, iota, random
- * bits, and the three that read a sub-byte integer's bits. */
+ * bits, and the four that read a sub-byte integer's bits (popcnt, clz, the right shifts). */
 static bool runs_on_narrow(kiln_op op) {
     if (kiln__op_has(op, KILN_OPF_CONTROL)) return true;
     if (kiln__op_has(op, KILN_OPF_MOVEMENT)) return !kiln__op_has(op, KILN_OPF_REGIONS);
@@ -56,6 +56,7 @@ static bool runs_on_narrow(kiln_op op) {
     case KILN_OP_POPCNT:
     case KILN_OP_COUNT_LEADING_ZEROS:
     case KILN_OP_SHIFT_RIGHT_LOGICAL:
+    case KILN_OP_SHIFT_RIGHT_ARITHMETIC:
     case KILN_OP_OPTIMIZATION_BARRIER: return true;
     default: return false;
     }

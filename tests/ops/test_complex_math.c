@@ -198,24 +198,10 @@ Test(complex_math, compiled_equals_eager_bit_for_bit) {
                      kiln_ctx_error_message(cx));
         kiln_arg_spec spec[2] = {{.dtype = dt, .shape = KILN_SHAPE(2, 4)},
                                  {.dtype = dt, .shape = KILN_SHAPE(2, 4)}};
-        kiln_region fn = {every_function, NULL};
-        kiln_module *m = NULL;
-        cr_assert_eq(kiln_lower(cx, &fn, spec, 2, 2, NULL, &m), KILN_OK, "%s",
-                     kiln_ctx_error_message(cx));
-        kiln_exe *exe = NULL;
-        cr_assert_eq(kiln_compile(cx, m, NULL, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
-        kiln_tensor *compiled[2];
-        cr_assert_eq(kiln_exe_call_n(cx, exe, in, 2, compiled, 2), KILN_OK, "%s",
-                     kiln_ctx_error_message(cx));
-        for (int r = 0; r < 2; r++) {
-            cr_assert(memcmp(kiln_tensor_data(compiled[r]), kiln_tensor_data(eager[r]),
-                             kiln_tensor_nbytes(eager[r])) == 0,
-                      "%s: result %d compiled equals eager", kiln_dtype_name(dt), r);
-            kiln_tensor_release(compiled[r]);
-            kiln_tensor_release(eager[r]);
-        }
-        kiln_exe_release(exe);
-        kiln_module_release(m);
+        test_expect_compiled_equals_eager(cx, (kiln_region){every_function, NULL}, spec, in, 2,
+                                          eager, 2, kiln_dtype_name(dt));
+        kiln_tensor_release(eager[0]);
+        kiln_tensor_release(eager[1]);
         kiln_tensor_release(in[0]);
         kiln_tensor_release(in[1]);
     }

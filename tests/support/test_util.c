@@ -134,3 +134,28 @@ int test_run_checks(kiln_ctx *cx, kiln_module *m) {
     kiln_exe_release(exe);
     return n ? bad : -1;
 }
+
+void test_expect_compiled_equals_eager(kiln_ctx *cx, kiln_region fn, const kiln_arg_spec *spec,
+                                       kiln_tensor **in, int n_in, kiln_tensor *const *eager,
+                                       int n_out, const char *what) {
+    enum { MAX_OUT = 8 };
+    cr_assert_leq(n_out, MAX_OUT);
+    kiln_module *m = NULL;
+    cr_assert_eq(kiln_lower(cx, &fn, spec, n_in, n_out, NULL, &m), KILN_OK, "%s: %s", what,
+                 kiln_ctx_error_message(cx));
+    kiln_exe *exe = NULL;
+    cr_assert_eq(kiln_compile(cx, m, NULL, &exe), KILN_OK, "%s: %s", what,
+                 kiln_ctx_error_message(cx));
+    kiln_tensor *compiled[MAX_OUT];
+    cr_assert_eq(kiln_exe_call_n(cx, exe, in, n_in, compiled, n_out), KILN_OK, "%s: %s", what,
+                 kiln_ctx_error_message(cx));
+    for (int r = 0; r < n_out; r++) {
+        cr_assert_eq(kiln_tensor_dtype(compiled[r]), kiln_tensor_dtype(eager[r]), "%s", what);
+        cr_assert(memcmp(kiln_tensor_data(compiled[r]), kiln_tensor_data(eager[r]),
+                         kiln_tensor_nbytes(eager[r])) == 0,
+                  "%s: result %d compiled equals eager", what, r);
+        kiln_tensor_release(compiled[r]);
+    }
+    kiln_exe_release(exe);
+    kiln_module_release(m);
+}

@@ -63,4 +63,13 @@ kiln_tensor *test_heat_step(kiln_ctx *cx, kiln_tensor *x, double k);
  * it cannot be made). */
 kiln_tensor *test_f32_generated(kiln_ctx *cx, kiln_shape shape, float (*gen)(void));
 
+/* Lowers fn for `spec` (n_in arguments), compiles it, calls it on `in` and asserts that
+ * each of its n_out results has the dtype and the bytes of eager[r], the same function
+ * run eagerly: a compiled program runs the kernels eager mode runs. Releases what it
+ * made (the module, the executable, the compiled results), not `in` or `eager`; fails the
+ * test, naming `what`, on any error. */
+void test_expect_compiled_equals_eager(kiln_ctx *cx, kiln_region fn, const kiln_arg_spec *spec,
+                                       kiln_tensor **in, int n_in, kiln_tensor *const *eager,
+                                       int n_out, const char *what);
+
 #endif

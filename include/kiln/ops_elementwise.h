@@ -140,6 +140,16 @@ KILN_API kiln_tensor *kiln_convert(kiln_ctx *cx, kiln_tensor *x, kiln_dtype dtyp
  * (the first is the least significant); i1 counts as one bit, so 64 i1 make one i64. */
 KILN_API kiln_tensor *kiln_bitcast_convert(kiln_ctx *cx, kiln_tensor *x, kiln_dtype dtype);
 
+/* x (any float dtype) rounded as if to a float of `exponent_bits` (>= 1) exponent and
+ * `mantissa_bits` (>= 0) mantissa bits, and held in x's dtype again (StableHLO's
+ * reduce_precision; jax.lax.reduce_precision): round to nearest even, overflow to a signed
+ * infinity, values below the narrower format's smallest normal to a signed zero. A NaN
+ * stays NaN when mantissa_bits > 0 and becomes +infinity when it is 0. Works on the bits of
+ * x's own format (f16 and the small floats are not widened first); widths at least x's
+ * own change nothing. */
+KILN_API kiln_tensor *kiln_reduce_precision(kiln_ctx *cx, kiln_tensor *x, int exponent_bits,
+                                            int mantissa_bits);
+
 #ifdef __cplusplus
 }
 #endif

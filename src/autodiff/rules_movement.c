@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Differentiation rules: data movement (broadcast_in_dim, reshape, transpose, reverse,
- * slice, pad, concatenate) and the sources (constant, iota, rng_bit_generator, and
- * bitcast_convert), which have no derivative. Every movement op is linear, so its jvp is
- * the op itself applied to the tangent and its vjp the transposed movement. */
+ * slice, pad, concatenate), reduce_precision, and the sources (constant, iota,
+ * rng_bit_generator, and bitcast_convert), which have no derivative. Every movement op is
+ * linear, so its jvp is the op itself applied to the tangent and its vjp the transposed
+ * movement. */
 #include "autodiff/rules.h"
 
 /* Referenced by rules.c so the static library links this file (see there). */
@@ -86,6 +87,16 @@ kiln_status kiln__vjp_REVERSE(kiln__emitter *e, const kiln__ad_op *op, kiln__val
     return kiln_ctx_status(e->cx);
 }
 KILN__JVP_AS(REVERSE, same_op_jvp);
+
+/* reduce_precision: linear in the sense JAX gives it (its jvp and transpose round the
+ * tangent and the cotangent the same way, jax/_src/lax/lax.py reduce_precision_p). */
+kiln_status kiln__vjp_REDUCE_PRECISION(kiln__emitter *e, const kiln__ad_op *op,
+                                       kiln__value *const *cts, kiln__value **out_cts) {
+    if (!cts[0]) return KILN_OK;
+    out_cts[0] = kiln__emit(e, KILN_OP_REDUCE_PRECISION, op->op->attrs, cts, 1);
+    return kiln_ctx_status(e->cx);
+}
+KILN__JVP_AS(REDUCE_PRECISION, same_op_jvp);
 
 /* slice: the cotangent lands where the elements came from (a pad with zeros, the stride
  * becoming interior padding). */

@@ -29,6 +29,12 @@ kiln_status kiln__batch_BITCAST_CONVERT(kiln__batch *b, const kiln__batch_op *op
     return one(b, op, &a, out, out_batched);
 }
 
+kiln_status kiln__batch_REDUCE_PRECISION(kiln__batch *b, const kiln__batch_op *op,
+                                         kiln__value **out, bool *out_batched) {
+    kiln__attrs a = kiln__batch_attrs(op->op);
+    return one(b, op, &a, out, out_batched);
+}
+
 kiln_status kiln__batch_BROADCAST_IN_DIM(kiln__batch *b, const kiln__batch_op *op,
                                          kiln__value **out, bool *out_batched) {
     kiln__attrs a = kiln__batch_attrs(op->op);

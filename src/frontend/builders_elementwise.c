@@ -229,3 +229,11 @@ kiln_tensor *kiln_bitcast_convert(kiln_ctx *cx, kiln_tensor *x, kiln_dtype dtype
     attrs.u.convert_to = dtype;
     return run_elementwise(cx, KILN_OP_BITCAST_CONVERT, &attrs, &x, &x, 1);
 }
+
+kiln_tensor *kiln_reduce_precision(kiln_ctx *cx, kiln_tensor *x, int exponent_bits,
+                                   int mantissa_bits) {
+    kiln__attrs attrs = {.fn = "kiln_reduce_precision"};
+    attrs.u.precision.exponent_bits = exponent_bits;
+    attrs.u.precision.mantissa_bits = mantissa_bits;
+    return run_elementwise(cx, KILN_OP_REDUCE_PRECISION, &attrs, &x, &x, 1);
+}

@@ -74,6 +74,10 @@ static void put_member(writer *w, kiln_op kind, const kiln__attrs *a) {
         break;
     case KILN_OP_CONVERT:
     case KILN_OP_BITCAST_CONVERT: put_i64(w, a->u.convert_to); break;
+    case KILN_OP_REDUCE_PRECISION:
+        put_i64(w, a->u.precision.exponent_bits);
+        put_i64(w, a->u.precision.mantissa_bits);
+        break;
     case KILN_OP_CONSTANT:
     case KILN_OP_CALL:
     case KILN_OP_CUSTOM_CALL:

@@ -550,7 +550,8 @@ static bool attr_left_out(const kiln__attr_desc *d, const kiln__attrs *a) {
 static void put_attr_generic(printer *p, const kiln__attr_desc *d, const kiln__attrs *a) {
     switch (d->kind) {
     case KILN__AK_I64:
-        kiln__strbuf_printf(&p->sb, "%" PRId64 " : i64", i64_at(a, d->offset));
+        kiln__strbuf_printf(&p->sb, "%" PRId64 " : %s", i64_at(a, d->offset),
+                            d->int_type ? d->int_type : "i64");
         return;
     case KILN__AK_BOOL:
         put(p, *(const bool *)kiln__attr_at_const(a, d->offset) ? "true" : "false");
@@ -810,6 +811,35 @@ static void print_while(printer *p, const kiln__ir_op *op, int ind) {
     print_region(p, body, ind, false);
 }
 
+/* stablehlo.composite "name" %a {composite_attributes = ..., decomposition = @f, ...} : type
+ * (the attribute dictionary in MLIR's order, by name). */
+static void print_composite(printer *p, const kiln__ir_op *op, const char *callee) {
+    put(p, "stablehlo.composite ");
+    put_string(p, kiln__custom_call_target(op->attrs));
+    put(p, " ");
+    put_values(p, op->operands, op->n_operands);
+    put(p, " {");
+    const char *key, *value;
+    bool placed = false;
+    int32_t i = 0;
+    for (; kiln__custom_call_attr(op->attrs, i, &key, &value); i++) {
+        if (!placed && strcmp(key, "decomposition") > 0) {
+            put(p, i ? ", decomposition = " : "decomposition = ");
+            put_symbol(p, callee);
+            placed = true;
+        }
+        put(p, i || placed ? ", " : "");
+        put(p, key);
+        if (*value) kiln__strbuf_printf(&p->sb, " = %s", value);
+    }
+    if (!placed) {
+        put(p, i ? ", decomposition = " : "decomposition = ");
+        put_symbol(p, callee);
+    }
+    put(p, "} : ");
+    put_op_functional(p, op);
+}
+
 static void print_call(printer *p, const kiln__ir_op *op) {
     values captured;
     captures_of(p, op, &captured);
@@ -817,6 +847,12 @@ static void print_call(printer *p, const kiln__ir_op *op) {
     if (index < 0) fail_internal(p, "a call without its callee");
     char fname[KILN__CALLEE_NAME_MAX];
     callee_name(p, index, fname, sizeof fname);
+    if (op->attrs->mark == KILN__MARK_COMPOSITE && kiln__custom_call_target(op->attrs) &&
+        captured.count == 0) {
+        print_composite(p, op, fname);
+        values_free(p, &captured);
+        return;
+    }
     put(p, "func.call ");
     put_symbol(p, fname);
     put(p, "(");
@@ -920,6 +956,13 @@ static void print_op(printer *p, const kiln__ir_op *op, int ind) {
         return;
     }
     case KILN_OP_REDUCE: print_reduce(p, op, ind); return;
+    case KILN_OP_REDUCE_PRECISION:
+        put(p, "stablehlo.reduce_precision ");
+        put_values(p, op->operands, op->n_operands);
+        kiln__strbuf_printf(&p->sb, ", format = e%" PRId64 "m%" PRId64 " : ",
+                            a->u.precision.exponent_bits, a->u.precision.mantissa_bits);
+        put_same_or_functional(p, op);
+        return;
     case KILN_OP_DOT_GENERAL: {
         const kiln_dot_params *d = &a->u.dot;
         put(p, "stablehlo.dot_general ");

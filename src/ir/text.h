@@ -310,7 +310,7 @@ bool kiln__text_check_op(parser *p, size_t pos, const char *name, size_t len, bo
 bool kiln__text_op_line(parser *p, kiln__block *b);
 bool kiln__text_operands(parser *p, kiln__value **out, int32_t *n, int32_t cap);
 
-/* ---- custom_call (text_custom_call.c) ---------------------------------------------------- */
+/* ---- custom_call and composite (text_custom_call.c) ---------------------------------------------------- */
 
 /* stablehlo.custom_call after its name (generic: the quoted form; else the pretty form,
  * whose @target, as written, is target): its operands, its type into s and its record
@@ -318,6 +318,13 @@ bool kiln__text_operands(parser *p, kiln__value **out, int32_t *n, int32_t cap);
 bool kiln__text_custom_call(parser *p, size_t op_pos, bool generic, const char *target,
                             size_t target_len, kiln__value **operands, int32_t *n_operands, sig *s,
                             const kiln_tensor **record);
+
+/* stablehlo.composite after its name: its operands, its type into s, its record (the
+ * composite's name, composite_attributes and version, as a custom_call's record) into
+ * *record, and its decomposition (the function it calls) into callee. */
+bool kiln__text_composite(parser *p, size_t op_pos, bool generic, kiln__value **operands,
+                          int32_t *n_operands, sig *s, const kiln_tensor **record,
+                          const char **callee, size_t *callee_len, size_t *callee_pos);
 
 /* ---- Shardy (text_sdy.c) ---------------------------------------------------------------- */
 

@@ -194,7 +194,7 @@ typedef struct opdesc {
     bool have_sig;
     const char *callee;
     size_t callee_len, callee_pos;
-    const kiln_tensor *record; /* a custom_call's (ops/custom_call.h) */
+    const kiln_tensor *record; /* a custom_call's or composite's (ops/custom_call.h) */
 } opdesc;
 
 typedef struct op_scratch {
@@ -579,6 +579,31 @@ static bool pretty_op(parser *p, opdesc *o, kiln__value **result_hint) {
         }
         kiln__text_dense_free(p, &d);
         return ok;
+    }
+    case KILN_OP_REDUCE_PRECISION: {
+        /* %x, format = e5m10 : type */
+        if (!operand_list(p, o->operands, &o->n_operands, NULL) ||
+            !kiln__text_expect(p, ',', "before the format") ||
+            !kiln__text_expect_kw(p, "format", "attribute") ||
+            !kiln__text_expect(p, '=', "after 'format'"))
+            return false;
+        kiln__text_skip(p);
+        attr e = {.kind = A_INT, .pos = p->pos}, m = {.kind = A_INT, .pos = p->pos};
+        const char *w;
+        size_t len = kiln__text_ident(p, &w), i = 1;
+        bool ok = len > 3 && w[0] == 'e';
+        for (; ok && i < len && w[i] >= '0' && w[i] <= '9' && e.i < 1000; i++)
+            e.i = e.i * 10 + (w[i] - '0');
+        ok = ok && i > 1 && i < len && w[i++] == 'm';
+        size_t m_at = i;
+        for (; ok && i < len && w[i] >= '0' && w[i] <= '9' && m.i < 1000; i++)
+            m.i = m.i * 10 + (w[i] - '0');
+        if (!ok || i != len || i == m_at)
+            return kiln__text_error(p, e.pos,
+                                    "expected the format as e<exponent bits>m<mantissa bits> "
+                                    "(e5m10)");
+        return dict_add(p, &o->dict, "exponent_bits", e) &&
+               dict_add(p, &o->dict, "mantissa_bits", m) && pretty_type(p, o);
     }
     case KILN_OP_SLICE: {
         kiln__value *v = kiln__text_use_value(p);
@@ -1007,6 +1032,10 @@ static __attribute__((noinline)) bool append_op(parser *p, kiln__block *b, opdes
                                 o->s.n_out, &a))
         return false;
     if (o->kind == KILN_OP_CUSTOM_CALL) a.u.constant = o->record;
+    if (o->kind == KILN_OP_CALL && o->record) { /* a composite */
+        a.u.constant = o->record;
+        a.mark = KILN__MARK_COMPOSITE;
+    }
     if (o->kind == KILN_OP_CONSTANT) {
         if (o->value != CONSTANT_VALUE_HELD)
             return kiln__text_error(p, o->pos, "a constant needs a value");
@@ -1156,6 +1185,7 @@ static op_scratch *scratch_get(parser *p) {
     o->value = CONSTANT_VALUE_NONE;
     o->s.n_in = o->s.n_out = 0, o->s.functional = false, o->s.pos = 0;
     o->have_sig = false, o->callee = NULL, o->callee_len = 0, o->callee_pos = 0;
+    o->record = NULL;
     return s;
 }
 
@@ -1248,6 +1278,13 @@ static bool op_line(parser *p, kiln__block *b) {
                      kiln__text_functional_type(p, &o->s);
                 if (ok && !o->s.functional)
                     ok = kiln__text_error(p, o->s.pos, "a call needs a function type");
+                o->have_sig = ok;
+                if (ok) ok = append_op(p, b, o, l);
+            } else if (span_is(id, len, "stablehlo.composite")) {
+                o->kind = KILN_OP_CALL;
+                ok = kiln__text_composite(p, o->pos, generic, o->operands, &o->n_operands, &o->s,
+                                          &o->record, &o->callee, &o->callee_len,
+                                          &o->callee_pos);
                 o->have_sig = ok;
                 if (ok) ok = append_op(p, b, o, l);
             } else if (span_is(id, len, "interpreter.run_parallel")) {

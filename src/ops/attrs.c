@@ -11,6 +11,7 @@ size_t kiln__attrs_size(kiln_op kind) {
     case KILN_OP_COMPARE: return MEMBER(compare);
     case KILN_OP_CONVERT:
     case KILN_OP_BITCAST_CONVERT: return MEMBER(convert_to);
+    case KILN_OP_REDUCE_PRECISION: return MEMBER(precision);
     /* a call: a record a transform attached; a custom_call: its attributes (custom_call.h) */
     case KILN_OP_CONSTANT:
     case KILN_OP_CALL:

@@ -45,6 +45,9 @@ typedef struct kiln__attrs {
             kiln_compare_type type; /* never DEFAULT once built: resolved from the dtype */
         } compare;
         kiln_dtype convert_to;       /* convert, bitcast_convert */
+        struct {
+            int64_t exponent_bits, mantissa_bits; /* >= 1, >= 0 */
+        } precision;                              /* reduce_precision */
         /* constant: the value (a concrete tensor); custom_call: its record, the target and
          * attributes as written (ops/custom_call.h) */
         const kiln_tensor *constant;
@@ -128,6 +131,9 @@ enum kiln__mark {
     KILN__MARK_NONE,
     KILN__MARK_STOP_GRADIENT,
     KILN__MARK_CUSTOM_VJP,
+    /* a stablehlo.composite: a call of its decomposition whose attrs.u.constant is a record
+     * (ops/custom_call.h) of its name (the target), composite_attributes and version */
+    KILN__MARK_COMPOSITE,
 };
 
 /* The bytes of a kiln__attrs that an op of `kind` uses: the common fields and the union

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Shape and dtype inference for the elementwise family: unary and binary elementwise ops,
- * compare, select, clamp, convert and bitcast_convert. The rules are StableHLO's
- * (docs/spec.md): operands of one type (the builders broadcast before calling), and the
- * dtypes each op accepts. */
+ * compare, select, clamp, convert, bitcast_convert and reduce_precision. The rules are
+ * StableHLO's (docs/spec.md): operands of one type (the builders broadcast before
+ * calling), and the dtypes each op accepts. */
 #include <stdio.h>
 
 #include "ops/infer.h"
@@ -312,5 +312,21 @@ KILN__INFER(BITCAST_CONVERT) {
     }
     results[0].dtype = to;
     results[0].shape = shape;
+    return KILN_OK;
+}
+
+/* reduce_precision: a float operand, and the spec's (C2) exponent_bits >= 1 and (C3)
+ * mantissa_bits >= 0. */
+KILN__INFER(REDUCE_PRECISION) {
+    (void)n_operands, (void)n_results;
+    kiln_status s = unary(cx, attrs, operands, results, SET_FLOAT);
+    if (s != KILN_OK) return s;
+    int64_t e = attrs->u.precision.exponent_bits, m = attrs->u.precision.mantissa_bits;
+    if (e < 1 || e > 1024)
+        return kiln__infer_error(cx, attrs, "exponent_bits is %lld; it must be in [1, 1024]",
+                                 (long long)e);
+    if (m < 0 || m > 1024)
+        return kiln__infer_error(cx, attrs, "mantissa_bits is %lld; it must be in [0, 1024]",
+                                 (long long)m);
     return KILN_OK;
 }

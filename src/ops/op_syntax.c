@@ -77,6 +77,12 @@ static const kiln__attr_desc cholesky_attrs[] = {
     /* stablehlo.cholesky %a, lower = true : ... (false: left out) */
     ATTR("lower", BOOL, u.triangular.lower, OPTIONAL, PRETTY("lower"), .pretty_optional = true),
 };
+/* stablehlo.reduce_precision %x, format = e5m10 : ... (both in one word: the parser and
+ * printer write it by hand) */
+static const kiln__attr_desc reduce_precision_attrs[] = {
+    ATTR("exponent_bits", I64, u.precision.exponent_bits, REQUIRED, .int_type = "i32"),
+    ATTR("mantissa_bits", I64, u.precision.mantissa_bits, REQUIRED, .int_type = "i32"),
+};
 static const kiln__attr_desc broadcast_attrs[] = {
     ATTR("broadcast_dimensions", DIMS, u.broadcast.dims, REQUIRED, PRETTY("dims"))};
 static const kiln__attr_desc transpose_attrs[] = {
@@ -221,6 +227,9 @@ static const kiln__op_syntax table[KILN_OP_COUNT] = {
     [KILN_OP_IS_FINITE] = PLAIN_FUNCTIONAL,
     [KILN_OP_COMPLEX] = {.form = KILN__FORM_PLAIN, .type = KILN__TYPE_PARTS},
     [KILN_OP_BITCAST_CONVERT] = PLAIN_FUNCTIONAL,
+    [KILN_OP_REDUCE_PRECISION] = {.form = KILN__FORM_CUSTOM,
+                                  .type = KILN__TYPE_SAME,
+                                  ATTRS(reduce_precision_attrs)},
     [KILN_OP_RESHAPE] = PLAIN_FUNCTIONAL,
     [KILN_OP_DYNAMIC_UPDATE_SLICE] = PLAIN_FUNCTIONAL,
     [KILN_OP_COMPARE] = INLINE(FUNCTIONAL, compare_attrs),

@@ -57,6 +57,7 @@ typedef struct kiln__attr_desc {
     bool required;
     kiln__attr_count count; /* DIMS left out: `fill` repeated; PADDING: its pairs */
     int64_t fill;           /* DIMS, I64, ENUM and BOOL: the value when left out */
+    const char *int_type;   /* I64 in the generic form: its MLIR type (NULL: "i64") */
     /* The pretty form: the keyword before " = " (NULL: written without one, an ENUM before
      * the operands, or after them; pretty_optional: may be left out there). */
     const char *pretty;

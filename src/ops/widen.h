@@ -11,7 +11,9 @@
  * and iota (made in the narrow type directly), convert and bitcast_convert (which define
  * the narrowing), and popcnt, count_leading_zeros and the right shifts, which read a
  * sub-byte integer's bits and run on them directly (an arithmetic shift takes the type's
- * top bit as the sign, for ui4 too, which widening to ui8 would lose). */
+ * top bit as the sign, for ui4 too, which widening to ui8 would lose), and reduce_precision,
+ * which rounds a small float in its own format (as the spec's reference does: widened to
+ * f32 first, an f8 subnormal would be flushed by a reduction to its own exponent width). */
 #ifndef KILN_OPS_WIDEN_H
 #define KILN_OPS_WIDEN_H
 

@@ -45,6 +45,9 @@ static bool attrs_eq(kiln_op kind, const kiln__attrs *a, const kiln__attrs *b) {
                a->u.compare.type == b->u.compare.type;
     case KILN_OP_CONVERT:
     case KILN_OP_BITCAST_CONVERT: return a->u.convert_to == b->u.convert_to;
+    case KILN_OP_REDUCE_PRECISION:
+        return a->u.precision.exponent_bits == b->u.precision.exponent_bits &&
+               a->u.precision.mantissa_bits == b->u.precision.mantissa_bits;
     case KILN_OP_CONSTANT: return constant_eq(a->u.constant, b->u.constant);
     case KILN_OP_IOTA:
         return a->u.iota.dtype == b->u.iota.dtype && a->u.iota.dimension == b->u.iota.dimension &&
@@ -122,6 +125,9 @@ static uint64_t hash_attrs(kiln_op kind, const kiln__attrs *a) {
         return mix(mix(h, (uint64_t)a->u.compare.direction), (uint64_t)a->u.compare.type);
     case KILN_OP_CONVERT:
     case KILN_OP_BITCAST_CONVERT: return mix(h, (uint64_t)a->u.convert_to);
+    case KILN_OP_REDUCE_PRECISION:
+        return mix(mix(h, (uint64_t)a->u.precision.exponent_bits),
+                   (uint64_t)a->u.precision.mantissa_bits);
     case KILN_OP_CONSTANT: return hash_constant(h, a->u.constant);
     case KILN_OP_IOTA:
         return hash_shape(mix(mix(h, (uint64_t)a->u.iota.dtype), (uint64_t)a->u.iota.dimension),

@@ -165,6 +165,15 @@ static kiln_status reverse_fn(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor 
 }
 static move_box rv = {.a = {.count = 2, .v = {0, 1}}};
 
+/* Its own widths (e11m52 on f64): the identity, so finite differences see its rules
+ * (which round the tangent and the cotangent) pass the derivative through. */
+static kiln_status reduce_precision_fn(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
+                                       void *u) {
+    (void)u;
+    out[0] = kiln_sine(cx, kiln_multiply(cx, kiln_reduce_precision(cx, in[0], 11, 52), in[0]));
+    return done(cx);
+}
+
 static kiln_status slice_fn(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
     const move_box *m = u;
     out[0] = kiln_sine(cx, kiln_slice(cx, in[0], m->a, m->b, m->c));
@@ -399,6 +408,12 @@ const grad_case kiln_test_cases_core[] = {
      .args = {F64(-2, 2, 3, 4)},
      .n_out = 1,
      .fn = {reverse_fn, &rv}},
+    {.name = "reduce_precision",
+     .op = KILN_OP_REDUCE_PRECISION,
+     .n_args = 1,
+     .args = {F64(-2, 2, 3, 4)},
+     .n_out = 1,
+     .fn = {reduce_precision_fn, NULL}},
     {.name = "slice with strides",
      .op = KILN_OP_SLICE,
      .n_args = 1,

@@ -319,6 +319,34 @@ Test(print, triangular) {
     kiln_ctx_release(cx);
 }
 
+static kiln_status narrower(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
+    (void)u;
+    out[0] = kiln_reduce_precision(cx, kiln_reduce_precision(cx, in[0], 5, 10), 8, 0);
+    return STATUS(cx);
+}
+
+const char *const golden_reduce_precision =
+    "module @kiln {\n"
+    "  // calling convention of @main: 1 arguments, 1 results\n"
+    "  //   donated arguments: none\n"
+    "  //   preserved results (returned unchanged): none\n"
+    "  //   aliased results (may reuse a donated buffer): none\n"
+    "  func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n"
+    "    %0 = stablehlo.reduce_precision %arg0, format = e5m10 : tensor<4xf32>\n"
+    "    %1 = stablehlo.reduce_precision %0, format = e8m0 : tensor<4xf32>\n"
+    "    return %1 : tensor<4xf32>\n"
+    "  }\n"
+    "}\n";
+
+Test(print, reduce_precision) {
+    kiln_ctx *cx = test_ctx();
+    kiln_arg_spec args[1] = {arg(KILN_F32, KILN_SHAPE(4))};
+    kiln_module *m = lower(cx, narrower, NULL, args, 1, 1);
+    expect_text(cx, m, golden_reduce_precision, "reduce_precision");
+    kiln_module_release(m);
+    kiln_ctx_release(cx);
+}
+
 Test(print, fft) {
     kiln_ctx *cx = test_ctx();
     kiln_arg_spec args[1] = {arg(KILN_F32, KILN_SHAPE(2, 6))};
@@ -1514,6 +1542,7 @@ static const op_golden covered[] = {
     {KILN_OP_CLAMP, &golden_compare_select},
     {KILN_OP_CONVERT, &golden_compare_select},
     {KILN_OP_BITCAST_CONVERT, &golden_compare_select},
+    {KILN_OP_REDUCE_PRECISION, &golden_reduce_precision},
     {KILN_OP_CONSTANT, &golden_emlx},
     {KILN_OP_IOTA, &golden_handmade},
     {KILN_OP_RNG_BIT_GENERATOR, &golden_rng},

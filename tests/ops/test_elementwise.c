@@ -1549,5 +1549,6 @@ const kiln_op_coverage kiln_cover_elementwise[] = {
     {KILN_OP_CLAMP, "elementwise/clamp"},
     {KILN_OP_CONVERT, "elementwise/convert_every_pair"},
     {KILN_OP_BITCAST_CONVERT, "elementwise/bitcast_convert"},
+    {KILN_OP_REDUCE_PRECISION, "reduce_precision/matches_bf16_and_f16_rounding"},
     {KILN_OP_COUNT, NULL},
 };

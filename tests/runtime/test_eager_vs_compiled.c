@@ -449,6 +449,14 @@ static kiln_status f_bitcast(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor *
     return kiln_ctx_status(cx);
 }
 
+static kiln_status f_reduce_precision(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
+                                      void *u) {
+    (void)u;
+    out[0] = kiln_reduce_precision(cx, kiln_multiply(cx, in[0], in[0]), 5, 10);
+    out[1] = kiln_reduce_precision(cx, in[1], 3, 1);
+    return kiln_ctx_status(cx);
+}
+
 static const float table_data[4][4] = {
     {1, -2, 3.5f, 0}, {0.25f, 9, -1, 2}, {7, 7, -7, 1e-3f}, {1e20f, -0.0f, 3, 2}};
 
@@ -504,6 +512,12 @@ static const ev_case misc_cases[] = {
      .n_out = 3,
      .in = {ANY(KILN_F32, SH(3, 5)), ANY(KILN_U8, SH(2, 4))},
      OPS(KILN_OP_BITCAST_CONVERT)},
+    {.name = "reduce_precision",
+     .fn = {f_reduce_precision, NULL},
+     .n_in = 2,
+     .n_out = 2,
+     .in = {ANY(KILN_F32, SH(3, 5)), ANY(KILN_F64, SH(7))},
+     OPS(KILN_OP_REDUCE_PRECISION)},
     {.name = "constants",
      .fn = {f_constants, NULL},
      .n_in = 1,

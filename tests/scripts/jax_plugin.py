@@ -150,6 +150,11 @@ def cases():
         a + a, a * 3, b * 3, b >> 1, c * c + 1, c.astype(jnp.float32), jnp.maximum(c, 1),
         jnp.dot(m, m, preferred_element_type=jnp.float32), d.astype(jnp.float32) * 2,
         d + d, (a.astype(jnp.int32) + 9).astype(ml_dtypes.int4)), (i4, u4, e4, e5, f4)
+    rp = f32(4, 4) * 1e3
+    yield "reduce_precision", lambda x: (
+        jax.lax.reduce_precision(x, 5, 10), jax.lax.reduce_precision(x, 4, 3),
+        jax.lax.reduce_precision(x * 1e-6, 5, 0),
+        jax.grad(lambda y: jnp.sum(jax.lax.reduce_precision(y, 8, 7) * 1.0001))(x)), (rp,)
     yield "jax.random", lambda k: (jax.random.normal(k, (3, 4)), jax.random.uniform(k, (5,)),
                                    jax.random.randint(k, (4,), 0, 10)), (jax.random.key_data(
         jax.random.PRNGKey(42)),)

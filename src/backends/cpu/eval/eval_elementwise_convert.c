@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Evaluator kernels for convert and bitcast_convert.
+/* Evaluator kernels for convert, bitcast_convert and reduce_precision.
  *
  * convert: one typed loop per (source, target) dtype pair. Values go through an
  * intermediate of the source's kind (int64_t, uint64_t, float for f16/bf16/f32, double)
@@ -411,6 +411,74 @@ KERNEL(BITCAST_CONVERT) {
                 v |= load_bits(x, from_bits, i * k + j) << (j * from_bits);
             store_bits(r, to_bits, i, v);
         }
+    }
+    return KILN_OK;
+}
+
+/* ---- reduce_precision --------------------------------------------------------------------- */
+
+/* x's bits rounded to `e` exponent and `m` mantissa bits, as the spec's reference
+ * (stablehlo/reference/Element.cpp reducePrecision) does for a float of `width` bits with
+ * `src_m` mantissa and `src_e` exponent bits: round to nearest even into the kept mantissa
+ * bits, then overflow to a signed infinity's bits and underflow (subnormals included) to a
+ * signed zero. A NaN stays itself, or becomes +inf's bits when no mantissa bit is kept. */
+static uint64_t reduce_bits(uint64_t x, int width, int src_e, int src_m, bool has_sign,
+                            int64_t e, int64_t m, bool is_nan) {
+    uint64_t in = x;
+    uint64_t all = width == 64 ? ~UINT64_C(0) : (UINT64_C(1) << width) - 1;
+    if (m < src_m) {
+        uint64_t last = UINT64_C(1) << (src_m - m);
+        uint64_t bias = (last >> 1) - 1 + ((x & last) >> (src_m - m));
+        x = (x + bias) & ~(last - 1) & all;
+    }
+    uint64_t exp_mask = ((UINT64_C(1) << src_e) - 1) << src_m;
+    if (e < src_e) {
+        uint64_t sign = has_sign ? x & (UINT64_C(1) << (width - 1)) : 0;
+        uint64_t src_bias = (UINT64_C(1) << (src_e - 1)) - 1;
+        uint64_t reduced_bias = (UINT64_C(1) << (e - 1)) - 1;
+        uint64_t xe = x & exp_mask;
+        if (xe > (src_bias + reduced_bias) << src_m) x = sign | exp_mask;
+        if (xe <= (src_bias - reduced_bias) << src_m) x = sign;
+    }
+    if (is_nan) x = m > 0 ? in : exp_mask;
+    return x;
+}
+
+/* The layout of a float dtype: its width and its exponent and mantissa bits. */
+static bool float_layout(kiln_dtype d, int *width, int *e, int *m) {
+    switch (d) {
+    case KILN_F16: *width = 16, *e = 5, *m = 10; return true;
+    case KILN_BF16: *width = 16, *e = 8, *m = 7; return true;
+    case KILN_F32: *width = 32, *e = 8, *m = 23; return true;
+    case KILN_F64: *width = 64, *e = 11, *m = 52; return true;
+    default: *width = (int)kiln_dtype_bits(d); return kiln__small_float_params(d, e, m);
+    }
+}
+
+KERNEL(REDUCE_PRECISION) {
+    (void)n_operands, (void)n_results;
+    kiln_dtype dt = kiln_tensor_dtype(operands[0]);
+    int width, src_e, src_m;
+    if (!float_layout(dt, &width, &src_e, &src_m))
+        return kiln__ew_bad_dtype(cx, "reduce_precision", dt);
+    int64_t n = kiln_tensor_numel(operands[0]);
+    if (n == 0) return KILN_OK;
+    /* Past the source's own widths nothing changes (and the shifts stay in range). */
+    int64_t e = attrs->u.precision.exponent_bits, m = attrs->u.precision.mantissa_bits;
+    if (e > src_e) e = src_e;
+    if (m > src_m) m = src_m;
+    bool has_sign = width > src_e + src_m, small = width <= 8;
+    uint64_t exp_mask = ((UINT64_C(1) << src_e) - 1) << src_m;
+    uint64_t man_mask = (UINT64_C(1) << src_m) - 1;
+    const void *x = kiln__in(operands[0]);
+    void *r = kiln__out(results[0]);
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t v = load_bits(x, small ? 8 : width, i);
+        if (small) v &= (UINT64_C(1) << width) - 1;
+        bool nan = small ? isnan(kiln_small_float_decode(dt, (uint8_t)v))
+                         : (v & exp_mask) == exp_mask && (v & man_mask) != 0;
+        store_bits(r, small ? 8 : width, i,
+                   reduce_bits(v, width, src_e, src_m, has_sign, e, m, nan));
     }
     return KILN_OK;
 }

@@ -43,7 +43,8 @@ static bool runs_on_complex(kiln_op op) {
 
 /* The ops with kernels for the narrow types (ops/widen.h: the others compute in the widened
  * types, between converts): those that move elements or bytes, the conversions, iota, random
- * bits, and the four that read a sub-byte integer's bits (popcnt, clz, the right shifts). */
+ * bits, the four that read a sub-byte integer's bits (popcnt, clz, the right shifts), and
+ * reduce_precision, which rounds a small float's own bits. */
 static bool runs_on_narrow(kiln_op op) {
     if (kiln__op_has(op, KILN_OPF_CONTROL)) return true;
     if (kiln__op_has(op, KILN_OPF_MOVEMENT)) return !kiln__op_has(op, KILN_OPF_REGIONS);
@@ -57,6 +58,7 @@ static bool runs_on_narrow(kiln_op op) {
     case KILN_OP_COUNT_LEADING_ZEROS:
     case KILN_OP_SHIFT_RIGHT_LOGICAL:
     case KILN_OP_SHIFT_RIGHT_ARITHMETIC:
+    case KILN_OP_REDUCE_PRECISION:
     case KILN_OP_OPTIMIZATION_BARRIER: return true;
     default: return false;
     }

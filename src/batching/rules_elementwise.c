@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Batching rules of the elementwise ops: the op over the batched shape, every unbatched
- * operand (and every scalar operand clamp and select allow) broadcast to it. */
+/* Batching rules of the elementwise ops and map: the op over the batched shape, every
+ * unbatched operand (and every scalar operand clamp and select allow) broadcast to it. */
 #include "batching/batch.h"
 
 const char kiln__batch_elementwise_linked = 1;
@@ -76,3 +76,22 @@ ELEMENTWISE(COMPARE)
 ELEMENTWISE(SELECT)
 ELEMENTWISE(CLAMP)
 ELEMENTWISE(CONVERT)
+
+/* map: over the batched shape, its dimensions one more, every unbatched input broadcast;
+ * a computation that reads a batched value from outside runs per example (the loop). */
+kiln_status kiln__batch_MAP(kiln__batch *b, const kiln__batch_op *v, kiln__value **out,
+                            bool *out_batched) {
+    kiln__value *ops[64];
+    if (v->n_in > 64 || kiln__batch_regions_batched(b, v->op))
+        return kiln__batch_by_loop(b, v, out, out_batched);
+    for (int32_t i = 0; i < v->n_in; i++)
+        ops[i] = kiln__batch_broadcast(b, v->in[i], v->batched[i]);
+    kiln__attrs a = kiln__batch_attrs(v->op);
+    a.u.map_dims.count = v->op->results[0]->type->shape.rank + 1;
+    for (int32_t d = 0; d < a.u.map_dims.count; d++)
+        a.u.map_dims.v[d] = d;
+    kiln__ir_op *n = kiln__batch_emit_like(b, v->op, &a, ops, v->n_in);
+    out[0] = n ? n->results[0] : NULL;
+    out_batched[0] = true;
+    return kiln_ctx_status(b->e.cx);
+}

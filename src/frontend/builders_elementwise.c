@@ -237,3 +237,27 @@ kiln_tensor *kiln_reduce_precision(kiln_ctx *cx, kiln_tensor *x, int exponent_bi
     attrs.u.precision.mantissa_bits = mantissa_bits;
     return run_elementwise(cx, KILN_OP_REDUCE_PRECISION, &attrs, &x, &x, 1);
 }
+
+kiln_tensor *kiln_map(kiln_ctx *cx, const kiln_region *computation, kiln_tensor *const *inputs,
+                      int32_t n_inputs, kiln_dtype result_dtype) {
+    static const char fn[] = "kiln_map";
+    if (!cx) return NULL;
+    if (!computation) return kiln__null_argument_ptr(cx, fn, "computation");
+    if (!inputs) return kiln__null_argument_ptr(cx, fn, "inputs");
+    if (n_inputs < 1 || n_inputs > 1024) {
+        kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT, "%s: n_inputs is %d; expected 1 to 1024",
+                           fn, (int)n_inputs);
+        return NULL;
+    }
+    for (int32_t i = 0; i < n_inputs; i++)
+        if (!inputs[i]) {
+            kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT, "%s: inputs[%d] is NULL", fn, (int)i);
+            return NULL;
+        }
+    kiln__attrs a = {.fn = fn, .n_regions = 1, .result_dtype = result_dtype};
+    a.region[0] = computation;
+    a.u.map_dims.count = kiln_tensor_rank(inputs[0]);
+    for (int32_t d = 0; d < a.u.map_dims.count; d++)
+        a.u.map_dims.v[d] = d;
+    return kiln__op_run1(cx, KILN_OP_MAP, &a, inputs, n_inputs);
+}

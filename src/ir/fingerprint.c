@@ -155,6 +155,10 @@ static void put_member(writer *w, kiln_op kind, const kiln__attrs *a) {
         put_i64(w, a->u.sort.stable);
         break;
     case KILN_OP_REDUCE: put_dims(w, &a->u.reduce_dims); break;
+    case KILN_OP_MAP:
+        put_dims(w, &a->u.map_dims);
+        put_i64(w, a->result_dtype);
+        break;
     case KILN_OP_REDUCE_WINDOW:
     case KILN_OP_SELECT_AND_SCATTER: {
         const kiln_window_params *p = &a->u.window;

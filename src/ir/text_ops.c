@@ -1051,7 +1051,8 @@ static __attribute__((noinline)) bool append_op(parser *p, kiln__block *b, opdes
     case KILN_OP_SORT:
     case KILN_OP_REDUCE:
     case KILN_OP_REDUCE_WINDOW:
-    case KILN_OP_SCATTER: want_regions = 1; break;
+    case KILN_OP_SCATTER:
+    case KILN_OP_MAP: want_regions = 1; break;
     case KILN_OP_SELECT_AND_SCATTER:
     case KILN_OP_WHILE:
     case KILN_OP_IF: want_regions = 2; break;

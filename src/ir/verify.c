@@ -40,6 +40,11 @@ int32_t kiln__region_signature(kiln_ctx *cx, kiln_op op, const kiln__attrs *attr
         }
         results = 1;
         break;
+    case KILN_OP_MAP: /* one scalar of each input */
+        for (int32_t i = 0; i < n_operands && n < cap; i++)
+            out_args[n++] = scalar_of(operands[i].dtype);
+        results = 1;
+        break;
     case KILN_OP_SELECT_AND_SCATTER: {
         kiln_dtype d = region == 0 ? operands[0].dtype : operands[1].dtype;
         if (cap >= 2) {

@@ -30,6 +30,7 @@ size_t kiln__attrs_size(kiln_op kind) {
     case KILN_OP_SCATTER: return MEMBER(scatter);
     case KILN_OP_SORT: return MEMBER(sort);
     case KILN_OP_REDUCE: return MEMBER(reduce_dims);
+    case KILN_OP_MAP: return MEMBER(map_dims);
     case KILN_OP_REDUCE_WINDOW:
     case KILN_OP_SELECT_AND_SCATTER: return MEMBER(window);
     case KILN_OP_DOT_GENERAL: return MEMBER(dot);

@@ -26,10 +26,11 @@ typedef struct kiln__groups {
 } kiln__groups;
 
 typedef struct kiln__attrs {
-    kiln_dtype result_dtype; /* dot_general, convolution: the requested result type */
+    /* dot_general, convolution: the requested result type; map: its computation's */
+    kiln_dtype result_dtype;
     /* Regions, in the op's order: scatter/reduce/reduce_window: [update]; sort:
-     * [comparator]; select_and_scatter: [select, scatter]; while: [cond, body];
-     * if: [true, false]; case: the branches; all_reduce, reduce_scatter: [computation];
+     * [comparator]; map: [computation]; select_and_scatter: [select, scatter];
+     * while: [cond, body];     * if: [true, false]; case: the branches; all_reduce, reduce_scatter: [computation];
      * run_parallel: one program per process. */
     const kiln_region *regions;   /* an array of n_regions, when the op's regions are a list */
     const kiln_region *region[2]; /* or up to two separately */
@@ -83,6 +84,7 @@ typedef struct kiln__attrs {
             bool stable;
         } sort;
         kiln_dims reduce_dims;
+        kiln_dims map_dims; /* map: every dimension of the inputs, in order */
         kiln_window_params window; /* reduce_window, select_and_scatter; defaults filled in */
         kiln_dot_params dot;
         struct {

@@ -177,3 +177,34 @@ KILN__INFER(CUSTOM_CALL) {
                                  (int)n, n_results);
     return KILN_OK;
 }
+
+/* map: inputs of one shape (C1), dimensions = [0, rank) (C3), a computation of as many
+ * scalars as inputs (its types are checked where it is traced or read); the result has the
+ * inputs' shape and the computation's result dtype (C4, C6). */
+KILN__INFER(MAP) {
+    (void)n_results;
+    if (n_operands < 1) return kiln__infer_error(cx, attrs, "stablehlo.map needs an input");
+    if (!kiln__attrs_region(attrs, 0))
+        return kiln__infer_error(cx, attrs, "stablehlo.map needs a computation");
+    char have[KILN__TYPE_TEXT], want[KILN__TYPE_TEXT];
+    for (int i = 1; i < n_operands; i++)
+        if (!kiln_shape_equal(&operands[i].shape, &operands[0].shape))
+            return kiln__infer_error(cx, attrs, "input %d is %s; input 0 is %s: map's inputs "
+                                                "have one shape",
+                                     i, kiln__type_text(&operands[i], have),
+                                     kiln__type_text(&operands[0], want));
+    const kiln_dims *d = &attrs->u.map_dims;
+    bool every = d->count == operands[0].shape.rank;
+    for (int32_t i = 0; every && i < d->count; i++)
+        every = d->v[i] == i;
+    if (!every)
+        return kiln__infer_error(cx, attrs,
+                                 "dimensions must be every dimension in order, [0, %d)",
+                                 (int)operands[0].shape.rank);
+    if (!kiln_dtype_is_valid(attrs->result_dtype))
+        return kiln__infer_error(cx, attrs, "result dtype %d is not a dtype",
+                                 (int)attrs->result_dtype);
+    results[0].dtype = attrs->result_dtype;
+    results[0].shape = operands[0].shape;
+    return KILN_OK;
+}

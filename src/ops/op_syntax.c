@@ -83,6 +83,7 @@ static const kiln__attr_desc reduce_precision_attrs[] = {
     ATTR("exponent_bits", I64, u.precision.exponent_bits, REQUIRED, .int_type = "i32"),
     ATTR("mantissa_bits", I64, u.precision.mantissa_bits, REQUIRED, .int_type = "i32"),
 };
+static const kiln__attr_desc map_attrs[] = {ATTR("dimensions", DIMS, u.map_dims, REQUIRED)};
 static const kiln__attr_desc broadcast_attrs[] = {
     ATTR("broadcast_dimensions", DIMS, u.broadcast.dims, REQUIRED, PRETTY("dims"))};
 static const kiln__attr_desc transpose_attrs[] = {
@@ -254,6 +255,7 @@ static const kiln__op_syntax table[KILN_OP_COUNT] = {
     [KILN_OP_SORT] = GENERIC(sort_attrs),
     [KILN_OP_REDUCE_WINDOW] = GENERIC(reduce_window_attrs),
     [KILN_OP_SELECT_AND_SCATTER] = GENERIC(select_and_scatter_attrs),
+    [KILN_OP_MAP] = GENERIC(map_attrs),
     [KILN_OP_IF] = GENERIC_NO_ATTRS,
     [KILN_OP_CASE] = GENERIC_NO_ATTRS,
     [KILN_OP_SLICE] = CUSTOM(slice_attrs),
@@ -368,6 +370,7 @@ void kiln__attrs_complete(kiln_op op, kiln__attrs *a, const kiln__op_types *t) {
         break;
     case KILN_OP_DOT_GENERAL:
     case KILN_OP_CONVOLUTION:
+    case KILN_OP_MAP:
         if (t->n_out > 0) a->result_dtype = t->out_dtype[0];
         break;
     case KILN_OP_SELECT_AND_SCATTER:

@@ -347,6 +347,44 @@ Test(print, reduce_precision) {
     kiln_ctx_release(cx);
 }
 
+static kiln_status scalar_max(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
+    (void)u;
+    out[0] = kiln_maximum(cx, in[0], in[1]);
+    return STATUS(cx);
+}
+
+static kiln_status mapped(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
+    (void)u;
+    out[0] = kiln_map(cx, &(kiln_region){scalar_max, NULL}, in, 2, KILN_F32);
+    return STATUS(cx);
+}
+
+const char *const golden_map =
+    "module @kiln {\n"
+    "  // calling convention of @main: 2 arguments, 1 results\n"
+    "  //   donated arguments: none\n"
+    "  //   preserved results (returned unchanged): none\n"
+    "  //   aliased results (may reuse a donated buffer): none\n"
+    "  func.func public @main(%arg0: tensor<2x3xf32>, %arg1: tensor<2x3xf32>) -> "
+    "tensor<2x3xf32> {\n"
+    "    %0 = \"stablehlo.map\"(%arg0, %arg1) <{dimensions = array<i64: 0, 1>}> ({\n"
+    "    ^bb0(%arg2: tensor<f32>, %arg3: tensor<f32>):\n"
+    "      %1 = stablehlo.maximum %arg2, %arg3 : tensor<f32>\n"
+    "      stablehlo.return %1 : tensor<f32>\n"
+    "    }) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>\n"
+    "    return %0 : tensor<2x3xf32>\n"
+    "  }\n"
+    "}\n";
+
+Test(print, map) {
+    kiln_ctx *cx = test_ctx();
+    kiln_arg_spec args[2] = {arg(KILN_F32, KILN_SHAPE(2, 3)), arg(KILN_F32, KILN_SHAPE(2, 3))};
+    kiln_module *m = lower(cx, mapped, NULL, args, 2, 1);
+    expect_text(cx, m, golden_map, "map");
+    kiln_module_release(m);
+    kiln_ctx_release(cx);
+}
+
 Test(print, fft) {
     kiln_ctx *cx = test_ctx();
     kiln_arg_spec args[1] = {arg(KILN_F32, KILN_SHAPE(2, 6))};
@@ -1543,6 +1581,7 @@ static const op_golden covered[] = {
     {KILN_OP_CONVERT, &golden_compare_select},
     {KILN_OP_BITCAST_CONVERT, &golden_compare_select},
     {KILN_OP_REDUCE_PRECISION, &golden_reduce_precision},
+    {KILN_OP_MAP, &golden_map},
     {KILN_OP_CONSTANT, &golden_emlx},
     {KILN_OP_IOTA, &golden_handmade},
     {KILN_OP_RNG_BIT_GENERATOR, &golden_rng},

@@ -1401,6 +1401,7 @@ const kiln_op_coverage kiln_cover_control[] = {
     {KILN_OP_IF, "control/if_conformance"},
     {KILN_OP_CASE, "control/case_conformance"},
     {KILN_OP_CALL, "control/call_conformance"},
+    {KILN_OP_MAP, "map/applies_its_computation_at_every_position"},
     {KILN_OP_OPTIMIZATION_BARRIER, "control/optimization_barrier_conformance"},
     {KILN_OP_CONSTANT, "control/constant_every_dtype"},
     {KILN_OP_IOTA, "control/iota_conformance"},

@@ -457,6 +457,18 @@ static kiln_status f_reduce_precision(kiln_ctx *cx, kiln_tensor *const *in, kiln
     return kiln_ctx_status(cx);
 }
 
+static kiln_status scalar_fma(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
+    (void)u;
+    out[0] = kiln_add(cx, kiln_multiply(cx, in[0], in[1]), kiln_sine(cx, in[1]));
+    return kiln_ctx_status(cx);
+}
+
+static kiln_status f_map(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
+    (void)u;
+    out[0] = kiln_map(cx, &(kiln_region){scalar_fma, NULL}, in, 2, KILN_F32);
+    return kiln_ctx_status(cx);
+}
+
 static const float table_data[4][4] = {
     {1, -2, 3.5f, 0}, {0.25f, 9, -1, 2}, {7, 7, -7, 1e-3f}, {1e20f, -0.0f, 3, 2}};
 
@@ -518,6 +530,12 @@ static const ev_case misc_cases[] = {
      .n_out = 2,
      .in = {ANY(KILN_F32, SH(3, 5)), ANY(KILN_F64, SH(7))},
      OPS(KILN_OP_REDUCE_PRECISION)},
+    {.name = "map",
+     .fn = {f_map, NULL},
+     .n_in = 2,
+     .n_out = 1,
+     .in = {ANY(KILN_F32, SH(3, 4)), ANY(KILN_F32, SH(3, 4))},
+     OPS(KILN_OP_MAP)},
     {.name = "constants",
      .fn = {f_constants, NULL},
      .n_in = 1,

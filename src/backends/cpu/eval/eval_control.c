@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* CPU kernels for control flow (while, if, case, call, optimization_barrier) and sources
- * (constant, iota, rng_bit_generator).
+/* CPU kernels for control flow (while, if, case, call, optimization_barrier), map (a
+ * region per element) and sources (constant, iota, rng_bit_generator).
  *
  * Control ops run their regions eagerly through kiln__region_call, which returns new
  * references. Results are handed to the innermost scope: a tensor only the region made and
@@ -454,4 +454,50 @@ KILN__EVAL(CUSTOM_CALL) {
                               "cpu: stablehlo.custom_call @%s: no target is registered (the CPU "
                               "backend runs no custom_call)",
                               target ? target : "?");
+}
+
+/* map: the computation called on rank-0 tensors of each position's elements, its result
+ * checked to be a scalar of the result's dtype. */
+KILN__EVAL(MAP) {
+    (void)n_results;
+    const char *fn = attrs->fn ? attrs->fn : "stablehlo.map";
+    const kiln_region *computation = kiln__attrs_region(attrs, 0);
+    kiln_dtype rt = kiln_tensor_dtype(results[0]);
+    size_t rs = kiln_dtype_size(rt);
+    int64_t n = kiln_tensor_numel(results[0]);
+    kiln_tensor *fixed[MAX_FIXED];
+    kiln_tensor **args = tensor_array(cx, fn, fixed, n_operands);
+    if (!args) return KILN_RESOURCE_EXHAUSTED;
+    kiln_status s = KILN_OK;
+    int made = 0;
+    for (; made < n_operands && s == KILN_OK; made++) {
+        args[made] = kiln__tensor_new(cx, fn, kiln_tensor_dtype(operands[made]), KILN_SHAPE_SCALAR);
+        if (!args[made]) s = KILN_RESOURCE_EXHAUSTED;
+    }
+    if (s != KILN_OK) made--;
+    char what[96];
+    snprintf(what, sizeof what, "%s: computation", fn);
+    unsigned char *out = kiln__out(results[0]);
+    for (int64_t i = 0; i < n && s == KILN_OK; i++) {
+        for (int k = 0; k < n_operands; k++) {
+            size_t es = kiln_dtype_size(kiln_tensor_dtype(operands[k]));
+            memcpy(kiln__tensor_mutable_data(args[k]),
+                   (const unsigned char *)kiln__in(operands[k]) + (size_t)i * es, es);
+        }
+        kiln_tensor *r = NULL;
+        s = kiln__region_call(cx, computation, what, args, n_operands, &r, 1);
+        if (s != KILN_OK) break;
+        if (kiln_tensor_dtype(r) != rt || kiln_tensor_rank(r) != 0)
+            s = kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
+                                   "%s: the computation returned %s of rank %d; expected a "
+                                   "scalar %s",
+                                   fn, kiln_dtype_name(kiln_tensor_dtype(r)),
+                                   (int)kiln_tensor_rank(r), kiln_dtype_name(rt));
+        else
+            memcpy(out + (size_t)i * rs, kiln_tensor_data(r), rs);
+        kiln_tensor_release(r);
+    }
+    release_all(args, made);
+    tensor_array_free(cx, args, fixed, n_operands);
+    return s;
 }

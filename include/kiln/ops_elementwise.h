@@ -146,20 +146,23 @@ KILN_API kiln_tensor *kiln_bitcast_convert(kiln_ctx *cx, kiln_tensor *x, kiln_dt
  * infinity, values below the narrower format's smallest normal to a signed zero. A NaN
  * stays NaN when mantissa_bits > 0 and becomes +infinity when it is 0. Works on the bits of
  * x's own format (f16 and the small floats are not widened first); widths at least x's
- * own change nothing. */
+ * own change nothing. Returns a new tensor in the current scope (kiln/ops.h), or NULL with
+ * INVALID_ARGUMENT for a non-float x, exponent_bits < 1 or mantissa_bits < 0 (naming the
+ * attribute and its value). */
+KILN_API kiln_tensor *kiln_reduce_precision(kiln_ctx *cx, kiln_tensor *x, int exponent_bits,
+                                            int mantissa_bits);
+
 /* StableHLO's map: `computation` called on the elements of each position of the inputs
  * (n_inputs of them, all of one shape; it takes one rank-0 tensor of each input's dtype
  * and returns one rank-0 tensor of `result_dtype`), its results making a tensor of that
  * shape. Traced under kiln_lower, the computation becomes the op's region; eagerly it is
  * called once per element (a function of the whole arrays is the fast way to write the
- * same thing). Errors: INVALID_ARGUMENT for inputs of different shapes, no inputs, a NULL
- * computation, or a computation that returns anything but a scalar of result_dtype. */
+ * same thing). Returns a new tensor in the current scope (kiln/ops.h), or NULL with
+ * INVALID_ARGUMENT for inputs of different shapes, no inputs, a NULL computation or input,
+ * or a computation that returns anything but a scalar of result_dtype. */
 KILN_API kiln_tensor *kiln_map(kiln_ctx *cx, const kiln_region *computation,
                                kiln_tensor *const *inputs, int32_t n_inputs,
                                kiln_dtype result_dtype);
-
-KILN_API kiln_tensor *kiln_reduce_precision(kiln_ctx *cx, kiln_tensor *x, int exponent_bits,
-                                            int mantissa_bits);
 
 #ifdef __cplusplus
 }

@@ -470,11 +470,13 @@ KILN__EVAL(MAP) {
     if (!args) return KILN_RESOURCE_EXHAUSTED;
     kiln_status s = KILN_OK;
     int made = 0;
-    for (; made < n_operands && s == KILN_OK; made++) {
+    for (; made < n_operands; made++) {
         args[made] = kiln__tensor_new(cx, fn, kiln_tensor_dtype(operands[made]), KILN_SHAPE_SCALAR);
-        if (!args[made]) s = KILN_RESOURCE_EXHAUSTED;
+        if (!args[made]) {
+            s = KILN_RESOURCE_EXHAUSTED;
+            break;
+        }
     }
-    if (s != KILN_OK) made--;
     char what[96];
     snprintf(what, sizeof what, "%s: computation", fn);
     unsigned char *out = kiln__out(results[0]);

@@ -87,6 +87,7 @@ static void put_member(writer *w, kiln_op kind, const kiln__attrs *a) {
             put_i64(w, -1);
         break;
     case KILN_OP_IOTA:
+    case KILN_OP_DYNAMIC_IOTA:
         put_i64(w, a->u.iota.dtype);
         put_shape(w, &a->u.iota.shape);
         put_i64(w, a->u.iota.dimension);
@@ -100,7 +101,16 @@ static void put_member(writer *w, kiln_op kind, const kiln__attrs *a) {
         put_shape(w, &a->u.broadcast.shape);
         put_dims(w, &a->u.broadcast.dims);
         break;
-    case KILN_OP_RESHAPE: put_shape(w, &a->u.reshape); break;
+    case KILN_OP_RESHAPE:
+    case KILN_OP_DYNAMIC_RESHAPE: put_shape(w, &a->u.reshape); break;
+    case KILN_OP_DYNAMIC_PAD: put_shape(w, &a->u.result_shape); break;
+    case KILN_OP_GET_DIMENSION_SIZE: put_i64(w, a->u.dimension); break;
+    case KILN_OP_DYNAMIC_BROADCAST_IN_DIM:
+        put_shape(w, &a->u.dynamic_broadcast.shape);
+        put_dims(w, &a->u.dynamic_broadcast.dims);
+        put_dims(w, &a->u.dynamic_broadcast.expanding);
+        put_dims(w, &a->u.dynamic_broadcast.nonexpanding);
+        break;
     case KILN_OP_TRANSPOSE: put_dims(w, &a->u.permutation); break;
     case KILN_OP_TRIANGULAR_SOLVE:
     case KILN_OP_CHOLESKY:
@@ -126,7 +136,8 @@ static void put_member(writer *w, kiln_op kind, const kiln__attrs *a) {
         put_dims(w, &a->u.pad.interior);
         break;
     case KILN_OP_CONCATENATE: put_i64(w, a->u.dimension); break;
-    case KILN_OP_GATHER: {
+    case KILN_OP_GATHER:
+    case KILN_OP_DYNAMIC_GATHER: {
         const kiln_gather_params *g = &a->u.gather;
         put_dims(w, &g->offset_dims);
         put_dims(w, &g->collapsed_slice_dims);
@@ -178,7 +189,9 @@ static void put_member(writer *w, kiln_op kind, const kiln__attrs *a) {
         put_dims(w, &p->rhs_contracting_dims);
         break;
     }
+    case KILN_OP_DYNAMIC_CONV: put_shape(w, &a->u.dynamic_conv.shape); /* fall through */
     case KILN_OP_CONVOLUTION: {
+        /* dynamic_conv's convolution attributes are u.conv's (attrs.h) */
         const kiln_conv_params *p = &a->u.conv;
         const int64_t ints[] = {p->input_batch_dimension,
                                 p->input_feature_dimension,

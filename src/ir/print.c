@@ -538,6 +538,9 @@ static void put_groups(printer *p, const kiln__groups *g) {
  * channel handle of zeros (what StableHLO means when there is none). */
 static bool attr_left_out(const kiln__attr_desc *d, const kiln__attrs *a) {
     if (d->kind == KILN__AK_NO_TRUE) return true;
+    /* an optional list that is empty when left out (dynamic_broadcast_in_dim's known_...) */
+    if (d->kind == KILN__AK_DIMS && !d->required && d->count == KILN__AC_NONE)
+        return dims_at(a, d->offset)->count == 0;
     if (d->kind == KILN__AK_UNIT) return !*(const bool *)kiln__attr_at_const(a, d->offset);
     if (d->kind == KILN__AK_CHANNEL) {
         const int64_t *ht = kiln__attr_at_const(a, d->offset);
@@ -663,6 +666,16 @@ static void print_inline(printer *p, const kiln__ir_op *op) {
         put_attr_pretty(p, d, op->attrs);
         any = true;
     }
+    /* the attributes the pretty form does not name: in a dictionary after it */
+    bool dict = false;
+    for (int32_t i = 0; i < syn->n_attrs; i++) {
+        const kiln__attr_desc *d = &syn->attrs[i];
+        if (d->in_pretty || attr_left_out(d, op->attrs)) continue;
+        kiln__strbuf_printf(&p->sb, "%s%s = ", dict ? ", " : " {", d->name);
+        put_attr_generic(p, d, op->attrs);
+        dict = true;
+    }
+    if (dict) put(p, "}");
     put(p, any ? " : " : ": "); /* stablehlo.replica_id : tensor<ui32> */
     put_type_form(p, op, syn->type);
 }

@@ -538,6 +538,11 @@ static bool pretty_inline(parser *p, opdesc *o) {
         if (!pretty_value(p, o, d)) return false;
         any = true;
     }
+    if (kiln__text_accept(p, '{')) { /* the attributes the pretty form does not name */
+        attr more = {0};
+        if (!kiln__text_attr_entries(p, &more, '}') || !dict_merge(p, &o->dict, &more))
+            return false;
+    }
     return pretty_type(p, o);
 }
 
@@ -1284,8 +1289,7 @@ static bool op_line(parser *p, kiln__block *b) {
             } else if (span_is(id, len, "stablehlo.composite")) {
                 o->kind = KILN_OP_CALL;
                 ok = kiln__text_composite(p, o->pos, generic, o->operands, &o->n_operands, &o->s,
-                                          &o->record, &o->callee, &o->callee_len,
-                                          &o->callee_pos);
+                                          &o->record, &o->callee, &o->callee_len, &o->callee_pos);
                 o->have_sig = ok;
                 if (ok) ok = append_op(p, b, o, l);
             } else if (span_is(id, len, "interpreter.run_parallel")) {

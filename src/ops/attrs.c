@@ -19,6 +19,13 @@ size_t kiln__attrs_size(kiln_op kind) {
     case KILN_OP_IOTA: return MEMBER(iota);
     case KILN_OP_RNG_BIT_GENERATOR: return MEMBER(rng);
     case KILN_OP_BROADCAST_IN_DIM: return MEMBER(broadcast);
+    case KILN_OP_DYNAMIC_IOTA: return MEMBER(iota);
+    case KILN_OP_DYNAMIC_BROADCAST_IN_DIM: return MEMBER(dynamic_broadcast);
+    case KILN_OP_DYNAMIC_RESHAPE: return MEMBER(reshape);
+    case KILN_OP_DYNAMIC_PAD: return MEMBER(result_shape);
+    case KILN_OP_DYNAMIC_GATHER: return MEMBER(gather);
+    case KILN_OP_DYNAMIC_CONV: return MEMBER(dynamic_conv);
+    case KILN_OP_GET_DIMENSION_SIZE: return MEMBER(dimension);
     case KILN_OP_RESHAPE: return MEMBER(reshape);
     case KILN_OP_TRANSPOSE: return MEMBER(permutation);
     case KILN_OP_REVERSE: return MEMBER(reverse_dims);

@@ -30,8 +30,8 @@ typedef struct kiln__attrs {
     kiln_dtype result_dtype;
     /* Regions, in the op's order: scatter/reduce/reduce_window: [update]; sort:
      * [comparator]; map: [computation]; select_and_scatter: [select, scatter];
-     * while: [cond, body];     * if: [true, false]; case: the branches; all_reduce, reduce_scatter: [computation];
-     * run_parallel: one program per process. */
+     * while: [cond, body];     * if: [true, false]; case: the branches; all_reduce, reduce_scatter:
+     * [computation]; run_parallel: one program per process. */
     const kiln_region *regions;   /* an array of n_regions, when the op's regions are a list */
     const kiln_region *region[2]; /* or up to two separately */
     int32_t n_regions;
@@ -45,7 +45,7 @@ typedef struct kiln__attrs {
             kiln_compare_direction direction;
             kiln_compare_type type; /* never DEFAULT once built: resolved from the dtype */
         } compare;
-        kiln_dtype convert_to;       /* convert, bitcast_convert */
+        kiln_dtype convert_to; /* convert, bitcast_convert */
         struct {
             int64_t exponent_bits, mantissa_bits; /* >= 1, >= 0 */
         } precision;                              /* reduce_precision */
@@ -66,7 +66,14 @@ typedef struct kiln__attrs {
             kiln_shape shape;
             kiln_dims dims;
         } broadcast;
-        kiln_shape reshape; /* fully known: no -1 */
+        /* dynamic_broadcast_in_dim: broadcast's, and the operand dimensions known to
+         * expand (size 1 to more) or not to, as written (empty when left out) */
+        struct {
+            kiln_shape shape;
+            kiln_dims dims, expanding, nonexpanding;
+        } dynamic_broadcast;
+        kiln_shape reshape;      /* fully known: no -1 (dynamic_reshape: the declared result's) */
+        kiln_shape result_shape; /* dynamic_pad: the declared result's */
         kiln_dims permutation;
         kiln_dims reverse_dims;
         struct {
@@ -76,7 +83,7 @@ typedef struct kiln__attrs {
         struct {
             kiln_dims low, high, interior; /* count == rank */
         } pad;
-        int64_t dimension; /* concatenate */
+        int64_t dimension; /* concatenate, get_dimension_size */
         kiln_gather_params gather;
         kiln_scatter_params scatter;
         struct {
@@ -84,7 +91,7 @@ typedef struct kiln__attrs {
             bool stable;
         } sort;
         kiln_dims reduce_dims;
-        kiln_dims map_dims; /* map: every dimension of the inputs, in order */
+        kiln_dims map_dims;        /* map: every dimension of the inputs, in order */
         kiln_window_params window; /* reduce_window, select_and_scatter; defaults filled in */
         kiln_dot_params dot;
         struct {
@@ -96,6 +103,12 @@ typedef struct kiln__attrs {
             kiln_dims length; /* the sizes of the last length.count dimensions, 1 to 3 */
         } fft;
         kiln_conv_params conv; /* defaults filled in */
+        /* dynamic_conv: convolution's, but for its padding (an operand), and the declared
+         * result shape. conv first: the schema's counts read u.conv.input_spatial_dimensions */
+        struct {
+            kiln_conv_params conv;
+            kiln_shape shape;
+        } dynamic_conv;
         struct {
             kiln__groups groups;
             int64_t channel_handle, channel_type; /* 0, 0 when left out */
@@ -123,6 +136,9 @@ typedef struct kiln__attrs {
         } loop;
     } u;
 } kiln__attrs;
+
+_Static_assert(offsetof(kiln__attrs, u.dynamic_conv.conv) == offsetof(kiln__attrs, u.conv),
+               "dynamic_conv's convolution attributes are where convolution's are");
 
 /* attrs.mark: a stop_gradient (an optimization_barrier that differentiation treats as a
  * constant) and a custom_vjp call (a call whose attrs.u.constant is a u8 tensor holding the

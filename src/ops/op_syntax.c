@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kiln/dtype.h"
+#include "ops/dynamic.h"
 
 #define AT(member) ((uint16_t)offsetof(kiln__attrs, member))
 
@@ -61,8 +62,8 @@ static const kiln__attr_desc rng_attrs[] = {
 static const kiln__attr_desc fft_attrs[] = {
     /* stablehlo.fft %x, type = FFT, length = [4] : ... */
     ATTR("fft_length", DIMS, u.fft.length, REQUIRED, PRETTY("length")),
-    ATTR("fft_type", ENUM, u.fft.type, REQUIRED, ENUM_NAMES("fft_type", fft_names),
-         PRETTY("type"), .tight = true),
+    ATTR("fft_type", ENUM, u.fft.type, REQUIRED, ENUM_NAMES("fft_type", fft_names), PRETTY("type"),
+         .tight = true),
 };
 static const uint8_t fft_pretty_order[] = {1, 0}; /* type, then length */
 /* triangular_solve has the generic form only */
@@ -103,6 +104,17 @@ static const kiln__attr_desc pad_attrs[] = {
     ATTR("edge_padding_high", DIMS, u.pad.high, REQUIRED, PRETTY("high")),
     ATTR("interior_padding", DIMS, u.pad.interior, REQUIRED, PRETTY("interior")),
 };
+/* The dynamic-shape ops: their static op's attributes but for those given by operands */
+static const kiln__attr_desc dynamic_iota_attrs[] = {
+    ATTR("iota_dimension", I64, u.iota.dimension, REQUIRED, PRETTY("dim"))};
+/* stablehlo.dynamic_broadcast_in_dim %x, %shape, dims = [0, 2] {known_...} : ... */
+static const kiln__attr_desc dynamic_broadcast_attrs[] = {
+    ATTR("broadcast_dimensions", DIMS, u.dynamic_broadcast.dims, REQUIRED, PRETTY("dims")),
+    ATTR("known_expanding_dimensions", DIMS, u.dynamic_broadcast.expanding, OPTIONAL),
+    ATTR("known_nonexpanding_dimensions", DIMS, u.dynamic_broadcast.nonexpanding, OPTIONAL),
+};
+static const kiln__attr_desc get_dimension_size_attrs[] = {
+    ATTR("dimension", I64, u.dimension, REQUIRED, PRETTY("dim"))};
 static const kiln__attr_desc concatenate_attrs[] = {
     ATTR("dimension", I64, u.dimension, REQUIRED, PRETTY("dim"))};
 
@@ -118,6 +130,11 @@ static const kiln__attr_desc gather_attrs[] = {
     STRUCT("dimension_numbers", "gather", gather_fields),
     ATTR("indices_are_sorted", BOOL, u.gather.indices_are_sorted, OPTIONAL),
     ATTR("slice_sizes", DIMS, u.gather.slice_sizes, REQUIRED),
+};
+/* dynamic_gather: slice_sizes is an operand (attrs_complete fills them from the type) */
+static const kiln__attr_desc dynamic_gather_attrs[] = {
+    STRUCT("dimension_numbers", "gather", gather_fields),
+    ATTR("indices_are_sorted", BOOL, u.gather.indices_are_sorted, OPTIONAL),
 };
 
 static const kiln__attr_field scatter_fields[] = {
@@ -177,6 +194,20 @@ static const kiln__attr_desc convolution_attrs[] = {
     ATTR("feature_group_count", I64, u.conv.feature_group_count, .fill = 1),
     ATTR("batch_group_count", I64, u.conv.batch_group_count, .fill = 1),
 };
+/* dynamic_conv (generic form only): convolution's but for the padding, an operand; by
+ * name, but for the dimension numbers first (they are read whole, and the counts of the
+ * others follow from them) */
+#define DCONV(m) u.dynamic_conv.conv.m
+static const kiln__attr_desc dynamic_conv_attrs[] = {
+    ATTR("dimension_numbers", CONV, u.dynamic_conv.conv, REQUIRED),
+    ATTR("batch_group_count", I64, DCONV(batch_group_count), .fill = 1),
+    ATTR("feature_group_count", I64, DCONV(feature_group_count), .fill = 1),
+    ATTR("lhs_dilation", DIMS, DCONV(lhs_dilation), ONES(SPATIAL)),
+    ATTR("rhs_dilation", DIMS, DCONV(rhs_dilation), ONES(SPATIAL)),
+    {.name = "window_reversal", .kind = KILN__AK_NO_TRUE},
+    ATTR("window_strides", DIMS, DCONV(window_strides), ONES(SPATIAL)),
+};
+#undef DCONV
 
 /* Collectives: StableHLO writes them in the generic form, attributes by name. */
 #define CHANNEL ATTR("channel_handle", CHANNEL, u.collective.channel_handle, OPTIONAL)
@@ -251,6 +282,13 @@ static const kiln__op_syntax table[KILN_OP_COUNT] = {
     [KILN_OP_PAD] = INLINE(FUNCTIONAL, pad_attrs),
     [KILN_OP_CONCATENATE] = INLINE(FUNCTIONAL, concatenate_attrs),
     [KILN_OP_GATHER] = GENERIC(gather_attrs),
+    [KILN_OP_DYNAMIC_IOTA] = INLINE(FUNCTIONAL, dynamic_iota_attrs),
+    [KILN_OP_DYNAMIC_BROADCAST_IN_DIM] = INLINE(FUNCTIONAL, dynamic_broadcast_attrs),
+    [KILN_OP_DYNAMIC_RESHAPE] = PLAIN_FUNCTIONAL,
+    [KILN_OP_DYNAMIC_PAD] = PLAIN_FUNCTIONAL,
+    [KILN_OP_DYNAMIC_GATHER] = GENERIC(dynamic_gather_attrs),
+    [KILN_OP_DYNAMIC_CONV] = GENERIC(dynamic_conv_attrs),
+    [KILN_OP_GET_DIMENSION_SIZE] = INLINE(FUNCTIONAL, get_dimension_size_attrs),
     [KILN_OP_SCATTER] = GENERIC(scatter_attrs),
     [KILN_OP_SORT] = GENERIC(sort_attrs),
     [KILN_OP_REDUCE_WINDOW] = GENERIC(reduce_window_attrs),
@@ -362,7 +400,30 @@ void kiln__attrs_complete(kiln_op op, kiln__attrs *a, const kiln__op_types *t) {
         if (t->n_out > 0) a->u.broadcast.shape = t->out_shape[0];
         break;
     case KILN_OP_RESHAPE:
+    case KILN_OP_DYNAMIC_RESHAPE:
         if (t->n_out > 0) a->u.reshape = t->out_shape[0];
+        break;
+    case KILN_OP_DYNAMIC_IOTA:
+        if (t->n_out > 0) {
+            a->u.iota.dtype = t->out_dtype[0];
+            a->u.iota.shape = t->out_shape[0];
+        }
+        break;
+    case KILN_OP_DYNAMIC_BROADCAST_IN_DIM:
+        if (t->n_out > 0) a->u.dynamic_broadcast.shape = t->out_shape[0];
+        break;
+    case KILN_OP_DYNAMIC_PAD:
+        if (t->n_out > 0) a->u.result_shape = t->out_shape[0];
+        break;
+    case KILN_OP_DYNAMIC_GATHER:
+        if (t->n_in > 0 && t->n_out > 0)
+            kiln__gather_sizes_from_type(&a->u.gather, t->in0_rank, &t->out_shape[0]);
+        break;
+    case KILN_OP_DYNAMIC_CONV:
+        if (t->n_out > 0) {
+            a->result_dtype = t->out_dtype[0];
+            a->u.dynamic_conv.shape = t->out_shape[0];
+        }
         break;
     case KILN_OP_SORT:
         a->n_results = t->n_out;

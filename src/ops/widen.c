@@ -24,6 +24,7 @@ static bool computes(kiln_op op) {
     case KILN_OP_SHIFT_RIGHT_ARITHMETIC: return false;
     case KILN_OP_DOT_GENERAL:
     case KILN_OP_CONVOLUTION:
+    case KILN_OP_DYNAMIC_CONV:
     case KILN_OP_TRIANGULAR_SOLVE:
     case KILN_OP_CHOLESKY: return true;
     default: return kiln__op_has(op, KILN_OPF_ELEMENTWISE);
@@ -41,6 +42,6 @@ bool kiln__op_widens(kiln_op op, const kiln__type *operands, int n_operands,
 }
 
 void kiln__attrs_widen(kiln_op op, kiln__attrs *attrs) {
-    if (op == KILN_OP_DOT_GENERAL || op == KILN_OP_CONVOLUTION)
+    if (op == KILN_OP_DOT_GENERAL || op == KILN_OP_CONVOLUTION || op == KILN_OP_DYNAMIC_CONV)
         attrs->result_dtype = kiln__widened(attrs->result_dtype);
 }

@@ -5,6 +5,7 @@
  * the op stays as it is. */
 #include <string.h>
 
+#include "ops/dynamic.h"
 #include "passes/passes.h"
 
 static bool type_eq(const kiln__type *a, const kiln__type *b) {
@@ -255,6 +256,50 @@ static int32_t moved_scalar_broadcast(kiln_module *m, kiln__ir_op *op) {
     return 1;
 }
 
+/* The values of v when it is a constant integer tensor (or a scalar one broadcast). */
+static bool constant_values(const kiln__value *v, int64_t *out, int64_t cap) {
+    const kiln__ir_op *d = v->def;
+    int64_t n = 0;
+    if (!kiln_shape_numel(&v->type->shape, &n) || n > cap) return false;
+    if (d && d->kind == KILN_OP_BROADCAST_IN_DIM && d->operands[0]->type->shape.rank == 0) {
+        int64_t one;
+        if (!constant_values(d->operands[0], &one, 1)) return false;
+        for (int64_t i = 0; i < n; i++)
+            out[i] = one;
+        return true;
+    }
+    if (!d || d->kind != KILN_OP_CONSTANT || !d->attrs->u.constant) return false;
+    return kiln__dynamic_values(d->attrs->u.constant, out, cap);
+}
+
+/* A dynamic-shape op whose shape operands are constants is its static form (ops/dynamic.h),
+ * which the backends fuse and plan as any other. One whose values do not check out stays as
+ * it is: running it says why. */
+static int32_t to_static_form(kiln_module *m, kiln__ir_op *op) {
+    int32_t data = kiln__dynamic_data_operands(op->kind);
+    if (data < 0 || op->n_operands <= data || op->n_operands > data + 3) return 0;
+    kiln__type types[5];
+    int64_t values[3][2 * KILN_MAX_RANK];
+    const int64_t *rows[3];
+    for (int32_t i = 0; i < op->n_operands; i++) {
+        types[i] = *op->operands[i]->type;
+        if (i < data) continue;
+        rows[i - data] = values[i - data];
+        if (!constant_values(op->operands[i], values[i - data], 2 * KILN_MAX_RANK)) return 0;
+    }
+    kiln__static_form f;
+    if (kiln__dynamic_static_form(NULL, op->kind, op->attrs, types, op->n_operands,
+                                  op->results[0]->type, rows, &f) != KILN_OK)
+        return 0;
+    kiln__attrs *own = kiln__op_set_kind(m, op, f.kind);
+    if (!own) return 0; /* out of memory: the op stays dynamic, and runs so */
+    kiln__attrs_copy(own, &f.attrs, f.kind);
+    for (int32_t i = f.n_operands; i < op->n_operands; i++)
+        op->operands[i]->uses--;
+    op->n_operands = f.n_operands;
+    return 1;
+}
+
 static int32_t rewrite(kiln_module *m, kiln__ir_op *op) {
     if (op->n_results != 1 || op->results[0]->uses == 0) return 0;
     kiln__value *res = op->results[0];
@@ -310,6 +355,12 @@ static int32_t rewrite(kiln_module *m, kiln__ir_op *op) {
     case KILN_OP_BROADCAST_IN_DIM: return rewrite_broadcast(m, op);
     case KILN_OP_PAD: return pad_is_noop(op) ? forward(op, a) : 0;
     case KILN_OP_CONCATENATE: return op->n_operands == 1 ? forward(op, a) : 0;
+    case KILN_OP_DYNAMIC_IOTA:
+    case KILN_OP_DYNAMIC_BROADCAST_IN_DIM:
+    case KILN_OP_DYNAMIC_RESHAPE:
+    case KILN_OP_DYNAMIC_PAD:
+    case KILN_OP_DYNAMIC_GATHER:
+    case KILN_OP_DYNAMIC_CONV: return to_static_form(m, op);
     default: return 0;
     }
 }

@@ -21,5 +21,6 @@ extern const char *const golden_collective;
 extern const char *const golden_collective_text;
 extern const char *const golden_run_parallel;
 extern const char *const golden_custom_call;
+extern const char *const golden_dynamic;
 
 #endif

@@ -57,9 +57,10 @@ Test(op_syntax, the_table_is_consistent) {
             if (d->count != KILN__AC_NONE)
                 cr_assert(!d->required && (d->kind == KILN__AK_DIMS || d->kind == KILN__AK_PADDING),
                           "%s.%s: a count for what is not a list left out", name, d->name);
-            /* the generic form's order is StableHLO's, by name (convolution excepted: its
-             * dimension numbers come first, the counts of the others follow from them) */
-            if (i > 0 && op != KILN_OP_CONVOLUTION && s->form == KILN__FORM_GENERIC)
+            /* the generic form's order is StableHLO's, by name (the convolutions excepted:
+             * their dimension numbers come first, the counts of the others follow) */
+            bool conv = op == KILN_OP_CONVOLUTION || op == KILN_OP_DYNAMIC_CONV;
+            if (i > 0 && !(conv && i == 1) && s->form == KILN__FORM_GENERIC)
                 cr_assert_lt(strcmp(s->attrs[i - 1].name, d->name), 0, "%s: %s after %s", name,
                              d->name, s->attrs[i - 1].name);
         }

@@ -20,5 +20,6 @@ extern const kiln_op_coverage kiln_cover_reduce[];
 extern const kiln_op_coverage kiln_cover_linalg[];
 extern const kiln_op_coverage kiln_cover_control[];
 extern const kiln_op_coverage kiln_cover_collective[];
+extern const kiln_op_coverage kiln_cover_dynamic[];
 
 #endif

@@ -14,6 +14,20 @@ static const kiln__eval_fn table[] = {
 };
 _Static_assert(sizeof table / sizeof table[0] == KILN_OP_COUNT, "one kernel per op");
 
+/* The dynamic-shape ops whose static forms move elements (ops/dynamic.h), and
+ * get_dimension_size, which reads its operand's shape alone: every element type. */
+static bool runs_on_narrow_and_complex(kiln_op op) {
+    switch (op) {
+    case KILN_OP_DYNAMIC_IOTA:
+    case KILN_OP_DYNAMIC_BROADCAST_IN_DIM:
+    case KILN_OP_DYNAMIC_RESHAPE:
+    case KILN_OP_DYNAMIC_PAD:
+    case KILN_OP_DYNAMIC_GATHER:
+    case KILN_OP_GET_DIMENSION_SIZE: return true;
+    default: return false;
+    }
+}
+
 /* The ops with complex kernels: those that move elements or bytes (the movement ops without
  * regions; control flow), the elementwise ones with a complex kernel
  * (eval_elementwise_complex.c), and the others written for complex. */
@@ -36,8 +50,9 @@ static bool runs_on_complex(kiln_op op) {
     case KILN_OP_SELECT:
     case KILN_OP_CONSTANT:
     case KILN_OP_IOTA:
+    case KILN_OP_DYNAMIC_CONV: /* convolution's */
     case KILN_OP_OPTIMIZATION_BARRIER: return true;
-    default: return false;
+    default: return runs_on_narrow_and_complex(op);
     }
 }
 
@@ -60,7 +75,7 @@ static bool runs_on_narrow(kiln_op op) {
     case KILN_OP_SHIFT_RIGHT_ARITHMETIC:
     case KILN_OP_REDUCE_PRECISION:
     case KILN_OP_OPTIMIZATION_BARRIER: return true;
-    default: return false;
+    default: return runs_on_narrow_and_complex(op);
     }
 }
 
@@ -96,9 +111,9 @@ kiln_status kiln__cpu_eval_op(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs
      * the code the compiled tiles run (AVX-512 forms where the engine takes them), in
      * place too (kiln_move). */
     kiln__vec_prim_fn prim = n_operands == 1 && n_results == 1 &&
-                               kiln_tensor_dtype(operands[0]) == kiln_tensor_dtype(results[0])
-                           ? kiln__vec_transcendental(op, kiln_tensor_dtype(results[0]))
-                           : NULL;
+                                     kiln_tensor_dtype(operands[0]) == kiln_tensor_dtype(results[0])
+                                 ? kiln__vec_transcendental(op, kiln_tensor_dtype(results[0]))
+                                 : NULL;
     if (prim) {
         int64_t n = kiln_tensor_numel(results[0]);
         if (n > 0) prim(kiln__out(results[0]), kiln__in(operands[0]), NULL, NULL, n);

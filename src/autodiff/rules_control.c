@@ -452,7 +452,7 @@ static kiln__ir_op *stacking_loop(kiln__ad *ad, const kiln__ir_op *w, kiln__valu
     for (int32_t j = 1; j < n; j++) {
         types[n + j - 1] = write_only(body, j)
                                ? types[j]
-                               : (kiln__type){types[j].dtype, with_lead(&types[j].shape, n_iter)};
+                               : (kiln__type){.dtype = types[j].dtype, .shape = with_lead(&types[j].shape, n_iter)};
         inits[n + j - 1] = kiln__emit_zeros(e, &types[n + j - 1]);
         if (!inits[n + j - 1]) return NULL;
     }
@@ -559,7 +559,7 @@ kiln_status kiln__vjp_WHILE(kiln__emitter *e, const kiln__ad_op *op, kiln__value
     int32_t nr = 1 + nf + n_fv;
     kiln__value *rinit[MAX_VALUES] = {0};
     kiln__type rtypes[MAX_VALUES] = {0};
-    rtypes[0] = (kiln__type){KILN_I64, {.rank = 0}};
+    rtypes[0] = (kiln__type){.dtype = KILN_I64, .shape = {.rank = 0}};
     rinit[0] = i64(e, 0);
     for (int32_t q = 0; q < nf; q++) {
         int32_t j = floats[q];

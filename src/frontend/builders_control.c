@@ -286,7 +286,7 @@ static kiln_status scan_run(kiln_ctx *cx, const kiln_region *body, kiln_tensor *
     for (int32_t k = 0; k < n_carry; k++)
         types[k] = kiln__type_of(init[k]);
     for (int32_t k = 0; k < n_xs; k++)
-        types[n_carry + k] = (kiln__type){kiln_tensor_dtype(xs[k]), x_rows[k]};
+        types[n_carry + k] = (kiln__type){.dtype = kiln_tensor_dtype(xs[k]), .shape = x_rows[k]};
     scan_loop sc = {.body = body,
                     .xs = xs,
                     .n_carry = n_carry,

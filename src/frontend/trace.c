@@ -203,7 +203,7 @@ kiln_status kiln__trace_op(kiln_ctx *cx, kiln_op op, kiln__attrs *attrs,
     kiln__type in[MAX_TYPES], out[MAX_TYPES];
     kiln__value *values[MAX_TYPES];
     for (int i = 0; i < n_operands; i++)
-        in[i] = (kiln__type){kiln_tensor_dtype(operands[i]), *kiln_tensor_shape(operands[i])};
+        in[i] = (kiln__type){.dtype = kiln_tensor_dtype(operands[i]), .shape = *kiln_tensor_shape(operands[i])};
     kiln_status s = kiln__infer(cx, op, attrs, in, n_operands, out, n_results);
     if (s != KILN_OK) return s;
     for (int i = 0; i < n_operands; i++) {
@@ -223,7 +223,7 @@ kiln_status kiln__trace_op(kiln_ctx *cx, kiln_op op, kiln__attrs *attrs,
     recorded.regions = NULL;
     if (control)
         for (int i = 0; i < n_results; i++)
-            out[i] = (kiln__type){KILN_BOOL, {.rank = 0}};
+            out[i] = (kiln__type){.dtype = KILN_BOOL, .shape = {.rank = 0}};
     kiln__ir_op *irop = kiln__block_append(tr->module, tr->block, op, &recorded, values, n_operands,
                                            out, n_results, n_regions);
     if (!irop)

@@ -49,7 +49,7 @@ static void put_constant(writer *w, const kiln_tensor *t) {
         w->ok = false;
         return;
     }
-    kiln__type type = {kiln_tensor_dtype(t), *kiln_tensor_shape(t)};
+    kiln__type type = {.dtype = kiln_tensor_dtype(t), .shape = *kiln_tensor_shape(t)};
     put_type(w, &type);
     put(w, data, n);
 }

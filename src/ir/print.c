@@ -315,6 +315,10 @@ static void put_values(printer *p, kiln__value *const *vs, int32_t n) {
 }
 
 static void put_type(printer *p, const kiln__type *t) {
+    if (kiln__is_token(t)) {
+        put(p, "!stablehlo.token");
+        return;
+    }
     put(p, "tensor<");
     for (int32_t d = 0; d < t->shape.rank; d++)
         kiln__strbuf_printf(&p->sb, "%" PRId64 "x", t->shape.dims[d]);

@@ -54,10 +54,15 @@ bool kiln__text_element_type(parser *p, kiln_dtype *out) {
                             id);
 }
 
-/* tensor<2x3xf32> */
+/* tensor<2x3xf32>, or !stablehlo.token */
 bool kiln__text_tensor_type(parser *p, kiln__type *t) {
     kiln__text_skip(p);
     size_t start = p->pos;
+    if (kiln__text_accept_kw(p, "!stablehlo.token")) {
+        *t = kiln__token_type();
+        return true;
+    }
+    t->kind = KILN__KIND_TENSOR;
     if (!kiln__text_accept_kw(p, "tensor")) {
         if (kiln__text_peek(p, '!') || kiln__text_peek(p, 't')) {
             const char *id;
@@ -98,10 +103,14 @@ bool kiln__text_tensor_type(parser *p, kiln__type *t) {
 }
 
 bool kiln__text_same_type(const kiln__type *a, const kiln__type *b) {
-    return a->dtype == b->dtype && kiln_shape_equal(&a->shape, &b->shape);
+    return a->dtype == b->dtype && a->kind == b->kind && kiln_shape_equal(&a->shape, &b->shape);
 }
 
 const char *kiln__text_type_str(const kiln__type *t, char *buf, size_t cap) {
+    if (kiln__is_token(t)) {
+        snprintf(buf, cap, "!stablehlo.token");
+        return buf;
+    }
     size_t o = (size_t)snprintf(buf, cap, "tensor<");
     for (int32_t d = 0; d < t->shape.rank && o < cap; d++)
         o += (size_t)snprintf(buf + o, cap - o, "%" PRId64 "x", t->shape.dims[d]);

@@ -11,6 +11,26 @@ static const kiln__infer_fn table[] = {
 };
 _Static_assert(sizeof table / sizeof table[0] == KILN_OP_COUNT, "one inference per op");
 
+/* Tokens go only where StableHLO takes them: after_all, and the ops that pass values on
+ * whatever they are (calls, control flow, optimization_barrier, custom_call). */
+static kiln_status check_tokens(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs,
+                                const kiln__type *operands, int n_operands) {
+    switch (op) {
+    case KILN_OP_AFTER_ALL:
+    case KILN_OP_CALL:
+    case KILN_OP_WHILE:
+    case KILN_OP_OPTIMIZATION_BARRIER:
+    case KILN_OP_CUSTOM_CALL: return KILN_OK;
+    default: break;
+    }
+    for (int i = 0; i < n_operands; i++)
+        if (kiln__is_token(&operands[i]))
+            return kiln__infer_error(cx, attrs, "operand %d is a !stablehlo.token; stablehlo.%s "
+                                                "takes tensors",
+                                     i + 1, kiln__op_get_info(op)->name);
+    return KILN_OK;
+}
+
 kiln_status kiln__infer(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs,
                         const kiln__type *operands, int n_operands, kiln__type *results,
                         int n_results) {
@@ -32,7 +52,13 @@ kiln_status kiln__infer(kiln_ctx *cx, kiln_op op, const kiln__attrs *attrs,
                                  info->n_results);
     if (n_results < 0)
         return kiln__infer_error(cx, attrs, "n_results is %d; expected >= 0", n_results);
-    kiln_status s = table[op](cx, attrs, operands, n_operands, results, n_results);
+    kiln_status s = check_tokens(cx, op, attrs, operands, n_operands);
+    if (s != KILN_OK) return s;
+    /* Results are tensors unless the op's function says otherwise (most set the dtype and
+     * shape alone). */
+    for (int i = 0; i < n_results; i++)
+        results[i].kind = KILN__KIND_TENSOR;
+    s = table[op](cx, attrs, operands, n_operands, results, n_results);
     if (s != KILN_OK || kiln__op_has(op, KILN_OPF_CONTROL)) return s;
     /* Result shapes are made here (from operands and attributes: a broadcast's shape, a
      * pad's or a concatenation's sums), so here their size is checked once for all: every
@@ -54,6 +80,10 @@ const char *kiln__shape_text(const kiln_shape *shape, char *buf) {
 }
 
 const char *kiln__type_text(const kiln__type *type, char *buf) {
+    if (kiln__is_token(type)) {
+        snprintf(buf, KILN__TYPE_TEXT, "!stablehlo.token");
+        return buf;
+    }
     char shape[KILN__SHAPE_TEXT];
     snprintf(buf, KILN__TYPE_TEXT, "%s%s", kiln_dtype_name(type->dtype),
              kiln__shape_text(&type->shape, shape));

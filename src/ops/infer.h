@@ -11,11 +11,24 @@
 #include "ops/attrs.h"
 #include "ops/op.h"
 
-/* The type of a value: dtype and shape. */
+/* What a value is: a tensor, or a !stablehlo.token (ordering, no data), which is carried
+ * at run time as an empty i1 tensor (dtype KILN_BOOL, shape [0]), as JAX passes tokens
+ * across a program's boundary, so that buffers, calls and control flow need nothing of
+ * their own for it. */
+typedef enum kiln__value_kind { KILN__KIND_TENSOR, KILN__KIND_TOKEN } kiln__value_kind;
+
+/* The type of a value: dtype and shape (a token's are its run-time tensor's). */
 typedef struct kiln__type {
     kiln_dtype dtype;
+    uint8_t kind; /* kiln__value_kind: zero, a tensor, unless said */
     kiln_shape shape;
 } kiln__type;
+
+/* !stablehlo.token's type. */
+static inline kiln__type kiln__token_type(void) {
+    return (kiln__type){.dtype = KILN_BOOL, .kind = KILN__KIND_TOKEN, .shape = {.rank = 1}};
+}
+static inline bool kiln__is_token(const kiln__type *t) { return t->kind == KILN__KIND_TOKEN; }
 
 /* Checks the operand types and attributes of an op call against the spec's constraints
  * and computes the result types. On error records INVALID_ARGUMENT in cx, naming

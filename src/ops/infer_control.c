@@ -208,3 +208,22 @@ KILN__INFER(MAP) {
     results[0].shape = operands[0].shape;
     return KILN_OK;
 }
+
+/* after_all: tokens in, a token out (C1). */
+KILN__INFER(AFTER_ALL) {
+    for (int i = 0; i < n_operands; i++)
+        if (!kiln__is_token(&operands[i])) {
+            char t[KILN__TYPE_TEXT];
+            return kiln__infer_error(cx, attrs, "operand %d is %s; after_all joins tokens", i + 1,
+                                     kiln__type_text(&operands[i], t));
+        }
+    (void)n_results;
+    results[0] = kiln__token_type();
+    return KILN_OK;
+}
+
+KILN__INFER(CREATE_TOKEN) {
+    (void)cx, (void)attrs, (void)operands, (void)n_operands, (void)n_results;
+    results[0] = kiln__token_type();
+    return KILN_OK;
+}

@@ -319,6 +319,8 @@ static const kiln__op_syntax table[KILN_OP_COUNT] = {
      * its attributes are an open set, kept as written in its record (ops/custom_call.h,
      * whose table checks the known ones) */
     [KILN_OP_CUSTOM_CALL] = CUSTOM_NO_ATTRS,
+    [KILN_OP_AFTER_ALL] = {.form = KILN__FORM_INLINE, .type = KILN__TYPE_SAME},
+    [KILN_OP_CREATE_TOKEN] = {.form = KILN__FORM_INLINE, .type = KILN__TYPE_RESULT},
 };
 
 static const kiln__op_syntax same_type_plain = {.form = KILN__FORM_PLAIN, .type = KILN__TYPE_SAME};

@@ -7,7 +7,7 @@
 #include "base/alloc.h"
 
 static uint64_t type_hash(const kiln__type *t) {
-    uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)t->dtype;
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)t->dtype ^ ((uint64_t)t->kind << 32);
     h = (h ^ (uint64_t)t->shape.rank) * 0xff51afd7ed558ccdull;
     for (int32_t d = 0; d < t->shape.rank; d++)
         h = (h ^ (uint64_t)t->shape.dims[d]) * 0xff51afd7ed558ccdull;
@@ -15,7 +15,8 @@ static uint64_t type_hash(const kiln__type *t) {
 }
 
 static bool type_same(const kiln__type *a, const kiln__type *b) {
-    if (a->dtype != b->dtype || a->shape.rank != b->shape.rank) return false;
+    if (a->dtype != b->dtype || a->kind != b->kind || a->shape.rank != b->shape.rank)
+        return false;
     for (int32_t d = 0; d < a->shape.rank; d++)
         if (a->shape.dims[d] != b->shape.dims[d]) return false;
     return true;
@@ -58,6 +59,7 @@ const kiln__type *kiln__type_set_intern(kiln__type_set *s, const kiln__type *t,
     if (!copy) return NULL;
     memset(copy, 0, sizeof *copy);
     copy->dtype = t->dtype;
+    copy->kind = t->kind;
     copy->shape.rank = t->shape.rank;
     for (int32_t d = 0; d < t->shape.rank; d++)
         copy->shape.dims[d] = t->shape.dims[d];

@@ -41,7 +41,7 @@ static kiln_status trace_like(kiln_ctx *cx, const char *fn, const kiln_region *f
     kiln__type *types = kiln__alloc(cx, bytes, _Alignof(kiln__type), fn);
     if (!types) return KILN_RESOURCE_EXHAUSTED;
     for (int32_t i = 0; i < n_in; i++)
-        types[i] = (kiln__type){kiln_tensor_dtype(like[i]), *kiln_tensor_shape(like[i])};
+        types[i] = (kiln__type){.dtype = kiln_tensor_dtype(like[i]), .shape = *kiln_tensor_shape(like[i])};
     kiln_status s = kiln__traced_fn_trace(cx, fn, f, n_in, types, n_out, out);
     kiln__free(cx, types, bytes);
     return s;
@@ -166,7 +166,7 @@ static kiln_status vjp_core(kiln_ctx *cx, const char *fn, const kiln_region *f, 
         if (kiln_tensor_dtype(cts[j]) != t->dtype ||
             !kiln_shape_equal(kiln_tensor_shape(cts[j]), &t->shape)) {
             char a[KILN__TYPE_TEXT], b[KILN__TYPE_TEXT];
-            kiln__type have = {kiln_tensor_dtype(cts[j]), *kiln_tensor_shape(cts[j])};
+            kiln__type have = {.dtype = kiln_tensor_dtype(cts[j]), .shape = *kiln_tensor_shape(cts[j])};
             s = kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
                                    "%s: cotangents[%d] is %s; expected %s (the type of result %d)",
                                    fn, (int)j, kiln__type_text(&have, a), kiln__type_text(t, b),
@@ -242,8 +242,8 @@ kiln_status kiln_jvp(kiln_ctx *cx, const kiln_region *f, int32_t n_in, kiln_tens
         if (kiln_tensor_dtype(tangents[i]) != kiln_tensor_dtype(primals[i]) ||
             !kiln_shape_equal(kiln_tensor_shape(tangents[i]), kiln_tensor_shape(primals[i]))) {
             char a[KILN__TYPE_TEXT], b[KILN__TYPE_TEXT];
-            kiln__type have = {kiln_tensor_dtype(tangents[i]), *kiln_tensor_shape(tangents[i])};
-            kiln__type want = {kiln_tensor_dtype(primals[i]), *kiln_tensor_shape(primals[i])};
+            kiln__type have = {.dtype = kiln_tensor_dtype(tangents[i]), .shape = *kiln_tensor_shape(tangents[i])};
+            kiln__type want = {.dtype = kiln_tensor_dtype(primals[i]), .shape = *kiln_tensor_shape(primals[i])};
             return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
                                       "%s: tangents[%d] is %s; expected %s (the type of "
                                       "primals[%d])",

@@ -45,7 +45,7 @@ static kiln_status check_args(kiln_ctx *cx, const kiln_exe *exe, kiln_tensor *co
         }
         if (t->dtype != want->dtype || !kiln_shape_equal(&t->shape, &want->shape)) {
             char have_text[KILN__TYPE_TEXT], want_text[KILN__TYPE_TEXT];
-            kiln__type have = {t->dtype, t->shape};
+            kiln__type have = {.dtype = t->dtype, .shape = t->shape};
             return kiln_ctx_set_error(
                 cx, KILN_INVALID_ARGUMENT, "%s: %s%s has type %s; expected %s", call_fn, what,
                 arg_label(exe, i, label, sizeof label), kiln__type_text(&have, have_text),

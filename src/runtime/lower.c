@@ -119,7 +119,7 @@ kiln_status kiln_lower(kiln_ctx *cx, const kiln_region *fn, const kiln_arg_spec 
         return kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "%s: out of memory", name);
     }
     for (int32_t i = 0; i < n_args; i++) {
-        types[i] = (kiln__type){args[i].dtype, args[i].shape};
+        types[i] = (kiln__type){.dtype = args[i].dtype, .shape = args[i].shape};
         main_fn->arg_names[i] =
             args[i].name ? kiln__arena_strndup(&m->arena, args[i].name, strlen(args[i].name))
                          : NULL;

@@ -58,7 +58,7 @@ static kiln_status vmap_core(kiln_ctx *cx, const char *fn, const kiln_region *f,
     char have[KILN__TYPE_TEXT];
     for (int32_t i = 0; i < n_in && s == KILN_OK; i++) {
         const kiln_shape *shape = kiln_tensor_shape(args[i]);
-        types[i] = (kiln__type){kiln_tensor_dtype(args[i]), *shape};
+        types[i] = (kiln__type){.dtype = kiln_tensor_dtype(args[i]), .shape = *shape};
         if (axes[i] == KILN_VMAP_NONE) continue;
         int32_t rank = shape->rank, a = axes[i] < 0 ? axes[i] + rank : axes[i];
         char who[KILN_TREE_PATH_MAX + 16], other[KILN_TREE_PATH_MAX + 16];

@@ -940,12 +940,13 @@ Test(vmap, every_op_has_a_rule_but_those_batched_by_a_loop) {
     /* The ops without a batching rule; an op added to the table without one fails here. */
     /* The dynamic-shape ops (read from text only) too: per example, each runs its static
      * form for that example's shape operands. */
-    static const kiln_op by_loop[] = {KILN_OP_CONSTANT,          KILN_OP_IOTA,
-                                      KILN_OP_RNG_BIT_GENERATOR, KILN_OP_RUN_PARALLEL,
-                                      KILN_OP_DYNAMIC_IOTA,      KILN_OP_DYNAMIC_BROADCAST_IN_DIM,
-                                      KILN_OP_DYNAMIC_RESHAPE,   KILN_OP_DYNAMIC_PAD,
-                                      KILN_OP_DYNAMIC_GATHER,    KILN_OP_DYNAMIC_CONV,
-                                      KILN_OP_GET_DIMENSION_SIZE};
+    static const kiln_op by_loop[] = {KILN_OP_CONSTANT,           KILN_OP_IOTA,
+                                      KILN_OP_RNG_BIT_GENERATOR,  KILN_OP_RUN_PARALLEL,
+                                      KILN_OP_DYNAMIC_IOTA,       KILN_OP_DYNAMIC_BROADCAST_IN_DIM,
+                                      KILN_OP_DYNAMIC_RESHAPE,    KILN_OP_DYNAMIC_PAD,
+                                      KILN_OP_DYNAMIC_GATHER,     KILN_OP_DYNAMIC_CONV,
+                                      KILN_OP_GET_DIMENSION_SIZE, KILN_OP_AFTER_ALL,
+                                      KILN_OP_CREATE_TOKEN};
     for (int k = 0; k < KILN_OP_COUNT; k++) {
         bool listed = false;
         for (size_t i = 0; i < sizeof by_loop / sizeof by_loop[0]; i++)

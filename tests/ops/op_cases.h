@@ -21,5 +21,6 @@ extern const kiln_op_coverage kiln_cover_linalg[];
 extern const kiln_op_coverage kiln_cover_control[];
 extern const kiln_op_coverage kiln_cover_collective[];
 extern const kiln_op_coverage kiln_cover_dynamic[];
+extern const kiln_op_coverage kiln_cover_token[];
 
 #endif

@@ -1390,7 +1390,7 @@ Test(elementwise, inference_rules) {
     kiln_ctx *cx = test_ctx();
     kiln__attrs a = {.fn = "op"};
     kiln__type out[2];
-    kiln__type f34 = {KILN_F32, KILN_SHAPE(3, 4)}, f35 = {KILN_F32, KILN_SHAPE(3, 5)};
+    kiln__type f34 = {.dtype = KILN_F32, .shape = KILN_SHAPE(3, 4)}, f35 = {.dtype = KILN_F32, .shape = KILN_SHAPE(3, 5)};
     kiln__type two[2] = {f34, f35};
     cr_assert_eq(kiln__infer(cx, KILN_OP_ADD, &a, two, 2, out, 1), KILN_INVALID_ARGUMENT);
     expect_error(cx, KILN_INVALID_ARGUMENT,
@@ -1399,11 +1399,11 @@ Test(elementwise, inference_rules) {
     expect_error(cx, KILN_INVALID_ARGUMENT, "op: got 1 operands; expected 2");
     cr_assert_eq(kiln__infer(cx, KILN_OP_SQRT, &a, two, 1, out, 2), KILN_INVALID_ARGUMENT);
     expect_error(cx, KILN_INVALID_ARGUMENT, "op: got 2 results; expected 1");
-    kiln__type bad = {(kiln_dtype)99, KILN_SHAPE(1)};
+    kiln__type bad = {.dtype = (kiln_dtype)99, .shape = KILN_SHAPE(1)};
     cr_assert_eq(kiln__infer(cx, KILN_OP_NEGATE, &a, &bad, 1, out, 1), KILN_INVALID_ARGUMENT);
     expect_error(cx, KILN_INVALID_ARGUMENT, "op: operand 1 has invalid dtype 99");
     /* select: pred rank 0 or the values' shape. */
-    kiln__type sel[3] = {{KILN_BOOL, KILN_SHAPE(3)}, f34, f34};
+    kiln__type sel[3] = {{.dtype = KILN_BOOL, .shape = KILN_SHAPE(3)}, f34, f34};
     cr_assert_eq(kiln__infer(cx, KILN_OP_SELECT, &a, sel, 3, out, 1), KILN_INVALID_ARGUMENT);
     expect_error(cx, KILN_INVALID_ARGUMENT,
                  "op: operand 1 (pred) has shape [3]; expected rank 0 or [3,4]");
@@ -1424,7 +1424,7 @@ Test(elementwise, inference_rules) {
     cr_assert(out[0].dtype == KILN_U8 && kiln_shape_equal(&out[0].shape, &f34.shape));
     cr_assert_eq(kiln__infer(cx, KILN_OP_BITCAST_CONVERT, &a, same, 1, out, 1), KILN_OK);
     cr_assert(out[0].dtype == KILN_U8 && kiln_shape_equal(&out[0].shape, &KILN_SHAPE(3, 4, 4)));
-    kiln__type bits = {KILN_BOOL, KILN_SHAPE(5, 16)};
+    kiln__type bits = {.dtype = KILN_BOOL, .shape = KILN_SHAPE(5, 16)};
     a.u.convert_to = KILN_F16;
     cr_assert_eq(kiln__infer(cx, KILN_OP_BITCAST_CONVERT, &a, &bits, 1, out, 1), KILN_OK);
     cr_assert(out[0].dtype == KILN_F16 && kiln_shape_equal(&out[0].shape, &KILN_SHAPE(5)));

@@ -1464,13 +1464,14 @@ Test(linalg, prepare_op_builds_ahead_and_accepts_every_type) {
     kiln__attrs at = {.u.conv = p, .result_dtype = KILN_F32};
     kiln_dtype dts[] = {KILN_F32, KILN_F16, KILN_I32, KILN_F64};
     for (size_t i = 0; i < sizeof dts / sizeof dts[0]; i++) {
-        kiln__type ops[2] = {{dts[i], KILN_SHAPE(2, 3, 8, 8)}, {dts[i], KILN_SHAPE(4, 3, 3, 3)}};
-        kiln__type res = {dts[i], KILN_SHAPE(2, 4, 8, 8)};
+        kiln__type ops[2] = {{.dtype = dts[i], .shape = KILN_SHAPE(2, 3, 8, 8)},
+                              {.dtype = dts[i], .shape = KILN_SHAPE(4, 3, 3, 3)}};
+        kiln__type res = {.dtype = dts[i], .shape = KILN_SHAPE(2, 4, 8, 8)};
         cr_assert_eq(kiln__cpu_prepare_op(cx, KILN_OP_CONVOLUTION, &at, ops, 2, &res, 1), KILN_OK, "%s",
                      kiln_ctx_error_message(cx));
     }
     /* Other ops: nothing to prepare. */
-    kiln__type t = {KILN_F32, KILN_SHAPE(3)};
+    kiln__type t = {.dtype = KILN_F32, .shape = KILN_SHAPE(3)};
     cr_assert_eq(kiln__cpu_prepare_op(cx, KILN_OP_ADD, &at, (kiln__type[]){t, t}, 2, &t, 1), KILN_OK);
     /* After preparing, the call agrees with im2col. */
     rng_state = 4;

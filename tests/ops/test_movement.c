@@ -1101,7 +1101,9 @@ Test(movement, inference_checks_operand_and_result_counts) {
     kiln_ctx *cx = test_ctx();
     kiln__attrs a = {.fn = "f"};
     kiln__type in[3] = {
-        {KILN_F32, KILN_SHAPE(2, 3)}, {KILN_F32, KILN_SHAPE(2, 3)}, {KILN_I32, KILN_SHAPE_SCALAR}};
+        {.dtype = KILN_F32, .shape = KILN_SHAPE(2, 3)},
+        {.dtype = KILN_F32, .shape = KILN_SHAPE(2, 3)},
+        {.dtype = KILN_I32, .shape = KILN_SHAPE_SCALAR}};
     kiln__type out[1];
     a.u.reshape = KILN_SHAPE(6);
     cr_assert_eq(kiln__infer(cx, KILN_OP_RESHAPE, &a, in, 2, out, 1), KILN_INVALID_ARGUMENT);

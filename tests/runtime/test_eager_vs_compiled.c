@@ -562,7 +562,7 @@ static kiln_module *iota_module(kiln_ctx *cx, kiln_shape shape) {
     cr_assert_not_null(m);
     kiln__func *f = kiln__module_add_func(m, "main", true);
     cr_assert_not_null(f);
-    kiln__type t = {KILN_F32, shape};
+    kiln__type t = {.dtype = KILN_F32, .shape = shape};
     kiln__value *x = kiln__block_add_arg(m, f->body, t);
     kiln__attrs a = {.fn = "iota"};
     a.u.iota.dtype = KILN_F32;
@@ -1140,13 +1140,14 @@ Test(eager_vs_compiled, every_op_has_a_case) {
         covered[spmd[i]] = true;
     /* No backend runs a custom_call: both modes refuse it (tests/ir/test_custom_call.c). */
     covered[KILN_OP_CUSTOM_CALL] = true;
-    /* No builder makes the dynamic-shape ops (their result types are declared in text):
-     * tests/ops/test_dynamic.c runs them in every backend, and the interpreter's
-     * conformance cases run them in both modes. */
-    const kiln_op dynamic[] = {KILN_OP_DYNAMIC_IOTA,      KILN_OP_DYNAMIC_BROADCAST_IN_DIM,
-                               KILN_OP_DYNAMIC_RESHAPE,   KILN_OP_DYNAMIC_PAD,
-                               KILN_OP_DYNAMIC_GATHER,    KILN_OP_DYNAMIC_CONV,
-                               KILN_OP_GET_DIMENSION_SIZE};
+    /* No builder makes the dynamic-shape ops (their result types are declared in text) or
+     * the token ops: tests/ops/test_dynamic.c and test_token.c run them in every backend,
+     * and the interpreter's conformance cases run them in both modes. */
+    const kiln_op dynamic[] = {KILN_OP_DYNAMIC_IOTA,       KILN_OP_DYNAMIC_BROADCAST_IN_DIM,
+                               KILN_OP_DYNAMIC_RESHAPE,    KILN_OP_DYNAMIC_PAD,
+                               KILN_OP_DYNAMIC_GATHER,     KILN_OP_DYNAMIC_CONV,
+                               KILN_OP_GET_DIMENSION_SIZE, KILN_OP_AFTER_ALL,
+                               KILN_OP_CREATE_TOKEN};
     for (size_t i = 0; i < sizeof dynamic / sizeof dynamic[0]; i++)
         covered[dynamic[i]] = true;
     int missing = 0;

@@ -49,7 +49,7 @@ static void describe(coll *c, kiln_op op, const kiln__attrs *attrs, kiln_tensor 
     h = fnv(h, &attrs->u.collective.use_global_device_ids, sizeof(bool));
     int len = snprintf(c->what, sizeof c->what, "stablehlo.%s of", kiln__op_get_info(op)->name);
     for (int i = 0; i < n_in; i++) {
-        kiln__type t = {in[i]->dtype, in[i]->shape};
+        kiln__type t = {.dtype = in[i]->dtype, .shape = in[i]->shape};
         char text[KILN__TYPE_TEXT];
         h = fnv(h, &t.dtype, sizeof t.dtype);
         h = fnv(h, &t.shape.rank, sizeof t.shape.rank);

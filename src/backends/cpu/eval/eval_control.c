@@ -98,7 +98,7 @@ static kiln_status check_body_results(kiln_ctx *cx, const char *fn, kiln_tensor 
             kiln_shape_equal(&next[i]->shape, &inits[i]->shape))
             continue;
         char have[KILN__TYPE_TEXT], want[KILN__TYPE_TEXT];
-        kiln__type h = {next[i]->dtype, next[i]->shape}, w = {inits[i]->dtype, inits[i]->shape};
+        kiln__type h = {.dtype = next[i]->dtype, .shape = next[i]->shape}, w = {.dtype = inits[i]->dtype, .shape = inits[i]->shape};
         return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
                                   "%s: body result %d has type %s; expected %s (the type of "
                                   "init %d)",
@@ -136,7 +136,7 @@ KILN__EVAL(WHILE) {
         if (s != KILN_OK) break;
         if (c->dtype != KILN_BOOL || c->shape.rank != 0) {
             char have[KILN__TYPE_TEXT];
-            kiln__type t = {c->dtype, c->shape};
+            kiln__type t = {.dtype = c->dtype, .shape = c->shape};
             s = kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
                                    "%s: cond returned %s; expected a rank-0 i1 (bool) tensor", fn,
                                    kiln__type_text(&t, have));
@@ -502,4 +502,15 @@ KILN__EVAL(MAP) {
     release_all(args, made);
     tensor_array_free(cx, args, fixed, n_operands);
     return s;
+}
+
+/* A token carries no data: its empty tensor is already made. */
+KILN__EVAL(AFTER_ALL) {
+    (void)cx, (void)attrs, (void)operands, (void)n_operands, (void)results, (void)n_results;
+    return KILN_OK;
+}
+
+KILN__EVAL(CREATE_TOKEN) {
+    (void)cx, (void)attrs, (void)operands, (void)n_operands, (void)results, (void)n_results;
+    return KILN_OK;
 }

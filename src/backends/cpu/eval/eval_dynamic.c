@@ -16,7 +16,7 @@ static kiln_status run_static_form(kiln_ctx *cx, kiln_op kind, const kiln__attrs
     int64_t values[3][2 * KILN_MAX_RANK];
     const int64_t *rows[3];
     for (int i = 0; i < n_operands; i++) {
-        types[i] = (kiln__type){kiln_tensor_dtype(operands[i]), *kiln_tensor_shape(operands[i])};
+        types[i] = (kiln__type){.dtype = kiln_tensor_dtype(operands[i]), .shape = *kiln_tensor_shape(operands[i])};
         if (i < data) continue;
         rows[i - data] = values[i - data];
         if (!kiln__dynamic_values(operands[i], values[i - data], 2 * KILN_MAX_RANK))
@@ -24,7 +24,7 @@ static kiln_status run_static_form(kiln_ctx *cx, kiln_op kind, const kiln__attrs
                                       "stablehlo.%s: operand %d is not a small integer tensor",
                                       kiln__op_get_info(kind)->name, i + 1);
     }
-    kiln__type result = {kiln_tensor_dtype(results[0]), *kiln_tensor_shape(results[0])};
+    kiln__type result = {.dtype = kiln_tensor_dtype(results[0]), .shape = *kiln_tensor_shape(results[0])};
     kiln__static_form f;
     kiln_status s =
         kiln__dynamic_static_form(cx, kind, attrs, types, n_operands, &result, rows, &f);

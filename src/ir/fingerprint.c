@@ -33,7 +33,13 @@ static void put_shape(writer *w, const kiln_shape *s);
 
 static void put_type(writer *w, const kiln__type *t) {
     put_i64(w, t->dtype);
+    put_i64(w, t->kind);
     put_shape(w, &t->shape);
+    if (kiln__is_tuple(t) && t->tuple) {
+        put_i64(w, t->tuple->n);
+        for (int32_t i = 0; i < t->tuple->n; i++)
+            put_type(w, &t->tuple->elems[i]);
+    }
 }
 
 /* A defined value gets the next number; a use writes the number. */
@@ -105,6 +111,8 @@ static void put_member(writer *w, kiln_op kind, const kiln__attrs *a) {
     case KILN_OP_DYNAMIC_RESHAPE: put_shape(w, &a->u.reshape); break;
     case KILN_OP_DYNAMIC_PAD: put_shape(w, &a->u.result_shape); break;
     case KILN_OP_GET_DIMENSION_SIZE: put_i64(w, a->u.dimension); break;
+    case KILN_OP_GET_TUPLE_ELEMENT: put_i64(w, a->u.tuple_index); break;
+    case KILN_OP_TUPLE: break; /* its type is its result's, which is fingerprinted */
     case KILN_OP_DYNAMIC_BROADCAST_IN_DIM:
         put_shape(w, &a->u.dynamic_broadcast.shape);
         put_dims(w, &a->u.dynamic_broadcast.dims);

@@ -319,6 +319,15 @@ static void put_type(printer *p, const kiln__type *t) {
         put(p, "!stablehlo.token");
         return;
     }
+    if (kiln__is_tuple(t)) {
+        put(p, "tuple<");
+        for (int32_t i = 0; t->tuple && i < t->tuple->n; i++) {
+            if (i) put(p, ", ");
+            put_type(p, &t->tuple->elems[i]);
+        }
+        put(p, ">");
+        return;
+    }
     put(p, "tensor<");
     for (int32_t d = 0; d < t->shape.rank; d++)
         kiln__strbuf_printf(&p->sb, "%" PRId64 "x", t->shape.dims[d]);
@@ -354,9 +363,7 @@ static void put_op_functional(printer *p, const kiln__ir_op *op) {
     put_functional(p, op->operands, op->n_operands, NULL, 0, op->results, op->n_results);
 }
 
-static bool same_type(const kiln__type *a, const kiln__type *b) {
-    return a->dtype == b->dtype && kiln_shape_equal(&a->shape, &b->shape);
-}
+static bool same_type(const kiln__type *a, const kiln__type *b) { return kiln__type_equal(a, b); }
 
 /* StableHLO's SameOperandsAndResultType form: one type when all agree. */
 static void put_same_or_functional(printer *p, const kiln__ir_op *op) {
@@ -494,6 +501,7 @@ static void put_type_form(printer *p, const kiln__ir_op *op, kiln__type_form for
     case KILN__TYPE_SAME: put_same_or_functional(p, op); return;
     case KILN__TYPE_PARTS: put_parts_or_functional(p, op); return;
     case KILN__TYPE_RESULT:
+    case KILN__TYPE_TUPLE:
         if (op->n_results == 1)
             put_type(p, op->results[0]->type);
         else
@@ -973,6 +981,12 @@ static void print_op(printer *p, const kiln__ir_op *op, int ind) {
         return;
     }
     case KILN_OP_REDUCE: print_reduce(p, op, ind); return;
+    case KILN_OP_GET_TUPLE_ELEMENT:
+        put(p, "stablehlo.get_tuple_element ");
+        put_values(p, op->operands, op->n_operands);
+        kiln__strbuf_printf(&p->sb, "[%" PRId64 "] : ", a->u.tuple_index);
+        put_op_functional(p, op);
+        return;
     case KILN_OP_REDUCE_PRECISION:
         put(p, "stablehlo.reduce_precision ");
         put_values(p, op->operands, op->n_operands);

@@ -54,7 +54,35 @@ bool kiln__text_element_type(parser *p, kiln_dtype *out) {
                             id);
 }
 
-/* tensor<2x3xf32>, or !stablehlo.token */
+bool kiln__text_tensor_type(parser *p, kiln__type *t);
+
+/* tuple<T, ...> after "tuple": its elements in the parser's memory (a module interns
+ * them when a value takes the type). */
+static bool tuple_type(parser *p, kiln__type *t) {
+    if (!kiln__text_expect(p, '<', "after 'tuple'")) return false;
+    kiln__type first[4], *elems = first;
+    int32_t n = 0, cap = 4;
+    if (!kiln__text_accept(p, '>')) {
+        do {
+            if (!(elems = kiln__text_grow(p, elems, &cap, n, sizeof *elems, 8, false)))
+                return false;
+            if (!kiln__text_enter(p)) return false;
+            bool ok = kiln__text_tensor_type(p, &elems[n++]);
+            leave(p);
+            if (!ok) return false;
+        } while (kiln__text_accept(p, ','));
+        if (!kiln__text_expect(p, '>', "to close the tuple type")) return false;
+    }
+    kiln__tuple_type *tt = kiln__text_aalloc(p, sizeof *tt + (size_t)n * sizeof elems[0]);
+    if (!tt) return false;
+    tt->n = n;
+    for (int32_t i = 0; i < n; i++)
+        tt->elems[i] = elems[i];
+    *t = kiln__tuple_of(tt);
+    return true;
+}
+
+/* tensor<2x3xf32>, !stablehlo.token, or tuple<...> */
 bool kiln__text_tensor_type(parser *p, kiln__type *t) {
     kiln__text_skip(p);
     size_t start = p->pos;
@@ -62,6 +90,7 @@ bool kiln__text_tensor_type(parser *p, kiln__type *t) {
         *t = kiln__token_type();
         return true;
     }
+    if (kiln__text_accept_kw(p, "tuple")) return tuple_type(p, t);
     t->kind = KILN__KIND_TENSOR;
     if (!kiln__text_accept_kw(p, "tensor")) {
         if (kiln__text_peek(p, '!') || kiln__text_peek(p, 't')) {
@@ -103,12 +132,16 @@ bool kiln__text_tensor_type(parser *p, kiln__type *t) {
 }
 
 bool kiln__text_same_type(const kiln__type *a, const kiln__type *b) {
-    return a->dtype == b->dtype && a->kind == b->kind && kiln_shape_equal(&a->shape, &b->shape);
+    return kiln__type_equal(a, b);
 }
 
 const char *kiln__text_type_str(const kiln__type *t, char *buf, size_t cap) {
     if (kiln__is_token(t)) {
         snprintf(buf, cap, "!stablehlo.token");
+        return buf;
+    }
+    if (kiln__is_tuple(t)) {
+        snprintf(buf, cap, "a tuple of %d", t->tuple ? (int)t->tuple->n : 0);
         return buf;
     }
     size_t o = (size_t)snprintf(buf, cap, "tensor<");
@@ -423,8 +456,7 @@ static bool store_complex(parser *p, const elem *e, kiln_dtype dt, unsigned char
     elem re, im;
     complex_parts(p, e, &re, &im);
     kiln_dtype part = kiln_dtype_component(dt);
-    return store_elem(p, &re, part, out) &&
-           store_elem(p, &im, part, out + kiln_dtype_size(part));
+    return store_elem(p, &re, part, out) && store_elem(p, &im, part, out + kiln_dtype_size(part));
 }
 
 /* One element into `out` (dtype's size). */

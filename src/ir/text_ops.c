@@ -610,6 +610,18 @@ static bool pretty_op(parser *p, opdesc *o, kiln__value **result_hint) {
         return dict_add(p, &o->dict, "exponent_bits", e) &&
                dict_add(p, &o->dict, "mantissa_bits", m) && pretty_type(p, o);
     }
+    case KILN_OP_GET_TUPLE_ELEMENT: { /* %t[0] : (tuple<...>) -> T */
+        kiln__value *v = kiln__text_use_value(p);
+        if (!v) return false;
+        o->operands[o->n_operands++] = v;
+        attr index = {.kind = A_INT};
+        if (!kiln__text_expect(p, '[', "before the tuple index")) return false;
+        kiln__text_skip(p);
+        index.pos = p->pos;
+        return kiln__text_int64_lit(p, &index.i, "tuple index") &&
+               kiln__text_expect(p, ']', "after the tuple index") &&
+               dict_add(p, &o->dict, "index", index) && pretty_type(p, o);
+    }
     case KILN_OP_SLICE: {
         kiln__value *v = kiln__text_use_value(p);
         if (!v) return false;
@@ -1007,11 +1019,17 @@ static __attribute__((noinline)) bool append_op(parser *p, kiln__block *b, opdes
     } else {
         /* one type: the operands', or their parts' (stablehlo.complex) */
         kiln__type in = o->s.out[0];
-        if (kiln__op_syntax_get(o->kind)->type == KILN__TYPE_PARTS)
-            in.dtype = kiln_dtype_component(in.dtype);
+        kiln__type_form form = kiln__op_syntax_get(o->kind)->type;
+        if (form == KILN__TYPE_PARTS) in.dtype = kiln_dtype_component(in.dtype);
+        const kiln__tuple_type *tt = kiln__is_tuple(&in) ? in.tuple : NULL;
+        if (form == KILN__TYPE_TUPLE && (!tt || tt->n != o->n_operands))
+            return kiln__text_error(p, o->s.pos,
+                                    "stablehlo.%s of %d operands needs a tuple type "
+                                    "of as many elements",
+                                    info->name, (int)o->n_operands);
         o->s.n_in = o->n_operands;
         for (int32_t i = 0; i < o->n_operands; i++)
-            o->s.in[i] = in;
+            o->s.in[i] = form == KILN__TYPE_TUPLE ? tt->elems[i] : in;
         if (info->n_results >= 0 && info->n_results != 1)
             return kiln__text_error(p, o->s.pos, "stablehlo.%s needs a function type", info->name);
     }
@@ -1037,6 +1055,9 @@ static __attribute__((noinline)) bool append_op(parser *p, kiln__block *b, opdes
                                 o->s.n_out, &a))
         return false;
     if (o->kind == KILN_OP_CUSTOM_CALL) a.u.constant = o->record;
+    if (o->kind == KILN_OP_TUPLE && o->s.n_out == 1 &&
+        !(a.u.tuple_type = kiln__module_type(p->m, &o->s.out[0])))
+        return kiln__text_oom(p);
     if (o->kind == KILN_OP_CALL && o->record) { /* a composite */
         a.u.constant = o->record;
         a.mark = KILN__MARK_COMPOSITE;

@@ -53,6 +53,7 @@ typedef enum kiln__vtype_kind {
     KILN__VT_TENSOR,  /* rank, dims, elem (a type index of an ELEMENT) */
     KILN__VT_FUNCTION,
     KILN__VT_TOKEN,
+    KILN__VT_TUPLE, /* inputs, n_inputs: its element types (count, then indices) */
     KILN__VT_OTHER, /* name says which */
 } kiln__vtype_kind;
 

@@ -262,6 +262,7 @@ static bool decode_type(kiln__bc *bc, uint32_t index, kiln__vtype *t, int depth)
     }
     case 1: return complex_type(bc, &c, t, depth);
     case 22: t->kind = KILN__VT_TOKEN; return true;
+    case 23: t->kind = KILN__VT_TUPLE; return type_list(&c, &t->inputs, &t->n_inputs);
     default:
         t->dtype = vhlo_dtype(code);
         t->kind = t->dtype >= 0 ? KILN__VT_ELEMENT : KILN__VT_OTHER;
@@ -301,6 +302,24 @@ bool kiln__vhlo_type_text(kiln__bc *bc, kiln__strbuf *sb, uint32_t index) {
         return true;
     case KILN__VT_ELEMENT: kiln__strbuf_puts(sb, dtype_text(t.dtype)); return true;
     case KILN__VT_TOKEN: kiln__strbuf_puts(sb, "!stablehlo.token"); return true;
+    case KILN__VT_TUPLE: {
+        if (bc->depth > MAX_NESTING)
+            return kiln__bc_fail(bc, bc->types[index].span.off, "tuple types nested too deep");
+        kiln__strbuf_puts(sb, "tuple<");
+        bc->depth++;
+        for (uint32_t i = 0; i < t.n_inputs; i++) {
+            uint32_t e = 0;
+            if (i) kiln__strbuf_puts(sb, ", ");
+            if (!kiln__vhlo_function_type(bc, &t, false, i, &e) ||
+                !kiln__vhlo_type_text(bc, sb, e)) {
+                bc->depth--;
+                return false;
+            }
+        }
+        bc->depth--;
+        kiln__strbuf_puts(sb, ">");
+        return true;
+    }
     default:
         return kiln__bc_fail(bc, bc->types[index].span.off, "unsupported type %s",
                              t.name ? t.name : "(unknown)");

@@ -26,6 +26,8 @@ size_t kiln__attrs_size(kiln_op kind) {
     case KILN_OP_DYNAMIC_GATHER: return MEMBER(gather);
     case KILN_OP_DYNAMIC_CONV: return MEMBER(dynamic_conv);
     case KILN_OP_GET_DIMENSION_SIZE: return MEMBER(dimension);
+    case KILN_OP_TUPLE: return MEMBER(tuple_type);
+    case KILN_OP_GET_TUPLE_ELEMENT: return MEMBER(tuple_index);
     case KILN_OP_RESHAPE: return MEMBER(reshape);
     case KILN_OP_TRANSPOSE: return MEMBER(permutation);
     case KILN_OP_REVERSE: return MEMBER(reverse_dims);

@@ -84,6 +84,9 @@ typedef struct kiln__attrs {
             kiln_dims low, high, interior; /* count == rank */
         } pad;
         int64_t dimension; /* concatenate, get_dimension_size */
+        /* tuple: its type (in the module's types: the parser interns the declared one) */
+        const struct kiln__type *tuple_type;
+        int64_t tuple_index; /* get_tuple_element */
         kiln_gather_params gather;
         kiln_scatter_params scatter;
         struct {

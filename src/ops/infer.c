@@ -17,6 +17,7 @@ static kiln_status check_tokens(kiln_ctx *cx, kiln_op op, const kiln__attrs *att
                                 const kiln__type *operands, int n_operands) {
     switch (op) {
     case KILN_OP_AFTER_ALL:
+    case KILN_OP_TUPLE:
     case KILN_OP_CALL:
     case KILN_OP_WHILE:
     case KILN_OP_OPTIMIZATION_BARRIER:
@@ -27,6 +28,10 @@ static kiln_status check_tokens(kiln_ctx *cx, kiln_op op, const kiln__attrs *att
         if (kiln__is_token(&operands[i]))
             return kiln__infer_error(cx, attrs, "operand %d is a !stablehlo.token; stablehlo.%s "
                                                 "takes tensors",
+                                     i + 1, kiln__op_get_info(op)->name);
+        else if (kiln__is_tuple(&operands[i]) && op != KILN_OP_GET_TUPLE_ELEMENT)
+            return kiln__infer_error(cx, attrs, "operand %d is a tuple; stablehlo.%s takes "
+                                                "tensors",
                                      i + 1, kiln__op_get_info(op)->name);
     return KILN_OK;
 }
@@ -82,6 +87,10 @@ const char *kiln__shape_text(const kiln_shape *shape, char *buf) {
 const char *kiln__type_text(const kiln__type *type, char *buf) {
     if (kiln__is_token(type)) {
         snprintf(buf, KILN__TYPE_TEXT, "!stablehlo.token");
+        return buf;
+    }
+    if (kiln__is_tuple(type)) {
+        snprintf(buf, KILN__TYPE_TEXT, "tuple of %d", type->tuple ? (int)type->tuple->n : 0);
         return buf;
     }
     char shape[KILN__SHAPE_TEXT];

@@ -11,24 +11,51 @@
 #include "ops/attrs.h"
 #include "ops/op.h"
 
-/* What a value is: a tensor, or a !stablehlo.token (ordering, no data), which is carried
- * at run time as an empty i1 tensor (dtype KILN_BOOL, shape [0]), as JAX passes tokens
- * across a program's boundary, so that buffers, calls and control flow need nothing of
- * their own for it. */
-typedef enum kiln__value_kind { KILN__KIND_TENSOR, KILN__KIND_TOKEN } kiln__value_kind;
+/* What a value is: a tensor, a !stablehlo.token (ordering, no data), or a tuple of values.
+ * A token is carried at run time as an empty i1 tensor (dtype KILN_BOOL, shape [0]), as
+ * JAX passes tokens across a program's boundary, so that buffers, calls and control flow
+ * need nothing of their own for it. A tuple has no run-time form: canonicalize takes its
+ * elements out (get_tuple_element of a tuple), and what is left is refused at compile
+ * time; its dtype and shape are a token's, so code that looks at those alone sees an empty
+ * tensor. */
+typedef enum kiln__value_kind {
+    KILN__KIND_TENSOR,
+    KILN__KIND_TOKEN,
+    KILN__KIND_TUPLE,
+} kiln__value_kind;
+
+struct kiln__tuple_type;
 
 /* The type of a value: dtype and shape (a token's are its run-time tensor's). */
 typedef struct kiln__type {
     kiln_dtype dtype;
     uint8_t kind; /* kiln__value_kind: zero, a tensor, unless said */
     kiln_shape shape;
+    /* a tuple's elements, held by whoever made the type (a module's types: its arena) */
+    const struct kiln__tuple_type *tuple;
 } kiln__type;
+
+typedef struct kiln__tuple_type {
+    int32_t n;
+    kiln__type elems[]; /* n of them */
+} kiln__tuple_type;
+
+/* Whether a and b are the same type (tuples element by element). */
+bool kiln__type_equal(const kiln__type *a, const kiln__type *b);
 
 /* !stablehlo.token's type. */
 static inline kiln__type kiln__token_type(void) {
     return (kiln__type){.dtype = KILN_BOOL, .kind = KILN__KIND_TOKEN, .shape = {.rank = 1}};
 }
 static inline bool kiln__is_token(const kiln__type *t) { return t->kind == KILN__KIND_TOKEN; }
+static inline bool kiln__is_tuple(const kiln__type *t) { return t->kind == KILN__KIND_TUPLE; }
+/* A tuple type of `elems` (held by the caller: the tuple struct it points into). */
+static inline kiln__type kiln__tuple_of(const kiln__tuple_type *elems) {
+    kiln__type t = kiln__token_type();
+    t.kind = KILN__KIND_TUPLE;
+    t.tuple = elems;
+    return t;
+}
 
 /* Checks the operand types and attributes of an op call against the spec's constraints
  * and computes the result types. On error records INVALID_ARGUMENT in cx, naming

@@ -189,8 +189,9 @@ KILN__INFER(MAP) {
     char have[KILN__TYPE_TEXT], want[KILN__TYPE_TEXT];
     for (int i = 1; i < n_operands; i++)
         if (!kiln_shape_equal(&operands[i].shape, &operands[0].shape))
-            return kiln__infer_error(cx, attrs, "input %d is %s; input 0 is %s: map's inputs "
-                                                "have one shape",
+            return kiln__infer_error(cx, attrs,
+                                     "input %d is %s; input 0 is %s: map's inputs "
+                                     "have one shape",
                                      i, kiln__type_text(&operands[i], have),
                                      kiln__type_text(&operands[0], want));
     const kiln_dims *d = &attrs->u.map_dims;
@@ -198,8 +199,7 @@ KILN__INFER(MAP) {
     for (int32_t i = 0; every && i < d->count; i++)
         every = d->v[i] == i;
     if (!every)
-        return kiln__infer_error(cx, attrs,
-                                 "dimensions must be every dimension in order, [0, %d)",
+        return kiln__infer_error(cx, attrs, "dimensions must be every dimension in order, [0, %d)",
                                  (int)operands[0].shape.rank);
     if (!kiln_dtype_is_valid(attrs->result_dtype))
         return kiln__infer_error(cx, attrs, "result dtype %d is not a dtype",
@@ -225,5 +225,42 @@ KILN__INFER(AFTER_ALL) {
 KILN__INFER(CREATE_TOKEN) {
     (void)cx, (void)attrs, (void)operands, (void)n_operands, (void)n_results;
     results[0] = kiln__token_type();
+    return KILN_OK;
+}
+
+/* tuple: its type (declared, in attrs) has the operands' types as its elements. */
+KILN__INFER(TUPLE) {
+    (void)n_results;
+    const kiln__type *t = attrs->u.tuple_type;
+    if (!t || !kiln__is_tuple(t) || !t->tuple)
+        return kiln__infer_error(cx, attrs, "stablehlo.tuple without its tuple type");
+    if (t->tuple->n != n_operands)
+        return kiln__infer_error(cx, attrs, "the tuple type has %d elements; %d operands",
+                                 (int)t->tuple->n, n_operands);
+    for (int i = 0; i < n_operands; i++)
+        if (!kiln__type_equal(&operands[i], &t->tuple->elems[i])) {
+            char have[KILN__TYPE_TEXT], want[KILN__TYPE_TEXT];
+            return kiln__infer_error(cx, attrs, "operand %d is %s; the tuple type's element is %s",
+                                     i + 1, kiln__type_text(&operands[i], have),
+                                     kiln__type_text(&t->tuple->elems[i], want));
+        }
+    results[0] = *t;
+    return KILN_OK;
+}
+
+/* get_tuple_element: an index of the tuple (C1), its element's type (C2). */
+KILN__INFER(GET_TUPLE_ELEMENT) {
+    (void)n_operands, (void)n_results;
+    const kiln__type *t = &operands[0];
+    if (!kiln__is_tuple(t) || !t->tuple) {
+        char have[KILN__TYPE_TEXT];
+        return kiln__infer_error(cx, attrs, "operand 1 is %s; expected a tuple",
+                                 kiln__type_text(t, have));
+    }
+    int64_t i = attrs->u.tuple_index;
+    if (i < 0 || i >= t->tuple->n)
+        return kiln__infer_error(cx, attrs, "index is %lld; the tuple has %d elements",
+                                 (long long)i, (int)t->tuple->n);
+    results[0] = t->tuple->elems[i];
     return KILN_OK;
 }

@@ -115,6 +115,9 @@ static const kiln__attr_desc dynamic_broadcast_attrs[] = {
 };
 static const kiln__attr_desc get_dimension_size_attrs[] = {
     ATTR("dimension", I64, u.dimension, REQUIRED, PRETTY("dim"))};
+/* stablehlo.get_tuple_element %t[0] : ... (the parser and printer write it by hand) */
+static const kiln__attr_desc get_tuple_element_attrs[] = {
+    ATTR("index", I64, u.tuple_index, REQUIRED, .int_type = "i32")};
 static const kiln__attr_desc concatenate_attrs[] = {
     ATTR("dimension", I64, u.dimension, REQUIRED, PRETTY("dim"))};
 
@@ -321,6 +324,8 @@ static const kiln__op_syntax table[KILN_OP_COUNT] = {
     [KILN_OP_CUSTOM_CALL] = CUSTOM_NO_ATTRS,
     [KILN_OP_AFTER_ALL] = {.form = KILN__FORM_INLINE, .type = KILN__TYPE_SAME},
     [KILN_OP_CREATE_TOKEN] = {.form = KILN__FORM_INLINE, .type = KILN__TYPE_RESULT},
+    [KILN_OP_TUPLE] = {.form = KILN__FORM_INLINE, .type = KILN__TYPE_TUPLE},
+    [KILN_OP_GET_TUPLE_ELEMENT] = CUSTOM(get_tuple_element_attrs),
 };
 
 static const kiln__op_syntax same_type_plain = {.form = KILN__FORM_PLAIN, .type = KILN__TYPE_SAME};

@@ -87,6 +87,7 @@ typedef enum kiln__type_form {
     KILN__TYPE_RESULT,     /* the result's type alone */
     KILN__TYPE_PARTS,      /* the result's type alone when the operands are its parts' type
                             * (stablehlo.complex), else functional */
+    KILN__TYPE_TUPLE,      /* the result's type alone, a tuple of the operands' types */
 } kiln__type_form;
 
 typedef struct kiln__op_syntax {

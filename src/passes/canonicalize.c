@@ -8,12 +8,7 @@
 #include "ops/dynamic.h"
 #include "passes/passes.h"
 
-static bool type_eq(const kiln__type *a, const kiln__type *b) {
-    if (a->dtype != b->dtype || a->shape.rank != b->shape.rank) return false;
-    for (int32_t i = 0; i < a->shape.rank; i++)
-        if (a->shape.dims[i] != b->shape.dims[i]) return false;
-    return true;
-}
+static bool type_eq(const kiln__type *a, const kiln__type *b) { return kiln__type_equal(a, b); }
 
 /* The splat values the identities look for. Integers and i1: ZERO and ONE. Floats: ONE,
  * and the two zeros by their bits, which are not interchangeable: x + (-0) and x - (+0)

@@ -50,6 +50,12 @@ int32_t kiln__passes_simplify(kiln_module *m, unsigned flags);
  * and backends see no such op. Returns the number of ops rewritten. */
 int32_t kiln__pass_widen(kiln_module *m);
 
+/* Takes tuples apart (untuple.c): each get_tuple_element of a tuple made in the module is
+ * replaced by the tuple's element, so that the tuples are dead. Not an optimization: tuples
+ * have no run-time form, so kiln_compile runs it with the other passes or without them,
+ * and refuses the tuple ops that are left. Returns the uses replaced. */
+int32_t kiln__pass_untuple(kiln_module *m);
+
 /* Algebraic identities (see README.md); constant folding is kiln_compile's. */
 int32_t kiln__pass_canonicalize(kiln_module *m);
 /* Common-subexpression elimination within each block. */

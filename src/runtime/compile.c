@@ -76,6 +76,23 @@ static bool runs_all(const kiln__backend *be, const kiln__block *b) {
 
 /* UNIMPLEMENTED naming the first op of m that backend be cannot run, its place and the
  * backend, before the backend's own compile is asked; KILN_OK when it runs them all. */
+/* Tuples have no run-time form: the entry takes and gives tensors and tokens (the tuples
+ * of its body are taken apart by kiln__pass_untuple, those left are check_ops'). */
+static kiln_status check_entry(kiln_ctx *cx, const kiln_module *m) {
+    const kiln__func *f = m->funcs[0];
+    for (int32_t i = 0; i < f->body->n_args + f->body->n_results; i++) {
+        bool arg = i < f->body->n_args;
+        const kiln__value *v = arg ? f->body->args[i] : f->body->results[i - f->body->n_args];
+        if (kiln__is_tuple(v->type))
+            return kiln_ctx_set_error(cx, KILN_UNIMPLEMENTED,
+                                      "%s: @%s %s %d is a tuple; a program takes and gives "
+                                      "tensors and tokens (pass the tuple's elements)",
+                                      compile_fn, f->name, arg ? "argument" : "result",
+                                      (int)(arg ? i : i - f->body->n_args));
+    }
+    return KILN_OK;
+}
+
 static kiln_status check_ops(kiln_ctx *cx, const kiln_module *m, const kiln__backend *be) {
     for (int32_t f = 0; f < m->n_funcs; f++) {
         if (runs_all(be, m->funcs[f]->body)) continue;
@@ -83,8 +100,7 @@ static kiln_status check_ops(kiln_ctx *cx, const kiln_module *m, const kiln__bac
         int n = snprintf(where, sizeof where, "@%s", m->funcs[f]->name);
         size_t used = n > 0 && (size_t)n < sizeof where ? (size_t)n : 0;
         kiln_dtype d = KILN_DTYPE_COUNT;
-        const kiln__ir_op *op =
-            unsupported(be, m->funcs[f]->body, where, sizeof where, used, &d);
+        const kiln__ir_op *op = unsupported(be, m->funcs[f]->body, where, sizeof where, used, &d);
         const char *target =
             op && op->kind == KILN_OP_CUSTOM_CALL ? kiln__custom_call_target(op->attrs) : NULL;
         if (op)
@@ -251,6 +267,7 @@ kiln_status kiln_compile(kiln_ctx *cx, kiln_module *m, const kiln_compile_option
         return s;
     }
     kiln__pass_widen(m);
+    kiln__pass_untuple(m);
     s = kiln_ctx_status(m->cx);
     if (s != KILN_OK) { /* out of memory while widening */
         if (m->cx != cx) kiln_ctx_set_error(cx, s, "%s", kiln_ctx_error_message(m->cx));
@@ -261,7 +278,8 @@ kiln_status kiln_compile(kiln_ctx *cx, kiln_module *m, const kiln_compile_option
     else
         kiln__passes_simplify(m, o.disable_unrolling ? KILN__SIMPLIFY_KEEP_LOOPS : 0);
 
-    s = check_ops(cx, m, be);
+    s = check_entry(cx, m);
+    if (s == KILN_OK) s = check_ops(cx, m, be);
     if (s != KILN_OK) return s;
 
     kiln_exe *exe = shell_new(cx, m);

@@ -946,7 +946,8 @@ Test(vmap, every_op_has_a_rule_but_those_batched_by_a_loop) {
                                       KILN_OP_DYNAMIC_RESHAPE,    KILN_OP_DYNAMIC_PAD,
                                       KILN_OP_DYNAMIC_GATHER,     KILN_OP_DYNAMIC_CONV,
                                       KILN_OP_GET_DIMENSION_SIZE, KILN_OP_AFTER_ALL,
-                                      KILN_OP_CREATE_TOKEN};
+                                      KILN_OP_CREATE_TOKEN,       KILN_OP_TUPLE,
+                                      KILN_OP_GET_TUPLE_ELEMENT};
     for (int k = 0; k < KILN_OP_COUNT; k++) {
         bool listed = false;
         for (size_t i = 0; i < sizeof by_loop / sizeof by_loop[0]; i++)

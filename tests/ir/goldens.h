@@ -23,5 +23,6 @@ extern const char *const golden_run_parallel;
 extern const char *const golden_custom_call;
 extern const char *const golden_dynamic;
 extern const char *const golden_token;
+extern const char *const golden_tuple;
 
 #endif

@@ -1617,6 +1617,8 @@ static const op_golden covered[] = {
     {KILN_OP_GET_DIMENSION_SIZE, &golden_dynamic},
     {KILN_OP_AFTER_ALL, &golden_token},
     {KILN_OP_CREATE_TOKEN, &golden_token},
+    {KILN_OP_TUPLE, &golden_tuple},
+    {KILN_OP_GET_TUPLE_ELEMENT, &golden_tuple},
     {KILN_OP_REDUCE, &golden_reductions},
     {KILN_OP_REDUCE_WINDOW, &golden_reductions},
     {KILN_OP_SELECT_AND_SCATTER, &golden_reductions},

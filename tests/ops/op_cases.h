@@ -22,5 +22,6 @@ extern const kiln_op_coverage kiln_cover_control[];
 extern const kiln_op_coverage kiln_cover_collective[];
 extern const kiln_op_coverage kiln_cover_dynamic[];
 extern const kiln_op_coverage kiln_cover_token[];
+extern const kiln_op_coverage kiln_cover_tuple[];
 
 #endif

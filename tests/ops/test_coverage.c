@@ -4,9 +4,9 @@
 
 Test(coverage, every_op_in_the_table_has_a_test_case) {
     const kiln_op_coverage *tables[] = {
-        kiln_cover_elementwise, kiln_cover_movement, kiln_cover_indexing,
-        kiln_cover_reduce,      kiln_cover_linalg,   kiln_cover_control,
-        kiln_cover_collective,  kiln_cover_dynamic,  kiln_cover_token};
+        kiln_cover_elementwise, kiln_cover_movement, kiln_cover_indexing,   kiln_cover_reduce,
+        kiln_cover_linalg,      kiln_cover_control,  kiln_cover_collective, kiln_cover_dynamic,
+        kiln_cover_token,       kiln_cover_tuple};
     bool covered[KILN_OP_COUNT] = {false};
     for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
         for (const kiln_op_coverage *c = tables[t]; c->op != KILN_OP_COUNT; c++)

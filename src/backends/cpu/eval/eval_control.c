@@ -514,3 +514,14 @@ KILN__EVAL(CREATE_TOKEN) {
     (void)cx, (void)attrs, (void)operands, (void)n_operands, (void)results, (void)n_results;
     return KILN_OK;
 }
+
+/* Tuples have no run-time form (ops/infer.h): kiln_compile refuses what canonicalize left. */
+KILN__EVAL(TUPLE) {
+    (void)attrs, (void)operands, (void)n_operands, (void)results, (void)n_results;
+    return kiln_ctx_set_error(cx, KILN_UNIMPLEMENTED, "cpu: a tuple has no run-time form");
+}
+
+KILN__EVAL(GET_TUPLE_ELEMENT) {
+    (void)attrs, (void)operands, (void)n_operands, (void)results, (void)n_results;
+    return kiln_ctx_set_error(cx, KILN_UNIMPLEMENTED, "cpu: a tuple has no run-time form");
+}

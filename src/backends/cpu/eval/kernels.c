@@ -81,6 +81,7 @@ static bool runs_on_narrow(kiln_op op) {
 
 bool kiln__cpu_supports_op(kiln_op op, kiln_dtype dtype) {
     if ((int)op < 0 || op >= KILN_OP_COUNT || op == KILN_OP_CUSTOM_CALL) return false;
+    if (op == KILN_OP_TUPLE || op == KILN_OP_GET_TUPLE_ELEMENT) return false; /* no run-time form */
     if (kiln_dtype_is_complex(dtype)) return runs_on_complex(op);
     if (kiln_dtype_is_narrow(dtype)) return runs_on_narrow(op);
     return true; /* KILN_DTYPE_COUNT: the kind, yes */

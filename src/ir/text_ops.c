@@ -405,13 +405,15 @@ static bool with_region_args(parser *p, opdesc *o, bool (*fn)(parser *, opdesc *
     return ok;
 }
 
-/* After "reducer": reducer(%a: T, %c: T) (%b: T, %d: T) { ... } */
+/* After "reducer": one group per input, each its accumulator and its element:
+ * reducer(%a: T, %c: T) (%b: U, %d: U) { ... } for two inputs (StableHLO's printer), or
+ * two groups of one for one input (reducer(%a: T) (%c: T)). */
 static bool reducer_region(parser *p, opdesc *o, region_args *a) {
     const char **names = a->names;
     size_t *lens = a->lens;
     kiln__type *types = a->types;
     int32_t na = 0;
-    for (int g = 0; g < 2; g++) {
+    do {
         if (!kiln__text_expect(p, '(', "to open reducer arguments")) return false;
         do {
             if (na >= MAX_VALUES) return kiln__text_error(p, p->pos, "too many reducer arguments");
@@ -421,7 +423,12 @@ static bool reducer_region(parser *p, opdesc *o, region_args *a) {
             na++;
         } while (kiln__text_accept(p, ','));
         if (!kiln__text_expect(p, ')', "to close reducer arguments")) return false;
-    }
+    } while (kiln__text_peek(p, '('));
+    if (na % 2)
+        return kiln__text_error(p, p->pos,
+                                "%d reducer arguments; expected an accumulator and "
+                                "an element per input",
+                                (int)na);
     /* JAX prints (%acc, %x) pairs per input: the region takes the accumulators, then the
      * inputs. */
     const char **rn = a->pair_names;
@@ -812,6 +819,10 @@ static bool pretty_op(parser *p, opdesc *o, kiln__value **result_hint) {
         if (!kiln__text_expect(p, '[', "to open the list") || !kiln__text_int_list_attr(p, &v) ||
             !dict_add(p, &o->dict, "dimensions", v))
             return false;
+        if (kiln__text_accept(p, '{')) { /* discardable attributes, as elsewhere not kept */
+            attr more = {0};
+            if (!kiln__text_attr_entries(p, &more, '}')) return false;
+        }
         if (!pretty_type(p, o)) return false;
         if (body != KILN_OP_COUNT) {
             /* build the region: ^bb0(acc.., x..): op per pair */

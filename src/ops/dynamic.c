@@ -78,7 +78,11 @@ kiln_status kiln__dynamic_static_form(kiln_ctx *cx, kiln_op kind, const kiln__at
                                       const kiln__type *operands, int32_t n_operands,
                                       const kiln__type *result, const int64_t *const *values,
                                       kiln__static_form *out) {
-    kiln__attrs named = *a; /* the messages name the op (the parser's fn names itself) */
+    /* an op's attributes hold only its kind's member (attrs.h): copied so, not whole */
+    kiln__attrs named;
+    memset(&named, 0, sizeof named);
+    kiln__attrs_copy(&named, a, kind);
+    named.fn = op_text_name(kind); /* the messages name the op (the parser's fn, itself) */
     named.fn = op_text_name(kind);
     int32_t data = kiln__dynamic_data_operands(kind);
     if (data < 0 || n_operands <= data)

@@ -4,6 +4,8 @@
  * the rest when the shape operands' values are known (kiln__dynamic_static_form). */
 #include "ops/dynamic.h"
 
+#include <string.h>
+
 /* Shape operand i: an integer tensor of rank 1 with `n` elements (rows = 0), or of shape
  * [rows, 2] (a convolution's padding). */
 static kiln_status check_shape_operand(kiln_ctx *cx, const kiln__attrs *a,
@@ -75,7 +77,9 @@ KILN__INFER(DYNAMIC_BROADCAST_IN_DIM) {
     s = kiln__check_dims(cx, attrs, "known_expanding_dimensions + known_nonexpanding_dimensions",
                          &both, operands[0].shape.rank);
     if (s != KILN_OK) return s;
-    kiln__attrs b = *attrs;
+    kiln__attrs b;
+    memset(&b, 0, sizeof b);
+    kiln__attrs_copy(&b, attrs, KILN_OP_DYNAMIC_BROADCAST_IN_DIM);
     b.u.broadcast.shape = *shape;
     b.u.broadcast.dims = attrs->u.dynamic_broadcast.dims;
     return kiln__infer_BROADCAST_IN_DIM(cx, &b, operands, 1, results, n_results);
@@ -157,7 +161,9 @@ KILN__INFER(DYNAMIC_CONV) {
     kiln_status s = check_declared(cx, attrs, shape);
     if (s == KILN_OK) s = check_shape_operand(cx, attrs, operands, 2, "padding", S, S ? S : 1);
     if (s != KILN_OK) return s;
-    kiln__attrs c = *attrs;
+    kiln__attrs c;
+    memset(&c, 0, sizeof c);
+    kiln__attrs_copy(&c, attrs, KILN_OP_DYNAMIC_CONV);
     c.u.conv = *p;
     c.u.conv.padding_low = (kiln_dims){.count = S};
     c.u.conv.padding_high = (kiln_dims){.count = S};

@@ -28,6 +28,7 @@
 #include "kiln/alloc.h"
 #include "kiln/autodiff.h"
 #include "kiln/ctx.h"
+#include "kiln/custom_call.h"
 #include "kiln/device.h"
 #include "kiln/dtype.h"
 #include "kiln/export.h"

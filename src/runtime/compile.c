@@ -11,6 +11,7 @@
 #include "base/ctx_internal.h"
 #include "base/strbuf.h"
 #include "ir/ir.h"
+#include "kiln/custom_call.h"
 #include "ops/custom_call.h"
 #include "passes/passes.h"
 #include "runtime/exe.h"
@@ -22,7 +23,9 @@ static const char compile_fn[] = "kiln_compile";
  * into *refused. */
 static bool runs_op(const kiln__backend *be, const kiln__ir_op *op, kiln_dtype *refused) {
     kiln_dtype last = KILN_DTYPE_COUNT;
-    if (!be->supports_op(op->kind, KILN_DTYPE_COUNT)) {
+    if (!be->supports_op(op->kind, KILN_DTYPE_COUNT) ||
+        (op->kind == KILN_OP_CUSTOM_CALL &&
+         !kiln_custom_call_is_registered(kiln__custom_call_target(op->attrs)))) {
         *refused = KILN_DTYPE_COUNT;
         return false;
     }
@@ -103,12 +106,17 @@ static kiln_status check_ops(kiln_ctx *cx, const kiln_module *m, const kiln__bac
         const kiln__ir_op *op = unsupported(be, m->funcs[f]->body, where, sizeof where, used, &d);
         const char *target =
             op && op->kind == KILN_OP_CUSTOM_CALL ? kiln__custom_call_target(op->attrs) : NULL;
+        bool unregistered = target && be->supports_op(op->kind, KILN_DTYPE_COUNT) &&
+                            !kiln_custom_call_is_registered(target);
         if (op)
             return kiln_ctx_set_error(
-                cx, KILN_UNIMPLEMENTED, "%s: backend '%s' cannot run stablehlo.%s%s%s%s%s (%s)",
+                cx, KILN_UNIMPLEMENTED, "%s: backend '%s' cannot run stablehlo.%s%s%s%s%s (%s)%s",
                 compile_fn, be->name, kiln__op_get_info(op->kind)->name, target ? " @" : "",
                 target ? target : "", kiln_dtype_is_valid(d) ? " on " : "",
-                kiln_dtype_is_valid(d) ? kiln_dtype_name(d) : "", where);
+                kiln_dtype_is_valid(d) ? kiln_dtype_name(d) : "", where,
+                unregistered ? ": no function is registered for the target "
+                               "(kiln_custom_call_register)"
+                             : "");
     }
     return KILN_OK;
 }

@@ -9,10 +9,10 @@
 #include <string.h>
 
 #include "backend/region.h"
-#include "backends/cpu/eval/eval.h"
 #include "backends/cpu/engine/exe.h"
 #include "backends/cpu/engine/fused.h"
 #include "backends/cpu/engine/native.h"
+#include "backends/cpu/eval/eval.h"
 #include "base/alloc.h"
 #include "base/arena.h"
 #include "base/ctx_internal.h"
@@ -78,7 +78,14 @@ static const kiln__type *keep_type(compiler *c, const kiln__type *t) {
  * without regions (an unrolled loop's slices: one), which nothing changes. */
 static void *attrs_alloc(void *c, size_t size, size_t align) { return xalloc(c, size, align); }
 
+static bool own(compiler *c, kiln_tensor *t);
+
 static const kiln__attrs *copy_attrs(compiler *c, const kiln__ir_op *op) {
+    /* a custom_call's attributes are its record (ops/custom_call.h), which the module holds:
+     * the executable holds it too, as it outlives the module */
+    if (op->kind == KILN_OP_CUSTOM_CALL && op->attrs->u.constant &&
+        !own(c, kiln_tensor_retain((kiln_tensor *)op->attrs->u.constant)))
+        return NULL;
     kiln__attrs local;
     kiln__attrs_copy(&local, op->attrs, op->kind);
     local.regions = NULL;
@@ -193,6 +200,7 @@ static bool foldable(const compiler *c, const cscope *s, const kiln__ir_op *op,
     if (!c->fold) return false;
     if (kiln__op_has(op->kind, KILN_OPF_CONTROL | KILN_OPF_COLLECTIVE) || op->n_regions > 0)
         return false;
+    if (op->kind == KILN_OP_CUSTOM_CALL) return false; /* the user's code runs when called */
     size_t bytes = 0;
     for (int32_t r = 0; r < op->n_results; r++) {
         bytes += kiln__type_bytes(op->results[r]->type);

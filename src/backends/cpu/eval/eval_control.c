@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backend/custom_calls.h"
 #include "backends/cpu/eval/eval.h"
 #include "base/alloc.h"
 #include "core/element.h"
@@ -98,7 +99,8 @@ static kiln_status check_body_results(kiln_ctx *cx, const char *fn, kiln_tensor 
             kiln_shape_equal(&next[i]->shape, &inits[i]->shape))
             continue;
         char have[KILN__TYPE_TEXT], want[KILN__TYPE_TEXT];
-        kiln__type h = {.dtype = next[i]->dtype, .shape = next[i]->shape}, w = {.dtype = inits[i]->dtype, .shape = inits[i]->shape};
+        kiln__type h = {.dtype = next[i]->dtype, .shape = next[i]->shape},
+                   w = {.dtype = inits[i]->dtype, .shape = inits[i]->shape};
         return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
                                   "%s: body result %d has type %s; expected %s (the type of "
                                   "init %d)",
@@ -447,13 +449,28 @@ KILN__EVAL(RNG_BIT_GENERATOR) {
 
 /* custom_call: kiln has no registry of targets yet, so none runs (kiln__cpu_supports_op
  * says so, and kiln_compile refuses the program by name before any kernel is asked). */
+/* The function registered for the target (kiln/custom_call.h), on the tensors' host
+ * buffers; the results are made with the declared types. */
 KILN__EVAL(CUSTOM_CALL) {
-    (void)operands, (void)n_operands, (void)results, (void)n_results;
-    const char *target = kiln__custom_call_target(attrs);
-    return kiln_ctx_set_error(cx, KILN_UNIMPLEMENTED,
-                              "cpu: stablehlo.custom_call @%s: no target is registered (the CPU "
-                              "backend runs no custom_call)",
-                              target ? target : "?");
+    enum { INLINE = 16 };
+    kiln_custom_call_buffer inline_bufs[INLINE] = {{0}}, *bufs = inline_bufs;
+    int n = n_operands + n_results;
+    if (n > INLINE &&
+        !(bufs = kiln__alloc(cx, (size_t)n * sizeof *bufs, _Alignof(kiln_custom_call_buffer),
+                             "custom_call buffers")))
+        return kiln_ctx_status(cx);
+    for (int i = 0; i < n; i++) {
+        kiln_tensor *t = i < n_operands ? operands[i] : results[i - n_operands];
+        bufs[i] =
+            (kiln_custom_call_buffer){.dtype = kiln_tensor_dtype(t),
+                                      .shape = *kiln_tensor_shape(t),
+                                      .data = i < n_operands ? (void *)kiln__in(t) : kiln__out(t),
+                                      .nbytes = kiln_tensor_nbytes(t)};
+    }
+    kiln_status s =
+        kiln__custom_call_run(cx, attrs, bufs, n_operands, bufs + n_operands, n_results);
+    if (bufs != inline_bufs) kiln__free(cx, bufs, (size_t)n * sizeof *bufs);
+    return s;
 }
 
 /* map: the computation called on rank-0 tensors of each position's elements, its result

@@ -3,7 +3,8 @@
  *
  * Reads and writes the .npy format (versions 1.0, 2.0 and 3.0 on read; 1.0 on write, as
  * kiln's headers always fit it) for bool, the signed and unsigned integers of 8 to 64 bits,
- * f16, f32 and f64, little- or big-endian on read (always little-endian on write). Bool
+ * f16, f32, f64, complex<f32> ('<c8') and complex<f64> ('<c16'), little- or big-endian on
+ * read (always little-endian on write). Bool
  * bytes load as 0 or 1. C order only: a Fortran-order file is UNIMPLEMENTED, unless at most
  * one dimension exceeds 1 (then both orders are the same bytes).
  *
@@ -20,7 +21,7 @@
  *
  * Errors: NOT_FOUND / PERMISSION_DENIED / UNAVAILABLE when the file cannot be opened or
  * read; INVALID_ARGUMENT for a malformed header; UNIMPLEMENTED for Fortran order or a dtype
- * kiln lacks (complex, object, strings, other structured types); DATA_LOSS when the data
+ * kiln lacks (object, strings, structured types but bf16's); DATA_LOSS when the data
  * is shorter or longer than the header's shape says; RESOURCE_EXHAUSTED. Messages name the
  * file and the field at fault. A malformed file never crashes or reads out of bounds.
  */

@@ -118,8 +118,9 @@ typedef enum kiln_solve_transpose {
 /* StableHLO triangular_solve: x with op(a) x = b (left_side) or x op(a) = b, for a
  * [..., M, M] of which only the lower (or upper) triangle is read, its diagonal taken as
  * ones with unit_diagonal; b is [..., M, N] (left) or [..., N, M], the leading dimensions
- * a batch shared with a. f32, f64, complex; computed in double, rounded once. A singular
- * matrix gives infinities or NaN, as the division does. */
+ * a batch shared with a. f32, f64, complex: OpenBLAS's trsm in the operand's type (as
+ * scipy and XLA compute it); without OpenBLAS, kiln's substitution in double, rounded once.
+ * A singular matrix gives infinities or NaN, as the division does. */
 KILN_API kiln_tensor *kiln_triangular_solve(kiln_ctx *cx, kiln_tensor *a, kiln_tensor *b,
                                             bool left_side, bool lower, bool unit_diagonal,
                                             kiln_solve_transpose transpose_a);
@@ -127,7 +128,9 @@ KILN_API kiln_tensor *kiln_triangular_solve(kiln_ctx *cx, kiln_tensor *a, kiln_t
 /* StableHLO cholesky: the factor L of a = L L^H (lower) or U of a = U^H U, of a [..., N, N]
  * Hermitian positive-definite (only that triangle of a is read); the other triangle of the
  * result is zero. A matrix that is not positive-definite gives NaN from the first pivot
- * that is not positive on. f32, f64, complex; computed in double, rounded once. */
+ * that is not positive on. f32, f64, complex: LAPACK's potrf (OpenBLAS's) in the operand's
+ * type; without OpenBLAS, and for a matrix potrf refuses, kiln's loops in double, rounded
+ * once. */
 KILN_API kiln_tensor *kiln_cholesky(kiln_ctx *cx, kiln_tensor *a, bool lower);
 
 #ifdef __cplusplus

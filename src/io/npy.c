@@ -122,7 +122,8 @@ static kiln_status parse_typestr(cursor *c, const char *s, size_t len, npy_info 
         kiln_dtype dtype;
     } types[] = {{"b1", KILN_BOOL}, {"i1", KILN_I8},  {"i2", KILN_I16}, {"i4", KILN_I32},
                  {"i8", KILN_I64},  {"u1", KILN_U8},  {"u2", KILN_U16}, {"u4", KILN_U32},
-                 {"u8", KILN_U64},  {"f2", KILN_F16}, {"f4", KILN_F32}, {"f8", KILN_F64}};
+                 {"u8", KILN_U64},  {"f2", KILN_F16}, {"f4", KILN_F32}, {"f8", KILN_F64},
+                 {"c8", KILN_C64},  {"c16", KILN_C128}};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         if (streq(code, clen, types[i].code)) {
             info->dtype = types[i].dtype;
@@ -134,7 +135,7 @@ static kiln_status parse_typestr(cursor *c, const char *s, size_t len, npy_info 
 unsupported:
     return kiln_ctx_set_error(c->cx, KILN_UNIMPLEMENTED,
                               "%s: .npy dtype '%s' is not supported (kiln reads bool, i1-i8, "
-                              "u1-u8, f2, f4, f8 and the bf16 convention of kiln/npy.h)",
+                              "u1-u8, f2, f4, f8, c8, c16 and the bf16 convention of kiln/npy.h)",
                               c->source, quote(s, len).text);
 }
 
@@ -348,7 +349,9 @@ static void swap_bytes(void *data, size_t nbytes, size_t size) {
 
 /* Brings loaded bytes to kiln's form: native byte order, and bools as 0 or 1. */
 static void fix_up_data(const npy_info *info, void *data, size_t nbytes) {
-    if (info->big_endian) swap_bytes(data, nbytes, kiln_dtype_size(info->dtype));
+    /* a complex number's parts are swapped each on its own */
+    size_t part = kiln_dtype_size(kiln_dtype_component(info->dtype));
+    if (info->big_endian) swap_bytes(data, nbytes, part);
     if (info->dtype == KILN_BOOL) {
         unsigned char *b = data;
         for (size_t i = 0; i < nbytes; i++)
@@ -448,7 +451,9 @@ static const char *descr_of(kiln_dtype dtype) {
                                                         [KILN_F16] = "'<f2'",
                                                         [KILN_BF16] = "[('bf16', '<u2')]",
                                                         [KILN_F32] = "'<f4'",
-                                                        [KILN_F64] = "'<f8'"};
+                                                        [KILN_F64] = "'<f8'",
+                                                        [KILN_C64] = "'<c8'",
+                                                        [KILN_C128] = "'<c16'"};
     return names[dtype];
 }
 

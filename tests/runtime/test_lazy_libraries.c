@@ -136,6 +136,19 @@ Test(lazy_libraries, products_fall_back_when_openblas_cannot_be_opened) {
             cr_assert(fabs(got64 - want) <= 1e-12 * (1 + fabs(want)));
             if (i == 0) cr_assert_eq(kiln_tensor_item(cx, v, j), got);
         }
+    /* triangular_solve and cholesky: kiln's loops, in double */
+    const double spd[4] = {4, 2, 2, 3}, rhs[2] = {2, 1};
+    kiln_tensor *s = kiln_tensor_from_host(cx, KILN_F64, KILN_SHAPE(2, 2), spd, sizeof spd);
+    kiln_tensor *l = kiln_cholesky(cx, s, true);
+    kiln_tensor *x = kiln_triangular_solve(
+        cx, l, kiln_tensor_from_host(cx, KILN_F64, KILN_SHAPE(2, 1), rhs, sizeof rhs), true, true,
+        false, KILN_TRANSPOSE_NONE);
+    cr_assert_not_null(x, "%s", kiln_ctx_error_message(cx));
+    cr_assert(kiln_tensor_item(cx, l, 0) == 2 && kiln_tensor_item(cx, l, 1) == 0 &&
+              kiln_tensor_item(cx, l, 2) == 1 &&
+              fabs(kiln_tensor_item(cx, l, 3) - sqrt(2.0)) < 1e-15);
+    /* L x = [2, 1]: x0 = 1, x1 = (1 - 1) / sqrt(2) = 0 */
+    cr_assert(kiln_tensor_item(cx, x, 0) == 1 && kiln_tensor_item(cx, x, 1) == 0);
     cr_assert_eq(kiln_scope_end(cx), KILN_OK);
     expect_ok(cx);
     cr_assert_null(kiln__blas_api_get());

@@ -9,8 +9,9 @@
 # files are removed).
 #  (a) numpy writes arrays of every dtype kiln reads (plus big-endian, scalar, empty,
 #      version 2.0/3.0 and rank-16 files); `TOOL read` must report the same dtype, shape
-#      and values. Files kiln must refuse (Fortran order, complex, object, strings, 17
-#      dimensions) must make it fail with a clear message.
+#      and values (complex: each element's real part, then its imaginary part). Files kiln
+#      must refuse (Fortran order, object, strings, 17 dimensions) must make it fail with a
+#      clear message.
 #  (b) `TOOL write` produces every kiln dtype; numpy's np.load must give exactly the
 #      expected values (bf16 through arr['bf16'] bits -> float32).
 # Exits non-zero, naming the case, on any mismatch.
@@ -57,6 +58,7 @@ KILN_NAMES = {
     "bool": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
     "uint8": "ui8", "uint16": "ui16", "uint32": "ui32", "uint64": "ui64",
     "float16": "f16", "float32": "f32", "float64": "f64",
+    "complex64": "complex<f32>", "complex128": "complex<f64>",
 }
 
 
@@ -111,7 +113,10 @@ def numpy_case(name, arr, version=None):
         with open(path, "wb") as f:
             np.lib.format.write_array(f, arr, version=version)
     flat = np.ascontiguousarray(arr).reshape(-1)
-    values = [float(x) for x in flat]
+    if arr.dtype.kind == "c":
+        values = [float(p) for x in flat for p in (x.real, x.imag)]
+    else:
+        values = [float(x) for x in flat]
     check_read(f"numpy->kiln {name}", path, KILN_NAMES[arr.dtype.name], arr.shape, values)
 
 
@@ -137,6 +142,11 @@ numpy_case("uint16_be", np.array([1, 0xfffe, 0x1234], dtype=">u2"))
 numpy_case("int64_be", np.array([-(2**63), 2**63 - 1, -5], dtype=">i8"))
 numpy_case("float32_be", np.array([0.1, -3.5], dtype=">f4"))
 numpy_case("float16_be", np.array([0.1, -3.5, 65504], dtype=">f2"))
+numpy_case("complex64", np.array([[1 + 2j, -0.0 - 3.5j], [np.inf + 1j, 0.1 - 0.0j]],
+                                 dtype=np.complex64))
+numpy_case("complex128", np.array([1e300 - 5e-324j, np.nan + 2j], dtype=np.complex128))
+numpy_case("complex64_be", np.array([1.5 - 2.25j, 0.1 + 3j], dtype=">c8"))
+numpy_case("complex128_be", np.array([1.5 - 2.25j, 1e-300 + 3j], dtype=">c16"))
 numpy_case("scalar_float64", np.array(3.5))
 numpy_case("scalar_int32", np.array(-7, dtype=np.int32))
 numpy_case("scalar_bool", np.array(True))
@@ -172,7 +182,7 @@ def refused(name, arr, fragment, **save_args):
 
 
 refused("fortran", np.asfortranarray(np.arange(6.0).reshape(2, 3)), "Fortran-order")
-refused("complex64", np.array([1 + 2j], dtype=np.complex64), "'<c8' is not supported")
+refused("complex256", np.array([1 + 2j], dtype=np.clongdouble), "is not supported")
 refused("object", np.array([1, "a"], dtype=object), "'|O' is not supported", allow_pickle=True)
 refused("unicode", np.array(["hello"]), "'<U5' is not supported")
 refused("structured", np.zeros(2, dtype=[("a", "<f4"), ("b", "<i4")]), "structured dtype")
@@ -190,6 +200,20 @@ EXPECTED = {
 for t in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64):
     EXPECTED[KILN_NAMES[np.dtype(t).name]] = (t, ints(t).reshape(-1).tolist())
 BF16_EXPECTED = [-1.5, -0.0, 0.25, 1.0, 2.5, 3.140625]
+C64_PARTS = np.array([-1.5, -0.0, 0.1, 1.0, 2.5, F32_MAX / 4], dtype=np.float32)
+C128_PARTS = np.array([-1.5, -0.0, 0.1, 1.0, 2.5, 1e300])
+
+
+def complex_of(re, im, dtype):
+    """re + i im with both zeros' signs kept (re + 1j * im would lose them)."""
+    out = np.empty(re.shape, dtype=dtype)
+    out.real, out.imag = re, im
+    return out
+
+
+EXPECTED["complex<f32>"] = (np.complex64, complex_of(C64_PARTS, C64_PARTS * -2, np.complex64))
+EXPECTED["complex<f64>"] = (np.complex128,
+                            complex_of(C128_PARTS, C128_PARTS * -2, np.complex128))
 
 
 def check_header_bytes(case, path):
@@ -204,7 +228,7 @@ def check_header_bytes(case, path):
 
 
 for kiln_dtype in ["i1", "i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", "ui64",
-                   "f16", "bf16", "f32", "f64"]:
+                   "f16", "bf16", "f32", "f64", "complex<f32>", "complex<f64>"]:
     case = f"kiln->numpy {kiln_dtype}"
     path = os.path.join(workdir, f"kiln_{kiln_dtype}.npy")
     r = run_tool("write", kiln_dtype, path)
@@ -236,7 +260,10 @@ for kiln_dtype in ["i1", "i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", "ui64
             continue
         got = arr
         want = np.array(expected, dtype=np_type).reshape(2, 3)
-        values = [float(x) for x in want.reshape(-1)]
+        if want.dtype.kind == "c":
+            values = [float(p) for x in want.reshape(-1) for p in (x.real, x.imag)]
+        else:
+            values = [float(x) for x in want.reshape(-1)]
     # Bit-exact: signed zeros and every bit of the largest values.
     if got.tobytes() != want.tobytes():
         fail(case, f"values {got.reshape(-1).tolist()}, expected {want.reshape(-1).tolist()}")

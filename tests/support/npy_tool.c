@@ -4,9 +4,11 @@
  *
  *   kiln_npy_tool write DTYPE PATH   writes a [2,3] tensor of DTYPE (StableHLO name: i1, i8,
  *                                    i16, i32, i64, ui8, ui16, ui32, ui64, f16, bf16, f32,
- *                                    f64) holding the fixed values below
+ *                                    f64, complex<f32>, complex<f64>) holding the fixed
+ *                                    values below
  *   kiln_npy_tool read PATH          prints "DTYPE [d0,d1,...]", then each element in
- *                                    row-major order, one per line, as %.17g
+ *                                    row-major order, one per line, as %.17g (a complex
+ *                                    element: its real part, then its imaginary part)
  *
  * Exits 0 on success, 1 on error (the ctx's message goes to stderr), 2 on bad usage.
  *
@@ -18,6 +20,7 @@
  *   bf16:         -1.5, -0.0, 0.25, 1, 2.5, 3.140625
  *   f32:          -1.5, -0.0, 0.1f, 1, 2.5, FLT_MAX
  *   f64:          -1.5, -0.0, 0.1, 1, 2.5, 1e300
+ *   complex:      the f32 (f64) values as real parts, -(value) * 2 as imaginary parts
  */
 #include <float.h>
 #include <kiln/kiln.h>
@@ -102,6 +105,18 @@ static void fill_values(kiln_dtype dtype, unsigned char *buf) {
             put(buf, i, &v[i], sizeof v[i]);
             break;
         }
+        case KILN_C64: {
+            static const float v[N] = {-1.5f, -0.0f, 0.1f, 1.0f, 2.5f, FLT_MAX / 4};
+            const float c[2] = {v[i], -v[i] * 2};
+            put(buf, i, c, sizeof c);
+            break;
+        }
+        case KILN_C128: {
+            static const double v[N] = {-1.5, -0.0, 0.1, 1.0, 2.5, 1e300};
+            const double c[2] = {v[i], -v[i] * 2};
+            put(buf, i, c, sizeof c);
+            break;
+        }
         default: break;
         }
     }
@@ -120,7 +135,7 @@ static int write_tensor(kiln_ctx *cx, const char *dtype_name, const char *path) 
         kiln_ctx_release(cx);
         return 2;
     }
-    unsigned char buf[N * 8];
+    unsigned char buf[N * 16]; /* the widest: complex<f64> */
     size_t nbytes = N * kiln_dtype_size(dtype);
     fill_values(dtype, buf);
     kiln_tensor *t = kiln_tensor_from_host(cx, dtype, KILN_SHAPE(2, 3), buf, nbytes);
@@ -136,8 +151,15 @@ static int read_tensor(kiln_ctx *cx, const char *path) {
     kiln_shape_format(kiln_tensor_shape(t), shape, sizeof shape);
     printf("%s %s\n", kiln_dtype_name(kiln_tensor_dtype(t)), shape);
     int64_t n = kiln_tensor_numel(t);
-    for (int64_t i = 0; i < n; i++)
-        printf("%.17g\n", kiln_tensor_item(cx, t, i));
+    kiln_dtype dt = kiln_tensor_dtype(t);
+    if (dt == KILN_C64 || dt == KILN_C128) { /* the parts, in memory order */
+        for (int64_t i = 0; i < 2 * n; i++)
+            printf("%.17g\n", dt == KILN_C64 ? (double)((const float *)kiln_tensor_data(t))[i]
+                                              : ((const double *)kiln_tensor_data(t))[i]);
+    } else {
+        for (int64_t i = 0; i < n; i++)
+            printf("%.17g\n", kiln_tensor_item(cx, t, i));
+    }
     if (kiln_ctx_status(cx) != KILN_OK) return fail(cx);
     kiln_ctx_release(cx);
     if (fflush(stdout) != 0) {

@@ -12,6 +12,13 @@
 /* OpenBLAS's own thread-count setter (every flavour has it; cblas.h may not declare it). */
 void openblas_set_num_threads(int num_threads);
 
+/* LAPACK's Cholesky factorization as OpenBLAS exports it (Fortran's: column-major, every
+ * argument by address, the string's hidden length last). */
+void spotrf_(const char *uplo, const int *n, float *a, const int *lda, int *info, size_t len);
+void dpotrf_(const char *uplo, const int *n, double *a, const int *lda, int *info, size_t len);
+void cpotrf_(const char *uplo, const int *n, void *a, const int *lda, int *info, size_t len);
+void zpotrf_(const char *uplo, const int *n, void *a, const int *lda, int *info, size_t len);
+
 /* Every OpenBLAS function kiln calls. */
 #define KILN_BLAS_FUNCTIONS(X) \
     X(cblas_sgemm)             \
@@ -20,6 +27,14 @@ void openblas_set_num_threads(int num_threads);
     X(cblas_zgemm)             \
     X(cblas_sgemv)             \
     X(cblas_dgemv)             \
+    X(cblas_strsm)             \
+    X(cblas_dtrsm)             \
+    X(cblas_ctrsm)             \
+    X(cblas_ztrsm)             \
+    X(spotrf_)                 \
+    X(dpotrf_)                 \
+    X(cpotrf_)                 \
+    X(zpotrf_)                 \
     X(openblas_set_num_threads)
 
 /* The entry points, each named as the function it points to. */

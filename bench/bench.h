@@ -191,6 +191,10 @@ void warm_up_engine(kiln_ctx *cx);
  * --child-cold SUITE/NAME, after only warm_up_engine), the median of several. */
 void emit_compile_cold(bench *b);
 
+void case_cgemm512(bench *b);
+void case_fft_1m(bench *b);
+void case_trsm1024(bench *b);
+void case_cholesky1024(bench *b);
 void case_comptime_sum(bench *b);
 void case_comptime_cos(bench *b);
 void case_comptime_grad_cos(bench *b);

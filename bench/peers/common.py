@@ -138,7 +138,8 @@ class Runner:
         if got.shape != want.shape:
             err, note = float("inf"), f"shape {list(got.shape)}, kiln's {list(want.shape)}"
         else:
-            w64, g64 = want.astype(np.float64), got.astype(np.float64)
+            wide = np.complex128 if np.iscomplexobj(want) else np.float64
+            w64, g64 = want.astype(wide), got.astype(wide)
             scale = max(float(np.max(np.abs(w64))) if w64.size else 0.0, 1e-30)
             err = float(np.max(np.abs(g64 - w64))) / scale if w64.size else 0.0
             if not np.isfinite(err):
@@ -220,7 +221,8 @@ def quick_filter(quick, items, small):
 def call_cases(quick):
     """(suite, case, function key, unit) of every call case of kiln-bench; --quick keeps the
     small ones. Keys: emlx_step, emlx_matmul, emlx_dot, cos, expsin, sum_all, sum_rows,
-    sum_cols, gemm, vgg11, vgg13, vgg16, vgg19 (each peer maps them to its functions)."""
+    sum_cols, gemm, cgemm, fft, trsm, cholesky, vgg11, vgg13, vgg16, vgg19 (each peer maps
+    them to its functions)."""
     out = [("emlx", "scalar f32[10,10]", "emlx_step", "us"),
            ("emlx", "matmul f32[10,10]", "emlx_matmul", "us")]
     out += [("emlx", f"dot f32[{n},{n}]", "emlx_dot", "us" if n < 1000 else "ms")
@@ -233,6 +235,11 @@ def call_cases(quick):
     out += [("reduction", "sum rows %dx%d" % REDUCE_SMALL_SHAPE, "sum_rows", "us")]
     out += [("loop", "heat 1000 steps f32[4096]", "heat", "ms")]
     out += [("gemm", f"f32 {n}", "gemm", "ms") for n in quick_filter(quick, GEMM, [64, 256])]
+    if not quick:
+        out += [("linalg", "cgemm complex<f32> 512", "cgemm", "ms"),
+                ("linalg", "fft complex<f32> 2^20", "fft", "ms"),
+                ("linalg", "triangular_solve f32 1024", "trsm", "ms"),
+                ("linalg", "cholesky f32 1024", "cholesky", "ms")]
     out += [("vgg", "VGG11 %dx%dx%dx%d" % s, "vgg11", "ms") for s in quick_filter(quick, VGG, [])]
     out += [("vgg", f"VGG{d} 1x3x224x224", f"vgg{d}", "ms")
             for d in quick_filter(quick, VGG_DEEPER, [])]
@@ -268,7 +275,8 @@ def emlx_dot(x, y):
 # Relative tolerances of the checks per suite (f32; f64 results: 1e-10): summation orders
 # and oneDNN's / XLA's convolution algorithms differ from kiln's, wrong results differ by
 # far more.
-TOLERANCE = {"vgg": 2e-3, "reduction": 1e-4, "gemm": 1e-4, "emlx": 1e-4, "elementwise": 1e-5}
+TOLERANCE = {"vgg": 2e-3, "reduction": 1e-4, "gemm": 1e-4, "emlx": 1e-4, "elementwise": 1e-5,
+             "linalg": 1e-4}
 
 
 def case_stem(suite, case):

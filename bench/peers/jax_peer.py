@@ -33,6 +33,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
+import jax.scipy.linalg  # noqa: E402
 import numpy as np  # noqa: E402
 from jax import lax  # noqa: E402
 
@@ -158,7 +159,9 @@ FUNCS = {"heat": heat, "emlx_step": common.emlx_step, "emlx_matmul": common.emlx
          "emlx_dot": common.emlx_dot, "cos": jnp.cos, "expsin": expsin,
          "sum_all": lambda m: jnp.sum(m), "sum_rows": lambda m: jnp.sum(m, axis=1),
          "sum_cols": lambda m: jnp.sum(m, axis=0), "gemm": jnp.matmul, "vgg11": vgg_forward,
-         "vgg13": vgg_forward, "vgg16": vgg_forward, "vgg19": vgg_forward}
+         "vgg13": vgg_forward, "vgg16": vgg_forward, "vgg19": vgg_forward,
+         "cgemm": jnp.matmul, "fft": jnp.fft.fft, "cholesky": jnp.linalg.cholesky,
+         "trsm": lambda a, b: jax.scipy.linalg.solve_triangular(a, b, lower=True)}
 for suite, name, key, unit in common.call_cases(args.quick):
     call_case(suite, name, FUNCS[key], unit, max_reps=21 if key.startswith("vgg") else None)
 

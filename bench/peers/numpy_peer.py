@@ -17,6 +17,7 @@ args = common.parse_args(__doc__.splitlines()[0])
 common.pin_threads(args.threads)
 
 import numpy as np  # noqa: E402
+import scipy.linalg  # noqa: E402
 
 r = common.Runner(args, "numpy")
 
@@ -34,7 +35,13 @@ def heat(u):  # a Python loop of vectorized steps, as numpy users write a simula
 FUNCS = {"heat": heat, "emlx_step": common.emlx_step, "emlx_matmul": common.emlx_matmul,
          "emlx_dot": common.emlx_dot, "cos": np.cos, "expsin": expsin,
          "sum_all": lambda m: m.sum(), "sum_rows": lambda m: m.sum(axis=1),
-         "sum_cols": lambda m: m.sum(axis=0), "gemm": np.matmul}  # no VGG in numpy
+         "sum_cols": lambda m: m.sum(axis=0), "gemm": np.matmul, "cgemm": np.matmul,
+         "fft": np.fft.fft, "cholesky": np.linalg.cholesky}  # no VGG in numpy
+# scipy's LAPACK wrappers (what scipy users call), without the finiteness check kiln does
+# not make either
+SCIPY = {"trsm": lambda a, b: scipy.linalg.solve_triangular(a, b, lower=True,
+                                                             check_finite=False),
+         "cholesky": lambda a: scipy.linalg.cholesky(a, lower=True, check_finite=False)}
 
 
 def case(suite, name, fn, unit):
@@ -64,3 +71,8 @@ def peak_mem(suite, name, fn, xs):
 for suite, name, key, unit in common.call_cases(args.quick):
     if key in FUNCS:
         case(suite, name, FUNCS[key], unit)
+    if key in SCIPY:
+        xs = r.inputs(suite, name)
+        if xs is not None:
+            r.check(suite, name, SCIPY[key](*xs), impl="scipy")
+            r.time(suite, name, lambda: SCIPY[key](*xs), unit, impl="scipy")

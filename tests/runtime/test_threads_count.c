@@ -203,7 +203,7 @@ static kiln_tensor *random_tensor(kiln_ctx *cx, kiln_dtype dt, kiln_shape s) {
     return t;
 }
 
-#define N_CASES 26
+#define N_CASES 28
 
 /* Runs every threaded kernel on fixed random inputs; results into out[]. */
 static void run_all(kiln_ctx *cx, kiln_tensor **out) {
@@ -344,6 +344,27 @@ static void run_all(kiln_ctx *cx, kiln_tensor **out) {
     kiln_tensor *bigd = random_tensor(cx, KILN_F64, KILN_SHAPE(2, 8, 30, 30));
     kiln_tensor *zd = kiln_scalar(cx, 0, KILN_F64);
     cr_assert_eq(kiln_reduce_window(cx, &bigd, &zd, 1, &ap, kiln_region_add(), &out[k++]), KILN_OK);
+    /* triangular_solve and cholesky (OpenBLAS's trsm and potrf, whose own threads follow
+     * kiln's count) at sizes where they block and thread */
+    enum { S = 600 };
+    kiln_tensor *sq = random_tensor(cx, KILN_F64, KILN_SHAPE(S, S));
+    const double *q = kiln_tensor_data(sq);
+    double *h = malloc(sizeof(double) * S * S); /* q q^T + S I: positive definite */
+    cr_assert_not_null(h);
+    for (int i = 0; i < S; i++)
+        for (int j = 0; j < S; j++) {
+            double acc = i == j ? S : 0;
+            for (int p = 0; p < S; p++)
+                acc += q[i * S + p] * q[j * S + p];
+            h[i * S + j] = acc;
+        }
+    kiln_tensor *spd =
+        kiln_tensor_from_host(cx, KILN_F64, KILN_SHAPE(S, S), h, sizeof(double) * S * S);
+    free(h);
+    kiln_tensor *l = kiln_cholesky(cx, spd, true);
+    out[k++] = l;
+    out[k++] = kiln_triangular_solve(cx, l, random_tensor(cx, KILN_F64, KILN_SHAPE(S, 260)), true,
+                                     true, false, KILN_TRANSPOSE_NONE);
     cr_assert_eq(k, N_CASES);
     expect_ok(cx);
 }

@@ -310,7 +310,16 @@ bool kiln__text_check_op(parser *p, size_t pos, const char *name, size_t len, bo
 bool kiln__text_op_line(parser *p, kiln__block *b);
 bool kiln__text_operands(parser *p, kiln__value **out, int32_t *n, int32_t cap);
 
-/* ---- custom_call and composite (text_custom_call.c) ---------------------------------------------------- */
+/* ---- chlo (text_chlo.c) ------------------------------------------------------------------ */
+
+/* A chlo op after its name (id, len; generic: it was quoted), read as StableHLO's
+ * decomposition of it: the ops appended to b, the result defined under the line's names. */
+bool kiln__text_chlo(parser *p, kiln__block *b, size_t pos, bool generic, const char *id,
+                     size_t len, const char *const *names, const size_t *lens,
+                     const size_t *name_pos, int32_t n_names);
+
+/* ---- custom_call and composite (text_custom_call.c)
+ * ---------------------------------------------------- */
 
 /* stablehlo.custom_call after its name (generic: the quoted form; else the pretty form,
  * whose @target, as written, is target): its operands, its type into s and its record

@@ -1340,6 +1340,9 @@ static bool op_line(parser *p, kiln__block *b) {
             } else if (generic && span_is(id, len, "stablehlo.dot")) {
                 o->kind = KILN_OP_DOT_GENERAL;
                 ok = generic_op(p, o) && dot_as_dot_general(p, o) && append_op(p, b, o, l);
+            } else if (len > 5 && memcmp(id, "chlo.", 5) == 0) {
+                ok = kiln__text_chlo(p, b, o->pos, generic, id, len, l->names, l->lens, l->pos,
+                                     l->n_names);
             } else if (len > 6 && memcmp(id, "check.", 6) == 0) {
                 if (l->count >= 0)
                     ok = kiln__text_error(p, o->pos, "check ops have no results");

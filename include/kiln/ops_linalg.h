@@ -120,7 +120,8 @@ typedef enum kiln_solve_transpose {
  * ones with unit_diagonal; b is [..., M, N] (left) or [..., N, M], the leading dimensions
  * a batch shared with a. f32, f64, complex: OpenBLAS's trsm in the operand's type (as
  * scipy and XLA compute it); without OpenBLAS, kiln's substitution in double, rounded once.
- * A singular matrix gives infinities or NaN, as the division does. */
+ * A singular matrix gives infinities or NaN, as the division does. Differentiable (real
+ * floats): kiln_grad and kiln_jvp reach a and b. */
 KILN_API kiln_tensor *kiln_triangular_solve(kiln_ctx *cx, kiln_tensor *a, kiln_tensor *b,
                                             bool left_side, bool lower, bool unit_diagonal,
                                             kiln_solve_transpose transpose_a);
@@ -130,7 +131,8 @@ KILN_API kiln_tensor *kiln_triangular_solve(kiln_ctx *cx, kiln_tensor *a, kiln_t
  * result is zero. A matrix that is not positive-definite gives NaN from the first pivot
  * that is not positive on. f32, f64, complex: LAPACK's potrf (OpenBLAS's) in the operand's
  * type; without OpenBLAS, and for a matrix potrf refuses, kiln's loops in double, rounded
- * once. */
+ * once. Differentiable (real floats), as JAX differentiates it: the gradient reaches the
+ * triangle that is read. */
 KILN_API kiln_tensor *kiln_cholesky(kiln_ctx *cx, kiln_tensor *a, bool lower);
 
 #ifdef __cplusplus

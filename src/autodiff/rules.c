@@ -108,12 +108,13 @@ const kiln__jvp_rule kiln__jvp_rules[KILN_OP_COUNT] = {
 extern const char kiln__rules_elementwise_linked, kiln__rules_movement_linked,
     kiln__rules_reduce_linked, kiln__rules_control_linked, kiln__rules_linalg_linked,
     kiln__rules_indexing_linked, kiln__rules_window_linked, kiln__rules_sort_linked,
-    kiln__rules_collective_linked;
+    kiln__rules_collective_linked, kiln__rules_solve_linked;
 extern const char *const kiln__rules_linked[];
 const char *const kiln__rules_linked[] = {
     &kiln__rules_elementwise_linked, &kiln__rules_movement_linked, &kiln__rules_reduce_linked,
     &kiln__rules_control_linked,     &kiln__rules_linalg_linked,   &kiln__rules_indexing_linked,
-    &kiln__rules_window_linked,      &kiln__rules_sort_linked,     &kiln__rules_collective_linked};
+    &kiln__rules_window_linked,      &kiln__rules_sort_linked,     &kiln__rules_collective_linked,
+    &kiln__rules_solve_linked};
 
 bool kiln__ad_rule_is_default(kiln_op kind, bool reverse) {
     if (kind < 0 || kind >= KILN_OP_COUNT) return true;

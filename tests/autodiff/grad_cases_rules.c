@@ -60,6 +60,48 @@ static kiln_tensor *spread(kiln_ctx *cx, kiln_tensor *x) {
     return kiln_add(cx, kiln_multiply(cx, x, kiln_scalar(cx, 0.05, KILN_F64)), offsets);
 }
 
+/* ---- triangular_solve and cholesky ------------------------------------------------------- */
+
+/* x + k I over x's last two dimensions (x [..., n, n]): away from singular. */
+static kiln_tensor *plus_diagonal(kiln_ctx *cx, kiln_tensor *x, double k) {
+    const kiln_shape *s = kiln_tensor_shape(x);
+    int64_t n = s->dims[s->rank - 1];
+    double eye[16 * 16] = {0};
+    for (int64_t i = 0; i < n && n <= 16; i++)
+        eye[i * n + i] = k;
+    kiln_tensor *d =
+        kiln_tensor_from_host(cx, KILN_F64, KILN_SHAPE(n, n), eye, (size_t)(n * n) * sizeof *eye);
+    return kiln_add(cx, x, kiln_broadcast_to(cx, d, *s));
+}
+
+typedef struct {
+    bool left, lower, unit;
+    kiln_solve_transpose transpose;
+} solve_case;
+
+static kiln_status solve_fn(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *user) {
+    const solve_case *c = user;
+    out[0] = kiln_triangular_solve(cx, plus_diagonal(cx, in[0], 4), in[1], c->left, c->lower,
+                                   c->unit, c->transpose);
+    return done(cx);
+}
+static const solve_case solve_left_lower = {true, true, false, KILN_TRANSPOSE_NONE};
+static const solve_case solve_left_upper_t = {true, false, false, KILN_TRANSPOSE_T};
+static const solve_case solve_right_lower_t_unit = {false, true, true, KILN_TRANSPOSE_T};
+static const solve_case solve_right_upper = {false, false, false, KILN_TRANSPOSE_NONE};
+
+/* cholesky of x + 5 I (only the triangle read matters), or of x x^T + 3 I (the matrix a
+ * user factors) */
+static kiln_status cholesky_fn(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out,
+                               void *user) {
+    const int *which = user; /* 0: lower, 1: upper, 2: lower of x x^T + 3 I */
+    kiln_tensor *a = in[0];
+    if (*which == 2) a = kiln_matmul(cx, a, kiln_transpose(cx, a, KILN_DIMS(1, 0)));
+    out[0] = kiln_cholesky(cx, plus_diagonal(cx, a, *which == 2 ? 3 : 5), *which != 1);
+    return done(cx);
+}
+static const int chol_which[3] = {0, 1, 2};
+
 /* ---- dot_general ------------------------------------------------------------------------ */
 
 static kiln_status dot_fn(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *user) {
@@ -524,6 +566,19 @@ const grad_case kiln_test_cases_rules[] = {
     CASE("dot_general f64 x f32 operands to f64", DOT_GENERAL, 1, dot_mixed_fn, NULL,
          F64(-1, 1, 3, 4),
          {.dtype = KILN_F32, .shape = SHAPE(4, 2), .lo = -1, .hi = 1, .fixed = true}),
+    /* triangular_solve, cholesky */
+    CASE("triangular_solve left lower", TRIANGULAR_SOLVE, 1, solve_fn, &solve_left_lower,
+         F64(-1, 1, 3, 3), F64(-1, 1, 3, 4)),
+    CASE("triangular_solve left upper transposed, batched", TRIANGULAR_SOLVE, 1, solve_fn,
+         &solve_left_upper_t, F64(-1, 1, 2, 3, 3), F64(-1, 1, 2, 3, 2)),
+    CASE("triangular_solve right lower transposed unit", TRIANGULAR_SOLVE, 1, solve_fn,
+         &solve_right_lower_t_unit, F64(-1, 1, 3, 3), F64(-1, 1, 4, 3)),
+    CASE("triangular_solve right upper", TRIANGULAR_SOLVE, 1, solve_fn, &solve_right_upper,
+         F64(-1, 1, 4, 4), F64(-1, 1, 2, 4)),
+    CASE("cholesky lower", CHOLESKY, 1, cholesky_fn, &chol_which[0], F64(-0.5, 0.5, 3, 3)),
+    CASE("cholesky upper, batched", CHOLESKY, 1, cholesky_fn, &chol_which[1],
+         F64(-0.5, 0.5, 2, 3, 3)),
+    CASE("cholesky of x x^T + 3 I", CHOLESKY, 1, cholesky_fn, &chol_which[2], F64(-1, 1, 3, 3)),
     /* convolution */
     CASE("convolution NCHW", CONVOLUTION, 1, conv_fn, &conv_plain, F64(-1, 1, 2, 3, 5, 5),
          F64(-1, 1, 4, 3, 3, 3)),

@@ -354,8 +354,8 @@ static void run_all(kiln_ctx *cx, kiln_tensor **out) {
     for (int i = 0; i < S; i++)
         for (int j = 0; j < S; j++) {
             double acc = i == j ? S : 0;
-            for (int p = 0; p < S; p++)
-                acc += q[i * S + p] * q[j * S + p];
+            for (int c = 0; c < S; c++)
+                acc += q[i * S + c] * q[j * S + c];
             h[i * S + j] = acc;
         }
     kiln_tensor *spd =

@@ -172,7 +172,7 @@ Test(dynamic, shape_operands_known_when_run_in_every_backend) {
 /* Values that disagree with the declared result types are refused when the op runs, naming
  * the op and the operand, in every backend; the executable and the arguments stay good. */
 Test(dynamic, values_that_disagree_with_the_types_are_refused_when_run) {
-    static const struct {
+    const struct {
         arg_values arg;
         const char *fragment;
     } bad[] = {

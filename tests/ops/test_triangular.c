@@ -40,10 +40,10 @@ Test(triangular, solve_every_form_and_multiply_back) {
         bool cplx = kiln_dtype_is_complex(dt);
         double tol = kiln_dtype_component(dt) == KILN_F32 ? 1e-5 : 1e-13;
         kiln_scope_begin(cx);
-        kiln_tensor *a = complex_tensor(cx, KILN_C128, KILN_SHAPE(BATCH, M, M), are, aim,
-                                        BATCH * M * M);
-        kiln_tensor *bl = complex_tensor(cx, KILN_C128, KILN_SHAPE(BATCH, M, N), bre, bim,
-                                         BATCH * M * N);
+        kiln_tensor *a =
+            complex_tensor(cx, KILN_C128, KILN_SHAPE(BATCH, M, M), are, aim, BATCH * M * M);
+        kiln_tensor *bl =
+            complex_tensor(cx, KILN_C128, KILN_SHAPE(BATCH, M, N), bre, bim, BATCH * M * N);
         kiln_tensor *br = kiln_reshape(cx, bl, KILN_SHAPE(BATCH, N, M));
         a = cplx ? kiln_convert(cx, a, dt) : kiln_convert(cx, kiln_real(cx, a), dt);
         bl = cplx ? kiln_convert(cx, bl, dt) : kiln_convert(cx, kiln_real(cx, bl), dt);
@@ -73,8 +73,7 @@ Test(triangular, solve_every_form_and_multiply_back) {
                                   "%s left %d lower %d unit %d transpose %d: [%lld, %lld] "
                                   "gives %g%+gi for %g%+gi",
                                   kiln_dtype_name(dt), left, lower, unit, (int)t, (long long)i,
-                                  (long long)j, creal(acc), cimag(acc), creal(want),
-                                  cimag(want));
+                                  (long long)j, creal(acc), cimag(acc), creal(want), cimag(want));
                     }
             }
         }
@@ -159,8 +158,7 @@ Test(triangular, prints_reads_back_and_compiles) {
     cr_assert_eq(kiln_lower(cx, &fn, spec, 2, 2, NULL, &m), KILN_OK, "%s",
                  kiln_ctx_error_message(cx));
     char *text = kiln_module_to_string(cx, m);
-    cr_assert(strstr(text, "stablehlo.cholesky %arg0, lower = true : tensor<3x3xf32>"), "%s",
-              text);
+    cr_assert(strstr(text, "stablehlo.cholesky %arg0, lower = true : tensor<3x3xf32>"), "%s", text);
     cr_assert(strstr(text, "\"stablehlo.triangular_solve\"(%0, %arg1) <{left_side = true, "
                            "lower = true, transpose_a = #stablehlo<transpose TRANSPOSE>, "
                            "unit_diagonal = false}>"),
@@ -177,15 +175,15 @@ Test(triangular, prints_reads_back_and_compiles) {
     cr_assert_eq(kiln_module_parse(cx, upper, strlen(upper), NULL, &u), KILN_OK, "%s",
                  kiln_ctx_error_message(cx));
     char *utext = kiln_module_to_string(cx, u);
-    cr_assert(strstr(utext, "stablehlo.cholesky %arg0 : tensor<2x2xf64>"), "lower = false is "
-                                                                           "left out: %s",
+    cr_assert(strstr(utext, "stablehlo.cholesky %arg0 : tensor<2x2xf64>"),
+              "lower = false is "
+              "left out: %s",
               utext);
     const float av[9] = {4, 1, 0, 1, 5, 1, 0, 1, 6}, bv[6] = {1, 2, 3, 4, 5, 6};
     kiln_tensor *in[2] = {kiln_tensor_from_host(cx, KILN_F32, KILN_SHAPE(3, 3), av, sizeof av),
                           kiln_tensor_from_host(cx, KILN_F32, KILN_SHAPE(3, 2), bv, sizeof bv)};
     kiln_tensor *eager[2], *compiled[2];
-    cr_assert_eq(solve_and_factor(cx, in, eager, NULL), KILN_OK, "%s",
-                 kiln_ctx_error_message(cx));
+    cr_assert_eq(solve_and_factor(cx, in, eager, NULL), KILN_OK, "%s", kiln_ctx_error_message(cx));
     kiln_exe *exe = NULL;
     cr_assert_eq(kiln_compile(cx, again, NULL, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
     cr_assert_eq(kiln_exe_call_n(cx, exe, in, 2, compiled, 2), KILN_OK, "%s",
@@ -229,5 +227,55 @@ Test(triangular, inference_names_what_is_wrong) {
                  "dtype");
     cr_assert_null(kiln_cholesky(cx, NULL, true));
     expect_error(cx, KILN_INVALID_ARGUMENT, "kiln_cholesky");
+    kiln_ctx_release(cx);
+}
+
+/* Orders where potrf blocks (300, 600), both triangles, both real types: the factor
+ * multiplies back to the matrix, its other triangle zero. */
+Test(triangular, large_cholesky_factors_multiply_back) {
+    kiln_ctx *cx = test_ctx();
+    const int64_t sizes[] = {300, 600};
+    for (size_t si = 0; si < 2; si++) {
+        int64_t n = sizes[si];
+        double *h = malloc(sizeof(double) * (size_t)(n * n));
+        cr_assert_not_null(h);
+        uint64_t r = 12345;
+        for (int64_t i = 0; i < n; i++) /* symmetric, diagonally dominant */
+            for (int64_t j = 0; j <= i; j++) {
+                r = r * 6364136223846793005ull + 1442695040888963407ull;
+                double v = (double)(r >> 11) / 9007199254740992.0 - 0.5;
+                h[i * n + j] = h[j * n + i] = i == j ? (double)n : v;
+            }
+        const kiln_dtype dts[] = {KILN_F32, KILN_F64};
+        for (int d = 0; d < 2; d++)
+            for (int lower = 0; lower < 2; lower++) {
+                kiln_tensor *a =
+                    kiln_convert(cx,
+                                 kiln_tensor_from_host(cx, KILN_F64, KILN_SHAPE(n, n), h,
+                                                       sizeof(double) * (size_t)(n * n)),
+                                 dts[d]);
+                kiln_tensor *f = kiln_convert(cx, kiln_cholesky(cx, a, lower), KILN_F64);
+                cr_assert_not_null(f, "%s", kiln_ctx_error_message(cx));
+                const double *l = kiln_tensor_data(f);
+                double worst = 0;
+                for (int64_t i = 0; i < n; i++)
+                    for (int64_t j = 0; j < n; j++) {
+                        if (lower ? j > i : j < i)
+                            cr_assert(l[i * n + j] == 0, "n %lld: the other triangle is 0",
+                                      (long long)n);
+                        double acc = 0; /* (L L^T)[i][j] or (U^T U)[i][j] */
+                        for (int64_t q = 0; q < n; q++)
+                            acc +=
+                                lower ? l[i * n + q] * l[j * n + q] : l[q * n + i] * l[q * n + j];
+                        double err = fabs(acc - h[i * n + j]);
+                        worst = err > worst ? err : worst;
+                    }
+                double tol = (dts[d] == KILN_F32 ? 1e-5 : 1e-12) * (double)n;
+                cr_assert(worst <= tol, "%s n %lld lower %d: |LL^T - A| = %g",
+                          kiln_dtype_name(dts[d]), (long long)n, lower, worst);
+            }
+        free(h);
+    }
+    expect_ok(cx);
     kiln_ctx_release(cx);
 }

@@ -6,24 +6,24 @@
 
 #include <string.h>
 
-/* Shape operand i: an integer tensor of rank 1 with `n` elements (rows = 0), or of shape
- * [rows, 2] (a convolution's padding). */
+/* Shape operand i: an integer tensor of shape [n], or [n, 2] with `pairs` (a convolution's
+ * padding). */
 static kiln_status check_shape_operand(kiln_ctx *cx, const kiln__attrs *a,
                                        const kiln__type *operands, int i, const char *name,
-                                       int64_t n, int64_t rows) {
+                                       int64_t n, bool pairs) {
     const kiln__type *t = &operands[i];
     char have[KILN__TYPE_TEXT];
     bool ok = kiln_dtype_is_integer(t->dtype) && t->dtype != KILN_BOOL;
-    if (rows > 0)
-        ok = ok && t->shape.rank == 2 && t->shape.dims[0] == rows && t->shape.dims[1] == 2;
+    if (pairs)
+        ok = ok && t->shape.rank == 2 && t->shape.dims[0] == n && t->shape.dims[1] == 2;
     else
         ok = ok && t->shape.rank == 1 && t->shape.dims[0] == n;
     if (ok) return KILN_OK;
-    if (rows > 0)
+    if (pairs)
         return kiln__infer_error(cx, a,
                                  "operand %d (%s) is %s; expected an integer tensor of "
                                  "shape [%lld,2]",
-                                 i + 1, name, kiln__type_text(t, have), (long long)rows);
+                                 i + 1, name, kiln__type_text(t, have), (long long)n);
     return kiln__infer_error(cx, a,
                              "operand %d (%s) is %s; expected an integer tensor of shape "
                              "[%lld]",
@@ -49,7 +49,7 @@ KILN__INFER(DYNAMIC_IOTA) {
     kiln_status s = check_declared(cx, attrs, &attrs->u.iota.shape);
     if (s == KILN_OK)
         s = check_shape_operand(cx, attrs, operands, 0, "output_shape", attrs->u.iota.shape.rank,
-                                0);
+                                false);
     if (s != KILN_OK) return s;
     (void)n_operands;
     return kiln__infer_IOTA(cx, attrs, NULL, 0, results, n_results);
@@ -62,7 +62,7 @@ KILN__INFER(DYNAMIC_BROADCAST_IN_DIM) {
     const kiln_shape *shape = &attrs->u.dynamic_broadcast.shape;
     kiln_status s = check_declared(cx, attrs, shape);
     if (s == KILN_OK)
-        s = check_shape_operand(cx, attrs, operands, 1, "output_dimensions", shape->rank, 0);
+        s = check_shape_operand(cx, attrs, operands, 1, "output_dimensions", shape->rank, false);
     if (s != KILN_OK) return s;
     const kiln_dims *ex = &attrs->u.dynamic_broadcast.expanding;
     const kiln_dims *nx = &attrs->u.dynamic_broadcast.nonexpanding;
@@ -90,7 +90,8 @@ KILN__INFER(DYNAMIC_RESHAPE) {
     (void)n_operands;
     kiln_status s = check_declared(cx, attrs, &attrs->u.reshape);
     if (s == KILN_OK)
-        s = check_shape_operand(cx, attrs, operands, 1, "output_shape", attrs->u.reshape.rank, 0);
+        s = check_shape_operand(cx, attrs, operands, 1, "output_shape", attrs->u.reshape.rank,
+                                false);
     if (s != KILN_OK) return s;
     return kiln__infer_RESHAPE(cx, attrs, operands, 1, results, n_results);
 }
@@ -110,7 +111,7 @@ KILN__INFER(DYNAMIC_PAD) {
     static const char *const names[] = {"edge_padding_low", "edge_padding_high",
                                         "interior_padding"};
     for (int i = 0; i < 3; i++)
-        if ((s = check_shape_operand(cx, attrs, operands, 2 + i, names[i], x->shape.rank, 0)))
+        if ((s = check_shape_operand(cx, attrs, operands, 2 + i, names[i], x->shape.rank, false)))
             return s;
     if (shape->rank != x->shape.rank) {
         char b[KILN__SHAPE_TEXT];
@@ -127,7 +128,7 @@ KILN__INFER(DYNAMIC_PAD) {
 KILN__INFER(DYNAMIC_GATHER) {
     (void)n_operands;
     kiln_status s =
-        check_shape_operand(cx, attrs, operands, 2, "slice_sizes", operands[0].shape.rank, 0);
+        check_shape_operand(cx, attrs, operands, 2, "slice_sizes", operands[0].shape.rank, false);
     if (s != KILN_OK) return s;
     return kiln__infer_GATHER(cx, attrs, operands, 2, results, n_results);
 }
@@ -159,7 +160,7 @@ KILN__INFER(DYNAMIC_CONV) {
     const kiln_shape *shape = &attrs->u.dynamic_conv.shape;
     int32_t S = p->input_spatial_dimensions.count;
     kiln_status s = check_declared(cx, attrs, shape);
-    if (s == KILN_OK) s = check_shape_operand(cx, attrs, operands, 2, "padding", S, S ? S : 1);
+    if (s == KILN_OK) s = check_shape_operand(cx, attrs, operands, 2, "padding", S, true);
     if (s != KILN_OK) return s;
     kiln__attrs c;
     memset(&c, 0, sizeof c);

@@ -41,18 +41,6 @@ static const char scale_program[] =
     "  %z = stablehlo.add %y, %y : tensor<4xf32>\n"
     "  return %z : tensor<4xf32>\n}\n";
 
-static kiln_status compile_text(kiln_ctx *cx, const char *text, const char *backend,
-                                kiln_exe **exe) {
-    kiln_module *m = NULL;
-    cr_assert_eq(kiln_module_parse(cx, text, strlen(text), NULL, &m), KILN_OK, "%s",
-                 kiln_ctx_error_message(cx));
-    kiln_compile_options o = kiln_compile_options_default();
-    o.backend = backend;
-    kiln_status s = kiln_compile(cx, m, &o, exe);
-    kiln_module_release(m);
-    return s;
-}
-
 static kiln_status call1(kiln_ctx *cx, kiln_exe *exe, float *y) {
     const float x[4] = {1, -2, 0.5f, 4};
     kiln_tensor *arg = kiln_tensor_from_host(cx, KILN_F32, KILN_SHAPE(4), x, sizeof x);
@@ -73,8 +61,8 @@ Test(custom_calls, a_registered_function_runs_in_every_backend) {
     cr_assert(kiln_custom_call_is_registered("kiln.test.scale"));
     for (int b = 0; b < nb; b++) {
         kiln_exe *exe = NULL;
-        cr_assert_eq(compile_text(cx, scale_program, backends[b], &exe), KILN_OK, "%s: %s",
-                     backends[b], kiln_ctx_error_message(cx));
+        cr_assert_eq(test_compile_text(cx, scale_program, backends[b], true, &exe), KILN_OK,
+                     "%s: %s", backends[b], kiln_ctx_error_message(cx));
         float y[4];
         int before = atomic_load(&c.calls);
         cr_assert_eq(call1(cx, exe, y), KILN_OK, "%s: %s", backends[b], kiln_ctx_error_message(cx));
@@ -115,7 +103,8 @@ Test(custom_calls, a_string_backend_config_and_the_calls_own_attributes) {
         "  return %y : tensor<4xf32>\n}\n";
     cr_assert_eq(kiln_custom_call_register(cx, "kiln.test.cfg", configured, NULL), KILN_OK);
     kiln_exe *exe = NULL;
-    cr_assert_eq(compile_text(cx, text, NULL, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    cr_assert_eq(test_compile_text(cx, text, NULL, true, &exe), KILN_OK, "%s",
+                 kiln_ctx_error_message(cx));
     float y[4];
     cr_assert_eq(call1(cx, exe, y), KILN_OK, "%s", kiln_ctx_error_message(cx));
     cr_assert(y[0] == 7 && y[3] == 7);
@@ -147,7 +136,7 @@ Test(custom_calls, side_effects_keep_a_call_whose_result_is_unused) {
     int nb = test_backends(backends, TEST_MAX_BACKENDS);
     for (int b = 0; b < nb; b++) {
         kiln_exe *exe = NULL;
-        cr_assert_eq(compile_text(cx, text, backends[b], &exe), KILN_OK, "%s",
+        cr_assert_eq(test_compile_text(cx, text, backends[b], true, &exe), KILN_OK, "%s",
                      kiln_ctx_error_message(cx));
         int before = atomic_load(&c.calls);
         cr_assert_eq(call1(cx, exe, NULL), KILN_OK, "%s", kiln_ctx_error_message(cx));
@@ -179,13 +168,13 @@ Test(custom_calls, every_error_names_the_target) {
     counter c = {0};
     /* not registered: refused at compile time */
     kiln_exe *exe = NULL;
-    cr_assert_neq(compile_text(cx, scale_program, NULL, &exe), KILN_OK);
+    cr_assert_neq(test_compile_text(cx, scale_program, NULL, true, &exe), KILN_OK);
     expect_error(cx, KILN_UNIMPLEMENTED,
                  "backend 'cpu' cannot run stablehlo.custom_call @kiln.test.scale (@main, op 0): "
                  "no function is registered for the target (kiln_custom_call_register)");
     /* unregistered after compiling: refused when run, and the executable stays good */
     cr_assert_eq(kiln_custom_call_register(cx, "kiln.test.scale", scale, &c), KILN_OK);
-    cr_assert_eq(compile_text(cx, scale_program, NULL, &exe), KILN_OK);
+    cr_assert_eq(test_compile_text(cx, scale_program, NULL, true, &exe), KILN_OK);
     cr_assert_eq(kiln_custom_call_unregister(cx, "kiln.test.scale"), KILN_OK);
     cr_assert_neq(call1(cx, exe, NULL), KILN_OK);
     expect_error(cx, KILN_UNIMPLEMENTED,
@@ -214,7 +203,7 @@ Test(custom_calls, every_error_names_the_target) {
         "  return %y : tensor<4xf32>\n}\n";
     cr_assert_eq(kiln_custom_call_register(cx, "kiln.test.fail", fails_with_message, NULL),
                  KILN_OK);
-    cr_assert_eq(compile_text(cx, fails, NULL, &exe), KILN_OK);
+    cr_assert_eq(test_compile_text(cx, fails, NULL, true, &exe), KILN_OK);
     cr_assert_neq(call1(cx, exe, NULL), KILN_OK);
     expect_error(cx, KILN_FAILED_PRECONDITION,
                  "stablehlo.custom_call @kiln.test.fail: the matrix is singular");
@@ -277,7 +266,8 @@ Test(custom_calls, attribute_accessors_refuse_what_does_not_fit) {
         "  return %y : tensor<4xf32>\n}\n";
     cr_assert_eq(kiln_custom_call_register(cx, "kiln.test.attrs", bad_attrs, NULL), KILN_OK);
     kiln_exe *exe = NULL;
-    cr_assert_eq(compile_text(cx, text, NULL, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    cr_assert_eq(test_compile_text(cx, text, NULL, true, &exe), KILN_OK, "%s",
+                 kiln_ctx_error_message(cx));
     cr_assert_eq(call1(cx, exe, NULL), KILN_OK, "%s", kiln_ctx_error_message(cx));
     kiln_exe_release(exe);
     kiln_custom_call_unregister(cx, "kiln.test.attrs");

@@ -67,14 +67,9 @@ Test(chlo, mulhi_is_the_high_half_of_each_product_for_every_integer_type) {
                  N, t->name, N, t->name, N, t->name, N, t->name, N, t->name, N, t->name, N,
                  t->name);
         for (int be = 0; be < nb; be++) {
-            kiln_module *m = NULL;
-            cr_assert_eq(kiln_module_parse(cx, text, strlen(text), NULL, &m), KILN_OK, "%s: %s",
-                         t->name, kiln_ctx_error_message(cx));
-            kiln_compile_options o = kiln_compile_options_default();
-            o.backend = backends[be];
             kiln_exe *exe = NULL;
-            cr_assert_eq(kiln_compile(cx, m, &o, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
-            kiln_module_release(m);
+            cr_assert_eq(test_compile_text(cx, text, backends[be], true, &exe), KILN_OK, "%s: %s",
+                         t->name, kiln_ctx_error_message(cx));
             kiln_tensor *args[2] = {kiln_tensor_from_host(cx, t->dtype, KILN_SHAPE(N), a, N * es),
                                     kiln_tensor_from_host(cx, t->dtype, KILN_SHAPE(N), b, N * es)};
             kiln_tensor *r = NULL;

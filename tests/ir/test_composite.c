@@ -21,16 +21,9 @@ static const char program[] =
     "  return %1 : tensor<3xi64>\n"
     "}\n";
 
-static kiln_module *parse_ok(kiln_ctx *cx, const char *text) {
-    kiln_module *m = NULL;
-    cr_assert_eq(kiln_module_parse(cx, text, strlen(text), NULL, &m), KILN_OK, "%s",
-                 kiln_ctx_error_message(cx));
-    return m;
-}
-
 Test(composite, prints_in_the_pretty_form_and_reads_back) {
     kiln_ctx *cx = test_ctx();
-    kiln_module *m = parse_ok(cx, program);
+    kiln_module *m = test_parse(cx, program);
     char *printed = kiln_module_to_string(cx, m);
     cr_assert_not_null(printed, "%s", kiln_ctx_error_message(cx));
     cr_assert(strstr(printed, "stablehlo.composite \"my.add_n\" %arg0 {composite_attributes = "
@@ -39,7 +32,7 @@ Test(composite, prints_in_the_pretty_form_and_reads_back) {
               "%s", printed);
     cr_assert(strstr(printed, "stablehlo.composite \"plain\" %0 {decomposition = @"), "%s",
               printed);
-    kiln_module *again = parse_ok(cx, printed);
+    kiln_module *again = test_parse(cx, printed);
     char *twice = kiln_module_to_string(cx, again);
     cr_assert_str_eq(twice, printed);
     kiln_string_free(cx, printed);
@@ -51,7 +44,7 @@ Test(composite, prints_in_the_pretty_form_and_reads_back) {
 
 Test(composite, runs_its_decomposition) {
     kiln_ctx *cx = test_ctx();
-    kiln_module *m = parse_ok(cx, program);
+    kiln_module *m = test_parse(cx, program);
     kiln_exe *exe = NULL;
     cr_assert_eq(kiln_compile(cx, m, NULL, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
     const int64_t v[3] = {1, -5, 40};
@@ -86,28 +79,35 @@ static void expect_parse_error(kiln_ctx *cx, const char *op_line, const char *fr
 
 Test(composite, every_parser_error_names_what_is_wrong) {
     kiln_ctx *cx = test_ctx();
-    expect_parse_error(cx, "stablehlo.composite %x {decomposition = @f} : (tensor<f32>) -> "
-                           "tensor<f32>",
+    expect_parse_error(cx,
+                       "stablehlo.composite %x {decomposition = @f} : (tensor<f32>) -> "
+                       "tensor<f32>",
                        "expected the composite's name (a string)");
-    expect_parse_error(cx, "stablehlo.composite \"n\" %x {version = 1 : i32} : (tensor<f32>) -> "
-                           "tensor<f32>",
+    expect_parse_error(cx,
+                       "stablehlo.composite \"n\" %x {version = 1 : i32} : (tensor<f32>) -> "
+                       "tensor<f32>",
                        "needs a decomposition = @function");
-    expect_parse_error(cx, "stablehlo.composite \"n\" %x {decomposition = \"f\"} : "
-                           "(tensor<f32>) -> tensor<f32>",
+    expect_parse_error(cx,
+                       "stablehlo.composite \"n\" %x {decomposition = \"f\"} : "
+                       "(tensor<f32>) -> tensor<f32>",
                        "decomposition must be a symbol");
-    expect_parse_error(cx, "\"stablehlo.composite\"(%x) {decomposition = @f} : (tensor<f32>) -> "
-                           "tensor<f32>",
+    expect_parse_error(cx,
+                       "\"stablehlo.composite\"(%x) {decomposition = @f} : (tensor<f32>) -> "
+                       "tensor<f32>",
                        "needs a name");
-    expect_parse_error(cx, "\"stablehlo.composite\"(%x) {decomposition = @f, name = 3 : i32} : "
-                           "(tensor<f32>) -> tensor<f32>",
+    expect_parse_error(cx,
+                       "\"stablehlo.composite\"(%x) {decomposition = @f, name = 3 : i32} : "
+                       "(tensor<f32>) -> tensor<f32>",
                        "name must be a string");
-    expect_parse_error(cx, "stablehlo.composite \"n\" %x {decomposition = @f, name = \"m\"} : "
-                           "(tensor<f32>) -> tensor<f32>",
+    expect_parse_error(cx,
+                       "stablehlo.composite \"n\" %x {decomposition = @f, name = \"m\"} : "
+                       "(tensor<f32>) -> tensor<f32>",
                        "the name is given twice");
     expect_parse_error(cx, "stablehlo.composite \"n\" %x {decomposition = @f} : tensor<f32>",
                        "needs a function type");
-    expect_parse_error(cx, "stablehlo.composite \"n\" %x {decomposition = @missing} : "
-                           "(tensor<f32>) -> tensor<f32>",
+    expect_parse_error(cx,
+                       "stablehlo.composite \"n\" %x {decomposition = @missing} : "
+                       "(tensor<f32>) -> tensor<f32>",
                        "missing");
     kiln_ctx_release(cx);
 }

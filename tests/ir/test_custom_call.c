@@ -16,20 +16,13 @@
 #include "ir/vhlo.h"
 #include "test_util.h"
 
-static kiln_module *parse_ok(kiln_ctx *cx, const char *text) {
-    kiln_module *m = NULL;
-    cr_assert_eq(kiln_module_parse(cx, text, strlen(text), NULL, &m), KILN_OK, "%s",
-                 kiln_ctx_error_message(cx));
-    return m;
-}
-
 /* The printed module, which must read back to itself. */
 static char *print_round_trip(kiln_ctx *cx, const char *text) {
-    kiln_module *m = parse_ok(cx, text);
+    kiln_module *m = test_parse(cx, text);
     char *once = kiln_module_to_string(cx, m);
     kiln_module_release(m);
     cr_assert_not_null(once, "%s", kiln_ctx_error_message(cx));
-    kiln_module *again = parse_ok(cx, once);
+    kiln_module *again = test_parse(cx, once);
     char *twice = kiln_module_to_string(cx, again);
     kiln_module_release(again);
     cr_assert_str_eq(once, twice, "the printed module does not read back to itself");
@@ -221,7 +214,7 @@ static const char one_call[] =
  * it stands and the backend. */
 Test(custom_call, compiling_one_is_refused_naming_the_target_and_the_backend) {
     kiln_ctx *cx = test_ctx();
-    kiln_module *m = parse_ok(cx, one_call);
+    kiln_module *m = test_parse(cx, one_call);
     kiln_exe *exe = NULL;
     cr_assert_neq(kiln_compile(cx, m, NULL, &exe), KILN_OK);
     expect_error(cx, KILN_UNIMPLEMENTED,
@@ -233,7 +226,7 @@ Test(custom_call, compiling_one_is_refused_naming_the_target_and_the_backend) {
 
 Test(custom_call, vmap_and_autodiff_refuse_it_by_name) {
     kiln_ctx *cx = test_ctx();
-    kiln_module *m = parse_ok(cx, one_call);
+    kiln_module *m = test_parse(cx, one_call);
     kiln_module *dst = kiln__module_new(cx, "batched");
     cr_assert_not_null(dst);
     int32_t in_axes[1] = {0}, out_axes[1] = {0};

@@ -7,15 +7,8 @@
 #include "goldens.h"
 #include "test_util.h"
 
-static kiln_module *parse_ok(kiln_ctx *cx, const char *text) {
-    kiln_module *m = NULL;
-    cr_assert_eq(kiln_module_parse(cx, text, strlen(text), NULL, &m), KILN_OK, "%s",
-                 kiln_ctx_error_message(cx));
-    return m;
-}
-
 static char *printed(kiln_ctx *cx, const char *text) {
-    kiln_module *m = parse_ok(cx, text);
+    kiln_module *m = test_parse(cx, text);
     char *s = kiln_module_to_string(cx, m);
     cr_assert_not_null(s, "%s", kiln_ctx_error_message(cx));
     kiln_module_release(m);

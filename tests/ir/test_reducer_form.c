@@ -65,13 +65,9 @@ static const char compact_with_attrs[] =
 static void run(const char *text, const float *x, int64_t rows, int64_t cols, void *out,
                 size_t out_bytes) {
     kiln_ctx *cx = test_ctx();
-    kiln_module *m = NULL;
-    cr_assert_eq(kiln_module_parse(cx, text, strlen(text), NULL, &m), KILN_OK, "%s",
-                 kiln_ctx_error_message(cx));
+    kiln_module *m = test_parse(cx, text);
     char *once = kiln_module_to_string(cx, m);
-    kiln_module *again = NULL;
-    cr_assert_eq(kiln_module_parse(cx, once, strlen(once), NULL, &again), KILN_OK, "%s\n%s",
-                 kiln_ctx_error_message(cx), once);
+    kiln_module *again = test_parse(cx, once);
     char *twice = kiln_module_to_string(cx, again);
     cr_assert_str_eq(once, twice);
     kiln_string_free(cx, once);

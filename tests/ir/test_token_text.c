@@ -47,9 +47,7 @@ Test(token_text, generic_forms_read_and_tokens_are_not_tensors) {
         "  %1 = \"stablehlo.after_all\"(%t, %0) : (!stablehlo.token, !stablehlo.token) -> "
         "!stablehlo.token\n"
         "  return %1 : !stablehlo.token\n}\n";
-    kiln_module *m = NULL;
-    cr_assert_eq(kiln_module_parse(cx, generic, strlen(generic), NULL, &m), KILN_OK, "%s",
-                 kiln_ctx_error_message(cx));
+    kiln_module *m = test_parse(cx, generic);
     char *text = kiln_module_to_string(cx, m);
     cr_assert(strstr(text, "%1 = stablehlo.after_all %arg0, %0 : !stablehlo.token"), "%s", text);
     kiln_string_free(cx, text);

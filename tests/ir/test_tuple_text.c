@@ -30,16 +30,9 @@ const char *const golden_tuple =
     "  }\n"
     "}\n";
 
-static kiln_module *parse_ok(kiln_ctx *cx, const char *text) {
-    kiln_module *m = NULL;
-    cr_assert_eq(kiln_module_parse(cx, text, strlen(text), NULL, &m), KILN_OK, "%s",
-                 kiln_ctx_error_message(cx));
-    return m;
-}
-
 Test(tuple_text, the_golden_prints_as_itself) {
     kiln_ctx *cx = test_ctx();
-    kiln_module *m = parse_ok(cx, golden_tuple);
+    kiln_module *m = test_parse(cx, golden_tuple);
     char *text = kiln_module_to_string(cx, m);
     cr_assert_str_eq(text, golden_tuple);
     kiln_string_free(cx, text);
@@ -57,7 +50,7 @@ Test(tuple_text, generic_forms_read_alike) {
         "  %e = \"stablehlo.get_tuple_element\"(%t) <{index = 1 : i32}> : "
         "(tuple<tensor<2xf32>, tensor<2xf32>>) -> tensor<2xf32>\n"
         "  return %e : tensor<2xf32>\n}\n";
-    kiln_module *m = parse_ok(cx, generic);
+    kiln_module *m = test_parse(cx, generic);
     char *text = kiln_module_to_string(cx, m);
     static const char *const lines[] = {
         "%0 = stablehlo.tuple %arg0, %arg0 : tuple<tensor<2xf32>, tensor<2xf32>>",

@@ -99,15 +99,9 @@ static void make_args(kiln_ctx *cx, kiln_tensor **args, const arg_values *over, 
     }
 
 static kiln_exe *compile_text(kiln_ctx *cx, const char *text, const char *backend) {
-    kiln_module *m = NULL;
-    cr_assert_eq(kiln_module_parse(cx, text, strlen(text), NULL, &m), KILN_OK, "%s",
-                 kiln_ctx_error_message(cx));
-    kiln_compile_options o = kiln_compile_options_default();
-    o.backend = backend;
     kiln_exe *exe = NULL;
-    cr_assert_eq(kiln_compile(cx, m, &o, &exe), KILN_OK, "%s: %s", backend,
+    cr_assert_eq(test_compile_text(cx, text, backend, true, &exe), KILN_OK, "%s: %s", backend,
                  kiln_ctx_error_message(cx));
-    kiln_module_release(m);
     return exe;
 }
 

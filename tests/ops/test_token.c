@@ -51,15 +51,9 @@ Test(token, tokens_pass_through_calls_loops_and_branches_in_every_backend) {
     int nb = test_backends(backends, TEST_MAX_BACKENDS);
     kiln_ctx *cx = test_ctx();
     for (int b = 0; b < nb; b++) {
-        kiln_module *m = NULL;
-        cr_assert_eq(kiln_module_parse(cx, program, strlen(program), NULL, &m), KILN_OK, "%s",
-                     kiln_ctx_error_message(cx));
-        kiln_compile_options o = kiln_compile_options_default();
-        o.backend = backends[b];
         kiln_exe *exe = NULL;
-        cr_assert_eq(kiln_compile(cx, m, &o, &exe), KILN_OK, "%s: %s", backends[b],
-                     kiln_ctx_error_message(cx));
-        kiln_module_release(m);
+        cr_assert_eq(test_compile_text(cx, program, backends[b], true, &exe), KILN_OK, "%s: %s",
+                     backends[b], kiln_ctx_error_message(cx));
         for (int pred = 0; pred < 2; pred++) {
             const float x[3] = {1, -2, 0.5f};
             const uint8_t p = (uint8_t)pred;

@@ -20,19 +20,6 @@ static const char program[] =
     "  %d = stablehlo.add %a, %a : tensor<2xf64>\n"
     "  return %d, %c : tensor<2xf64>, tensor<i64>\n}\n";
 
-static kiln_status compile_text(kiln_ctx *cx, const char *text, const char *backend, bool passes,
-                                kiln_exe **exe) {
-    kiln_module *m = NULL;
-    cr_assert_eq(kiln_module_parse(cx, text, strlen(text), NULL, &m), KILN_OK, "%s",
-                 kiln_ctx_error_message(cx));
-    kiln_compile_options o = kiln_compile_options_default();
-    o.backend = backend;
-    o.disable_passes = !passes;
-    kiln_status s = kiln_compile(cx, m, &o, exe);
-    kiln_module_release(m);
-    return s;
-}
-
 Test(tuple, tuples_are_taken_apart_in_every_backend_with_or_without_passes) {
     const char *backends[TEST_MAX_BACKENDS];
     int nb = test_backends(backends, TEST_MAX_BACKENDS);
@@ -40,8 +27,8 @@ Test(tuple, tuples_are_taken_apart_in_every_backend_with_or_without_passes) {
     for (int b = 0; b < nb; b++)
         for (int passes = 0; passes < 2; passes++) {
             kiln_exe *exe = NULL;
-            cr_assert_eq(compile_text(cx, program, backends[b], passes, &exe), KILN_OK, "%s: %s",
-                         backends[b], kiln_ctx_error_message(cx));
+            cr_assert_eq(test_compile_text(cx, program, backends[b], passes, &exe), KILN_OK,
+                         "%s: %s", backends[b], kiln_ctx_error_message(cx));
             const double x[2] = {1.5, -2};
             const int64_t y = 7;
             kiln_tensor *args[2] = {
@@ -84,11 +71,11 @@ Test(tuple, tuples_left_whole_are_refused_at_compile_time) {
     int nb = test_backends(backends, TEST_MAX_BACKENDS);
     for (int b = 0; b < nb; b++) {
         kiln_exe *exe = NULL;
-        cr_assert_neq(compile_text(cx, takes, backends[b], true, &exe), KILN_OK);
+        cr_assert_neq(test_compile_text(cx, takes, backends[b], true, &exe), KILN_OK);
         expect_error(cx, KILN_UNIMPLEMENTED, "@main argument 0 is a tuple");
-        cr_assert_neq(compile_text(cx, gives, backends[b], true, &exe), KILN_OK);
+        cr_assert_neq(test_compile_text(cx, gives, backends[b], true, &exe), KILN_OK);
         expect_error(cx, KILN_UNIMPLEMENTED, "@main result 0 is a tuple");
-        kiln_status s = compile_text(cx, carried, backends[b], false, &exe);
+        kiln_status s = test_compile_text(cx, carried, backends[b], false, &exe);
         cr_assert_neq(s, KILN_OK, "%s compiled a call of a tuple", backends[b]);
         expect_error(cx, KILN_UNIMPLEMENTED, "cannot run stablehlo.tuple");
     }

@@ -159,3 +159,21 @@ void test_expect_compiled_equals_eager(kiln_ctx *cx, kiln_region fn, const kiln_
     kiln_exe_release(exe);
     kiln_module_release(m);
 }
+
+kiln_module *test_parse(kiln_ctx *cx, const char *text) {
+    kiln_module *m = NULL;
+    cr_assert_eq(kiln_module_parse(cx, text, strlen(text), NULL, &m), KILN_OK, "%s",
+                 kiln_ctx_error_message(cx));
+    return m;
+}
+
+kiln_status test_compile_text(kiln_ctx *cx, const char *text, const char *backend, bool passes,
+                              kiln_exe **exe) {
+    kiln_module *m = test_parse(cx, text);
+    kiln_compile_options o = kiln_compile_options_default();
+    o.backend = backend;
+    o.disable_passes = !passes;
+    kiln_status s = kiln_compile(cx, m, &o, exe);
+    kiln_module_release(m);
+    return s;
+}

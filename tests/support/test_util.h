@@ -63,6 +63,15 @@ kiln_tensor *test_heat_step(kiln_ctx *cx, kiln_tensor *x, double k);
  * it cannot be made). */
 kiln_tensor *test_f32_generated(kiln_ctx *cx, kiln_shape shape, float (*gen)(void));
 
+/* The module of StableHLO text (fails the test with the parser's message when it does not
+ * read). */
+kiln_module *test_parse(kiln_ctx *cx, const char *text);
+
+/* Parses text (which must read) and compiles it with `backend` (NULL: the default), the
+ * passes off when !passes: the compile's status, the executable in *exe on success. */
+kiln_status test_compile_text(kiln_ctx *cx, const char *text, const char *backend, bool passes,
+                              kiln_exe **exe);
+
 /* Lowers fn for `spec` (n_in arguments), compiles it, calls it on `in` and asserts that
  * each of its n_out results has the dtype and the bytes of eager[r], the same function
  * run eagerly: a compiled program runs the kernels eager mode runs. Releases what it

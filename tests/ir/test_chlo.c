@@ -99,15 +99,7 @@ Test(chlo, mulhi_is_the_high_half_of_each_product_for_every_integer_type) {
 }
 
 static void expect_refused(kiln_ctx *cx, const char *line, const char *fragment) {
-    char text[512];
-    snprintf(text, sizeof text,
-             "func.func @main(%%a: tensor<4xi32>, %%f: tensor<4xf32>) {\n  %s\n  return\n}\n",
-             line);
-    kiln_module *m = NULL;
-    cr_assert_neq(kiln_module_parse(cx, text, strlen(text), NULL, &m), KILN_OK, "%s", line);
-    cr_assert(strstr(kiln_ctx_error_message(cx), fragment), "message \"%s\" lacks \"%s\"",
-              kiln_ctx_error_message(cx), fragment);
-    kiln_ctx_clear_error(cx);
+    test_expect_op_refused(cx, "%a: tensor<4xi32>, %f: tensor<4xf32>", line, fragment);
 }
 
 Test(chlo, what_is_refused_is_named) {

@@ -101,101 +101,96 @@ Test(dynamic_text, generic_and_pretty_forms_read_alike) {
     kiln_ctx_release(cx);
 }
 
-static void expect_refused(kiln_ctx *cx, const char *args, const char *op_line,
-                           const char *fragment) {
-    char text[2048];
-    snprintf(text, sizeof text, "func.func @main(%s) {\n  %s\n  return\n}\n", args, op_line);
-    kiln_module *m = NULL;
-    cr_assert_neq(kiln_module_parse(cx, text, strlen(text), NULL, &m), KILN_OK, "parsed: %s",
-                  op_line);
-    cr_assert_null(m);
-    const char *msg = kiln_ctx_error_message(cx);
-    cr_assert(strstr(msg, fragment), "message \"%s\" lacks \"%s\" (for %s)", msg, fragment,
-              op_line);
-    cr_assert(strstr(msg, ":2:"), "no line in \"%s\"", msg);
-    kiln_ctx_clear_error(cx);
-}
-
 /* What the types alone say is wrong is refused when read, naming the operand or attribute;
  * what needs the shape operands' values is checked when the op runs
  * (tests/ops/test_dynamic.c). */
 Test(dynamic_text, what_the_types_refuse_is_refused_when_read) {
     kiln_ctx *cx = test_ctx();
-    expect_refused(cx, "%s: tensor<3xi64>",
-                   "%0 = stablehlo.dynamic_iota %s, dim = 0 : (tensor<3xi64>) -> tensor<3x4xf32>",
-                   "operand 1 (output_shape) is i64[3]; expected an integer tensor of shape [2]");
-    expect_refused(cx, "%s: tensor<2xi64>",
-                   "%0 = stablehlo.dynamic_iota %s, dim = 2 : (tensor<2xi64>) -> tensor<3x4xf32>",
-                   "iota dimension is 2; expected 0 to 1");
-    expect_refused(cx, "%x: tensor<6xf32>, %s: tensor<2xf32>",
-                   "%0 = stablehlo.dynamic_reshape %x, %s : (tensor<6xf32>, tensor<2xf32>) -> "
-                   "tensor<2x3xf32>",
-                   "operand 2 (output_shape) is f32[2]; expected an integer tensor");
-    expect_refused(cx, "%x: tensor<6xf32>, %s: tensor<2xi64>",
-                   "%0 = stablehlo.dynamic_reshape %x, %s : (tensor<6xf32>, tensor<2xi64>) -> "
-                   "tensor<2x4xf32>",
-                   "(6 elements); shape [2,4] has 8");
-    expect_refused(cx, "%x: tensor<3x1xf32>, %d: tensor<3xi64>",
-                   "%0 = stablehlo.dynamic_broadcast_in_dim %x, %d, dims = [0, 2] "
-                   "{known_expanding_dimensions = array<i64: 1>, known_nonexpanding_dimensions = "
-                   "array<i64: 1>} : (tensor<3x1xf32>, tensor<3xi64>) -> tensor<3x2x2xf32>",
-                   "known_expanding_dimensions + known_nonexpanding_dimensions");
-    expect_refused(cx, "%x: tensor<3x1xf32>, %d: tensor<3xi64>",
-                   "%0 = stablehlo.dynamic_broadcast_in_dim %x, %d, dims = [0, 2] "
-                   "{known_expanding_dimensions = array<i64: 2>} : (tensor<3x1xf32>, "
-                   "tensor<3xi64>) -> tensor<3x2x2xf32>",
-                   "known_expanding_dimensions + known_nonexpanding_dimensions");
-    expect_refused(cx, "%x: tensor<3x2xf32>, %d: tensor<2xi64>",
-                   "%0 = stablehlo.dynamic_broadcast_in_dim %x, %d, dims = [0] : "
-                   "(tensor<3x2xf32>, tensor<2xi64>) -> tensor<3x2xf32>",
-                   "dims");
-    expect_refused(cx, "%x: tensor<2x3xi64>, %v: tensor<f32>, %p: tensor<2xi64>",
-                   "%0 = stablehlo.dynamic_pad %x, %v, %p, %p, %p : (tensor<2x3xi64>, "
-                   "tensor<f32>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>) -> "
-                   "tensor<4x5xi64>",
-                   "operand 2 (padding_value) is f32[]; expected a rank-0 i64 tensor");
-    expect_refused(cx, "%x: tensor<2x3xi64>, %v: tensor<i64>, %p: tensor<3xi64>",
-                   "%0 = stablehlo.dynamic_pad %x, %v, %p, %p, %p : (tensor<2x3xi64>, "
-                   "tensor<i64>, tensor<3xi64>, tensor<3xi64>, tensor<3xi64>) -> "
-                   "tensor<4x5xi64>",
-                   "operand 3 (edge_padding_low) is i64[3]; expected an integer tensor of shape "
-                   "[2]");
-    expect_refused(cx, "%x: tensor<2x3xi64>, %v: tensor<i64>, %p: tensor<2xi64>",
-                   "%0 = stablehlo.dynamic_pad %x, %v, %p, %p, %p : (tensor<2x3xi64>, "
-                   "tensor<i64>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>) -> "
-                   "tensor<4x5x1xi64>",
-                   "the result shape [4,5,1] has rank 3; operand 1 has rank 2");
-    expect_refused(cx, "%x: tensor<2x3xf32>",
-                   "%0 = stablehlo.get_dimension_size %x, dim = 2 : (tensor<2x3xf32>) -> "
-                   "tensor<i32>",
-                   "dimension is 2; expected 0 to 1 for operand 1 of rank 2");
-    expect_refused(cx, "%x: tensor<2x3xf32>",
-                   "%0 = stablehlo.get_dimension_size %x, dim = 0 : (tensor<2x3xf32>) -> "
-                   "tensor<i64>",
-                   "i32");
-    expect_refused(cx, "%x: tensor<3x4x2xf32>, %i: tensor<2x3x2xi64>, %s: tensor<2xi64>",
-                   "%0 = \"stablehlo.dynamic_gather\"(%x, %i, %s) {dimension_numbers = "
-                   "#stablehlo.gather<offset_dims = [2, 3], collapsed_slice_dims = [0], "
-                   "start_index_map = [1, 0], index_vector_dim = 2>} : (tensor<3x4x2xf32>, "
-                   "tensor<2x3x2xi64>, tensor<2xi64>) -> tensor<2x3x2x2xf32>",
-                   "operand 3 (slice_sizes) is i64[2]; expected an integer tensor of shape [3]");
+    test_expect_op_refused(
+        cx, "%s: tensor<3xi64>",
+        "%0 = stablehlo.dynamic_iota %s, dim = 0 : (tensor<3xi64>) -> tensor<3x4xf32>",
+        "operand 1 (output_shape) is i64[3]; expected an integer tensor of shape [2]");
+    test_expect_op_refused(
+        cx, "%s: tensor<2xi64>",
+        "%0 = stablehlo.dynamic_iota %s, dim = 2 : (tensor<2xi64>) -> tensor<3x4xf32>",
+        "iota dimension is 2; expected 0 to 1");
+    test_expect_op_refused(
+        cx, "%x: tensor<6xf32>, %s: tensor<2xf32>",
+        "%0 = stablehlo.dynamic_reshape %x, %s : (tensor<6xf32>, tensor<2xf32>) -> "
+        "tensor<2x3xf32>",
+        "operand 2 (output_shape) is f32[2]; expected an integer tensor");
+    test_expect_op_refused(
+        cx, "%x: tensor<6xf32>, %s: tensor<2xi64>",
+        "%0 = stablehlo.dynamic_reshape %x, %s : (tensor<6xf32>, tensor<2xi64>) -> "
+        "tensor<2x4xf32>",
+        "(6 elements); shape [2,4] has 8");
+    test_expect_op_refused(
+        cx, "%x: tensor<3x1xf32>, %d: tensor<3xi64>",
+        "%0 = stablehlo.dynamic_broadcast_in_dim %x, %d, dims = [0, 2] "
+        "{known_expanding_dimensions = array<i64: 1>, known_nonexpanding_dimensions = "
+        "array<i64: 1>} : (tensor<3x1xf32>, tensor<3xi64>) -> tensor<3x2x2xf32>",
+        "known_expanding_dimensions + known_nonexpanding_dimensions");
+    test_expect_op_refused(cx, "%x: tensor<3x1xf32>, %d: tensor<3xi64>",
+                           "%0 = stablehlo.dynamic_broadcast_in_dim %x, %d, dims = [0, 2] "
+                           "{known_expanding_dimensions = array<i64: 2>} : (tensor<3x1xf32>, "
+                           "tensor<3xi64>) -> tensor<3x2x2xf32>",
+                           "known_expanding_dimensions + known_nonexpanding_dimensions");
+    test_expect_op_refused(cx, "%x: tensor<3x2xf32>, %d: tensor<2xi64>",
+                           "%0 = stablehlo.dynamic_broadcast_in_dim %x, %d, dims = [0] : "
+                           "(tensor<3x2xf32>, tensor<2xi64>) -> tensor<3x2xf32>",
+                           "dims");
+    test_expect_op_refused(cx, "%x: tensor<2x3xi64>, %v: tensor<f32>, %p: tensor<2xi64>",
+                           "%0 = stablehlo.dynamic_pad %x, %v, %p, %p, %p : (tensor<2x3xi64>, "
+                           "tensor<f32>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>) -> "
+                           "tensor<4x5xi64>",
+                           "operand 2 (padding_value) is f32[]; expected a rank-0 i64 tensor");
+    test_expect_op_refused(
+        cx, "%x: tensor<2x3xi64>, %v: tensor<i64>, %p: tensor<3xi64>",
+        "%0 = stablehlo.dynamic_pad %x, %v, %p, %p, %p : (tensor<2x3xi64>, "
+        "tensor<i64>, tensor<3xi64>, tensor<3xi64>, tensor<3xi64>) -> "
+        "tensor<4x5xi64>",
+        "operand 3 (edge_padding_low) is i64[3]; expected an integer tensor of shape "
+        "[2]");
+    test_expect_op_refused(cx, "%x: tensor<2x3xi64>, %v: tensor<i64>, %p: tensor<2xi64>",
+                           "%0 = stablehlo.dynamic_pad %x, %v, %p, %p, %p : (tensor<2x3xi64>, "
+                           "tensor<i64>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>) -> "
+                           "tensor<4x5x1xi64>",
+                           "the result shape [4,5,1] has rank 3; operand 1 has rank 2");
+    test_expect_op_refused(cx, "%x: tensor<2x3xf32>",
+                           "%0 = stablehlo.get_dimension_size %x, dim = 2 : (tensor<2x3xf32>) -> "
+                           "tensor<i32>",
+                           "dimension is 2; expected 0 to 1 for operand 1 of rank 2");
+    test_expect_op_refused(cx, "%x: tensor<2x3xf32>",
+                           "%0 = stablehlo.get_dimension_size %x, dim = 0 : (tensor<2x3xf32>) -> "
+                           "tensor<i64>",
+                           "i32");
+    test_expect_op_refused(
+        cx, "%x: tensor<3x4x2xf32>, %i: tensor<2x3x2xi64>, %s: tensor<2xi64>",
+        "%0 = \"stablehlo.dynamic_gather\"(%x, %i, %s) {dimension_numbers = "
+        "#stablehlo.gather<offset_dims = [2, 3], collapsed_slice_dims = [0], "
+        "start_index_map = [1, 0], index_vector_dim = 2>} : (tensor<3x4x2xf32>, "
+        "tensor<2x3x2xi64>, tensor<2xi64>) -> tensor<2x3x2x2xf32>",
+        "operand 3 (slice_sizes) is i64[2]; expected an integer tensor of shape [3]");
     /* no padding makes batch 2 of a batch-1 input */
-    expect_refused(cx, "%l: tensor<1x4x4x1xf32>, %r: tensor<3x3x1x1xf32>, %p: tensor<2x2xi64>",
-                   "%0 = \"stablehlo.dynamic_conv\"(%l, %r, %p) {dimension_numbers = "
-                   "#stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>} : "
-                   "(tensor<1x4x4x1xf32>, tensor<3x3x1x1xf32>, tensor<2x2xi64>) -> "
-                   "tensor<2x2x2x1xf32>",
-                   "the result shape [2,2,2,1] cannot be made by any padding");
-    expect_refused(cx, "%l: tensor<1x4x4x1xf32>, %r: tensor<3x3x1x1xf32>, %p: tensor<2xi64>",
-                   "%0 = \"stablehlo.dynamic_conv\"(%l, %r, %p) {dimension_numbers = "
-                   "#stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>} : "
-                   "(tensor<1x4x4x1xf32>, tensor<3x3x1x1xf32>, tensor<2xi64>) -> "
-                   "tensor<1x2x2x1xf32>",
-                   "operand 3 (padding) is i64[2]; expected an integer tensor of shape [2,2]");
+    test_expect_op_refused(cx,
+                           "%l: tensor<1x4x4x1xf32>, %r: tensor<3x3x1x1xf32>, %p: tensor<2x2xi64>",
+                           "%0 = \"stablehlo.dynamic_conv\"(%l, %r, %p) {dimension_numbers = "
+                           "#stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>} : "
+                           "(tensor<1x4x4x1xf32>, tensor<3x3x1x1xf32>, tensor<2x2xi64>) -> "
+                           "tensor<2x2x2x1xf32>",
+                           "the result shape [2,2,2,1] cannot be made by any padding");
+    test_expect_op_refused(
+        cx, "%l: tensor<1x4x4x1xf32>, %r: tensor<3x3x1x1xf32>, %p: tensor<2xi64>",
+        "%0 = \"stablehlo.dynamic_conv\"(%l, %r, %p) {dimension_numbers = "
+        "#stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>} : "
+        "(tensor<1x4x4x1xf32>, tensor<3x3x1x1xf32>, tensor<2xi64>) -> "
+        "tensor<1x2x2x1xf32>",
+        "operand 3 (padding) is i64[2]; expected an integer tensor of shape [2,2]");
     /* shapes known only when the program runs: refused by name */
-    expect_refused(cx, "%x: tensor<4xf32>, %s: tensor<1xi64>",
-                   "%0 = stablehlo.dynamic_reshape %x, %s : (tensor<4xf32>, tensor<1xi64>) -> "
-                   "tensor<?xf32>",
-                   "dynamic dimensions are not supported");
+    test_expect_op_refused(
+        cx, "%x: tensor<4xf32>, %s: tensor<1xi64>",
+        "%0 = stablehlo.dynamic_reshape %x, %s : (tensor<4xf32>, tensor<1xi64>) -> "
+        "tensor<?xf32>",
+        "dynamic dimensions are not supported");
     kiln_ctx_release(cx);
 }

@@ -145,19 +145,24 @@ static void release_all(kiln_tensor **t, int n) {
         kiln_tensor_release(t[i]);
 }
 
+/* One call of the program on the spec examples' operands, its results checked. */
+static void run_spec_examples(kiln_ctx *cx, kiln_exe *exe, const char *backend) {
+    kiln_tensor *args[N_ARGS], *out[N_RESULTS];
+    make_args(cx, args, NULL, 0);
+    cr_assert_eq(kiln_exe_call(cx, exe, args, out), KILN_OK, "%s: %s", backend,
+                 kiln_ctx_error_message(cx));
+    expect_spec_results(out, backend);
+    release_all(out, N_RESULTS);
+    release_all(args, N_ARGS);
+}
+
 Test(dynamic, shape_operands_known_when_run_in_every_backend) {
     const char *backends[TEST_MAX_BACKENDS];
     int nb = test_backends(backends, TEST_MAX_BACKENDS);
     kiln_ctx *cx = test_ctx();
     for (int b = 0; b < nb; b++) {
         kiln_exe *exe = compile_text(cx, program, backends[b]);
-        kiln_tensor *args[N_ARGS], *out[N_RESULTS];
-        make_args(cx, args, NULL, 0);
-        cr_assert_eq(kiln_exe_call(cx, exe, args, out), KILN_OK, "%s: %s", backends[b],
-                     kiln_ctx_error_message(cx));
-        expect_spec_results(out, backends[b]);
-        release_all(out, N_RESULTS);
-        release_all(args, N_ARGS);
+        run_spec_examples(cx, exe, backends[b]);
         kiln_exe_release(exe);
     }
     kiln_ctx_release(cx);
@@ -195,13 +200,7 @@ Test(dynamic, values_that_disagree_with_the_types_are_refused_when_run) {
             expect_error(cx, KILN_INVALID_ARGUMENT, bad[i].fragment);
             release_all(args, N_ARGS);
         }
-        kiln_tensor *args[N_ARGS], *out[N_RESULTS];
-        make_args(cx, args, NULL, 0);
-        cr_assert_eq(kiln_exe_call(cx, exe, args, out), KILN_OK, "%s: %s", backends[b],
-                     kiln_ctx_error_message(cx));
-        expect_spec_results(out, backends[b]);
-        release_all(out, N_RESULTS);
-        release_all(args, N_ARGS);
+        run_spec_examples(cx, exe, backends[b]);
         kiln_exe_release(exe);
     }
     kiln_ctx_release(cx);

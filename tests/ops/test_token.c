@@ -82,17 +82,7 @@ Test(token, tokens_pass_through_calls_loops_and_branches_in_every_backend) {
 }
 
 static void expect_refused(kiln_ctx *cx, const char *op_line, const char *fragment) {
-    char text[1024];
-    snprintf(text, sizeof text,
-             "func.func @main(%%t: !stablehlo.token, %%x: tensor<2xf32>) {\n  %s\n  return\n}\n",
-             op_line);
-    kiln_module *m = NULL;
-    cr_assert_neq(kiln_module_parse(cx, text, strlen(text), NULL, &m), KILN_OK, "parsed: %s",
-                  op_line);
-    cr_assert_null(m);
-    cr_assert(strstr(kiln_ctx_error_message(cx), fragment), "message \"%s\" lacks \"%s\"",
-              kiln_ctx_error_message(cx), fragment);
-    kiln_ctx_clear_error(cx);
+    test_expect_op_refused(cx, "%t: !stablehlo.token, %x: tensor<2xf32>", op_line, fragment);
 }
 
 /* Tokens go where StableHLO takes them, and nowhere else. */

@@ -177,3 +177,18 @@ kiln_status test_compile_text(kiln_ctx *cx, const char *text, const char *backen
     kiln_module_release(m);
     return s;
 }
+
+void test_expect_op_refused(kiln_ctx *cx, const char *args, const char *op_line,
+                            const char *fragment) {
+    char text[4096];
+    snprintf(text, sizeof text, "func.func @main(%s) {\n  %s\n  return\n}\n", args, op_line);
+    kiln_module *m = NULL;
+    cr_assert_neq(kiln_module_parse(cx, text, strlen(text), NULL, &m), KILN_OK, "read: %s",
+                  op_line);
+    cr_assert_null(m);
+    const char *msg = kiln_ctx_error_message(cx);
+    cr_assert(strstr(msg, fragment), "message \"%s\" lacks \"%s\" (for %s)", msg, fragment,
+              op_line);
+    cr_assert(strstr(msg, ":2:"), "no line in \"%s\"", msg);
+    kiln_ctx_clear_error(cx);
+}

@@ -67,6 +67,11 @@ kiln_tensor *test_f32_generated(kiln_ctx *cx, kiln_shape shape, float (*gen)(voi
  * read). */
 kiln_module *test_parse(kiln_ctx *cx, const char *text);
 
+/* Asserts that `func.func @main(ARGS) { OP_LINE return }` does not read: no module, the
+ * message names line 2 (the op's) and contains fragment; then clears the error. */
+void test_expect_op_refused(kiln_ctx *cx, const char *args, const char *op_line,
+                            const char *fragment);
+
 /* Parses text (which must read) and compiles it with `backend` (NULL: the default), the
  * passes off when !passes: the compile's status, the executable in *exe on success. */
 kiln_status test_compile_text(kiln_ctx *cx, const char *text, const char *backend, bool passes,

@@ -14,7 +14,7 @@
  * own attributes (`{k = 2 : i64}` after the operands); `kiln_custom_call_backend_config`
  * gives a string backend_config as written.
  *
- *     static kiln_status scale(kiln_ctx *cx, const kiln_custom_call *call, void *user) {
+ *     static kiln_status scale(kiln_ctx *cx, const kiln_custom_call_frame *call, void *user) {
  *         double k;
  *         if (kiln_custom_call_attr_f64(cx, call, "k", &k) != KILN_OK) return kiln_ctx_status(cx);
  *         const float *x = call->operands[0].data;
@@ -45,6 +45,7 @@
 #include "kiln/dtype.h"
 #include "kiln/export.h"
 #include "kiln/shape.h"
+#include "kiln/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -61,19 +62,20 @@ typedef struct kiln_custom_call_buffer {
 
 struct kiln__custom_call_site; /* the op's attributes, for the accessors below */
 
-typedef struct kiln_custom_call {
+typedef struct kiln_custom_call_frame {
     const char *target; /* the name it was called by */
     int32_t n_operands, n_results;
     const kiln_custom_call_buffer *operands;
     const kiln_custom_call_buffer *results;
     int32_t api_version; /* the call's (1 when left out) */
     const struct kiln__custom_call_site *site;
-} kiln_custom_call;
+} kiln_custom_call_frame;
 
 /* A registered function: KILN_OK once it has written every result; an error status
  * otherwise, best with a message in cx (kiln_ctx_set_error), which the caller of the
  * program gets (prefixed with the target). */
-typedef kiln_status (*kiln_custom_call_fn)(kiln_ctx *cx, const kiln_custom_call *call, void *user);
+typedef kiln_status (*kiln_custom_call_fn)(kiln_ctx *cx, const kiln_custom_call_frame *call,
+                                           void *user);
 
 /* Registers fn under target (copied; any non-empty name) with `user` handed to each call.
  * Registering the same fn and user again is KILN_OK; another function under a registered
@@ -89,6 +91,23 @@ KILN_API kiln_status kiln_custom_call_unregister(kiln_ctx *cx, const char *targe
 /* Whether a function is registered under target. */
 KILN_API bool kiln_custom_call_is_registered(const char *target);
 
+/* Calls target's function on operands from C, eagerly (the function runs now) or, inside
+ * kiln_lower or kiln_jit, recorded as a stablehlo.custom_call of api_version 4 (the function
+ * runs when the executable does; it must be registered by kiln_compile then). Its n_results
+ * results have the given dtypes and shapes (into results[i], references the caller
+ * releases). backend_config, when not NULL, is an MLIR attribute dictionary that the
+ * function reads with the accessors below ("{k = 2.5 : f32, mode = \"fast\"}");
+ * has_side_effect keeps the call though its results are unused. INVALID_ARGUMENT naming
+ * the argument (a NULL or empty target, NULL arrays, a backend_config that is not a
+ * dictionary, a bad shape); UNIMPLEMENTED for an eager call of a target with no function;
+ * what the function returns. */
+KILN_API kiln_status kiln_custom_call(kiln_ctx *cx, const char *target,
+                                      kiln_tensor *const *operands, int32_t n_operands,
+                                      const kiln_dtype *result_dtypes,
+                                      const kiln_shape *result_shapes, int32_t n_results,
+                                      const char *backend_config, bool has_side_effect,
+                                      kiln_tensor **results);
+
 /* The call's attribute `name`, typed: an integer (`3 : i64`, any integer type, or a
  * boolean as 0/1), a float (`2.5 : f32`, or an integer), a boolean (`true`, or an integer
  * 0 or 1), a string (its text unescaped into buf, at most cap bytes with the NUL; *len, when
@@ -96,20 +115,21 @@ KILN_API bool kiln_custom_call_is_registered(const char *target);
  * then the call's own attributes. NOT_FOUND when the call has no such attribute,
  * INVALID_ARGUMENT when it is of another kind (naming the target, the attribute and what
  * it holds), OUT_OF_RANGE for a string longer than cap - 1 (buf then holds its start). */
-KILN_API kiln_status kiln_custom_call_attr_i64(kiln_ctx *cx, const kiln_custom_call *call,
+KILN_API kiln_status kiln_custom_call_attr_i64(kiln_ctx *cx, const kiln_custom_call_frame *call,
                                                const char *name, int64_t *out);
-KILN_API kiln_status kiln_custom_call_attr_f64(kiln_ctx *cx, const kiln_custom_call *call,
+KILN_API kiln_status kiln_custom_call_attr_f64(kiln_ctx *cx, const kiln_custom_call_frame *call,
                                                const char *name, double *out);
-KILN_API kiln_status kiln_custom_call_attr_bool(kiln_ctx *cx, const kiln_custom_call *call,
+KILN_API kiln_status kiln_custom_call_attr_bool(kiln_ctx *cx, const kiln_custom_call_frame *call,
                                                 const char *name, bool *out);
-KILN_API kiln_status kiln_custom_call_attr_string(kiln_ctx *cx, const kiln_custom_call *call,
+KILN_API kiln_status kiln_custom_call_attr_string(kiln_ctx *cx, const kiln_custom_call_frame *call,
                                                   const char *name, char *buf, size_t cap,
                                                   size_t *len);
 
 /* A string backend_config (api_version 1 to 3) as written, unescaped into buf like
  * kiln_custom_call_attr_string; "" when the call has none or a dictionary. */
-KILN_API kiln_status kiln_custom_call_backend_config(kiln_ctx *cx, const kiln_custom_call *call,
-                                                     char *buf, size_t cap, size_t *len);
+KILN_API kiln_status kiln_custom_call_backend_config(kiln_ctx *cx,
+                                                     const kiln_custom_call_frame *call, char *buf,
+                                                     size_t cap, size_t *len);
 
 #ifdef __cplusplus
 }

@@ -129,13 +129,13 @@ kiln_status kiln__custom_call_run(kiln_ctx *cx, const kiln__attrs *attrs,
             version = strtoll(value, NULL, 10);
     }
     struct kiln__custom_call_site site = {attrs};
-    kiln_custom_call call = {.target = target,
-                             .n_operands = n_operands,
-                             .n_results = n_results,
-                             .operands = operands,
-                             .results = results,
-                             .api_version = (int32_t)version,
-                             .site = &site};
+    kiln_custom_call_frame call = {.target = target,
+                                   .n_operands = n_operands,
+                                   .n_results = n_results,
+                                   .operands = operands,
+                                   .results = results,
+                                   .api_version = (int32_t)version,
+                                   .site = &site};
     kiln_status before = kiln_ctx_status(cx);
     kiln_status s = fn(cx, &call, user);
     if (s == KILN_OK) return KILN_OK;
@@ -230,7 +230,7 @@ static bool find_text(const kiln__attrs *attrs, const char *name, const char **v
     return false;
 }
 
-static kiln_status attr_text(kiln_ctx *cx, const kiln_custom_call *call, const char *fn,
+static kiln_status attr_text(kiln_ctx *cx, const kiln_custom_call_frame *call, const char *fn,
                              const char *name, const char **value, size_t *len) {
     if (!call || !call->site) return kiln__null_argument(cx, fn, "call");
     if (!name) return kiln__null_argument(cx, fn, "name");
@@ -240,7 +240,7 @@ static kiln_status attr_text(kiln_ctx *cx, const kiln_custom_call *call, const c
     return KILN_OK;
 }
 
-static kiln_status wrong_kind(kiln_ctx *cx, const kiln_custom_call *call, const char *fn,
+static kiln_status wrong_kind(kiln_ctx *cx, const kiln_custom_call_frame *call, const char *fn,
                               const char *name, const char *value, size_t len, const char *want) {
     return kiln_ctx_set_error(cx, KILN_INVALID_ARGUMENT,
                               "%s: @%s's attribute '%s' is %.*s; "
@@ -271,8 +271,8 @@ static bool parse_i64(const char *v, size_t len, int64_t *out) {
     return true;
 }
 
-kiln_status kiln_custom_call_attr_i64(kiln_ctx *cx, const kiln_custom_call *call, const char *name,
-                                      int64_t *out) {
+kiln_status kiln_custom_call_attr_i64(kiln_ctx *cx, const kiln_custom_call_frame *call,
+                                      const char *name, int64_t *out) {
     static const char fn[] = "kiln_custom_call_attr_i64";
     const char *v;
     size_t len;
@@ -321,8 +321,8 @@ static bool parse_f64(const char *v, size_t len, double *out) {
     return *end == '\0';
 }
 
-kiln_status kiln_custom_call_attr_f64(kiln_ctx *cx, const kiln_custom_call *call, const char *name,
-                                      double *out) {
+kiln_status kiln_custom_call_attr_f64(kiln_ctx *cx, const kiln_custom_call_frame *call,
+                                      const char *name, double *out) {
     static const char fn[] = "kiln_custom_call_attr_f64";
     const char *v;
     size_t len;
@@ -333,8 +333,8 @@ kiln_status kiln_custom_call_attr_f64(kiln_ctx *cx, const kiln_custom_call *call
     return KILN_OK;
 }
 
-kiln_status kiln_custom_call_attr_bool(kiln_ctx *cx, const kiln_custom_call *call, const char *name,
-                                       bool *out) {
+kiln_status kiln_custom_call_attr_bool(kiln_ctx *cx, const kiln_custom_call_frame *call,
+                                       const char *name, bool *out) {
     static const char fn[] = "kiln_custom_call_attr_bool";
     const char *v;
     size_t len;
@@ -378,7 +378,7 @@ static size_t unescape(const char *v, size_t len, char *buf, size_t cap) {
     return o;
 }
 
-static kiln_status string_out(kiln_ctx *cx, const kiln_custom_call *call, const char *fn,
+static kiln_status string_out(kiln_ctx *cx, const kiln_custom_call_frame *call, const char *fn,
                               const char *name, const char *v, size_t len, char *buf, size_t cap,
                               size_t *out_len) {
     if (!buf || cap == 0) return kiln__null_argument(cx, fn, "buf");
@@ -391,7 +391,7 @@ static kiln_status string_out(kiln_ctx *cx, const kiln_custom_call *call, const 
     return KILN_OK;
 }
 
-kiln_status kiln_custom_call_attr_string(kiln_ctx *cx, const kiln_custom_call *call,
+kiln_status kiln_custom_call_attr_string(kiln_ctx *cx, const kiln_custom_call_frame *call,
                                          const char *name, char *buf, size_t cap, size_t *len) {
     static const char fn[] = "kiln_custom_call_attr_string";
     const char *v;
@@ -403,8 +403,8 @@ kiln_status kiln_custom_call_attr_string(kiln_ctx *cx, const kiln_custom_call *c
     return string_out(cx, call, fn, name, v, vlen, buf, cap, len);
 }
 
-kiln_status kiln_custom_call_backend_config(kiln_ctx *cx, const kiln_custom_call *call, char *buf,
-                                            size_t cap, size_t *len) {
+kiln_status kiln_custom_call_backend_config(kiln_ctx *cx, const kiln_custom_call_frame *call,
+                                            char *buf, size_t cap, size_t *len) {
     static const char fn[] = "kiln_custom_call_backend_config";
     if (!call || !call->site) return kiln__null_argument(cx, fn, "call");
     int32_t n = kiln__custom_call_n_attrs(call->site->attrs);

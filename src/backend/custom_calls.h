@@ -7,7 +7,7 @@
 #include "kiln/custom_call.h"
 #include "ops/attrs.h"
 
-/* What kiln_custom_call.site points at: the op's attributes (its record, ops/custom_call.h). */
+/* What kiln_custom_call_frame.site points at: the op's attributes (its record, ops/custom_call.h). */
 struct kiln__custom_call_site {
     const kiln__attrs *attrs;
 };

@@ -203,7 +203,8 @@ kiln_status kiln__trace_op(kiln_ctx *cx, kiln_op op, kiln__attrs *attrs,
     kiln__type in[MAX_TYPES], out[MAX_TYPES];
     kiln__value *values[MAX_TYPES];
     for (int i = 0; i < n_operands; i++)
-        in[i] = (kiln__type){.dtype = kiln_tensor_dtype(operands[i]), .shape = *kiln_tensor_shape(operands[i])};
+        in[i] = (kiln__type){.dtype = kiln_tensor_dtype(operands[i]),
+                             .shape = *kiln_tensor_shape(operands[i])};
     kiln_status s = kiln__infer(cx, op, attrs, in, n_operands, out, n_results);
     if (s != KILN_OK) return s;
     for (int i = 0; i < n_operands; i++) {
@@ -224,6 +225,10 @@ kiln_status kiln__trace_op(kiln_ctx *cx, kiln_op op, kiln__attrs *attrs,
     if (control)
         for (int i = 0; i < n_results; i++)
             out[i] = (kiln__type){.dtype = KILN_BOOL, .shape = {.rank = 0}};
+    /* a custom_call's record (ops/custom_call.h) lives as long as the module */
+    if (op == KILN_OP_CUSTOM_CALL && recorded.u.constant &&
+        kiln__module_keep_constant(tr->module, (kiln_tensor *)recorded.u.constant) != KILN_OK)
+        return kiln_ctx_set_error(cx, KILN_RESOURCE_EXHAUSTED, "%s: out of memory tracing", fn);
     kiln__ir_op *irop = kiln__block_append(tr->module, tr->block, op, &recorded, values, n_operands,
                                            out, n_results, n_regions);
     if (!irop)

@@ -11,7 +11,7 @@ typedef struct counter {
 } counter;
 
 /* y = k * x + n (f32), with k, n, flag and name read from the attributes, checked. */
-static kiln_status scale(kiln_ctx *cx, const kiln_custom_call *call, void *user) {
+static kiln_status scale(kiln_ctx *cx, const kiln_custom_call_frame *call, void *user) {
     counter *c = user;
     atomic_fetch_add(&c->calls, 1);
     double k;
@@ -78,7 +78,7 @@ Test(custom_calls, a_registered_function_runs_in_every_backend) {
 }
 
 /* api_version 2: a string backend_config, and the call's own attributes. */
-static kiln_status configured(kiln_ctx *cx, const kiln_custom_call *call, void *user) {
+static kiln_status configured(kiln_ctx *cx, const kiln_custom_call_frame *call, void *user) {
     (void)user;
     char config[16];
     size_t len;
@@ -113,7 +113,7 @@ Test(custom_calls, a_string_backend_config_and_the_calls_own_attributes) {
     kiln_ctx_release(cx);
 }
 
-static kiln_status count_only(kiln_ctx *cx, const kiln_custom_call *call, void *user) {
+static kiln_status count_only(kiln_ctx *cx, const kiln_custom_call_frame *call, void *user) {
     (void)cx;
     atomic_fetch_add(&((counter *)user)->calls, 1);
     memset(call->results[0].data, 0, call->results[0].nbytes);
@@ -148,17 +148,18 @@ Test(custom_calls, side_effects_keep_a_call_whose_result_is_unused) {
     kiln_ctx_release(cx);
 }
 
-static kiln_status fails_with_message(kiln_ctx *cx, const kiln_custom_call *call, void *user) {
+static kiln_status fails_with_message(kiln_ctx *cx, const kiln_custom_call_frame *call,
+                                      void *user) {
     (void)call, (void)user;
     return kiln_ctx_set_error(cx, KILN_FAILED_PRECONDITION, "the matrix is singular");
 }
 
-static kiln_status fails_silently(kiln_ctx *cx, const kiln_custom_call *call, void *user) {
+static kiln_status fails_silently(kiln_ctx *cx, const kiln_custom_call_frame *call, void *user) {
     (void)cx, (void)call, (void)user;
     return KILN_INTERNAL;
 }
 
-static kiln_status other(kiln_ctx *cx, const kiln_custom_call *call, void *user) {
+static kiln_status other(kiln_ctx *cx, const kiln_custom_call_frame *call, void *user) {
     (void)cx, (void)call, (void)user;
     return KILN_OK;
 }
@@ -219,7 +220,7 @@ Test(custom_calls, every_error_names_the_target) {
 }
 
 /* The attribute accessors' errors, from inside a call. */
-static kiln_status bad_attrs(kiln_ctx *cx, const kiln_custom_call *call, void *user) {
+static kiln_status bad_attrs(kiln_ctx *cx, const kiln_custom_call_frame *call, void *user) {
     (void)user;
     int64_t i;
     double d;
@@ -271,5 +272,81 @@ Test(custom_calls, attribute_accessors_refuse_what_does_not_fit) {
     cr_assert_eq(call1(cx, exe, NULL), KILN_OK, "%s", kiln_ctx_error_message(cx));
     kiln_exe_release(exe);
     kiln_custom_call_unregister(cx, "kiln.test.attrs");
+    kiln_ctx_release(cx);
+}
+
+/* y = k x + 1 (f32), k from the backend_config dictionary */
+static kiln_status axpy(kiln_ctx *cx, const kiln_custom_call_frame *call, void *user) {
+    (void)user;
+    double k;
+    if (kiln_custom_call_attr_f64(cx, call, "k", &k) != KILN_OK) return kiln_ctx_status(cx);
+    const float *x = call->operands[0].data;
+    float *y = call->results[0].data;
+    for (size_t i = 0; i < call->results[0].nbytes / sizeof *y; i++)
+        y[i] = (float)(k * x[i] + 1);
+    return KILN_OK;
+}
+
+static kiln_status traced_axpy(kiln_ctx *cx, kiln_tensor *const *in, kiln_tensor **out, void *u) {
+    (void)u;
+    kiln_dtype dt = KILN_F32;
+    kiln_shape s = *kiln_tensor_shape(in[0]);
+    kiln_tensor *y = NULL;
+    if (kiln_custom_call(cx, "kiln.test.axpy", in, 1, &dt, &s, 1, "{k = 3.0 : f32}", false, &y) !=
+        KILN_OK)
+        return kiln_ctx_status(cx);
+    out[0] = kiln_add(cx, y, y);
+    kiln_tensor_release(y);
+    return kiln_ctx_status(cx);
+}
+
+/* kiln_custom_call from C: eagerly, and traced into a program that compiles and runs it. */
+Test(custom_calls, called_from_c_eagerly_and_traced) {
+    kiln_ctx *cx = test_ctx();
+    cr_assert_eq(kiln_custom_call_register(cx, "kiln.test.axpy", axpy, NULL), KILN_OK);
+    const float x[3] = {1, -2, 0.5f};
+    kiln_tensor *in = kiln_tensor_from_host(cx, KILN_F32, KILN_SHAPE(3), x, sizeof x);
+    kiln_dtype dt = KILN_F32;
+    kiln_shape s = KILN_SHAPE(3);
+    kiln_tensor *y = NULL;
+    cr_assert_eq(
+        kiln_custom_call(cx, "kiln.test.axpy", &in, 1, &dt, &s, 1, "{k = 2.0 : f32}", false, &y),
+        KILN_OK, "%s", kiln_ctx_error_message(cx));
+    const float *v = kiln_tensor_data(y);
+    cr_assert(v[0] == 3 && v[1] == -3 && v[2] == 2, "%g %g %g", v[0], v[1], v[2]);
+    kiln_tensor_release(y);
+    /* traced: the module holds the call; the executable runs it */
+    kiln_arg_spec spec = {.dtype = KILN_F32, .shape = KILN_SHAPE(3)};
+    kiln_module *m = NULL;
+    cr_assert_eq(kiln_lower(cx, &(kiln_region){traced_axpy, NULL}, &spec, 1, 1, NULL, &m), KILN_OK,
+                 "%s", kiln_ctx_error_message(cx));
+    char *text = kiln_module_to_string(cx, m);
+    cr_assert_not_null(text, "%s", kiln_ctx_error_message(cx));
+    cr_assert(strstr(text, "stablehlo.custom_call @kiln.test.axpy(%arg0) {api_version = 4 : i32, "
+                           "mhlo.backend_config = {k = 3.0 : f32}}"),
+              "%s", text);
+    kiln_string_free(cx, text);
+    kiln_exe *exe = NULL;
+    cr_assert_eq(kiln_compile(cx, m, NULL, &exe), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    kiln_module_release(m);
+    cr_assert_eq(kiln_exe_call(cx, exe, &in, &y), KILN_OK, "%s", kiln_ctx_error_message(cx));
+    v = kiln_tensor_data(y);
+    cr_assert(v[0] == 8 && v[1] == -10 && v[2] == 5, "%g %g %g", v[0], v[1], v[2]);
+    kiln_tensor_release(y);
+    kiln_exe_release(exe);
+    /* the errors */
+    cr_assert_neq(kiln_custom_call(cx, "", &in, 1, &dt, &s, 1, NULL, false, &y), KILN_OK);
+    expect_error(cx, KILN_INVALID_ARGUMENT, "kiln_custom_call: target is empty");
+    cr_assert_neq(kiln_custom_call(cx, "kiln.test.axpy", &in, 1, &dt, &s, 1, "k = 2", false, &y),
+                  KILN_OK);
+    expect_error(cx, KILN_INVALID_ARGUMENT, "backend_config is not an attribute dictionary");
+    cr_assert_neq(kiln_custom_call(cx, "kiln.test.axpy", &in, 1, NULL, &s, 1, NULL, false, &y),
+                  KILN_OK);
+    expect_error(cx, KILN_INVALID_ARGUMENT, "n_results is 1");
+    cr_assert_neq(kiln_custom_call(cx, "kiln.test.none", &in, 1, &dt, &s, 1, NULL, false, &y),
+                  KILN_OK);
+    expect_error(cx, KILN_UNIMPLEMENTED, "stablehlo.custom_call @kiln.test.none: no function");
+    kiln_tensor_release(in);
+    kiln_custom_call_unregister(cx, "kiln.test.axpy");
     kiln_ctx_release(cx);
 }

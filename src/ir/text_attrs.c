@@ -41,6 +41,8 @@ static bool grow_attrs(parser *p, attr **items, const char ***keys, size_t **len
 }
 
 /* { key = value, key, ... } or (struct) key = value, ... up to `close`. */
+static bool conv_raw(parser *p, kiln_conv_params *c);
+
 bool kiln__text_attr_entries(parser *p, attr *a, char close) {
     int32_t cap = 0;
     a->n = 0;
@@ -192,7 +194,7 @@ bool kiln__text_attr_value(parser *p, attr *a) {
         } else if (span_is(id, len, "stablehlo.conv")) {
             a->kind = A_CONV;
             if (kiln__text_accept_kw(p, "raw"))
-                ok = kiln__text_error(p, p->pos, "#stablehlo.conv<raw ...> is not supported");
+                ok = conv_raw(p, &a->conv);
             else
                 ok = kiln__text_conv_layouts(p, &a->conv) &&
                      kiln__text_expect(p, '>', "to close #stablehlo.conv");
@@ -456,6 +458,36 @@ static bool int_value(parser *p, const attr *a, const char *name, int64_t *out) 
 
 /* A struct attribute's fields (#stablehlo.gather<...>): lists and integers, each may be
  * left out (empty, 0). */
+/* #stablehlo.conv<raw input_batch_dimension = 0, ..., output_spatial_dimensions = [1, 2]>
+ * after "raw": the nine dimension numbers by name, as StableHLO prints them when the
+ * layouts' letters cannot say them. */
+static bool conv_raw(parser *p, kiln_conv_params *c) {
+    attr d = {.kind = A_STRUCT, .pos = p->pos};
+    if (!kiln__text_attr_entries(p, &d, '>')) return false;
+    static const char *const ints[] = {
+        "input_batch_dimension",          "input_feature_dimension",
+        "kernel_input_feature_dimension", "kernel_output_feature_dimension",
+        "output_batch_dimension",         "output_feature_dimension"};
+    int64_t *int_at[] = {&c->input_batch_dimension,          &c->input_feature_dimension,
+                         &c->kernel_input_feature_dimension, &c->kernel_output_feature_dimension,
+                         &c->output_batch_dimension,         &c->output_feature_dimension};
+    static const char *const lists[] = {"input_spatial_dimensions", "kernel_spatial_dimensions",
+                                        "output_spatial_dimensions"};
+    kiln_dims *list_at[] = {&c->input_spatial_dimensions, &c->kernel_spatial_dimensions,
+                            &c->output_spatial_dimensions};
+    for (int i = 0; i < 6; i++) {
+        const attr *v = kiln__text_dict_get(&d, ints[i]);
+        if (!v) return kiln__text_error(p, d.pos, "#stablehlo.conv<raw ...> needs %s", ints[i]);
+        if (!int_value(p, v, ints[i], int_at[i])) return false;
+    }
+    for (int i = 0; i < 3; i++) {
+        const attr *v = kiln__text_dict_get(&d, lists[i]);
+        if (!v) return kiln__text_error(p, d.pos, "#stablehlo.conv<raw ...> needs %s", lists[i]);
+        if (!to_dims(p, v, lists[i], list_at[i])) return false;
+    }
+    return true;
+}
+
 static bool struct_fields(parser *p, const kiln__attr_desc *d, const attr *s, kiln__attrs *a) {
     for (int32_t i = 0; i < d->n_fields; i++) {
         const kiln__attr_field *f = &d->fields[i];

@@ -194,3 +194,28 @@ Test(dynamic_text, what_the_types_refuse_is_refused_when_read) {
         "dynamic dimensions are not supported");
     kiln_ctx_release(cx);
 }
+
+/* StableHLO's raw form of convolution dimension numbers (what it prints when the layouts'
+ * letters cannot say them) reads as the same numbers as the letters. */
+Test(dynamic_text, convolution_dimension_numbers_in_the_raw_form) {
+    kiln_ctx *cx = test_ctx();
+    static const char raw[] =
+        "func.func @main(%x: tensor<1x6x6x2xf32>, %w: tensor<3x3x2x4xf32>) -> "
+        "tensor<1x4x4x4xf32> {\n"
+        "  %0 = \"stablehlo.convolution\"(%x, %w) {dimension_numbers = #stablehlo.conv<raw "
+        "input_batch_dimension = 0, input_feature_dimension = 3, input_spatial_dimensions = "
+        "[1, 2], kernel_input_feature_dimension = 2, kernel_output_feature_dimension = 3, "
+        "kernel_spatial_dimensions = [0, 1], output_batch_dimension = 0, "
+        "output_feature_dimension = 3, output_spatial_dimensions = [1, 2]>} : "
+        "(tensor<1x6x6x2xf32>, tensor<3x3x2x4xf32>) -> tensor<1x4x4x4xf32>\n"
+        "  return %0 : tensor<1x4x4x4xf32>\n}\n";
+    char *text = printed(cx, raw);
+    cr_assert(strstr(text, "dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]"), "%s", text);
+    kiln_string_free(cx, text);
+    test_expect_op_refused(cx, "%x: tensor<1x6x6x2xf32>, %w: tensor<3x3x2x4xf32>",
+                           "%0 = \"stablehlo.convolution\"(%x, %w) {dimension_numbers = "
+                           "#stablehlo.conv<raw input_batch_dimension = 0>} : "
+                           "(tensor<1x6x6x2xf32>, tensor<3x3x2x4xf32>) -> tensor<1x4x4x4xf32>",
+                           "#stablehlo.conv<raw ...> needs input_feature_dimension");
+    kiln_ctx_release(cx);
+}

@@ -363,16 +363,14 @@ static void put_op_functional(printer *p, const kiln__ir_op *op) {
     put_functional(p, op->operands, op->n_operands, NULL, 0, op->results, op->n_results);
 }
 
-static bool same_type(const kiln__type *a, const kiln__type *b) { return kiln__type_equal(a, b); }
-
 /* StableHLO's SameOperandsAndResultType form: one type when all agree. */
 static void put_same_or_functional(printer *p, const kiln__ir_op *op) {
     const kiln__type *first = op->n_results ? op->results[0]->type : NULL;
     bool same = first != NULL;
     for (int32_t i = 0; i < op->n_operands && same; i++)
-        same = same_type(op->operands[i]->type, first);
+        same = kiln__type_equal(op->operands[i]->type, first);
     for (int32_t i = 1; i < op->n_results && same; i++)
-        same = same_type(op->results[i]->type, first);
+        same = kiln__type_equal(op->results[i]->type, first);
     if (same)
         put_type(p, first);
     else
@@ -385,7 +383,7 @@ static void put_parts_or_functional(printer *p, const kiln__ir_op *op) {
     kiln__type want = parts ? *op->results[0]->type : (kiln__type){0};
     want.dtype = kiln_dtype_component(want.dtype);
     for (int32_t i = 0; i < op->n_operands && parts; i++)
-        parts = same_type(op->operands[i]->type, &want);
+        parts = kiln__type_equal(op->operands[i]->type, &want);
     if (parts)
         put_type(p, op->results[0]->type);
     else
@@ -720,7 +718,8 @@ static bool reduce_is_compact(const kiln__ir_op *op) {
     if (inner->operands[0] != b->args[0] || inner->operands[1] != b->args[1]) return false;
     if (b->results[0] != inner->results[0]) return false;
     const kiln__type *t = inner->results[0]->type;
-    if (!same_type(inner->operands[0]->type, t) || !same_type(inner->operands[1]->type, t))
+    if (!kiln__type_equal(inner->operands[0]->type, t) ||
+        !kiln__type_equal(inner->operands[1]->type, t))
         return false;
     return op->n_operands >= 1 && t->shape.rank == 0 && t->dtype == op->operands[0]->type->dtype;
 }
@@ -944,8 +943,8 @@ static void print_op(printer *p, const kiln__ir_op *op, int ind) {
         put_values(p, op->operands, op->n_operands);
         put(p, " : ");
         const kiln__type *r = op->results[0]->type;
-        if (op->n_operands == 3 && same_type(op->operands[1]->type, r) &&
-            same_type(op->operands[2]->type, r)) {
+        if (op->n_operands == 3 && kiln__type_equal(op->operands[1]->type, r) &&
+            kiln__type_equal(op->operands[2]->type, r)) {
             put_type(p, op->operands[0]->type);
             put(p, ", ");
             put_type(p, r);

@@ -234,6 +234,14 @@ static bool dict_merge(parser *p, attr *d, const attr *more) {
 }
 
 /* A region: { [^bb0(%a: T, ...):] ops stablehlo.return ... } */
+/* An optional attribute dictionary `{...}` into the op's: what the schema names is read
+ * from it, the rest (discardable attributes) is not kept. */
+static bool attr_dict(parser *p, opdesc *o) {
+    if (!kiln__text_accept(p, '{')) return true;
+    attr more = {0};
+    return kiln__text_attr_entries(p, &more, '}') && dict_merge(p, &o->dict, &more);
+}
+
 static bool region(parser *p, kiln__block **out, const kiln__type *args, int32_t n_args,
                    const char *const *arg_names, const size_t *arg_lens) {
     kiln__text_skip(p);
@@ -307,11 +315,7 @@ static bool generic_op(parser *p, opdesc *o) {
     if (kiln__text_peek(p, '(')) {
         if (!regions_list(p, o)) return false;
     }
-    if (kiln__text_accept(p, '{')) {
-        attr more = {0};
-        if (!kiln__text_attr_entries(p, &more, '}') || !dict_merge(p, &o->dict, &more))
-            return false;
-    }
+    if (!attr_dict(p, o)) return false;
     if (!kiln__text_expect(p, ':', "before the op's type")) return false;
     if (!kiln__text_functional_type(p, &o->s)) return false;
     if (!o->s.functional)
@@ -545,11 +549,7 @@ static bool pretty_inline(parser *p, opdesc *o) {
         if (!pretty_value(p, o, d)) return false;
         any = true;
     }
-    if (kiln__text_accept(p, '{')) { /* the attributes the pretty form does not name */
-        attr more = {0};
-        if (!kiln__text_attr_entries(p, &more, '}') || !dict_merge(p, &o->dict, &more))
-            return false;
-    }
+    if (!attr_dict(p, o)) return false; /* the attributes the pretty form does not name */
     return pretty_type(p, o);
 }
 
@@ -710,11 +710,7 @@ static bool pretty_op(parser *p, opdesc *o, kiln__value **result_hint) {
                 return false;
             }
         }
-        if (kiln__text_accept(p, '{')) {
-            attr more = {0};
-            if (!kiln__text_attr_entries(p, &more, '}')) return false;
-        }
-        return pretty_type(p, o);
+        return attr_dict(p, o) && pretty_type(p, o);
     }
     case KILN_OP_CONVOLUTION: {
         if (!kiln__text_expect(p, '(', "to open the operands") ||
@@ -766,12 +762,7 @@ static bool pretty_op(parser *p, opdesc *o, kiln__value **result_hint) {
             } while (kiln__text_accept(p, ','));
             if (!kiln__text_expect(p, '}', "to close the window")) return false;
         }
-        if (kiln__text_accept(p, '{')) {
-            attr more = {0};
-            if (!kiln__text_attr_entries(p, &more, '}') || !dict_merge(p, &o->dict, &more))
-                return false;
-        }
-        return pretty_type(p, o);
+        return attr_dict(p, o) && pretty_type(p, o);
     }
     case KILN_OP_REDUCE: {
         /* (%a init: %b), ... applies stablehlo.add across dimensions = [1] : type
@@ -819,10 +810,7 @@ static bool pretty_op(parser *p, opdesc *o, kiln__value **result_hint) {
         if (!kiln__text_expect(p, '[', "to open the list") || !kiln__text_int_list_attr(p, &v) ||
             !dict_add(p, &o->dict, "dimensions", v))
             return false;
-        if (kiln__text_accept(p, '{')) { /* discardable attributes, as elsewhere not kept */
-            attr more = {0};
-            if (!kiln__text_attr_entries(p, &more, '}')) return false;
-        }
+        if (!attr_dict(p, o)) return false;
         if (!pretty_type(p, o)) return false;
         if (body != KILN_OP_COUNT) {
             /* build the region: ^bb0(acc.., x..): op per pair */

@@ -30,8 +30,6 @@ bool kiln__type_equal(const kiln__type *a, const kiln__type *b) {
     return true;
 }
 
-static bool type_same(const kiln__type *a, const kiln__type *b) { return kiln__type_equal(a, b); }
-
 void kiln__type_set_init(kiln__type_set *s, kiln_ctx *cx) {
     memset(s, 0, sizeof *s);
     s->cx = cx;
@@ -64,7 +62,7 @@ const kiln__type *kiln__type_set_intern(kiln__type_set *s, const kiln__type *t,
     const kiln__type **slots = table(s);
     size_t i = (size_t)type_hash(t) & (s->cap - 1);
     for (; slots[i]; i = (i + 1) & (s->cap - 1))
-        if (type_same(slots[i], t)) return slots[i];
+        if (kiln__type_equal(slots[i], t)) return slots[i];
     kiln__type *copy = alloc(user, sizeof *copy, _Alignof(kiln__type));
     if (!copy) return NULL;
     memset(copy, 0, sizeof *copy);

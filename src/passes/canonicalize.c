@@ -8,8 +8,6 @@
 #include "ops/dynamic.h"
 #include "passes/passes.h"
 
-static bool type_eq(const kiln__type *a, const kiln__type *b) { return kiln__type_equal(a, b); }
-
 /* The splat values the identities look for. Integers and i1: ZERO and ONE. Floats: ONE,
  * and the two zeros by their bits, which are not interchangeable: x + (-0) and x - (+0)
  * are x for every x (also -0 and NaN), x + (+0) and x - (-0) are not (-0 + +0 is +0). */
@@ -49,23 +47,29 @@ static bool splat_is(const kiln_tensor *t, splat_kind want) {
     return true;
 }
 
+/* The value of v when it is a constant, or of the scalar constant it broadcasts (then
+ * *broadcast is set); NULL otherwise. */
+static const kiln_tensor *constant_of(const kiln__value *v, bool *broadcast) {
+    const kiln__ir_op *d = v->def;
+    *broadcast = false;
+    if (d && d->kind == KILN_OP_BROADCAST_IN_DIM && d->operands[0]->type->shape.rank == 0) {
+        d = d->operands[0]->def;
+        *broadcast = true;
+    }
+    return d && d->kind == KILN_OP_CONSTANT ? d->attrs->u.constant : NULL;
+}
+
 /* v is a constant (or a broadcast_in_dim of a scalar constant) whose elements are all
  * `want`. */
 static bool is_splat(const kiln__value *v, splat_kind want) {
-    const kiln__ir_op *d = v->def;
-    if (d && d->kind == KILN_OP_BROADCAST_IN_DIM) {
-        const kiln__ir_op *s = d->operands[0]->def;
-        if (!s || s->kind != KILN_OP_CONSTANT || d->operands[0]->type->shape.rank != 0)
-            return false;
-        d = s;
-    }
-    if (!d || d->kind != KILN_OP_CONSTANT || !d->attrs->u.constant) return false;
-    return splat_is(d->attrs->u.constant, want);
+    bool broadcast;
+    const kiln_tensor *t = constant_of(v, &broadcast);
+    return t && splat_is(t, want);
 }
 
 /* Replaces the uses of op's only result with v, when their types are equal. */
 static int32_t forward(kiln__ir_op *op, kiln__value *v) {
-    if (!type_eq(op->results[0]->type, v->type)) return 0;
+    if (!kiln__type_equal(op->results[0]->type, v->type)) return 0;
     return kiln__replace_uses(op->block, op, op->results[0], v) > 0;
 }
 
@@ -149,7 +153,7 @@ static int32_t rewrite_slice(kiln_module *m, kiln__ir_op *op) {
     kiln__value *res = op->results[0];
     /* A slice keeping its operand's type keeps every element: start 0, and a stride
      * other than 1 only over a dimension of size 1. */
-    if (type_eq(op->operands[0]->type, res->type)) return forward(op, op->operands[0]);
+    if (kiln__type_equal(op->operands[0]->type, res->type)) return forward(op, op->operands[0]);
     const kiln__ir_op *in = op->operands[0]->def;
     if (!in || in->kind != KILN_OP_SLICE) return 0;
     const kiln_dims *s2 = &op->attrs->u.slice.start, *t2 = &op->attrs->u.slice.strides;
@@ -205,7 +209,7 @@ static int32_t rewrite_reverse(kiln_module *m, kiln__ir_op *op) {
  * the outer one sends that). */
 static int32_t rewrite_broadcast(kiln_module *m, kiln__ir_op *op) {
     const kiln_dims *d = &op->attrs->u.broadcast.dims;
-    if (type_eq(op->operands[0]->type, op->results[0]->type) && is_identity_perm(d))
+    if (kiln__type_equal(op->operands[0]->type, op->results[0]->type) && is_identity_perm(d))
         return forward(op, op->operands[0]);
     const kiln__ir_op *in = op->operands[0]->def;
     if (!in || in->kind != KILN_OP_BROADCAST_IN_DIM) return 0;
@@ -253,18 +257,15 @@ static int32_t moved_scalar_broadcast(kiln_module *m, kiln__ir_op *op) {
 
 /* The values of v when it is a constant integer tensor (or a scalar one broadcast). */
 static bool constant_values(const kiln__value *v, int64_t *out, int64_t cap) {
-    const kiln__ir_op *d = v->def;
+    bool broadcast;
+    const kiln_tensor *t = constant_of(v, &broadcast);
     int64_t n = 0;
-    if (!kiln_shape_numel(&v->type->shape, &n) || n > cap) return false;
-    if (d && d->kind == KILN_OP_BROADCAST_IN_DIM && d->operands[0]->type->shape.rank == 0) {
-        int64_t one;
-        if (!constant_values(d->operands[0], &one, 1)) return false;
-        for (int64_t i = 0; i < n; i++)
-            out[i] = one;
-        return true;
-    }
-    if (!d || d->kind != KILN_OP_CONSTANT || !d->attrs->u.constant) return false;
-    return kiln__dynamic_values(d->attrs->u.constant, out, cap);
+    if (!t || !kiln_shape_numel(&v->type->shape, &n) || n > cap) return false;
+    if (!broadcast) return kiln__dynamic_values(t, out, cap);
+    if (!kiln__dynamic_values(t, out, 1)) return false;
+    for (int64_t i = 1; i < n; i++)
+        out[i] = out[0];
+    return true;
 }
 
 /* A dynamic-shape op whose shape operands are constants is its static form (ops/dynamic.h),
@@ -335,7 +336,7 @@ static int32_t rewrite(kiln_module *m, kiln__ir_op *op) {
     case KILN_OP_CONVERT:
     case KILN_OP_BITCAST_CONVERT: return forward(op, a);
     case KILN_OP_RESHAPE: {
-        if (type_eq(a->type, res->type)) return forward(op, a);
+        if (kiln__type_equal(a->type, res->type)) return forward(op, a);
         if (moved_scalar_broadcast(m, op)) return 1;
         const kiln__ir_op *in = a->def;
         if (in && in->kind == KILN_OP_RESHAPE) {
